@@ -1,0 +1,8 @@
+"""Schedule templates, one file per (target, anchor kind), like MIOpen's solvers.
+
+Importing this package registers every template; `schedules.registry` looks them up.
+"""
+from . import cpu, cuda  # noqa: F401  (registration)
+from .registry import KernelInfo, Template, get_templates, register
+
+__all__ = ["KernelInfo", "Template", "get_templates", "register"]

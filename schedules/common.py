@@ -1,0 +1,77 @@
+"""Schedule steps shared by templates."""
+from __future__ import annotations
+
+from tvm import s_tir
+
+from .registry import KernelInfo
+
+
+def inline_all(sch: s_tir.Schedule, info: KernelInfo, keep=()) -> None:
+    """Inline every intermediate stage except those in `keep`."""
+    for name in info.inline_blocks:
+        if name not in keep:
+            sch.compute_inline(sch.get_sblock(name))
+
+
+def spatial_reduce_loops(sch: s_tir.Schedule, block) -> tuple[list, list]:
+    loops = sch.get_loops(block)
+    iters = sch.get(block).iter_vars
+    sp = [l for l, iv in zip(loops, iters) if iv.iter_type == 0]
+    rd = [l for l, iv in zip(loops, iters) if iv.iter_type != 0]
+    return sp, rd
+
+
+def epilogue_blocks(sch: s_tir.Schedule, info: KernelInfo, anchor: str) -> list[str]:
+    """Output blocks other than the anchor (they read it, so they go after it)."""
+    return [b for b in info.output_blocks if b != anchor]
+
+
+def attach_epilogue(sch: s_tir.Schedule, info: KernelInfo, anchor: str, loop, scope: str) -> None:
+    """Compute the epilogue under `loop`; the anchor's result stays in `scope` (registers).
+
+    When the anchor itself is a group output, a write-back block copies it out under `loop`.
+    """
+    block = sch.get_sblock(anchor)
+    if anchor in info.output_blocks:
+        writeback = sch.cache_write(block, 0, scope)  # the anchor now accumulates in `scope`
+        sch.reverse_compute_at(writeback, loop)
+    else:
+        sch.set_scope(block, 0, scope)
+    for name in epilogue_blocks(sch, info, anchor):
+        sch.reverse_compute_at(sch.get_sblock(name), loop)
+
+
+def outer_nests(sch: s_tir.Schedule) -> list:
+    """One block per top-level loop nest (blocks of a multi-output compute share a nest)."""
+    root = sch.get_sblock("root")
+    seen, out = [], []
+    for b in sch.get_child_blocks(root):
+        loops = sch.get_loops(b)
+        if not loops:
+            continue
+        sref = sch.get_sref(loops[0])
+        if any(sref.same_as(s) for s in seen):
+            continue
+        seen.append(sref)
+        out.append(b)
+    return out
+
+
+def read_index(sch: s_tir.Schedule, block, buffer_name: str) -> int:
+    for k, region in enumerate(sch.get(block).reads):
+        if region.source.name == buffer_name:
+            return k
+    raise KeyError(f"block {sch.get(block).name_hint} reads no buffer {buffer_name}")
+
+
+def bind_threads(sch: s_tir.Schedule, block, threads: int, inner: int = 1) -> None:
+    """Fuse a block's loops and bind them to blockIdx.x / threadIdx.x."""
+    loops = sch.get_loops(block)
+    fused = sch.fuse(*loops) if len(loops) > 1 else loops[0]
+    if inner > 1:
+        bx, tx, ii = sch.split(fused, [None, threads, inner])
+        sch.unroll(ii)
+    else:
+        bx, tx = sch.split(fused, [None, threads])
+    sch.bind(bx, "blockIdx.x")
+    sch.bind(tx, "threadIdx.x")

@@ -1,0 +1,2 @@
+"""CUDA templates (ROCm reuses them: same thread model, lowered to AMDGPU)."""
+from . import conv2d_direct, generic, injective  # noqa: F401

@@ -1,0 +1,112 @@
+"""CUDA direct conv2d template (NCHW and NHWC, grouped and depthwise).
+
+The AutoTVM classic, in s_tir: each non-batch output dim is split four ways (block,
+virtual thread, thread, per-thread), the input-channel reduction two ways; data and weight
+tiles are staged in shared memory by all threads together at each outer reduction step,
+with the padding/prologue stage computed on the way in; the epilogue runs from registers.
+"""
+from __future__ import annotations
+
+from tvm import s_tir
+
+from tefuse.tune.space import Config, ConfigSpace
+
+from ..common import attach_epilogue, inline_all, read_index, spatial_reduce_loops
+from ..registry import KernelInfo, Template, register
+
+THREAD_AXES = ("threadIdx.z", "threadIdx.y", "threadIdx.x")
+VTHREAD_AXES = ("vthread.z", "vthread.y", "vthread.x")
+BLOCK_AXES = ("blockIdx.z", "blockIdx.y", "blockIdx.x")
+# fallback targets per tiled dim (outermost..innermost in memory): threads, outputs per thread
+FALLBACK_THREADS = (4, 4, 8)
+FALLBACK_INNER = (4, 2, 1)
+
+
+def _largest_divisor(n: int, cap: int) -> int:
+    return max(d for d in range(1, min(n, cap) + 1) if n % d == 0)
+
+
+def _loop_depth(sch: s_tir.Schedule, block, loop) -> int:
+    """How many loops enclose `block` down to and including `loop`."""
+    target = sch.get_sref(loop)
+    for k, l in enumerate(sch.get_loops(block)):
+        if sch.get_sref(l).same_as(target):
+            return k + 1
+    raise ValueError("loop does not enclose block")
+
+
+def _rc_extent(info: KernelInfo) -> int:
+    w = info.in_shapes[1]
+    return w[1] if info.attrs.get("layout", "NCHW") == "NCHW" else w[2]
+
+
+@register("cuda", "conv2d", "depthwise_conv2d")
+class Conv2dDirect(Template):
+    name = "conv2d_direct"
+
+    def space(self, info: KernelInfo, target) -> ConfigSpace:
+        s = ConfigSpace()
+        for k, extent in enumerate(info.out_shape[1:]):
+            s.define_split(f"tile_{k}", extent, 4,
+                           filter=lambda c: c[1] <= 4 and c[2] <= 32 and c[3] <= 8)
+        s.define_split("tile_rc", _rc_extent(info), 2, filter=lambda c: c[1] <= 32)
+        s.define_knob("unroll", [0, 512, 1500])
+        s.define_knob("unroll_explicit", [1, 0])
+        return s
+
+    def fallback(self, info: KernelInfo, target, space: ConfigSpace) -> Config:
+        vals = {}
+        for k, extent in enumerate(info.out_shape[1:]):
+            t = _largest_divisor(extent, FALLBACK_THREADS[k])
+            i = _largest_divisor(extent // t, FALLBACK_INNER[k])
+            vals[f"tile_{k}"] = (extent // (t * i), 1, t, i)
+        rc = _rc_extent(info)
+        ri = _largest_divisor(rc, 8)
+        vals["tile_rc"] = (rc // ri, ri)
+        vals["unroll"] = 512
+        vals["unroll_explicit"] = 1
+        return space.from_values(vals)
+
+    def apply(self, sch: s_tir.Schedule, info: KernelInfo, cfg: Config, target) -> None:
+        anchor = info.anchor_block
+        conv = sch.get_sblock(anchor)
+        staged = [b for b in ("pad_temp", "weight_in") if b in info.inline_blocks]
+        inline_all(sch, info, keep=staged)
+        data_buf = "pad_temp"
+        weight_buf = "weight_in" if "weight_in" in staged else sch.get(conv).reads[-1].source.name
+        reads = [read_index(sch, conv, data_buf), read_index(sch, conv, weight_buf)]
+
+        sp, rd = spatial_reduce_loops(sch, conv)
+        n, dims = sp[0], sp[1:]
+        tiles = [sch.split(l, factors=list(cfg[f"tile_{k}"])) for k, l in enumerate(dims)]
+        rc_pos = 0 if info.attrs.get("layout", "NCHW") == "NCHW" else 2
+        rco, rci = sch.split(rd[rc_pos], factors=list(cfg["tile_rc"]))
+        window = [l for k, l in enumerate(rd) if k != rc_pos]
+        sch.reorder(n, *[t[0] for t in tiles], *[t[1] for t in tiles], *[t[2] for t in tiles],
+                    rco, rci, *window, *[t[3] for t in tiles])
+        sch.bind(sch.fuse(n, tiles[0][0]), BLOCK_AXES[0])
+        for k in (1, 2):
+            sch.bind(tiles[k][0], BLOCK_AXES[k])
+        for k in range(3):
+            sch.bind(tiles[k][1], VTHREAD_AXES[k])
+            sch.bind(tiles[k][2], THREAD_AXES[k])
+        attach_epilogue(sch, info, anchor, tiles[2][2], "local")
+
+        threads = [cfg[f"tile_{k}"][2] for k in range(3)]
+        depth = _loop_depth(sch, conv, rco)
+        for idx, buf in zip(reads, (data_buf, weight_buf)):
+            cache = sch.cache_read(conv, idx, "shared")
+            sch.compute_at(cache, rco)
+            if buf in staged:
+                sch.compute_inline(sch.get_sblock(buf))
+            inner = sch.get_loops(cache)[depth:]
+            fused = sch.fuse(*inner) if len(inner) > 1 else inner[0]
+            parts = sch.split(fused, factors=[None, *threads])
+            for loop, axis in zip(parts[1:], THREAD_AXES):
+                sch.bind(loop, axis)
+        if cfg["unroll"]:
+            sch.annotate(rco, "pragma_auto_unroll_max_step", cfg["unroll"])
+            sch.annotate(rco, "pragma_unroll_explicit", cfg["unroll_explicit"])
+
+
+

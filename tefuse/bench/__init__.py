@@ -1,0 +1,1 @@
+"""Benchmarks run on the GPU machine (never as timed unit tests)."""

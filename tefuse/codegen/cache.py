@@ -1,0 +1,139 @@
+"""On-disk kernel cache: compiled group modules keyed by what determines their code.
+
+Why: compiling a CUDA kernel (codegen + nvcc) dominates build time, and a network repeats
+the same groups across runs. The key hashes the workload, template, config values,
+target, the tefuse and TVM versions, and a fingerprint of tefuse's and the schedules'
+sources (so editing a template or an op in a checkout never serves a stale kernel).
+
+Entries are shared libraries written by `export_library` to a temp name and renamed into
+place, so concurrent builds never see half a file; an entry that fails to load is dropped
+with a warning and rebuilt.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import threading
+import uuid
+from pathlib import Path
+from typing import Any, Optional, Union
+
+import tvm
+
+log = logging.getLogger(__name__)
+
+# host-side module kinds that need no device loader when a library is loaded back
+_HOST_KINDS = {"llvm", "c", "static_library", "library"}
+_MISSING_LOADER = "loader of that name is not registered"
+
+
+def default_cache_dir() -> Path:
+    """$TEFUSE_CACHE_DIR, else $XDG_CACHE_HOME/tefuse/kernels (~/.cache by default)."""
+    if os.environ.get("TEFUSE_CACHE_DIR"):
+        return Path(os.environ["TEFUSE_CACHE_DIR"]).expanduser()
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(cache) / "tefuse" / "kernels"
+
+
+_FINGERPRINT: Optional[str] = None
+
+
+def source_fingerprint() -> str:
+    """Hash of every .py file of tefuse and schedules, once per process (a few ms)."""
+    global _FINGERPRINT
+    if _FINGERPRINT is None:
+        import schedules
+        import tefuse
+
+        h = hashlib.sha256()
+        for pkg in (tefuse, schedules):
+            root = Path(pkg.__file__).resolve().parent
+            for f in sorted(root.rglob("*.py")):
+                h.update(str(f.relative_to(root.parent)).encode())
+                h.update(f.read_bytes())
+        _FINGERPRINT = h.hexdigest()[:16]
+    return _FINGERPRINT
+
+
+def _loader_missing(kind: str) -> bool:
+    return (kind not in _HOST_KINDS
+            and tvm.get_global_func(f"ffi.Module.load_from_bytes.{kind}", allow_missing=True) is None)
+
+
+class KernelCache:
+    """Compiled kernels on disk; `load`/`store` are what build_group calls."""
+
+    def __init__(self, root: Optional[Union[str, os.PathLike]] = None):
+        self.root = Path(root).expanduser() if root is not None else default_cache_dir()
+
+    def __repr__(self) -> str:
+        return f"KernelCache({str(self.root)!r})"
+
+    def key(self, workload_key: str, target: tvm.target.Target, choice: Any) -> str:
+        from .. import __version__
+
+        values = {k: list(v) if isinstance(v, tuple) else v for k, v in choice.config.values.items()}
+        blob = json.dumps([workload_key, choice.template.name, values, str(target), __version__,
+                           tvm.__version__, source_fingerprint()], sort_keys=True, default=str)
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+    def path(self, key: str) -> Path:
+        return self.root / key[:2] / f"{key}.so"
+
+    def load(self, workload_key: str, target: tvm.target.Target, choice: Any) -> Optional[tvm.runtime.Module]:
+        """The cached module, or None (a miss, or an entry this process cannot load)."""
+        p = self.path(self.key(workload_key, target, choice))
+        if not p.is_file():
+            return None
+        try:
+            mod = tvm.runtime.load_module(str(p))
+        except Exception as e:  # noqa: BLE001 - TVM raises RuntimeError/TVMError/OSError
+            msg = str(e).strip().splitlines()
+            if _MISSING_LOADER in str(e):
+                # a valid entry for a device runtime this TVM lacks (e.g. no CUDA here): keep it
+                log.debug("kernel cache entry %s needs a device runtime not available here", p)
+                return None
+            log.warning("dropping corrupt kernel cache entry %s (%s); rebuilding", p,
+                        msg[-1] if msg else type(e).__name__)
+            p.unlink(missing_ok=True)
+            return None
+        log.debug("kernel cache hit %s for %s", p.name, workload_key)
+        return mod
+
+    def store(self, workload_key: str, target: tvm.target.Target, choice: Any,
+              module: tvm.runtime.Module) -> Optional[Path]:
+        """Export atomically; failures only cost the cache, never the build."""
+        kinds = {m.kind for m in module.imports}
+        if any(_loader_missing(k) for k in kinds):
+            # this process could never load it back (e.g. a CUDA build on a GPU-less host)
+            log.debug("not caching %s: no runtime here for %s", workload_key, sorted(kinds))
+            return None
+        p = self.path(self.key(workload_key, target, choice))
+        tmp = p.with_name(f".{p.stem}.{os.getpid()}.{threading.get_ident()}.{uuid.uuid4().hex[:8]}.so")
+        try:
+            p.parent.mkdir(parents=True, exist_ok=True)
+            module.export_library(str(tmp))
+            os.replace(tmp, p)
+        except Exception as e:  # noqa: BLE001 - disk full, no compiler, read-only cache...
+            log.warning("could not store kernel for %s in the cache: %s", workload_key, e)
+            tmp.unlink(missing_ok=True)
+            return None
+        return p
+
+    def clear(self) -> int:
+        """Remove every entry; returns how many were removed."""
+        n = 0
+        for f in self.root.glob("*/*.so"):
+            f.unlink(missing_ok=True)
+            n += 1
+        return n
+
+
+_DEFAULT: dict[Path, KernelCache] = {}
+
+
+def default_cache() -> KernelCache:
+    root = default_cache_dir()
+    return _DEFAULT.setdefault(root, KernelCache(root))

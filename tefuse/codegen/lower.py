@@ -1,0 +1,104 @@
+"""Lowering: a fused group -> one TE compute DAG -> one PrimFunc, plus what schedules need.
+
+Injective members are lazy index functions, so they fold into the anchor's stages (the
+epilogue into the output block, the prologue into the anchor's input stage); only the
+anchor's own stages and the group's outputs remain as blocks.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from tvm import s_tir, te, tirx as tir
+
+from ..errors import BuildError, OpError
+from ..fusion import FusedGroup
+from ..graph.ir import CONST, Node
+from ..ops import Value, get_op
+from schedules.registry import KernelInfo
+
+
+@dataclass
+class LoweredGroup:
+    group: FusedGroup
+    func: tir.PrimFunc
+    params: list[Node]  # runtime inputs, in argument order (outputs follow them)
+    info: KernelInfo
+
+
+def _ident(name: str) -> str:
+    s = re.sub(r"\W", "_", name)
+    return s if s and not s[0].isdigit() else f"v_{s}"
+
+
+def _folded_scalar(node: Node) -> Value:
+    v = node.value.reshape(-1)[0].item()
+    return Value(node.shape, node.dtype, lambda *i: tir.const(v, node.dtype), const=float(v))
+
+
+def lower_group(group: FusedGroup) -> LoweredGroup:
+    vals: dict[int, Value] = {}
+    placeholders, params = [], []
+    for i in group.inputs:
+        if i.op == CONST and i.value.size == 1:
+            vals[id(i)] = _folded_scalar(i)
+            continue
+        ph = te.placeholder(i.shape, i.dtype, name=f"in_{_ident(i.name)}")
+        vals[id(i)] = Value.of_tensor(ph)
+        placeholders.append(ph)
+        params.append(i)
+    for n in group.nodes:
+        try:
+            vals[id(n)] = get_op(n.op).compute([vals[id(i)] for i in n.inputs], n.attrs)
+        except OpError as e:
+            raise BuildError(f"group {group.name}: node {n.name!r} ({n.op}): {e}") from None
+    outs = _materialize_outputs(group, vals, placeholders)
+    func = te.create_prim_func(placeholders + outs)
+    return LoweredGroup(group, func, params, _kernel_info(group, func, len(outs)))
+
+
+def _materialize_outputs(group: FusedGroup, vals: dict, placeholders: list) -> list[te.Tensor]:
+    outs = [vals[id(o)] for o in group.outputs]
+    same_shape = len({v.shape for v in outs}) == 1
+    if group.anchor is None and len(outs) > 1 and same_shape and all(v.is_lazy for v in outs):
+        # one compute with several results: one loop nest, so one kernel
+        res = te.compute(outs[0].shape, lambda *i: tuple(v(*i) for v in outs), name="fused_out")
+        return list(res)
+    tensors: list[te.Tensor] = []
+    for node, v in zip(group.outputs, outs):
+        t = v.tensor
+        if t is None or any(t.same_as(p) for p in placeholders) or any(t.same_as(x) for x in tensors):
+            t = Value(v.shape, v.dtype, v.fn).materialize(f"out_{_ident(node.name)}")
+        tensors.append(t)
+    return tensors
+
+
+def _kernel_info(group: FusedGroup, func: tir.PrimFunc, n_out: int) -> KernelInfo:
+    sch = s_tir.Schedule(func)
+    out_bufs = {_buffer_name(func, p) for p in list(func.params)[-n_out:]}
+    inline, reduce_, outputs = [], [], []
+    for b in sch.get_child_blocks(sch.get_sblock("root")):
+        blk = sch.get(b)
+        if any(w.source.name in out_bufs for w in blk.writes):
+            outputs.append(blk.name_hint)
+        if any(iv.iter_type != 0 for iv in blk.iter_vars):
+            reduce_.append(blk.name_hint)
+        elif blk.name_hint not in outputs:
+            inline.append(blk.name_hint)
+    a = group.anchor
+    return KernelInfo(
+        anchor_kind=group.anchor_kind,
+        anchor_block=reduce_[0] if reduce_ else None,
+        inline_blocks=inline,
+        reduce_blocks=reduce_,
+        output_blocks=outputs,
+        attrs=dict(a.attrs) if a is not None else {},
+        out_shape=tuple(a.shape if a is not None else group.outputs[0].shape),
+        in_shapes=[tuple(i.shape) for i in a.inputs] if a is not None else [],
+        dtype=(a or group.outputs[0]).dtype,
+    )
+
+
+def _buffer_name(func: tir.PrimFunc, param) -> str:
+    bmap = getattr(func, "buffer_map", None)
+    return bmap[param].name if bmap is not None else param.name

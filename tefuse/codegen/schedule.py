@@ -1,0 +1,72 @@
+"""Choosing and applying a schedule for a lowered group: best tuning record, else fallback."""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Optional, Protocol
+
+import tvm
+from tvm import s_tir
+
+import schedules
+from schedules.registry import Template
+
+from ..errors import BuildError
+from ..target import target_key
+from ..tune.space import Config
+from ..tune.workload import workload_key
+from .lower import LoweredGroup
+
+log = logging.getLogger(__name__)
+
+
+class BestRecordSource(Protocol):
+    """What build needs from a performance database."""
+
+    def best(self, workload: str, target: str) -> Optional[object]: ...
+
+
+@dataclass
+class ScheduleChoice:
+    template: Template
+    config: Config
+    source: str  # "tuned" or "fallback"
+
+
+def find_template(target: tvm.target.Target, anchor_kind: str, name: Optional[str] = None) -> list[Template]:
+    temps = schedules.get_templates(target.kind.name, anchor_kind)
+    if not temps:
+        raise BuildError(f"no schedule template for target {target.kind.name!r}, anchor {anchor_kind!r}")
+    if name is not None:
+        temps = [t for t in temps if t.name == name]
+    return temps
+
+
+def choose_schedule(lowered: LoweredGroup, target: tvm.target.Target,
+                    db: Optional[BestRecordSource] = None) -> ScheduleChoice:
+    info = lowered.info
+    key = workload_key(lowered.group)
+    if db is not None:
+        rec = db.best(key, target_key(target))
+        if rec is not None:
+            for t in find_template(target, info.anchor_kind, rec.template):
+                space = t.space(info, target)
+                try:
+                    return ScheduleChoice(t, space.from_values(rec.config), "tuned")
+                except (KeyError, ValueError):
+                    log.warning("tuning record for %s does not fit template %s; ignoring it", key, t.name)
+    t = find_template(target, info.anchor_kind)[0]
+    if target.kind.name != "llvm":
+        log.info("no tuning record for %s on %s: fallback config of %s", key, target_key(target), t.name)
+    return ScheduleChoice(t, t.fallback(info, target, t.space(info, target)), "fallback")
+
+
+def apply_schedule(lowered: LoweredGroup, target: tvm.target.Target, choice: ScheduleChoice) -> tvm.IRModule:
+    sch = s_tir.Schedule(lowered.func)
+    try:
+        choice.template.apply(sch, lowered.info, choice.config, target)
+    except Exception as e:  # noqa: BLE001 - ScheduleError, TVM FFI errors, template bugs
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise BuildError(f"group {lowered.group.name}: template {choice.template.name} "
+                         f"config #{choice.config.index} failed to apply: {first}") from e
+    return sch.mod

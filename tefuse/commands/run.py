@@ -1,0 +1,174 @@
+"""`tefuse run model.onnx`: import, fuse, build and run a whole ONNX network once.
+
+Prints how the network was fused (kernels vs ONNX nodes, ops per kernel); with --check it
+also runs onnxruntime on the same inputs and reports the max abs / rel error. A saved
+artefact (`tefuse build model.onnx -o model.tefuse`) runs too, without recompiling.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+
+from ..errors import TefuseError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Error of tefuse's output against a reference, per graph output."""
+
+    name: str
+    max_abs: float
+    max_rel: float
+    ok: bool
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("run", help="import an ONNX model, build it and run it (optionally check vs onnxruntime)")
+    p.add_argument("model", help="model.onnx, or an artefact saved by `tefuse build -o`")
+    p.add_argument("--target", "-t", default="llvm", help="llvm, cuda, cuda:sm_80 (default llvm)")
+    p.add_argument("--input", "-i", action="append", default=[], metavar="NAME=FILE.npy",
+                   help="input values from .npy files (repeatable); random values otherwise")
+    p.add_argument("--shape", action="append", default=[], metavar="NAME=1x3x224x224",
+                   help="fix an input's symbolic dims (repeatable)")
+    p.add_argument("--check", action="store_true", help="compare with onnxruntime (CPU)")
+    p.add_argument("--rtol", type=float, default=1e-3, help="--check tolerance (default 1e-3)")
+    p.add_argument("--atol", type=float, default=1e-4, help="--check tolerance (default 1e-4)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    p.add_argument("--repeat", type=int, default=1, help="timed runs after the first (default 1)")
+    p.add_argument("--verbose-groups", action="store_true", help="list every fused group")
+    p.set_defaults(func=run)
+
+
+def _pairs(items: list[str], what: str) -> dict[str, str]:
+    out = {}
+    for it in items:
+        name, sep, val = it.rpartition("=")
+        if not sep or not name:
+            raise TefuseError(f"{what} {it!r}: expected NAME=VALUE")
+        out[name] = val
+    return out
+
+
+def random_inputs(graph, seed: int = 0, given: Optional[dict[str, np.ndarray]] = None) -> dict[str, np.ndarray]:
+    """Values for every graph input: the given ones, random for the rest (uniform [0, 1) floats)."""
+    rng = np.random.default_rng(seed)
+    feeds = dict(given or {})
+    for i in graph.inputs:
+        if i.name in feeds:
+            continue
+        if i.dtype.startswith("float"):
+            feeds[i.name] = rng.random(i.shape, dtype=np.float32).astype(i.dtype)
+        elif i.dtype == "bool":
+            feeds[i.name] = rng.random(i.shape) > 0.5
+        else:
+            feeds[i.name] = rng.integers(0, 4, size=i.shape).astype(i.dtype)
+    return feeds
+
+
+def compare(names: list[str], got: list[np.ndarray], want: list[np.ndarray], rtol: float,
+            atol: float) -> list[Comparison]:
+    res = []
+    for name, g, w in zip(names, got, want):
+        g64, w64 = np.asarray(g, np.float64), np.asarray(w, np.float64)
+        if g64.shape != w64.shape:
+            res.append(Comparison(name, float("inf"), float("inf"), False))
+            continue
+        diff = np.abs(g64 - w64)
+        max_abs = float(diff.max()) if diff.size else 0.0
+        max_rel = float((diff / np.maximum(np.abs(w64), 1e-12)).max()) if diff.size else 0.0
+        ok = bool(np.all(diff <= atol + rtol * np.abs(w64)))
+        res.append(Comparison(name, max_abs, max_rel, ok))
+    return res
+
+
+def onnxruntime_outputs(model_path: str, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+    try:
+        import onnxruntime as ort
+    except ImportError as e:
+        raise TefuseError("--check needs onnxruntime (pip install onnxruntime)") from e
+    sess = ort.InferenceSession(model_path, providers=["CPUExecutionProvider"])
+    names = {i.name for i in sess.get_inputs()}
+    return sess.run(None, {k: v for k, v in feeds.items() if k in names})
+
+
+def fusion_summary(cg, onnx_nodes: Optional[int], verbose: bool) -> str:
+    """Kernels vs ONNX nodes and how many ops each kernel holds."""
+    sizes = [len(k.group.nodes) for k in cg.kernels]
+    ops = sum(sizes)
+    head = f"{cg.num_kernels} kernels for {ops} tefuse ops"
+    if onnx_nodes is not None:
+        head += f" ({onnx_nodes} ONNX nodes)"
+    hist: dict[int, int] = {}
+    for s in sizes:
+        hist[s] = hist.get(s, 0) + 1
+    lines = [head, "ops per kernel: " + ", ".join(f"{n} op{'s' if n > 1 else ''} x{c}"
+                                                  for n, c in sorted(hist.items()))]
+    if verbose:
+        lines += [f"  {k.group.describe()}" for k in cg.kernels]
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..codegen.build import build
+    from ..runtime import artifact
+
+    given = {name: np.load(f) for name, f in _pairs(args.input, "--input").items()}
+    shapes = {name: tuple(int(s) for s in v.lower().split("x"))
+              for name, v in _pairs(args.shape, "--shape").items()}
+    is_onnx = args.model.endswith(".onnx")
+    onnx_nodes = None
+    t0 = time.perf_counter()
+    if is_onnx:
+        import onnx
+
+        from ..frontend.onnx import import_onnx
+
+        model = onnx.load(args.model)
+        onnx_nodes = len(model.graph.node)
+        init = {i.name for i in model.graph.initializer}
+        input_names = {i.name for i in model.graph.input} - init
+        shapes.update({k: v.shape for k, v in given.items() if k in input_names})
+        graph = import_onnx(model, input_shapes=shapes or None)
+        t1 = time.perf_counter()
+        cg = build(graph, args.target)
+        print(f"imported in {t1 - t0:.2f}s, built for {args.target} in {time.perf_counter() - t1:.1f}s")
+    else:
+        if args.check:
+            raise TefuseError("--check needs the .onnx model (onnxruntime runs it)")
+        cg = artifact.load(args.model)
+        print(f"loaded {args.model} in {time.perf_counter() - t0:.2f}s")
+    print(fusion_summary(cg, onnx_nodes, args.verbose_groups))
+
+    unknown = set(given) - {i.name for i in cg.graph.inputs}
+    if unknown:
+        raise TefuseError(f"--input names unknown input(s) {sorted(unknown)}; "
+                          f"inputs are {[i.name for i in cg.graph.inputs]}")
+    feeds = random_inputs(cg.graph, args.seed, given)
+    outs = cg.run(**feeds)
+    times = []
+    for _ in range(max(args.repeat, 0)):
+        t = time.perf_counter()
+        cg.run(**feeds)
+        times.append(time.perf_counter() - t)
+    if times:
+        print(f"run: {1e3 * float(np.median(times)):.2f} ms (median of {len(times)})")
+    out_names = [o.name for o in cg.graph.outputs]
+    for name, o in zip(out_names, outs):
+        print(f"output {name}: {o.dtype}{list(o.shape)} mean {float(np.mean(o)):.6g}")
+    if not args.check:
+        return 0
+    ref = onnxruntime_outputs(str(Path(args.model)), feeds)
+    bad = 0
+    for c in compare(out_names, outs, ref, args.rtol, args.atol):
+        print(f"check {c.name}: max abs err {c.max_abs:.3g}, max rel err {c.max_rel:.3g} "
+              f"-> {'OK' if c.ok else 'MISMATCH'} (rtol {args.rtol:g}, atol {args.atol:g})")
+        bad += not c.ok
+    return 1 if bad else 0

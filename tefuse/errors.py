@@ -1,0 +1,36 @@
+"""Errors tefuse raises: each names what went wrong and where (node, plan step, log line)."""
+
+
+class TefuseError(Exception):
+    """Base class for every error tefuse raises on purpose."""
+
+
+class OpError(TefuseError, ValueError):
+    """An operator got inputs or attributes it cannot handle (raised by compute functions)."""
+
+
+class GraphError(TefuseError, ValueError):
+    """The graph is malformed: names the offending node."""
+
+
+class UnsupportedFusion(TefuseError):
+    """A FusionPlan step cannot be fused; raised when the op is added, not at compile time."""
+
+
+class PlanStateError(TefuseError, RuntimeError):
+    """A FusionPlan is used in the wrong state (executed before compile, changed after it)."""
+
+
+class BuildError(TefuseError, RuntimeError):
+    """Lowering, scheduling or compiling a fused group failed: names the group."""
+
+
+class ModelImportError(TefuseError, ValueError):
+    """A model could not be imported; `problems` lists every offending node, not just the first."""
+
+    def __init__(self, message: str, problems: list | None = None):
+        super().__init__(message)
+        self.problems = list(problems or [])
+
+
+ImportError_ = ModelImportError  # old name

@@ -1,0 +1,348 @@
+"""ONNX import: an ONNX model (opsets 9..21) becomes a tefuse Graph.
+
+Why a two-level design: this module walks the ONNX graph, folds constant subgraphs
+(initializers, Shape/Gather/ConstantOfShape chains...) to numpy, and collects every
+problem before failing, so a user sees all unsupported nodes of a model at once. The
+per-op converters live in `onnx_ops.py`, a registry keyed by ONNX op type.
+"""
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from typing import Any, Mapping, Optional, Sequence, Union
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+from ..errors import GraphError, ModelImportError, OpError
+from ..graph.ir import Graph, GraphBuilder, Node
+
+log = logging.getLogger(__name__)
+
+MIN_OPSET, MAX_OPSET = 9, 21
+ModelLike = Union[str, os.PathLike, bytes, onnx.ModelProto]
+Value = Union[Node, np.ndarray]  # a runtime graph node, or a value folded at import
+
+
+class Unsupported(Exception):
+    """Raised by a converter: this node (op, attribute or input form) cannot be imported."""
+
+
+@dataclass(frozen=True)
+class ImportProblem:
+    """One offending ONNX node: reported together with all the others."""
+
+    node: str
+    op_type: str
+    opset: int
+    reason: str
+
+    def __str__(self) -> str:
+        return f"node {self.node!r} ({self.op_type}, opset {self.opset}): {self.reason}"
+
+
+@dataclass
+class OnnxNode:
+    """An ONNX NodeProto with its attributes decoded, as converters see it."""
+
+    name: str
+    op_type: str
+    domain: str
+    inputs: list[str]
+    outputs: list[str]
+    attrs: dict[str, Any]
+    opset: int
+    proto: onnx.NodeProto
+
+    def attr(self, key: str, default: Any = None) -> Any:
+        return self.attrs.get(key, default)
+
+    def input(self, k: int) -> Optional[str]:
+        """Name of optional input k, or None when absent or empty."""
+        return self.inputs[k] if k < len(self.inputs) and self.inputs[k] else None
+
+
+def _decode(v: Any) -> Any:
+    if isinstance(v, bytes):
+        return v.decode()
+    if isinstance(v, onnx.TensorProto):
+        return numpy_helper.to_array(v)
+    if isinstance(v, list):
+        return [_decode(x) for x in v]
+    return v
+
+
+class ImportContext:
+    """What converters use: look up values, read constants, emit tefuse ops with fresh names."""
+
+    def __init__(self, builder: GraphBuilder, reserved: set[str]):
+        self.b = builder
+        self.env: dict[str, Value] = {}
+        self._const_nodes: dict[str, Node] = {}
+        self._reserved = set(reserved)
+        self._used: set[str] = set()
+        self._count = 0
+
+    # -- names ------------------------------------------------------------------------------
+    def fresh(self, base: str) -> str:
+        """A node name derived from `base` that clashes with no ONNX value name."""
+        while True:
+            self._count += 1
+            name = f"{base}.{self._count}"
+            if name not in self._reserved and name not in self._used:
+                self._used.add(name)
+                return name
+
+    def _claim(self, name: Optional[str], base: str) -> str:
+        if name and name not in self._used:
+            self._used.add(name)
+            return name
+        return self.fresh(name or base)
+
+    # -- values -----------------------------------------------------------------------------
+    def is_const(self, name: Optional[str]) -> bool:
+        return name is not None and isinstance(self.env.get(name), np.ndarray)
+
+    def const(self, name: Optional[str], what: str = "input") -> np.ndarray:
+        """The folded value of `name`; Unsupported when it is only known at run time."""
+        v = self.env.get(name) if name else None
+        if not isinstance(v, np.ndarray):
+            raise Unsupported(f"{what} {name!r} must be a constant (an initializer or foldable "
+                              f"subgraph); computed-at-run-time values are not supported here")
+        return v
+
+    def node(self, name: str) -> Node:
+        """The graph node for `name`, creating a constant node for a folded value on first use."""
+        v = self.env[name]
+        if isinstance(v, Node):
+            return v
+        n = self._const_nodes.get(name)
+        if n is None:
+            arr = np.ascontiguousarray(v)
+            n = self._const_nodes[name] = self.b.const(arr, dtype=str(arr.dtype),
+                                                       name=self._claim(name, "const"))
+        return n
+
+    def shape(self, name: str) -> tuple[int, ...]:
+        v = self.env[name]
+        return tuple(v.shape)
+
+    def dtype(self, name: str) -> str:
+        v = self.env[name]
+        return str(v.dtype)
+
+    def scalar(self, value: float, dtype: str) -> Node:
+        """A scalar constant node (folded into kernels by lowering)."""
+        return self.b.const(np.asarray(value, dtype=dtype), dtype=dtype, name=self.fresh("scalar"))
+
+    def emit(self, op: str, inputs: Sequence[Union[Node, str]], out: Optional[str] = None,
+             **attrs) -> Node:
+        """Add tefuse op `op`; `out` names it after an ONNX value, else a fresh name is used."""
+        ins = [self.node(i) if isinstance(i, str) else i for i in inputs]
+        try:
+            return self.b.op(op, *ins, name=self._claim(out, op), **attrs)
+        except (GraphError, OpError) as e:
+            raise Unsupported(str(e)) from None
+
+
+# -- model handling -------------------------------------------------------------------------
+def load_model(model_or_path: ModelLike) -> onnx.ModelProto:
+    if isinstance(model_or_path, onnx.ModelProto):
+        return model_or_path
+    if isinstance(model_or_path, (bytes, bytearray)):
+        return onnx.load_from_string(bytes(model_or_path))
+    path = os.fspath(model_or_path)
+    if not os.path.exists(path):
+        raise ModelImportError(f"no such ONNX file: {path}")
+    try:
+        return onnx.load(path)
+    except Exception as e:  # noqa: BLE001 - protobuf raises DecodeError and friends
+        raise ModelImportError(f"{path}: not a readable ONNX model ({e})") from e
+
+
+def default_opset(model: onnx.ModelProto) -> int:
+    for o in model.opset_import:
+        if o.domain in ("", "ai.onnx"):
+            return int(o.version)
+    return 1
+
+
+def _with_input_shapes(model: onnx.ModelProto, shapes: Mapping[str, Sequence[int]]) -> onnx.ModelProto:
+    model = onnx.ModelProto.FromString(model.SerializeToString())
+    names = {i.name for i in model.graph.input}
+    unknown = set(shapes) - names
+    if unknown:
+        raise ModelImportError(f"input_shapes names unknown input(s) {sorted(unknown)}; "
+                               f"model inputs are {sorted(names)}")
+    for i in model.graph.input:
+        if i.name in shapes:
+            dims = i.type.tensor_type.shape.dim
+            del dims[:]
+            for s in shapes[i.name]:
+                dims.add().dim_value = int(s)
+    return model
+
+
+def _input_shape(vi: onnx.ValueInfoProto) -> tuple[list[int], list[str]]:
+    dims, unknown = [], []
+    for k, d in enumerate(vi.type.tensor_type.shape.dim):
+        if d.HasField("dim_value") and d.dim_value > 0:
+            dims.append(int(d.dim_value))
+        else:
+            unknown.append(f"dim {k} ({d.dim_param or '?'})")
+            dims.append(-1)
+    return dims, unknown
+
+
+def _np_dtype(elem_type: int) -> str:
+    return str(np.dtype(helper.tensor_dtype_to_np_dtype(elem_type)))
+
+
+def _fold(ctx: ImportContext, n: OnnxNode) -> list[np.ndarray]:
+    """Evaluate a node whose inputs are all constants (numpy fast paths, else onnx.reference)."""
+    from .onnx_ops import FOLDERS
+
+    fast = FOLDERS.get(n.op_type)
+    if fast is not None:
+        res = fast(ctx, n)
+        if res is not None:
+            return res
+    from onnx.reference import ReferenceEvaluator
+
+    feeds = {i: ctx.env[i] for i in n.inputs if i}
+    vis = [helper.make_tensor_value_info(i, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
+           for i, v in feeds.items()]
+    outs = [helper.make_empty_tensor_value_info(o) for o in n.outputs if o]
+    g = helper.make_graph([n.proto], "fold", vis, outs)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid(n.domain, n.opset)])
+    res = ReferenceEvaluator(m).run(None, feeds)
+    return [np.asarray(r) for r in res]
+
+
+def import_onnx(model_or_path: ModelLike, *, input_shapes: Optional[Mapping[str, Sequence[int]]] = None,
+                check: bool = True) -> Graph:
+    """Import an ONNX model as a tefuse Graph (inputs named as in the model, outputs in order).
+
+    input_shapes fixes symbolic or unknown input dims, e.g. {"x": (1, 3, 224, 224)}.
+    Raises ModelImportError listing every unsupported node of the model at once.
+    """
+    from .onnx_ops import CONVERTERS
+
+    model = load_model(model_or_path)
+    if input_shapes:
+        model = _with_input_shapes(model, input_shapes)
+    opset = default_opset(model)
+    if opset < MIN_OPSET:
+        raise ModelImportError(f"model uses opset {opset}; tefuse imports opsets {MIN_OPSET}..{MAX_OPSET} "
+                               f"(convert it with onnx.version_converter first)")
+    if opset > MAX_OPSET:
+        log.warning("model opset %d is newer than %d; importing with the opset-%d converters",
+                    opset, MAX_OPSET, MAX_OPSET)
+    if check:
+        try:
+            onnx.checker.check_model(model)
+        except onnx.checker.ValidationError as e:
+            raise ModelImportError(f"invalid ONNX model: {str(e).strip().splitlines()[0]}") from e
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model)
+    except Exception as e:  # noqa: BLE001 - inference is only a cross-check
+        log.warning("onnx shape inference failed (%s); output shapes are not cross-checked", e)
+        inferred = model
+    g = model.graph
+    reserved = {v for nd in g.node for v in list(nd.input) + list(nd.output)}
+    reserved |= {i.name for i in g.input} | {i.name for i in g.initializer}
+    b = GraphBuilder()
+    ctx = ImportContext(b, reserved)
+    for init in g.initializer:
+        ctx.env[init.name] = numpy_helper.to_array(init)
+    bad_inputs = []
+    for vi in g.input:
+        if vi.name in ctx.env:
+            continue  # IR < 4 lists initializers as inputs too
+        dims, unknown = _input_shape(vi)
+        if unknown:
+            bad_inputs.append(f"{vi.name!r}: {', '.join(unknown)} unknown")
+            continue
+        ctx._used.add(vi.name)
+        ctx.env[vi.name] = b.input(vi.name, dims, _np_dtype(vi.type.tensor_type.elem_type))
+    if bad_inputs:
+        raise ModelImportError("model inputs with unknown dimensions (pass input_shapes={name: shape}): "
+                               + "; ".join(bad_inputs))
+
+    problems = _convert_nodes(ctx, g.node, opset, CONVERTERS)
+    if problems:
+        where = os.fspath(model_or_path) if isinstance(model_or_path, (str, os.PathLike)) else g.name
+        lines = "\n  ".join(str(p) for p in problems)
+        raise ModelImportError(f"{where!r}: {len(problems)} node(s) cannot be imported:\n  {lines}", problems)
+
+    outputs = [ctx.node(o.name) for o in g.output]
+    graph = b.build(outputs)
+    _cross_check(graph, inferred)
+    n_ops = sum(1 for n in graph.nodes if n.is_op)
+    log.info("imported %d ONNX nodes (opset %d) as %d tefuse ops, %d constants", len(g.node), opset,
+             n_ops, len(graph.constants))
+    return graph
+
+
+def _convert_nodes(ctx: ImportContext, nodes, opset: int, converters) -> list[ImportProblem]:
+    problems: list[ImportProblem] = []
+    poisoned: set[str] = set()
+    for k, proto in enumerate(nodes):
+        n = OnnxNode(proto.name or f"#{k}:{proto.output[0] if proto.output else ''}", proto.op_type,
+                     proto.domain, list(proto.input), list(proto.output),
+                     {a.name: _decode(helper.get_attribute_value(a)) for a in proto.attribute},
+                     opset, proto)
+
+        def fail(reason: str) -> None:
+            problems.append(ImportProblem(n.name, n.op_type, n.opset, reason))
+            poisoned.update(o for o in n.outputs if o)
+
+        conv = converters.get(n.op_type) if n.domain in ("", "ai.onnx") else None
+        ins = [i for i in n.inputs if i]
+        if any(i in poisoned for i in ins):
+            poisoned.update(o for o in n.outputs if o)
+            if conv is None:
+                fail(f"no converter for op type {n.op_type!r}" + (f" in domain {n.domain!r}" if n.domain else ""))
+            elif conv.problem(n):
+                fail(conv.problem(n))
+            continue
+        missing = [i for i in ins if i not in ctx.env]
+        if missing:
+            fail(f"input(s) {missing} are not produced by any earlier node (graph not topologically sorted?)")
+            continue
+        try:
+            if all(isinstance(ctx.env[i], np.ndarray) for i in ins) and (conv is None or conv.foldable):
+                vals = _fold(ctx, n)
+            elif conv is None:
+                fail(f"no converter for op type {n.op_type!r}" + (f" in domain {n.domain!r}" if n.domain else ""))
+                continue
+            else:
+                bad = conv.problem(n)
+                if bad:
+                    fail(bad)
+                    continue
+                vals = conv.fn(ctx, n)
+        except Unsupported as e:
+            fail(str(e))
+            continue
+        except Exception as e:  # noqa: BLE001 - folding through onnx.reference raises anything
+            fail(f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}")
+            continue
+        for o, v in zip(n.outputs, vals):
+            if o:
+                ctx.env[o] = v
+    return problems
+
+
+def _cross_check(graph: Graph, inferred: onnx.ModelProto) -> None:
+    """ONNX's own shape inference must agree with tefuse's on the graph outputs."""
+    for node, vi in zip(graph.outputs, inferred.graph.output):
+        dims = vi.type.tensor_type.shape.dim
+        if not dims or not all(d.HasField("dim_value") for d in dims):
+            continue
+        want = tuple(int(d.dim_value) for d in dims)
+        if want != node.shape:
+            raise ModelImportError(f"output {vi.name!r}: tefuse infers shape {node.shape}, "
+                                   f"ONNX shape inference says {want}")

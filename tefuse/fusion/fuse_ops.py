@@ -1,0 +1,274 @@
+"""Operator fusion: partitions a graph's op nodes into groups that each become one kernel.
+
+Follows Relay's FuseOps (post-dominator based, so a value with several consumers only
+fuses where every path allows it), with two extensions:
+- prologue fusion: injective producers of an anchor's input (pad, cast, normalise, layout
+  change) join the anchor's group and are computed inside its input read;
+- multi-output elementwise groups: connected elementwise groups of one shape merge into one
+  kernel with several outputs (an Adam step updates param, m and v in one launch).
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from ..graph.ir import Graph, Node
+from ..ops import OpPattern
+from .dominator import DomNode, post_dominator_tree
+
+log = logging.getLogger(__name__)
+
+ANCHOR_PATTERNS = (OpPattern.OUT_ELEMWISE_FUSABLE, OpPattern.COMM_REDUCE)
+MAX_GROUP_SIZE = 256
+
+
+@dataclass(eq=False)
+class _UF:
+    pattern: OpPattern
+    parent: Optional["_UF"] = None
+    size: int = 1
+
+    def root(self) -> "_UF":
+        r = self
+        while r.parent is not None:
+            r = r.parent
+        node = self
+        while node.parent is not None and node.parent is not r:
+            node.parent, node = r, node.parent
+        return r
+
+
+@dataclass(eq=False)
+class FusedGroup:
+    """A set of nodes compiled into one kernel (one PrimFunc)."""
+
+    index: int
+    nodes: list[Node]  # topological
+    inputs: list[Node]  # values read from outside: graph inputs, constants, other groups
+    outputs: list[Node]  # values needed outside the group (or graph outputs)
+    pattern: OpPattern
+    anchor: Optional[Node] = None
+    prologue: list[Node] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        ops = [n.op for n in self.nodes]
+        head = "_".join(ops[:6]) + ("_etc" if len(ops) > 6 else "")
+        return f"g{self.index}_{head}"
+
+    @property
+    def anchor_kind(self) -> str:
+        if self.anchor is not None:
+            return self.anchor.anchor_kind or "opaque"
+        return "injective"
+
+    def describe(self) -> str:
+        outs = ", ".join(o.name for o in self.outputs)
+        return f"{self.name}: [{', '.join(n.op for n in self.nodes)}] -> {outs}"
+
+
+class _Fuser:
+    def __init__(self, graph: Graph, prologue: bool, multi_output: bool):
+        self.graph = graph
+        self.ops = [n for n in graph.nodes if n.is_op]
+        self.consumers = {n: [c for c in cs if c.is_op] for n, cs in graph.consumers().items()}
+        self.groups = {n: _UF(n.pattern) for n in self.ops}
+        self.tree = post_dominator_tree(graph, self.ops, self.consumers)
+        self.prologue = prologue
+        self.multi_output = multi_output
+
+    # -- Relay's path checks -------------------------------------------------------------
+    def _check_path(self, src: Node, sink: Node, fcond: Callable[[OpPattern, bool], bool]) -> bool:
+        seen: set[int] = set()
+
+        def visit(n: Node) -> bool:
+            if id(n) in seen:
+                return True
+            seen.add(id(n))
+            if not fcond(self.groups[n].root().pattern, n is sink):
+                return False
+            if n is sink:
+                return True
+            return all(visit(c) for c in self.consumers[n])
+
+        return all(visit(c) for c in self.consumers[src])
+
+    def _commit(self, src: Node, sink: Node) -> None:
+        target = self.groups[sink]
+        seen: set[int] = set()
+
+        def visit(n: Node) -> None:
+            if n is sink or id(n) in seen:
+                return
+            seen.add(id(n))
+            self._merge(self.groups[n], target)
+            for c in self.consumers[n]:
+                visit(c)
+
+        visit(src)
+
+    @staticmethod
+    def _merge(child: _UF, parent: _UF) -> None:
+        child, parent = child.root(), parent.root()
+        if child is parent:
+            return
+        parent.size += child.size
+        child.parent = parent
+        parent.pattern = max(parent.pattern, child.pattern)
+
+    def _size_ok(self, a: Node, b: Node) -> bool:
+        return self.groups[a].root().size + self.groups[b].root().size <= MAX_GROUP_SIZE
+
+    # -- phases ---------------------------------------------------------------------------
+    def run(self) -> list[FusedGroup]:
+        for phase in range(3):
+            for n in self.ops:
+                self._visit(n, phase)
+        groups = self._collect()
+        if self.multi_output:
+            groups = self._merge_elementwise(groups)
+        return groups
+
+    def _visit(self, n: Node, phase: int) -> None:
+        g = self.groups[n].root()
+        dom: DomNode = self.tree[n]
+        if g.pattern == OpPattern.OPAQUE or dom.parent is None:
+            return
+        sink = dom.parent.node
+        if self.groups[sink].root() is g or not self._size_ok(n, sink):
+            return
+        sink_pat = self.groups[sink].root().pattern
+        if g.pattern in ANCHOR_PATTERNS:
+            # phase 0: an anchor takes its elementwise/broadcast epilogue
+            if phase == 0 and dom.pattern == OpPattern.ELEMWISE:
+                if self._check_path(n, sink, lambda k, is_sink: k <= OpPattern.BROADCAST):
+                    self._commit(n, sink)
+        elif g.pattern <= OpPattern.BROADCAST:
+            # elementwise producers fuse into injective, reduce or anchor consumers
+            def fcond(k, is_sink):
+                return k <= OpPattern.INJECTIVE or (is_sink and k in ANCHOR_PATTERNS)
+            if phase == 1 and (dom.pattern <= OpPattern.INJECTIVE or dom.pattern == OpPattern.COMM_REDUCE):
+                if self._check_path(n, sink, fcond):
+                    self._commit(n, sink)
+            elif phase == 2 and self.prologue and sink_pat in ANCHOR_PATTERNS:
+                # prologue: an elementwise producer (cast, scale, normalise) of an anchor's
+                # input is computed inside the anchor's input read, like injective ones below
+                if self._check_path(n, sink, fcond):
+                    self._commit(n, sink)
+        elif g.pattern == OpPattern.INJECTIVE:
+            if phase == 1 and dom.pattern <= OpPattern.INJECTIVE:
+                if self._check_path(n, sink, lambda k, is_sink: k <= OpPattern.INJECTIVE):
+                    self._commit(n, sink)
+            elif phase == 2 and self.prologue and sink_pat in ANCHOR_PATTERNS:
+                # beyond Relay: injective producer computed inside the anchor's input read
+                def fcond(k, is_sink):
+                    return k <= OpPattern.INJECTIVE or (is_sink and k in ANCHOR_PATTERNS)
+                if self._check_path(n, sink, fcond):
+                    self._commit(n, sink)
+
+    # -- result ---------------------------------------------------------------------------
+    def _collect(self) -> list[FusedGroup]:
+        members: dict[int, list[Node]] = {}
+        order: list[int] = []
+        for n in self.ops:
+            r = id(self.groups[n].root())
+            if r not in members:
+                members[r] = []
+                order.append(r)
+            members[r].append(n)
+        return [self._make_group(k, members[r]) for k, r in enumerate(order)]
+
+    def _make_group(self, index: int, nodes: list[Node]) -> FusedGroup:
+        inside = set(map(id, nodes))
+        graph_outs = set(map(id, self.graph.outputs))
+        inputs: list[Node] = []
+        for n in nodes:
+            for i in n.inputs:
+                if id(i) not in inside and all(i is not x for x in inputs):
+                    inputs.append(i)
+        outputs = [n for n in nodes if id(n) in graph_outs
+                   or any(id(c) not in inside for c in self.consumers[n])]
+        anchors = [n for n in nodes if n.pattern in ANCHOR_PATTERNS or n.pattern == OpPattern.OPAQUE]
+        if len(anchors) > 1:  # invariant of the rules above
+            raise AssertionError(f"group with several anchors: {[a.name for a in anchors]}")
+        anchor = anchors[0] if anchors else None
+        pattern = max(n.pattern for n in nodes)
+        prologue = []
+        if anchor is not None:
+            pos = nodes.index(anchor)
+            prologue = nodes[:pos]
+        return FusedGroup(index, nodes, inputs, outputs, pattern, anchor, prologue)
+
+    def _merge_elementwise(self, groups: list[FusedGroup]) -> list[FusedGroup]:
+        """Merge a pure-elementwise group into a same-shape elementwise consumer group."""
+        changed = True
+        while changed:
+            changed = False
+            owner = {id(n): g for g in groups for n in g.nodes}
+            for a in groups:
+                for b in groups:
+                    if a is b or not self._mergeable(a, b, owner, groups):
+                        continue
+                    nodes_ids = set(map(id, a.nodes + b.nodes))
+                    nodes = [n for n in self.ops if id(n) in nodes_ids]
+                    merged = self._make_group(0, nodes)
+                    groups = [g for g in groups if g is not a and g is not b]
+                    groups.append(merged)
+                    groups = self._reindex(groups)
+                    changed = True
+                    break
+                if changed:
+                    break
+        return groups
+
+    def _mergeable(self, a: FusedGroup, b: FusedGroup, owner, groups) -> bool:
+        if a.pattern > OpPattern.BROADCAST or b.pattern > OpPattern.BROADCAST:
+            return False
+        shape = b.outputs[0].shape
+        if any(o.shape != shape for o in a.outputs + b.outputs):
+            return False
+        if not any(owner.get(id(i)) is a for i in b.inputs):
+            return False  # only producer -> consumer pairs
+        if len(a.nodes) + len(b.nodes) > MAX_GROUP_SIZE:
+            return False
+        # no path a -> other group -> b, or merging would make a cycle
+        succ = {id(g): {id(owner[id(c)]) for n in g.nodes for c in self.consumers[n]
+                        if owner.get(id(c)) is not g} for g in groups}
+        stack = [s for s in succ[id(a)] if s != id(b)]
+        seen = set()
+        while stack:
+            s = stack.pop()
+            if s == id(b):
+                return False
+            if s not in seen:
+                seen.add(s)
+                stack.extend(succ[s])
+        return True
+
+    def _reindex(self, groups: list[FusedGroup]) -> list[FusedGroup]:
+        """Topological order of the groups (Kahn), ties broken by graph order."""
+        pos = {id(n): k for k, n in enumerate(self.ops)}
+        owner = {id(n): g for g in groups for n in g.nodes}
+        preds = {id(g): {id(owner[id(i)]) for i in g.inputs if id(i) in owner} for g in groups}
+        done: set[int] = set()
+        ordered: list[FusedGroup] = []
+        pending = sorted(groups, key=lambda g: min(pos[id(n)] for n in g.nodes))
+        while pending:
+            g = next(g for g in pending if preds[id(g)] <= done)
+            pending.remove(g)
+            done.add(id(g))
+            ordered.append(g)
+        return [self._make_group(k, g.nodes) for k, g in enumerate(ordered)]
+
+
+def fuse_graph(graph: Graph, *, fuse: bool = True, prologue: bool = True,
+               multi_output: bool = True) -> list[FusedGroup]:
+    """Fused groups of `graph` in an order that respects their dependencies.
+
+    fuse=False gives one group per op: the unfused baseline that benchmarks compare with.
+    """
+    fuser = _Fuser(graph, prologue, multi_output)
+    groups = fuser._reindex(fuser.run() if fuse else fuser._collect())
+    log.debug("fused %d ops into %d groups", sum(len(g.nodes) for g in groups), len(groups))
+    return groups

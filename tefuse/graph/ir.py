@@ -1,0 +1,217 @@
+"""Graph IR: nodes with op, attrs, inputs and inferred shape/dtype; a builder; a text form.
+
+Shapes and dtypes are inferred when a node is created by running the op's compute on
+placeholders, so a bad edge fails at the node that introduces it, named.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Optional, Sequence
+
+import numpy as np
+from tvm import te
+
+from ..errors import GraphError, OpError
+from ..ops import OpPattern, Value, get_op
+
+INPUT, CONST = "input", "constant"
+
+
+@dataclass(eq=False)
+class Node:
+    """One value in the graph: a graph input, a constant, or an op applied to other nodes."""
+
+    name: str
+    op: str
+    inputs: list["Node"]
+    attrs: dict[str, Any]
+    shape: tuple[int, ...]
+    dtype: str
+    value: Optional[np.ndarray] = None  # constants only
+
+    @property
+    def is_op(self) -> bool:
+        return self.op not in (INPUT, CONST)
+
+    @property
+    def pattern(self) -> OpPattern:
+        return get_op(self.op).pattern if self.is_op else OpPattern.OPAQUE
+
+    @property
+    def anchor_kind(self) -> Optional[str]:
+        if not self.is_op:
+            return None
+        a = get_op(self.op).anchor
+        return a(self.attrs, [i.shape for i in self.inputs]) if callable(a) else a
+
+    def __repr__(self) -> str:
+        return f"%{self.name}"
+
+    def type_str(self) -> str:
+        return f"{self.dtype}[{','.join(map(str, self.shape))}]"
+
+
+def infer(op: str, attrs: dict, inputs: Sequence[Node], where: str) -> tuple[dict, tuple, str]:
+    """Normalised attrs and the output shape/dtype of `op`; errors name `where`."""
+    try:
+        opdef = get_op(op)
+        attrs = opdef.normalize_attrs(attrs)
+        if opdef.num_inputs is not None and len(inputs) != opdef.num_inputs:
+            raise OpError(f"{op} takes {opdef.num_inputs} input(s), got {len(inputs)}")
+        vals = [Value.of_tensor(te.placeholder(i.shape, i.dtype, f"in{k}")) for k, i in enumerate(inputs)]
+        out = opdef.compute(vals, attrs)
+    except OpError as e:
+        shapes = ", ".join(f"{i.name}: {i.type_str()}" for i in inputs)
+        raise GraphError(f"node {where!r} ({op}): {e} [inputs: {shapes}]") from None
+    return attrs, out.shape, out.dtype
+
+
+@dataclass
+class Graph:
+    """A DAG of nodes with named inputs and ordered outputs."""
+
+    inputs: list[Node]
+    outputs: list[Node]
+    nodes: list[Node] = field(default_factory=list)  # topological order, inputs/consts included
+
+    def __post_init__(self) -> None:
+        if not self.nodes:
+            self.nodes = topo_order(self.outputs)
+        names = [n.name for n in self.nodes]
+        dup = {n for n in names if names.count(n) > 1}
+        if dup:
+            raise GraphError(f"duplicate node names: {sorted(dup)}")
+        missing = [n.name for n in self.nodes if n.op == INPUT and n not in self.inputs]
+        if missing:
+            raise GraphError(f"graph uses input(s) {missing} that are not declared graph inputs")
+
+    def consumers(self) -> dict[Node, list[Node]]:
+        out: dict[Node, list[Node]] = {n: [] for n in self.nodes}
+        for n in self.nodes:
+            for i in n.inputs:
+                out[i].append(n)
+        return out
+
+    def node(self, name: str) -> Node:
+        for n in self.nodes:
+            if n.name == name:
+                return n
+        raise GraphError(f"no node named {name!r}")
+
+    @property
+    def constants(self) -> list[Node]:
+        return [n for n in self.nodes if n.op == CONST]
+
+    def text(self) -> str:
+        """Readable form, one node a line, e.g. `%relu_0 = relu(%conv2d_0) : float32[1,8,8,8]`."""
+        ins = ", ".join(f"%{n.name}: {n.type_str()}" for n in self.inputs)
+        lines = [f"graph({ins}) {{"]
+        for n in self.nodes:
+            if n.op == INPUT:
+                continue
+            if n.op == CONST:
+                lines.append(f"  %{n.name} = constant() : {n.type_str()}")
+                continue
+            args = [repr(i) for i in n.inputs]
+            opdef = get_op(n.op)
+            args += [f"{k}={_fmt(v)}" for k, v in n.attrs.items() if opdef.attrs.get(k) != v]
+            lines.append(f"  %{n.name} = {n.op}({', '.join(args)}) : {n.type_str()}")
+        lines.append(f"  return {', '.join(repr(o) for o in self.outputs)}")
+        lines.append("}")
+        return "\n".join(lines)
+
+    __str__ = text
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, (list, tuple)):
+        return "[" + ",".join(_fmt(x) for x in v) + "]"
+    if isinstance(v, float):
+        return f"{v:g}"
+    return str(v)
+
+
+def topo_order(outputs: Iterable[Node]) -> list[Node]:
+    order: list[Node] = []
+    state: dict[int, int] = {}
+    for root in outputs:
+        stack = [(root, False)]
+        while stack:
+            n, done = stack.pop()
+            if done:
+                if state.get(id(n)) != 2:
+                    state[id(n)] = 2
+                    order.append(n)
+                continue
+            if state.get(id(n)):
+                continue
+            state[id(n)] = 1
+            stack.append((n, True))
+            stack.extend((i, False) for i in reversed(n.inputs) if not state.get(id(i)))
+    return order
+
+
+class GraphBuilder:
+    """Builds a graph node by node: `b.conv2d(x, w, padding=1)` or `b.op("conv2d", x, w)`."""
+
+    def __init__(self) -> None:
+        self._inputs: list[Node] = []
+        self._names: set[str] = set()
+        self._count = itertools.count()
+
+    def _name(self, base: str, name: Optional[str]) -> str:
+        if name is None:
+            name = f"{base}_{next(self._count)}"
+            while name in self._names:
+                name = f"{base}_{next(self._count)}"
+        elif name in self._names:
+            raise GraphError(f"node name {name!r} used twice")
+        self._names.add(name)
+        return name
+
+    def input(self, name: str, shape: Sequence[int], dtype: str = "float32") -> Node:
+        if any(int(s) < 1 for s in shape):
+            raise GraphError(f"input {name!r}: every dim must be >= 1, got {tuple(shape)}")
+        n = Node(self._name("input", name), INPUT, [], {}, tuple(int(s) for s in shape), str(dtype))
+        self._inputs.append(n)
+        return n
+
+    def discard(self, nodes: Sequence[Node]) -> None:
+        """Forget nodes created for a step that was then refused (their names become free)."""
+        for n in nodes:
+            self._names.discard(n.name)
+            if n in self._inputs:
+                self._inputs.remove(n)
+
+    @property
+    def inputs(self) -> list[Node]:
+        return list(self._inputs)
+
+    def const(self, value, dtype: Optional[str] = None, name: Optional[str] = None) -> Node:
+        arr = np.asarray(value, dtype=dtype) if dtype else np.asarray(value)
+        if arr.dtype == np.float64 and dtype is None:
+            arr = arr.astype("float32")
+        return Node(self._name("const", name), CONST, [], {}, tuple(arr.shape), str(arr.dtype), arr)
+
+    def op(self, op: str, *inputs: Node, name: Optional[str] = None, **attrs) -> Node:
+        for i in inputs:
+            if not isinstance(i, Node):
+                raise GraphError(f"{op}: inputs must be graph nodes, got {type(i).__name__}")
+        nm = self._name(op, name)
+        try:
+            attrs, shape, dtype = infer(op, attrs, inputs, nm)
+        except GraphError:
+            self._names.discard(nm)  # a refused node leaves its name free
+            raise
+        return Node(nm, op, list(inputs), attrs, tuple(shape), dtype)
+
+    def __getattr__(self, op: str):
+        if op.startswith("_"):
+            raise AttributeError(op)
+        get_op(op)  # unknown op -> clear error
+        return lambda *inputs, name=None, **attrs: self.op(op, *inputs, name=name, **attrs)
+
+    def build(self, outputs: Node | Sequence[Node]) -> Graph:
+        outs = [outputs] if isinstance(outputs, Node) else list(outputs)
+        return Graph(list(self._inputs), outs)

@@ -1,0 +1,176 @@
+"""conv2d in NCHW (OIHW weights) and NHWC (HWIO weights): stride, asymmetric padding,
+dilation, groups (depthwise when groups == in_channels).
+
+The data read goes through a `pad_temp` stage that schedules inline or cache in shared
+memory; any injective prologue arriving as a lazy value is folded into that stage.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from tvm import te, tirx as tir
+
+from ..errors import OpError
+from .registry import OpPattern, register_op
+from .value import Value
+
+WEIGHT_LAYOUT = {"NCHW": "OIHW", "NHWC": "HWIO"}
+
+
+def normalize_pair(v, name: str) -> tuple[int, int]:
+    if isinstance(v, int):
+        return (v, v)
+    v = tuple(int(x) for x in v)
+    if len(v) != 2:
+        raise OpError(f"{name} must be an int or a pair, got {v}")
+    return v
+
+
+def normalize_padding(p) -> tuple[int, int, int, int]:
+    """int, (h, w) or (top, left, bottom, right) -> (top, left, bottom, right)."""
+    if isinstance(p, int):
+        p = (p, p, p, p)
+    p = tuple(int(x) for x in p)
+    if len(p) == 2:
+        p = (p[0], p[1], p[0], p[1])
+    if len(p) != 4 or min(p) < 0:
+        raise OpError(f"padding must be int, (h, w) or (top, left, bottom, right) >= 0, got {p}")
+    return p
+
+
+@dataclass(frozen=True)
+class Conv2dGeometry:
+    """Everything a schedule or a workload key needs to know about one conv2d."""
+
+    layout: str
+    n: int
+    c: int
+    h: int
+    w: int
+    k: int
+    kh: int
+    kw: int
+    groups: int
+    stride: tuple[int, int]
+    padding: tuple[int, int, int, int]
+    dilation: tuple[int, int]
+    oh: int
+    ow: int
+
+    @property
+    def depthwise(self) -> bool:
+        return self.groups > 1 and self.groups == self.c
+
+
+def _layout_hint(layout: str, data_shape, weight_shape, g: int) -> str:
+    """When the weight fits the other layout's weight format, say so (OIHW given to NHWC...)."""
+    other = "NHWC" if layout == "NCHW" else "NCHW"
+    c = data_shape[1] if layout == "NCHW" else data_shape[3]
+    k, cg = (weight_shape[3], weight_shape[2]) if other == "NHWC" else (weight_shape[0], weight_shape[1])
+    if g >= 1 and c % g == 0 and k % g == 0 and cg == c // g:
+        return (f"; the weight looks like {WEIGHT_LAYOUT[other]}, but a {layout} conv2d reads "
+                f"its weight as {WEIGHT_LAYOUT[layout]}")
+    return ""
+
+
+def conv2d_geometry(data_shape, weight_shape, attrs: dict) -> Conv2dGeometry:
+    layout = attrs["layout"]
+    if layout not in WEIGHT_LAYOUT:
+        raise OpError(f"conv2d: layout must be NCHW or NHWC, got {layout!r}")
+    if len(data_shape) != 4 or len(weight_shape) != 4:
+        raise OpError(f"conv2d: data and weight must be 4-D, got {tuple(data_shape)} and {tuple(weight_shape)}")
+    if layout == "NCHW":
+        n, c, h, w = data_shape
+        k, cg, kh, kw = weight_shape
+    else:
+        n, h, w, c = data_shape
+        kh, kw, cg, k = weight_shape
+    g = int(attrs["groups"])
+    wl = WEIGHT_LAYOUT[layout]
+    if g < 1 or c % g or k % g:
+        raise OpError(f"conv2d: groups={g} must divide in_channels={c} and out_channels={k} "
+                      f"(weight {tuple(weight_shape)} read as {wl})"
+                      f"{_layout_hint(layout, data_shape, weight_shape, g)}")
+    if cg != c // g:
+        raise OpError(f"conv2d: weight {tuple(weight_shape)} read as {wl} has {cg} input channels "
+                      f"per group, data {tuple(data_shape)} ({layout}) with groups={g} needs {c // g}"
+                      f"{_layout_hint(layout, data_shape, weight_shape, g)}")
+    sh, sw = normalize_pair(attrs["strides"], "strides")
+    dh, dw = normalize_pair(attrs["dilation"], "dilation")
+    pad = normalize_padding(attrs["padding"])
+    if min(sh, sw, dh, dw) < 1:
+        raise OpError(f"conv2d: strides and dilation must be >= 1, got {(sh, sw)} and {(dh, dw)}")
+    oh = (h + pad[0] + pad[2] - dh * (kh - 1) - 1) // sh + 1
+    ow = (w + pad[1] + pad[3] - dw * (kw - 1) - 1) // sw + 1
+    if oh < 1 or ow < 1:
+        raise OpError(f"conv2d: kernel {kh}x{kw} (dilation {dh}x{dw}) does not fit input {h}x{w} "
+                      f"padded by {pad}")
+    return Conv2dGeometry(layout, n, c, h, w, k, kh, kw, g, (sh, sw), pad, (dh, dw), oh, ow)
+
+
+def acc_dtype(dtype: str) -> str:
+    return "float32" if dtype == "float16" else dtype
+
+
+def pad_stage(x: Value, layout: str, pad: tuple[int, int, int, int], name: str = "pad_temp") -> te.Tensor:
+    """Padded copy of the spatial dims as a TE stage (inlined or shared-cached by schedules)."""
+    t, l, b, r = pad
+    hax, wax = (2, 3) if layout == "NCHW" else (1, 2)
+    shape = list(x.shape)
+    h, w = shape[hax], shape[wax]
+    shape[hax] += t + b
+    shape[wax] += l + r
+    zero = tir.const(0, x.dtype)
+
+    def fn(*i):
+        i = list(i)
+        y, xx = i[hax], i[wax]
+        src = list(i)
+        src[hax], src[wax] = y - t, xx - l
+        if not any(pad):
+            return x(*src)
+        cond = tir.all(y >= t, y < t + h, xx >= l, xx < l + w)
+        return tir.if_then_else(cond, x(*src), zero)
+
+    return te.compute(shape, fn, name=name, tag="pad")
+
+
+def _anchor_kind(attrs: dict, shapes) -> str:
+    geo = conv2d_geometry(shapes[0], shapes[1], attrs)
+    return "depthwise_conv2d" if geo.depthwise else "conv2d"
+
+
+@register_op("conv2d", OpPattern.OUT_ELEMWISE_FUSABLE, anchor=_anchor_kind, num_inputs=2,
+             attrs={"strides": 1, "padding": 0, "dilation": 1, "groups": 1, "layout": "NCHW"})
+def conv2d(inputs: Sequence[Value], attrs: dict) -> Value:
+    """2-D convolution, accumulating in float32 for float16 inputs."""
+    data, weight = inputs
+    if data.dtype != weight.dtype:
+        raise OpError(f"conv2d: data dtype {data.dtype} differs from weight dtype {weight.dtype}")
+    geo = conv2d_geometry(data.shape, weight.shape, attrs)
+    acc = acc_dtype(data.dtype)
+    padded = pad_stage(data, geo.layout, geo.padding)
+    wt = weight.materialize("weight_in") if weight.is_lazy else weight.tensor
+    cg, kg = geo.c // geo.groups, geo.k // geo.groups
+    (sh, sw), (dh, dw) = geo.stride, geo.dilation
+    rc = te.reduce_axis((0, cg), "rc")
+    ry = te.reduce_axis((0, geo.kh), "ry")
+    rx = te.reduce_axis((0, geo.kw), "rx")
+    cast = (lambda e: tir.Cast(acc, e)) if acc != data.dtype else (lambda e: e)
+    ch = (lambda k: rc) if geo.groups == 1 else (lambda k: (k // kg) * cg + rc)
+
+    if geo.layout == "NCHW":
+        def body(n, k, y, x):
+            return te.sum(cast(padded[n, ch(k), y * sh + ry * dh, x * sw + rx * dw])
+                          * cast(wt[k, rc, ry, rx]), axis=[rc, ry, rx])
+        shape = (geo.n, geo.k, geo.oh, geo.ow)
+    else:
+        def body(n, y, x, k):
+            return te.sum(cast(padded[n, y * sh + ry * dh, x * sw + rx * dw, ch(k)])
+                          * cast(wt[ry, rx, rc, k]), axis=[ry, rx, rc])
+        shape = (geo.n, geo.oh, geo.ow, geo.k)
+    out = te.compute(shape, body, name="conv2d", tag="conv2d")
+    if acc != data.dtype:
+        return Value(shape, data.dtype, lambda *i: tir.Cast(data.dtype, out(*i)))
+    return Value.of_tensor(out)

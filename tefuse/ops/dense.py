@@ -1,0 +1,87 @@
+"""dense (x @ W^T, weights [out, in]) and batched matmul with numpy broadcasting of batch dims."""
+from __future__ import annotations
+
+from typing import Sequence
+
+from tvm import te, tirx as tir
+
+from ..errors import OpError
+from .conv2d import acc_dtype
+from .registry import OpPattern, register_op
+from .value import Value, broadcast_shape, broadcast_to, lazy
+
+
+def _finish(out: te.Tensor, dtype: str) -> Value:
+    if str(out.dtype) != dtype:
+        return Value(tuple(int(s) for s in out.shape), dtype, lambda *i: tir.Cast(dtype, out(*i)))
+    return Value.of_tensor(out)
+
+
+@register_op("dense", OpPattern.OUT_ELEMWISE_FUSABLE, anchor="dense", num_inputs=2)
+def dense(inputs: Sequence[Value], attrs: dict) -> Value:
+    """y[m, n] = sum_k x[m, k] * w[n, k]."""
+    x, w = inputs
+    if x.ndim != 2 or w.ndim != 2:
+        raise OpError(f"dense: expects 2-D data and weight, got {x.shape} and {w.shape}")
+    if x.shape[1] != w.shape[1]:
+        raise OpError(f"dense: data {x.shape} and weight {w.shape} ([out, in]) disagree on in_features")
+    if x.dtype != w.dtype:
+        raise OpError(f"dense: dtype mismatch {x.dtype} vs {w.dtype}")
+    acc = acc_dtype(x.dtype)
+    xt = x.materialize("data_in")
+    wt = w.materialize("weight_in")
+    k = te.reduce_axis((0, x.shape[1]), "k")
+    out = te.compute((x.shape[0], w.shape[0]),
+                     lambda i, j: te.sum(tir.Cast(acc, xt[i, k]) * tir.Cast(acc, wt[j, k]), axis=k),
+                     name="dense", tag="dense")
+    return _finish(out, x.dtype)
+
+
+@register_op("matmul", OpPattern.OUT_ELEMWISE_FUSABLE, anchor="dense", num_inputs=2)
+def matmul(inputs: Sequence[Value], attrs: dict) -> Value:
+    """numpy.matmul semantics for ranks >= 1 (1-D operands promoted and squeezed)."""
+    a, b = inputs
+    if a.dtype != b.dtype:
+        raise OpError(f"matmul: dtype mismatch {a.dtype} vs {b.dtype}")
+    if a.ndim == 0 or b.ndim == 0:
+        raise OpError("matmul: scalar operands are not allowed")
+    squeeze_a, squeeze_b = a.ndim == 1, b.ndim == 1
+    if squeeze_a:
+        a = Value((1,) + a.shape, a.dtype, lambda _z, i, _a=a: _a(i))
+    if squeeze_b:
+        b = Value(b.shape + (1,), b.dtype, lambda i, _z, _b=b: _b(i))
+    if a.shape[-1] != b.shape[-2]:
+        raise OpError(f"matmul: inner dimensions differ: {a.shape} @ {b.shape}")
+    batch = broadcast_shape([a.shape[:-2], b.shape[:-2]], "matmul's batch dims")
+    m, kk, n = a.shape[-2], a.shape[-1], b.shape[-1]
+    at = Value(batch + (m, kk), a.dtype, _batched(a, batch)).materialize("data_in")
+    bt = Value(batch + (kk, n), b.dtype, _batched(b, batch)).materialize("weight_in")
+    acc = acc_dtype(a.dtype)
+    k = te.reduce_axis((0, kk), "k")
+    out = te.compute(batch + (m, n),
+                     lambda *i: te.sum(tir.Cast(acc, at(*i[:-1], k)) * tir.Cast(acc, bt(*i[:-2], k, i[-1])),
+                                       axis=k), name="matmul", tag="dense")
+    res = _finish(out, a.dtype)
+    if squeeze_a or squeeze_b:
+        shape = batch + ((m,) if not squeeze_a else ()) + ((n,) if not squeeze_b else ())
+
+        def fn(*i):
+            i = list(i)
+            idx = i[:len(batch)]
+            idx.append(0 if squeeze_a else i[len(batch)])
+            idx.append(0 if squeeze_b else i[-1])
+            return res(*idx)
+
+        return lazy(shape, a.dtype, fn)
+    return res
+
+
+def _batched(v: Value, batch: tuple[int, ...]):
+    """Index function reading `v` with its batch dims broadcast to `batch`."""
+    nb, off = v.ndim - 2, len(batch) - (v.ndim - 2)
+
+    def fn(*i):
+        sub = [i[off + k] if v.shape[k] != 1 else 0 for k in range(nb)]
+        return v(*sub, *i[-2:])
+
+    return fn

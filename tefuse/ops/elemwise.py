@@ -1,0 +1,193 @@
+"""Elementwise ops: activations, unary math, binary arithmetic with numpy broadcasting.
+
+Each is a scalar rule on TIR expressions; the registered compute lifts it to a lazy value so
+chains of them compose into one expression.
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable, Sequence
+
+from tvm.ir.expr import Expr as PrimExpr
+from tvm import tirx as tir
+
+from ..errors import OpError
+from .registry import OpPattern, register_op
+from .value import Value, broadcast_shape, broadcast_to, lazy
+
+Scalar = Callable[..., PrimExpr]
+
+
+def _dt(e) -> str:
+    """dtype of a TIR expression or tensor element."""
+    return str(e.dtype) if hasattr(e, "dtype") else str(e.ty)
+
+
+def _c(v: float, dtype: str) -> PrimExpr:
+    return tir.const(v, dtype)
+
+
+def _in_f32(rule: Scalar) -> Scalar:
+    """Run a transcendental rule in float32 for half inputs (accuracy and intrinsic support)."""
+
+    def wrapped(x, **attrs):
+        if _dt(x) == "float16":
+            return tir.Cast("float16", rule(tir.Cast("float32", x), **attrs))
+        return rule(x, **attrs)
+
+    return wrapped
+
+
+def _gelu(x, approximate="none"):
+    d = _dt(x)
+    if approximate == "tanh":
+        inner = _c(math.sqrt(2 / math.pi), d) * (x + _c(0.044715, d) * x * x * x)
+        return _c(0.5, d) * x * (_c(1.0, d) + tir.tanh(inner))
+    return _c(0.5, d) * x * (_c(1.0, d) + tir.erf(x * _c(1 / math.sqrt(2), d)))
+
+
+def _elu(x, alpha=1.0):
+    d = _dt(x)
+    return tir.Select(x > _c(0, d), x, _c(alpha, d) * (tir.exp(x) - _c(1, d)))
+
+
+def _hardsigmoid(x, alpha=1 / 6, beta=0.5):
+    d = _dt(x)
+    return tir.max(_c(0, d), tir.min(_c(1, d), _c(alpha, d) * x + _c(beta, d)))
+
+
+def _hardswish(x):
+    return x * _hardsigmoid(x)
+
+
+def _clip(x, min=-math.inf, max=math.inf):  # noqa: A002 - ONNX/numpy names
+    d = _dt(x)
+    lo = tir.min_value(d) if min == -math.inf else _c(min, d)
+    hi = tir.max_value(d) if max == math.inf else _c(max, d)
+    return tir.max(lo, tir.min(hi, x))
+
+
+def _leaky_relu(x, alpha=0.01):
+    return tir.Select(x > _c(0, _dt(x)), x, _c(alpha, _dt(x)) * x)
+
+
+def _softplus(x):
+    # log(1 + exp(x)) = max(x, 0) + log1p(exp(-|x|)): no overflow for large x
+    d = _dt(x)
+    return tir.max(x, _c(0, d)) + tir.log1p(tir.exp(_c(0, d) - tir.abs(x)))
+
+
+# name -> (scalar rule, attribute defaults); activations are the ones FusionPlan accepts
+UNARY: dict[str, tuple[Scalar, dict]] = {
+    "relu": (lambda x: tir.max(x, _c(0, _dt(x))), {}),
+    "relu6": (lambda x: tir.max(_c(0, _dt(x)), tir.min(x, _c(6, _dt(x)))), {}),
+    "clip": (_clip, {"min": -math.inf, "max": math.inf}),
+    "leaky_relu": (_leaky_relu, {"alpha": 0.01}),
+    "sigmoid": (_in_f32(lambda x: tir.sigmoid(x)), {}),
+    "tanh": (_in_f32(lambda x: tir.tanh(x)), {}),
+    "gelu": (_in_f32(_gelu), {"approximate": "none"}),
+    "silu": (_in_f32(lambda x: x * tir.sigmoid(x)), {}),
+    "hardswish": (_hardswish, {}),
+    "hardsigmoid": (_hardsigmoid, {"alpha": 1 / 6, "beta": 0.5}),
+    "elu": (_in_f32(_elu), {"alpha": 1.0}),
+    "softplus": (_in_f32(_softplus), {}),
+    "exp": (_in_f32(lambda x: tir.exp(x)), {}),
+    "log": (_in_f32(lambda x: tir.log(x)), {}),
+    "sqrt": (_in_f32(lambda x: tir.sqrt(x)), {}),
+    "rsqrt": (_in_f32(lambda x: tir.rsqrt(x)), {}),
+    "erf": (_in_f32(lambda x: tir.erf(x)), {}),
+    "abs": (lambda x: tir.abs(x), {}),
+    "neg": (lambda x: _c(0, _dt(x)) - x, {}),
+    "reciprocal": (lambda x: _c(1, _dt(x)) / x, {}),
+    "square": (lambda x: x * x, {}),
+    "floor": (lambda x: tir.floor(x), {}),
+    "ceil": (lambda x: tir.ceil(x), {}),
+    "round": (lambda x: tir.nearbyint(x), {}),
+    "identity": (lambda x: x, {}),
+}
+
+ACTIVATIONS = ("relu", "relu6", "clip", "leaky_relu", "sigmoid", "tanh", "gelu", "silu",
+               "hardswish", "hardsigmoid", "elu", "softplus", "identity")
+
+BINARY: dict[str, Scalar] = {
+    "add": lambda a, b: a + b,
+    "sub": lambda a, b: a - b,
+    "mul": lambda a, b: a * b,
+    "div": lambda a, b: a / b,
+    "maximum": lambda a, b: tir.max(a, b),
+    "minimum": lambda a, b: tir.min(a, b),
+    "pow": lambda a, b: tir.power(a, b),
+}
+
+
+def _check_float(name: str, v: Value) -> None:
+    if not _dt(v).startswith("float"):
+        raise OpError(f"{name}: expects a float tensor, got {_dt(v)}")
+
+
+def _register_unary(name: str, rule: Scalar, defaults: dict) -> None:
+    def compute(inputs: Sequence[Value], attrs: dict) -> Value:
+        (x,) = inputs
+        _check_float(name, x)
+        return lazy(x.shape, _dt(x), lambda *i: rule(x(*i), **attrs))
+
+    compute.__doc__ = f"Elementwise {name}."
+    register_op(name, OpPattern.ELEMWISE, num_inputs=1, attrs=defaults)(compute)
+
+
+def _register_binary(name: str, rule: Scalar) -> None:
+    def compute(inputs: Sequence[Value], attrs: dict) -> Value:
+        a, b = inputs
+        if _dt(a) != _dt(b):
+            raise OpError(f"{name}: dtype mismatch {_dt(a)} vs {_dt(b)}")
+        shape = broadcast_shape([a.shape, b.shape], f"{name}'s inputs")
+        fa, fb = broadcast_to(a, shape), broadcast_to(b, shape)
+        return lazy(shape, _dt(a), lambda *i: rule(fa(*i), fb(*i)))
+
+    compute.__doc__ = f"Broadcasting {name}."
+    register_op(name, OpPattern.BROADCAST, num_inputs=2)(compute)
+
+
+for _n, (_r, _d) in UNARY.items():
+    _register_unary(_n, _r, _d)
+for _n, _r in BINARY.items():
+    _register_binary(_n, _r)
+
+
+@register_op("cast", OpPattern.ELEMWISE, num_inputs=1, attrs={"dtype": "float32"})
+def cast(inputs: Sequence[Value], attrs: dict) -> Value:
+    """Change dtype."""
+    (x,) = inputs
+    return lazy(x.shape, attrs["dtype"], lambda *i: tir.Cast(attrs["dtype"], x(*i)))
+
+
+@register_op("sum_n", OpPattern.ELEMWISE)
+def sum_n(inputs: Sequence[Value], attrs: dict) -> Value:
+    """Sum of several tensors (ONNX Sum), broadcasting."""
+    if not inputs:
+        raise OpError("sum_n: needs at least one input")
+    if len({v.dtype for v in inputs}) > 1:
+        raise OpError(f"sum_n: dtype mismatch {[v.dtype for v in inputs]}")
+    shape = broadcast_shape([v.shape for v in inputs], "sum_n's inputs")
+    fs = [broadcast_to(v, shape) for v in inputs]
+
+    def fn(*i):
+        acc = fs[0](*i)
+        for f in fs[1:]:
+            acc = acc + f(*i)
+        return acc
+
+    return lazy(shape, inputs[0].dtype, fn)
+
+
+@register_op("where", OpPattern.BROADCAST, num_inputs=3)
+def where(inputs: Sequence[Value], attrs: dict) -> Value:
+    """Select by a boolean/nonzero condition, broadcasting."""
+    c, a, b = inputs
+    if _dt(a) != _dt(b):
+        raise OpError(f"where: dtype mismatch {_dt(a)} vs {_dt(b)}")
+    shape = broadcast_shape([c.shape, a.shape, b.shape], "where's inputs")
+    fc, fa, fb = (broadcast_to(v, shape) for v in (c, a, b))
+    zero = tir.const(0, _dt(c)) if _dt(c) != "bool" else None
+    return lazy(shape, _dt(a),
+                lambda *i: tir.Select(fc(*i) if zero is None else fc(*i) != zero, fa(*i), fb(*i)))

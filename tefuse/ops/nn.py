@@ -1,0 +1,56 @@
+"""bias_add and inference batch-norm: broadcast ops that form conv epilogues."""
+from __future__ import annotations
+
+from typing import Sequence
+
+from tvm import tirx as tir
+
+from ..errors import OpError
+from .registry import OpPattern, register_op
+from .value import Value, lazy
+
+
+def _channel_axis(x: Value, axis: int, name: str) -> int:
+    ax = axis if axis >= 0 else axis + x.ndim
+    if not 0 <= ax < x.ndim:
+        raise OpError(f"{name}: axis {axis} out of range for rank {x.ndim}")
+    return ax
+
+
+def _check_vec(name: str, what: str, v: Value, n: int, dtype: str) -> None:
+    if v.shape != (n,):
+        raise OpError(f"{name}: {what} must have shape ({n},), got {v.shape}")
+    if v.dtype != dtype:
+        raise OpError(f"{name}: {what} dtype {v.dtype} differs from data dtype {dtype}")
+
+
+@register_op("bias_add", OpPattern.BROADCAST, num_inputs=2, attrs={"axis": 1})
+def bias_add(inputs: Sequence[Value], attrs: dict) -> Value:
+    """Add a per-channel bias along `axis` (1 for NCHW, -1 for NHWC)."""
+    x, b = inputs
+    ax = _channel_axis(x, attrs["axis"], "bias_add")
+    _check_vec("bias_add", "bias", b, x.shape[ax], x.dtype)
+    return lazy(x.shape, x.dtype, lambda *i: x(*i) + b(i[ax]))
+
+
+@register_op("batch_norm", OpPattern.BROADCAST, num_inputs=5, attrs={"axis": 1, "epsilon": 1e-5})
+def batch_norm(inputs: Sequence[Value], attrs: dict) -> Value:
+    """Inference batch-norm: (x - mean) / sqrt(var + eps) * gamma + beta per channel."""
+    x, gamma, beta, mean, var = inputs
+    ax = _channel_axis(x, attrs["axis"], "batch_norm")
+    c = x.shape[ax]
+    for what, v in (("gamma", gamma), ("beta", beta), ("mean", mean), ("var", var)):
+        _check_vec("batch_norm", what, v, c, x.dtype)
+    eps = attrs["epsilon"]
+    if eps < 0:
+        raise OpError(f"batch_norm: epsilon must be >= 0, got {eps}")
+
+    def fn(*i):
+        ch = i[ax]
+        acc = "float32" if x.dtype == "float16" else x.dtype
+        f = lambda e: tir.Cast(acc, e) if acc != x.dtype else e  # noqa: E731
+        scale = f(gamma(ch)) * tir.rsqrt(f(var(ch)) + tir.const(eps, acc))
+        out = (f(x(*i)) - f(mean(ch))) * scale + f(beta(ch))
+        return tir.Cast(x.dtype, out) if acc != x.dtype else out
+
+    return lazy(x.shape, x.dtype, fn)

@@ -1,0 +1,111 @@
+"""Reductions over axes (sum, mean, max, min) and softmax / log_softmax."""
+from __future__ import annotations
+
+from typing import Sequence
+
+from tvm import te, tirx as tir
+
+from ..errors import OpError
+from .registry import OpPattern, register_op
+from .value import Value, lazy
+
+_REDUCERS = {"sum": te.sum, "mean": te.sum, "max": te.max, "min": te.min}
+
+
+def _axes(x: Value, axes, name: str) -> list[int]:
+    if axes is None:
+        return list(range(x.ndim))
+    out = []
+    for a in axes:
+        b = a + x.ndim if a < 0 else a
+        if not 0 <= b < x.ndim:
+            raise OpError(f"{name}: axis {a} out of range for rank {x.ndim}")
+        out.append(b)
+    return sorted(set(out))
+
+
+def _reduce(kind: str, inputs: Sequence[Value], attrs: dict) -> Value:
+    (x,) = inputs
+    axes = _axes(x, attrs["axes"], kind)
+    keep = attrs["keepdims"]
+    raxes = {a: te.reduce_axis((0, x.shape[a]), f"r{a}") for a in axes}
+    acc = "float32" if x.dtype == "float16" and kind in ("sum", "mean") else x.dtype
+    shape = tuple(1 if a in raxes else s for a, s in enumerate(x.shape)) if keep else \
+        tuple(s for a, s in enumerate(x.shape) if a not in raxes)
+
+    def body(*i):
+        it = iter(i)
+        idx = []
+        for a in range(x.ndim):
+            if a in raxes:
+                if keep:
+                    next(it)
+                idx.append(raxes[a])
+            else:
+                idx.append(next(it))
+        return _REDUCERS[kind](tir.Cast(acc, x(*idx)) if acc != x.dtype else x(*idx),
+                               axis=list(raxes.values()))
+
+    red = te.compute(shape, body, name=kind, tag="reduce")
+    if kind == "mean":
+        n = 1
+        for a in axes:
+            n *= x.shape[a]
+        return lazy(shape, x.dtype, lambda *i: tir.Cast(x.dtype, red(*i) / tir.const(n, acc)))
+    if acc != x.dtype:
+        return lazy(shape, x.dtype, lambda *i: tir.Cast(x.dtype, red(*i)))
+    return Value.of_tensor(red)
+
+
+def _register_reduce(kind: str) -> None:
+    def compute(inputs: Sequence[Value], attrs: dict) -> Value:
+        return _reduce(kind, inputs, attrs)
+
+    compute.__doc__ = f"Reduce-{kind} over axes."
+    register_op(f"reduce_{kind}", OpPattern.COMM_REDUCE, anchor="reduce", num_inputs=1,
+                attrs={"axes": None, "keepdims": False})(compute)
+
+
+for _k in _REDUCERS:
+    _register_reduce(_k)
+
+
+def _softmax(inputs: Sequence[Value], attrs: dict, log: bool) -> Value:
+    (x,) = inputs
+    ax = attrs["axis"] + x.ndim if attrs["axis"] < 0 else attrs["axis"]
+    if not 0 <= ax < x.ndim:
+        raise OpError(f"softmax: axis {attrs['axis']} out of range for rank {x.ndim}")
+    acc = "float32" if x.dtype == "float16" else x.dtype
+    xin = x.materialize("softmax_in") if x.is_lazy else x.tensor
+    red_shape = tuple(s for a, s in enumerate(x.shape) if a != ax)
+
+    def at(i, k):
+        j = list(i)
+        j.insert(ax, k)
+        return tir.Cast(acc, xin(*j))
+
+    k1 = te.reduce_axis((0, x.shape[ax]), "k1")
+    mx = te.compute(red_shape, lambda *i: te.max(at(i, k1), axis=k1), name="softmax_max", tag="softmax")
+    k2 = te.reduce_axis((0, x.shape[ax]), "k2")
+    den = te.compute(red_shape, lambda *i: te.sum(tir.exp(at(i, k2) - mx(*i)), axis=k2),
+                     name="softmax_sum", tag="softmax")
+
+    def fn(*i):
+        r = [i[a] for a in range(x.ndim) if a != ax]
+        z = tir.Cast(acc, xin(*i)) - mx(*r)
+        out = z - tir.log(den(*r)) if log else tir.exp(z) / den(*r)
+        return tir.Cast(x.dtype, out)
+
+    return lazy(x.shape, x.dtype, fn)
+
+
+@register_op("softmax", OpPattern.OPAQUE, anchor="softmax", num_inputs=1, attrs={"axis": -1})
+def softmax(inputs: Sequence[Value], attrs: dict) -> Value:
+    """Numerically stable softmax along `axis`."""
+    return _softmax(inputs, attrs, log=False)
+
+
+@register_op("log_softmax", OpPattern.OPAQUE, anchor="softmax", num_inputs=1, attrs={"axis": -1})
+def log_softmax(inputs: Sequence[Value], attrs: dict) -> Value:
+    """log(softmax(x)) along `axis`."""
+    return _softmax(inputs, attrs, log=True)

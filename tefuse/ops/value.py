@@ -1,0 +1,83 @@
+"""Values flowing through op computes: lazy index functions or materialised TE tensors.
+
+Injective ops return lazy values (a function from indices to a TIR expression), so a chain
+of them composes into one expression with no intermediate stage; that composition is what
+makes epilogue and prologue fusion free. Anchors (conv, dense, reductions) return tensors.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Optional, Sequence
+
+from tvm.ir.expr import Expr as PrimExpr
+from tvm import te, tirx as tir
+
+from ..errors import OpError
+
+
+@dataclass
+class Value:
+    shape: tuple[int, ...]
+    dtype: str
+    fn: Callable[..., PrimExpr]
+    tensor: Optional[te.Tensor] = None
+    const: Optional[float] = None  # scalar constants are folded into expressions
+
+    def __call__(self, *idx):
+        if len(idx) != len(self.shape):
+            raise OpError(f"indexing rank-{len(self.shape)} value with {len(idx)} indices")
+        return self.fn(*idx)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def is_lazy(self) -> bool:
+        return self.tensor is None
+
+    @staticmethod
+    def of_tensor(t: te.Tensor) -> "Value":
+        return Value(tuple(int(s) for s in t.shape), str(t.dtype), lambda *i: t(*i), t)
+
+    @staticmethod
+    def scalar(v: float, dtype: str) -> "Value":
+        c = tir.const(v, dtype)
+        return Value((), dtype, lambda *i: c, None, const=float(v))
+
+    def materialize(self, name: str, tag: str = "") -> te.Tensor:
+        """A TE stage for this value (reuses the tensor when already materialised)."""
+        if self.tensor is not None:
+            return self.tensor
+        if not self.shape:
+            return te.compute((), lambda: self.fn(), name=name, tag=tag)
+        return te.compute(self.shape, lambda *i: self.fn(*i), name=name, tag=tag)
+
+
+def lazy(shape: Sequence[int], dtype: str, fn: Callable[..., PrimExpr]) -> Value:
+    return Value(tuple(int(s) for s in shape), dtype, fn)
+
+
+def broadcast_shape(shapes: Sequence[Sequence[int]], what: str = "operands") -> tuple[int, ...]:
+    """numpy broadcasting of several shapes; a clear error when they do not broadcast."""
+    nd = max((len(s) for s in shapes), default=0)
+    out = []
+    for k in range(nd):
+        dims = {int(s[len(s) - nd + k]) for s in shapes if len(s) - nd + k >= 0}
+        dims.discard(1)
+        if len(dims) > 1:
+            raise OpError(f"shapes {', '.join(str(tuple(s)) for s in shapes)} of {what} do not broadcast")
+        out.append(dims.pop() if dims else 1)
+    return tuple(out)
+
+
+def broadcast_to(v: Value, shape: Sequence[int]) -> Callable[..., PrimExpr]:
+    """Index function reading `v` broadcast to `shape` (numpy rules)."""
+    off = len(shape) - v.ndim
+    keep = [v.shape[k] != 1 or shape[off + k] == 1 for k in range(v.ndim)]
+
+    def fn(*idx):
+        sub = [idx[off + k] if keep[k] else 0 for k in range(v.ndim)]
+        return v(*sub)
+
+    return fn

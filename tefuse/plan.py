@@ -1,0 +1,226 @@
+"""FusionPlan: MIOpen's Fusion API on tefuse.
+
+Describe the input tensor, add operators in order (each add is checked at once and raises
+`UnsupportedFusion` naming the step), compile once, then execute many times with runtime
+arguments (weights, bias, batch-norm statistics, residual operands) kept in a separate
+`OperatorArgs` object. A plan always compiles to exactly one kernel; an op that would need
+a second kernel is refused when it is added.
+
+Activation parameters (alpha, clip bounds) are compile-time, as parameters that rarely
+change should be (MIOpen's dynamic-kernels lesson): changing them means a new plan.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from .codegen.build import build
+from .errors import GraphError, PlanStateError, UnsupportedFusion
+from .fusion import fuse_graph
+from .graph.ir import Graph, GraphBuilder, Node
+from .ops import ACTIVATIONS
+from .ops.conv2d import WEIGHT_LAYOUT
+from .ops.elemwise import BINARY, UNARY
+from .runtime.executor import CompiledGraph
+from .target import TargetLike
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class TensorDesc:
+    """Shape, dtype and layout of a tensor (MIOpen's tensor descriptor)."""
+
+    shape: tuple[int, ...]
+    dtype: str = "float32"
+    layout: str = "NCHW"
+
+    def __post_init__(self):
+        object.__setattr__(self, "shape", tuple(int(s) for s in self.shape))
+
+
+@dataclass(frozen=True)
+class OpHandle:
+    """Names one step of a plan; used to set its runtime arguments."""
+
+    step: int
+    kind: str
+    arg_names: tuple[str, ...]  # graph inputs this step reads at run time
+    arg_shapes: tuple[tuple[int, ...], ...]
+
+
+@dataclass
+class OperatorArgs:
+    """Runtime arguments of a plan, set per op handle, separate from the compiled plan."""
+
+    values: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def _set(self, h: OpHandle, kind: str, arrays: Sequence[Any]) -> None:
+        if h.kind != kind:
+            raise PlanStateError(f"step {h.step} is a {h.kind}, not a {kind}")
+        for name, shape, a in zip(h.arg_names, h.arg_shapes, arrays):
+            arr = np.asarray(a) if not hasattr(a, "__dlpack__") or isinstance(a, np.ndarray) else a
+            if tuple(arr.shape) != shape:
+                raise PlanStateError(f"step {h.step} ({kind}): {name} must have shape {shape}, "
+                                     f"got {tuple(arr.shape)}")
+            self.values[name] = arr
+
+    def set_conv(self, h: OpHandle, weight) -> None:
+        self._set(h, "conv2d", [weight])
+
+    def set_bias(self, h: OpHandle, bias) -> None:
+        self._set(h, "bias", [bias])
+
+    def set_batch_norm(self, h: OpHandle, gamma, beta, mean, var) -> None:
+        self._set(h, "batch_norm", [gamma, beta, mean, var])
+
+    def set_elementwise(self, h: OpHandle, other) -> None:
+        self._set(h, "elementwise", [other])
+
+
+class FusionPlan:
+    """An ordered chain of ops on one input tensor, compiled into one kernel."""
+
+    def __init__(self, input_desc: TensorDesc):
+        if input_desc.layout not in WEIGHT_LAYOUT:
+            raise UnsupportedFusion(f"input layout must be NCHW or NHWC, got {input_desc.layout!r}")
+        if len(input_desc.shape) != 4 or min(input_desc.shape) < 1:
+            raise UnsupportedFusion(f"input must be a 4-D tensor with positive dims, got {input_desc.shape}")
+        self.input = input_desc
+        self._b = GraphBuilder()
+        self._x = self._b.input("x", input_desc.shape, input_desc.dtype)
+        self._cur: Node = self._x
+        self._steps: list[OpHandle] = []
+        self._compiled: Optional[CompiledGraph] = None
+        self._compiled_steps = 0
+
+    # -- building ---------------------------------------------------------------------------
+    @property
+    def channel_axis(self) -> int:
+        return 1 if self.input.layout == "NCHW" else 3
+
+    @property
+    def output_desc(self) -> TensorDesc:
+        return TensorDesc(self._cur.shape, self._cur.dtype, self.input.layout)
+
+    def _add(self, kind: str, op: str, args: list[tuple[str, tuple[int, ...]]], **attrs) -> OpHandle:
+        step = len(self._steps)
+        what = f"step {step} ({kind})"
+        b = self._b
+        try:
+            arg_nodes = [b.input(name, shape, self.input.dtype) for name, shape in args]
+        except GraphError as e:
+            raise UnsupportedFusion(f"{what}: {e}") from None
+        try:
+            node = b.op(op, self._cur, *arg_nodes, name=f"s{step}_{op}", **attrs)
+        except GraphError as e:
+            b.discard(arg_nodes)
+            raise UnsupportedFusion(f"{what}: {e}") from None
+        groups = fuse_graph(Graph(b.inputs, [node]))
+        if len(groups) != 1:
+            b.discard(arg_nodes + [node])
+            raise UnsupportedFusion(
+                f"{what}: {op} after {[h.kind for h in self._steps]} would need {len(groups)} kernels "
+                f"({'; '.join(g.describe() for g in groups)}); a plan fuses into one kernel")
+        self._cur = node
+        h = OpHandle(step, kind, tuple(n for n, _ in args), tuple(s for _, s in args))
+        self._steps.append(h)
+        if self._compiled is not None:
+            log.info("plan changed after compile (%s); compile again before executing", what)
+        return h
+
+    def add_conv(self, weight: TensorDesc, *, stride=1, padding=0, dilation=1, groups: int = 1) -> OpHandle:
+        """Convolution; `weight` is OIHW for NCHW plans, HWIO for NHWC plans."""
+        step = len(self._steps)
+        want = WEIGHT_LAYOUT[self.input.layout]
+        wl = weight.layout if weight.layout in ("OIHW", "HWIO") else want
+        if wl != want:
+            raise UnsupportedFusion(f"step {step} (conv2d): weight layout {wl} does not match the "
+                                    f"{self.input.layout} plan, which takes {want} weights")
+        if weight.dtype != self.input.dtype:
+            raise UnsupportedFusion(f"step {step} (conv2d): weight dtype {weight.dtype} differs from "
+                                    f"input dtype {self.input.dtype}")
+        if any(h.kind == "conv2d" for h in self._steps):
+            raise UnsupportedFusion(f"step {step} (conv2d): a plan holds one convolution")
+        return self._add("conv2d", "conv2d", [(f"s{step}_weight", weight.shape)], strides=stride,
+                         padding=padding, dilation=dilation, groups=groups, layout=self.input.layout)
+
+    def add_bias(self) -> OpHandle:
+        """Per-channel bias; must directly follow a convolution."""
+        step = len(self._steps)
+        if not self._steps or self._steps[-1].kind != "conv2d":
+            raise UnsupportedFusion(f"step {step} (bias): bias must directly follow a convolution")
+        c = self._cur.shape[self.channel_axis]
+        return self._add("bias", "bias_add", [(f"s{step}_bias", (c,))], axis=self.channel_axis)
+
+    def add_batch_norm(self, epsilon: float = 1e-5) -> OpHandle:
+        """Inference batch-norm over channels (statistics are runtime args)."""
+        step = len(self._steps)
+        c = self._cur.shape[self.channel_axis]
+        names = [(f"s{step}_{k}", (c,)) for k in ("gamma", "beta", "mean", "var")]
+        return self._add("batch_norm", "batch_norm", names, axis=self.channel_axis, epsilon=epsilon)
+
+    def add_activation(self, kind: str, **params) -> OpHandle:
+        """Activation by name (relu, leaky_relu(alpha=), clip(min=, max=), gelu, silu...)."""
+        step = len(self._steps)
+        if kind not in ACTIVATIONS:
+            raise UnsupportedFusion(f"step {step} (activation): unknown activation {kind!r}; "
+                                    f"supported: {', '.join(ACTIVATIONS)}")
+        return self._add("activation", kind, [], **params)
+
+    def add_elementwise(self, kind: str, other: Optional[TensorDesc] = None) -> OpHandle:
+        """Binary op with a runtime operand (default: same shape, e.g. a residual add)."""
+        step = len(self._steps)
+        if kind not in BINARY:
+            raise UnsupportedFusion(f"step {step} (elementwise): unknown op {kind!r}; "
+                                    f"supported: {', '.join(BINARY)}")
+        shape = other.shape if other is not None else self._cur.shape
+        if other is not None and other.dtype != self.input.dtype:
+            raise UnsupportedFusion(f"step {step} (elementwise): operand dtype {other.dtype} differs "
+                                    f"from {self.input.dtype}")
+        return self._add("elementwise", kind, [(f"s{step}_other", shape)])
+
+    def add_unary(self, kind: str, **params) -> OpHandle:
+        """Any elementwise unary op of tefuse (exp, sqrt, abs...)."""
+        if kind not in UNARY:
+            raise UnsupportedFusion(f"step {len(self._steps)} (unary): unknown op {kind!r}")
+        return self._add("activation", kind, [], **params)
+
+    @property
+    def graph(self) -> Graph:
+        if not self._steps:
+            raise PlanStateError("the plan holds no operators yet")
+        return Graph(self._b.inputs, [self._cur])
+
+    # -- compile and run --------------------------------------------------------------------
+    def compile(self, target: TargetLike = "llvm", **build_kwargs) -> "FusionPlan":
+        """Build the plan's single kernel (expensive: do it once)."""
+        self._compiled = build(self.graph, target, **build_kwargs)
+        self._compiled_steps = len(self._steps)
+        return self
+
+    @property
+    def compiled(self) -> CompiledGraph:
+        if self._compiled is None:
+            raise PlanStateError("the plan is not compiled: call compile(target) before execute")
+        if self._compiled_steps != len(self._steps):
+            raise PlanStateError(f"the plan changed after compile ({len(self._steps) - self._compiled_steps} "
+                                 f"op(s) added); call compile(target) again")
+        return self._compiled
+
+    def new_args(self) -> OperatorArgs:
+        return OperatorArgs()
+
+    def execute(self, x, args: OperatorArgs, *, as_numpy: bool = True):
+        """Run the compiled kernel on input `x` with runtime arguments `args`."""
+        cg = self.compiled
+        missing = [n for h in self._steps for n in h.arg_names if n not in args.values]
+        if missing:
+            raise PlanStateError(f"runtime arguments not set: {', '.join(missing)}")
+        return cg.run(x=x, as_numpy=as_numpy, **args.values)[0]
+
+    def source(self, kind: Optional[str] = None) -> str:
+        return self.compiled.source(kind)

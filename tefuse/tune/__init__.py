@@ -1,0 +1,1 @@
+"""Autotuning: knob spaces, tuners, measurement, tuning logs (the performance database)."""

@@ -1,0 +1,284 @@
+"""The performance database: tuning logs (JSON lines) that build reads the best config from.
+
+Why plain append-only JSON lines: several tuners (processes, machines) write at once and
+a crash must cost at most the line being written. Each append is one write() of whole
+lines under O_APPEND and an exclusive flock, then fsync; readers take a shared flock and
+skip (with a warning naming file and line) whatever does not parse.
+
+Layering (like MIOpen's user/system find-db): the user's own log comes first, then the
+logs shipped in the repo's `tuning_logs/`; the fastest record wins, the user's on ties.
+"""
+from __future__ import annotations
+
+import fcntl
+import logging
+import math
+import os
+import tempfile
+import threading
+from pathlib import Path
+from typing import Iterable, Optional, Sequence, Union
+
+from .record import TuningRecord
+
+log = logging.getLogger(__name__)
+
+PathLike = Union[str, os.PathLike]
+
+
+def _pick_best(records: Iterable[TuningRecord], device: Optional[str] = None) -> Optional[TuningRecord]:
+    """Lowest median cost among ok records; the first one seen wins ties."""
+    best, best_cost = None, math.inf
+    for r in records:
+        if not r.ok or (device is not None and r.device != device):
+            continue
+        c = r.median_cost
+        if c < best_cost:
+            best, best_cost = r, c
+    return best
+
+
+class Database:
+    """One JSON-lines tuning log. Parsed records are cached and refreshed when the file
+    changes (appends are parsed incrementally), so repeated best() calls during a build
+    cost a stat, not a parse."""
+
+    def __init__(self, path: PathLike):
+        self.path = Path(path)
+        self._lock = threading.Lock()
+        self._stamp: Optional[tuple[int, int, int]] = None  # (inode, size, mtime_ns) last parsed
+        self._offset = 0  # byte offset just past the last complete line parsed
+        self._lineno = 0  # lines consumed up to _offset
+        self._all: list[TuningRecord] = []
+        self._by_key: dict[tuple[str, str], list[TuningRecord]] = {}
+
+    def __repr__(self) -> str:
+        return f"Database({str(self.path)!r})"
+
+    # -- writing -----------------------------------------------------------------------
+    def append(self, record: TuningRecord) -> None:
+        self.append_many([record])
+
+    def append_many(self, records: Sequence[TuningRecord]) -> None:
+        """Append whole lines in one write() under an exclusive lock, then fsync."""
+        data = "".join(r.to_json() + "\n" for r in records).encode()
+        if not data:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                size = os.fstat(fd).st_size
+                if size and os.pread(fd, 1, size - 1) != b"\n":
+                    # a writer died mid-line: start on a fresh line so ours stay parseable
+                    data = b"\n" + data
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+                os.fsync(fd)
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+
+    # -- reading -----------------------------------------------------------------------
+    def _reset(self) -> None:
+        self._offset = self._lineno = 0
+        self._all, self._by_key = [], {}
+
+    def _refresh(self) -> None:
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            self._reset()
+            self._stamp = None
+            return
+        if (st.st_ino, st.st_size, st.st_mtime_ns) == self._stamp:
+            return
+        try:
+            f = open(self.path, "rb")
+        except FileNotFoundError:
+            self._reset()
+            self._stamp = None
+            return
+        with f:
+            fcntl.flock(f.fileno(), fcntl.LOCK_SH)
+            try:
+                st = os.fstat(f.fileno())  # what we read is exactly this version of the file
+                if self._stamp is None or st.st_ino != self._stamp[0] or st.st_size < self._offset:
+                    self._reset()  # new, replaced or truncated: parse from scratch
+                f.seek(self._offset)
+                tail = f.read()
+            finally:
+                fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+        self._stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
+        lines = tail.split(b"\n")
+        partial = lines.pop()  # after the last newline: empty, or a line cut short
+        for raw in lines:
+            self._lineno += 1
+            self._offset += len(raw) + 1
+            self._parse(raw, self._lineno)
+        if partial.strip():
+            log.warning("%s:%d: skipping truncated tuning record (no newline at end of file)",
+                        self.path, self._lineno + 1)
+
+    def _parse(self, raw: bytes, lineno: int) -> None:
+        if not raw.strip():
+            return
+        try:
+            rec = TuningRecord.from_json(raw.decode("utf-8"))
+        except (ValueError, UnicodeDecodeError) as e:
+            log.warning("%s:%d: skipping malformed tuning record: %s", self.path, lineno, e)
+            return
+        self._all.append(rec)
+        self._by_key.setdefault((rec.workload, rec.target), []).append(rec)
+
+    def records(self, workload: Optional[str] = None, target: Optional[str] = None) -> list[TuningRecord]:
+        """Valid records in file order, optionally only those of one workload and/or target."""
+        with self._lock:
+            self._refresh()
+            if workload is not None and target is not None:
+                return list(self._by_key.get((workload, target), ()))
+            return [r for r in self._all if (workload is None or r.workload == workload)
+                    and (target is None or r.target == target)]
+
+    def best(self, workload: str, target: str, device: Optional[str] = None) -> Optional[TuningRecord]:
+        """The fastest ok record (lowest median); a failed measurement is never best."""
+        return _pick_best(self.records(workload, target), device)
+
+    def measured_indices(self, workload: str, target: str, template: str) -> set[int]:
+        """Config indices already measured (failures included), so a resumed tuner skips them."""
+        return {r.config_index for r in self.records(workload, target) if r.template == template}
+
+    def __len__(self) -> int:
+        return len(self.records())
+
+
+class LayeredDatabase:
+    """Databases searched together, the first (the user's) taking precedence on ties;
+    appends go to the first."""
+
+    def __init__(self, layers: Sequence[Database]):
+        if not layers:
+            raise ValueError("a layered database needs at least one layer")
+        self.layers = list(layers)
+
+    @property
+    def user(self) -> Database:
+        return self.layers[0]
+
+    def __repr__(self) -> str:
+        return f"LayeredDatabase({[str(d.path) for d in self.layers]})"
+
+    def append(self, record: TuningRecord) -> None:
+        self.user.append(record)
+
+    def append_many(self, records: Sequence[TuningRecord]) -> None:
+        self.user.append_many(records)
+
+    def records(self, workload: Optional[str] = None, target: Optional[str] = None) -> list[TuningRecord]:
+        return [r for d in self.layers for r in d.records(workload, target)]
+
+    def best(self, workload: str, target: str, device: Optional[str] = None) -> Optional[TuningRecord]:
+        return _pick_best(self.records(workload, target), device)
+
+    def measured_indices(self, workload: str, target: str, template: str) -> set[int]:
+        """The user layer's only: shipped logs were measured on other machines."""
+        return self.user.measured_indices(workload, target, template)
+
+
+# -- default locations ---------------------------------------------------------------------
+def user_db_path() -> Path:
+    """$TEFUSE_USER_DB, else $XDG_CACHE_HOME/tefuse/tuning.jsonl (~/.cache by default)."""
+    if os.environ.get("TEFUSE_USER_DB"):
+        return Path(os.environ["TEFUSE_USER_DB"]).expanduser()
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(cache) / "tefuse" / "tuning.jsonl"
+
+
+def system_db_paths() -> list[Path]:
+    """The shipped logs: every *.jsonl in the repo's tuning_logs/, or in the directories
+    and files listed in $TEFUSE_SYSTEM_DB (os.pathsep-separated; empty = none)."""
+    env = os.environ.get("TEFUSE_SYSTEM_DB")
+    if env is not None:
+        roots = [Path(p).expanduser() for p in env.split(os.pathsep) if p]
+    else:
+        import tefuse
+
+        roots = [Path(tefuse.__file__).resolve().parent.parent / "tuning_logs"]
+    out: list[Path] = []
+    for r in roots:
+        out.extend(sorted(r.glob("*.jsonl")) if r.is_dir() else [r] if r.is_file() else [])
+    return out
+
+
+_OPEN: dict[Path, Database] = {}
+_OPEN_LOCK = threading.Lock()
+
+
+def open_database(path: PathLike) -> Database:
+    """One shared Database per path, so its parse cache survives across builds."""
+    p = Path(path).expanduser().absolute()
+    with _OPEN_LOCK:
+        if p not in _OPEN:
+            _OPEN[p] = Database(p)
+        return _OPEN[p]
+
+
+def default_database() -> LayeredDatabase:
+    """User log first, then the shipped system logs (resolved from the environment now)."""
+    user = user_db_path()
+    system = [p for p in system_db_paths() if p.absolute() != user.absolute()]
+    return LayeredDatabase([open_database(user), *(open_database(p) for p in system)])
+
+
+# -- maintenance ---------------------------------------------------------------------------
+def _as_db(src: Union[PathLike, Database, LayeredDatabase]):
+    return src if isinstance(src, (Database, LayeredDatabase)) else Database(src)
+
+
+def _write_atomic(records: Iterable[TuningRecord], dest: PathLike) -> int:
+    """Replace dest with these records via a temp file + rename: readers never see half."""
+    dest = Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
+    n = 0
+    try:
+        with os.fdopen(fd, "w") as f:
+            for r in records:
+                f.write(r.to_json() + "\n")
+                n += 1
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, dest)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return n
+
+
+def merge(sources: Sequence[Union[PathLike, Database]], dest: PathLike) -> int:
+    """Merge logs into dest (its own records kept), dropping exact duplicates; returns the
+    number of records dest now holds. Ordered by timestamp so the result reads as a history."""
+    seen: dict[str, TuningRecord] = {}
+    dbs = [_as_db(s) for s in sources]
+    if Path(dest).exists() and not any(isinstance(d, Database) and d.path.resolve() == Path(dest).resolve()
+                                       for d in dbs):
+        dbs.insert(0, Database(dest))
+    for d in dbs:
+        for r in d.records():
+            seen.setdefault(r.to_json(), r)
+    return _write_atomic(sorted(seen.values(), key=lambda r: r.timestamp), dest)
+
+
+def distill(source: Union[PathLike, Database, Sequence[PathLike]], dest: PathLike) -> int:
+    """Keep only the best ok record per (workload, target, device): what a shipped log needs."""
+    dbs = [_as_db(s) for s in source] if isinstance(source, (list, tuple)) else [_as_db(source)]
+    best: dict[tuple[str, str, str], TuningRecord] = {}
+    for d in dbs:
+        for r in d.records():
+            k = (r.workload, r.target, r.device)
+            if r.ok and (k not in best or r.median_cost < best[k].median_cost):
+                best[k] = r
+    return _write_atomic(sorted(best.values(), key=lambda r: (r.workload, r.target, r.device)), dest)

@@ -1,0 +1,115 @@
+"""Features of config points for the cost model, computed from knob values alone.
+
+Why not features of the scheduled TIR for every point: applying a template costs
+milliseconds, and simulated annealing scores thousands of points per batch. Instead the
+loop-nest quantities that matter are derived from the split knobs, which *are* the loop
+nest: for templates whose split knobs share a part count (conv2d_direct's
+block/vthread/thread/inner), the log2 of the product of each part over all knobs is the
+thread count, virtual threads, per-thread work and grid size. Values, not positions, are
+used, so records of other workloads of the same template (transfer learning) land in the
+same feature space.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from .space import ConfigSpace
+
+
+def _log2(v: float) -> float:
+    return math.log2(1.0 + abs(float(v))) * (1.0 if v >= 0 else -1.0)
+
+
+def value_features(value: Any) -> list[float]:
+    """Features of one knob value: log2 of each split factor, else a scaled scalar."""
+    if isinstance(value, (tuple, list)):
+        return [math.log2(max(int(x), 1)) for x in value]
+    if isinstance(value, bool):
+        return [float(value)]
+    if isinstance(value, (int, float)):
+        return [_log2(value)]
+    return [float(hash(str(value)) % 97) / 97.0]
+
+
+@dataclass
+class Featurizer:
+    """Vectorised knob features for one space: per-knob tables indexed by candidate position."""
+
+    space: ConfigSpace
+
+    def __post_init__(self) -> None:
+        self.tables: list[np.ndarray] = []
+        self.split_groups: dict[int, list[int]] = {}
+        for k, knob in enumerate(self.space.knobs):
+            rows = [value_features(c) for c in knob.candidates]
+            width = max(len(r) for r in rows)
+            rows = [r + [0.0] * (width - len(r)) for r in rows]
+            self.tables.append(np.asarray(rows, dtype=np.float32))
+            if knob.candidates and isinstance(knob.candidates[0], tuple):
+                self.split_groups.setdefault(len(knob.candidates[0]), []).append(k)
+        self.names = [f"{kn.name}[{j}]" for kn, t in zip(self.space.knobs, self.tables)
+                      for j in range(t.shape[1])]
+        for parts, ks in sorted(self.split_groups.items()):
+            if len(ks) > 1:
+                self.names += [f"prod{parts}[{j}]" for j in range(parts)]
+
+    @property
+    def width(self) -> int:
+        return len(self.names)
+
+    def points(self, points: np.ndarray) -> np.ndarray:
+        """(n, n_knobs) candidate positions -> (n, width) features."""
+        points = np.asarray(points, dtype=np.int64).reshape(-1, len(self.tables))
+        cols = [t[points[:, k]] for k, t in enumerate(self.tables)]
+        for parts, ks in sorted(self.split_groups.items()):
+            if len(ks) > 1:
+                cols.append(sum(cols[k] for k in ks))
+        return np.hstack(cols) if cols else np.zeros((len(points), 0), np.float32)
+
+    def indices(self, indices: Sequence[int]) -> np.ndarray:
+        return self.points(np.asarray([self.space.point(int(i)) for i in indices]).reshape(-1, len(self.tables)))
+
+    def values(self, values: dict) -> Optional[np.ndarray]:
+        """Features of a config given by values (another workload's record); None if it does
+        not fit this space's knobs (other names or split shapes)."""
+        cols = []
+        for knob, table in zip(self.space.knobs, self.tables):
+            if knob.name not in values:
+                return None
+            f = value_features(tuple(values[knob.name]) if isinstance(values[knob.name], list)
+                               else values[knob.name])
+            if len(f) != table.shape[1]:
+                return None
+            cols.append(np.asarray(f, np.float32)[None, :])
+        for parts, ks in sorted(self.split_groups.items()):
+            if len(ks) > 1:
+                cols.append(sum(cols[k] for k in ks))
+        return np.hstack(cols)[0] if cols else np.zeros(0, np.float32)
+
+
+_BINDING = re.compile(r'T\.thread_binding\((?:0,\s*)?(\d+),\s*thread="([\w.]+)"')
+_UNROLL = re.compile(r'"pragma_auto_unroll_max_step":\s*(\d+)')
+
+
+def tir_features(mod) -> dict[str, float]:
+    """Loop-nest facts of a scheduled module: threads per block (product over threadIdx
+    tags of the largest extent bound to each), grid size, virtual threads, max unroll step.
+    Cheap enough per built candidate (the builder rejects over-sized thread blocks with
+    it), too slow for every annealing point; the derived knob features stand in there.
+    (TVM 0.27 has no Python TIR visitor, so this reads the printed TVMScript.)"""
+    text = mod.script()
+    ext: dict[str, float] = {}
+    for extent, tag in _BINDING.findall(text):
+        ext[tag] = max(ext.get(tag, 1.0), float(extent))
+    unroll = max([float(u) for u in _UNROLL.findall(text)] or [0.0])
+
+    def prod(prefix: str) -> float:
+        return float(np.prod([v for k, v in ext.items() if k.startswith(prefix)] or [1.0]))
+
+    return {"threads": prod("threadIdx"), "blocks": prod("blockIdx"), "vthreads": prod("vthread"),
+            "unroll": unroll}

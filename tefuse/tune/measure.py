@@ -1,0 +1,165 @@
+"""What travels between tuner, builder and runner, and the measuring of one module.
+
+Build and run are split (AutoTVM's design) because building is CPU-bound and parallel,
+while timing must be serial on the device. Everything here is plain data that pickles, so
+it can cross into worker processes: the func travels as TVMScript, inputs as numpy.
+"""
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+COMPILE_ERROR = "compile_error"
+RUNTIME_ERROR = "runtime_error"
+TIMEOUT = "timeout"
+WRONG_RESULT = "wrong_result"
+
+# (rtol, atol relative to the reference's largest magnitude): tiling reorders reductions
+TOLERANCES = {"float64": (1e-7, 1e-9), "float32": (1e-3, 1e-4), "float16": (1e-2, 1e-3),
+              "bfloat16": (3e-2, 1e-2)}
+
+
+@dataclass
+class BuildResult:
+    """One candidate after building: the exported library, or why there is none."""
+
+    index: int
+    config: dict
+    path: Optional[str] = None
+    error: Optional[str] = None
+    error_msg: Optional[str] = None
+    build_seconds: float = 0.0
+    features: dict = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.path is not None
+
+
+@dataclass
+class MeasureResult:
+    """One candidate after running: per-repeat costs in seconds, or an error kind."""
+
+    index: int
+    config: dict
+    costs: list[float] = field(default_factory=list)
+    error: Optional[str] = None
+    error_msg: Optional[str] = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and bool(self.costs)
+
+    @property
+    def cost(self) -> float:
+        """Median cost; inf for a failure, so a failing candidate never wins."""
+        return float(np.median(self.costs)) if self.ok else math.inf
+
+
+@dataclass
+class ArgSpec:
+    shape: tuple
+    dtype: str
+    value: Optional[np.ndarray] = None  # a graph constant's real value (BN variance > 0...)
+
+
+@dataclass
+class RunSpec:
+    """How to call a task's kernel: argument shapes, constant values, the input seed."""
+
+    key: str
+    args: list[ArgSpec]
+    outputs: list[ArgSpec]
+    seed: int = 0
+
+    def inputs(self) -> list[np.ndarray]:
+        # positive inputs: chains may take sqrt/log of runtime operands (BN variance as input)
+        rng = np.random.default_rng(self.seed)
+        out = []
+        for a in self.args:
+            if a.value is not None:
+                out.append(np.ascontiguousarray(a.value, dtype=a.dtype))
+            elif a.dtype.startswith(("int", "uint")):
+                out.append(rng.integers(0, 4, size=a.shape).astype(a.dtype))
+            elif a.dtype == "bool":
+                out.append(rng.random(a.shape) < 0.5)
+            else:
+                out.append(rng.uniform(0.1, 1.0, size=a.shape).astype(a.dtype))
+        return out
+
+
+def run_spec(task, seed: int = 0) -> RunSpec:
+    from ..graph.ir import CONST
+
+    args = [ArgSpec(tuple(p.shape), p.dtype, p.value if p.op == CONST else None) for p in task.lowered.params]
+    outs = [ArgSpec(tuple(o.shape), o.dtype) for o in task.group.outputs]
+    return RunSpec(task.workload, args, outs, seed)
+
+
+@dataclass
+class RunOptions:
+    number: int = 0  # 0: let min_repeat_ms decide
+    repeat: int = 3
+    min_repeat_ms: int = 20
+    check: bool = True
+
+
+def check_outputs(got: list[np.ndarray], ref: list[np.ndarray]) -> Optional[str]:
+    """None if `got` matches `ref` within the dtype's tolerance, else what differs."""
+    for k, (g, r) in enumerate(zip(got, ref)):
+        if g.shape != r.shape:
+            return f"output {k}: shape {g.shape} != {r.shape}"
+        if g.dtype.kind in "iub":
+            if not np.array_equal(g, r):
+                return f"output {k}: {int((g != r).sum())} of {g.size} elements differ"
+            continue
+        rtol, atol = TOLERANCES.get(str(g.dtype), (1e-3, 1e-4))
+        g64, r64 = g.astype(np.float64), r.astype(np.float64)
+        finite = np.isfinite(r64)
+        scale = float(np.abs(r64[finite]).max()) if finite.any() else 1.0
+        close = np.isclose(g64, r64, rtol=rtol, atol=atol * max(scale, 1.0), equal_nan=True)
+        if not close.all():
+            bad = np.argwhere(~close)[0]
+            return (f"output {k}: {int((~close).sum())} of {g.size} elements differ, first at "
+                    f"{tuple(int(x) for x in bad)}: {g64[tuple(bad)]:.6g} vs {r64[tuple(bad)]:.6g}")
+    return None
+
+
+def measure_module(load: Callable[[], Any], dev, inputs: list, out_specs: list[ArgSpec],
+                   ref: Optional[list[np.ndarray]], opts: RunOptions, index: int, config: dict,
+                   empty: Callable = None) -> MeasureResult:
+    """Load, run once (warm-up and correctness check), then time. Never raises: errors
+    become the MeasureResult's error kind. Shared by the local and the RPC runner."""
+    import tvm
+
+    empty = empty or (lambda shape, dtype: tvm.runtime.empty(shape, dtype, dev))
+    try:
+        mod = load()
+        outs = [empty(o.shape, o.dtype) for o in out_specs]
+        mod["main"](*inputs, *outs)
+        dev.sync()
+    except Exception as e:  # noqa: BLE001 - launch failures of any kind
+        return MeasureResult(index, config, error=RUNTIME_ERROR, error_msg=_last_line(e))
+    if opts.check and ref is not None:
+        msg = check_outputs([o.numpy() for o in outs], ref)
+        if msg is not None:
+            return MeasureResult(index, config, error=WRONG_RESULT, error_msg=msg)
+    try:
+        timer = mod.time_evaluator("main", dev, number=opts.number, repeat=opts.repeat,
+                                   min_repeat_ms=opts.min_repeat_ms)
+        res = timer(*inputs, *outs)
+        costs = [float(c) for c in res.results]
+    except Exception as e:  # noqa: BLE001
+        return MeasureResult(index, config, error=RUNTIME_ERROR, error_msg=_last_line(e))
+    return MeasureResult(index, config, costs=costs)
+
+
+def _last_line(e: BaseException) -> str:
+    lines = [ln for ln in str(e).strip().splitlines() if ln.strip()]
+    return (lines[-1] if lines else type(e).__name__)[:500]

@@ -1,0 +1,134 @@
+"""LocalRunner: time built candidates on this machine's device, one at a time.
+
+By default the timing happens in one spawned worker process that lives for the whole
+run: a kernel that crashes the process or hangs (a timeout) costs a restart of that
+worker, not the tuning session. Inputs and the reference output are made once per
+workload in the worker and reused for every candidate.
+"""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import logging
+import multiprocessing as mp
+from typing import Optional, Sequence
+
+from .measure import (RUNTIME_ERROR, TIMEOUT, BuildResult, MeasureResult, RunOptions, RunSpec,
+                      _last_line, measure_module)
+
+log = logging.getLogger(__name__)
+
+_STATE: dict = {}  # per process: (key, device kind) -> (device, input tensors); reference outputs
+
+
+def _device(kind: str):
+    import tvm
+
+    return tvm.cpu(0) if kind == "llvm" else tvm.device(kind, 0)
+
+
+def _inputs(spec: RunSpec, kind: str):
+    import tvm
+
+    k = ("in", spec.key, spec.seed, kind)
+    if k not in _STATE:
+        dev = _device(kind)
+        _STATE[k] = (dev, [tvm.runtime.tensor(a, dev) for a in spec.inputs()])
+    return _STATE[k]
+
+
+def _reference(spec: RunSpec, kind: str, ref_path: Optional[str]):
+    """Outputs of the reference build on the same inputs; None without one (or if it fails)."""
+    import tvm
+
+    if ref_path is None:
+        return None
+    k = ("ref", spec.key, spec.seed, kind, ref_path)
+    if k not in _STATE:
+        dev, ins = _inputs(spec, kind)
+        try:
+            mod = tvm.runtime.load_module(ref_path)
+            outs = [tvm.runtime.empty(o.shape, o.dtype, dev) for o in spec.outputs]
+            mod["main"](*ins, *outs)
+            dev.sync()
+            _STATE[k] = [o.numpy() for o in outs]
+        except Exception as e:  # noqa: BLE001
+            log.warning("reference run failed (%s): candidates go unchecked", _last_line(e))
+            _STATE[k] = None
+    return _STATE[k]
+
+
+def run_one(spec: RunSpec, kind: str, build: BuildResult, ref_path: Optional[str],
+            opts: RunOptions) -> MeasureResult:
+    """Worker entry (also called in-process): measure one built candidate."""
+    import tvm
+
+    dev, ins = _inputs(spec, kind)
+    ref = _reference(spec, kind, ref_path) if opts.check else None
+    return measure_module(lambda: tvm.runtime.load_module(build.path), dev, ins, spec.outputs, ref,
+                          opts, build.index, build.config)
+
+
+def _warm() -> bool:
+    import tvm  # noqa: F401
+
+    return True
+
+
+class LocalRunner:
+    """Times candidates on the local device (cpu for llvm, cuda when the target is cuda)."""
+
+    def __init__(self, number: int = 0, repeat: int = 3, min_repeat_ms: int = 20, timeout: float = 20.0,
+                 check: bool = True, isolated: bool = True) -> None:
+        self.opts = RunOptions(number, repeat, min_repeat_ms, check)
+        self.timeout = timeout
+        self.isolated = isolated
+        self._pool: Optional[cf.ProcessPoolExecutor] = None
+
+    def _get_pool(self) -> cf.ProcessPoolExecutor:
+        if self._pool is None:
+            self._pool = cf.ProcessPoolExecutor(1, mp_context=mp.get_context("spawn"))
+            self._pool.submit(_warm).result()
+        return self._pool
+
+    def _kill_pool(self) -> None:
+        if self._pool is not None:
+            for p in list(getattr(self._pool, "_processes", {}).values()):
+                p.kill()
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
+
+    def run(self, spec: RunSpec, target_kind: str, builds: Sequence[BuildResult],
+            reference: Optional[BuildResult] = None) -> list[MeasureResult]:
+        """Measure the built candidates in order; those that failed to build pass through
+        with their build error."""
+        ref_path = reference.path if reference is not None and reference.ok else None
+        out = []
+        for b in builds:
+            if not b.ok:
+                out.append(MeasureResult(b.index, b.config, error=b.error, error_msg=b.error_msg))
+                continue
+            if not self.isolated:
+                out.append(run_one(spec, target_kind, b, ref_path, self.opts))
+                continue
+            fut = self._get_pool().submit(run_one, spec, target_kind, b, ref_path, self.opts)
+            try:
+                # the first candidate of a workload also runs the reference
+                out.append(fut.result(timeout=self.timeout * 2))
+            except cf.TimeoutError:
+                self._kill_pool()
+                out.append(MeasureResult(b.index, b.config, error=TIMEOUT,
+                                         error_msg=f"run took over {self.timeout:.0f}s"))
+            except Exception as e:  # noqa: BLE001 - the worker died (segfault, abort)
+                self._kill_pool()
+                out.append(MeasureResult(b.index, b.config, error=RUNTIME_ERROR,
+                                         error_msg=f"runner worker died: {_last_line(e)}"))
+        return out
+
+    def close(self) -> None:
+        self._kill_pool()
+
+    def __enter__(self) -> "LocalRunner":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

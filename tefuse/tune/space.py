@@ -1,0 +1,109 @@
+"""Deterministic knob spaces: index <-> config, the same on every machine and run.
+
+A space is an ordered list of knobs, each with an ordered list of candidates; an index is
+the mixed-radix number of the chosen candidates (first knob fastest), so the index of a
+config is stable as long as the template and workload are.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Optional, Sequence
+
+
+def factorizations(extent: int, parts: int, max_inner: Optional[int] = None) -> list[tuple[int, ...]]:
+    """All ordered tuples of `parts` positive ints whose product is `extent` (perfect tiling)."""
+    if parts == 1:
+        return [(extent,)]
+    out = []
+    for d in _divisors(extent):
+        for rest in factorizations(extent // d, parts - 1, max_inner):
+            cand = (d,) + rest
+            if max_inner is None or cand[-1] <= max_inner:
+                out.append(cand)
+    return out
+
+
+def _divisors(n: int) -> list[int]:
+    small = [d for d in range(1, int(math.isqrt(n)) + 1) if n % d == 0]
+    return sorted(set(small + [n // d for d in small]))
+
+
+@dataclass
+class Knob:
+    name: str
+    candidates: list[Any]
+
+
+@dataclass
+class Config:
+    """One point of a space; `values` maps knob name -> chosen candidate."""
+
+    index: int
+    values: dict[str, Any]
+
+    def __getitem__(self, k: str) -> Any:
+        return self.values[k]
+
+    def to_json(self) -> dict:
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in self.values.items()}
+
+
+@dataclass
+class ConfigSpace:
+    knobs: list[Knob] = field(default_factory=list)
+
+    def define_split(self, name: str, extent: int, parts: int, *,
+                     filter=None, max_inner: Optional[int] = None) -> None:
+        cands = factorizations(int(extent), parts, max_inner)
+        if filter is not None:
+            cands = [c for c in cands if filter(c)] or cands[:1]
+        self.knobs.append(Knob(name, cands))
+
+    def define_knob(self, name: str, candidates: Sequence[Any]) -> None:
+        self.knobs.append(Knob(name, list(candidates)))
+
+    def __len__(self) -> int:
+        return math.prod(len(k.candidates) for k in self.knobs)
+
+    def get(self, index: int) -> Config:
+        if not 0 <= index < len(self):
+            raise IndexError(f"config index {index} outside space of {len(self)}")
+        vals, rest = {}, index
+        for k in self.knobs:
+            rest, pos = divmod(rest, len(k.candidates))
+            vals[k.name] = k.candidates[pos]
+        return Config(index, vals)
+
+    def index_of(self, values: dict[str, Any]) -> int:
+        index, radix = 0, 1
+        for k in self.knobs:
+            v = values[k.name]
+            v = tuple(v) if isinstance(v, list) else v
+            index += k.candidates.index(v) * radix
+            radix *= len(k.candidates)
+        return index
+
+    def from_values(self, values: dict[str, Any]) -> Config:
+        return self.get(self.index_of(values))
+
+    def __iter__(self) -> Iterator[Config]:
+        return (self.get(i) for i in range(len(self)))
+
+    def point(self, index: int) -> list[int]:
+        """Per-knob candidate positions (the tuner's coordinates)."""
+        out, rest = [], index
+        for k in self.knobs:
+            rest, pos = divmod(rest, len(k.candidates))
+            out.append(pos)
+        return out
+
+    def index_of_point(self, point: Sequence[int]) -> int:
+        index, radix = 0, 1
+        for k, p in zip(self.knobs, point):
+            index += p * radix
+            radix *= len(k.candidates)
+        return index
+
+    def dims(self) -> list[int]:
+        return [len(k.candidates) for k in self.knobs]

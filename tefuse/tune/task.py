@@ -1,0 +1,119 @@
+"""Tuning tasks: one per unique workload among a graph's fused groups.
+
+Groups with the same workload key compute the same kernel (ResNet repeats its blocks), so
+they are tuned once and the record serves every copy; `weight` says how many copies there
+are, which is what a whole-network time budget would be split by.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Optional, Sequence
+
+import tvm
+
+from schedules.registry import KernelInfo, Template
+
+from ..codegen.lower import LoweredGroup, lower_group
+from ..codegen.schedule import find_template
+from ..fusion import FusedGroup, fuse_graph
+from ..graph.ir import Graph
+from ..target import TargetLike, make_target, target_key
+from .space import Config, ConfigSpace
+from .workload import workload_key
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Task:
+    """A fused group to tune: its lowered func, KernelInfo, templates and their spaces."""
+
+    workload: str
+    group: FusedGroup
+    lowered: LoweredGroup
+    target: tvm.target.Target
+    templates: list[Template]
+    spaces: dict[str, ConfigSpace]
+    weight: int = 1
+    _script: Optional[str] = field(default=None, repr=False)
+
+    @property
+    def func(self) -> tvm.tirx.PrimFunc:
+        return self.lowered.func
+
+    @property
+    def info(self) -> KernelInfo:
+        return self.lowered.info
+
+    @property
+    def target_key(self) -> str:
+        return target_key(self.target)
+
+    @property
+    def name(self) -> str:
+        return self.group.name
+
+    def template(self, name: Optional[str] = None) -> Template:
+        if name is None:
+            return self.templates[0]
+        for t in self.templates:
+            if t.name == name:
+                return t
+        raise KeyError(f"task {self.name}: no template {name!r} (have {[t.name for t in self.templates]})")
+
+    def space(self, template: Optional[str] = None) -> ConfigSpace:
+        return self.spaces[self.template(template).name]
+
+    def fallback(self, template: Optional[str] = None) -> Config:
+        t = self.template(template)
+        return t.fallback(self.info, self.target, self.spaces[t.name])
+
+    def func_script(self) -> str:
+        """TVMScript of the unscheduled func: how it travels to build workers.
+
+        (tvm.ir.save_json / pickle of these te-made PrimFuncs segfaults in TVM 0.27; the
+        script round-trips and keeps the block names the templates look up.)
+        """
+        if self._script is None:
+            self._script = self.func.script()
+        return self._script
+
+    def describe(self) -> str:
+        sizes = ", ".join(f"{n}: {len(s)}" for n, s in self.spaces.items())
+        return f"{self.workload} (x{self.weight}; {sizes})"
+
+
+def task_from_group(group: FusedGroup, target: TargetLike) -> Task:
+    tgt = make_target(target)
+    lowered = lower_group(group)
+    templates = find_template(tgt, lowered.info.anchor_kind)
+    spaces = {t.name: t.space(lowered.info, tgt) for t in templates}
+    return Task(workload_key(group), group, lowered, tgt, templates, spaces)
+
+
+def extract_tasks(graph: Graph, target: TargetLike, *, prologue: bool = True,
+                  multi_output: bool = True) -> list[Task]:
+    """One task per unique workload key among the graph's fused groups, in graph order."""
+    tgt = make_target(target)
+    tasks: dict[str, Task] = {}
+    for g in fuse_graph(graph, prologue=prologue, multi_output=multi_output):
+        key = workload_key(g)
+        if key in tasks:
+            tasks[key].weight += 1
+            continue
+        tasks[key] = task_from_group(g, tgt)
+    out = list(tasks.values())
+    log.info("extracted %d tuning task(s) for %s", len(out), target_key(tgt))
+    return out
+
+
+def as_tasks(graph_or_tasks, target: TargetLike) -> list[Task]:
+    if isinstance(graph_or_tasks, Graph):
+        return extract_tasks(graph_or_tasks, target)
+    if isinstance(graph_or_tasks, Task):
+        return [graph_or_tasks]
+    tasks: Sequence = list(graph_or_tasks)
+    if not all(isinstance(t, Task) for t in tasks):
+        raise TypeError("tune() takes a Graph, a Task or a list of Tasks")
+    return list(tasks)

@@ -1,0 +1,179 @@
+"""The tuning loop: propose -> build (parallel) -> run (serial) -> log -> learn.
+
+Every measurement becomes one TuningRecord appended to the log as soon as its batch is
+done, so an interrupted run loses at most one batch, and a rerun resumes: configs already
+in the log for the workload/template are not measured again and count toward the budget.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Optional, Union
+
+from .builder import LocalBuilder
+from .database import Database, LayeredDatabase, default_database, open_database
+from .measure import MeasureResult, run_spec
+from .record import TuningRecord
+from .runner import LocalRunner
+from .task import Task, as_tasks
+from .tuners import make_tuner
+
+log = logging.getLogger(__name__)
+
+DB = Union[Database, LayeredDatabase]
+Progress = Callable[[str, int, int, float], None]  # (task name, done, budget, best seconds)
+
+
+@dataclass
+class TuneResult:
+    """Outcome for one (task, template): what the log now says is best, and what it took."""
+
+    task: Task
+    template: str
+    best_index: Optional[int]
+    best_cost: float
+    best_config: Optional[dict]
+    measured: int  # measurements made by this run
+    resumed: int  # measurements found in the log beforehand
+    errors: dict[str, int] = field(default_factory=dict)
+    history: list[float] = field(default_factory=list)  # cost of each new trial, in order
+
+
+def device_name(target_kind: str) -> str:
+    """What the records say they were measured on."""
+    if target_kind == "llvm":
+        import platform
+
+        return f"cpu-{platform.machine()}"
+    try:
+        import tvm
+
+        dev = tvm.device(target_kind, 0)
+        name = getattr(dev, "device_name", None)
+        return str(name) if name else f"{target_kind}:0"
+    except Exception:  # noqa: BLE001
+        return f"{target_kind}:0"
+
+
+def _as_db(log_: Union[None, str, os.PathLike, DB]) -> DB:
+    if log_ is None:
+        return default_database()
+    if isinstance(log_, (Database, LayeredDatabase)):
+        return log_
+    return open_database(log_)
+
+
+def _record(task: Task, template: str, device: str, r: MeasureResult) -> TuningRecord:
+    return TuningRecord(workload=task.workload, target=task.target_key, device=device, template=template,
+                        config=r.config, config_index=r.index, costs=list(r.costs) if r.ok else [],
+                        error=r.error, error_msg=r.error_msg)
+
+
+def tune(graph_or_tasks, target=None, *, trials: int, tuner: str = "xgb",
+         log: Union[None, str, os.PathLike, DB] = None, early_stopping: Optional[int] = None,
+         seed: int = 0, builder: Optional[LocalBuilder] = None, runner=None,
+         batch_size: Optional[int] = None, transfer: bool = True,
+         progress: Optional[Progress] = None, tuner_options: Optional[dict] = None) -> list[TuneResult]:
+    """Tune every task (a Graph's fused groups, or given Tasks) for `trials` measurements each.
+
+    `trials` is the budget per task (split between its templates); measurements already in
+    `log` count toward it. Returns one TuneResult per (task, template).
+    """
+    tasks = as_tasks(graph_or_tasks, target if target is not None else "llvm")
+    db = _as_db(log)
+    own_builder, own_runner = builder is None, runner is None
+    builder = builder or LocalBuilder()
+    runner = runner or LocalRunner()
+    results = []
+    try:
+        for k, task in enumerate(tasks):
+            log_prefix = f"[task {k + 1}/{len(tasks)}] {task.name}"
+            per_template = max(1, trials // len(task.templates))
+            reference = None
+            for tmpl in task.templates:
+                res, reference = _tune_template(task, tmpl.name, per_template, tuner, db, early_stopping,
+                                                seed, builder, runner, batch_size or builder.n_parallel,
+                                                transfer, progress, reference, log_prefix, tuner_options or {})
+                results.append(res)
+    finally:
+        if own_builder:
+            builder.close()
+        if own_runner:
+            runner.close()
+    return results
+
+
+def _tune_template(task: Task, template: str, budget: int, tuner_name: str, db: DB,
+                   early_stopping: Optional[int], seed: int, builder, runner, batch_size: int,
+                   transfer: bool, progress: Optional[Progress], reference, prefix: str,
+                   tuner_options: dict):
+    space = task.spaces[template]
+    kind = task.target.kind.name
+    device = getattr(runner, "device", None) or device_name(kind)
+    tuner = make_tuner(tuner_name, space, seed=seed, **tuner_options)
+
+    # resume: what the log already holds for this workload/template
+    old = [r for r in db.records(task.workload, task.target_key) if r.template == template]
+    done_idx = {r.config_index for r in old if 0 <= r.config_index < len(space)}
+    done_idx |= {i for i in db.measured_indices(task.workload, task.target_key, template) if 0 <= i < len(space)}
+    by_idx: dict[int, float] = {}
+    for r in old:
+        if 0 <= r.config_index < len(space):
+            by_idx[r.config_index] = min(by_idx.get(r.config_index, math.inf), r.median_cost)
+    for i in done_idx:
+        by_idx.setdefault(i, math.inf)
+    if by_idx:
+        tuner.load_history(list(by_idx), list(by_idx.values()))
+    if transfer:
+        others = [(r.config, r.median_cost, r.workload) for r in db.records(target=task.target_key)
+                  if r.template == template and r.workload != task.workload]
+        if others:
+            tuner.load_transfer(others)
+    remaining = budget - len(done_idx)
+    if done_idx:
+        log.info("%s: %d config(s) of %s already in the log, %d trial(s) left", prefix, len(done_idx),
+                 template, max(remaining, 0))
+
+    spec = run_spec(task, seed=seed)
+    res = TuneResult(task, template, None, math.inf, None, 0, len(done_idx))
+    if remaining > 0 and reference is None:
+        fb = task.fallback()
+        reference = builder.build(task, task.templates[0].name, [fb])[0]
+        if not reference.ok:
+            log.warning("%s: the fallback config does not build (%s); results go unchecked",
+                        prefix, reference.error_msg)
+    t0 = time.perf_counter()
+    while remaining > 0 and tuner.has_next():
+        batch = tuner.next_batch(min(batch_size, remaining))
+        if not batch:
+            break
+        configs = [space.get(i) for i in batch]
+        measured = runner.run(spec, kind, builder.build(task, template, configs), reference)
+        db.append_many([_record(task, template, device, m) for m in measured])
+        tuner.update([m.index for m in measured], [m.cost for m in measured])
+        for m in measured:
+            res.history.append(m.cost)
+            if m.error:
+                res.errors[m.error] = res.errors.get(m.error, 0) + 1
+                log.debug("%s: #%d %s: %s", prefix, m.index, m.error, m.error_msg)
+        res.measured += len(measured)
+        remaining -= len(measured)
+        done = budget - remaining
+        log.info("%s: trial %d/%d, best %s (%.0fs)", prefix, done, budget,
+                 f"{tuner.best_cost * 1e3:.4f} ms" if math.isfinite(tuner.best_cost) else "none yet",
+                 time.perf_counter() - t0)
+        if progress is not None:
+            progress(task.name, done, budget, tuner.best_cost)
+        if early_stopping and tuner.trials_since_best >= early_stopping:
+            log.info("%s: no improvement in %d trials: stopping early", prefix, tuner.trials_since_best)
+            break
+    best = db.best(task.workload, task.target_key)
+    if best is not None and best.template == template:
+        res.best_index, res.best_cost, res.best_config = best.config_index, best.median_cost, best.config
+    elif tuner.best_index is not None:
+        res.best_index, res.best_cost = tuner.best_index, tuner.best_cost
+        res.best_config = space.get(tuner.best_index).to_json()
+    return res, reference

@@ -1,0 +1,178 @@
+"""Tuned builds (a tuning log picks the config) and the on-disk kernel cache."""
+import importlib
+import logging
+
+import numpy as np
+import pytest
+
+import schedules
+import tefuse
+from tefuse.codegen.cache import KernelCache
+from tefuse.codegen.lower import lower_group
+from tefuse.commands.spec import parse_chain
+from tefuse.target import make_target
+from tefuse.tune.database import Database
+from tefuse.tune.record import TuningRecord
+from tefuse.tune.workload import workload_key
+
+B = importlib.import_module("tefuse.codegen.build")  # the package re-exports build(), shadowing the module
+CHAIN, SHAPE = "conv2d(k=8,r=3,pad=1)+bias+relu", (1, 4, 8, 8)
+
+
+def _graph():
+    return parse_chain(CHAIN, SHAPE)
+
+
+def _write_log(path):
+    """Two measured configs (the second faster) and a faster-but-wrong one for the workload."""
+    group = tefuse.fuse_graph(_graph())[0]
+    target = make_target("cuda")
+    info = lower_group(group).info
+    template = schedules.get_templates("cuda", "conv2d")[0]
+    assert template.name == "conv2d_direct"
+    space = template.space(info, target)
+    key = workload_key(group)
+
+    def rec(idx, costs, error=None):
+        return TuningRecord(workload=key, target="cuda-sm_90", device="NVIDIA H100 80GB HBM3",
+                            template="conv2d_direct", config=space.get(idx).to_json(), config_index=idx,
+                            costs=costs, error=error)
+
+    path.write_text("".join(r.to_json() + "\n" for r in (
+        rec(100, [2e-5, 2.1e-5, 1.9e-5]), rec(1000, [1e-5, 1.1e-5, 0.9e-5]), rec(7, [1e-7], "wrong_result"))))
+    return key
+
+
+def test_tuning_log_picks_the_best_config(tmp_path):
+    log = tmp_path / "tuning.jsonl"
+    key = _write_log(log)
+    cg = tefuse.build(_graph(), "cuda", db=Database(log))
+    (k,) = cg.kernels
+    assert k.workload == key
+    assert (k.config_source, k.template, k.config_index) == ("tuned", "conv2d_direct", 1000)
+    assert "__global__" in k.source("cuda")
+    untuned = tefuse.build(_graph(), "cuda")  # db=None: hermetic fallback
+    assert untuned.kernels[0].config_source == "fallback"
+
+
+def test_default_database_from_environment(tmp_path, monkeypatch):
+    log = tmp_path / "user.jsonl"
+    _write_log(log)
+    monkeypatch.setenv("TEFUSE_USER_DB", str(log))
+    monkeypatch.setenv("TEFUSE_SYSTEM_DB", "")
+    k = tefuse.build(_graph(), "cuda", db="default").kernels[0]
+    assert (k.config_source, k.config_index) == ("tuned", 1000)
+
+
+def _count_compiles(monkeypatch):
+    calls = []
+    real = B.compile_mod
+
+    def counting(mod, target):
+        calls.append(target.kind.name)
+        return real(mod, target)
+
+    monkeypatch.setattr(B, "compile_mod", counting)
+    return calls
+
+
+def _inputs(rng):
+    return [rng.standard_normal(n.shape).astype("float32") for n in _graph().inputs]
+
+
+def test_second_build_compiles_nothing(tmp_path, monkeypatch, rng):
+    calls = _count_compiles(monkeypatch)
+    cache = KernelCache(tmp_path / "kernels")
+    args = _inputs(rng)
+    first = tefuse.build(_graph(), "llvm", cache=cache)
+    assert calls == ["llvm"] and not first.kernels[0].from_cache
+    assert len(list((tmp_path / "kernels").glob("*/*.so"))) == 1
+    second = tefuse.build(_graph(), "llvm", cache=cache)
+    assert calls == ["llvm"] and second.kernels[0].from_cache
+    (a,), (b,) = first.run(*args), second.run(*args)
+    np.testing.assert_array_equal(a, b)
+    assert np.abs(a).max() > 0
+    # another config is another entry
+    monkeypatch.setattr(B, "choose_schedule", lambda lowered, target, db=None: _other_choice(lowered, target))
+    tefuse.build(_graph(), "llvm", cache=cache)
+    assert len(calls) == 2
+
+
+def _other_choice(lowered, target):
+    from tefuse.codegen.schedule import ScheduleChoice, find_template
+    t = find_template(target, lowered.info.anchor_kind)[0]
+    space = t.space(lowered.info, target)
+    fb = t.fallback(lowered.info, target, space)
+    other = next((c for c in space if c.index != fb.index), None)
+    if other is None:
+        pytest.skip("the llvm template has a single config")
+    return ScheduleChoice(t, other, "fallback")
+
+
+def test_default_cache_dir_and_string(tmp_path, monkeypatch):
+    monkeypatch.setenv("TEFUSE_CACHE_DIR", str(tmp_path / "kc"))
+    calls = _count_compiles(monkeypatch)
+    tefuse.build(_graph(), "llvm", cache="default")
+    assert tefuse.build(_graph(), "llvm", cache="default").kernels[0].from_cache
+    assert len(calls) == 1 and list((tmp_path / "kc").glob("*/*.so"))
+
+
+def test_corrupt_entry_is_dropped_and_rebuilt(tmp_path, monkeypatch, caplog, rng):
+    cache = KernelCache(tmp_path)
+    args = _inputs(rng)
+    ref = tefuse.build(_graph(), "llvm", cache=cache).run(*args)[0]
+    (entry,) = tmp_path.glob("*/*.so")
+    entry.write_bytes(b"\x7fELF garbage, not a shared library")
+    calls = _count_compiles(monkeypatch)
+    with caplog.at_level(logging.WARNING, logger="tefuse.codegen.cache"):
+        cg = tefuse.build(_graph(), "llvm", cache=cache)
+    assert any("corrupt" in m for m in caplog.messages)
+    assert calls == ["llvm"] and not cg.kernels[0].from_cache
+    np.testing.assert_array_equal(cg.run(*args)[0], ref)
+    assert tefuse.build(_graph(), "llvm", cache=cache).kernels[0].from_cache  # rewritten, loads again
+
+
+def test_key_covers_target_and_config(tmp_path):
+    group = tefuse.fuse_graph(_graph())[0]
+    lowered = lower_group(group)
+    from tefuse.codegen.schedule import choose_schedule
+    cache, key = KernelCache(tmp_path), workload_key(group)
+    llvm, cuda, cuda80 = make_target("llvm"), make_target("cuda"), make_target("cuda:sm_80")
+    ch = choose_schedule(lowered, cuda)
+    keys = {cache.key(key, llvm, choose_schedule(lowered, llvm)), cache.key(key, cuda, ch), cache.key(key, cuda80, ch),
+            cache.key(key + "x", cuda, ch), cache.key(key, cuda, _other_choice(lowered, cuda))}
+    assert len(keys) == 5
+    assert cache.key(key, cuda, ch) == KernelCache(tmp_path / "elsewhere").key(key, cuda, ch)
+
+
+def test_cuda_module_exports(tmp_path):
+    """A CUDA build exports to a shared library; without a CUDA runtime here it is neither
+    cached (it could not be loaded back) nor deleted when found in the cache."""
+    import tvm
+
+    group = tefuse.fuse_graph(_graph())[0]
+    k = tefuse.build(_graph(), "cuda").kernels[0]
+    lib = tmp_path / "k.so"
+    k.module.export_library(str(lib))
+    assert lib.stat().st_size > 0
+    cache = KernelCache(tmp_path / "kc")
+    target = make_target("cuda")
+    choice = B.choose_schedule(lower_group(group), target)
+    if tvm.runtime.enabled("cuda"):
+        pytest.skip("CUDA runtime present: covered by test_cuda_cache_round_trip_gpu")
+    assert cache.store(k.workload, target, choice, k.module) is None
+    entry = cache.path(cache.key(k.workload, target, choice))
+    entry.parent.mkdir(parents=True)
+    entry.write_bytes(lib.read_bytes())
+    assert cache.load(k.workload, target, choice) is None and entry.exists()
+
+
+@pytest.mark.gpu
+def test_cuda_cache_round_trip_gpu(tmp_path, monkeypatch, rng):
+    calls = _count_compiles(monkeypatch)
+    cache = KernelCache(tmp_path)
+    args = _inputs(rng)
+    a = tefuse.build(_graph(), "cuda", cache=cache).run(*args)[0]
+    second = tefuse.build(_graph(), "cuda", cache=cache)
+    assert calls == ["cuda"] and second.kernels[0].from_cache
+    np.testing.assert_allclose(second.run(*args)[0], a, rtol=1e-5, atol=1e-5)

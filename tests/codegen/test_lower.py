@@ -1,0 +1,135 @@
+"""Lowering a fused group to one PrimFunc: parameters, folded scalars, stages and KernelInfo."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tefuse
+from tefuse import GraphBuilder
+from tefuse.codegen.lower import lower_group
+from tvm import s_tir
+from tests.fusion.test_fuse_ops import adam_graph
+from tests.reference import assert_close, conv2d
+
+
+def blocks(func) -> list[str]:
+    sch = s_tir.Schedule(func)
+    return [sch.get(b).name_hint for b in sch.get_child_blocks(sch.get_sblock("root"))]
+
+
+def only_group(g):
+    groups = tefuse.fuse_graph(g)
+    assert len(groups) == 1, [gr.describe() for gr in groups]
+    return groups[0]
+
+
+def _conv_with_prologue_and_epilogue():
+    b = GraphBuilder()
+    h = b.input("h", (1, 4, 6, 6), "float16")
+    w = b.const(np.ones((4, 4, 3, 3), "float32"), name="w")
+    two = b.const(np.float32(2.0), name="two")
+    y = b.conv2d(b.cast(h, dtype="float32"), w, padding=1)
+    return b.build(b.relu(b.mul(y, two), name="out"))
+
+
+def test_conv_group_lowers_to_one_func():
+    g = _conv_with_prologue_and_epilogue()
+    lg = lower_group(only_group(g))
+    # scalar constants are folded into the expression, not passed
+    assert [p.name for p in lg.params] == ["h", "w"]
+    assert len(lg.func.params) == 3  # h, w, out
+    # the prologue (cast) folds into pad_temp, the epilogue into the output block
+    assert blocks(lg.func) == ["pad_temp", "conv2d", "out_out"]
+    info = lg.info
+    assert info.anchor_kind == "conv2d" and info.anchor_block == "conv2d"
+    assert info.inline_blocks == ["pad_temp"]
+    assert info.reduce_blocks == ["conv2d"] and info.output_blocks == ["out_out"]
+    assert info.out_shape == (1, 4, 6, 6) and info.attrs["padding"] == 1
+    script = lg.func.script()
+    assert "float16" in script and "T.Cast" in script
+
+
+def test_depthwise_anchor_kind():
+    b = GraphBuilder()
+    x = b.input("x", (1, 8, 6, 6))
+    y = b.conv2d(x, b.const(np.ones((8, 1, 3, 3), "float32")), groups=8, padding=1)
+    assert lower_group(only_group(b.build(y))).info.anchor_kind == "depthwise_conv2d"
+
+
+def test_float16_conv_accumulates_in_float32():
+    b = GraphBuilder()
+    x = b.input("x", (1, 4, 6, 6), "float16")
+    y = b.conv2d(x, b.const(np.ones((4, 4, 3, 3), "float16")), padding=1)
+    lg = lower_group(only_group(b.build(y)))
+    sch = s_tir.Schedule(lg.func)
+    conv = sch.get(sch.get_sblock("conv2d"))
+    assert str(conv.writes[0].source.dtype) == "float32"
+    assert lg.info.dtype == "float16"
+
+
+def test_adam_is_one_multi_output_block():
+    from schedules.common import outer_nests
+
+    lg = lower_group(only_group(adam_graph()))
+    outs = ["fused_out_v0", "fused_out_v1", "fused_out_v2"]
+    assert blocks(lg.func) == outs  # one block per result ...
+    assert len(outer_nests(s_tir.Schedule(lg.func))) == 1  # ... all in one loop nest
+    assert len(lg.func.params) == 7
+    assert lg.info.anchor_kind == "injective" and lg.info.output_blocks == outs
+
+
+def test_anchor_that_is_also_a_group_output():
+    """The conv result leaves the group (read by another group) and feeds the epilogue."""
+    b = GraphBuilder()
+    x = b.input("x", (1, 3, 5, 5))
+    w = np.random.default_rng(0).standard_normal((4, 3, 3, 3)).astype("float32")
+    c = b.conv2d(x, b.const(w), padding=1, name="c")
+    r = b.relu(c, name="r")
+    s = b.reduce_sum(c, axes=(1,), name="s")
+    g = b.build([r, s])
+    xv = np.random.default_rng(1).standard_normal((1, 3, 5, 5)).astype("float32")
+    ref = conv2d(xv, w, padding=1)
+    rv, sv = tefuse.build(g, "llvm").run(xv)
+    assert_close(rv, np.maximum(ref, 0), rtol=1e-4, atol=1e-4)
+    assert_close(sv, ref.sum(axis=1), rtol=1e-4, atol=1e-4)
+
+
+def test_passthrough_output_is_copied():
+    """An output that is a group input unchanged (reshape to the same shape) is materialised."""
+    b = GraphBuilder()
+    x = b.input("x", (2, 3))
+    r = b.reshape(x, shape=(2, 3), name="r")
+    g = b.build([r, b.relu(x, name="q")])
+    xv = np.arange(-3, 3, dtype="float32").reshape(2, 3)
+    rv, qv = tefuse.build(g, "llvm").run(xv)
+    np.testing.assert_array_equal(rv, xv)
+    np.testing.assert_array_equal(qv, np.maximum(xv, 0))
+
+
+def test_duplicate_output_values_get_their_own_buffers():
+    b = GraphBuilder()
+    x = b.input("x", (4,))
+    e = b.exp(x, name="e")
+    g = b.build([e, b.identity(e, name="e2")])
+    xv = np.linspace(-1, 1, 4).astype("float32")
+    ev, e2 = tefuse.build(g, "llvm").run(xv)
+    assert_close(ev, np.exp(xv.astype(np.float64)))
+    assert_close(e2, np.exp(xv.astype(np.float64)))
+
+
+def test_lowering_error_names_group_and_node(monkeypatch):
+    from tefuse.errors import OpError
+    from tefuse.ops import registry
+
+    b = GraphBuilder()
+    x = b.input("x", (4,))
+    g = b.build(b.relu(x, name="bad"))
+    (gr,) = tefuse.fuse_graph(g)
+    orig = registry._REGISTRY["relu"]
+
+    def boom(inputs, attrs):
+        raise OpError("boom")
+
+    monkeypatch.setitem(registry._REGISTRY, "relu", registry.OpDef("relu", orig.pattern, boom))
+    with pytest.raises(tefuse.BuildError, match=r"group g0_relu: node 'bad' \(relu\): boom"):
+        lower_group(gr)

@@ -1,0 +1,45 @@
+"""`tefuse build`: chain specs to CUDA source / PTX / summary through the real CLI entry."""
+import shutil
+
+import pytest
+
+from tefuse.cli import main
+from tefuse.codegen.inspect import cuda_kernel_names
+from tefuse.commands.spec import parse_chain
+from tefuse.errors import TefuseError
+
+CHAINS = ["conv2d(k=64,r=3,pad=1)+bias+batch_norm+relu", "conv2d(k=64,r=3,pad=1)+bias+add+relu"]
+
+
+@pytest.mark.parametrize("chain", CHAINS)
+def test_build_emits_one_cuda_kernel(chain, capsys):
+    assert main(["build", chain, "-i", "1x64x56x56", "-t", "cuda", "-e", "cuda", "--no-db", "--no-cache"]) == 0
+    src = capsys.readouterr().out
+    assert len(cuda_kernel_names(src)) == 1
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+def test_build_emits_ptx(capsys):
+    assert main(["build", CHAINS[0], "-i", "1x64x56x56", "-t", "cuda", "-e", "ptx", "--no-db", "--no-cache"]) == 0
+    ptx = capsys.readouterr().out
+    assert ".target sm_90" in ptx
+    assert ptx.count(".entry") == 1
+
+
+def test_build_summary_cpu(capsys):
+    assert main(["build", "conv2d(k=8,r=1)+relu", "-i", "1x4x8x8", "--no-db", "--no-cache"]) == 0
+    assert "1 kernels for 2 ops on llvm" in capsys.readouterr().out
+
+
+def test_bad_spec_is_a_clear_error(capsys):
+    assert main(["build", "conv2d(k=8,r=1)+frobnicate", "-i", "1x4x8x8", "--no-db"]) == 2
+    assert "unknown activation 'frobnicate'" in capsys.readouterr().err
+
+
+def test_parse_chain_params():
+    g = parse_chain("conv(k=32,r=3,pad=0-1-1-0,stride=2)+add+leaky_relu(alpha=0.2)", (1, 8, 16, 16))
+    conv = g.node("s0_conv2d")
+    assert conv.attrs["padding"] == (0, 1, 1, 0) and conv.attrs["strides"] == 2
+    assert g.outputs[0].attrs["alpha"] == 0.2 and g.outputs[0].shape == (1, 32, 8, 8)
+    with pytest.raises(TefuseError, match="key=value"):
+        parse_chain("conv2d(3)", (1, 8, 16, 16))

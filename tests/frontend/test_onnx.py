@@ -1,0 +1,304 @@
+"""Per-op ONNX import: tiny models built with onnx.helper, tefuse (llvm) vs onnxruntime."""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import tefuse
+from tefuse.errors import ModelImportError
+from tefuse.frontend.onnx import import_onnx
+
+ort = pytest.importorskip("onnxruntime")
+
+F = TensorProto.FLOAT
+
+
+def make_model(nodes, inputs: dict, outputs: dict, inits: dict | None = None, opset: int = 13):
+    """inputs/outputs: name -> shape (None for outputs: let shape inference fill it)."""
+    g = helper.make_graph(
+        nodes, "t",
+        [helper.make_tensor_value_info(k, F, list(s)) for k, s in inputs.items()],
+        [helper.make_tensor_value_info(k, F, None if s is None else list(s)) for k, s in outputs.items()],
+        [numpy_helper.from_array(np.asarray(v), k) for k, v in (inits or {}).items()])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], ir_version=10)
+    return onnx.shape_inference.infer_shapes(m)  # fills the output shapes left as None
+
+
+def check(model, feeds: dict, rtol=1e-4, atol=1e-5):
+    """Import, build for llvm, run; compare every output with onnxruntime."""
+    graph = import_onnx(model)
+    cg = tefuse.build(graph, "llvm")
+    got = cg.run(**feeds)
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    want = sess.run(None, feeds)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape
+        np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
+    return graph, cg
+
+
+def rnd(rng, *shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+# -- convolution ---------------------------------------------------------------------------
+CONV_CASES = {
+    "pads_asym_stride": dict(pads=[1, 0, 2, 1], strides=[2, 1]),
+    "dilated_group": dict(pads=[2, 2, 2, 2], dilations=[2, 2], group=2),
+    "depthwise": dict(pads=[1, 1, 1, 1], group=4),
+    "same_upper": dict(auto_pad="SAME_UPPER", strides=[2, 2]),
+    "same_lower": dict(auto_pad="SAME_LOWER", strides=[2, 2]),
+    "valid": dict(auto_pad="VALID"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CONV_CASES))
+def test_conv(case, rng):
+    attrs = CONV_CASES[case]
+    g = attrs.get("group", 1)
+    k = 4 if g == 4 else 6
+    w = rnd(rng, k, 4 // g, 3, 3)
+    node = helper.make_node("Conv", ["x", "w", "b"], ["y"], kernel_shape=[3, 3], **attrs)
+    m = make_model([node], {"x": (1, 4, 9, 8)}, {"y": None}, {"w": w, "b": rnd(rng, k)})
+    check(m, {"x": rnd(rng, 1, 4, 9, 8)})
+
+
+def test_conv_bn_relu_fuses_into_one_kernel(rng):
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("BatchNormalization", ["c", "s", "bb", "m", "v"], ["n"], epsilon=1e-3),
+             helper.make_node("Relu", ["n"], ["y"])]
+    inits = {"w": rnd(rng, 8, 3, 3, 3), "s": rnd(rng, 8), "bb": rnd(rng, 8), "m": rnd(rng, 8),
+             "v": rng.random(8).astype(np.float32) + 0.5}
+    _, cg = check(make_model(nodes, {"x": (2, 3, 6, 6)}, {"y": None}, inits, opset=9),
+                  {"x": rnd(rng, 2, 3, 6, 6)})
+    assert cg.num_kernels == 1
+
+
+# -- elementwise ---------------------------------------------------------------------------
+UNARY = [("Relu", {}, 9), ("Sigmoid", {}, 9), ("Tanh", {}, 9), ("LeakyRelu", {"alpha": 0.2}, 9),
+         ("Elu", {"alpha": 0.7}, 9), ("HardSigmoid", {"alpha": 0.3, "beta": 0.4}, 9),
+         ("HardSwish", {}, 14), ("Gelu", {}, 20), ("Gelu", {"approximate": "tanh"}, 20),
+         ("Exp", {}, 13), ("Abs", {}, 13), ("Neg", {}, 13)]
+
+
+@pytest.mark.parametrize("op,attrs,opset", UNARY, ids=[f"{o}{'-' + str(a) if a else ''}-{s}" for o, a, s in UNARY])
+def test_unary(op, attrs, opset, rng):
+    m = make_model([helper.make_node(op, ["x"], ["y"], **attrs)], {"x": (2, 3, 5)}, {"y": None}, opset=opset)
+    check(m, {"x": rnd(rng, 2, 3, 5) * 3})
+
+
+def test_clip_opset9_attributes(rng):
+    m = make_model([helper.make_node("Clip", ["x"], ["y"], min=-0.5, max=0.7)], {"x": (4, 5)}, {"y": None},
+                   opset=9)
+    check(m, {"x": rnd(rng, 4, 5)})
+
+
+def test_clip_opset13_inputs(rng):
+    nodes = [helper.make_node("Clip", ["x", "lo", "hi"], ["y"]), helper.make_node("Clip", ["x", "", "hi"], ["z"])]
+    m = make_model(nodes, {"x": (4, 5)}, {"y": None, "z": None},
+                   {"lo": np.float32(-0.5), "hi": np.float32(0.7)})
+    graph, _ = check(m, {"x": rnd(rng, 4, 5)})
+    assert [n.op for n in graph.nodes if n.is_op] == ["clip", "clip"]
+
+
+def test_clip_runtime_bounds(rng):
+    m = make_model([helper.make_node("Clip", ["x", "lo", "hi"], ["y"])], {"x": (4, 5), "lo": (), "hi": ()},
+                   {"y": None})
+    check(m, {"x": rnd(rng, 4, 5), "lo": np.array(-0.3, np.float32), "hi": np.array(0.2, np.float32)})
+
+
+@pytest.mark.parametrize("op", ["Add", "Sub", "Mul", "Div", "Max", "Min"])
+def test_binary_broadcast(op, rng):
+    m = make_model([helper.make_node(op, ["x", "c"], ["y"])], {"x": (2, 3, 4)}, {"y": None},
+                   {"c": rng.random((3, 1)).astype(np.float32) + 0.5})
+    check(m, {"x": rnd(rng, 2, 3, 4)})
+
+
+def test_pow_sum_variadic(rng):
+    nodes = [helper.make_node("Pow", ["x", "e"], ["p"]),
+             helper.make_node("Sum", ["p", "x", "z"], ["s"]),
+             helper.make_node("Max", ["s", "x", "z"], ["y"])]
+    m = make_model(nodes, {"x": (3, 4), "z": (4,)}, {"y": None}, {"e": np.float32(2.0)})
+    check(m, {"x": rng.random((3, 4)).astype(np.float32), "z": rnd(rng, 4)})
+
+
+# -- dense ---------------------------------------------------------------------------------
+def test_matmul(rng):
+    m = make_model([helper.make_node("MatMul", ["x", "w"], ["y"])], {"x": (2, 3, 5)}, {"y": None},
+                   {"w": rnd(rng, 5, 4)})
+    check(m, {"x": rnd(rng, 2, 3, 5)})
+
+
+@pytest.mark.parametrize("attrs,cshape", [({}, (4,)), ({"transB": 1}, (3, 4)),
+                                          ({"transA": 1, "alpha": 0.5, "beta": 2.0}, (1, 4)),
+                                          ({"beta": 0.0}, (4,))])
+def test_gemm(attrs, cshape, rng):
+    a_shape = (5, 3) if attrs.get("transA") else (3, 5)
+    b = rnd(rng, 4, 5) if attrs.get("transB") else rnd(rng, 5, 4)
+    m = make_model([helper.make_node("Gemm", ["a", "b", "c"], ["y"], **attrs)], {"a": a_shape}, {"y": None},
+                   {"b": b, "c": rnd(rng, *cshape)}, opset=11)
+    check(m, {"a": rnd(rng, *a_shape)})
+
+
+def test_gemm_runtime_b(rng):
+    m = make_model([helper.make_node("Gemm", ["a", "b"], ["y"])], {"a": (3, 5), "b": (5, 4)}, {"y": None})
+    check(m, {"a": rnd(rng, 3, 5), "b": rnd(rng, 5, 4)})
+
+
+# -- pooling -------------------------------------------------------------------------------
+POOLS = [("MaxPool", dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]), 9),
+         ("MaxPool", dict(kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1), 11),
+         ("MaxPool", dict(kernel_shape=[2, 2], dilations=[2, 2], pads=[1, 0, 0, 1]), 12),
+         ("MaxPool", dict(kernel_shape=[2, 3], strides=[2, 2], auto_pad="SAME_UPPER"), 11),
+         ("MaxPool", dict(kernel_shape=[3, 2], strides=[2, 2], auto_pad="SAME_LOWER"), 11),
+         ("AveragePool", dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]), 9),
+         ("AveragePool", dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 0, 1, 0], count_include_pad=1), 11),
+         ("AveragePool", dict(kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1), 11)]
+
+
+@pytest.mark.parametrize("op,attrs,opset", POOLS, ids=[f"{o}-{k}" for k, (o, _, _) in enumerate(POOLS)])
+def test_pool(op, attrs, opset, rng):
+    m = make_model([helper.make_node(op, ["x"], ["y"], **attrs)], {"x": (1, 3, 9, 7)}, {"y": None}, opset=opset)
+    check(m, {"x": rnd(rng, 1, 3, 9, 7)})
+
+
+def test_global_pool_flatten_lrn(rng):
+    nodes = [helper.make_node("LRN", ["x"], ["l"], size=3, alpha=1e-2, beta=0.6, bias=1.5),
+             helper.make_node("GlobalAveragePool", ["l"], ["g"]),
+             helper.make_node("Flatten", ["g"], ["y"], axis=1)]
+    m = make_model(nodes, {"x": (2, 5, 4, 4)}, {"y": None}, opset=11)
+    check(m, {"x": rnd(rng, 2, 5, 4, 4)})
+
+
+# -- layout and shapes ---------------------------------------------------------------------
+def test_reshape_transpose_concat(rng):
+    nodes = [helper.make_node("Reshape", ["x", "s"], ["r"]),
+             helper.make_node("Transpose", ["r"], ["t"], perm=[0, 2, 1]),
+             helper.make_node("Concat", ["t", "k"], ["y"], axis=1)]
+    m = make_model(nodes, {"x": (2, 12)}, {"y": None},
+                   {"s": np.array([0, -1, 4], np.int64), "k": rnd(rng, 2, 1, 3)})
+    check(m, {"x": rnd(rng, 2, 12)})
+
+
+@pytest.mark.parametrize("opset", [11, 13])
+def test_softmax_opsets(opset, rng):
+    """Softmax(axis=1) on 3-D: opset 11 normalises over dims 1 and 2 together, opset 13 over dim 1."""
+    nodes = [helper.make_node("Softmax", ["x"], ["y"], axis=1), helper.make_node("LogSoftmax", ["x"], ["z"])]
+    m = make_model(nodes, {"x": (2, 3, 4)}, {"y": None, "z": None}, opset=opset)
+    graph, cg = check(m, {"x": rnd(rng, 2, 3, 4)})
+    y = cg.run(rnd(rng, 2, 3, 4))[0]
+    sums = y.sum(axis=(1, 2)) if opset == 11 else y.sum(axis=1)
+    np.testing.assert_allclose(sums, 1.0, rtol=1e-5)
+
+
+@pytest.mark.parametrize("opset", [9, 13])
+def test_pad_opsets(opset, rng):
+    pads = [0, 0, 1, 2, 0, 0, 2, 0]
+    if opset < 11:
+        node = helper.make_node("Pad", ["x"], ["y"], pads=pads, value=0.5)
+        inits = {}
+    else:
+        node = helper.make_node("Pad", ["x", "p", "v"], ["y"])
+        inits = {"p": np.array(pads, np.int64), "v": np.float32(0.5)}
+    check(make_model([node], {"x": (1, 2, 3, 3)}, {"y": None}, inits, opset=opset), {"x": rnd(rng, 1, 2, 3, 3)})
+
+
+@pytest.mark.parametrize("opset", [11, 13])
+def test_squeeze_unsqueeze_opsets(opset, rng):
+    if opset < 13:
+        nodes = [helper.make_node("Squeeze", ["x"], ["s"], axes=[1]),
+                 helper.make_node("Unsqueeze", ["s"], ["y"], axes=[0, 3])]
+        inits = {}
+    else:
+        nodes = [helper.make_node("Squeeze", ["x", "a"], ["s"]), helper.make_node("Unsqueeze", ["s", "b"], ["y"])]
+        inits = {"a": np.array([1], np.int64), "b": np.array([0, 3], np.int64)}
+    graph, _ = check(make_model(nodes, {"x": (2, 1, 3)}, {"y": None}, inits, opset=opset), {"x": rnd(rng, 2, 1, 3)})
+    assert graph.outputs[0].shape == (1, 2, 3, 1)
+
+
+@pytest.mark.parametrize("opset", [9, 13])
+def test_slice_opsets(opset, rng):
+    if opset < 10:
+        node = helper.make_node("Slice", ["x"], ["y"], starts=[1, 0], ends=[3, 100], axes=[0, 2])
+        inits = {}
+    else:
+        node = helper.make_node("Slice", ["x", "st", "en", "ax", "sp"], ["y"])
+        inits = {"st": np.array([1, -1], np.int64), "en": np.array([3, -100], np.int64),
+                 "ax": np.array([0, 2], np.int64), "sp": np.array([1, -2], np.int64)}
+    check(make_model([node], {"x": (4, 3, 5)}, {"y": None}, inits, opset=opset), {"x": rnd(rng, 4, 3, 5)})
+
+
+def test_shape_gather_folding_flatten_pattern(rng):
+    """PyTorch's flatten export: Shape -> Gather -> Unsqueeze -> Concat -> Reshape, all folded."""
+    nodes = [helper.make_node("Shape", ["x"], ["sh"]),
+             helper.make_node("Gather", ["sh", "i0"], ["n"], axis=0),
+             helper.make_node("Unsqueeze", ["n", "ax0"], ["nu"]),
+             helper.make_node("Concat", ["nu", "m1"], ["shape"], axis=0),
+             helper.make_node("Reshape", ["x", "shape"], ["r"]),
+             helper.make_node("Gather", ["r", "idx"], ["y"], axis=1),
+             helper.make_node("ConstantOfShape", ["cs"], ["ones"],
+                              value=numpy_helper.from_array(np.array([2.0], np.float32))),
+             helper.make_node("Constant", [], ["k"], value_float=3.0),
+             helper.make_node("Mul", ["y", "ones"], ["y2"]),
+             helper.make_node("Add", ["y2", "k"], ["z"])]
+    inits = {"i0": np.array(0, np.int64), "ax0": np.array([0], np.int64), "m1": np.array([-1], np.int64),
+             "idx": np.array([[4, 0], [1, 1]], np.int64), "cs": np.array([2, 2], np.int64)}
+    m = make_model(nodes, {"x": (3, 2, 2, 2)}, {"z": (3, 2, 2)}, inits)
+    graph, _ = check(m, {"x": rnd(rng, 3, 2, 2, 2)})
+    ops = {n.op for n in graph.nodes if n.is_op}
+    assert "reshape" in ops and not ops & {"shape", "constant"}
+
+
+def test_dropout_identity_are_free(rng):
+    nodes = [helper.make_node("Dropout", ["x"], ["d"], ratio=0.5), helper.make_node("Identity", ["d"], ["i"]),
+             helper.make_node("Relu", ["i"], ["y"])]
+    graph, _ = check(make_model(nodes, {"x": (3, 4)}, {"y": None}, opset=9), {"x": rnd(rng, 3, 4)})
+    assert [n.op for n in graph.nodes if n.is_op] == ["relu"]
+
+
+# -- errors --------------------------------------------------------------------------------
+def test_unsupported_nodes_are_all_listed():
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="ok_relu"),
+             helper.make_node("Hardmax", ["a"], ["b"], name="bad_hardmax"),
+             helper.make_node("Pad", ["b", "p"], ["c"], name="bad_reflect_pad", mode="reflect"),
+             helper.make_node("Conv", ["x", "w3"], ["d"], name="bad_conv1d"),
+             helper.make_node("Relu", ["a"], ["e"], name="bad_relu_attr"),
+             helper.make_node("Selu", ["e"], ["f"], name="bad_selu")]
+    nodes[4].attribute.append(helper.make_attribute("bogus", 1))
+    m = make_model(nodes, {"x": (1, 2, 8)}, {"c": None, "d": None, "f": None},
+                   {"p": np.zeros(6, np.int64), "w3": np.ones((2, 2, 3), np.float32)})
+    with pytest.raises(ModelImportError) as ei:
+        import_onnx(m, check=False)
+    msg = str(ei.value)
+    for name in ("bad_hardmax", "bad_reflect_pad", "bad_conv1d", "bad_relu_attr", "bad_selu"):
+        assert name in msg
+    assert "ok_relu" not in msg
+    assert {p.node for p in ei.value.problems} == {"bad_hardmax", "bad_reflect_pad", "bad_conv1d",
+                                                   "bad_relu_attr", "bad_selu"}
+    assert "Hardmax" in msg and "opset 13" in msg and "bogus" in msg
+
+
+def test_unknown_input_dims_need_input_shapes(rng):
+    m = make_model([helper.make_node("Relu", ["x"], ["y"])], {"x": ("N", 4)}, {"y": None})
+    with pytest.raises(ModelImportError, match="input_shapes.*'x'"):
+        import_onnx(m)
+    g = import_onnx(m, input_shapes={"x": (3, 4)})
+    assert g.inputs[0].shape == (3, 4)
+
+
+def test_old_opset_is_refused():
+    m = make_model([helper.make_node("Relu", ["x"], ["y"])], {"x": (2,)}, {"y": None}, opset=7)
+    with pytest.raises(ModelImportError, match="opset 7"):
+        import_onnx(m, check=False)
+
+
+def test_model_file_path(tmp_path, rng):
+    m = make_model([helper.make_node("Sigmoid", ["x"], ["y"])], {"x": (2, 3)}, {"y": None})
+    p = tmp_path / "m.onnx"
+    onnx.save(m, str(p))
+    g = import_onnx(str(p))
+    x = rnd(rng, 2, 3)
+    np.testing.assert_allclose(tefuse.build(g, "llvm").run(x)[0], 1 / (1 + np.exp(-x)), rtol=1e-5)

@@ -1,0 +1,404 @@
+"""The fusion pass: which ops share a kernel, and that fused kernels compute what the
+unfused graph computes (llvm vs float64 numpy, and fused vs unfused builds)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tefuse
+from tefuse import GraphBuilder
+from tests.reference import assert_close, batch_norm, conv2d, sigmoid, softmax
+
+
+def ops_of(groups):
+    return [[n.op for n in g.nodes] for g in groups]
+
+
+def run(g, *feeds, **kw):
+    cg = tefuse.build(g, "llvm", **kw)
+    return cg, cg.run(*feeds)
+
+
+def check_against_unfused(g, feeds, rtol=1e-5, atol=1e-5):
+    """Same graph built with one kernel per op (prologue/multi-output off, then nothing fused)."""
+    fused = tefuse.build(g, "llvm").run(*feeds)
+    plain = tefuse.build(g, "llvm", prologue=False, multi_output=False).run(*feeds)
+    for a, b in zip(fused, plain):
+        assert_close(a, b, rtol=rtol, atol=atol)
+    return fused
+
+
+def _conv_bn_relu(rng, layout="NCHW", c=4, k=6, hw=6):
+    b = GraphBuilder()
+    xs = (1, c, hw, hw) if layout == "NCHW" else (1, hw, hw, c)
+    ws = (k, c, 3, 3) if layout == "NCHW" else (3, 3, c, k)
+    x = b.input("x", xs)
+    w = rng.standard_normal(ws).astype("float32")
+    bias = rng.standard_normal(k).astype("float32")
+    bn = [rng.uniform(0.5, 1.5, k), rng.standard_normal(k), rng.standard_normal(k), rng.uniform(0.5, 2, k)]
+    bn = [v.astype("float32") for v in bn]
+    ax = 1 if layout == "NCHW" else 3
+    y = b.conv2d(x, b.const(w, name="w"), padding=1, layout=layout)
+    y = b.bias_add(y, b.const(bias, name="bias"), axis=ax)
+    y = b.batch_norm(y, *(b.const(v, name=n) for v, n in zip(bn, ["gamma", "beta", "mean", "var"])), axis=ax)
+    y = b.relu(y)
+    g = b.build(y)
+    xv = rng.standard_normal(xs).astype("float32")
+    bshape = [1, 1, 1, 1]
+    bshape[ax] = k
+    ref = np.maximum(batch_norm(conv2d(xv, w, padding=1, layout=layout) + bias.reshape(bshape), *bn, axis=ax), 0)
+    return g, xv, ref
+
+
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+def test_conv_bias_bn_relu_is_one_group(rng, layout):
+    g, xv, ref = _conv_bn_relu(rng, layout)
+    groups = tefuse.fuse_graph(g)
+    assert ops_of(groups) == [["conv2d", "bias_add", "batch_norm", "relu"]]
+    assert groups[0].anchor.op == "conv2d" and groups[0].outputs == g.outputs
+    cg, (y,) = run(g, xv)
+    assert cg.num_kernels == 1
+    assert_close(y, ref, rtol=1e-4, atol=1e-4)
+
+
+def _conv_residual(rng, as_input=True):
+    b = GraphBuilder()
+    x = b.input("x", (1, 4, 6, 6))
+    w = rng.standard_normal((4, 4, 3, 3)).astype("float32")
+    bias = rng.standard_normal(4).astype("float32")
+    y = b.bias_add(b.conv2d(x, b.const(w, name="w"), padding=1), b.const(bias, name="bias"))
+    res = b.input("res", (1, 4, 6, 6)) if as_input else x
+    y = b.relu(b.add(y, res))
+    xv = rng.standard_normal((1, 4, 6, 6)).astype("float32")
+    rv = rng.standard_normal((1, 4, 6, 6)).astype("float32") if as_input else xv
+    ref = np.maximum(conv2d(xv, w, padding=1) + bias.reshape(1, -1, 1, 1) + rv, 0)
+    return b.build(y), ([xv, rv] if as_input else [xv]), ref
+
+
+@pytest.mark.parametrize("as_input", [True, False], ids=["residual_input", "residual_is_conv_input"])
+def test_conv_bias_add_residual_relu_is_one_group(rng, as_input):
+    g, feeds, ref = _conv_residual(rng, as_input)
+    assert ops_of(tefuse.fuse_graph(g)) == [["conv2d", "bias_add", "add", "relu"]]
+    cg, (y,) = run(g, *feeds)
+    assert cg.num_kernels == 1
+    assert_close(y, ref, rtol=1e-4, atol=1e-4)
+
+
+def test_relu_output_feeding_two_convs(rng):
+    """relu has two consumers: it stays in its producer's group; each consumer conv reads it."""
+    b = GraphBuilder()
+    x = b.input("x", (1, 4, 6, 6))
+    ws = [rng.standard_normal((4, 4, 3, 3)).astype("float32") for _ in range(3)]
+    r = b.relu(b.conv2d(x, b.const(ws[0]), padding=1), name="r")
+    a = b.conv2d(r, b.const(ws[1]), padding=1, name="a")
+    c = b.conv2d(r, b.const(ws[2]), padding=1, name="c")
+    y = b.add(a, c, name="y")
+    g = b.build(y)
+    groups = tefuse.fuse_graph(g)
+    assert sorted(map(tuple, ops_of(groups))) == [("conv2d",), ("conv2d", "add"), ("conv2d", "relu")]
+    relu_group = next(gr for gr in groups if "relu" in [n.op for n in gr.nodes])
+    assert [o.name for o in relu_group.outputs] == ["r"]
+    for gr in groups:  # no node in two groups, and every conv is its group's anchor
+        assert sum(n.op == "conv2d" for n in gr.nodes) == 1
+    xv = rng.standard_normal((1, 4, 6, 6)).astype("float32")
+    rv = np.maximum(conv2d(xv, ws[0], padding=1), 0)
+    ref = conv2d(rv, ws[1], padding=1) + conv2d(rv, ws[2], padding=1)
+    _, (yv,) = run(g, xv)
+    assert_close(yv, ref, rtol=1e-4, atol=1e-4)
+    check_against_unfused(g, [xv], rtol=1e-4, atol=1e-4)
+
+
+def test_conv_output_read_by_relu_and_graph_output(rng):
+    b = GraphBuilder()
+    x = b.input("x", (1, 3, 5, 5))
+    w = rng.standard_normal((4, 3, 3, 3)).astype("float32")
+    cv = b.conv2d(x, b.const(w), padding=1, name="cv")
+    r = b.relu(cv, name="r")
+    g = b.build([r, cv])
+    groups = tefuse.fuse_graph(g)
+    # both values reach memory and neither group computes a node twice
+    assert sum(len(gr.nodes) for gr in groups) == 2
+    outs = {o.name for gr in groups for o in gr.outputs}
+    assert outs == {"r", "cv"}
+    xv = rng.standard_normal((1, 3, 5, 5)).astype("float32")
+    ref = conv2d(xv, w, padding=1)
+    _, (rv, cvv) = run(g, xv)
+    assert_close(cvv, ref, rtol=1e-4, atol=1e-4)
+    assert_close(rv, np.maximum(ref, 0), rtol=1e-4, atol=1e-4)
+
+
+def test_intermediate_with_outside_consumer_is_group_output(rng):
+    """bias_add feeds relu (fusable) and a reduction in another group: it must reach memory."""
+    b = GraphBuilder()
+    x = b.input("x", (1, 4, 5, 5))
+    w = rng.standard_normal((4, 4, 3, 3)).astype("float32")
+    bias = rng.standard_normal(4).astype("float32")
+    ba = b.bias_add(b.conv2d(x, b.const(w), padding=1), b.const(bias), name="ba")
+    r = b.relu(ba, name="r")
+    s = b.reduce_sum(ba, axes=(2, 3), name="s")
+    g = b.build([r, s])
+    xv = rng.standard_normal((1, 4, 5, 5)).astype("float32")
+    ref = conv2d(xv, w, padding=1) + bias.reshape(1, -1, 1, 1)
+    _, (rv, sv) = run(g, xv)
+    assert_close(rv, np.maximum(ref, 0), rtol=1e-4, atol=1e-4)
+    assert_close(sv, ref.sum(axis=(2, 3)), rtol=1e-4, atol=1e-4)
+    check_against_unfused(g, [xv], rtol=1e-4, atol=1e-4)
+
+
+def test_diamond_of_elementwise_ops_is_one_group(rng):
+    b = GraphBuilder()
+    x = b.input("x", (3, 8))
+    t = b.tanh(x)
+    y = b.add(b.exp(t), b.sigmoid(t))
+    g = b.build(y)
+    assert len(tefuse.fuse_graph(g)) == 1
+    xv = rng.standard_normal((3, 8)).astype("float32")
+    t64 = np.tanh(xv.astype(np.float64))
+    assert_close(run(g, xv)[1][0], np.exp(t64) + sigmoid(t64))
+
+
+# -- prologue fusion ----------------------------------------------------------------------
+def _prologue_graph(rng, kind):
+    b = GraphBuilder()
+    w = rng.standard_normal((6, 4, 3, 3)).astype("float32")
+    wn = b.const(w, name="w")
+    if kind == "layout_transform":
+        x = b.input("x", (1, 5, 5, 4))
+        y = b.conv2d(b.layout_transform(x, src="NHWC", dst="NCHW"), wn, padding=1)
+        xv = rng.standard_normal((1, 5, 5, 4)).astype("float32")
+        ref = conv2d(xv.transpose(0, 3, 1, 2), w, padding=1)
+    elif kind == "pad":
+        x = b.input("x", (1, 4, 5, 5))
+        y = b.conv2d(b.pad(x, pads=(0, 0, 1, 2, 0, 0, 2, 1), value=0.5), wn)
+        xv = rng.standard_normal((1, 4, 5, 5)).astype("float32")
+        ref = conv2d(np.pad(xv, [(0, 0), (0, 0), (1, 2), (2, 1)], constant_values=0.5), w)
+    elif kind == "cast":
+        x = b.input("x", (1, 4, 5, 5), "float16")
+        y = b.conv2d(b.cast(x, dtype="float32"), wn, padding=1)
+        xv = rng.standard_normal((1, 4, 5, 5)).astype("float16")
+        ref = conv2d(xv, w, padding=1)
+    elif kind == "mul":
+        x = b.input("x", (1, 4, 5, 5))
+        scale = rng.uniform(0.5, 2, (1, 4, 1, 1)).astype("float32")
+        y = b.conv2d(b.mul(x, b.const(scale, name="scale")), wn, padding=1)
+        xv = rng.standard_normal((1, 4, 5, 5)).astype("float32")
+        ref = conv2d(xv * scale, w, padding=1)
+    elif kind == "normalize":  # (x - mean) * inv_std, then NCHW -> NHWC for an NHWC conv
+        x = b.input("x", (1, 4, 5, 5))
+        mean = rng.standard_normal((1, 4, 1, 1)).astype("float32")
+        inv = rng.uniform(0.5, 2, (1, 4, 1, 1)).astype("float32")
+        t = b.mul(b.sub(x, b.const(mean)), b.const(inv))
+        whwio = w.transpose(2, 3, 1, 0).copy()
+        y = b.conv2d(b.layout_transform(t, src="NCHW", dst="NHWC"), b.const(whwio), padding=1, layout="NHWC")
+        xv = rng.standard_normal((1, 4, 5, 5)).astype("float32")
+        ref = conv2d(((xv - mean) * inv).transpose(0, 2, 3, 1), whwio, padding=1, layout="NHWC")
+    y = b.relu(y)
+    return b.build(y), xv, np.maximum(ref, 0)
+
+
+@pytest.mark.parametrize("kind", ["layout_transform", "pad", "cast", "mul", "normalize"])
+def test_prologue_joins_conv_group(rng, kind):
+    g, xv, ref = _prologue_graph(rng, kind)
+    groups = tefuse.fuse_graph(g)
+    assert len(groups) == 1, [gr.describe() for gr in groups]
+    (gr,) = groups
+    assert gr.anchor.op == "conv2d"
+    assert [n.op for n in gr.prologue] == [n.op for n in gr.nodes[:gr.nodes.index(gr.anchor)]]
+    assert gr.prologue, "the prologue op should precede the anchor"
+    cg, (y,) = run(g, xv)
+    assert cg.num_kernels == 1
+    assert_close(y, ref, rtol=1e-4, atol=1e-4)
+
+
+def test_prologue_off_keeps_producer_separate(rng):
+    g, xv, ref = _prologue_graph(rng, "mul")
+    assert len(tefuse.fuse_graph(g, prologue=False)) == 2
+    cg, (y,) = run(g, xv, prologue=False)
+    assert_close(y, ref, rtol=1e-4, atol=1e-4)
+
+
+def test_prologue_with_second_consumer_is_not_fused(rng):
+    """A scaled input that is also a graph output must be materialised once, not recomputed."""
+    b = GraphBuilder()
+    x = b.input("x", (1, 4, 5, 5))
+    w = rng.standard_normal((4, 4, 3, 3)).astype("float32")
+    s = b.mul(x, b.const(np.float32(2.0)), name="s")
+    y = b.conv2d(s, b.const(w), padding=1, name="y")
+    g = b.build([y, s])
+    groups = tefuse.fuse_graph(g)
+    assert sum(len(gr.nodes) for gr in groups) == 2
+    xv = rng.standard_normal((1, 4, 5, 5)).astype("float32")
+    _, (yv, sv) = run(g, xv)
+    assert_close(sv, 2 * xv.astype(np.float64))
+    assert_close(yv, conv2d(2 * xv, w, padding=1), rtol=1e-4, atol=1e-4)
+
+
+def test_weight_prologue(rng):
+    """An elementwise op on the weight (a per-channel scale) lands in the conv's group too."""
+    b = GraphBuilder()
+    x = b.input("x", (1, 4, 5, 5))
+    w = rng.standard_normal((6, 4, 3, 3)).astype("float32")
+    sc = rng.uniform(0.5, 2, (6, 1, 1, 1)).astype("float32")
+    y = b.conv2d(x, b.mul(b.const(w), b.const(sc)), padding=1)
+    g = b.build(y)
+    assert len(tefuse.fuse_graph(g)) == 1
+    xv = rng.standard_normal((1, 4, 5, 5)).astype("float32")
+    assert_close(run(g, xv)[1][0], conv2d(xv, w * sc, padding=1), rtol=1e-4, atol=1e-4)
+
+
+# -- multi-output elementwise: Adam -------------------------------------------------------
+def adam_graph(shape=(4, 8), lr=1e-2, b1=0.9, b2=0.999, eps=1e-8, dtype="float32"):
+    b = GraphBuilder()
+    p, gr, m, v = (b.input(n, shape, dtype) for n in ("param", "grad", "m", "v"))
+
+    def c(x):
+        return b.const(np.asarray(x, dtype))
+
+    m2 = b.add(b.mul(c(b1), m), b.mul(c(1 - b1), gr), name="m_new")
+    v2 = b.add(b.mul(c(b2), v), b.mul(c(1 - b2), b.square(gr)), name="v_new")
+    upd = b.div(m2, b.add(b.sqrt(v2), c(eps)))
+    p2 = b.sub(p, b.mul(c(lr), upd), name="param_new")
+    return b.build([p2, m2, v2])
+
+
+def adam_reference(p, g, m, v, lr=1e-2, b1=0.9, b2=0.999, eps=1e-8):
+    p, g, m, v = (a.astype(np.float64) for a in (p, g, m, v))
+    m2 = b1 * m + (1 - b1) * g
+    v2 = b2 * v + (1 - b2) * g * g
+    return p - lr * m2 / (np.sqrt(v2) + eps), m2, v2
+
+
+def adam_inputs(rng, shape=(4, 8), dtype="float32"):
+    p, g, m = (rng.standard_normal(shape).astype(dtype) for _ in range(3))
+    v = rng.uniform(0.01, 1, shape).astype(dtype)
+    return p, g, m, v
+
+
+def test_adam_step_is_one_group_with_three_outputs(rng):
+    g = adam_graph()
+    groups = tefuse.fuse_graph(g)
+    assert len(groups) == 1
+    assert [o.name for o in groups[0].outputs] == ["param_new", "m_new", "v_new"] or \
+        {o.name for o in groups[0].outputs} == {"param_new", "m_new", "v_new"}
+    assert groups[0].anchor is None
+    feeds = adam_inputs(rng)
+    cg, outs = run(g, *feeds)
+    assert cg.num_kernels == 1
+    for got, ref, name in zip(outs, adam_reference(*feeds), ["param", "m", "v"]):
+        assert_close(got, ref, rtol=1e-5, atol=1e-6, what=name)
+
+
+def test_adam_step_repeated(rng):
+    """Feeding outputs back in (a few steps) stays equal to the numpy loop."""
+    cg = tefuse.build(adam_graph(), "llvm")
+    p, gr, m, v = adam_inputs(rng)
+    rp, rm, rv = p.astype(np.float64), m.astype(np.float64), v.astype(np.float64)
+    for _ in range(3):
+        p, m, v = cg.run(p, gr, m, v)
+        rp, rm, rv = adam_reference(rp, gr, rm, rv)
+    assert_close(p, rp, rtol=1e-5, atol=1e-5)
+    assert_close(v, rv, rtol=1e-5, atol=1e-6)
+
+
+def test_multi_output_off_splits_adam(rng):
+    g = adam_graph()
+    assert len(tefuse.fuse_graph(g, multi_output=False)) > 1
+    check_against_unfused(g, adam_inputs(rng), rtol=1e-5, atol=1e-6)
+
+
+# -- injective chains and reductions --------------------------------------------------------
+def test_injective_chain_is_one_group(rng):
+    b = GraphBuilder()
+    x = b.input("x", (2, 3, 4))
+    y = b.relu(b.add(b.reshape(b.transpose(x, axes=(0, 2, 1)), shape=(2, -1)), b.const(np.float32(1.0))))
+    y = b.slice(b.concat(y, y, axis=1), starts=(-1,), ends=(-100,), axes=(1,), steps=(-2,))
+    g = b.build(y)
+    groups = tefuse.fuse_graph(g)
+    assert len(groups) == 1
+    xv = rng.standard_normal((2, 3, 4)).astype("float32")
+    t = np.maximum(xv.transpose(0, 2, 1).reshape(2, -1) + 1, 0)
+    ref = np.concatenate([t, t], axis=1)[:, ::-2]
+    assert_close(run(g, xv)[1][0], ref)
+
+
+@pytest.mark.parametrize("kind", ["sum", "mean", "max"])
+def test_reduction_with_elementwise_producers(rng, kind):
+    b = GraphBuilder()
+    x = b.input("x", (3, 4, 5))
+    y = b.op(f"reduce_{kind}", b.exp(b.mul(x, b.const(np.float32(0.5)))), axes=(1, 2))
+    y = b.sqrt(y)
+    g = b.build(y)
+    groups = tefuse.fuse_graph(g)
+    assert ops_of(groups) == [["mul", "exp", f"reduce_{kind}", "sqrt"]]
+    assert groups[0].anchor.op == f"reduce_{kind}"
+    xv = rng.standard_normal((3, 4, 5)).astype("float32")
+    ref = np.sqrt(getattr(np, kind)(np.exp(0.5 * xv.astype(np.float64)), axis=(1, 2)))
+    assert_close(run(g, xv)[1][0], ref)
+
+
+def test_softmax_after_dense_bias(rng):
+    b = GraphBuilder()
+    x = b.input("x", (3, 8))
+    w = rng.standard_normal((5, 8)).astype("float32")
+    bias = rng.standard_normal(5).astype("float32")
+    y = b.softmax(b.gelu(b.bias_add(b.dense(x, b.const(w)), b.const(bias), axis=1)))
+    g = b.build(y)
+    groups = tefuse.fuse_graph(g)
+    assert ops_of(groups)[0] == ["dense", "bias_add", "gelu"]
+    xv = rng.standard_normal((3, 8)).astype("float32")
+    from tests.reference import gelu
+    ref = softmax(gelu(xv.astype(np.float64) @ w.T + bias))
+    assert_close(run(g, xv)[1][0], ref, rtol=1e-5, atol=1e-5)
+
+
+def test_pool_epilogue_and_chain(rng):
+    b = GraphBuilder()
+    x = b.input("x", (1, 4, 8, 8))
+    w = rng.standard_normal((4, 4, 3, 3)).astype("float32")
+    y = b.relu(b.conv2d(x, b.const(w), padding=1))
+    y = b.max_pool2d(y, kernel=2, strides=2)
+    y = b.mul(y, b.const(np.float32(0.5)))
+    y = b.global_avg_pool2d(y)
+    y = b.flatten(y)
+    g = b.build(y)
+    groups = tefuse.fuse_graph(g)
+    assert ops_of(groups)[0] == ["conv2d", "relu"]
+    for gr in groups:
+        anchors = [n for n in gr.nodes if n.pattern >= tefuse.ops.OpPattern.COMM_REDUCE]
+        assert len(anchors) <= 1
+    xv = rng.standard_normal((1, 4, 8, 8)).astype("float32")
+    from tests.reference import pool2d
+    t = pool2d(np.maximum(conv2d(xv, w, padding=1), 0), "max", (2, 2), (2, 2), (0, 0, 0, 0)) * 0.5
+    assert_close(run(g, xv)[1][0], t.mean(axis=(2, 3)), rtol=1e-4, atol=1e-4)
+    check_against_unfused(g, [xv], rtol=1e-4, atol=1e-4)
+
+
+def test_two_convs_into_one_add_keep_one_anchor_per_group(rng):
+    b = GraphBuilder()
+    x = b.input("x", (1, 3, 5, 5))
+    w1, w2 = (rng.standard_normal((4, 3, 3, 3)).astype("float32") for _ in range(2))
+    y = b.relu(b.add(b.conv2d(x, b.const(w1), padding=1), b.conv2d(x, b.const(w2), padding=1)))
+    g = b.build(y)
+    groups = tefuse.fuse_graph(g)
+    assert len(groups) == 2
+    assert all(sum(n.op == "conv2d" for n in gr.nodes) == 1 for gr in groups)
+    xv = rng.standard_normal((1, 3, 5, 5)).astype("float32")
+    ref = np.maximum(conv2d(xv, w1, padding=1) + conv2d(xv, w2, padding=1), 0)
+    assert_close(run(g, xv)[1][0], ref, rtol=1e-4, atol=1e-4)
+
+
+def test_groups_are_topologically_ordered(rng):
+    b = GraphBuilder()
+    x = b.input("x", (1, 4, 6, 6))
+    w = b.const(rng.standard_normal((4, 4, 3, 3)).astype("float32"))
+    y = x
+    for _ in range(3):
+        y = b.relu(b.conv2d(y, w, padding=1))
+    s = b.add(y, b.reduce_mean(y, axes=(2, 3), keepdims=True))
+    groups = tefuse.fuse_graph(b.build(s))
+    seen = set()
+    for gr in groups:
+        for i in gr.inputs:
+            if i.is_op:
+                assert id(i) in seen, f"{gr.name} reads {i.name} before it is produced"
+        seen |= {id(n) for n in gr.nodes}

@@ -1,0 +1,51 @@
+"""FusionPlan on a real GPU: one kernel, compiled once, executed with numpy and DLPack inputs."""
+import numpy as np
+import pytest
+
+from tefuse.plan import FusionPlan, TensorDesc
+from tests import reference as R
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.mark.parametrize("dtype,tol", [("float32", 1e-4), ("float16", 2e-2)])
+def test_conv_bias_bn_relu_plan_on_gpu(dtype, tol, rng):
+    plan = FusionPlan(TensorDesc((2, 32, 28, 28), dtype))
+    hc = plan.add_conv(TensorDesc((48, 32, 3, 3), dtype), padding=1, stride=1)
+    hb, hn = plan.add_bias(), plan.add_batch_norm()
+    plan.add_activation("relu")
+    plan.compile("cuda")
+    assert plan.compiled.num_kernels == 1
+    for _ in range(2):
+        w = (rng.standard_normal((48, 32, 3, 3)) * 0.1).astype(dtype)
+        b, g, be, m = (rng.standard_normal(48).astype(dtype) for _ in range(4))
+        v = (rng.random(48) + 0.5).astype(dtype)
+        args = plan.new_args()
+        args.set_conv(hc, w)
+        args.set_bias(hb, b)
+        args.set_batch_norm(hn, g, be, m, v)
+        x = rng.standard_normal((2, 32, 28, 28)).astype(dtype)
+        ref = np.maximum(R.batch_norm(R.conv2d(x, w, padding=1) + b.astype(np.float64).reshape(1, -1, 1, 1),
+                                      g, be, m, v), 0)
+        out = plan.execute(x, args).astype(np.float64)
+        err = np.abs(out - ref).max() / np.abs(ref).max()
+        print(f"{dtype}: max rel err {err:.2e}")
+        assert err < tol
+
+
+def test_plan_takes_torch_cuda_tensors(rng):
+    torch = pytest.importorskip("torch")
+    plan = FusionPlan(TensorDesc((1, 16, 14, 14)))
+    hc = plan.add_conv(TensorDesc((16, 16, 3, 3)), padding=1)
+    he = plan.add_elementwise("add")
+    plan.add_activation("relu")
+    plan.compile("cuda")
+    w = rng.standard_normal((16, 16, 3, 3)).astype("float32")
+    r = rng.standard_normal((1, 16, 14, 14)).astype("float32")
+    x = rng.standard_normal((1, 16, 14, 14)).astype("float32")
+    args = plan.new_args()
+    args.set_conv(hc, torch.from_numpy(w).cuda())
+    args.set_elementwise(he, torch.from_numpy(r).cuda())
+    out = plan.execute(torch.from_numpy(x).cuda(), args, as_numpy=False)
+    got = torch.from_dlpack(out).cpu().numpy()
+    np.testing.assert_allclose(got, np.maximum(R.conv2d(x, w, padding=1) + r, 0), rtol=1e-4, atol=1e-4)

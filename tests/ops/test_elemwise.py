@@ -1,0 +1,214 @@
+"""Activations, unary math, binary broadcasting, cast, where, sum_n on llvm vs numpy."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tefuse
+from tests.reference import UNARY, Const, assert_close, run_op
+
+SHAPE = (2, 3, 5)
+
+ACT_CASES = [
+    ("relu", {}), ("relu6", {}), ("clip", {"min": -0.5, "max": 1.5}), ("clip", {"min": 0.0}),
+    ("leaky_relu", {}), ("leaky_relu", {"alpha": 0.2}), ("sigmoid", {}), ("tanh", {}),
+    ("gelu", {}), ("gelu", {"approximate": "tanh"}), ("silu", {}), ("hardswish", {}),
+    ("hardsigmoid", {}), ("hardsigmoid", {"alpha": 0.2, "beta": 0.5}), ("elu", {}),
+    ("elu", {"alpha": 0.5}), ("softplus", {}), ("identity", {}),
+]
+
+
+def _inputs(rng, dtype, scale=4.0):
+    x = (rng.standard_normal(SHAPE) * scale).astype(dtype)
+    x.flat[:6] = [-7.0, -3.0, -0.0, 3.0, 6.5, 0.25]  # around the kinks of relu6/hardswish
+    return x
+
+
+@pytest.mark.parametrize("op,attrs", ACT_CASES, ids=[f"{o}{'_' + '_'.join(map(str, a.values())) if a else ''}"
+                                                    for o, a in ACT_CASES])
+def test_activation_float32(rng, op, attrs):
+    x = _inputs(rng, "float32")
+    assert_close(run_op(op, x, **attrs), UNARY[op](x.astype(np.float64), **attrs), "float32",
+                 rtol=2e-5, atol=2e-6, what=op)
+
+
+@pytest.mark.parametrize("op", ["relu", "sigmoid", "tanh", "gelu", "silu", "hardswish", "elu", "softplus"])
+def test_activation_float16(rng, op):
+    x = _inputs(rng, "float16", scale=2.0)
+    y = run_op(op, x)
+    assert y.dtype == np.float16
+    assert_close(y, UNARY[op](x.astype(np.float64)), "float16", what=op)
+
+
+@pytest.mark.parametrize("op", ["sigmoid", "tanh", "softplus", "silu", "gelu", "elu", "exp"])
+def test_activation_extremes_finite(op):
+    """Large magnitudes: no overflow to inf/nan where the true result is finite."""
+    x = np.array([-100.0, -30.0, -1.0, 0.0, 1.0, 30.0, 80.0, 100.0], "float32")
+    ref = UNARY[op](x.astype(np.float64))
+    with np.errstate(over="ignore"):
+        finite = np.isfinite(ref.astype(np.float32))
+    y = run_op(op, x)
+    assert np.isfinite(y[finite]).all(), f"{op}: {y} (reference {ref})"
+    assert_close(y[finite], ref[finite], "float32", rtol=1e-5, atol=1e-6, what=op)
+
+
+UNARY_MATH = [
+    ("exp", lambda r: r.standard_normal(SHAPE) * 3),
+    ("log", lambda r: r.uniform(0.01, 10, SHAPE)),
+    ("sqrt", lambda r: r.uniform(0, 10, SHAPE)),
+    ("rsqrt", lambda r: r.uniform(0.01, 10, SHAPE)),
+    ("erf", lambda r: r.standard_normal(SHAPE) * 2),
+    ("abs", lambda r: r.standard_normal(SHAPE)),
+    ("neg", lambda r: r.standard_normal(SHAPE)),
+    ("reciprocal", lambda r: r.uniform(0.1, 5, SHAPE) * r.choice([-1, 1], SHAPE)),
+    ("square", lambda r: r.standard_normal(SHAPE)),
+    ("floor", lambda r: r.standard_normal(SHAPE) * 3),
+    ("ceil", lambda r: r.standard_normal(SHAPE) * 3),
+    ("round", lambda r: np.concatenate([np.array([0.5, 1.5, 2.5, -0.5, -1.5]),
+                                        r.standard_normal(25) * 3]).reshape(SHAPE)),
+]
+
+
+@pytest.mark.parametrize("op,gen", UNARY_MATH, ids=[u[0] for u in UNARY_MATH])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_unary_math(rng, op, gen, dtype):
+    x = gen(rng).astype(dtype)
+    assert_close(run_op(op, x), UNARY[op](x.astype(np.float64)), dtype,
+                 rtol=2e-5 if dtype == "float32" else 1e-9, atol=1e-6 if dtype == "float32" else 1e-12,
+                 what=op)
+
+
+BINARY = {
+    "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
+    "maximum": np.maximum, "minimum": np.minimum, "pow": np.power,
+}
+BCAST = [
+    ((2, 3, 4), (2, 3, 4)),
+    ((2, 3, 4), (4,)),
+    ((2, 1, 4), (3, 1)),
+    ((1,), (2, 3)),
+    ((3, 1, 5), (1, 4, 1)),
+    ((1, 3), (2, 1, 1)),
+]
+# 0-d graph inputs: CompiledGraph.run passes them through np.ascontiguousarray, which makes
+# them 1-d, and then refuses its own copy (executor bug, reported).
+SCALAR_INPUT_BUG = pytest.mark.xfail(reason="executor turns a 0-d input into shape (1,)", strict=True)
+
+
+@pytest.mark.parametrize("op", list(BINARY))
+@pytest.mark.parametrize("sa,sb", BCAST, ids=[f"{a}x{b}" for a, b in BCAST])
+def test_binary_broadcast(rng, op, sa, sb):
+    a = rng.uniform(0.5, 2.0, sa).astype("float32")
+    b = (rng.uniform(0.5, 2.0, sb) * (rng.choice([-1, 1], sb) if op != "pow" else 1)).astype("float32")
+    assert_close(run_op(op, a, b), BINARY[op](a.astype(np.float64), b.astype(np.float64)),
+                 rtol=2e-5, atol=1e-6, what=op)
+
+
+@pytest.mark.parametrize("op", ["add", "div"])
+@SCALAR_INPUT_BUG
+def test_binary_scalar_input(rng, op):
+    a = rng.uniform(0.5, 2.0, (2, 3)).astype("float32")
+    b = np.array(1.5, "float32")
+    assert_close(run_op(op, a, b), BINARY[op](a.astype(np.float64), 1.5))
+
+
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "div", "maximum", "pow"])
+@pytest.mark.parametrize("const_first", [False, True])
+@pytest.mark.parametrize("cshape", [(), (1,), (1, 1)])
+def test_binary_scalar_constant(rng, op, const_first, cshape):
+    a = rng.uniform(0.5, 2.0, (3, 4)).astype("float32")
+    c = np.full(cshape, 1.75, "float32")
+    args = (Const(c), a) if const_first else (a, Const(c))
+    ref = BINARY[op](*(c.astype(np.float64), a) if const_first else (a, c.astype(np.float64)))
+    assert_close(run_op(op, *args), ref, rtol=2e-5, atol=1e-6, what=op)
+
+
+def test_binary_vector_constant(rng):
+    a = rng.standard_normal((2, 3, 4)).astype("float32")
+    c = rng.standard_normal((3, 1)).astype("float32")
+    assert_close(run_op("mul", a, Const(c)), a.astype(np.float64) * c)
+
+
+@pytest.mark.parametrize("op", ["add", "mul", "maximum"])
+def test_binary_float16(rng, op):
+    a = rng.standard_normal((4, 5)).astype("float16")
+    b = rng.standard_normal((5,)).astype("float16")
+    y = run_op(op, a, b)
+    assert y.dtype == np.float16
+    assert_close(y, BINARY[op](a.astype(np.float64), b.astype(np.float64)), "float16")
+
+
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "maximum", "minimum"])
+def test_binary_int32(rng, op):
+    a = rng.integers(-50, 50, (3, 4)).astype("int32")
+    b = rng.integers(-50, 50, (4,)).astype("int32")
+    y = run_op(op, a, b)
+    np.testing.assert_array_equal(y, BINARY[op](a, b))
+
+
+def test_binary_dtype_mismatch_is_refused():
+    with pytest.raises(tefuse.GraphError, match="dtype"):
+        run_op("add", np.zeros(3, "float32"), np.zeros(3, "float16"))
+
+
+def test_binary_shapes_that_do_not_broadcast():
+    with pytest.raises(tefuse.GraphError, match="broadcast"):
+        run_op("add", np.zeros((2, 3), "float32"), np.zeros((4,), "float32"))
+
+
+CASTS = [("float32", "float16"), ("float16", "float32"), ("float32", "int32"), ("int32", "float32"),
+         ("float32", "float64"), ("float64", "float32"), ("int32", "int8"), ("float32", "bool"),
+         ("bool", "float32")]
+
+
+@pytest.mark.parametrize("src,dst", CASTS, ids=[f"{a}->{b}" for a, b in CASTS])
+def test_cast(rng, src, dst):
+    x = (rng.standard_normal((3, 7)) * 50)
+    x[0, :4] = [0.0, -0.7, 2.5, -2.5]
+    x = x.astype(src)
+    y = run_op("cast", x, dtype=dst)
+    assert y.dtype == np.dtype(dst)
+    ref = x.astype(dst) if src not in ("float32", "float64") or dst not in ("int32", "int8") \
+        else np.trunc(x).astype(dst)
+    if dst == "float16":
+        assert_close(y, ref, "float16", rtol=1e-3, atol=0)
+    else:
+        np.testing.assert_array_equal(y, ref)
+
+
+@pytest.mark.parametrize("cdtype", ["bool", "float32", "int32"])
+@pytest.mark.parametrize("shapes", [((2, 3), (2, 3), (2, 3)), ((2, 1), (3,), (2, 3)), ((3,), (2, 3), (1,)),
+                                    pytest.param(((3,), (2, 3), ()), marks=SCALAR_INPUT_BUG)],
+                         ids=["same", "bcast", "vec_b", "scalar_b"])
+def test_where(rng, cdtype, shapes):
+    sc, sa, sb = shapes
+    c = (rng.standard_normal(sc) > 0).astype(cdtype)
+    a = rng.standard_normal(sa).astype("float32")
+    b = rng.standard_normal(sb).astype("float32")
+    assert_close(run_op("where", c, a, b), np.where(c, a, b), "float32", rtol=0, atol=0)
+
+
+def test_where_scalar_constant_branch(rng):
+    c = rng.standard_normal((2, 3)) > 0
+    a = rng.standard_normal((2, 3)).astype("float32")
+    assert_close(run_op("where", c, a, Const(np.float32(0.5))), np.where(c, a, 0.5), rtol=0, atol=0)
+
+
+def test_where_dtype_mismatch_is_refused():
+    with pytest.raises(tefuse.GraphError):
+        run_op("where", np.ones(3, bool), np.zeros(3, "float32"), np.zeros(3, "float16"))
+
+
+def test_sum_n(rng):
+    a, b, c = (rng.standard_normal(s).astype("float32") for s in [(2, 3), (3,), (2, 1)])
+    assert_close(run_op("sum_n", a, b, c), a.astype(np.float64) + b + c)
+
+
+def test_sum_n_dtype_mismatch_is_refused():
+    with pytest.raises(tefuse.GraphError, match="dtype"):
+        run_op("sum_n", np.zeros(3, "float32"), np.zeros(3, "float16"))
+
+
+def test_unary_rejects_int():
+    with pytest.raises(tefuse.GraphError, match="float"):
+        run_op("sigmoid", np.zeros(3, "int32"))

@@ -1,0 +1,44 @@
+"""reduce_sum/mean/max/min over axes with keepdims; softmax and log_softmax."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.reference import assert_close, log_softmax, run_op, softmax
+
+NP = {"sum": np.sum, "mean": np.mean, "max": np.max, "min": np.min}
+
+
+@pytest.mark.parametrize("kind", list(NP))
+@pytest.mark.parametrize("axes", [None, (0,), (1,), (-1,), (0, 2), (2, -3), (1, 2)])
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_reduce(rng, kind, axes, keepdims):
+    x = rng.standard_normal((3, 4, 5)).astype("float32")
+    y = run_op(f"reduce_{kind}", x, axes=axes, keepdims=keepdims)
+    ref = NP[kind](x.astype(np.float64), axis=axes, keepdims=keepdims)
+    assert_close(y, ref, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("kind", list(NP))
+def test_reduce_float16(rng, kind):
+    x = rng.standard_normal((4, 64)).astype("float16")
+    y = run_op(f"reduce_{kind}", x, axes=(1,))
+    assert y.dtype == np.float16
+    assert_close(y, NP[kind](x.astype(np.float64), axis=1), "float16", rtol=1e-2, atol=3e-2)
+
+
+@pytest.mark.parametrize("op", ["softmax", "log_softmax"])
+@pytest.mark.parametrize("axis", [-1, 0, 1])
+def test_softmax(rng, op, axis):
+    x = (rng.standard_normal((3, 4, 5)) * 5).astype("float32")
+    x[0, 0, 0] = 80.0  # stability: exp(80) overflows float32 without the max shift
+    ref = (softmax if op == "softmax" else log_softmax)(x, axis=axis)
+    assert_close(run_op(op, x, axis=axis), ref, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("op", ["softmax", "log_softmax"])
+def test_softmax_float16(rng, op):
+    x = rng.standard_normal((4, 16)).astype("float16")
+    y = run_op(op, x)
+    assert y.dtype == np.float16
+    assert_close(y, (softmax if op == "softmax" else log_softmax)(x), "float16")

@@ -1,0 +1,144 @@
+"""Builder and runner on the llvm target: errors become records, wrong results never win,
+and tune() logs one record per measurement and resumes from its log."""
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+import pytest
+
+from tefuse import GraphBuilder
+from tefuse.codegen.build import compile_mod
+from tefuse.codegen.lower import lower_group
+from tefuse.codegen.schedule import ScheduleChoice, apply_schedule
+from tefuse.fusion import fuse_graph
+from tefuse.tune.builder import LocalBuilder
+from tefuse.tune.database import Database
+from tefuse.tune.measure import BuildResult, check_outputs, run_spec
+from tefuse.tune.record import TuningRecord
+from tefuse.tune.runner import LocalRunner
+from tefuse.tune.space import Config
+from tefuse.tune.task import extract_tasks
+from tefuse.tune.tuner import tune
+
+
+def conv_relu(relu: bool = True, c: int = 8, hw: int = 12):
+    b = GraphBuilder()
+    x = b.input("x", (1, c, hw, hw))
+    y = b.conv2d(x, b.const(np.random.default_rng(0).standard_normal((c, c, 3, 3)).astype("float32")),
+                 padding=1)
+    y = b.relu(y) if relu else b.sigmoid(y)
+    return b.build(y)
+
+
+@pytest.fixture(scope="module")
+def builder():
+    with LocalBuilder(n_parallel=2, timeout=60) as b:
+        yield b
+
+
+@pytest.fixture(scope="module")
+def runner():
+    with LocalRunner(min_repeat_ms=1, repeat=2, timeout=60) as r:
+        yield r
+
+
+def test_extract_tasks_dedups_workloads():
+    b = GraphBuilder()
+    x = b.input("x", (1, 4, 8, 8))
+    w = np.ones((4, 4, 3, 3), "float32")
+    y = b.relu(b.conv2d(x, b.const(w), padding=1))
+    y = b.relu(b.conv2d(y, b.const(w), padding=1))  # same workload as the first
+    tasks = extract_tasks(b.build(y), "llvm")
+    assert len(tasks) == 1 and tasks[0].weight == 2
+    t = tasks[0]
+    assert t.info.anchor_kind == "conv2d" and len(t.space()) >= 8
+    assert t.fallback().index in range(len(t.space()))
+
+
+def test_builder_captures_compile_errors(builder):
+    task = extract_tasks(conv_relu(), "llvm")[0]
+    good = task.space().get(0)
+    res = builder.build(task, "no_such_template", [good])
+    assert res[0].error == "compile_error" and "no_such_template" in res[0].error_msg
+    # a config the template cannot apply (a knob missing: e.g. a log of an older space)
+    bad = Config(1, {k: v for k, v in good.values.items() if k != "parallel_loops"})
+    res = builder.build(task, task.template().name, [bad, good])
+    assert res[0].error == "compile_error" and res[0].path is None
+    assert res[1].ok and os.path.exists(res[1].path)
+
+
+def test_builder_rejects_oversized_thread_blocks_for_cuda(builder):
+    task = extract_tasks(conv_relu(c=64, hw=8), "cuda")[0]
+    space = task.space()
+    fb = task.fallback()
+    vals = dict(fb.values)
+    for k in range(3):  # the most threads each dim allows: 32 x 8 x 8 = 2048 > 1024
+        vals[f"tile_{k}"] = max(space.knobs[k].candidates, key=lambda c: (c[2], -c[1], -c[3]))
+    res = builder.build(task, task.template().name, [space.from_values(vals)])
+    assert res[0].error == "compile_error" and "threads per block" in res[0].error_msg
+
+
+def _wrong_kernel(tmp_path) -> str:
+    """Same signature as conv_relu's kernel, other maths (sigmoid): a miscompiled candidate."""
+    g = fuse_graph(conv_relu(relu=False))[0]
+    lw = lower_group(g)
+    t = extract_tasks(conv_relu(relu=False), "llvm")[0]
+    mod = apply_schedule(lw, t.target, ScheduleChoice(t.template(), t.fallback(), "fallback"))
+    path = str(tmp_path / "wrong.so")
+    compile_mod(mod, t.target).export_library(path)
+    return path
+
+
+def test_runner_flags_wrong_results_and_they_never_become_best(builder, runner, tmp_path):
+    task = extract_tasks(conv_relu(), "llvm")[0]
+    ref, good = builder.build(task, task.template().name, [task.fallback(), task.space().get(3)])
+    wrong = BuildResult(5, task.space().get(5).to_json(), _wrong_kernel(tmp_path))
+    broken = BuildResult(6, task.space().get(6).to_json(), str(tmp_path / "missing.so"))
+    spec = run_spec(task)
+    res = runner.run(spec, "llvm", [good, wrong, broken], reference=ref)
+    assert res[0].ok and res[0].cost > 0 and len(res[0].costs) == 2
+    assert res[1].error == "wrong_result" and math.isinf(res[1].cost)
+    assert res[2].error == "runtime_error"
+    # in the log, the wrong result claims to be faster: it must still not win
+    db = Database(tmp_path / "log.jsonl")
+    for r, costs in ((res[0], res[0].costs), (res[1], [1e-9])):
+        db.append(TuningRecord(task.workload, task.target_key, "cpu", task.template().name, r.config,
+                               r.index, costs, r.error, r.error_msg))
+    assert db.best(task.workload, task.target_key).config_index == 3
+
+
+def test_check_outputs_tolerances():
+    ref = [np.linspace(-1, 1, 100).astype("float32")]
+    assert check_outputs([ref[0] + 1e-6], ref) is None
+    assert "differ" in check_outputs([ref[0] + 0.1], ref)
+    assert check_outputs([np.array([1, 2], "int32")], [np.array([1, 3], "int32")]) is not None
+
+
+def test_tune_end_to_end_writes_records_and_resumes(builder, runner, tmp_path):
+    log = tmp_path / "tune.jsonl"
+    g = conv_relu()
+    res = tune(g, "llvm", trials=8, tuner="xgb", log=str(log), builder=builder, runner=runner, seed=1)
+    assert len(res) == 1 and res[0].measured == 8 and res[0].resumed == 0
+    db = Database(log)
+    recs = db.records()
+    assert len(recs) == 8 and len({r.config_index for r in recs}) == 8
+    assert all(r.ok for r in recs), [r.error_msg for r in recs if not r.ok]
+    best = db.best(res[0].task.workload, "llvm")
+    assert best is not None and best.config_index == res[0].best_index
+    # same budget again: everything is in the log, nothing is measured
+    again = tune(g, "llvm", trials=8, tuner="xgb", log=str(log), builder=builder, runner=runner, seed=1)
+    assert again[0].measured == 0 and again[0].resumed == 8
+    assert len(Database(log).records()) == 8
+    # a larger budget measures only the difference, never a config twice
+    more = tune(g, "llvm", trials=12, tuner="random", log=str(log), builder=builder, runner=runner)
+    assert more[0].measured == 4
+    recs = Database(log).records()
+    assert len(recs) == 12 and len({r.config_index for r in recs}) == 12
+
+
+def test_tune_early_stopping(builder, runner, tmp_path):
+    res = tune(conv_relu(), "llvm", trials=16, tuner="grid", log=str(tmp_path / "l.jsonl"),
+               builder=builder, runner=runner, early_stopping=1)
+    assert 2 <= res[0].measured < 16

@@ -1,0 +1,51 @@
+"""`tefuse tune` end to end on the CPU target: a chain spec and a small ONNX model."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tefuse.cli import main
+from tefuse.tune.database import Database
+
+
+def test_cli_tunes_a_chain_and_resumes(tmp_path, capsys):
+    log = tmp_path / "cli.jsonl"
+    argv = ["tune", "conv2d(k=8,r=3,pad=1)+bias+relu", "--input", "1x8x10x10", "--target", "llvm",
+            "--trials", "4", "--tuner", "random", "--log", str(log), "-j", "2", "--no-progress"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "best" in out and "4 measured" in out
+    recs = Database(log).records()
+    assert len(recs) == 4 and all(r.ok for r in recs)
+    assert main(argv) == 0  # resume: nothing new
+    assert "0 measured, 4 from the log" in capsys.readouterr().out
+    assert len(Database(log).records()) == 4
+
+
+def test_cli_rejects_a_bad_budget(tmp_path):
+    assert main(["tune", "conv2d(k=8)+relu", "--input", "1x8x8x8", "--trials", "0",
+                 "--log", str(tmp_path / "x.jsonl")]) == 2
+
+
+def test_cli_tunes_an_onnx_model(tmp_path, capsys):
+    onnx = pytest.importorskip("onnx")
+    try:
+        from tefuse.frontend.onnx import import_onnx  # noqa: F401
+    except ImportError:
+        pytest.skip("tefuse.frontend.onnx not available")
+    from onnx import TensorProto, helper, numpy_helper
+
+    w = numpy_helper.from_array(np.random.default_rng(0).standard_normal((4, 3, 3, 3)).astype("float32"), "w")
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+         helper.make_node("Relu", ["c"], ["y"])], "conv_relu",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 8, 8])], [w])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    path = tmp_path / "conv_relu.onnx"
+    onnx.save(model, str(path))
+    log = tmp_path / "onnx.jsonl"
+    assert main(["tune", str(path), "--target", "llvm", "--trials", "3", "--tuner", "grid",
+                 "--log", str(log), "-j", "2", "--no-progress"]) == 0
+    recs = Database(log).records()
+    assert len(recs) == 3 and {r.config_index for r in recs} == {0, 1, 2}
