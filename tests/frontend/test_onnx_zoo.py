@@ -81,6 +81,8 @@ def randomized(model: onnx.ModelProto, seed: int = 0) -> onnx.ModelProto:
     del m.graph.node[:]
     m.graph.node.extend(keep)
     m.graph.initializer.extend(new_inits)
+    # IR < 4 requires every initializer to be a graph input too; IR 4 (the opset-9 era) does not
+    m.ir_version = max(m.ir_version, 4)
     return m
 
 

@@ -90,9 +90,6 @@ BCAST = [
     ((3, 1, 5), (1, 4, 1)),
     ((1, 3), (2, 1, 1)),
 ]
-# 0-d graph inputs: CompiledGraph.run passes them through np.ascontiguousarray, which makes
-# them 1-d, and then refuses its own copy (executor bug, reported).
-SCALAR_INPUT_BUG = pytest.mark.xfail(reason="executor turns a 0-d input into shape (1,)", strict=True)
 
 
 @pytest.mark.parametrize("op", list(BINARY))
@@ -105,7 +102,6 @@ def test_binary_broadcast(rng, op, sa, sb):
 
 
 @pytest.mark.parametrize("op", ["add", "div"])
-@SCALAR_INPUT_BUG
 def test_binary_scalar_input(rng, op):
     a = rng.uniform(0.5, 2.0, (2, 3)).astype("float32")
     b = np.array(1.5, "float32")
@@ -178,7 +174,7 @@ def test_cast(rng, src, dst):
 
 @pytest.mark.parametrize("cdtype", ["bool", "float32", "int32"])
 @pytest.mark.parametrize("shapes", [((2, 3), (2, 3), (2, 3)), ((2, 1), (3,), (2, 3)), ((3,), (2, 3), (1,)),
-                                    pytest.param(((3,), (2, 3), ()), marks=SCALAR_INPUT_BUG)],
+                                    ((3,), (2, 3), ())],
                          ids=["same", "bcast", "vec_b", "scalar_b"])
 def test_where(rng, cdtype, shapes):
     sc, sa, sb = shapes
