@@ -1,0 +1,161 @@
+"""Benchmark whole networks: torchvision models exported to ONNX, built by tefuse, checked
+against onnxruntime, timed beside PyTorch on the same GPU.
+
+Run on the GPU machine (torch and torchvision there; random weights, no download):
+
+    python -m tefuse.bench.models resnet50 mobilenet_v2 --batch 1 --json out.json
+
+The peer is PyTorch eager in float32 with cuDNN autotuning on and TF32 off (tefuse's
+kernels are strict float32); onnxruntime (CPU) is only the numerical reference.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ModelResult:
+    model: str
+    batch: int
+    target: str
+    onnx_nodes: int
+    kernels: int
+    build_s: float
+    max_abs_err: float
+    max_err_over_scale: float  # max |tefuse - ort| / max |ort|
+    ok: bool
+    tefuse_ms: float  # one whole-graph run, inputs and outputs on the device
+    tefuse_kernel_ms: float  # sum of the kernels' own device times
+    peer_ms: Optional[float]  # PyTorch eager on the same device
+    peer: str = ""
+
+    @property
+    def tefuse_vs_peer(self) -> Optional[float]:
+        return self.tefuse_ms / self.peer_ms if self.peer_ms else None
+
+
+def _torch_model(name: str):
+    import torch
+    import torchvision
+
+    torch.manual_seed(0)
+    return getattr(torchvision.models, name)(weights=None).eval()
+
+
+def export_torchvision(name: str, batch: int, path: Path) -> Path:
+    """Export torchvision's `name` (random weights) to ONNX at opset 17."""
+    import torch
+
+    model = _torch_model(name)
+    x = torch.randn(batch, 3, 224, 224)
+    kw = dict(input_names=["input"], output_names=["logits"], opset_version=17)
+    try:
+        torch.onnx.export(model, (x,), str(path), dynamo=False, **kw)
+    except TypeError:  # a torch without the dynamo switch
+        torch.onnx.export(model, (x,), str(path), **kw)
+    return path
+
+
+def _time_wall(fn, sync, warmup: int = 3, iters: int = 20) -> float:
+    """Median ms of fn() with the device synchronised around each call."""
+    for _ in range(warmup):
+        fn()
+    sync()
+    times = []
+    for _ in range(iters):
+        t = time.perf_counter()
+        fn()
+        sync()
+        times.append(time.perf_counter() - t)
+    return 1e3 * float(np.median(times))
+
+
+def _peer_ms(name: str, x: np.ndarray) -> Optional[float]:
+    try:
+        import torch
+    except ImportError:
+        return None
+    if not torch.cuda.is_available():
+        return None
+    torch.backends.cudnn.benchmark = True
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    model = _torch_model(name).cuda()
+    xt = torch.from_numpy(x).cuda()
+    with torch.no_grad():
+        return _time_wall(lambda: model(xt), torch.cuda.synchronize)
+
+
+def bench_model(name: str, batch: int = 1, target: str = "cuda", workdir: Path = Path("."),
+                db="default") -> ModelResult:
+    import onnx
+    import tvm
+
+    from ..codegen.build import build
+    from ..commands.run import onnxruntime_outputs
+    from ..frontend.onnx import import_onnx
+
+    path = export_torchvision(name, batch, workdir / f"{name}_b{batch}.onnx")
+    model = onnx.load(str(path))
+    t0 = time.perf_counter()
+    cg = build(import_onnx(model), target, db=db)
+    build_s = time.perf_counter() - t0
+    log.info("%s: %d kernels for %d ONNX nodes, built in %.1fs", name, cg.num_kernels,
+             len(model.graph.node), build_s)
+    x = np.random.default_rng(0).standard_normal((batch, 3, 224, 224)).astype("float32")
+    got = cg.run(input=x)[0]
+    want = onnxruntime_outputs(str(path), {"input": x})[0].reshape(got.shape)
+    err = float(np.abs(got.astype(np.float64) - want).max())
+    scale = float(np.abs(want).max())
+    dev = cg.device
+    xd = tvm.runtime.tensor(x, dev)
+    t_run = _time_wall(lambda: cg.run(input=xd, as_numpy=False), dev.sync)
+    t_kern = 1e3 * sum(cg.time_kernels(input=xd, number=5, repeat=3, min_repeat_ms=0))
+    peer = _peer_ms(name, x) if cg.target.kind.name == "cuda" else None
+    return ModelResult(name, batch, cg.target.kind.name, len(model.graph.node), cg.num_kernels, build_s,
+                       err, err / max(scale, 1e-12), err <= 1e-3 * max(scale, 1e-12), t_run, t_kern,
+                       peer, "torch eager (cuDNN, fp32)" if peer else "")
+
+
+def result_line(r: ModelResult) -> str:
+    peer = (f"peer {r.peer_ms:.3f} ms, tefuse/peer {r.tefuse_vs_peer:.2f}x" if r.peer_ms else "no peer")
+    return (f"{r.model} b{r.batch} {r.target}: {r.kernels} kernels / {r.onnx_nodes} ONNX nodes, "
+            f"build {r.build_s:.0f}s | vs onnxruntime max err {r.max_abs_err:.3g} "
+            f"({r.max_err_over_scale:.2g} of scale) {'OK' if r.ok else 'MISMATCH'} | "
+            f"tefuse {r.tefuse_ms:.3f} ms (kernels {r.tefuse_kernel_ms:.3f}) | {peer}")
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("models", nargs="+", help="torchvision model names (resnet50, mobilenet_v2, ...)")
+    p.add_argument("--batch", type=int, nargs="+", default=[1])
+    p.add_argument("--target", default="cuda")
+    p.add_argument("--workdir", default=".")
+    p.add_argument("--json", default=None)
+    p.add_argument("--no-db", action="store_true", help="ignore tuning logs (fallback configs)")
+    args = p.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    results = []
+    for name in args.models:
+        for b in args.batch:
+            r = bench_model(name, b, args.target, Path(args.workdir), db=None if args.no_db else "default")
+            print(result_line(r), flush=True)
+            results.append(r)
+    if args.json:
+        Path(args.json).write_text(json.dumps([{**asdict(r), "tefuse_vs_peer": r.tefuse_vs_peer}
+                                               for r in results], indent=1))
+    return 0 if all(r.ok for r in results) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
