@@ -37,6 +37,7 @@ class ModelResult:
     tefuse_ms: float  # one whole-graph run, inputs and outputs on the device
     tefuse_kernel_ms: float  # sum of the kernels' own device times
     peer_ms: Optional[float]  # PyTorch eager on the same device
+    peer_graph_ms: Optional[float] = None  # PyTorch replayed as a CUDA graph: its kernels' time
     peer: str = ""
 
     @property
@@ -45,11 +46,24 @@ class ModelResult:
 
 
 def _torch_model(name: str):
+    """torchvision's `name` with seeded random weights and batch-norm statistics.
+
+    Fresh BN layers are identities (mean 0, var 1, gamma 1, beta 0) and MobileNet's
+    default init gives logits near 1e-9; random statistics make the check meaningful.
+    """
     import torch
     import torchvision
 
     torch.manual_seed(0)
-    return getattr(torchvision.models, name)(weights=None).eval()
+    model = getattr(torchvision.models, name)(weights=None).eval()
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, torch.nn.BatchNorm2d):
+                m.running_mean.normal_(0, 0.1)
+                m.running_var.uniform_(0.5, 1.5)
+                m.weight.uniform_(0.5, 1.5)
+                m.bias.normal_(0, 0.1)
+    return model
 
 
 def export_torchvision(name: str, batch: int, path: Path) -> Path:
@@ -80,20 +94,26 @@ def _time_wall(fn, sync, warmup: int = 3, iters: int = 20) -> float:
     return 1e3 * float(np.median(times))
 
 
-def _peer_ms(name: str, x: np.ndarray) -> Optional[float]:
+def _peer_ms(name: str, x: np.ndarray) -> tuple[Optional[float], Optional[float]]:
+    """PyTorch's time for the model: eager, and replayed as a CUDA graph (no launch gaps)."""
     try:
         import torch
     except ImportError:
-        return None
+        return None, None
     if not torch.cuda.is_available():
-        return None
+        return None, None
     torch.backends.cudnn.benchmark = True
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cuda.matmul.allow_tf32 = False
     model = _torch_model(name).cuda()
     xt = torch.from_numpy(x).cuda()
     with torch.no_grad():
-        return _time_wall(lambda: model(xt), torch.cuda.synchronize)
+        eager = _time_wall(lambda: model(xt), torch.cuda.synchronize)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            model(xt)
+        graph = _time_wall(g.replay, torch.cuda.synchronize)
+    return eager, graph
 
 
 def bench_model(name: str, batch: int = 1, target: str = "cuda", workdir: Path = Path("."),
@@ -121,14 +141,16 @@ def bench_model(name: str, batch: int = 1, target: str = "cuda", workdir: Path =
     xd = tvm.runtime.tensor(x, dev)
     t_run = _time_wall(lambda: cg.run(input=xd, as_numpy=False), dev.sync)
     t_kern = 1e3 * sum(cg.time_kernels(input=xd, number=5, repeat=3, min_repeat_ms=0))
-    peer = _peer_ms(name, x) if cg.target.kind.name == "cuda" else None
+    peer, peer_graph = _peer_ms(name, x) if cg.target.kind.name == "cuda" else (None, None)
     return ModelResult(name, batch, cg.target.kind.name, len(model.graph.node), cg.num_kernels, build_s,
                        err, err / max(scale, 1e-12), err <= 1e-3 * max(scale, 1e-12), t_run, t_kern,
-                       peer, "torch eager (cuDNN, fp32)" if peer else "")
+                       peer, peer_graph, "torch (cuDNN, fp32, no TF32)" if peer else "")
 
 
 def result_line(r: ModelResult) -> str:
-    peer = (f"peer {r.peer_ms:.3f} ms, tefuse/peer {r.tefuse_vs_peer:.2f}x" if r.peer_ms else "no peer")
+    peer = (f"torch eager {r.peer_ms:.3f} ms, tefuse/torch {r.tefuse_vs_peer:.2f}x; torch CUDA graph "
+            f"{r.peer_graph_ms:.3f} ms, tefuse kernels/torch graph {r.tefuse_kernel_ms / r.peer_graph_ms:.2f}x"
+            if r.peer_ms else "no peer")
     return (f"{r.model} b{r.batch} {r.target}: {r.kernels} kernels / {r.onnx_nodes} ONNX nodes, "
             f"build {r.build_s:.0f}s | vs onnxruntime max err {r.max_abs_err:.3g} "
             f"({r.max_err_over_scale:.2g} of scale) {'OK' if r.ok else 'MISMATCH'} | "
