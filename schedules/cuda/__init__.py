@@ -1,2 +1,3 @@
 """CUDA templates (ROCm reuses them: same thread model, lowered to AMDGPU)."""
 from . import conv2d_direct, generic, injective  # noqa: F401
+from . import reduction  # noqa: F401

@@ -1,0 +1,249 @@
+"""CUDA cross-thread reduction template for `reduce`, `softmax` and `pool` anchors.
+
+Each output row (one reduced value: a sum/mean/max over axes, a pooling window, a softmax
+row) is reduced by `red_threads` threads together: the reduction loops are fused, split
+[serial, threads] and the inner part bound to threadIdx.x, which TVM lowers to an
+allreduce (warp shuffles, plus a shared-memory stage across warps when there are more
+than 32 threads). Rows spread over blockIdx.x, `rows` of them per block on threadIdx.y.
+The fused epilogue (mean's divide, a relu, a cast) runs in the same kernel from the
+broadcast result, bound to the same threads.
+
+softmax / log_softmax stay one kernel: max, exp-sum and the output of a row are computed
+in one block (the two reduction stages are computed at the row loop, both cross-thread,
+their results in registers).
+
+`red_threads` of 1 (reduce and pool only) is the serial mode: one thread per row, like the
+generic template, `rows` threads per block; it is what the fallback picks for short
+windows (3x3 pooling, LRN) and for reductions over outer axes with many rows (NHWC global
+pooling, where adjacent threads then read adjacent channels).
+"""
+from __future__ import annotations
+
+import logging
+import math
+from typing import Optional
+
+from tvm import s_tir
+
+from tefuse.tune.space import Config, ConfigSpace
+
+from ..common import inline_all, spatial_reduce_loops
+from ..registry import KernelInfo, Template, register
+
+log = logging.getLogger(__name__)
+
+MAX_THREADS = 1024
+WARP = 32
+CROSS_THREADS = (32, 64, 128, 256, 512, 1024)
+SUB_WARP = (8, 16)  # offered when the reduction is shorter than a warp
+MAX_ROWS = 256
+UNROLL = (0, 16, 64, 256)
+# fallback targets
+BLOCK_THREADS = 256  # threads per block for cross-thread rows
+SERIAL_THREADS = 128  # threads per block in serial mode
+MIN_BLOCKS = 264  # ~2 waves of blocks on an H100 (132 SMs) before rows shrink
+SERIAL_MIN_ROWS = 2048  # serial mode for an outer-axis reduction only with this many rows
+
+
+def _pow2_ceil(n: int) -> int:
+    return 1 << max(0, int(n) - 1).bit_length()
+
+
+def _pow2_floor(n: int) -> int:
+    return 1 << (max(1, int(n)).bit_length() - 1)
+
+
+def _pair(v) -> tuple[int, int]:
+    return (int(v), int(v)) if isinstance(v, (int, float)) else (int(v[0]), int(v[1]))
+
+
+def reduction_shape(info: KernelInfo) -> tuple[int, int, bool]:
+    """(rows, reduction extent per row, whether the reduction covers the innermost input
+    axis) of a group, from its anchor's attrs and shapes. Only candidate lists and the
+    fallback depend on it: `apply` reads the real loop extents."""
+    out = tuple(info.out_shape)
+    ins = tuple(info.in_shapes[0]) if info.in_shapes else out
+    a = info.attrs
+    if info.anchor_kind == "softmax":
+        ax = int(a.get("axis", -1)) % max(1, len(out))
+        red = int(out[ax]) if out else 1
+        return max(1, math.prod(out) // max(red, 1)), red, ax == len(out) - 1
+    rows = max(1, math.prod(out))
+    if info.anchor_kind == "pool":
+        nhwc = a.get("layout", "NCHW") == "NHWC"
+        if "kernel" in a:  # max/avg pool window
+            kh, kw = _pair(a["kernel"])
+            return rows, kh * kw, not nhwc
+        if "size" in a:  # LRN: a window across the channel axis
+            return rows, int(a["size"]), int(a.get("axis", 1)) % len(ins) == len(ins) - 1
+        return rows, max(1, math.prod(ins) // rows), not nhwc  # global pooling
+    axes = a.get("axes")
+    axes = range(len(ins)) if axes is None else [x % len(ins) for x in axes]
+    red = math.prod(int(ins[x]) for x in axes) if ins else 1
+    return rows, max(1, red), (len(ins) - 1) in axes
+
+
+def _annotate_unroll(sch: s_tir.Schedule, loop, step: int) -> None:
+    if step:
+        sch.annotate(loop, "pragma_auto_unroll_max_step", step)
+        sch.annotate(loop, "pragma_unroll_explicit", 1)
+
+
+def _inner_loops(sch: s_tir.Schedule, block, outer) -> list:
+    """The loops of `block` nested below `outer`, unit loops left out."""
+    loops = sch.get_loops(block)
+    target = sch.get_sref(outer)
+    for k, l in enumerate(loops):
+        if sch.get_sref(l).same_as(target):
+            rest = loops[k + 1:]
+            break
+    else:
+        raise ValueError("loop does not enclose block")
+    return [l for l in rest if int(sch.get(l).extent) != 1]
+
+
+def _spread(sch: s_tir.Schedule, block, outer, threads: int) -> Optional[tuple]:
+    """Fuse the non-unit loops of `block` under `outer`, split off `threads` (bound to
+    threadIdx.x when > 1); returns (serial loop, thread loop) or None if nothing is left."""
+    inner = _inner_loops(sch, block, outer)
+    if not inner:
+        return None
+    fused = sch.fuse(*inner) if len(inner) > 1 else inner[0]
+    if threads <= 1:
+        return fused, None
+    lo, li = sch.split(fused, [None, threads])
+    sch.bind(li, "threadIdx.x")
+    return lo, li
+
+
+@register("cuda", "reduce", "softmax", "pool")
+class CudaCrossThreadReduction(Template):
+    name = "cuda_cross_thread_reduction"
+
+    # -- space ------------------------------------------------------------------------
+    def _thread_candidates(self, info: KernelInfo, red: int) -> list[int]:
+        top = max(WARP, _pow2_ceil(red))
+        cands = [t for t in CROSS_THREADS if t <= top]
+        if red < WARP:
+            cands += [t for t in SUB_WARP if t < WARP and t >= _pow2_ceil(red) // 2]
+        if info.anchor_kind != "softmax":
+            cands.append(1)
+        return cands
+
+    def space(self, info: KernelInfo, target) -> ConfigSpace:
+        rows, red, _ = reduction_shape(info)
+        s = ConfigSpace()
+        s.define_knob("red_threads", self._thread_candidates(info, red))
+        top = min(MAX_ROWS, _pow2_ceil(rows))
+        s.define_knob("rows", [1 << k for k in range(top.bit_length()) if 1 << k <= top])
+        s.define_knob("unroll", UNROLL)
+        return s
+
+    def fallback(self, info: KernelInfo, target, space: ConfigSpace) -> Config:
+        rows, red, innermost = reduction_shape(info)
+        knobs = {k.name: k.candidates for k in space.knobs}
+        serial_ok = 1 in knobs["red_threads"]
+        if serial_ok and (red < WARP if info.anchor_kind == "pool" else red < 8):
+            tx = 1  # short windows: a thread per output, as the generic template
+        elif serial_ok and not innermost and rows >= SERIAL_MIN_ROWS:
+            tx = 1  # outer-axis reduction: adjacent threads read adjacent elements
+        elif red < WARP:
+            tx = min(WARP, max(8, _pow2_ceil(red)))  # one sub-warp group per row
+        else:
+            # a few serial steps per thread; up to 1024 threads when there are few rows
+            cap = 512 if rows >= 64 else MAX_THREADS
+            tx = min(cap, max(WARP, _pow2_floor(red // 4)))
+        tx = max(t for t in knobs["red_threads"] if t <= tx) if tx > 1 else 1
+        if tx == 1:
+            r = SERIAL_THREADS
+        else:
+            r = max(1, BLOCK_THREADS // tx)
+            floor = max(1, WARP // tx)  # at least a warp per block
+            while r > floor and -(-rows // r) < MIN_BLOCKS:
+                r //= 2
+        r = max(c for c in knobs["rows"] if c <= max(r, 1))
+        vals = {"red_threads": tx, "rows": r, "unroll": 16 if -(-red // tx) > 1 else 0}
+        return space.from_values(vals)
+
+    # -- apply ------------------------------------------------------------------------
+    def apply(self, sch: s_tir.Schedule, info: KernelInfo, cfg: Config, target) -> None:
+        tx = int(cfg["red_threads"])
+        rows = max(1, min(int(cfg["rows"]), MAX_THREADS // max(tx, 1)))
+        inline_all(sch, info)
+        if info.anchor_kind == "softmax":
+            self._apply_rowwise(sch, info, tx, rows, cfg["unroll"])
+        else:
+            self._apply_single(sch, info, tx, rows, cfg["unroll"])
+
+    def _bind_rows(self, sch: s_tir.Schedule, row, tx: int, rows: int):
+        """Rows over blockIdx.x and (rows per block) threadIdx.y, or threadIdx.x in serial
+        mode; returns the loop a row's work is attached under."""
+        if rows > 1:
+            bx, r = sch.split(row, [None, rows])
+            sch.bind(bx, "blockIdx.x")
+            sch.bind(r, "threadIdx.x" if tx == 1 else "threadIdx.y")
+            return r
+        sch.bind(row, "blockIdx.x")
+        return row
+
+    def _apply_single(self, sch: s_tir.Schedule, info: KernelInfo, tx: int, rows: int, unroll: int) -> None:
+        """reduce / pool: one reduction block plus its elementwise epilogue."""
+        if len(info.reduce_blocks) != 1:
+            raise ValueError(f"expected one reduction block, got {info.reduce_blocks}")
+        anchor = info.reduce_blocks[0]
+        block = sch.get_sblock(anchor)
+        sp, rd = spatial_reduce_loops(sch, block)
+        if not sp:  # reduction to a scalar: a unit row loop to hang the epilogue on
+            sp = [sch.add_unit_loop(sch.get_loops(block)[0])]
+        else:
+            sch.reorder(*sp, *rd)
+        row = sch.fuse(*sp) if len(sp) > 1 else sp[0]
+        red = sch.fuse(*rd) if len(rd) > 1 else rd[0]
+        if tx > 1:
+            serial, lane = sch.split(red, [None, tx])
+            sch.bind(lane, "threadIdx.x")
+        else:
+            serial = red
+        row = self._bind_rows(sch, row, tx, rows)
+        _annotate_unroll(sch, serial, unroll)
+
+        epilogue = [b for b in info.output_blocks if b != anchor]
+        if anchor in info.output_blocks:
+            # the anchor accumulates in registers; a write-back block stores the result
+            wb = sch.cache_write(block, 0, "local")
+            sch.reverse_compute_at(wb, row)
+            _spread(sch, wb, row, tx)
+        else:
+            sch.set_scope(block, 0, "local")
+        for name in epilogue:
+            b = sch.get_sblock(name)
+            sch.reverse_compute_at(b, row)
+            _spread(sch, b, row, tx)
+
+    def _apply_rowwise(self, sch: s_tir.Schedule, info: KernelInfo, tx: int, rows: int, unroll: int) -> None:
+        """softmax: per row, max then exp-sum then the output, in one thread block."""
+        out_name = info.output_blocks[0]
+        out = sch.get_sblock(out_name)
+        loops = sch.get_loops(out)
+        ax = int(info.attrs.get("axis", -1)) % len(loops)
+        row_loops = [l for k, l in enumerate(loops) if k != ax]
+        col = loops[ax]
+        if row_loops:
+            sch.reorder(*row_loops, col)
+            row = sch.fuse(*row_loops) if len(row_loops) > 1 else row_loops[0]
+        else:  # 1-D softmax: a single row
+            row = sch.add_unit_loop(col)
+        row = self._bind_rows(sch, row, tx, rows)
+        _spread(sch, out, row, tx)
+        for name in info.output_blocks[1:]:
+            b = sch.get_sblock(name)
+            sch.reverse_compute_at(b, row)
+            _spread(sch, b, row, tx)
+        # consumers first: the exp-sum reads the max
+        for name in reversed(info.reduce_blocks):
+            b = sch.get_sblock(name)
+            sch.compute_at(b, row)
+            sch.set_scope(b, 0, "local")
+            parts = _spread(sch, b, row, tx)
+            if parts is not None:
+                _annotate_unroll(sch, parts[0], unroll)

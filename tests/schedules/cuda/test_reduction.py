@@ -1,0 +1,163 @@
+"""The CUDA cross-thread reduction template (schedules/cuda/reduction.py), without a GPU:
+reduce / softmax / pool chains build to one kernel whose reduction is a warp-shuffle
+allreduce, sampled configs of the space apply and generate code, the fallback compiles to
+sm_90 PTX."""
+from __future__ import annotations
+
+import random
+import re
+import shutil
+
+import numpy as np
+import pytest
+from tvm import s_tir
+
+import tefuse
+from tefuse import GraphBuilder
+from tefuse.codegen.build import compile_mod
+from tefuse.codegen.inspect import compile_to_ptx, cuda_kernel_names, ptx_entries
+from tefuse.tune.task import extract_tasks
+
+TEMPLATE = "cuda_cross_thread_reduction"
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+SHFL = re.compile(r"__shfl_(down_)?sync")
+
+
+def chain(op, shape, dtype="float32", **attrs):
+    """scale (prologue) -> op -> relu (epilogue); softmax alone (it fuses with nothing)."""
+    b = GraphBuilder()
+    x = b.input("x", shape, dtype)
+    if op.endswith("softmax"):
+        return b.build(b.op(op, x, **attrs))
+    y = b.op(op, b.mul(x, b.const(np.array(0.5, dtype))), **attrs)
+    return b.build(b.relu(y))
+
+
+CHAINS = [
+    pytest.param(("reduce_sum", (8, 64), dict(axes=(1,))), id="sum_rows"),
+    pytest.param(("reduce_mean", (2, 64, 56, 56), dict(axes=(2, 3), keepdims=True)), id="mean_hw3136"),
+    pytest.param(("reduce_sum", (2, 49, 2048), dict(axes=(1, 2))), id="sum_49x2048"),
+    pytest.param(("reduce_max", (6, 5, 33), dict(axes=(0, 2))), id="max_outer_inner"),
+    pytest.param(("reduce_sum", (5, 7), dict(axes=None)), id="sum_all"),
+    pytest.param(("reduce_mean", (4, 130), dict(axes=(1,)), "float16"), id="mean_fp16"),
+    pytest.param(("softmax", (64, 10), dict()), id="softmax_64x10"),
+    pytest.param(("softmax", (3, 1000), dict()), id="softmax_3x1000"),
+    pytest.param(("softmax", (4, 10, 6), dict(axis=1)), id="softmax_axis1"),
+    pytest.param(("log_softmax", (5, 40), dict()), id="log_softmax"),
+    pytest.param(("softmax", (8, 96), dict(), "float16"), id="softmax_fp16"),
+    pytest.param(("global_avg_pool2d", (1, 256, 7, 7), dict()), id="global_avg_pool"),
+]
+
+
+def _unpack(case):
+    op, shape, attrs = case[:3]
+    return op, shape, attrs, (case[3] if len(case) > 3 else "float32")
+
+
+@pytest.fixture(scope="module")
+def built():
+    cache = {}
+
+    def get(case):
+        key = repr(case)
+        if key not in cache:
+            op, shape, attrs, dtype = _unpack(case)
+            g = chain(op, shape, dtype, **attrs)
+            cache[key] = (g, tefuse.build(g, "cuda"))
+        return cache[key]
+
+    return get
+
+
+@pytest.mark.parametrize("case", CHAINS)
+def test_chain_is_one_cross_thread_kernel(built, case):
+    g, cg = built(case)
+    assert cg.num_kernels == 1
+    (k,) = cg.kernels
+    assert k.template == TEMPLATE and k.config_source == "fallback"
+    src = k.source("cuda")
+    (name,) = cuda_kernel_names(src)
+    assert SHFL.search(src), "no warp-shuffle allreduce in the kernel"
+    # the kernel reads the input and writes the output: no global buffer in between
+    params = re.search(rf"\b{name}\s*\(([^)]*)\)\s*\{{", src).group(1)
+    assert len(re.findall(r"\*", params)) == 2, params
+    if not case[0].endswith("softmax"):  # the relu epilogue runs in the kernel
+        assert re.search(r"= max\(.*0x0p\+0f", src), "no relu in the kernel"
+
+
+def test_softmax_is_two_allreduces_in_one_kernel(built):
+    _, cg = built(("softmax", (3, 1000), {}))
+    src = cg.source("cuda")
+    assert len(cuda_kernel_names(src)) == 1
+    # max then exp-sum, each reduced across threads, then the output, in one kernel
+    assert len(re.findall(r"__shfl_down_sync\(mask\w*\[0\], \w+\[0\], 16, 32\)", src)) >= 2
+    assert "expf" in src and "__syncthreads" in src
+
+
+def test_mean_epilogue_in_kernel(built):
+    _, cg = built(("reduce_mean", (2, 64, 56, 56), {"axes": (2, 3), "keepdims": True}))
+    src = cg.source("cuda")
+    assert re.search(r"3\.136000e\+03", src), "mean's divide is not in the kernel"
+
+
+def _task(case):
+    op, shape, attrs, dtype = _unpack(case)
+    (t,) = [t for t in extract_tasks(chain(op, shape, dtype, **attrs), "cuda")
+            if t.info.anchor_kind != "injective"]
+    return t
+
+
+def test_fallback_short_and_long():
+    short = _task(("softmax", (64, 10), {}))
+    assert short.template().name == TEMPLATE
+    fb = short.fallback()
+    assert fb["red_threads"] == 16 and fb["red_threads"] * fb["rows"] >= 32
+    long_ = _task(("reduce_sum", (2, 49, 2048), {"axes": (1, 2)}))
+    assert long_.fallback()["red_threads"] == 1024  # two rows: one block of 1024 per row
+    gap = _task(("reduce_mean", (32, 64, 56, 56), {"axes": (2, 3)}))
+    assert gap.fallback()["red_threads"] == 512
+    # 3x3 pooling: a thread per output (the serial mode), as the generic template did
+    pool = _task(("max_pool2d", (1, 8, 9, 9), {"kernel": 3, "strides": 2, "padding": 1}))
+    assert pool.info.anchor_kind == "pool" and pool.fallback()["red_threads"] == 1
+
+
+SAMPLED = [
+    ("reduce_mean", (2, 64, 56, 56), {"axes": (2, 3), "keepdims": True}),
+    ("reduce_max", (6, 5, 33), {"axes": (0, 2)}),
+    ("softmax", (7, 100), {}),
+    ("softmax", (4, 10, 6), {"axis": 1}),
+    ("max_pool2d", (1, 8, 9, 9), {"kernel": 3, "strides": 2, "padding": 1}),
+    ("global_avg_pool2d", (1, 7, 7, 64), {"layout": "NHWC"}),
+]
+
+
+@pytest.mark.parametrize("case", SAMPLED, ids=lambda c: f"{c[0]}_{'x'.join(map(str, c[1]))}")
+def test_sampled_configs_apply_and_generate(case):
+    t = _task(case)
+    space, tmpl = t.space(), t.template()
+    assert tmpl.name == TEMPLATE
+    idx = random.Random(len(space)).sample(range(len(space)), min(8, len(space)))
+    for i in idx:
+        cfg = space.get(i)
+        sch = s_tir.Schedule(t.func)
+        tmpl.apply(sch, t.info, cfg, t.target)
+        mod = compile_mod(sch.mod, t.target)
+        (dev,) = [m for m in mod.imports if m.kind == "cuda"]
+        src = dev.inspect_source()
+        assert len(cuda_kernel_names(src)) == 1, cfg.values
+        cross = cfg["red_threads"] > 1
+        assert bool(SHFL.search(src)) == cross, cfg.values
+
+
+@needs_nvcc
+@pytest.mark.parametrize("case", [("softmax", (64, 10), {}),
+                                  ("reduce_sum", (2, 49, 2048), {"axes": (1, 2)}),
+                                  ("reduce_mean", (2, 64, 56, 56), {"axes": (2, 3), "keepdims": True})],
+                         ids=["softmax_short", "sum_long", "mean_3136"])
+def test_fallback_compiles_to_sm90_ptx(built, case):
+    _, cg = built(case)
+    src = cg.source("cuda")
+    ptx = compile_to_ptx(src, "sm_90")
+    assert re.search(r"^\.target\s+sm_90\b", ptx, re.M)
+    assert ptx_entries(ptx) == cuda_kernel_names(src)
+    assert "shfl.sync" in ptx
