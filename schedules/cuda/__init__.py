@@ -1,3 +1,4 @@
 """CUDA templates (ROCm reuses them: same thread model, lowered to AMDGPU)."""
 from . import conv2d_direct, generic, injective  # noqa: F401
 from . import reduction  # noqa: F401
+from . import dense  # noqa: F401
