@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# What the closing notes' GPU numbers come from: one lease on the device machine, in two
+# calls (each under 10 minutes), run from the repository root after TVM's parcels are loaded
+# (see ../shared/gpu/stash). Results land under $OUT (at most 8 files come back).
+#
+#   bash tefuse/bench/gpu_session.sh tests   # GPU tests + tuning study (3 ResNet-50 shapes)
+#   bash tefuse/bench/gpu_session.sh models  # tune ResNet-50's kernels, then bench models
+set -uo pipefail
+OUT=${OUT:-/tmp/out}
+TRIALS=${TRIALS:-64}  # per chain and tuner in the study
+MODEL_TRIALS=${MODEL_TRIALS:-32}  # per ResNet-50 kernel
+mkdir -p "$OUT" /tmp/tefuse
+export PYTHONUNBUFFERED=1 TEFUSE_USER_DB=/tmp/tefuse/user.jsonl
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+case "${1:-tests}" in
+tests)
+  python3 -m pytest -m gpu tests -q -p no:cacheprovider 2>&1 | tee "$OUT/gpu_tests.log" | tail -15
+  rm -rf /tmp/tefuse/study && mkdir -p /tmp/tefuse/study
+  python3 -m tefuse.bench.tuning --trials "$TRIALS" --workdir /tmp/tefuse/study --json "$OUT/study.json" \
+    > "$OUT/study.log" 2>&1
+  grep -v " INFO\|tefuse\.\(codegen\|tune\)" "$OUT/study.log" | tail -8
+  cat /tmp/tefuse/study/*.jsonl > "$OUT/study_records.jsonl"
+  ;;
+models)
+  python3 -c "from tefuse.bench.models import export_torchvision as e; from pathlib import Path; \
+e('resnet50', 1, Path('/tmp/tefuse/resnet50_b1.onnx'))" 2>/dev/null
+  python3 -m tefuse tune /tmp/tefuse/resnet50_b1.onnx -t cuda --trials "$MODEL_TRIALS" --tuner xgb \
+    --log /tmp/tefuse/resnet50.jsonl --no-progress > "$OUT/tune_resnet50.log" 2>&1
+  tail -3 "$OUT/tune_resnet50.log"
+  cp /tmp/tefuse/resnet50.jsonl "$OUT/resnet50_records.jsonl"
+  # fallback configs only, then with the new records (TEFUSE_SYSTEM_DB: the shipped logs + them)
+  python3 -m tefuse.bench.models resnet50 mobilenet_v2 --batch 1 --no-db --workdir /tmp/tefuse \
+    --json "$OUT/models_fallback.json" 2>&1 | grep -v " INFO\|schedule:\|Warning\|torch.onnx" | tail -4
+  TEFUSE_SYSTEM_DB=tuning_logs:/tmp/tefuse/resnet50.jsonl python3 -m tefuse.bench.models resnet50 \
+    --batch 1 --workdir /tmp/tefuse --json "$OUT/models_tuned.json" 2>&1 \
+    | grep -v " INFO\|schedule:\|Warning\|torch.onnx" | tail -2
+  ;;
+esac
