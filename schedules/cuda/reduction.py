@@ -41,7 +41,7 @@ UNROLL = (0, 16, 64, 256)
 # fallback targets
 BLOCK_THREADS = 256  # threads per block for cross-thread rows
 SERIAL_THREADS = 128  # threads per block in serial mode
-MIN_BLOCKS = 264  # ~2 waves of blocks on an H100 (132 SMs) before rows shrink
+MIN_BLOCKS = 132  # a wave of blocks on an H100 (132 SMs): fewer, and rows per block shrink
 SERIAL_MIN_ROWS = 2048  # serial mode for an outer-axis reduction only with this many rows
 
 
