@@ -29,6 +29,11 @@ class Template:
 
     name = "template"
 
+    def accepts(self, info: KernelInfo) -> bool:
+        """Whether the template can schedule this group at all (a key may hold templates
+        for a subset of its groups, e.g. non-grouped convs only); those that can't are skipped."""
+        return True
+
     def space(self, info: KernelInfo, target) -> ConfigSpace:
         return ConfigSpace()
 

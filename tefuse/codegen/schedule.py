@@ -9,7 +9,7 @@ import tvm
 from tvm import s_tir
 
 import schedules
-from schedules.registry import Template
+from schedules.registry import KernelInfo, Template
 
 from ..errors import BuildError
 from ..target import target_key
@@ -33,8 +33,12 @@ class ScheduleChoice:
     source: str  # "tuned" or "fallback"
 
 
-def find_template(target: tvm.target.Target, anchor_kind: str, name: Optional[str] = None) -> list[Template]:
+def find_template(target: tvm.target.Target, anchor_kind: str, name: Optional[str] = None,
+                  info: Optional[KernelInfo] = None) -> list[Template]:
+    """Templates for the anchor kind (first = fallback choice); with `info`, those that accept it."""
     temps = schedules.get_templates(target.kind.name, anchor_kind)
+    if info is not None:
+        temps = [t for t in temps if t.accepts(info)]
     if not temps:
         raise BuildError(f"no schedule template for target {target.kind.name!r}, anchor {anchor_kind!r}")
     if name is not None:
@@ -49,13 +53,13 @@ def choose_schedule(lowered: LoweredGroup, target: tvm.target.Target,
     if db is not None:
         rec = db.best(key, target_key(target))
         if rec is not None:
-            for t in find_template(target, info.anchor_kind, rec.template):
+            for t in find_template(target, info.anchor_kind, rec.template, info=info):
                 space = t.space(info, target)
                 try:
                     return ScheduleChoice(t, space.from_values(rec.config), "tuned")
                 except (KeyError, ValueError):
                     log.warning("tuning record for %s does not fit template %s; ignoring it", key, t.name)
-    t = find_template(target, info.anchor_kind)[0]
+    t = find_template(target, info.anchor_kind, info=info)[0]
     if target.kind.name != "llvm":
         log.info("no tuning record for %s on %s: fallback config of %s", key, target_key(target), t.name)
     return ScheduleChoice(t, t.fallback(info, target, t.space(info, target)), "fallback")

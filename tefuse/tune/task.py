@@ -87,7 +87,7 @@ class Task:
 def task_from_group(group: FusedGroup, target: TargetLike) -> Task:
     tgt = make_target(target)
     lowered = lower_group(group)
-    templates = find_template(tgt, lowered.info.anchor_kind)
+    templates = find_template(tgt, lowered.info.anchor_kind, info=lowered.info)
     spaces = {t.name: t.space(lowered.info, tgt) for t in templates}
     return Task(workload_key(group), group, lowered, tgt, templates, spaces)
 

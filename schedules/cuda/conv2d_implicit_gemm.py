@@ -1,0 +1,244 @@
+"""CUDA implicit-GEMM conv2d template (NCHW and NHWC, groups == 1).
+
+The conv is tiled as a GEMM: M = N*OH*OW output pixels, N = K output channels, and the
+reduction R = C*KH*KW. In s_tir terms:
+
+* `transform_block_layout` turns the conv block's iterators (n, y, x, k, ry, rx, rc) into
+  (m, k, r), and the epilogue blocks' (n, y, x, k) into (m, k), so all of them iterate the
+  same 2-D output space; the conv result buffer becomes [M, K] (registers after scheduling).
+* `reindex` of the conv's two reads gives the im2col matrix A[m, r] (read from pad_temp,
+  into which the padding/prologue stage is inlined) and the weight matrix B[k, r]; both
+  become shared-memory tiles computed at the outer reduction loop by all threads together.
+* M and K are split block / virtual thread / thread / per-thread, R outer / inner; the
+  accumulator lives in registers and the epilogue is computed from them (`attach_epilogue`).
+
+Thread layout follows the output's contiguous dim: threadIdx.x runs along m (output x) for
+NCHW and along k (channels) for NHWC, so epilogue stores coalesce. Each shared tile is laid
+out so that the compute reads of a warp are conflict-light: the operand on threadIdx.x is
+stored [R, Q], the other one [P, R]; tile fills run in the global operand's contiguous order.
+"""
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import logging
+import math
+
+from tvm import s_tir
+
+from tefuse.tune.space import Config, ConfigSpace, _divisors
+
+from ..common import attach_epilogue, inline_all, read_index
+from ..registry import KernelInfo, Template, register
+
+log = logging.getLogger(__name__)
+
+# split filters: (block, vthread, thread, inner); threads per dim <= 32 keeps a block at
+# <= 1024 threads, vthread * inner <= 8 keeps the accumulator at <= 64 registers a thread
+MAX_VTHREAD = 4
+MAX_THREAD = 32
+MAX_INNER = 8
+MAX_PER_THREAD = 8
+MAX_BLOCK_TILE = 256
+SHARED_ROW_BYTES = 96  # r-tile * element size: (256 + 256) * 96 B = 48 KiB of shared memory at most
+# fallback aims
+FALLBACK_THREADS = 256
+FALLBACK_PER_THREAD = 16  # 4x4 register tile
+FALLBACK_BLOCKS = 264  # 2 blocks for each of an H100's 132 SMs
+NARROW_PENALTY = 0.9
+FALLBACK_RED_BYTES = 64  # r-tile of 16 float32 / 32 float16 values
+UNROLL = (0, 512, 1500)
+
+
+@dataclasses.dataclass(frozen=True)
+class GemmShape:
+    layout: str
+    n: int
+    oh: int
+    ow: int
+    k: int
+    c: int
+    kh: int
+    kw: int
+
+    @property
+    def m(self) -> int:
+        return self.n * self.oh * self.ow
+
+    @property
+    def r(self) -> int:
+        return self.c * self.kh * self.kw
+
+
+def gemm_shape(info: KernelInfo) -> GemmShape:
+    layout = info.attrs.get("layout", "NCHW")
+    groups = int(info.attrs.get("groups", 1))
+    if groups != 1:
+        raise ValueError(f"conv2d_implicit_gemm handles groups == 1 only, got groups={groups} "
+                         "(grouped convs use conv2d_direct)")
+    w = info.in_shapes[1]
+    if layout == "NCHW":
+        n, k, oh, ow = info.out_shape
+        _, c, kh, kw = w
+    elif layout == "NHWC":
+        n, oh, ow, k = info.out_shape
+        kh, kw, c, _ = w
+    else:
+        raise ValueError(f"conv2d_implicit_gemm: unsupported layout {layout!r}")
+    return GemmShape(layout, int(n), int(oh), int(ow), int(k), int(c), int(kh), int(kw))
+
+
+def _dtype_bytes(dtype: str) -> int:
+    return 2 if dtype == "float16" else 4
+
+
+def _split_filter(c) -> bool:
+    return (c[1] <= MAX_VTHREAD and c[2] <= MAX_THREAD and c[3] <= MAX_INNER
+            and c[1] * c[3] <= MAX_PER_THREAD and c[1] * c[2] * c[3] <= MAX_BLOCK_TILE)
+
+
+# per-thread extent along one dim -> (virtual threads, inner): 4 outputs a thread are two
+# interleaved pairs, which keeps a warp's shared-memory reads apart (measured ~15% faster
+# than 4 adjacent outputs on an H100)
+PER_THREAD = {1: (1, 1), 2: (1, 2), 4: (2, 2)}
+
+
+def fallback_tiles(g: GemmShape, narrow_penalty: float = None) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """((vthreads, threads, inner) along M, the same along K) for the fallback config.
+
+    Perfect divisors only. A big GEMM gets 256 threads with a 4x4 register tile each (a 64x64
+    block tile, as two interleaved 2x2s); a small one trades the register tile for blocks, as
+    long reductions over few output pixels (ResNet's 14x14 and 7x7 layers at batch 1) need
+    many blocks to keep the SMs busy. Score: share of FALLBACK_BLOCKS reached, times
+    (outputs a thread / 16)^0.3, over 1 + |log2(threads / 256)|, times `narrow_penalty` when
+    fewer than 16 threads run along the output's contiguous dim (threadIdx.x); weights
+    fitted to H100 sweeps of ResNet-50's convs.
+    """
+    penalty = NARROW_PENALTY if narrow_penalty is None else narrow_penalty
+    best, best_score = None, None
+    for lo in (64, 32, 1):
+        for mt in (d for d in _divisors(g.m) if d <= MAX_THREAD):
+            for kt in (d for d in _divisors(g.k) if d <= MAX_THREAD):
+                threads = mt * kt
+                if not lo <= threads <= 512:
+                    continue
+                along_x = mt if g.layout == "NCHW" else kt
+                for em, ek in itertools.product(PER_THREAD, PER_THREAD):
+                    if g.m % (mt * em) or g.k % (kt * ek):
+                        continue
+                    blocks = (g.m // (mt * em)) * (g.k // (kt * ek))
+                    fill = min(1.0, blocks / FALLBACK_BLOCKS)
+                    regs = (em * ek / FALLBACK_PER_THREAD) ** 0.3
+                    score = fill * regs / (1 + abs(math.log2(threads / FALLBACK_THREADS)))
+                    if along_x < 16:
+                        score *= penalty
+                    score = (score, -abs(mt * em - kt * ek))  # then square-ish block tiles
+                    if best_score is None or score > best_score:
+                        vm, im = PER_THREAD[em]
+                        vk, ik = PER_THREAD[ek]
+                        best, best_score = ((vm, mt, im), (vk, kt, ik)), score
+        if best is not None:
+            return best
+    raise ValueError(f"no fallback tiling for {g}")
+
+
+@register("cuda", "conv2d")
+class Conv2dImplicitGemm(Template):
+    name = "conv2d_implicit_gemm"
+
+    def accepts(self, info: KernelInfo) -> bool:
+        return int(info.attrs.get("groups", 1)) == 1 and info.attrs.get("layout", "NCHW") in ("NCHW", "NHWC")
+
+    def space(self, info: KernelInfo, target) -> ConfigSpace:
+        g = gemm_shape(info)
+        s = ConfigSpace()
+        s.define_split("tile_m", g.m, 4, filter=_split_filter)
+        s.define_split("tile_n", g.k, 4, filter=_split_filter)
+        max_ri = SHARED_ROW_BYTES // _dtype_bytes(info.dtype)
+        s.define_split("tile_k", g.r, 2, filter=lambda c: c[1] <= max_ri)
+        s.define_knob("unroll", list(UNROLL))
+        return s
+
+    def fallback(self, info: KernelInfo, target, space: ConfigSpace) -> Config:
+        g = gemm_shape(info)
+        (vm, mt, mi), (vk, kt, ki) = fallback_tiles(g)
+        ri = max(d for d in _divisors(g.r) if d <= FALLBACK_RED_BYTES // _dtype_bytes(info.dtype))
+        return space.from_values({
+            "tile_m": (g.m // (vm * mt * mi), vm, mt, mi),
+            "tile_n": (g.k // (vk * kt * ki), vk, kt, ki),
+            "tile_k": (g.r // ri, ri),
+            "unroll": 512,
+        })
+
+    def apply(self, sch: s_tir.Schedule, info: KernelInfo, cfg: Config, target) -> None:
+        g = gemm_shape(info)
+        anchor = info.anchor_block
+        staged = [b for b in ("pad_temp", "weight_in") if b in info.inline_blocks]
+        inline_all(sch, info, keep=staged)
+        conv = sch.get_sblock(anchor)
+        weight_buf = "weight_in" if "weight_in" in staged else sch.get(conv).reads[-1].source.name
+        ohw, ow, c, kh, kw = g.oh * g.ow, g.ow, g.c, g.kh, g.kw
+        if g.layout == "NCHW":
+            out_map = lambda n, k, y, x: (n * ohw + y * ow + x, k)  # noqa: E731
+            conv_map = lambda n, k, y, x, rc, ry, rx: (  # noqa: E731
+                n * ohw + y * ow + x, k, rc * kh * kw + ry * kw + rx)
+        else:
+            out_map = lambda n, y, x, k: (n * ohw + y * ow + x, k)  # noqa: E731
+            conv_map = lambda n, y, x, k, ry, rx, rc: (  # noqa: E731
+                n * ohw + y * ow + x, k, ry * kw * c + rx * c + rc)
+
+        # the anchor's result: a 2-D [M, K] intermediate (a write-back copy when it is an output)
+        if anchor in info.output_blocks:
+            wb = sch.cache_write(conv, 0, "local")
+            epilogue = [sch.get(wb).name_hint]
+            info = dataclasses.replace(info, output_blocks=epilogue + [b for b in info.output_blocks
+                                                                       if b != anchor])
+        epilogue = [b for b in info.output_blocks if b != anchor]
+        out_shape = tuple(info.out_shape)
+        for name in epilogue:
+            dom = tuple(int(iv.dom.extent) for iv in sch.get(sch.get_sblock(name)).iter_vars)
+            if dom != out_shape:
+                raise ValueError(f"conv2d_implicit_gemm: epilogue block {name} iterates {dom}, "
+                                 f"not the conv output {out_shape}")
+        sch.transform_layout(conv, ("write", 0), out_map)
+        sch.transform_block_layout(conv, conv_map)
+        for name in epilogue:
+            sch.transform_block_layout(sch.get_sblock(name), out_map)
+
+        # im2col (A[m, r]) and weight (B[k, r]) matrices, to be staged in shared memory
+        a_fill = sch.reindex(conv, ("read", read_index(sch, conv, "pad_temp")))
+        b_fill = sch.reindex(conv, ("read", read_index(sch, conv, weight_buf)))
+        for name in staged:
+            sch.compute_inline(sch.get_sblock(name))
+        q_is_m = g.layout == "NCHW"  # which GEMM dim runs along threadIdx.x
+        transpose = lambda i, j: (j, i)  # noqa: E731
+        # the operand indexed by the threadIdx.x dim is stored [R, Q]: lanes read consecutive words
+        transposed = a_fill if q_is_m else b_fill
+        sch.transform_layout(transposed, ("write", 0), transpose)
+        sch.transform_block_layout(transposed, transpose)
+
+        m, k, r = sch.get_loops(conv)
+        ms = sch.split(m, factors=list(cfg["tile_m"]))
+        ks = sch.split(k, factors=list(cfg["tile_n"]))
+        ro, ri = sch.split(r, factors=list(cfg["tile_k"]))
+        ps, qs = (ks, ms) if q_is_m else (ms, ks)
+        sch.reorder(ms[0], ks[0], ps[1], qs[1], ps[2], qs[2], ro, ri, ps[3], qs[3])
+        sch.bind(sch.fuse(ms[0], ks[0]), "blockIdx.x")  # neighbouring blocks share an A tile
+        sch.bind(ps[1], "vthread.y")
+        sch.bind(qs[1], "vthread.x")
+        sch.bind(ps[2], "threadIdx.y")
+        sch.bind(qs[2], "threadIdx.x")
+        attach_epilogue(sch, info, anchor, qs[2], "local")
+
+        threads = (cfg["tile_n" if q_is_m else "tile_m"][2], cfg["tile_m" if q_is_m else "tile_n"][2])
+        for fill in (a_fill, b_fill):
+            sch.set_scope(fill, 0, "shared")
+            sch.compute_at(fill, ro, preserve_unit_loops=True)
+            inner = sch.get_loops(fill)[-2:]
+            fused = sch.fuse(*inner)
+            _, ty, tx = sch.split(fused, factors=[None, *threads])
+            sch.bind(ty, "threadIdx.y")
+            sch.bind(tx, "threadIdx.x")
+        if cfg["unroll"]:
+            sch.annotate(ro, "pragma_auto_unroll_max_step", cfg["unroll"])
+            sch.annotate(ro, "pragma_unroll_explicit", 1)
