@@ -40,7 +40,7 @@ def _rc_extent(info: KernelInfo) -> int:
     return w[1] if info.attrs.get("layout", "NCHW") == "NCHW" else w[2]
 
 
-@register("cuda", "conv2d", "depthwise_conv2d")
+@register("cuda", "conv2d")
 class Conv2dDirect(Template):
     name = "conv2d_direct"
 

@@ -1,0 +1,96 @@
+"""The CUDA depthwise conv2d template on a real GPU vs the float64 numpy reference: the
+fallback config and a seeded sample of the space, for depthwise + bias + batch_norm + relu6.
+
+Deselected by default (`addopts` has `-m 'not gpu ...'`); run with
+    python -m pytest -m gpu tests/gpu/test_conv2d_depthwise_gpu.py -q
+Skips cleanly when `tefuse.target.has_gpu()` is false.
+"""
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+import tefuse
+from tefuse.codegen.build import build_group
+from tefuse.codegen.schedule import ScheduleChoice
+from tefuse.runtime.executor import CompiledGraph
+from tefuse.tune.task import as_tasks
+from tests.reference import assert_close, batch_norm, conv2d
+from tests.schedules.cuda.test_conv2d_depthwise import dw_chain, fits
+
+pytestmark = pytest.mark.gpu
+
+
+def chain_reference(g, feeds: dict, kw: dict) -> np.ndarray:
+    layout = kw.get("layout", "NCHW")
+    ax = 1 if layout == "NCHW" else 3
+    c = kw.get("c", 32)
+    k = kw.get("k", 3)
+    const = {n.name: n.value.astype(np.float64) for n in g.constants}
+    x = feeds["x"].astype(np.float64)
+    if kw.get("prologue"):
+        x = np.maximum(x, 0)
+    y = conv2d(x, const["w"], strides=kw.get("stride", 1), padding=k // 2, groups=c, layout=layout)
+    if not kw.get("epilogue", True):
+        return y
+    shape = [1, 1, 1, 1]
+    shape[ax] = -1
+    y = y + const["bias"].reshape(shape)
+    y = batch_norm(y, const["gamma"], const["beta"], const["mean"], const["var"], axis=ax)
+    return np.clip(y, 0, 6)
+
+
+def _tol(dtype):
+    return dict(rtol=1e-2, atol=5e-2) if dtype == "float16" else dict(rtol=1e-4, atol=1e-4)
+
+
+def _check(cg, g, kw, rng, what=""):
+    feeds = {i.name: rng.standard_normal(i.shape).astype(i.dtype) for i in g.inputs}
+    (y,) = cg.run(**feeds)
+    dtype = kw.get("dtype", "float32")
+    return assert_close(y, chain_reference(g, feeds, kw), dtype, **_tol(dtype), what=f"{kw} {what}")
+
+
+CHAINS = [
+    pytest.param(dict(c=32, hw=112), id="mbv2_32x112x112"),
+    pytest.param(dict(c=144, hw=56, stride=2), id="mbv2_144x56x56_s2"),
+    pytest.param(dict(c=960, hw=7), id="mbv2_960x7x7"),
+    pytest.param(dict(c=960, hw=7, layout="NHWC"), id="nhwc_960x7x7"),
+    pytest.param(dict(n=16, c=96, hw=28, layout="NHWC", stride=2), id="b16_nhwc_s2"),
+    pytest.param(dict(n=16, c=32, hw=28), id="b16_nchw"),
+    pytest.param(dict(c=64, hw=30, dtype="float16"), id="fp16_nchw"),
+    pytest.param(dict(c=64, hw=29, dtype="float16", layout="NHWC", stride=2), id="fp16_nhwc_s2_odd"),
+    pytest.param(dict(c=16, hw=20, mult=2), id="multiplier2_nchw"),
+    pytest.param(dict(c=16, hw=20, mult=3, layout="NHWC", k=5, stride=2), id="multiplier3_nhwc_5x5_s2"),
+    pytest.param(dict(c=24, hw=18, prologue=True), id="prologue_relu"),
+    pytest.param(dict(c=24, hw=18, layout="NHWC", epilogue=False), id="bare_conv_nhwc"),
+]
+
+
+@pytest.mark.parametrize("kw", CHAINS)
+def test_fallback_matches_numpy(rng, kw):
+    g = dw_chain(**kw)
+    cg = tefuse.build(g, "cuda")
+    assert cg.num_kernels == 1 and cg.kernels[0].template == "conv2d_depthwise"
+    err = _check(cg, g, kw, rng, "fallback")
+    print(f"\n{kw}: fallback max abs err {err:.3g}")
+
+
+@pytest.mark.parametrize("kw", [CHAINS[1], CHAINS[4], CHAINS[7], CHAINS[9], CHAINS[10]])
+def test_sampled_configs_match_numpy(rng, kw):
+    g = dw_chain(**kw)
+    (task,) = as_tasks(g, "cuda")  # the task's group holds this graph's nodes
+    space = task.space()
+    pick = random.Random(7)
+    configs = []
+    while len(configs) < 4:
+        cfg = space.get(pick.randrange(len(space)))
+        if fits(task, cfg):
+            configs.append(cfg)
+    for cfg in configs:
+        kernel = build_group(task.group, task.target, choice=ScheduleChoice(task.template(), cfg, "test"))
+        cg = CompiledGraph(g, task.target, [kernel])
+        err = _check(cg, g, kw, rng, f"config {cfg.values}")
+        print(f"\n{kw} #{cfg.index} {cfg.values}: max abs err {err:.3g}")
