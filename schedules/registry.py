@@ -34,6 +34,11 @@ class Template:
         for a subset of its groups, e.g. non-grouped convs only); those that can't are skipped."""
         return True
 
+    def preference(self, info: KernelInfo, target) -> int:
+        """Rank among a key's templates when no tuning record exists (highest wins, then
+        registration order): a measured rule of thumb for which untuned fallback is faster."""
+        return 0
+
     def space(self, info: KernelInfo, target) -> ConfigSpace:
         return ConfigSpace()
 

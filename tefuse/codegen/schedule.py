@@ -35,10 +35,11 @@ class ScheduleChoice:
 
 def find_template(target: tvm.target.Target, anchor_kind: str, name: Optional[str] = None,
                   info: Optional[KernelInfo] = None) -> list[Template]:
-    """Templates for the anchor kind (first = fallback choice); with `info`, those that accept it."""
+    """Templates for the anchor kind; with `info`, those that accept it, most preferred first
+    (the first is the untuned fallback choice)."""
     temps = schedules.get_templates(target.kind.name, anchor_kind)
     if info is not None:
-        temps = [t for t in temps if t.accepts(info)]
+        temps = sorted((t for t in temps if t.accepts(info)), key=lambda t: -t.preference(info, target))
     if not temps:
         raise BuildError(f"no schedule template for target {target.kind.name!r}, anchor {anchor_kind!r}")
     if name is not None:
