@@ -21,11 +21,19 @@ log = logging.getLogger(__name__)
 
 
 def to_device(x: Any, dev) -> tvm.runtime.Tensor:
+    """A tensor on `dev`: DLPack tensors already there (torch, cupy) are used without a copy."""
     if isinstance(x, tvm.runtime.Tensor):
         return x
     if hasattr(x, "__dlpack__") and not isinstance(x, np.ndarray):
-        t = tvm.runtime.from_dlpack(x)
-        if t.device.device_type == dev.device_type:
+        try:
+            t = tvm.runtime.from_dlpack(x)
+        except RuntimeError as e:  # TVM takes only 64-byte aligned data (a sliced tensor isn't)
+            if x.__dlpack_device__()[0] != 1:  # not host memory: no copy we can make here
+                raise TefuseError(f"cannot use a {type(x).__name__} input in place: "
+                                  f"{str(e).strip().splitlines()[-1]}; pass a contiguous copy "
+                                  "(e.g. tensor.clone())") from None
+            return tvm.runtime.tensor(np.ascontiguousarray(np.from_dlpack(x)), dev)
+        if t.device == dev:
             return t
         return tvm.runtime.tensor(t.numpy(), dev)
     return tvm.runtime.tensor(np.asarray(x, order="C"), dev)  # keeps 0-d arrays 0-d
