@@ -5,6 +5,43 @@ from tvm import s_tir
 
 from .registry import KernelInfo
 
+THREAD_AXES = ("threadIdx.z", "threadIdx.y", "threadIdx.x")
+
+
+def largest_divisor(n: int, cap: int) -> int:
+    """The largest divisor of n not above cap (at least 1): perfect tiling for fallbacks."""
+    return max(d for d in range(1, max(1, min(n, cap)) + 1) if n % d == 0)
+
+
+def dtype_bytes(dtype: str) -> int:
+    bits = "".join(c for c in dtype if c.isdigit())
+    return max(1, int(bits or 32) // 8)
+
+
+def loop_depth(sch: s_tir.Schedule, block, loop) -> int:
+    """How many loops enclose `block` down to and including `loop`."""
+    target = sch.get_sref(loop)
+    for k, l in enumerate(sch.get_loops(block)):
+        if sch.get_sref(l).same_as(target):
+            return k + 1
+    raise ValueError("loop does not enclose block")
+
+
+def cooperative_fetch(sch: s_tir.Schedule, cache, depth: int, threads, axes=THREAD_AXES) -> None:
+    """Let every thread of the block fill a staged tile: fuse the cache block's loops below
+    `depth` and bind them to the block's thread axes (innermost last)."""
+    inner = sch.get_loops(cache)[depth:] or [sch.add_unit_loop(cache)]
+    fused = sch.fuse(*inner) if len(inner) > 1 else inner[0]
+    parts = sch.split(fused, factors=[None, *threads])
+    for loop, axis in zip(parts[1:], axes):
+        sch.bind(loop, axis)
+
+
+def annotate_unroll(sch: s_tir.Schedule, loop, max_step: int, explicit: int = 1) -> None:
+    if max_step:
+        sch.annotate(loop, "pragma_auto_unroll_max_step", max_step)
+        sch.annotate(loop, "pragma_unroll_explicit", explicit)
+
 
 def inline_all(sch: s_tir.Schedule, info: KernelInfo, keep=()) -> None:
     """Inline every intermediate stage except those in `keep`."""

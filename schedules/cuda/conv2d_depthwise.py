@@ -28,12 +28,12 @@ from tvm import s_tir
 
 from tefuse.tune.space import Config, ConfigSpace
 
-from ..common import attach_epilogue, inline_all, read_index, spatial_reduce_loops
+from ..common import (THREAD_AXES, attach_epilogue, cooperative_fetch, dtype_bytes, inline_all,
+                      largest_divisor, read_index, spatial_reduce_loops)
 from ..registry import KernelInfo, Template, register
 
 log = logging.getLogger(__name__)
 
-THREAD_AXES = ("threadIdx.z", "threadIdx.y", "threadIdx.x")
 # per tiled dim (outermost..innermost in memory): the most threads and outputs per thread
 # a config may give it. threadIdx.z is limited to 64 by CUDA.
 MAX_THREADS = (32, 32, 128)
@@ -42,11 +42,6 @@ MAX_INNER = (4, 4, 4)
 FALLBACK_BLOCK = 256
 FALLBACK_X_THREADS = {"NCHW": 32, "NHWC": 64}
 STAGES = ("shared", "global")
-DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
-
-
-def _largest_divisor(n: int, cap: int) -> int:
-    return max(d for d in range(1, max(1, min(n, cap)) + 1) if n % d == 0)
 
 
 def _geometry(info: KernelInfo) -> dict:
@@ -82,7 +77,7 @@ def shared_bytes(info: KernelInfo, cfg: Config) -> int:
     c_in = -(-c_t // g["mult"]) + (1 if c_t % g["mult"] else 0)
     h_in = (h_t - 1) * g["stride"][0] + (g["kh"] - 1) * g["dilation"][0] + 1
     w_in = (w_t - 1) * g["stride"][1] + (g["kw"] - 1) * g["dilation"][1] + 1
-    return c_in * h_in * w_in * DTYPE_BYTES.get(info.dtype, 4)
+    return c_in * h_in * w_in * dtype_bytes(info.dtype)
 
 
 def _target_limit(target, attr: str, default: int) -> int:
@@ -106,23 +101,23 @@ def fallback_values(info: KernelInfo, *, block: int = FALLBACK_BLOCK, vec: int |
     dims = info.out_shape[1:]
     threads, inner = [1, 1, 1], [1, 1, 1]
     if vec is None:
-        vec = 2 if DTYPE_BYTES.get(info.dtype, 4) == 2 else 1
+        vec = 2 if dtype_bytes(info.dtype) == 2 else 1
     if dims[2] % vec or (g["layout"] == "NCHW" and g["stride"][1] != 1):
         vec = 1
     inner[2] = min(vec, MAX_INNER[2])
     cap = x_cap or FALLBACK_X_THREADS[g["layout"]]
-    threads[2] = _largest_divisor(dims[2] // inner[2], cap)
+    threads[2] = largest_divisor(dims[2] // inner[2], cap)
     stride = g["stride"][0] if g["layout"] == "NCHW" else g["stride"][1]
     if reuse > 1 and stride == 1 and dims[1] % reuse == 0 and dims[1] >= 4 * reuse:
         inner[1] = min(reuse, MAX_INNER[1])
     budget = max(1, block // threads[2])
-    threads[1] = _largest_divisor(dims[1] // inner[1], min(budget, MAX_THREADS[1]))
+    threads[1] = largest_divisor(dims[1] // inner[1], min(budget, MAX_THREADS[1]))
     budget = max(1, budget // threads[1])
-    threads[0] = _largest_divisor(dims[0], min(budget, MAX_THREADS[0]))
+    threads[0] = largest_divisor(dims[0], min(budget, MAX_THREADS[0]))
     if threads[0] * threads[1] * threads[2] < block // 2:
         # small spatial dims (7x7 NHWC): widen the row instead
         cap = min(MAX_THREADS[2], block // (threads[0] * threads[1]))
-        threads[2] = max(threads[2], _largest_divisor(dims[2] // inner[2], cap))
+        threads[2] = max(threads[2], largest_divisor(dims[2] // inner[2], cap))
     vals = {f"tile_{k}": (dims[k] // (threads[k] * inner[k]), threads[k], inner[k]) for k in range(3)}
     vals["stage"] = "global"
     vals["unroll_window"] = 1
@@ -195,11 +190,7 @@ class Conv2dDepthwise(Template):
             dcache = sch.cache_read(conv, read_index(sch, conv, "pad_temp"), "shared")
             sch.compute_at(dcache, tx)
             sch.compute_inline(sch.get_sblock("pad_temp"))
-            inner = sch.get_loops(dcache)[depth:]
-            fused = sch.fuse(*inner) if len(inner) > 1 else inner[0]
-            parts = sch.split(fused, factors=[None, *(cfg[f"tile_{k}"][1] for k in range(3))])
-            for loop, axis in zip(parts[1:], THREAD_AXES):
-                sch.bind(loop, axis)
+            cooperative_fetch(sch, dcache, depth, [cfg[f"tile_{k}"][1] for k in range(3)])
 
         if cfg["unroll_window"]:
             for l in window:

@@ -11,28 +11,15 @@ from tvm import s_tir
 
 from tefuse.tune.space import Config, ConfigSpace
 
-from ..common import attach_epilogue, inline_all, read_index, spatial_reduce_loops
+from ..common import (THREAD_AXES, annotate_unroll, attach_epilogue, cooperative_fetch, inline_all,
+                      largest_divisor, loop_depth, read_index, spatial_reduce_loops)
 from ..registry import KernelInfo, Template, register
 
-THREAD_AXES = ("threadIdx.z", "threadIdx.y", "threadIdx.x")
 VTHREAD_AXES = ("vthread.z", "vthread.y", "vthread.x")
 BLOCK_AXES = ("blockIdx.z", "blockIdx.y", "blockIdx.x")
 # fallback targets per tiled dim (outermost..innermost in memory): threads, outputs per thread
 FALLBACK_THREADS = (4, 4, 8)
 FALLBACK_INNER = (4, 2, 1)
-
-
-def _largest_divisor(n: int, cap: int) -> int:
-    return max(d for d in range(1, min(n, cap) + 1) if n % d == 0)
-
-
-def _loop_depth(sch: s_tir.Schedule, block, loop) -> int:
-    """How many loops enclose `block` down to and including `loop`."""
-    target = sch.get_sref(loop)
-    for k, l in enumerate(sch.get_loops(block)):
-        if sch.get_sref(l).same_as(target):
-            return k + 1
-    raise ValueError("loop does not enclose block")
 
 
 def _rc_extent(info: KernelInfo) -> int:
@@ -57,11 +44,11 @@ class Conv2dDirect(Template):
     def fallback(self, info: KernelInfo, target, space: ConfigSpace) -> Config:
         vals = {}
         for k, extent in enumerate(info.out_shape[1:]):
-            t = _largest_divisor(extent, FALLBACK_THREADS[k])
-            i = _largest_divisor(extent // t, FALLBACK_INNER[k])
+            t = largest_divisor(extent, FALLBACK_THREADS[k])
+            i = largest_divisor(extent // t, FALLBACK_INNER[k])
             vals[f"tile_{k}"] = (extent // (t * i), 1, t, i)
         rc = _rc_extent(info)
-        ri = _largest_divisor(rc, 8)
+        ri = largest_divisor(rc, 8)
         vals["tile_rc"] = (rc // ri, ri)
         vals["unroll"] = 512
         vals["unroll_explicit"] = 1
@@ -93,20 +80,14 @@ class Conv2dDirect(Template):
         attach_epilogue(sch, info, anchor, tiles[2][2], "local")
 
         threads = [cfg[f"tile_{k}"][2] for k in range(3)]
-        depth = _loop_depth(sch, conv, rco)
+        depth = loop_depth(sch, conv, rco)
         for idx, buf in zip(reads, (data_buf, weight_buf)):
             cache = sch.cache_read(conv, idx, "shared")
             sch.compute_at(cache, rco)
             if buf in staged:
                 sch.compute_inline(sch.get_sblock(buf))
-            inner = sch.get_loops(cache)[depth:]
-            fused = sch.fuse(*inner) if len(inner) > 1 else inner[0]
-            parts = sch.split(fused, factors=[None, *threads])
-            for loop, axis in zip(parts[1:], THREAD_AXES):
-                sch.bind(loop, axis)
-        if cfg["unroll"]:
-            sch.annotate(rco, "pragma_auto_unroll_max_step", cfg["unroll"])
-            sch.annotate(rco, "pragma_unroll_explicit", cfg["unroll_explicit"])
+            cooperative_fetch(sch, cache, depth, threads)
+        annotate_unroll(sch, rco, cfg["unroll"], cfg["unroll_explicit"])
 
 
 

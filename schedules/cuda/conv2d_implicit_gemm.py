@@ -28,7 +28,7 @@ from tvm import s_tir
 
 from tefuse.tune.space import Config, ConfigSpace, _divisors
 
-from ..common import attach_epilogue, inline_all, read_index
+from ..common import annotate_unroll, attach_epilogue, dtype_bytes, inline_all, read_index
 from ..registry import KernelInfo, Template, register
 
 log = logging.getLogger(__name__)
@@ -86,10 +86,6 @@ def gemm_shape(info: KernelInfo) -> GemmShape:
     else:
         raise ValueError(f"conv2d_implicit_gemm: unsupported layout {layout!r}")
     return GemmShape(layout, int(n), int(oh), int(ow), int(k), int(c), int(kh), int(kw))
-
-
-def _dtype_bytes(dtype: str) -> int:
-    return 2 if dtype == "float16" else 4
 
 
 def _split_filter(c) -> bool:
@@ -161,7 +157,7 @@ class Conv2dImplicitGemm(Template):
         s = ConfigSpace()
         s.define_split("tile_m", g.m, 4, filter=_split_filter)
         s.define_split("tile_n", g.k, 4, filter=_split_filter)
-        max_ri = SHARED_ROW_BYTES // _dtype_bytes(info.dtype)
+        max_ri = SHARED_ROW_BYTES // dtype_bytes(info.dtype)
         s.define_split("tile_k", g.r, 2, filter=lambda c: c[1] <= max_ri)
         s.define_knob("unroll", list(UNROLL))
         return s
@@ -169,7 +165,7 @@ class Conv2dImplicitGemm(Template):
     def fallback(self, info: KernelInfo, target, space: ConfigSpace) -> Config:
         g = gemm_shape(info)
         (vm, mt, mi), (vk, kt, ki) = fallback_tiles(g)
-        ri = max(d for d in _divisors(g.r) if d <= FALLBACK_RED_BYTES // _dtype_bytes(info.dtype))
+        ri = max(d for d in _divisors(g.r) if d <= FALLBACK_RED_BYTES // dtype_bytes(info.dtype))
         return space.from_values({
             "tile_m": (g.m // (vm * mt * mi), vm, mt, mi),
             "tile_n": (g.k // (vk * kt * ki), vk, kt, ki),
@@ -246,6 +242,4 @@ class Conv2dImplicitGemm(Template):
             _, ty, tx = sch.split(fused, factors=[None, *threads])
             sch.bind(ty, "threadIdx.y")
             sch.bind(tx, "threadIdx.x")
-        if cfg["unroll"]:
-            sch.annotate(ro, "pragma_auto_unroll_max_step", cfg["unroll"])
-            sch.annotate(ro, "pragma_unroll_explicit", 1)
+        annotate_unroll(sch, ro, cfg["unroll"])

@@ -23,7 +23,8 @@ from tvm import s_tir
 
 from tefuse.tune.space import Config, ConfigSpace
 
-from ..common import attach_epilogue, inline_all, read_index
+from ..common import (annotate_unroll, attach_epilogue, cooperative_fetch, dtype_bytes, inline_all,
+                      largest_divisor, loop_depth, read_index)
 from ..registry import KernelInfo, Template, register
 from .generic import CudaGenericReduction
 
@@ -45,15 +46,6 @@ GEMM_TILINGS = [(8, 4, 16, 2), (8, 2, 16, 2), (8, 2, 8, 2), (8, 1, 8, 1)]
 MIN_BLOCKS = 256
 GEMM_K_STEP = 16
 GEMV_K_STEP = 256
-
-
-def _largest_divisor(n: int, cap: int) -> int:
-    return max(d for d in range(1, min(n, cap) + 1) if n % d == 0)
-
-
-def _itemsize(dtype: str) -> int:
-    bits = "".join(c for c in dtype if c.isdigit())
-    return max(1, int(bits or 32) // 8)
 
 
 def _bank_elems(itemsize: int) -> int:
@@ -90,13 +82,13 @@ class _Caps:
 
     def __init__(self, m: int, n: int, k: int, itemsize: int, smem: int):
         self.small = m < SMALL_M
-        self.tm = _largest_divisor(m, 16 if self.small else 32)
+        self.tm = largest_divisor(m, 16 if self.small else 32)
         self.tn = 8 if self.small else 32
         self.tk = max(1, min(MAX_K_THREADS, MAX_THREADS // (self.tm * self.tn)))
         self.vi_m = MAX_INNER
         self.vi_n = 2 if self.small else MAX_INNER
-        rows = _largest_divisor(m, self.tm * self.vi_m)
-        cols = _largest_divisor(n, self.tn * self.vi_n)
+        rows = largest_divisor(m, self.tm * self.vi_m)
+        cols = largest_divisor(n, self.tn * self.vi_n)
         # tiles [rows|cols, kt] (a matmul weight: [kt, cols]) plus apply's row padding
         pad = 2 * _bank_elems(itemsize)
         self.kt = max(1, (smem // itemsize - (rows + cols) * pad) // (rows + cols + pad))
@@ -114,7 +106,7 @@ class _Caps:
 def _caps(info: KernelInfo, target, dims) -> _Caps:
     _, m, n, k = dims
     smem = int(target.attrs.get("max_shared_memory_per_block", DEFAULT_SMEM) or DEFAULT_SMEM)
-    return _Caps(m, n, k, _itemsize(info.dtype), min(smem, DEFAULT_SMEM))
+    return _Caps(m, n, k, dtype_bytes(info.dtype), min(smem, DEFAULT_SMEM))
 
 
 def threads_per_block(cfg: Config) -> int:
@@ -135,10 +127,10 @@ def _gemm_tiles(batch: int, m: int, n: int) -> tuple[int, int, int, int]:
     gives about two blocks per SM."""
     best = None
     for want in GEMM_TILINGS:
-        tm = _largest_divisor(m, want[0])
-        im = _largest_divisor(m // tm, want[1])
-        tn = _largest_divisor(n, want[2])
-        inn = _largest_divisor(n // tn, want[3])
+        tm = largest_divisor(m, want[0])
+        im = largest_divisor(m // tm, want[1])
+        tn = largest_divisor(n, want[2])
+        inn = largest_divisor(n // tn, want[3])
         blocks = batch * (m // (tm * im)) * (n // (tn * inn))
         best = (tm, im, tn, inn)
         if blocks >= MIN_BLOCKS:
@@ -183,16 +175,16 @@ class CudaDense(Template):
         caps = _caps(info, target, dims)
         if not caps.small:
             tm, im, tn, inn = _gemm_tiles(batch, m, n)
-            tk, kk = 1, _largest_divisor(k, GEMM_K_STEP)
+            tk, kk = 1, largest_divisor(k, GEMM_K_STEP)
         else:
             # a warp of K threads per output row, few outputs per block (many blocks), and
             # every row of the batch in one thread: each weight element is read once
-            im = _largest_divisor(m, MAX_INNER)
-            tm = _largest_divisor(m // im, caps.tm)
-            tk = _largest_divisor(k, caps.tk)
-            tn = _largest_divisor(n, max(1, min(caps.tn, 256 // (tk * tm))))
+            im = largest_divisor(m, MAX_INNER)
+            tm = largest_divisor(m // im, caps.tm)
+            tk = largest_divisor(k, caps.tk)
+            tn = largest_divisor(n, max(1, min(caps.tn, 256 // (tk * tm))))
             inn = 1
-            kk = _largest_divisor(k // tk, max(1, min(GEMV_K_STEP, caps.kt) // tk))
+            kk = largest_divisor(k // tk, max(1, min(GEMV_K_STEP, caps.kt) // tk))
         vals = {
             "tile_m": (m // (tm * im), 1, tm, im),
             "tile_n": (n // (tn * inn), 1, tn, inn),
@@ -252,14 +244,14 @@ class CudaDense(Template):
             sch.reverse_compute_at(block, tn)
             # its loops under tn: K threads first (the rfactor'd iter var leads), then the
             # thread's rows and columns where more than one; the K threads go innermost
-            red, *rest = sch.get_loops(block)[_loop_depth(sch, block, tn):]
+            red, *rest = sch.get_loops(block)[loop_depth(sch, block, tn):]
             assert int(sch.get(red).extent) == tk_n, "unexpected loop order of the K-thread reduction"
             if rest:
                 sch.reorder(*rest, red)
             sch.bind(red, "threadIdx.x")
         attach_epilogue(sch, info, anchor, tn, "local")
 
-        depth = _loop_depth(sch, compute, ko)
+        depth = loop_depth(sch, compute, ko)
         for buf in read_bufs:
             cache = sch.cache_read(compute, read_index(sch, compute, buf), "shared")
             sch.compute_at(cache, ko)
@@ -269,22 +261,7 @@ class CudaDense(Template):
             if ndim >= 2:
                 # row pitch an odd number of 4-byte banks: threads reading one column of
                 # several rows hit distinct banks
-                e = _bank_elems(_itemsize(info.dtype))
+                e = _bank_elems(dtype_bytes(info.dtype))
                 sch.storage_align(cache, 0, ndim - 2, 2 * e, e)
-            inner = sch.get_loops(cache)[depth:] or [sch.add_unit_loop(cache)]  # a 1x1 tile
-            fused = sch.fuse(*inner) if len(inner) > 1 else inner[0]
-            parts = sch.split(fused, factors=[None, *threads])
-            for loop, axis in zip(parts[1:], axes):
-                sch.bind(loop, axis)
-        if cfg["unroll"]:
-            sch.annotate(ko, "pragma_auto_unroll_max_step", cfg["unroll"])
-            sch.annotate(ko, "pragma_unroll_explicit", cfg["unroll_explicit"])
-
-
-def _loop_depth(sch: s_tir.Schedule, block, loop) -> int:
-    """How many loops enclose `block` down to and including `loop`."""
-    target = sch.get_sref(loop)
-    for k, l in enumerate(sch.get_loops(block)):
-        if sch.get_sref(l).same_as(target):
-            return k + 1
-    raise ValueError("loop does not enclose block")
+            cooperative_fetch(sch, cache, depth, threads, axes)
+        annotate_unroll(sch, ko, cfg["unroll"], cfg["unroll_explicit"])
