@@ -1,4 +1,4 @@
-"""CUDA direct conv2d template (NCHW and NHWC, grouped and depthwise).
+"""CUDA direct conv2d template (NCHW and NHWC, grouped convs included; depthwise has its own).
 
 The AutoTVM classic, in s_tir: each non-batch output dim is split four ways (block,
 virtual thread, thread, per-thread), the input-channel reduction two ways; data and weight
