@@ -205,6 +205,10 @@ class CudaDense(Template):
         read_bufs = list(dict.fromkeys(r.source.name for r in sch.get(block).reads))
         staged = [b for b in read_bufs if b in info.inline_blocks]
         inline_all(sch, info, keep=staged)
+        for name in info.output_blocks:
+            out = sch.get_sblock(name)
+            if not sch.get_loops(out):  # 0-d output (1-D @ 1-D): rfactor and reverse_compute_at need a loop
+                sch.add_unit_loop(out)
 
         loops = sch.get_loops(block)
         iters = sch.get(block).iter_vars

@@ -99,6 +99,16 @@ def test_batched_matmul_is_one_kernel():
     assert len(cuda_kernel_names(src)) == 1 and "__shared__" in src
 
 
+@pytest.mark.parametrize("epilogue", [False, True], ids=["bare", "relu"])
+def test_vector_dot_product_builds(epilogue):
+    """1-D @ 1-D matmul: a 0-d output, whose block has no loop of its own."""
+    b = GraphBuilder()
+    y = b.op("matmul", b.input("a", (24,)), b.input("w", (24,)), name="mm")
+    cg = tefuse.build(b.build(b.relu(y, name="out") if epilogue else y), "cuda")
+    assert cg.num_kernels == 1 and cg.kernels[0].template == "cuda_dense"
+    assert len(cuda_kernel_names(cg.source("cuda"))) == 1
+
+
 def test_gemm_dims_of_dense_and_matmul():
     assert gemm_dims(task_of(dense_chain(m=3, k=1000, n=100)).info) == (1, 3, 100, 1000)
     assert gemm_dims(task_of(dense_chain(m=1, prologue="flatten")).info) == (1, 1, 1000, 2048)
