@@ -23,7 +23,7 @@ log = logging.getLogger(__name__)
 def to_device(x: Any, dev) -> tvm.runtime.Tensor:
     """A tensor on `dev`: DLPack tensors already there (torch, cupy) are used without a copy."""
     if isinstance(x, tvm.runtime.Tensor):
-        return x
+        return x if x.device == dev else x.copyto(dev)
     if hasattr(x, "__dlpack__") and not isinstance(x, np.ndarray):
         try:
             t = tvm.runtime.from_dlpack(x)

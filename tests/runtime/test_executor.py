@@ -38,6 +38,15 @@ def test_dlpack_tensor_on_the_same_device_is_not_copied(rng):
     assert t.numpy()[0, 0] == 42.0
 
 
+def test_tvm_tensor_is_used_in_place_only_on_the_same_device(rng):
+    a = rng.standard_normal((3, 4)).astype("float32")
+    t = tvm.runtime.tensor(a, tvm.cpu(0))
+    assert to_device(t, tvm.cpu(0)) is t
+    moved = to_device(t, tvm.cpu(1))  # e.g. a host tensor handed to a CUDA graph
+    assert moved.device == tvm.cpu(1)
+    np.testing.assert_array_equal(moved.numpy(), a)
+
+
 def test_unaligned_host_dlpack_tensor_is_copied(rng):
     a = rng.standard_normal(17).astype("float32")
     a = aligned(a)[1:]  # 4 bytes past a 64-byte boundary
