@@ -1,11 +1,16 @@
 """Schedule steps shared by templates."""
 from __future__ import annotations
 
+import math
+import re
+
+import tvm
 from tvm import s_tir
 
 from .registry import KernelInfo
 
 THREAD_AXES = ("threadIdx.z", "threadIdx.y", "threadIdx.x")
+_SHARED_ALLOC = re.compile(r'T\.sblock_alloc_buffer\(\(([\d,\s]*)\)(?:,\s*"(\w+)")?,\s*scope="shared"\)')
 
 
 def largest_divisor(n: int, cap: int) -> int:
@@ -16,6 +21,19 @@ def largest_divisor(n: int, cap: int) -> int:
 def dtype_bytes(dtype: str) -> int:
     bits = "".join(c for c in dtype if c.isdigit())
     return max(1, int(bits or 32) // 8)
+
+
+def shared_alloc_bytes(mod: tvm.IRModule) -> int:
+    """Bytes of shared memory a scheduled module allocates, with buffers compacted to the
+    regions accessed as lowering will (TVM may stage more than a tile when an index is not
+    affine, e.g. a floordiv by a depthwise channel multiplier). The printed TVMScript is read:
+    TVM 0.27 has no Python TIR visitor."""
+    passes = s_tir.transform
+    lowered = tvm.ir.transform.Sequential([
+        passes.LowerInitBlock(), passes.PlanAndUpdateBufferAllocationLocation(),
+        passes.ConvertBlocksToOpaque(), passes.CompactBufferAllocation()])(mod)
+    return sum(math.prod(int(d) for d in shape.split(",") if d.strip()) * dtype_bytes(dtype or "float32")
+               for shape, dtype in _SHARED_ALLOC.findall(lowered.script()))
 
 
 def loop_depth(sch: s_tir.Schedule, block, loop) -> int:

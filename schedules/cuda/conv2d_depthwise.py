@@ -29,7 +29,7 @@ from tvm import s_tir
 from tefuse.tune.space import Config, ConfigSpace
 
 from ..common import (THREAD_AXES, attach_epilogue, cooperative_fetch, dtype_bytes, inline_all,
-                      largest_divisor, read_index, spatial_reduce_loops)
+                      largest_divisor, read_index, shared_alloc_bytes, spatial_reduce_loops)
 from ..registry import KernelInfo, Template, register
 
 log = logging.getLogger(__name__)
@@ -201,5 +201,12 @@ class Conv2dDepthwise(Template):
         for name in epilogue:
             for l in sch.get_loops(sch.get_sblock(name))[depth:]:
                 sch.unroll(l)
+        if shared:
+            # shared_bytes is exact only when the channel multiplier divides the channel tile;
+            # otherwise TVM's region for the tile can span every input channel
+            need = shared_alloc_bytes(sch.mod)
+            if need > limit:
+                raise ValueError(f"input tile needs {need} bytes of shared memory > {limit} as staged "
+                                 f"(channel multiplier {_geometry(info)['mult']})")
         log.debug("%s: %s, %d threads/block", self.name, cfg.values, nthreads)
 

@@ -197,6 +197,19 @@ def test_oversized_configs_are_refused_by_name():
         apply_schedule(task.lowered, task.target, ScheduleChoice(task.template(), too_many, "test"))
 
 
+def test_shared_stage_is_refused_when_tvm_stages_every_channel():
+    """A channel tile (4) the multiplier (3) does not divide: shared_bytes' estimate is 3
+    channels, but TVM's region spans all 200 input channels (~200 KiB), which must be refused."""
+    task = task_of(c=200, hw=14, mult=3, epilogue=False)
+    cfg = task.space().from_values(dict(tile_0=(150, 4, 1), tile_1=(1, 14, 1), tile_2=(1, 14, 1),
+                                        stage="shared", unroll_window=1))
+    assert fits(task, cfg)  # the estimate alone lets it through
+    with pytest.raises(BuildError, match="shared memory"):
+        apply_schedule(task.lowered, task.target, ScheduleChoice(task.template(), cfg, "test"))
+    ok = task.space().from_values({**cfg.values, "tile_0": (120, 5, 1)})  # 3 channels, as estimated
+    assert "__shared__" in cuda_source(task, ok)
+
+
 @needs_nvcc
 @pytest.mark.parametrize("kw", [MOBILENET[1], MOBILENET[4]])
 def test_fallback_compiles_to_sm90_ptx(kw):
