@@ -52,6 +52,14 @@ def _bank_elems(itemsize: int) -> int:
     return max(1, 4 // itemsize)
 
 
+def _reduce_buffer_bytes(threads: int, tk: int, itemsize: int) -> int:
+    """Shared memory of the K threads' allreduce: TVM reduces a K-thread count that is no
+    power of two through a buffer of one accumulator (float32 or wider) per thread of the block."""
+    if tk & (tk - 1) == 0:
+        return 0
+    return threads * max(4, itemsize)
+
+
 def gemm_dims(info: KernelInfo):
     """(batch, M, N, K) of a dense (x[M,K], w[N,K]) or matmul (a[...,M,K], b[...,K,N]) anchor;
     None when the anchor inputs do not look like either."""
@@ -91,6 +99,9 @@ class _Caps:
         cols = largest_divisor(n, self.tn * self.vi_n)
         # tiles [rows|cols, kt] (a matmul weight: [kt, cols]) plus apply's row padding
         pad = 2 * _bank_elems(itemsize)
+        # room for the K threads' reduction buffer where a K-thread count may need one
+        smem -= max(_reduce_buffer_bytes(self.tm * self.tn * self.tk, d, itemsize)
+                    for d in range(1, self.tk + 1) if k % d == 0)
         self.kt = max(1, (smem // itemsize - (rows + cols) * pad) // (rows + cols + pad))
 
     def m_ok(self, c) -> bool:
@@ -114,12 +125,14 @@ def threads_per_block(cfg: Config) -> int:
 
 
 def shared_bytes(cfg: Config, itemsize: int) -> int:
-    """Upper bound of the shared tiles' size, row padding included."""
+    """Upper bound of the shared memory of a block: tiles (row padding included) and the
+    K-thread reduction buffer."""
     rows = math.prod(cfg["tile_m"][1:])
     cols = math.prod(cfg["tile_n"][1:])
     kt = cfg["tile_k"][1] * cfg["tile_k"][2]
     pad = 2 * _bank_elems(itemsize)
-    return ((rows + cols) * kt + (rows + cols + kt) * pad) * itemsize
+    red = _reduce_buffer_bytes(threads_per_block(cfg), cfg["tile_k"][2], itemsize)
+    return ((rows + cols) * kt + (rows + cols + kt) * pad) * itemsize + red
 
 
 def _gemm_tiles(batch: int, m: int, n: int) -> tuple[int, int, int, int]:

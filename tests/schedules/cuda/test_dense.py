@@ -120,6 +120,7 @@ def test_gemm_dims_of_dense_and_matmul():
     dict(m=64, k=4096, n=4096),
     dict(m=3, k=1000, n=100),
     dict(m=16, k=512, n=256, dtype="float16"),
+    dict(m=111, k=90, n=256),
 ])
 def test_every_config_fits_thread_and_shared_memory_limits(kw):
     task = task_of(dense_chain(**kw))
@@ -131,6 +132,24 @@ def test_every_config_fits_thread_and_shared_memory_limits(kw):
         cfg = space.get(i)
         assert threads_per_block(cfg) <= 1024, cfg.values
         assert shared_bytes(cfg, itemsize) <= 48 * 1024, cfg.values
+
+
+SHARED = re.compile(r"__shared__\s+(?:alignas\(\d+\)\s+)?(float|half)\s+\w+\[(\d+)\]")
+
+
+def test_k_thread_reduction_buffer_counts_against_shared_memory():
+    """9 K threads (no power of two) reduce through a shared buffer of one float per thread,
+    next to the biggest tiles of the space: the whole must stay within 48 KiB."""
+    task = task_of(dense_chain(m=111, k=90, n=256, epilogue=False))
+    space = task.space()
+    tile_k = max((c for c in next(k.candidates for k in space.knobs if k.name == "tile_k") if c[2] == 9),
+                 key=lambda c: c[1])
+    cfg = space.from_values(dict(tile_m=(37, 1, 3, 1), tile_n=(1, 4, 32, 2), tile_k=tile_k, unroll=0,
+                                 unroll_explicit=1))
+    src = cuda_source(task, cfg)
+    assert "red_buf" in src
+    total = sum((4 if t == "float" else 2) * int(n) for t, n in SHARED.findall(src))
+    assert total <= shared_bytes(cfg, 4) <= 48 * 1024, (cfg.values, total)
 
 
 def test_fallback_batch1_threads_over_k_and_n():
