@@ -10,7 +10,8 @@ from tvm import s_tir
 from .registry import KernelInfo
 
 THREAD_AXES = ("threadIdx.z", "threadIdx.y", "threadIdx.x")
-_SHARED_ALLOC = re.compile(r'T\.sblock_alloc_buffer\(\(([\d,\s]*)\)(?:,\s*"(\w+)")?,\s*scope="shared"\)')
+_SHARED_ALLOC = re.compile(r'T\.sblock_alloc_buffer\(\(([\d,\s]*)\)(?:,\s*"(\w+)")?'
+                           r'(?:,\s*strides=\(([\d,\s]*)\))?,\s*scope="shared"\)')
 
 
 def largest_divisor(n: int, cap: int) -> int:
@@ -32,8 +33,14 @@ def shared_alloc_bytes(mod: tvm.IRModule) -> int:
     lowered = tvm.ir.transform.Sequential([
         passes.LowerInitBlock(), passes.PlanAndUpdateBufferAllocationLocation(),
         passes.ConvertBlocksToOpaque(), passes.CompactBufferAllocation()])(mod)
-    return sum(math.prod(int(d) for d in shape.split(",") if d.strip()) * dtype_bytes(dtype or "float32")
-               for shape, dtype in _SHARED_ALLOC.findall(lowered.script()))
+    total = 0
+    for shape, dtype, strides in _SHARED_ALLOC.findall(lowered.script()):
+        dims = [int(d) for d in shape.split(",") if d.strip()]
+        elems = math.prod(dims)
+        if strides and dims:  # padded rows (storage_align): the outermost stride spans a row
+            elems = max(elems, dims[0] * int(strides.split(",")[0]))
+        total += elems * dtype_bytes(dtype or "float32")
+    return total
 
 
 def loop_depth(sch: s_tir.Schedule, block, loop) -> int:

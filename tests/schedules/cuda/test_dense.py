@@ -152,6 +152,20 @@ def test_k_thread_reduction_buffer_counts_against_shared_memory():
     assert total <= shared_bytes(cfg, 4) <= 48 * 1024, (cfg.values, total)
 
 
+def test_shared_alloc_bytes_counts_padded_tiles():
+    """schedules.common.shared_alloc_bytes reads the row-padded (storage_align) tiles too."""
+    from tvm import s_tir
+
+    from schedules.common import shared_alloc_bytes
+
+    task = task_of(dense_chain(m=64, k=1024, n=512, epilogue=False))
+    cfg = task.fallback()
+    sch = s_tir.Schedule(task.func)
+    task.template().apply(sch, task.info, cfg, task.target)
+    total = sum((4 if t == "float" else 2) * int(n) for t, n in SHARED.findall(cuda_source(task, cfg)))
+    assert shared_alloc_bytes(sch.mod) == total > 0
+
+
 def test_fallback_batch1_threads_over_k_and_n():
     """Batch 1: a warp of K threads per output and enough blocks to fill the GPU; batch 64:
     the classic register-tiled GEMM."""
