@@ -27,7 +27,7 @@ from tvm import s_tir
 
 from tefuse.tune.space import Config, ConfigSpace
 
-from ..common import inline_all, spatial_reduce_loops
+from ..common import annotate_unroll, inline_all, loop_depth, spatial_reduce_loops
 from ..registry import KernelInfo, Template, register
 
 log = logging.getLogger(__name__)
@@ -83,22 +83,9 @@ def reduction_shape(info: KernelInfo) -> tuple[int, int, bool]:
     return rows, max(1, red), (len(ins) - 1) in axes
 
 
-def _annotate_unroll(sch: s_tir.Schedule, loop, step: int) -> None:
-    if step:
-        sch.annotate(loop, "pragma_auto_unroll_max_step", step)
-        sch.annotate(loop, "pragma_unroll_explicit", 1)
-
-
 def _inner_loops(sch: s_tir.Schedule, block, outer) -> list:
     """The loops of `block` nested below `outer`, unit loops left out."""
-    loops = sch.get_loops(block)
-    target = sch.get_sref(outer)
-    for k, l in enumerate(loops):
-        if sch.get_sref(l).same_as(target):
-            rest = loops[k + 1:]
-            break
-    else:
-        raise ValueError("loop does not enclose block")
+    rest = sch.get_loops(block)[loop_depth(sch, block, outer):]
     return [l for l in rest if int(sch.get(l).extent) != 1]
 
 
@@ -205,7 +192,7 @@ class CudaCrossThreadReduction(Template):
         else:
             serial = red
         row = self._bind_rows(sch, row, tx, rows)
-        _annotate_unroll(sch, serial, unroll)
+        annotate_unroll(sch, serial, unroll)
 
         epilogue = [b for b in info.output_blocks if b != anchor]
         if anchor in info.output_blocks:
@@ -246,4 +233,4 @@ class CudaCrossThreadReduction(Template):
             sch.set_scope(b, 0, "local")
             parts = _spread(sch, b, row, tx)
             if parts is not None:
-                _annotate_unroll(sch, parts[0], unroll)
+                annotate_unroll(sch, parts[0], unroll)
