@@ -54,7 +54,11 @@ def choose_schedule(lowered: LoweredGroup, target: tvm.target.Target,
     if db is not None:
         rec = db.best(key, target_key(target))
         if rec is not None:
-            for t in find_template(target, info.anchor_kind, rec.template, info=info):
+            temps = find_template(target, info.anchor_kind, rec.template, info=info)
+            if not temps:
+                log.warning("tuning record for %s names template %s, which does not serve this group "
+                            "(any more); ignoring it", key, rec.template)
+            for t in temps:
                 space = t.space(info, target)
                 try:
                     return ScheduleChoice(t, space.from_values(rec.config), "tuned")

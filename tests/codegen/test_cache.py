@@ -176,3 +176,17 @@ def test_cuda_cache_round_trip_gpu(tmp_path, monkeypatch, rng):
     second = tefuse.build(_graph(), "cuda", cache=cache)
     assert calls == ["cuda"] and second.kernels[0].from_cache
     np.testing.assert_allclose(second.run(*args)[0], a, rtol=1e-5, atol=1e-5)
+
+
+def test_record_for_a_template_that_no_longer_serves_the_group_is_ignored_with_a_warning(tmp_path, caplog):
+    """A record naming a template that refuses the group (renamed, or now restricted by
+    `accepts`) falls back, and says so instead of dropping the record silently."""
+    group = tefuse.fuse_graph(_graph())[0]
+    log = tmp_path / "tuning.jsonl"
+    log.write_text(TuningRecord(workload=workload_key(group), target="cuda-sm_90", device="NVIDIA H100 80GB HBM3",
+                                template="conv2d_retired", config={"tile": [1, 2]}, config_index=0,
+                                costs=[1e-6]).to_json() + "\n")
+    with caplog.at_level(logging.WARNING, logger="tefuse.codegen.schedule"):
+        cg = tefuse.build(_graph(), "cuda", db=Database(log))
+    assert cg.kernels[0].config_source == "fallback"
+    assert any("conv2d_retired" in r.getMessage() and "ignoring" in r.getMessage() for r in caplog.records)
