@@ -51,6 +51,7 @@ def build_one(inp: BuildInput) -> BuildResult:
         from tvm.script import from_source
 
         import schedules
+        from schedules.common import shared_alloc_bytes
         from tefuse.codegen.build import compile_mod
         from tefuse.target import ensure_cuda_compiler
 
@@ -72,6 +73,12 @@ def build_one(inp: BuildInput) -> BuildResult:
         max_threads = target.attrs.get("max_threads_per_block")
         if target.kind.name != "llvm" and max_threads and feats["threads"] > int(max_threads):
             raise RuntimeError(f"{int(feats['threads'])} threads per block > {int(max_threads)}")
+        max_shared = target.attrs.get("max_shared_memory_per_block")
+        if target.kind.name != "llvm" and max_shared:
+            # refused here in milliseconds, instead of by the device compiler in seconds
+            need = shared_alloc_bytes(sch.mod)
+            if need > int(max_shared):
+                raise RuntimeError(f"{need} bytes of shared memory per block > {int(max_shared)}")
         module = compile_mod(sch.mod, target)
         module.export_library(inp.out_path)
         return BuildResult(inp.index, cfg_json, inp.out_path, build_seconds=time.perf_counter() - t0,

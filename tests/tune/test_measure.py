@@ -10,6 +10,7 @@ import pytest
 
 from tefuse import GraphBuilder
 from tefuse.codegen.build import compile_mod
+from tefuse.commands.spec import parse_chain
 from tefuse.codegen.lower import lower_group
 from tefuse.codegen.schedule import ScheduleChoice, apply_schedule
 from tefuse.fusion import fuse_graph
@@ -142,3 +143,15 @@ def test_tune_early_stopping(builder, runner, tmp_path):
     res = tune(conv_relu(), "llvm", trials=16, tuner="grid", log=str(tmp_path / "l.jsonl"),
                builder=builder, runner=runner, early_stopping=1)
     assert 2 <= res[0].measured < 16
+
+
+def test_builder_rejects_oversized_shared_memory_for_cuda(builder):
+    # 16 output channels x 32 x 32 outputs a block, all 16 input channels staged at once:
+    # about 77 KiB of shared tiles, more than the 48 KiB a block may have
+    task = extract_tasks(parse_chain("conv2d(k=16,r=3,pad=1)+relu", (1, 16, 32, 32)), "cuda")[0]
+    space = task.space("conv2d_direct")
+    cfg = space.from_values({"tile_0": (2, 2, 4, 1), "tile_1": (1, 4, 1, 8), "tile_2": (1, 4, 8, 1),
+                             "tile_rc": (1, 16), "unroll": 0, "unroll_explicit": 0})
+    res = builder.build(task, "conv2d_direct", [cfg, task.fallback("conv2d_direct")])
+    assert res[0].error == "compile_error" and "bytes of shared memory per block > 49152" in res[0].error_msg
+    assert res[1].ok
