@@ -18,8 +18,8 @@ def run(args) -> int:
 
     db = None
     if not args.no_db:
-        from .build import _databases
-        db, _ = _databases(args)
+        from .build import open_databases
+        db, _ = open_databases(args)
     r = bench_chain(args.spec, parse_shape(args.input), dtype=args.dtype, layout=args.layout,
                     target=args.target, db=db)
     print(result_line(r))

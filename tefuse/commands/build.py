@@ -33,12 +33,17 @@ def add_parser(sub) -> None:
     add_common(p)
     p.add_argument("--emit", "-e", default="summary", choices=EMIT, help="what to print (default summary)")
     p.add_argument("-o", "--output", help="save the compiled artefact here (loads without recompiling)")
-    p.add_argument("--no-db", action="store_true", help="ignore tuning logs: fallback configs only")
-    p.add_argument("--no-cache", action="store_true", help="do not use the on-disk kernel cache")
+    add_db_options(p)
     p.set_defaults(func=run)
 
 
-def _databases(args):
+def add_db_options(p: argparse.ArgumentParser) -> None:
+    """Options of commands that build: the performance database and kernel cache are on by default."""
+    p.add_argument("--no-db", action="store_true", help="ignore tuning logs: fallback configs only")
+    p.add_argument("--no-cache", action="store_true", help="do not use the on-disk kernel cache")
+
+
+def open_databases(args):
     db = cache = None
     if not getattr(args, "no_db", False):
         try:
@@ -63,7 +68,7 @@ def run(args) -> int:
         print(graph.text())
         return 0
     target = make_target(args.target)
-    db, cache = _databases(args)
+    db, cache = open_databases(args)
     cg = build(graph, target, db=db, cache=cache)
     if args.emit == "summary":
         print(cg.summary())

@@ -16,6 +16,7 @@ from typing import Optional
 import numpy as np
 
 from ..errors import TefuseError
+from .build import add_db_options, open_databases
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +44,9 @@ def add_parser(sub) -> None:
     p.add_argument("--atol", type=float, default=1e-4, help="--check tolerance (default 1e-4)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     p.add_argument("--repeat", type=int, default=1, help="timed runs after the first (default 1)")
-    p.add_argument("--verbose-groups", action="store_true", help="list every fused group")
+    p.add_argument("--verbose-groups", action="store_true",
+                   help="list every fused group with its schedule (template, config, tuned or fallback)")
+    add_db_options(p)
     p.set_defaults(func=run)
 
 
@@ -112,7 +115,8 @@ def fusion_summary(cg, onnx_nodes: Optional[int], verbose: bool) -> str:
     lines = [head, "ops per kernel: " + ", ".join(f"{n} op{'s' if n > 1 else ''} x{c}"
                                                   for n, c in sorted(hist.items()))]
     if verbose:
-        lines += [f"  {k.group.describe()}" for k in cg.kernels]
+        lines += [f"  {k.group.describe()}  [{k.template} #{k.config_index}, {k.config_source}]"
+                  for k in cg.kernels]
     return "\n".join(lines)
 
 
@@ -138,7 +142,8 @@ def run(args: argparse.Namespace) -> int:
         shapes.update({k: v.shape for k, v in given.items() if k in input_names})
         graph = import_onnx(model, input_shapes=shapes or None)
         t1 = time.perf_counter()
-        cg = build(graph, args.target)
+        db, cache = open_databases(args)
+        cg = build(graph, args.target, db=db, cache=cache)
         print(f"imported in {t1 - t0:.2f}s, built for {args.target} in {time.perf_counter() - t1:.1f}s")
     else:
         if args.check:

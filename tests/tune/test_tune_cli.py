@@ -27,7 +27,7 @@ def test_cli_rejects_a_bad_budget(tmp_path):
                  "--log", str(tmp_path / "x.jsonl")]) == 2
 
 
-def test_cli_tunes_an_onnx_model(tmp_path, capsys):
+def test_cli_tunes_an_onnx_model_and_run_applies_the_log(tmp_path, capsys, monkeypatch):
     onnx = pytest.importorskip("onnx")
     try:
         from tefuse.frontend.onnx import import_onnx  # noqa: F401
@@ -49,3 +49,14 @@ def test_cli_tunes_an_onnx_model(tmp_path, capsys):
                  "--log", str(log), "-j", "2", "--no-progress"]) == 0
     recs = Database(log).records()
     assert len(recs) == 3 and {r.config_index for r in recs} == {0, 1, 2}
+
+    # `tefuse run` builds with the performance database: the best record is applied
+    best = Database(log).best(recs[0].workload, "llvm")
+    monkeypatch.setenv("TEFUSE_USER_DB", str(log))
+    monkeypatch.setenv("TEFUSE_SYSTEM_DB", "")
+    monkeypatch.setenv("TEFUSE_CACHE_DIR", str(tmp_path / "kernels"))
+    capsys.readouterr()
+    assert main(["run", str(path), "--verbose-groups"]) == 0
+    assert f"[{best.template} #{best.config_index}, tuned]" in capsys.readouterr().out
+    assert main(["run", str(path), "--verbose-groups", "--no-db"]) == 0
+    assert ", fallback]" in capsys.readouterr().out
