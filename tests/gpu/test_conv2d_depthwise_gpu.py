@@ -7,8 +7,6 @@ Skips cleanly when `tefuse.target.has_gpu()` is false.
 """
 from __future__ import annotations
 
-import random
-
 import numpy as np
 import pytest
 
@@ -18,7 +16,7 @@ from tefuse.codegen.schedule import ScheduleChoice
 from tefuse.runtime.executor import CompiledGraph
 from tefuse.tune.task import as_tasks
 from tests.reference import assert_close, batch_norm, conv2d
-from tests.schedules.cuda.test_conv2d_depthwise import dw_chain, fits
+from tests.schedules.cuda.test_conv2d_depthwise import dw_chain, sample_fitting
 
 pytestmark = pytest.mark.gpu
 
@@ -82,13 +80,7 @@ def test_fallback_matches_numpy(rng, kw):
 def test_sampled_configs_match_numpy(rng, kw):
     g = dw_chain(**kw)
     (task,) = as_tasks(g, "cuda")  # the task's group holds this graph's nodes
-    space = task.space()
-    pick = random.Random(7)
-    configs = []
-    while len(configs) < 4:
-        cfg = space.get(pick.randrange(len(space)))
-        if fits(task, cfg):
-            configs.append(cfg)
+    configs = sample_fitting(task, 4, seed=7)
     for cfg in configs:
         kernel = build_group(task.group, task.target, choice=ScheduleChoice(task.template(), cfg, "test"))
         cg = CompiledGraph(g, task.target, [kernel])

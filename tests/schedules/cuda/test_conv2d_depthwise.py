@@ -67,6 +67,16 @@ def fits(task: Task, cfg) -> bool:
     return threads_per_block(cfg) <= 1024 and (cfg["stage"] != "shared" or shared_bytes(task.info, cfg) <= 49152)
 
 
+def sample_fitting(task: Task, n: int, seed: int) -> list:
+    """n seeded configs of the task's space that the template accepts."""
+    space, pick, out = task.space(), random.Random(seed), []
+    while len(out) < n:
+        cfg = space.get(pick.randrange(len(space)))
+        if fits(task, cfg):
+            out.append(cfg)
+    return out
+
+
 def _expected_buffers(g) -> set[str]:
     ins = {f"in_{n.name}" for n in g.inputs} | {f"in_{n.name}" for n in g.constants if n.value.size > 1}
     return ins | {f"out_{o.name}" for o in g.outputs}
@@ -150,13 +160,7 @@ WORKLOADS = [
 @pytest.mark.parametrize("kw", WORKLOADS, ids=["nchw", "nhwc_fp16_s2", "mult2_batch2"])
 def test_sampled_configs_apply_and_generate_code(kw):
     task = task_of(**kw)
-    space = task.space()
-    rng = random.Random(1234)
-    sample = []
-    while len(sample) < 8:
-        cfg = space.get(rng.randrange(len(space)))
-        if fits(task, cfg):
-            sample.append(cfg)
+    sample = sample_fitting(task, 8, seed=1234)
     assert {c["stage"] for c in sample} == {"shared", "global"}, [c.values for c in sample]
     for cfg in sample:
         src = cuda_source(task, cfg)
