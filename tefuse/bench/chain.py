@@ -51,6 +51,13 @@ def random_args(plan, rng) -> dict[str, np.ndarray]:
     return vals
 
 
+def strict_fp32_peer(torch) -> None:
+    """cuDNN autotuning on, TF32 off: the peer computes in float32 as tefuse's kernels do."""
+    torch.backends.cudnn.benchmark = True
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+
+
 def _torch_chain(plan, vals, dtype=None):
     """The same chain in PyTorch (the peer), or None when torch or CUDA is absent.
 
@@ -63,10 +70,7 @@ def _torch_chain(plan, vals, dtype=None):
         return None
     if not torch.cuda.is_available():
         return None
-    torch.backends.cudnn.benchmark = True
-    # strict fp32 like tefuse's kernels: no TF32 shortcut for the peer
-    torch.backends.cudnn.allow_tf32 = False
-    torch.backends.cuda.matmul.allow_tf32 = False
+    strict_fp32_peer(torch)
     dev = "cuda"
     t = {k: torch.from_numpy(v).to(dev, dtype) for k, v in vals.items()}
     nodes = [n for n in plan.graph.nodes if n.is_op]

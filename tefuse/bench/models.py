@@ -20,6 +20,8 @@ from typing import Optional
 
 import numpy as np
 
+from .chain import strict_fp32_peer
+
 log = logging.getLogger(__name__)
 
 
@@ -102,9 +104,7 @@ def _peer_ms(name: str, x: np.ndarray) -> tuple[Optional[float], Optional[float]
         return None, None
     if not torch.cuda.is_available():
         return None, None
-    torch.backends.cudnn.benchmark = True
-    torch.backends.cudnn.allow_tf32 = False
-    torch.backends.cuda.matmul.allow_tf32 = False
+    strict_fp32_peer(torch)
     model = _torch_model(name).cuda()
     xt = torch.from_numpy(x).cuda()
     with torch.no_grad():

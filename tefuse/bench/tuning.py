@@ -1,7 +1,7 @@
 """Tuning study on the GPU: XGBoost vs random search on the same budget, and tuned vs
 fallback vs the peer, measured side by side in one run.
 
-    python -m tefuse.bench.tuning --trials 96 --log tune.jsonl --json study.json
+    python -m tefuse.bench.tuning --trials 96 --workdir study/ --json study.json
 
 For each chain (by default conv2d+bias+batch_norm+relu at three ResNet-50 shapes) it tunes
 once with each tuner into its own log (no transfer, same seed), reports how many trials each
@@ -71,7 +71,7 @@ def tune_one(spec: str, shape: tuple, tuner: str, trials: int, log_path: Path, s
     graph = parse_chain(spec, shape, "float32", "NCHW")
     results = tune(graph, target, trials=trials, tuner=tuner, log=str(log_path), seed=seed,
                    builder=builder, runner=runner, transfer=False)
-    # several templates share the budget: interleave nothing, concatenate in tuning order
+    # several templates share the budget: their trials, in the order they were tuned
     history = [c for r in results for c in r.history]
     best = min((r.best_cost for r in results), default=math.inf)
     return TunerRun(tuner, best * 1e3, len(history), _curve(history))
@@ -126,8 +126,10 @@ def main(argv=None) -> int:
     p.add_argument("--json", default=None)
     p.add_argument("--target", default="cuda")
     args = p.parse_args(argv)
+    from ..commands.spec import parse_shape
+
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
-    shapes = [tuple(int(s) for s in x.split("x")) for x in args.shape] if args.shape else RESNET50_SHAPES
+    shapes = [parse_shape(x) for x in args.shape] if args.shape else RESNET50_SHAPES
     res = study(shapes, args.trials, Path(args.workdir), args.seed, target=args.target)
     if args.json:
         Path(args.json).write_text(json.dumps(
