@@ -44,19 +44,12 @@ def add_db_options(p: argparse.ArgumentParser) -> None:
 
 
 def open_databases(args):
-    db = cache = None
-    if not getattr(args, "no_db", False):
-        try:
-            from ..tune.database import default_database
-            db = default_database()
-        except ImportError:
-            db = None
-    if not getattr(args, "no_cache", False):
-        try:
-            from ..codegen.cache import default_cache
-            cache = default_cache()
-        except ImportError:
-            cache = None
+    """The user + shipped tuning logs and the on-disk kernel cache, unless --no-db / --no-cache."""
+    from ..codegen.cache import default_cache
+    from ..tune.database import default_database
+
+    db = None if getattr(args, "no_db", False) else default_database()
+    cache = None if getattr(args, "no_cache", False) else default_cache()
     return db, cache
 
 
