@@ -33,6 +33,7 @@ class ModelResult:
     onnx_nodes: int
     kernels: int
     build_s: float
+    build_jobs: int  # kernels compiled at once
     max_abs_err: float
     max_err_over_scale: float  # max |tefuse - ort| / max |ort|
     ok: bool
@@ -117,21 +118,22 @@ def _peer_ms(name: str, x: np.ndarray) -> tuple[Optional[float], Optional[float]
 
 
 def bench_model(name: str, batch: int = 1, target: str = "cuda", workdir: Path = Path("."),
-                db="default") -> ModelResult:
+                db="default", jobs: Optional[int] = None) -> ModelResult:
     import onnx
     import tvm
 
-    from ..codegen.build import build
+    from ..codegen.build import build, default_jobs
     from ..commands.run import onnxruntime_outputs
     from ..frontend.onnx import import_onnx
 
     path = export_torchvision(name, batch, workdir / f"{name}_b{batch}.onnx")
     model = onnx.load(str(path))
     t0 = time.perf_counter()
-    cg = build(import_onnx(model), target, db=db)
+    jobs = jobs or default_jobs()
+    cg = build(import_onnx(model), target, db=db, jobs=jobs)
     build_s = time.perf_counter() - t0
-    log.info("%s: %d kernels for %d ONNX nodes, built in %.1fs", name, cg.num_kernels,
-             len(model.graph.node), build_s)
+    log.info("%s: %d kernels for %d ONNX nodes, built in %.1fs (%d jobs)", name, cg.num_kernels,
+             len(model.graph.node), build_s, jobs)
     x = np.random.default_rng(0).standard_normal((batch, 3, 224, 224)).astype("float32")
     got = cg.run(input=x)[0]
     want = onnxruntime_outputs(str(path), {"input": x})[0].reshape(got.shape)
@@ -143,7 +145,7 @@ def bench_model(name: str, batch: int = 1, target: str = "cuda", workdir: Path =
     t_kern = 1e3 * sum(cg.time_kernels(input=xd, number=5, repeat=3, min_repeat_ms=0))
     peer, peer_graph = _peer_ms(name, x) if cg.target.kind.name == "cuda" else (None, None)
     return ModelResult(name, batch, cg.target.kind.name, len(model.graph.node), cg.num_kernels, build_s,
-                       err, err / max(scale, 1e-12), err <= 1e-3 * max(scale, 1e-12), t_run, t_kern,
+                       jobs, err, err / max(scale, 1e-12), err <= 1e-3 * max(scale, 1e-12), t_run, t_kern,
                        peer, peer_graph, "torch (cuDNN, fp32, no TF32)" if peer else "")
 
 
@@ -152,7 +154,7 @@ def result_line(r: ModelResult) -> str:
             f"{r.peer_graph_ms:.3f} ms, tefuse kernels/torch graph {r.tefuse_kernel_ms / r.peer_graph_ms:.2f}x"
             if r.peer_ms else "no peer")
     return (f"{r.model} b{r.batch} {r.target}: {r.kernels} kernels / {r.onnx_nodes} ONNX nodes, "
-            f"build {r.build_s:.0f}s | vs onnxruntime max err {r.max_abs_err:.3g} "
+            f"build {r.build_s:.1f}s ({r.build_jobs} jobs) | vs onnxruntime max err {r.max_abs_err:.3g} "
             f"({r.max_err_over_scale:.2g} of scale) {'OK' if r.ok else 'MISMATCH'} | "
             f"tefuse {r.tefuse_ms:.3f} ms (kernels {r.tefuse_kernel_ms:.3f}) | {peer}")
 
@@ -165,12 +167,14 @@ def main(argv=None) -> int:
     p.add_argument("--workdir", default=".")
     p.add_argument("--json", default=None)
     p.add_argument("--no-db", action="store_true", help="ignore tuning logs (fallback configs)")
+    p.add_argument("-j", "--jobs", type=int, default=None, help="kernels compiled at once (default: CPU count)")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     results = []
     for name in args.models:
         for b in args.batch:
-            r = bench_model(name, b, args.target, Path(args.workdir), db=None if args.no_db else "default")
+            r = bench_model(name, b, args.target, Path(args.workdir), db=None if args.no_db else "default",
+                            jobs=args.jobs)
             print(result_line(r), flush=True)
             results.append(r)
     if args.json:

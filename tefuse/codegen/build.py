@@ -1,7 +1,10 @@
 """Build: graph -> fused groups -> one compiled kernel per group."""
 from __future__ import annotations
 
+import concurrent.futures as cf
 import logging
+import os
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Optional, Union
@@ -56,39 +59,110 @@ def compile_mod(mod: tvm.IRModule, target: tvm.target.Target) -> tvm.runtime.Mod
         return tvm.compile(mod, target=target).mod
 
 
-def build_group(group: FusedGroup, target: tvm.target.Target, db: Optional[BestRecordSource] = None,
-                choice: Optional[ScheduleChoice] = None, cache=None) -> CompiledKernel:
+@dataclass
+class PreparedGroup:
+    """A group lowered and scheduled, ready to compile: the cheap, Python-heavy half of a build."""
+
+    group: FusedGroup
+    lowered: LoweredGroup
+    choice: ScheduleChoice
+    mod: tvm.IRModule
+    workload: str
+    seconds: float
+
+
+def prepare_group(group: FusedGroup, target: tvm.target.Target, db: Optional[BestRecordSource] = None,
+                  choice: Optional[ScheduleChoice] = None) -> PreparedGroup:
     t0 = time.perf_counter()
     lowered: LoweredGroup = lower_group(group)
     choice = choice or choose_schedule(lowered, target, db)
     mod = apply_schedule(lowered, target, choice)
-    key = workload_key(group)
+    return PreparedGroup(group, lowered, choice, mod, workload_key(group), time.perf_counter() - t0)
+
+
+def compile_group(prep: PreparedGroup, target: tvm.target.Target, cache=None) -> CompiledKernel:
+    """The expensive half (codegen + device compiler); safe to run on several threads at once."""
+    t0 = time.perf_counter()
+    group, choice, key = prep.group, prep.choice, prep.workload
     module, hit = None, False
     if cache is not None:
         module = cache.load(key, target, choice)
         hit = module is not None
     if module is None:
         try:
-            module = compile_mod(mod, target)
+            module = compile_mod(prep.mod, target)
         except Exception as e:  # noqa: BLE001 - TVM raises many kinds; name the group
             msg = str(e).strip().splitlines()
             raise BuildError(f"group {group.name}: compiling for {target.kind.name} failed: "
                              f"{msg[-1] if msg else type(e).__name__}") from e
         if cache is not None:
             cache.store(key, target, choice, module)
-    return CompiledKernel(group, lowered.params, group.outputs, module, mod.script(), key,
+    return CompiledKernel(group, prep.lowered.params, group.outputs, module, prep.mod.script(), key,
                           choice.template.name, choice.config.index, choice.source,
-                          time.perf_counter() - t0, hit)
+                          prep.seconds + time.perf_counter() - t0, hit)
+
+
+def build_group(group: FusedGroup, target: tvm.target.Target, db: Optional[BestRecordSource] = None,
+                choice: Optional[ScheduleChoice] = None, cache=None) -> CompiledKernel:
+    return compile_group(prepare_group(group, target, db, choice), target, cache)
+
+
+def default_jobs() -> int:
+    """$TEFUSE_BUILD_JOBS, else the CPUs this process may use."""
+    env = os.environ.get("TEFUSE_BUILD_JOBS")
+    if env:
+        try:
+            return max(1, int(env))
+        except ValueError:
+            raise BuildError(f"TEFUSE_BUILD_JOBS={env!r} is not a whole number") from None
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def compile_groups(preps: list[PreparedGroup], target: tvm.target.Target, cache=None,
+                   jobs: Optional[int] = None) -> list[CompiledKernel]:
+    """Compile prepared groups, `jobs` at a time, in threads.
+
+    Threads, not processes: TVM's passes and the device compiler (nvcc as a subprocess, or
+    NVRTC) run outside the GIL, and a thread needs no second TVM import nor a module round
+    trip through disk. Results keep the groups' order; the first failing group (in that
+    order) is the error raised.
+    """
+    jobs = min(len(preps), jobs or default_jobs()) or 1
+    done, lock = [0], threading.Lock()
+
+    def one(prep: PreparedGroup) -> CompiledKernel:
+        kernel = compile_group(prep, target, cache)
+        with lock:
+            done[0] += 1
+            log.info("[%d/%d] built %s (%s, %.2fs%s)", done[0], len(preps), prep.group.name,
+                     kernel.template, kernel.build_seconds, ", cached" if kernel.from_cache else "")
+        return kernel
+
+    if jobs == 1:
+        return [one(p) for p in preps]
+    with cf.ThreadPoolExecutor(jobs, thread_name_prefix="tefuse-build") as pool:
+        futures = [pool.submit(one, p) for p in preps]
+        cf.wait(futures, return_when=cf.FIRST_EXCEPTION)
+        failed = [f for f in futures if f.done() and f.exception() is not None]
+        if failed:
+            for f in futures:
+                f.cancel()
+            raise failed[0].exception()
+        return [f.result() for f in futures]
 
 
 def build(graph: Graph, target: TargetLike = "llvm", *, db: Union[BestRecordSource, str, None] = None,
           cache=None, fuse: bool = True, prologue: bool = True, multi_output: bool = True,
-          fold_bn: bool = False):
+          fold_bn: bool = False, jobs: Optional[int] = None):
     """Fuse and compile a graph; returns a `CompiledGraph` ready to run.
 
     fold_bn folds constant inference batch-norms into the preceding conv's weights first.
     db / cache: None (off, the default: builds stay hermetic), an object, or "default" for
     the user + shipped tuning logs / the on-disk kernel cache (what the CLI passes).
+    jobs: kernels compiled at once (default: `default_jobs()`); 1 compiles one at a time.
     """
     from ..graph.fold_bn import fold_batch_norm
     from ..runtime.executor import CompiledGraph
@@ -103,12 +177,10 @@ def build(graph: Graph, target: TargetLike = "llvm", *, db: Union[BestRecordSour
         cache = default_cache()
     tgt = make_target(target)
     groups = fuse_graph(graph, fuse=fuse, prologue=prologue, multi_output=multi_output)
-    kernels = []
     t0 = time.perf_counter()
-    for k, g in enumerate(groups):
-        kernels.append(build_group(g, tgt, db=db, cache=cache))
-        log.info("[%d/%d] built %s (%s, %.2fs%s)", k + 1, len(groups), g.name, kernels[-1].template,
-                 kernels[-1].build_seconds, ", cached" if kernels[-1].from_cache else "")
+    # scheduling is Python-heavy and quick: one group after another, on this thread
+    preps = [prepare_group(g, tgt, db=db) for g in groups]
+    kernels = compile_groups(preps, tgt, cache=cache, jobs=jobs)
     log.info("built %d kernels for %d ops in %.1fs", len(kernels),
              sum(len(g.nodes) for g in groups), time.perf_counter() - t0)
     return CompiledGraph(graph, tgt, kernels)

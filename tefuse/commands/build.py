@@ -38,9 +38,12 @@ def add_parser(sub) -> None:
 
 
 def add_db_options(p: argparse.ArgumentParser) -> None:
-    """Options of commands that build: the performance database and kernel cache are on by default."""
+    """Options of commands that build: the performance database and kernel cache are on by default;
+    --jobs compiles kernels in parallel."""
     p.add_argument("--no-db", action="store_true", help="ignore tuning logs: fallback configs only")
     p.add_argument("--no-cache", action="store_true", help="do not use the on-disk kernel cache")
+    p.add_argument("-j", "--jobs", type=int, default=None,
+                   help="kernels compiled at once (default: $TEFUSE_BUILD_JOBS, else the CPU count)")
 
 
 def open_databases(args):
@@ -62,7 +65,7 @@ def run(args) -> int:
         return 0
     target = make_target(args.target)
     db, cache = open_databases(args)
-    cg = build(graph, target, db=db, cache=cache)
+    cg = build(graph, target, db=db, cache=cache, jobs=args.jobs)
     if args.emit == "summary":
         print(cg.summary())
     elif args.emit == "ptx":

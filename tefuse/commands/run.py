@@ -143,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
         graph = import_onnx(model, input_shapes=shapes or None)
         t1 = time.perf_counter()
         db, cache = open_databases(args)
-        cg = build(graph, args.target, db=db, cache=cache)
+        cg = build(graph, args.target, db=db, cache=cache, jobs=args.jobs)
         print(f"imported in {t1 - t0:.2f}s, built for {args.target} in {time.perf_counter() - t1:.1f}s")
     else:
         if args.check:

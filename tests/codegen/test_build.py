@@ -1,0 +1,85 @@
+"""Whole-graph builds: kernels compiled in parallel threads give the serial build's kernels."""
+import importlib
+import logging
+
+import numpy as np
+import pytest
+
+import tefuse
+from tefuse.errors import BuildError
+from tefuse.graph.ir import GraphBuilder
+
+B = importlib.import_module("tefuse.codegen.build")  # the package re-exports build(), shadowing the module
+
+
+def _mlp():
+    """dense+relu -> dense+bias -> softmax -> sum: four groups, each depending on the last."""
+    b = GraphBuilder()
+    x = b.input("x", (4, 16))
+    w1, w2 = b.input("w1", (32, 16)), b.input("w2", (8, 32))
+    bias = b.input("bias", (8,))
+    h = b.relu(b.dense(x, w1))
+    y = b.softmax(b.add(b.dense(h, w2), bias))
+    return b.build([y, b.reduce_sum(y, axes=(1,))])
+
+
+def _inputs(rng):
+    return {"x": rng.standard_normal((4, 16)), "w1": rng.standard_normal((32, 16)) / 4,
+            "w2": rng.standard_normal((8, 32)) / 4, "bias": rng.standard_normal(8)}
+
+
+def _reference(x, w1, w2, bias):
+    z = np.maximum(x @ w1.T, 0) @ w2.T + bias
+    e = np.exp(z - z.max(axis=1, keepdims=True))
+    y = e / e.sum(axis=1, keepdims=True)
+    return y, y.sum(axis=1)
+
+
+@pytest.mark.parametrize("jobs", [1, 3])
+def test_parallel_build_matches_serial_and_numpy(jobs, rng):
+    serial = tefuse.build(_mlp(), "llvm", jobs=1)
+    cg = tefuse.build(_mlp(), "llvm", jobs=jobs)
+    assert cg.num_kernels == serial.num_kernels >= 3
+    assert [k.group.name for k in cg.kernels] == [k.group.name for k in serial.kernels]
+    assert [k.tir for k in cg.kernels] == [k.tir for k in serial.kernels]
+    feeds = {k: v.astype("float32") for k, v in _inputs(rng).items()}
+    got = cg.run(**feeds)
+    for g, want in zip(got, _reference(**{k: v.astype("float64") for k, v in feeds.items()})):
+        np.testing.assert_allclose(g, want, rtol=1e-5, atol=1e-6)
+
+
+def test_parallel_cuda_build_gives_the_serial_source():
+    serial = tefuse.build(_mlp(), "cuda", jobs=1)
+    par = tefuse.build(_mlp(), "cuda", jobs=4)
+    assert [k.source("cuda") for k in par.kernels] == [k.source("cuda") for k in serial.kernels]
+
+
+def test_parallel_build_logs_progress_for_every_kernel(caplog):
+    with caplog.at_level(logging.INFO, logger="tefuse.codegen.build"):
+        cg = tefuse.build(_mlp(), "llvm", jobs=2)
+    n = cg.num_kernels
+    built = [r.getMessage() for r in caplog.records if "] built " in r.getMessage()]
+    assert sorted(m.split("]")[0] for m in built) == sorted(f"[{k}/{n}" for k in range(1, n + 1))
+
+
+def test_a_failing_group_names_itself_in_a_parallel_build(monkeypatch):
+    real = B.compile_mod
+
+    def flaky(mod, target):
+        if "softmax" in mod.script():
+            raise RuntimeError("InternalError: something deep in TVM\nlast line: bad softmax")
+        return real(mod, target)
+
+    monkeypatch.setattr(B, "compile_mod", flaky)
+    with pytest.raises(BuildError, match=r"group g\d+_\w*softmax\w*: compiling for llvm failed: last line: bad softmax"):
+        tefuse.build(_mlp(), "llvm", jobs=3)
+
+
+def test_build_jobs_from_environment(monkeypatch):
+    monkeypatch.setenv("TEFUSE_BUILD_JOBS", "3")
+    assert B.default_jobs() == 3
+    monkeypatch.setenv("TEFUSE_BUILD_JOBS", "many")
+    with pytest.raises(BuildError, match="TEFUSE_BUILD_JOBS='many'"):
+        B.default_jobs()
+    monkeypatch.delenv("TEFUSE_BUILD_JOBS")
+    assert B.default_jobs() >= 1
