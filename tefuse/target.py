@@ -51,13 +51,15 @@ def target_key(target: tvm.target.Target) -> str:
 
 
 def ensure_cuda_compiler() -> None:
-    """Register TVM's CUDA compile callback; prefer the local nvcc when NVRTC bindings are absent."""
-    if "TVM_CUDA_COMPILE_MODE" not in os.environ:
-        try:
-            import cuda.bindings  # noqa: F401
-        except ImportError:
-            if shutil.which("nvcc"):
-                os.environ["TVM_CUDA_COMPILE_MODE"] = "nvcc"
+    """Register TVM's CUDA compile callback, choosing nvcc over NVRTC when nvcc is installed.
+
+    Why nvcc: on the H100 machine (CUDA 13) nvcc took 0.8 s a kernel against NVRTC's 1.2 s,
+    and NVRTC serialises concurrent compiles (16 threads: no faster) while nvcc runs as a
+    subprocess, so a network's kernels compile in parallel (16 threads: 10x faster).
+    An explicit $TVM_CUDA_COMPILE_MODE is left alone.
+    """
+    if "TVM_CUDA_COMPILE_MODE" not in os.environ and shutil.which("nvcc"):
+        os.environ["TVM_CUDA_COMPILE_MODE"] = "nvcc"
     import tvm.support.nvcc  # noqa: F401  (registers tvm_callback_cuda_compile)
 
 

@@ -37,6 +37,7 @@ class CompiledKernel:
     config_source: str
     build_seconds: float
     from_cache: bool = False
+    device_source: str = ""  # CUDA/HIP source as generated: a module loaded from a library lacks it
 
     def __call__(self, *args) -> None:
         self.module["main"](*args)
@@ -48,10 +49,18 @@ class CompiledKernel:
         mods = [self.module, *getattr(self.module, "imports", [])]
         for m in mods:
             if kind in ("cuda", "rocm") and m.kind == kind:
-                return m.inspect_source()
+                return self.device_source or m.inspect_source()
             if kind in ("llvm", "asm") and m.kind == "llvm":
                 return m.inspect_source("asm" if kind == "asm" else "ll")
         raise BuildError(f"kernel {self.group.name} has no {kind!r} source (modules: {[m.kind for m in mods]})")
+
+
+def device_source(module: tvm.runtime.Module) -> str:
+    """The generated device code of a freshly compiled module ("" for host-only targets)."""
+    for m in module.imports:
+        if m.kind in ("cuda", "rocm"):
+            return m.inspect_source()
+    return ""
 
 
 def compile_mod(mod: tvm.IRModule, target: tvm.target.Target) -> tvm.runtime.Module:
@@ -84,10 +93,11 @@ def compile_group(prep: PreparedGroup, target: tvm.target.Target, cache=None) ->
     """The expensive half (codegen + device compiler); safe to run on several threads at once."""
     t0 = time.perf_counter()
     group, choice, key = prep.group, prep.choice, prep.workload
-    module, hit = None, False
+    module, hit, src = None, False, ""
     if cache is not None:
         module = cache.load(key, target, choice)
         hit = module is not None
+        src = cache.load_source(key, target, choice) if hit else ""
     if module is None:
         try:
             module = compile_mod(prep.mod, target)
@@ -95,11 +105,12 @@ def compile_group(prep: PreparedGroup, target: tvm.target.Target, cache=None) ->
             msg = str(e).strip().splitlines()
             raise BuildError(f"group {group.name}: compiling for {target.kind.name} failed: "
                              f"{msg[-1] if msg else type(e).__name__}") from e
+        src = device_source(module)
         if cache is not None:
-            cache.store(key, target, choice, module)
+            cache.store(key, target, choice, module, source=src)
     return CompiledKernel(group, prep.lowered.params, group.outputs, module, prep.mod.script(), key,
                           choice.template.name, choice.config.index, choice.source,
-                          prep.seconds + time.perf_counter() - t0, hit)
+                          prep.seconds + time.perf_counter() - t0, hit, src)
 
 
 def build_group(group: FusedGroup, target: tvm.target.Target, db: Optional[BestRecordSource] = None,
@@ -125,9 +136,9 @@ def compile_groups(preps: list[PreparedGroup], target: tvm.target.Target, cache=
                    jobs: Optional[int] = None) -> list[CompiledKernel]:
     """Compile prepared groups, `jobs` at a time, in threads.
 
-    Threads, not processes: TVM's passes and the device compiler (nvcc as a subprocess, or
-    NVRTC) run outside the GIL, and a thread needs no second TVM import nor a module round
-    trip through disk. Results keep the groups' order; the first failing group (in that
+    Threads, not processes: TVM's passes and nvcc (a subprocess) run outside the GIL, and a
+    thread needs no second TVM import nor a module round trip through disk. (NVRTC
+    serialises its compiles, which is why `ensure_cuda_compiler` prefers nvcc.) Results keep the groups' order; the first failing group (in that
     order) is the error raised.
     """
     jobs = min(len(preps), jobs or default_jobs()) or 1

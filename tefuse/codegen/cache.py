@@ -82,6 +82,11 @@ class KernelCache:
     def path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.so"
 
+    @staticmethod
+    def source_path(lib: Path) -> Path:
+        """The generated device source beside an entry (a loaded library no longer holds it)."""
+        return lib.with_suffix(".src")
+
     def load(self, workload_key: str, target: tvm.target.Target, choice: Any) -> Optional[tvm.runtime.Module]:
         """The cached module, or None (a miss, or an entry this process cannot load)."""
         p = self.path(self.key(workload_key, target, choice))
@@ -102,8 +107,16 @@ class KernelCache:
         log.debug("kernel cache hit %s for %s", p.name, workload_key)
         return mod
 
+    def load_source(self, workload_key: str, target: tvm.target.Target, choice: Any) -> str:
+        """The device source stored with an entry; "" when there is none."""
+        p = self.source_path(self.path(self.key(workload_key, target, choice)))
+        try:
+            return p.read_text()
+        except (OSError, UnicodeDecodeError):
+            return ""
+
     def store(self, workload_key: str, target: tvm.target.Target, choice: Any,
-              module: tvm.runtime.Module) -> Optional[Path]:
+              module: tvm.runtime.Module, source: str = "") -> Optional[Path]:
         """Export atomically; failures only cost the cache, never the build."""
         kinds = {m.kind for m in module.imports}
         if any(_loader_missing(k) for k in kinds):
@@ -112,13 +125,18 @@ class KernelCache:
             return None
         p = self.path(self.key(workload_key, target, choice))
         tmp = p.with_name(f".{p.stem}.{os.getpid()}.{threading.get_ident()}.{uuid.uuid4().hex[:8]}.so")
+        tmp_src = tmp.with_suffix(".src")
         try:
             p.parent.mkdir(parents=True, exist_ok=True)
+            if source:  # before the library, so an entry that exists has its source
+                tmp_src.write_text(source)
+                os.replace(tmp_src, self.source_path(p))
             module.export_library(str(tmp))
             os.replace(tmp, p)
         except Exception as e:  # noqa: BLE001 - disk full, no compiler, read-only cache...
             log.warning("could not store kernel for %s in the cache: %s", workload_key, e)
             tmp.unlink(missing_ok=True)
+            tmp_src.unlink(missing_ok=True)
             return None
         return p
 
@@ -127,6 +145,7 @@ class KernelCache:
         n = 0
         for f in self.root.glob("*/*.so"):
             f.unlink(missing_ok=True)
+            self.source_path(f).unlink(missing_ok=True)
             n += 1
         return n
 

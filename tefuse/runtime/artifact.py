@@ -10,6 +10,7 @@ Layout (a directory, or the same files in one tar archive):
     constants.npz    the graph constants, keyed c0, c1, ... (names live in plan.json)
     kernels/kNNN.so  each kernel's `module.export_library(...)`
     kernels/kNNN.tir the lowered TIR of each kernel (for `source("tir")`)
+    kernels/kNNN.src its generated CUDA/HIP source, when it has one (for `source("cuda")`)
 """
 from __future__ import annotations
 
@@ -84,6 +85,7 @@ def _plan(cg: CompiledGraph) -> tuple[dict, dict[str, np.ndarray]]:
         g = kern.group
         kernels.append({
             "file": f"kernels/k{k:03d}.so", "tir_file": f"kernels/k{k:03d}.tir",
+            "source_file": f"kernels/k{k:03d}.src" if kern.device_source else None,
             "params": [p.name for p in kern.params], "outputs": [o.name for o in kern.outputs],
             "group": {"index": g.index, "nodes": [n.name for n in g.nodes],
                       "inputs": [n.name for n in g.inputs], "outputs": [n.name for n in g.outputs],
@@ -104,6 +106,8 @@ def _write_dir(cg: CompiledGraph, root: Path) -> tuple[int, int]:
     for kern, entry in zip(cg.kernels, plan["kernels"]):
         kern.module.export_library(str(root / entry["file"]))
         (root / entry["tir_file"]).write_text(kern.tir)
+        if entry["source_file"]:
+            (root / entry["source_file"]).write_text(kern.device_source)
     np.savez(root / "constants.npz", **consts)
     (root / "plan.json").write_text(json.dumps(plan, indent=1))
     return len(plan["kernels"]), len(consts)
@@ -164,9 +168,12 @@ def _kernel(entry: dict, root: Path, by_name: dict[str, Node]) -> CompiledKernel
     module = tvm.runtime.load_module(str(lib))
     tir_path = root / entry["tir_file"]
     tir = tir_path.read_text() if tir_path.exists() else ""
+    src_path = root / entry["source_file"] if entry.get("source_file") else None
+    src = src_path.read_text() if src_path is not None and src_path.exists() else ""
     return CompiledKernel(group, names(entry["params"]), names(entry["outputs"]), module, tir,
                           entry["workload"], entry["template"], entry["config_index"],
-                          entry["config_source"], entry["build_seconds"], from_cache=True)
+                          entry["config_source"], entry["build_seconds"], from_cache=True,
+                          device_source=src)
 
 
 def _load_dir(root: Path, device_index: int) -> CompiledGraph:

@@ -172,10 +172,12 @@ def test_cuda_cache_round_trip_gpu(tmp_path, monkeypatch, rng):
     calls = _count_compiles(monkeypatch)
     cache = KernelCache(tmp_path)
     args = _inputs(rng)
-    a = tefuse.build(_graph(), "cuda", cache=cache).run(*args)[0]
+    first = tefuse.build(_graph(), "cuda", cache=cache)
+    a, first_source = first.run(*args)[0], first.kernels[0].source("cuda")
     second = tefuse.build(_graph(), "cuda", cache=cache)
     assert calls == ["cuda"] and second.kernels[0].from_cache
     np.testing.assert_allclose(second.run(*args)[0], a, rtol=1e-5, atol=1e-5)
+    assert "__global__" in first_source and second.kernels[0].source("cuda") == first_source
 
 
 def test_record_for_a_template_that_no_longer_serves_the_group_is_ignored_with_a_warning(tmp_path, caplog):
@@ -190,3 +192,21 @@ def test_record_for_a_template_that_no_longer_serves_the_group_is_ignored_with_a
         cg = tefuse.build(_graph(), "cuda", db=Database(log))
     assert cg.kernels[0].config_source == "fallback"
     assert any("conv2d_retired" in r.getMessage() and "ignoring" in r.getMessage() for r in caplog.records)
+
+
+def test_device_source_is_stored_beside_the_entry(tmp_path):
+    """A library loaded from the cache no longer holds its CUDA source; the sidecar does."""
+    group = tefuse.fuse_graph(_graph())[0]
+    target = make_target("llvm")
+    k = tefuse.build(_graph(), "llvm").kernels[0]
+    choice = B.choose_schedule(lower_group(group), target)
+    cache = KernelCache(tmp_path)
+    assert cache.load_source(k.workload, target, choice) == ""
+    entry = cache.store(k.workload, target, choice, k.module, source="__global__ void k() {}")
+    assert entry is not None and cache.load_source(k.workload, target, choice) == "__global__ void k() {}"
+    assert cache.clear() == 1 and not list(tmp_path.glob("*/*"))
+
+
+def test_cuda_kernel_keeps_its_generated_source():
+    k = tefuse.build(_graph(), "cuda").kernels[0]
+    assert "__global__" in k.device_source and k.source("cuda") == k.device_source
