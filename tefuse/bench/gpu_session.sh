@@ -5,6 +5,7 @@
 #
 #   bash tefuse/bench/gpu_session.sh tests   # GPU tests + tuning study (3 ResNet-50 shapes)
 #   bash tefuse/bench/gpu_session.sh models  # tune ResNet-50's kernels, then bench models
+#   bash tefuse/bench/gpu_session.sh builds  # build time (NVRTC/nvcc, 1/all jobs); batch 1 and 16
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
 TRIALS=${TRIALS:-64}  # per chain and tuner in the study
@@ -34,5 +35,15 @@ e('resnet50', 1, Path('/tmp/tefuse/resnet50_b1.onnx'))" 2>/dev/null
   TEFUSE_SYSTEM_DB=tuning_logs:/tmp/tefuse/resnet50.jsonl python3 -m tefuse.bench.models resnet50 \
     --batch 1 --workdir /tmp/tefuse --json "$OUT/models_tuned.json" 2>&1 \
     | grep -v " INFO\|schedule:\|Warning\|torch.onnx" | tail -2
+  ;;
+builds)
+  F=" INFO\|schedule:\|Warning\|warn\|torch.onnx"
+  for mode_jobs in nvrtc:1 nvcc:1 nvcc:16; do
+    TVM_CUDA_COMPILE_MODE=${mode_jobs%:*} python3 -m tefuse.bench.models resnet50 --batch 1 \
+      --jobs "${mode_jobs#*:}" --workdir /tmp/tefuse --json "$OUT/build_${mode_jobs/:/_j}.json" 2>&1 \
+      | grep -v "$F" | tail -1 | sed "s/^/${mode_jobs}: /"
+  done
+  python3 -m tefuse.bench.models resnet50 mobilenet_v2 --batch 1 16 --workdir /tmp/tefuse \
+    --json "$OUT/models_b1_b16.json" 2>&1 | grep -v "$F" | tail -4
   ;;
 esac
