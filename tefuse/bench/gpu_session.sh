@@ -5,11 +5,14 @@
 #
 #   bash tefuse/bench/gpu_session.sh tests   # GPU tests + tuning study (3 ResNet-50 shapes)
 #   bash tefuse/bench/gpu_session.sh models  # tune ResNet-50's kernels, then bench models
+#     (or its two halves, one call each: tune-resnet50, then bench-models; BATCH=16 for batch 16)
 #   bash tefuse/bench/gpu_session.sh builds  # build time (NVRTC/nvcc, 1/all jobs); batch 1 and 16
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
 TRIALS=${TRIALS:-64}  # per chain and tuner in the study
 MODEL_TRIALS=${MODEL_TRIALS:-32}  # per ResNet-50 kernel
+BATCH=${BATCH:-1}  # of the models mode
+TUNE_SECONDS=${TUNE_SECONDS:-3000}  # cut tuning short (the log keeps what was measured)
 mkdir -p "$OUT" /tmp/tefuse
 export PYTHONUNBUFFERED=1 TEFUSE_USER_DB=/tmp/tefuse/user.jsonl
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
@@ -22,19 +25,25 @@ tests)
   grep -v " INFO\|tefuse\.\(codegen\|tune\)" "$OUT/study.log" | tail -8
   cat /tmp/tefuse/study/*.jsonl > "$OUT/study_records.jsonl"
   ;;
-models)
+tune-resnet50|models)
+  # export ResNet-50 at $BATCH and tune its kernels; the log is written under $OUT as it grows
+  # (a call cut short still brings it back) and `tefuse tune` resumes from it when run again
+  LOG="$OUT/resnet50_b$BATCH.jsonl"
+  [ -f "/tmp/tefuse/resnet50_b$BATCH.jsonl" ] && cp "/tmp/tefuse/resnet50_b$BATCH.jsonl" "$LOG"
   python3 -c "from tefuse.bench.models import export_torchvision as e; from pathlib import Path; \
-e('resnet50', 1, Path('/tmp/tefuse/resnet50_b1.onnx'))" 2>/dev/null
-  python3 -m tefuse tune /tmp/tefuse/resnet50_b1.onnx -t cuda --trials "$MODEL_TRIALS" --tuner xgb \
-    --log /tmp/tefuse/resnet50.jsonl --no-progress > "$OUT/tune_resnet50.log" 2>&1
-  tail -3 "$OUT/tune_resnet50.log"
-  cp /tmp/tefuse/resnet50.jsonl "$OUT/resnet50_records.jsonl"
+e('resnet50', $BATCH, Path('/tmp/tefuse/resnet50_b$BATCH.onnx'))" 2>/dev/null
+  timeout "$TUNE_SECONDS" python3 -m tefuse tune "/tmp/tefuse/resnet50_b$BATCH.onnx" -t cuda \
+    --trials "$MODEL_TRIALS" --tuner xgb --log "$LOG" --no-progress > "$OUT/tune_resnet50.log" 2>&1
+  echo "tune exit $?; $(wc -l < "$LOG") records"; tail -3 "$OUT/tune_resnet50.log"
+  cp "$LOG" "/tmp/tefuse/resnet50_b$BATCH.jsonl"
+  ;;&
+bench-models|models)
   # fallback configs only, then with the new records (TEFUSE_SYSTEM_DB: the shipped logs + them)
-  python3 -m tefuse.bench.models resnet50 mobilenet_v2 --batch 1 --no-db --workdir /tmp/tefuse \
-    --json "$OUT/models_fallback.json" 2>&1 | grep -v " INFO\|schedule:\|Warning\|torch.onnx" | tail -4
-  TEFUSE_SYSTEM_DB=tuning_logs:/tmp/tefuse/resnet50.jsonl python3 -m tefuse.bench.models resnet50 \
-    --batch 1 --workdir /tmp/tefuse --json "$OUT/models_tuned.json" 2>&1 \
-    | grep -v " INFO\|schedule:\|Warning\|torch.onnx" | tail -2
+  F=" INFO\|schedule:\|Warning\|warn\|torch.onnx"
+  python3 -m tefuse.bench.models resnet50 mobilenet_v2 --batch "$BATCH" --no-db --workdir /tmp/tefuse \
+    --json "$OUT/models_fallback.json" 2>&1 | grep -v "$F" | tail -2
+  TEFUSE_SYSTEM_DB="tuning_logs:/tmp/tefuse/resnet50_b$BATCH.jsonl" python3 -m tefuse.bench.models resnet50 \
+    --batch "$BATCH" --workdir /tmp/tefuse --json "$OUT/models_tuned.json" 2>&1 | grep -v "$F" | tail -1
   ;;
 builds)
   F=" INFO\|schedule:\|Warning\|warn\|torch.onnx"
