@@ -118,8 +118,11 @@ def build_group(group: FusedGroup, target: tvm.target.Target, db: Optional[BestR
     return compile_group(prepare_group(group, target, db, choice), target, cache)
 
 
+MAX_DEFAULT_JOBS = 32  # each nvcc takes a few hundred MB; a 128-CPU host need not run 128 at once
+
+
 def default_jobs() -> int:
-    """$TEFUSE_BUILD_JOBS, else the CPUs this process may use."""
+    """$TEFUSE_BUILD_JOBS, else the CPUs this process may use (at most MAX_DEFAULT_JOBS)."""
     env = os.environ.get("TEFUSE_BUILD_JOBS")
     if env:
         try:
@@ -127,9 +130,10 @@ def default_jobs() -> int:
         except ValueError:
             raise BuildError(f"TEFUSE_BUILD_JOBS={env!r} is not a whole number") from None
     try:
-        return max(1, len(os.sched_getaffinity(0)))
+        cpus = len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
-        return max(1, os.cpu_count() or 1)
+        cpus = os.cpu_count() or 1
+    return max(1, min(cpus, MAX_DEFAULT_JOBS))
 
 
 def compile_groups(preps: list[PreparedGroup], target: tvm.target.Target, cache=None,
@@ -154,15 +158,17 @@ def compile_groups(preps: list[PreparedGroup], target: tvm.target.Target, cache=
 
     if jobs == 1:
         return [one(p) for p in preps]
-    with cf.ThreadPoolExecutor(jobs, thread_name_prefix="tefuse-build") as pool:
+    pool = cf.ThreadPoolExecutor(jobs, thread_name_prefix="tefuse-build")
+    try:
         futures = [pool.submit(one, p) for p in preps]
         cf.wait(futures, return_when=cf.FIRST_EXCEPTION)
         failed = [f for f in futures if f.done() and f.exception() is not None]
         if failed:
-            for f in futures:
-                f.cancel()
             raise failed[0].exception()
         return [f.result() for f in futures]
+    finally:
+        # on an error or Ctrl-C, kernels not started yet are dropped, not compiled
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def build(graph: Graph, target: TargetLike = "llvm", *, db: Union[BestRecordSource, str, None] = None,

@@ -43,7 +43,7 @@ def add_db_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-db", action="store_true", help="ignore tuning logs: fallback configs only")
     p.add_argument("--no-cache", action="store_true", help="do not use the on-disk kernel cache")
     p.add_argument("-j", "--jobs", type=int, default=None,
-                   help="kernels compiled at once (default: $TEFUSE_BUILD_JOBS, else the CPU count)")
+                   help="kernels compiled at once (default: $TEFUSE_BUILD_JOBS, else the CPU count up to 32)")
 
 
 def open_databases(args):

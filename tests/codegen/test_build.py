@@ -83,3 +83,32 @@ def test_build_jobs_from_environment(monkeypatch):
         B.default_jobs()
     monkeypatch.delenv("TEFUSE_BUILD_JOBS")
     assert B.default_jobs() >= 1
+
+
+def test_a_failure_cancels_kernels_not_started(monkeypatch):
+    """Two jobs, four kernels: the first fails at once and the others take 0.3 s, so by the time a
+    thread is free again the failure has been seen and the last kernel must never compile."""
+    import time
+
+    calls = []
+
+    def compile_mod(mod, target):
+        calls.append(mod)
+        if len(calls) == 1:
+            raise RuntimeError("nvcc: out of memory")
+        time.sleep(0.3)
+        raise RuntimeError("should not matter")
+
+    monkeypatch.setattr(B, "compile_mod", compile_mod)
+    target = B.make_target("llvm")
+    preps = [B.prepare_group(g, target) for g in tefuse.fuse_graph(_mlp())]
+    assert len(preps) == 4
+    with pytest.raises(BuildError, match="out of memory"):
+        B.compile_groups(preps, target, jobs=2)
+    assert len(calls) == 3
+
+
+def test_default_jobs_is_capped(monkeypatch):
+    monkeypatch.delenv("TEFUSE_BUILD_JOBS", raising=False)
+    monkeypatch.setattr(B.os, "sched_getaffinity", lambda pid: set(range(500)), raising=False)
+    assert B.default_jobs() == B.MAX_DEFAULT_JOBS
