@@ -38,9 +38,17 @@ class CompiledKernel:
     build_seconds: float
     from_cache: bool = False
     device_source: str = ""  # CUDA/HIP source as generated: a module loaded from a library lacks it
+    _fn: Optional[tvm.runtime.PackedFunc] = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def function(self):
+        """The kernel's entry, looked up once: a lookup costs about as much as a small launch."""
+        if self._fn is None:
+            self._fn = self.module["main"]
+        return self._fn
 
     def __call__(self, *args) -> None:
-        self.module["main"](*args)
+        self.function(*args)
 
     def source(self, kind: str = "cuda") -> str:
         """Generated device source ('cuda'), host/LLVM IR ('llvm') or lowered TIR ('tir')."""

@@ -109,6 +109,7 @@ class CompiledGraph:
             raise TefuseError(f"parameter {name!r} is a scalar folded into the kernels; rebuild to change it")
         n.value = arr
         self._params.pop(id(n), None)
+        self._launches = None  # they hold the old tensor
 
     # -- execution ------------------------------------------------------------------------
     def bind_inputs(self, args: Sequence[Any], kwargs: dict) -> dict[int, tvm.runtime.Tensor]:
@@ -148,16 +149,38 @@ class CompiledGraph:
                 argv.append(slots[self._plan[id(p)]])
         return argv + [slots[self._plan[id(o)]] for o in k.outputs]
 
+    def _launch_list(self) -> list[tuple[Any, list, list[tuple[int, int]]]]:
+        """Per kernel: its function, its arguments with constants and buffers bound once, and
+        the (position, input id) holes each run fills. Why: the Python work per kernel is what
+        a small network's run time is made of (see the README's run vs kernel times)."""
+        if getattr(self, "_launches", None) is None:
+            slots = self._slots_for_run()
+            launches = []
+            for k in self.kernels:
+                argv: list = [None if p.op == INPUT else self._param(p) if p.op == CONST
+                              else slots[self._plan[id(p)]] for p in k.params]
+                argv += [slots[self._plan[id(o)]] for o in k.outputs]
+                holes = [(i, id(p)) for i, p in enumerate(k.params) if p.op == INPUT]
+                launches.append((k.function, argv, holes))
+            self._launches = launches
+        return self._launches
+
     def run(self, *args, as_numpy: bool = True, **kwargs) -> list:
         """Run on inputs given by position or name; returns the graph outputs in order.
 
         With as_numpy=False the outputs are device tensors owned by this graph: the next
         run overwrites them (copy them, or read them through DLPack, before running again).
+        Not for concurrent use: runs share the graph's buffers.
         """
         env = self.bind_inputs(args, kwargs)
         slots = self._slots_for_run()
-        for k in self.kernels:
-            k(*self._kernel_args(k, env, slots))
+        for fn, argv, holes in self._launch_list():
+            for i, key in holes:
+                argv[i] = env[key]
+            fn(*argv)
+        for _, argv, holes in self._launches:  # drop the references to this run's inputs
+            for i, _key in holes:
+                argv[i] = None
         res = []
         for o in self.graph.outputs:
             t = env[id(o)] if o.op == INPUT else self._param(o) if o.op == CONST else slots[self._plan[id(o)]]

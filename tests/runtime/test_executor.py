@@ -62,3 +62,50 @@ def test_graph_runs_on_dlpack_inputs(rng):
     xa, ya = (rng.standard_normal((2, 5)).astype("float32") for _ in range(2))
     out = cg.run(x=DLPackOnly(xa), y=DLPackOnly(ya))[0]
     np.testing.assert_allclose(out, np.maximum(xa + ya, 0), rtol=1e-6)
+
+
+def _chain_of_dense(rng, n=4):
+    b = GraphBuilder()
+    x = b.input("x", (2, 8))
+    h, ws = x, []
+    for i in range(n):
+        ws.append(rng.standard_normal((8, 8)).astype("float32") / 3)
+        h = b.relu(b.dense(h, b.const(ws[-1], name=f"w{i}")))
+    return b.build(h), ws
+
+
+def _ref(x, ws):
+    for w in ws:
+        x = np.maximum(x @ w.T, 0)
+    return x
+
+
+class _CountingModule:
+    def __init__(self, mod):
+        self.mod, self.lookups = mod, 0
+
+    def __getitem__(self, name):
+        self.lookups += 1
+        return self.mod[name]
+
+
+def test_runs_look_kernels_up_once_and_use_each_runs_inputs(rng):
+    g, ws = _chain_of_dense(rng)
+    cg = tefuse.build(g, "llvm")
+    assert cg.num_kernels == 4
+    for k in cg.kernels:
+        k.module = _CountingModule(k.module)
+    for _ in range(3):
+        x = rng.standard_normal((2, 8)).astype("float32")
+        np.testing.assert_allclose(cg.run(x)[0], _ref(x, ws), rtol=1e-5, atol=1e-6)
+    assert [k.module.lookups for k in cg.kernels] == [1, 1, 1, 1]
+
+
+def test_set_param_takes_effect_on_the_next_run(rng):
+    g, ws = _chain_of_dense(rng)
+    cg = tefuse.build(g, "llvm")
+    x = rng.standard_normal((2, 8)).astype("float32")
+    np.testing.assert_allclose(cg.run(x)[0], _ref(x, ws), rtol=1e-5, atol=1e-6)
+    ws[2] = rng.standard_normal((8, 8)).astype("float32")
+    cg.set_param("w2", ws[2])
+    np.testing.assert_allclose(cg.run(x)[0], _ref(x, ws), rtol=1e-5, atol=1e-6)
