@@ -389,6 +389,47 @@ converter("Softmax", attrs=["axis"])(_softmax_converter("softmax"))
 converter("LogSoftmax", attrs=["axis"])(_softmax_converter("log_softmax"))
 
 
+def _check_layer_norm(n: OnnxNode) -> Optional[str]:
+    if len([o for o in n.outputs if o]) > 1:
+        return "only output Y is supported (Mean / InvStdDev are training outputs)"
+    return None
+
+
+@converter("LayerNormalization", attrs=["axis", "epsilon", "stash_type"], check=_check_layer_norm)
+def _layer_norm(ctx, n):
+    """Decomposed into reductions and elementwise ops: mean, centred variance, scale and shift.
+
+    Three kernels after fusion (two reductions and the normalising epilogue), statistics in
+    float32 as stash_type=1 asks, whatever the input's dtype.
+    """
+    x = _x(ctx, n)
+    nd = len(x.shape)
+    ax = int(n.attr("axis", -1))
+    ax = ax + nd if ax < 0 else ax
+    if not 0 <= ax < nd:
+        raise Unsupported(f"axis {n.attr('axis')} is out of range for a rank-{nd} input")
+    axes = tuple(range(ax, nd))
+    stash = "float32" if int(n.attr("stash_type", 1)) == 1 else x.dtype
+
+    def xs() -> Node:
+        # one cast (and below, one x - mean) per use: each copy fuses into its consumer's kernel,
+        # where a shared node would be materialised as a kernel of its own
+        return x if x.dtype == stash else ctx.emit("cast", [x], None, dtype=stash)
+
+    mean = ctx.emit("reduce_mean", [xs()], None, axes=axes, keepdims=True)
+    d = ctx.emit("sub", [xs(), mean])
+    var = ctx.emit("reduce_mean", [ctx.emit("square", [d])], None, axes=axes, keepdims=True)
+    eps = ctx.scalar(float(n.attr("epsilon", 1e-5)), stash)
+    y = ctx.emit("mul", [ctx.emit("sub", [xs(), mean]), ctx.emit("rsqrt", [ctx.emit("add", [var, eps])])])
+    if y.dtype != x.dtype:
+        y = ctx.emit("cast", [y], None, dtype=x.dtype)
+    has_bias = n.input(2) is not None
+    y = ctx.emit("mul", [y, _operand(ctx, n.input(1), x.dtype)], None if has_bias else n.outputs[0])
+    if has_bias:
+        y = ctx.emit("add", [y, _operand(ctx, n.input(2), x.dtype)], n.outputs[0])
+    return [y]
+
+
 # -- layout ---------------------------------------------------------------------------------
 @converter("Flatten", attrs=["axis"])
 def _flatten(ctx, n):
@@ -483,6 +524,34 @@ def _slice(ctx, n):
     axes = None if axes is None else tuple(_ints(axes))
     return [ctx.emit("slice", [x], n.outputs[0], starts=tuple(starts), ends=tuple(ends), axes=axes,
                      steps=None if steps is None else tuple(steps))]
+
+
+@converter("Split", attrs=["axis", "split", "num_outputs"])
+def _split(ctx, n):
+    """Slices along `axis`: sizes from the `split` input (opset 13+) or attribute, else equal parts
+    (the last smaller when `num_outputs` does not divide the axis, as opset 18 says)."""
+    x = _x(ctx, n)
+    nd = len(x.shape)
+    ax = int(n.attr("axis", 0))
+    ax = ax + nd if ax < 0 else ax
+    if not 0 <= ax < nd:
+        raise Unsupported(f"axis {n.attr('axis', 0)} is out of range for a rank-{nd} input")
+    dim, outs = x.shape[ax], [o for o in n.outputs]
+    if n.input(1):
+        sizes = _ints(ctx.const(n.input(1), "split"))
+    elif n.attr("split") is not None:
+        sizes = _ints(n.attr("split"))
+    else:
+        parts = int(n.attr("num_outputs", len(outs)))
+        step = -(-dim // parts)
+        sizes = [min(step, dim - k * step) for k in range(parts)]
+    if len(sizes) != len(outs) or sum(sizes) != dim or min(sizes) < 0:
+        raise Unsupported(f"split sizes {sizes} do not cut axis {ax} of size {dim} into {len(outs)} outputs")
+    res, start = [], 0
+    for size, out in zip(sizes, outs):
+        res.append(ctx.emit("slice", [x], out or None, starts=(start,), ends=(start + size,), axes=(ax,)))
+        start += size
+    return res
 
 
 @converter("Gather", attrs=["axis"])

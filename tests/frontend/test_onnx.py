@@ -259,6 +259,66 @@ def test_dropout_identity_are_free(rng):
     assert [n.op for n in graph.nodes if n.is_op] == ["relu"]
 
 
+@pytest.mark.parametrize("axis, bias", [(-1, True), (1, True), (2, False)])
+def test_layer_normalization(axis, bias, rng):
+    shape = (2, 5, 8)
+    norm = shape[axis:] if axis >= 0 else shape[axis:]
+    inputs = ["x", "g", "b"] if bias else ["x", "g"]
+    node = helper.make_node("LayerNormalization", inputs, ["y"], axis=axis, epsilon=1e-3)
+    inits = {"g": rnd(rng, *norm), **({"b": rnd(rng, *norm)} if bias else {})}
+    x = rnd(rng, *shape) * 3 + 1  # a mean and scale far from 0 and 1
+    _, cg = check(make_model([node], {"x": shape}, {"y": None}, inits, opset=17), {"x": x})
+    assert cg.num_kernels == 3  # mean, variance, normalise
+
+
+def test_layer_normalization_fp16_keeps_float32_statistics(rng):
+    h = TensorProto.FLOAT16
+    g = helper.make_graph(
+        [helper.make_node("LayerNormalization", ["x", "g", "b"], ["y"], axis=-1)], "t",
+        [helper.make_tensor_value_info("x", h, [2, 5, 8])], [helper.make_tensor_value_info("y", h, [2, 5, 8])],
+        [numpy_helper.from_array(rnd(rng, 8).astype(np.float16), k) for k in ("g", "b")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=10)
+    x = (rnd(rng, 2, 5, 8) * 3 + 1).astype(np.float16)
+    _, cg = check(m, {"x": x}, rtol=2e-3, atol=4e-3)
+    assert cg.num_kernels == 3
+
+
+def test_transformer_block_layer_norm_attention(rng):
+    """Self-attention as torch exports it at opset 17: LayerNorm, QKV projection, Split, scaled
+    batched MatMul, Softmax, output projection and residual."""
+    t, d = 6, 8
+    nodes = [helper.make_node("LayerNormalization", ["x", "g", "b"], ["n"], axis=-1),
+             helper.make_node("MatMul", ["n", "wqkv"], ["qkv"]),
+             helper.make_node("Split", ["qkv", "sizes"], ["q", "k", "v"], axis=-1),
+             helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 2, 1]),
+             helper.make_node("MatMul", ["q", "kt"], ["s"]),
+             helper.make_node("Mul", ["s", "scale"], ["ss"]),
+             helper.make_node("Softmax", ["ss"], ["p"], axis=-1),
+             helper.make_node("MatMul", ["p", "v"], ["a"]),
+             helper.make_node("MatMul", ["a", "wo"], ["o"]),
+             helper.make_node("Add", ["x", "o"], ["y"])]
+    inits = {"g": rnd(rng, d), "b": rnd(rng, d), "wqkv": rnd(rng, d, 3 * d) / 3,
+             "sizes": np.array([d, d, d], np.int64), "scale": np.array(d ** -0.5, np.float32),
+             "wo": rnd(rng, d, d) / 3}
+    check(make_model(nodes, {"x": (2, t, d)}, {"y": None}, inits, opset=17), {"x": rnd(rng, 2, t, d)})
+
+
+@pytest.mark.parametrize("opset, how", [(11, "attr"), (13, "input"), (18, "num_outputs"), (13, "equal")])
+def test_split(opset, how, rng):
+    outs = ["a", "b", "c"]
+    if how == "attr":
+        node, inits = helper.make_node("Split", ["x"], outs, axis=1, split=[1, 3, 3]), {}
+    elif how == "input":
+        node, inits = helper.make_node("Split", ["x", "s"], outs, axis=-1), {"s": np.array([2, 0, 3], np.int64)}
+    elif how == "num_outputs":  # 7 into 3: 3, 3, 1
+        node, inits = helper.make_node("Split", ["x"], outs, axis=1, num_outputs=3), {}
+    else:
+        node, inits = helper.make_node("Split", ["x"], outs[:1] + ["b"], axis=0), {}
+        outs = outs[:2]
+    shape = (4, 7, 5)
+    check(make_model([node], {"x": shape}, {o: None for o in outs}, inits, opset=opset), {"x": rnd(rng, *shape)})
+
+
 # -- errors --------------------------------------------------------------------------------
 def test_unsupported_nodes_are_all_listed():
     nodes = [helper.make_node("Relu", ["x"], ["a"], name="ok_relu"),
