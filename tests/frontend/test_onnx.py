@@ -26,10 +26,10 @@ def make_model(nodes, inputs: dict, outputs: dict, inits: dict | None = None, op
     return onnx.shape_inference.infer_shapes(m)  # fills the output shapes left as None
 
 
-def check(model, feeds: dict, rtol=1e-4, atol=1e-5):
-    """Import, build for llvm, run; compare every output with onnxruntime."""
+def check(model, feeds: dict, rtol=1e-4, atol=1e-5, target="llvm"):
+    """Import, build (for llvm by default), run; compare every output with onnxruntime."""
     graph = import_onnx(model)
-    cg = tefuse.build(graph, "llvm")
+    cg = tefuse.build(graph, target)
     got = cg.run(**feeds)
     sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     want = sess.run(None, feeds)
@@ -283,10 +283,9 @@ def test_layer_normalization_fp16_keeps_float32_statistics(rng):
     assert cg.num_kernels == 3
 
 
-def test_transformer_block_layer_norm_attention(rng):
+def attention_block(rng, batch: int = 2, t: int = 6, d: int = 8):
     """Self-attention as torch exports it at opset 17: LayerNorm, QKV projection, Split, scaled
-    batched MatMul, Softmax, output projection and residual."""
-    t, d = 6, 8
+    batched MatMul, Softmax, output projection and residual. Returns (model, feeds)."""
     nodes = [helper.make_node("LayerNormalization", ["x", "g", "b"], ["n"], axis=-1),
              helper.make_node("MatMul", ["n", "wqkv"], ["qkv"]),
              helper.make_node("Split", ["qkv", "sizes"], ["q", "k", "v"], axis=-1),
@@ -300,7 +299,11 @@ def test_transformer_block_layer_norm_attention(rng):
     inits = {"g": rnd(rng, d), "b": rnd(rng, d), "wqkv": rnd(rng, d, 3 * d) / 3,
              "sizes": np.array([d, d, d], np.int64), "scale": np.array(d ** -0.5, np.float32),
              "wo": rnd(rng, d, d) / 3}
-    check(make_model(nodes, {"x": (2, t, d)}, {"y": None}, inits, opset=17), {"x": rnd(rng, 2, t, d)})
+    return make_model(nodes, {"x": (batch, t, d)}, {"y": None}, inits, opset=17), {"x": rnd(rng, batch, t, d)}
+
+
+def test_transformer_block_layer_norm_attention(rng):
+    check(*attention_block(rng))
 
 
 @pytest.mark.parametrize("opset, how", [(11, "attr"), (13, "input"), (18, "num_outputs"), (13, "equal")])

@@ -1,0 +1,12 @@
+"""ONNX models built for CUDA and run on the GPU, checked against onnxruntime (CPU)."""
+import pytest
+
+from tests.frontend.test_onnx import attention_block, check
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.mark.parametrize("batch, t, d", [(2, 6, 8), (4, 128, 256)])
+def test_attention_block_on_gpu(batch, t, d, rng):
+    model, feeds = attention_block(rng, batch, t, d)
+    check(model, feeds, rtol=1e-3, atol=1e-4, target="cuda")
