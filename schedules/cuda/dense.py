@@ -48,6 +48,18 @@ GEMM_K_STEP = 16
 GEMV_K_STEP = 256
 
 
+PAD_QUANTUM = 8  # an awkward M, N or K is tiled as if rounded up to a multiple of this
+
+
+def padded(extent: int) -> int:
+    """The extent the tiles cover: `extent` itself when it has a divisor of PAD_QUANTUM or more
+    (up to 32), else rounded up to a multiple of PAD_QUANTUM. Why: ViT's 197 tokens (a prime)
+    left only 1-row, 1-column tiles; the padded tail is masked by a predicate instead."""
+    if extent < SMALL_M or largest_divisor(extent, 32) >= PAD_QUANTUM:
+        return extent
+    return -(-extent // PAD_QUANTUM) * PAD_QUANTUM
+
+
 def _bank_elems(itemsize: int) -> int:
     return max(1, 4 // itemsize)
 
@@ -114,6 +126,15 @@ class _Caps:
         return c[1] <= MAX_K_INNER and c[2] <= self.tk and c[1] * c[2] <= self.kt
 
 
+def tiled_dims(info: KernelInfo):
+    """(batch, M, N, K) as the tiles see them: each of M, N, K `padded`."""
+    dims = gemm_dims(info)
+    if dims is None:
+        return None
+    batch, m, n, k = dims
+    return batch, padded(m), padded(n), padded(k)
+
+
 def _caps(info: KernelInfo, target, dims) -> _Caps:
     _, m, n, k = dims
     smem = int(target.attrs.get("max_shared_memory_per_block", DEFAULT_SMEM) or DEFAULT_SMEM)
@@ -167,7 +188,7 @@ class CudaDense(Template):
         self._generic = CudaGenericReduction()  # for anchors that are no plain GEMM
 
     def space(self, info: KernelInfo, target) -> ConfigSpace:
-        dims = gemm_dims(info)
+        dims = tiled_dims(info)
         if dims is None:
             return self._generic.space(info, target)
         _, m, n, k = dims
@@ -181,7 +202,7 @@ class CudaDense(Template):
         return s
 
     def fallback(self, info: KernelInfo, target, space: ConfigSpace) -> Config:
-        dims = gemm_dims(info)
+        dims = tiled_dims(info)
         if dims is None:
             return self._generic.fallback(info, target, space)
         batch, m, n, k = dims
@@ -228,8 +249,10 @@ class CudaDense(Template):
         if [iv.iter_type for iv in iters][-1:] != [2] or sum(iv.iter_type != 0 for iv in iters) != 1:
             raise ValueError(f"{anchor}: expected spatial loops then one reduction loop")
         *batch, mloop, nloop, kloop = loops
+        # outermost factors None: TVM takes the ceiling and masks the tail, so a padded
+        # extent (see `padded`) needs nothing else
         ko_n, kk_n, tk_n = cfg["tile_k"]
-        ko, kk, kt = sch.split(kloop, factors=[ko_n, kk_n, tk_n])
+        ko, kk, kt = sch.split(kloop, factors=[None, kk_n, tk_n])
         compute = block
         if tk_n > 1:
             compute = sch.rfactor(kt, 0)  # partial sums per K thread; `block` now sums them
@@ -238,12 +261,12 @@ class CudaDense(Template):
         if tk_n > 1:
             # no virtual threads around a cross-thread reduction (TVM cannot lower that):
             # the "virtual thread" factor becomes more contiguous outputs per thread
-            bm, tm, vm, im = sch.split(mloop, factors=[m0, m2, m1, m3])
-            bn, tn, vn, inn = sch.split(nloop, factors=[n0, n2, n1, n3])
+            bm, tm, vm, im = sch.split(mloop, factors=[None, m2, m1, m3])
+            bn, tn, vn, inn = sch.split(nloop, factors=[None, n2, n1, n3])
             sch.reorder(*batch, bm, bn, tm, tn, kt, ko, kk, vm, im, vn, inn)
         else:
-            bm, vm, tm, im = sch.split(mloop, factors=[m0, m1, m2, m3])
-            bn, vn, tn, inn = sch.split(nloop, factors=[n0, n1, n2, n3])
+            bm, vm, tm, im = sch.split(mloop, factors=[None, m1, m2, m3])
+            bn, vn, tn, inn = sch.split(nloop, factors=[None, n1, n2, n3])
             sch.reorder(*batch, bm, bn, vm, vn, tm, tn, kt, ko, kk, im, inn)
             sch.bind(vm, "vthread.y")
             sch.bind(vn, "vthread.x")

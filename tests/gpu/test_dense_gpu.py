@@ -31,6 +31,9 @@ CHAINS = [
     pytest.param(dict(m=1, k=512, n=10, epilogue=False), id="batch1_tiny_no_epilogue"),
     pytest.param(dict(m=16, k=512, n=256, dtype="float16"), id="fp16_batch16"),
     pytest.param(dict(m=1, k=2048, n=1000, dtype="float16"), id="fp16_batch1"),
+    pytest.param(dict(m=197, k=768, n=2304), id="vit_qkv_prime_m"),
+    pytest.param(dict(m=197, k=197, n=197, prologue="scale"), id="prime_mnk"),
+    pytest.param(dict(m=1, k=197, n=100), id="gemv_prime_k"),
 ]
 
 
@@ -82,10 +85,11 @@ def test_fallback_through_build_matches_numpy(rng):
     assert_close(y, reference(g, x, kw), rtol=1e-4, atol=1e-4)
 
 
-def test_batched_matmul_matches_numpy(rng):
-    g = batched_matmul()
+@pytest.mark.parametrize("kw", [dict(), dict(batch=(12,), m=197, k=64, n=197)], ids=["small", "attention_197"])
+def test_batched_matmul_matches_numpy(rng, kw):
+    g = batched_matmul(**kw)
     task = task_of(g)
-    a = rng.standard_normal((2, 3, 8, 24)).astype("float32")
+    a = rng.standard_normal(g.inputs[0].shape).astype("float32")
     w = next(n.value for n in g.constants if n.name == "w").astype(np.float64)
     ref = np.maximum(a.astype(np.float64) @ w, 0)
     for cfg in _configs(task, 4, seed=1):

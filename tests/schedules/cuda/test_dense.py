@@ -5,6 +5,7 @@ every point of the space respects the thread and shared-memory limits, and the f
 compiles to sm_90 PTX."""
 from __future__ import annotations
 
+import math
 import random
 import re
 import shutil
@@ -19,7 +20,7 @@ from tefuse.codegen.build import compile_mod
 from tefuse.codegen.inspect import compile_to_ptx, cuda_kernel_names, ptx_entries
 from tefuse.codegen.schedule import ScheduleChoice, apply_schedule
 from tefuse.tune.task import Task, as_tasks
-from schedules.cuda.dense import gemm_dims, shared_bytes, threads_per_block
+from schedules.cuda.dense import gemm_dims, padded, shared_bytes, threads_per_block
 from tests.codegen.test_cuda_codegen import kernel_params
 
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
@@ -137,14 +138,24 @@ def test_every_config_fits_thread_and_shared_memory_limits(kw):
 SHARED = re.compile(r"__shared__\s+(?:alignas\(\d+\)\s+)?(float|half)\s+\w+\[(\d+)\]")
 
 
+def test_awkward_extents_are_tiled_as_padded():
+    """197 (ViT's tokens, a prime) would leave 1-row tiles: it is tiled as 200, the tail masked."""
+    assert [padded(e) for e in (197, 196, 111, 3, 1000, 2048, 50, 74)] == [200, 196, 112, 3, 1000, 2048, 50, 80]
+    task = task_of(dense_chain(m=197, k=768, n=2304))
+    fb = task.fallback()
+    assert math.prod(fb["tile_m"]) == 200 and fb["tile_m"][2] * fb["tile_m"][3] >= 8
+    src = cuda_source(task, fb)
+    assert "< 197)" in src  # the padded rows are masked
+
+
 def test_k_thread_reduction_buffer_counts_against_shared_memory():
     """9 K threads (no power of two) reduce through a shared buffer of one float per thread,
     next to the biggest tiles of the space: the whole must stay within 48 KiB."""
-    task = task_of(dense_chain(m=111, k=90, n=256, epilogue=False))
+    task = task_of(dense_chain(m=3, k=90, n=256, epilogue=False))
     space = task.space()
     tile_k = max((c for c in next(k.candidates for k in space.knobs if k.name == "tile_k") if c[2] == 9),
                  key=lambda c: c[1])
-    cfg = space.from_values(dict(tile_m=(37, 1, 3, 1), tile_n=(1, 4, 32, 2), tile_k=tile_k, unroll=0,
+    cfg = space.from_values(dict(tile_m=(1, 1, 3, 1), tile_n=(16, 1, 8, 2), tile_k=tile_k, unroll=0,
                                  unroll_explicit=1))
     src = cuda_source(task, cfg)
     assert "red_buf" in src
@@ -184,6 +195,9 @@ SAMPLED = [
     pytest.param(lambda: dense_chain(m=24, k=300, n=250, prologue="scale"), id="batch24_odd"),
     pytest.param(lambda: dense_chain(m=8, k=256, n=96, dtype="float16"), id="fp16_batch8"),
     pytest.param(lambda: batched_matmul(), id="batched_matmul"),
+    pytest.param(lambda: dense_chain(m=197, k=197, n=197), id="prime_197"),
+    pytest.param(lambda: dense_chain(m=1, k=197, n=100), id="gemv_prime_k"),
+    pytest.param(lambda: batched_matmul(batch=(12,), m=197, k=64, n=197), id="attention_scores"),
 ]
 
 
