@@ -21,8 +21,9 @@ def test_target_names():
     ("nvrtc", "/usr/local/cuda/bin/nvcc", "nvrtc"),  # the user's choice stands
 ])
 def test_cuda_compiler_choice(monkeypatch, preset, nvcc, want):
+    monkeypatch.setenv("TVM_CUDA_COMPILE_MODE", "x")  # so that monkeypatch restores the original
     if preset is None:
-        monkeypatch.delenv("TVM_CUDA_COMPILE_MODE", raising=False)
+        monkeypatch.delenv("TVM_CUDA_COMPILE_MODE")
     else:
         monkeypatch.setenv("TVM_CUDA_COMPILE_MODE", preset)
     monkeypatch.setattr(T.shutil, "which", lambda name: nvcc if name == "nvcc" else None)

@@ -38,14 +38,15 @@ class CompiledKernel:
     build_seconds: float
     from_cache: bool = False
     device_source: str = ""  # CUDA/HIP source as generated: a module loaded from a library lacks it
-    _fn: Optional[tvm.runtime.PackedFunc] = field(default=None, init=False, repr=False, compare=False)
+    _fn: Optional[tuple] = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def function(self):
-        """The kernel's entry, looked up once: a lookup costs about as much as a small launch."""
-        if self._fn is None:
-            self._fn = self.module["main"]
-        return self._fn
+        """The kernel's entry, looked up once per module: a lookup costs about as much as a
+        small launch."""
+        if self._fn is None or self._fn[0] is not self.module:
+            self._fn = (self.module, self.module["main"])
+        return self._fn[1]
 
     def __call__(self, *args) -> None:
         self.function(*args)
@@ -144,39 +145,75 @@ def default_jobs() -> int:
     return max(1, min(cpus, MAX_DEFAULT_JOBS))
 
 
+def _kernel_dump_dir() -> Optional[str]:
+    """Where TVM's nvcc path writes every compile to the same two file names, if it does."""
+    if os.environ.get("TVM_KERNEL_DUMP"):
+        return os.environ["TVM_KERNEL_DUMP"]
+    cfg = tvm.transform.PassContext.current().config
+    return str(cfg["cuda.kernels_output_dir"]) if "cuda.kernels_output_dir" in cfg else None
+
+
+def _same_code_key(prep: PreparedGroup) -> tuple:
+    """Groups with equal keys compile to the same module (the kernel cache keys on the same)."""
+    values = sorted((k, repr(v)) for k, v in prep.choice.config.values.items())
+    return prep.workload, prep.choice.template.name, tuple(values)
+
+
+def _rebind(kernel: CompiledKernel, prep: PreparedGroup) -> CompiledKernel:
+    """Another group's kernel that shares `kernel`'s compiled module (same workload and config)."""
+    return CompiledKernel(prep.group, prep.lowered.params, prep.group.outputs, kernel.module,
+                          prep.mod.script(), prep.workload, kernel.template, kernel.config_index,
+                          kernel.config_source, prep.seconds, kernel.from_cache, kernel.device_source)
+
+
 def compile_groups(preps: list[PreparedGroup], target: tvm.target.Target, cache=None,
                    jobs: Optional[int] = None) -> list[CompiledKernel]:
-    """Compile prepared groups, `jobs` at a time, in threads.
+    """Compile prepared groups, `jobs` at a time, in threads; groups that would compile to the
+    same code (ResNet's repeated blocks) share one module.
 
     Threads, not processes: TVM's passes and nvcc (a subprocess) run outside the GIL, and a
     thread needs no second TVM import nor a module round trip through disk. (NVRTC
-    serialises its compiles, which is why `ensure_cuda_compiler` prefers nvcc.) Results keep the groups' order; the first failing group (in that
-    order) is the error raised.
+    serialises its compiles, which is why `ensure_cuda_compiler` prefers nvcc.) Results keep
+    the groups' order; when several fail, the first in that order is the error raised.
     """
-    jobs = min(len(preps), jobs or default_jobs()) or 1
+    if jobs is not None and jobs < 1:
+        raise BuildError(f"jobs must be at least 1, got {jobs}")
+    firsts: dict[tuple, int] = {}
+    owner = [firsts.setdefault(_same_code_key(p), i) for i, p in enumerate(preps)]
+    unique = [preps[i] for i in sorted(firsts.values())]
+    jobs = min(len(unique), jobs or default_jobs()) or 1
+    if jobs > 1 and target.kind.name == "cuda" and _kernel_dump_dir():
+        log.info("TVM's kernel dump (%s) reuses one file name per compile: compiling one at a time",
+                 _kernel_dump_dir())
+        jobs = 1
     done, lock = [0], threading.Lock()
 
     def one(prep: PreparedGroup) -> CompiledKernel:
         kernel = compile_group(prep, target, cache)
         with lock:
             done[0] += 1
-            log.info("[%d/%d] built %s (%s, %.2fs%s)", done[0], len(preps), prep.group.name,
+            log.info("[%d/%d] built %s (%s, %.2fs%s)", done[0], len(unique), prep.group.name,
                      kernel.template, kernel.build_seconds, ", cached" if kernel.from_cache else "")
         return kernel
 
     if jobs == 1:
-        return [one(p) for p in preps]
-    pool = cf.ThreadPoolExecutor(jobs, thread_name_prefix="tefuse-build")
-    try:
-        futures = [pool.submit(one, p) for p in preps]
-        cf.wait(futures, return_when=cf.FIRST_EXCEPTION)
-        failed = [f for f in futures if f.done() and f.exception() is not None]
+        built = {id(p): one(p) for p in unique}
+    else:
+        pool = cf.ThreadPoolExecutor(jobs, thread_name_prefix="tefuse-build")
+        try:
+            futures = [pool.submit(one, p) for p in unique]
+            cf.wait(futures, return_when=cf.FIRST_EXCEPTION)
+        finally:
+            # on an error or Ctrl-C, kernels not started yet are dropped, not compiled
+            pool.shutdown(wait=True, cancel_futures=True)
+        failed = [f.exception() for f in futures if not f.cancelled() and f.exception() is not None]
         if failed:
-            raise failed[0].exception()
-        return [f.result() for f in futures]
-    finally:
-        # on an error or Ctrl-C, kernels not started yet are dropped, not compiled
-        pool.shutdown(wait=True, cancel_futures=True)
+            raise failed[0]
+        built = {id(p): f.result() for p, f in zip(unique, futures)}
+    if len(unique) < len(preps):
+        log.info("%d of %d groups share a kernel with an identical group", len(preps) - len(unique), len(preps))
+    return [built[id(p)] if owner[i] == i else _rebind(built[id(preps[owner[i]])], p)
+            for i, p in enumerate(preps)]
 
 
 def build(graph: Graph, target: TargetLike = "llvm", *, db: Union[BestRecordSource, str, None] = None,

@@ -103,6 +103,7 @@ class KernelCache:
             log.warning("dropping corrupt kernel cache entry %s (%s); rebuilding", p,
                         msg[-1] if msg else type(e).__name__)
             p.unlink(missing_ok=True)
+            self.source_path(p).unlink(missing_ok=True)
             return None
         log.debug("kernel cache hit %s for %s", p.name, workload_key)
         return mod
@@ -137,6 +138,8 @@ class KernelCache:
             log.warning("could not store kernel for %s in the cache: %s", workload_key, e)
             tmp.unlink(missing_ok=True)
             tmp_src.unlink(missing_ok=True)
+            if not p.exists():
+                self.source_path(p).unlink(missing_ok=True)
             return None
         return p
 
@@ -145,8 +148,9 @@ class KernelCache:
         n = 0
         for f in self.root.glob("*/*.so"):
             f.unlink(missing_ok=True)
-            self.source_path(f).unlink(missing_ok=True)
             n += 1
+        for f in self.root.glob("*/*.src"):  # with their libraries, and any left without one
+            f.unlink(missing_ok=True)
         return n
 
 

@@ -45,7 +45,7 @@ class CompiledGraph:
     def __init__(self, graph: Graph, target, kernels: list[CompiledKernel], device_index: int = 0):
         self.graph = graph
         self.target = target
-        self.kernels = kernels
+        self.kernels = kernels  # in run order; replace the list rather than its items
         self.device = device_for(target, device_index)
         self._params: dict[int, tvm.runtime.Tensor] = {}
         self._plan = self._plan_buffers()
@@ -150,10 +150,10 @@ class CompiledGraph:
         return argv + [slots[self._plan[id(o)]] for o in k.outputs]
 
     def _launch_list(self) -> list[tuple[Any, list, list[tuple[int, int]]]]:
-        """Per kernel: its function, its arguments with constants and buffers bound once, and
+        """Per kernel: the kernel, its arguments with constants and buffers bound once, and
         the (position, input id) holes each run fills. Why: the Python work per kernel is what
         a small network's run time is made of (see the README's run vs kernel times)."""
-        if getattr(self, "_launches", None) is None:
+        if getattr(self, "_launches", None) is None or self._launch_kernels is not self.kernels:
             slots = self._slots_for_run()
             launches = []
             for k in self.kernels:
@@ -161,8 +161,8 @@ class CompiledGraph:
                               else slots[self._plan[id(p)]] for p in k.params]
                 argv += [slots[self._plan[id(o)]] for o in k.outputs]
                 holes = [(i, id(p)) for i, p in enumerate(k.params) if p.op == INPUT]
-                launches.append((k.function, argv, holes))
-            self._launches = launches
+                launches.append((k, argv, holes))
+            self._launches, self._launch_kernels = launches, self.kernels
         return self._launches
 
     def run(self, *args, as_numpy: bool = True, **kwargs) -> list:
@@ -174,13 +174,16 @@ class CompiledGraph:
         """
         env = self.bind_inputs(args, kwargs)
         slots = self._slots_for_run()
-        for fn, argv, holes in self._launch_list():
-            for i, key in holes:
-                argv[i] = env[key]
-            fn(*argv)
-        for _, argv, holes in self._launches:  # drop the references to this run's inputs
-            for i, _key in holes:
-                argv[i] = None
+        launches = self._launch_list()
+        try:
+            for k, argv, holes in launches:
+                for i, key in holes:
+                    argv[i] = env[key]
+                k.function(*argv)  # a property, so that a kernel given a new module runs it
+        finally:
+            for _, argv, holes in launches:  # drop the references to this run's inputs
+                for i, _key in holes:
+                    argv[i] = None
         res = []
         for o in self.graph.outputs:
             t = env[id(o)] if o.op == INPUT else self._param(o) if o.op == CONST else slots[self._plan[id(o)]]

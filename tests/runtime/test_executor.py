@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import tvm
 
 import tefuse
@@ -109,3 +110,27 @@ def test_set_param_takes_effect_on_the_next_run(rng):
     ws[2] = rng.standard_normal((8, 8)).astype("float32")
     cg.set_param("w2", ws[2])
     np.testing.assert_allclose(cg.run(x)[0], _ref(x, ws), rtol=1e-5, atol=1e-6)
+
+
+class _Failing:
+    """A module whose kernel raises, as a device error would."""
+
+    def __getitem__(self, name):
+        def boom(*args):
+            raise RuntimeError("CUDA error: an illegal memory access was encountered")
+        return boom
+
+
+def test_a_failed_run_holds_no_input_and_a_new_kernel_list_takes_effect(rng):
+    g, ws = _chain_of_dense(rng)
+    cg = tefuse.build(g, "llvm")
+    x = rng.standard_normal((2, 8)).astype("float32")
+    good = cg.kernels
+    cg.kernels[2].module, real = _Failing(), cg.kernels[2].module
+    with pytest.raises(RuntimeError, match="illegal memory access"):
+        cg.run(x)
+    assert all(argv[i] is None for _, argv, holes in cg._launches for i, _ in holes)
+    cg.kernels[2].module = real  # a new module is looked up again
+    np.testing.assert_allclose(cg.run(x)[0], _ref(x, ws), rtol=1e-5, atol=1e-6)
+    cg.kernels = good[:1]  # a new list is launched as it is
+    assert len(cg._launch_list()) == 1
