@@ -26,8 +26,9 @@ def make_model(nodes, inputs: dict, outputs: dict, inits: dict | None = None, op
     return onnx.shape_inference.infer_shapes(m)  # fills the output shapes left as None
 
 
-def check(model, feeds: dict, rtol=1e-4, atol=1e-5, target="llvm"):
-    """Import, build (for llvm by default), run; compare every output with onnxruntime."""
+def check(model, feeds: dict, rtol=1e-4, atol=1e-5, target="llvm", of_scale=0.0):
+    """Import, build (for llvm by default), run; compare every output with onnxruntime.
+    of_scale: an absolute tolerance of at least this fraction of the output's largest magnitude."""
     graph = import_onnx(model)
     cg = tefuse.build(graph, target)
     got = cg.run(**feeds)
@@ -36,7 +37,7 @@ def check(model, feeds: dict, rtol=1e-4, atol=1e-5, target="llvm"):
     assert len(got) == len(want)
     for g, w in zip(got, want):
         assert g.shape == w.shape
-        np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
+        np.testing.assert_allclose(g, w, rtol=rtol, atol=max(atol, of_scale * float(np.abs(w).max())))
     return graph, cg
 
 
