@@ -37,7 +37,7 @@ def check(model, feeds: dict, rtol=1e-4, atol=1e-5, target="llvm", of_scale=0.0)
     assert len(got) == len(want)
     for g, w in zip(got, want):
         assert g.shape == w.shape
-        np.testing.assert_allclose(g, w, rtol=rtol, atol=max(atol, of_scale * float(np.abs(w).max())))
+        np.testing.assert_allclose(g, w, rtol=rtol, atol=max(atol, of_scale * float(np.abs(w).max(initial=0))))
     return graph, cg
 
 
