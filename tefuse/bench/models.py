@@ -14,7 +14,7 @@ import argparse
 import json
 import logging
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Optional
 
@@ -42,6 +42,7 @@ class ModelResult:
     peer_ms: Optional[float]  # PyTorch eager on the same device
     peer_graph_ms: Optional[float] = None  # PyTorch replayed as a CUDA graph: its kernels' time
     peer: str = ""
+    slowest: list = field(default_factory=list)  # [(kernel, template, ms)], the 10 slowest kernels
 
     @property
     def tefuse_vs_peer(self) -> Optional[float]:
@@ -149,11 +150,14 @@ def bench_model(name: str, batch: int = 1, target: str = "cuda", workdir: Path =
     dev = cg.device
     xd = tvm.runtime.tensor(x, dev)
     t_run = _time_wall(lambda: cg.run(input=xd, as_numpy=False), dev.sync)
-    t_kern = 1e3 * sum(cg.time_kernels(input=xd, number=5, repeat=3, min_repeat_ms=0))
+    per_kernel = cg.time_kernels(input=xd, number=5, repeat=3, min_repeat_ms=0)
+    t_kern = 1e3 * sum(per_kernel)
+    slowest = sorted(((k.group.name, k.template, round(1e3 * t, 4)) for k, t in zip(cg.kernels, per_kernel)),
+                     key=lambda r: -r[2])[:10]
     peer, peer_graph = _peer_ms(name, x) if cg.target.kind.name == "cuda" else (None, None)
     return ModelResult(name, batch, cg.target.kind.name, len(model.graph.node), cg.num_kernels, build_s,
                        jobs, err, err / max(scale, 1e-12), 0 < scale and err <= 1e-3 * scale, t_run, t_kern,
-                       peer, peer_graph, "torch (cuDNN, fp32, no TF32)" if peer else "")
+                       peer, peer_graph, "torch (cuDNN, fp32, no TF32)" if peer else "", slowest)
 
 
 def result_line(r: ModelResult) -> str:
@@ -175,6 +179,7 @@ def main(argv=None) -> int:
     p.add_argument("--json", default=None)
     p.add_argument("--no-db", action="store_true", help="ignore tuning logs (fallback configs)")
     p.add_argument("-j", "--jobs", type=int, default=None, help="kernels compiled at once (default: CPU count)")
+    p.add_argument("--profile", action="store_true", help="print the 10 slowest kernels of each model")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     results = []
@@ -183,6 +188,9 @@ def main(argv=None) -> int:
             r = bench_model(name, b, args.target, Path(args.workdir), db=None if args.no_db else "default",
                             jobs=args.jobs)
             print(result_line(r), flush=True)
+            if args.profile:
+                for name_, template, ms in r.slowest:
+                    print(f"  {ms:8.4f} ms  {template:28s} {name_}")
             results.append(r)
     if args.json:
         Path(args.json).write_text(json.dumps([{**asdict(r), "tefuse_vs_peer": r.tefuse_vs_peer}
