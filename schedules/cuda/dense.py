@@ -21,6 +21,7 @@ import math
 
 from tvm import s_tir
 
+from tefuse.ops.dense import stacked_rows_axis
 from tefuse.tune.space import Config, ConfigSpace
 
 from ..common import (annotate_unroll, attach_epilogue, cooperative_fetch, dtype_bytes, inline_all,
@@ -82,6 +83,9 @@ def gemm_dims(info: KernelInfo):
         return 1, a[0], b[0], a[1]  # dense (a square matmul weight gives the same numbers)
     if not a or not b:
         return None
+    axis = stacked_rows_axis(a, b)
+    if axis is not None:  # the op computes it as one GEMM over a's rows
+        return 1, a[axis], b[1], a[-1]
     a2 = (1,) + a if len(a) == 1 else a
     b2 = b + (1,) if len(b) == 1 else b
     if a2[-1] != b2[-2]:

@@ -54,6 +54,9 @@ def matmul(inputs: Sequence[Value], attrs: dict) -> Value:
         raise OpError(f"matmul: inner dimensions differ: {a.shape} @ {b.shape}")
     batch = broadcast_shape([a.shape[:-2], b.shape[:-2]], "matmul's batch dims")
     m, kk, n = a.shape[-2], a.shape[-1], b.shape[-1]
+    stacked = _rows_stacked(a, b)
+    if stacked is not None and not (squeeze_a or squeeze_b):
+        return stacked
     at = Value(batch + (m, kk), a.dtype, _batched(a, batch)).materialize("data_in")
     bt = Value(batch + (kk, n), b.dtype, _batched(b, batch)).materialize("weight_in")
     acc = acc_dtype(a.dtype)
@@ -74,6 +77,43 @@ def matmul(inputs: Sequence[Value], attrs: dict) -> Value:
 
         return lazy(shape, a.dtype, fn)
     return res
+
+
+def stacked_rows_axis(a_shape: Sequence[int], b_shape: Sequence[int]):
+    """The batch axis of `a` whose entries a matmul stacks as GEMM rows (see `_rows_stacked`),
+    else None. The dense schedule reads a group's GEMM shape with it too."""
+    if len(b_shape) != 2 or len(a_shape) < 3 or a_shape[-2] != 1:
+        return None
+    lead = [k for k, s in enumerate(a_shape[:-2]) if s != 1]
+    return lead[0] if len(lead) == 1 else None
+
+
+def _rows_stacked(a: Value, b: Value):
+    """a[..., 1, K] @ b[K, N] with one batch dim that is not 1 (seq-first attention, as torch's
+    MultiheadAttention exports it: [197, 1, 768] @ [768, 2304]) as ONE [rows, K] @ [K, N] GEMM.
+
+    Why: as a batched matmul it is 197 GEMVs that each read all of b; stacked, the dense
+    template tiles 197 rows. Only this case: its output index maps onto the GEMM's rows by a
+    relabelling, so the epilogue still computes from registers.
+    """
+    axis = stacked_rows_axis(a.shape, b.shape)
+    if axis is None:
+        return None
+    rows, kk, n = a.shape[axis], a.shape[-1], b.shape[-1]
+
+    def row_of(r, k):
+        idx = [0] * (a.ndim - 2)
+        idx[axis] = r
+        return a(*idx, 0, k)
+
+    at = Value((rows, kk), a.dtype, row_of).materialize("data_in")
+    bt = b.materialize("weight_in")
+    acc = acc_dtype(a.dtype)
+    k = te.reduce_axis((0, kk), "k")
+    out = te.compute((rows, n), lambda r, j: te.sum(tir.Cast(acc, at[r, k]) * tir.Cast(acc, bt[k, j]), axis=k),
+                     name="matmul", tag="dense")
+    res = _finish(out, a.dtype)
+    return lazy(a.shape[:-1] + (n,), a.dtype, lambda *i: res(i[axis], i[-1]))
 
 
 def _batched(v: Value, batch: tuple[int, ...]):

@@ -85,7 +85,8 @@ def test_fallback_through_build_matches_numpy(rng):
     assert_close(y, reference(g, x, kw), rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("kw", [dict(), dict(batch=(12,), m=197, k=64, n=197)], ids=["small", "attention_197"])
+@pytest.mark.parametrize("kw", [dict(), dict(batch=(12,), m=197, k=64, n=197), dict(batch=(197,), m=1, k=768, n=2304)],
+                         ids=["small", "attention_197", "seq_first_qkv"])
 def test_batched_matmul_matches_numpy(rng, kw):
     g = batched_matmul(**kw)
     task = task_of(g)

@@ -41,7 +41,26 @@ MATMUL = [
     ((4,), (2, 4, 3)),  # 1-D left with batch on the right
     ((2, 3, 4), (4,)),  # 1-D right with batch on the left
     ((1, 3, 4), (2, 4, 5)),
+    ((7, 1, 4), (4, 5)),  # seq-first rows: one GEMM of 7 rows
+    ((1, 7, 1, 4), (4, 5)),
+    ((2, 7, 1, 4), (4, 5)),  # two batch dims: stays a batched matmul
 ]
+
+
+def test_seq_first_matmul_is_one_gemm_over_the_rows():
+    """[T, 1, K] @ [K, N] (torch's MultiheadAttention in-projection) computes as [T, K] @ [K, N]:
+    a 2-D reduction, not T batched GEMVs."""
+    b = tefuse.GraphBuilder()
+    a = b.input("a", (197, 1, 64))
+    g = b.build(b.op("matmul", a, b.input("w", (64, 96))))
+    (group,) = tefuse.fuse_graph(g)
+    from tefuse.codegen.lower import lower_group
+    from schedules.cuda.dense import gemm_dims
+    lowered = lower_group(group)
+    assert gemm_dims(lowered.info) == (1, 197, 96, 64)
+    script = lowered.func.script()
+    assert "matmul = T.sblock_alloc_buffer((197, 96))" in script  # rows x N, no batch dim
+    assert 'T.axis.remap("SSR"' in script
 
 
 @pytest.mark.parametrize("sa,sb", MATMUL, ids=[f"{a}@{b}" for a, b in MATMUL])

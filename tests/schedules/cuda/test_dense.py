@@ -114,6 +114,7 @@ def test_gemm_dims_of_dense_and_matmul():
     assert gemm_dims(task_of(dense_chain(m=3, k=1000, n=100)).info) == (1, 3, 100, 1000)
     assert gemm_dims(task_of(dense_chain(m=1, prologue="flatten")).info) == (1, 1, 1000, 2048)
     assert gemm_dims(task_of(batched_matmul()).info) == (6, 8, 10, 24)
+    assert gemm_dims(task_of(batched_matmul(batch=(197,), m=1, k=96, n=288)).info) == (1, 197, 288, 96)
 
 
 @pytest.mark.parametrize("kw", [
@@ -198,6 +199,7 @@ SAMPLED = [
     pytest.param(lambda: dense_chain(m=197, k=197, n=197), id="prime_197"),
     pytest.param(lambda: dense_chain(m=1, k=197, n=100), id="gemv_prime_k"),
     pytest.param(lambda: batched_matmul(batch=(12,), m=197, k=64, n=197), id="attention_scores"),
+    pytest.param(lambda: batched_matmul(batch=(197,), m=1, k=96, n=288), id="seq_first_qkv"),
 ]
 
 
