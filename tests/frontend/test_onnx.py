@@ -307,6 +307,19 @@ def test_transformer_block_layer_norm_attention(rng):
     check(*attention_block(rng))
 
 
+def test_seq_first_projection_is_one_gemm(rng):
+    """torch's MultiheadAttention in-projection: LayerNorm, [1, T, D] -> [T, 1, D], MatMul, bias."""
+    t, d = 11, 16
+    nodes = [helper.make_node("LayerNormalization", ["x", "g", "b"], ["n"], axis=-1),
+             helper.make_node("Transpose", ["n"], ["nt"], perm=[1, 0, 2]),
+             helper.make_node("MatMul", ["nt", "w"], ["m"]),
+             helper.make_node("Add", ["m", "bias"], ["y"])]
+    inits = {"g": rnd(rng, d), "b": rnd(rng, d), "w": rnd(rng, d, 3 * d), "bias": rnd(rng, 3 * d)}
+    graph, cg = check(make_model(nodes, {"x": (1, t, d)}, {"y": None}, inits, opset=17), {"x": rnd(rng, 1, t, d)})
+    (mm,) = [k for k in cg.kernels if "matmul" in k.group.name]
+    assert "matmul = T.sblock_alloc_buffer((11, 48))" in mm.tir
+
+
 @pytest.mark.parametrize("opset, how", [(11, "attr"), (13, "input"), (18, "num_outputs"), (13, "equal")])
 def test_split(opset, how, rng):
     outs = ["a", "b", "c"]
