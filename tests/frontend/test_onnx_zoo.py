@@ -23,6 +23,7 @@ from onnx import numpy_helper
 
 import tefuse
 from tefuse.frontend.onnx import import_onnx
+from tefuse.frontend.randomize import randomize_constant_weights
 
 ort = pytest.importorskip("onnxruntime")
 
@@ -58,32 +59,7 @@ def real_inputs(model: onnx.ModelProto) -> list[onnx.ValueInfoProto]:
 
 
 def randomized(model: onnx.ModelProto, seed: int = 0) -> onnx.ModelProto:
-    """The model with every ConstantOfShape weight replaced by a seeded random initializer.
-
-    He-scaled normal weights keep activations in range; 1-D tensors (biases, batch-norm
-    scale/shift/mean/var) are uniform in [0.5, 1.5], so variances stay positive.
-    """
-    rng = np.random.default_rng(seed)
-    m = onnx.ModelProto.FromString(model.SerializeToString())
-    inits = {i.name: numpy_helper.to_array(i) for i in m.graph.initializer}
-    keep, new_inits = [], []
-    for node in m.graph.node:
-        if node.op_type == "ConstantOfShape" and node.input[0] in inits:
-            shape = tuple(int(s) for s in inits[node.input[0]])
-            if len(shape) >= 2:
-                fan_in = int(np.prod(shape[1:]))
-                w = rng.standard_normal(shape) * np.sqrt(2.0 / fan_in)
-            else:
-                w = rng.uniform(0.5, 1.5, shape)
-            new_inits.append(numpy_helper.from_array(w.astype(np.float32), node.output[0]))
-        else:
-            keep.append(node)
-    del m.graph.node[:]
-    m.graph.node.extend(keep)
-    m.graph.initializer.extend(new_inits)
-    # IR < 4 requires every initializer to be a graph input too; IR 4 (the opset-9 era) does not
-    m.ir_version = max(m.ir_version, 4)
-    return m
+    return randomize_constant_weights(model, seed)[0]
 
 
 def _build_run(model, feeds):
