@@ -182,9 +182,9 @@ def compile_groups(preps: list[PreparedGroup], target: tvm.target.Target, cache=
     owner = [firsts.setdefault(_same_code_key(p), i) for i, p in enumerate(preps)]
     unique = [preps[i] for i in sorted(firsts.values())]
     jobs = min(len(unique), jobs or default_jobs()) or 1
-    if jobs > 1 and target.kind.name == "cuda" and _kernel_dump_dir():
-        log.info("TVM's kernel dump (%s) reuses one file name per compile: compiling one at a time",
-                 _kernel_dump_dir())
+    dump = _kernel_dump_dir() if jobs > 1 and target.kind.name == "cuda" else None
+    if dump:
+        log.info("TVM's kernel dump (%s) reuses one file name per compile: compiling one at a time", dump)
         jobs = 1
     done, lock = [0], threading.Lock()
 

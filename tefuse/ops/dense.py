@@ -45,6 +45,9 @@ def matmul(inputs: Sequence[Value], attrs: dict) -> Value:
         raise OpError(f"matmul: dtype mismatch {a.dtype} vs {b.dtype}")
     if a.ndim == 0 or b.ndim == 0:
         raise OpError("matmul: scalar operands are not allowed")
+    axis = stacked_rows_axis(a.shape, b.shape)
+    if axis is not None and a.shape[-1] == b.shape[0]:
+        return _rows_stacked(a, b, axis, attrs)
     squeeze_a, squeeze_b = a.ndim == 1, b.ndim == 1
     if squeeze_a:
         a = Value((1,) + a.shape, a.dtype, lambda _z, i, _a=a: _a(i))
@@ -54,9 +57,6 @@ def matmul(inputs: Sequence[Value], attrs: dict) -> Value:
         raise OpError(f"matmul: inner dimensions differ: {a.shape} @ {b.shape}")
     batch = broadcast_shape([a.shape[:-2], b.shape[:-2]], "matmul's batch dims")
     m, kk, n = a.shape[-2], a.shape[-1], b.shape[-1]
-    stacked = _rows_stacked(a, b)
-    if stacked is not None and not (squeeze_a or squeeze_b):
-        return stacked
     at = Value(batch + (m, kk), a.dtype, _batched(a, batch)).materialize("data_in")
     bt = Value(batch + (kk, n), b.dtype, _batched(b, batch)).materialize("weight_in")
     acc = acc_dtype(a.dtype)
@@ -88,7 +88,7 @@ def stacked_rows_axis(a_shape: Sequence[int], b_shape: Sequence[int]):
     return lead[0] if len(lead) == 1 else None
 
 
-def _rows_stacked(a: Value, b: Value):
+def _rows_stacked(a: Value, b: Value, axis: int, attrs: dict) -> Value:
     """a[..., 1, K] @ b[K, N] with one batch dim that is not 1 (seq-first attention, as torch's
     MultiheadAttention exports it: [197, 1, 768] @ [768, 2304]) as ONE [rows, K] @ [K, N] GEMM.
 
@@ -96,24 +96,13 @@ def _rows_stacked(a: Value, b: Value):
     template tiles 197 rows. Only this case: its output index maps onto the GEMM's rows by a
     relabelling, so the epilogue still computes from registers.
     """
-    axis = stacked_rows_axis(a.shape, b.shape)
-    if axis is None:
-        return None
-    rows, kk, n = a.shape[axis], a.shape[-1], b.shape[-1]
-
     def row_of(r, k):
         idx = [0] * (a.ndim - 2)
         idx[axis] = r
         return a(*idx, 0, k)
 
-    at = Value((rows, kk), a.dtype, row_of).materialize("data_in")
-    bt = b.materialize("weight_in")
-    acc = acc_dtype(a.dtype)
-    k = te.reduce_axis((0, kk), "k")
-    out = te.compute((rows, n), lambda r, j: te.sum(tir.Cast(acc, at[r, k]) * tir.Cast(acc, bt[k, j]), axis=k),
-                     name="matmul", tag="dense")
-    res = _finish(out, a.dtype)
-    return lazy(a.shape[:-1] + (n,), a.dtype, lambda *i: res(i[axis], i[-1]))
+    res = matmul([Value((a.shape[axis], a.shape[-1]), a.dtype, row_of), b], attrs)
+    return lazy(a.shape[:-1] + (b.shape[-1],), a.dtype, lambda *i: res(i[axis], i[-1]))
 
 
 def _batched(v: Value, batch: tuple[int, ...]):

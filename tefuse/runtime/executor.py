@@ -48,6 +48,8 @@ class CompiledGraph:
         self.kernels = kernels  # in run order; replace the list rather than its items
         self.device = device_for(target, device_index)
         self._params: dict[int, tvm.runtime.Tensor] = {}
+        self._launches: Optional[list] = None  # see _launch_list
+        self._launch_kernels: Optional[list[CompiledKernel]] = None
         self._plan = self._plan_buffers()
 
     # -- inspection ----------------------------------------------------------------------
@@ -138,22 +140,11 @@ class CompiledGraph:
             self._slot_tensors = [tvm.runtime.empty(shape, dtype, self.device) for shape, dtype in self._slots]
         return self._slot_tensors
 
-    def _kernel_args(self, k: CompiledKernel, env: dict, slots: list) -> list:
-        argv = []
-        for p in k.params:
-            if p.op == CONST:
-                argv.append(self._param(p))
-            elif p.op == INPUT:
-                argv.append(env[id(p)])
-            else:
-                argv.append(slots[self._plan[id(p)]])
-        return argv + [slots[self._plan[id(o)]] for o in k.outputs]
-
     def _launch_list(self) -> list[tuple[Any, list, list[tuple[int, int]]]]:
         """Per kernel: the kernel, its arguments with constants and buffers bound once, and
         the (position, input id) holes each run fills. Why: the Python work per kernel is what
         a small network's run time is made of (see the README's run vs kernel times)."""
-        if getattr(self, "_launches", None) is None or self._launch_kernels is not self.kernels:
+        if self._launches is None or self._launch_kernels is not self.kernels:
             slots = self._slots_for_run()
             launches = []
             for k in self.kernels:
@@ -195,12 +186,14 @@ class CompiledGraph:
         """Median device time of each kernel in seconds (TVM's time_evaluator, after a warm-up run)."""
         self.run(*args, as_numpy=False, **kwargs)
         env = self.bind_inputs(args, kwargs)
-        slots = self._slots_for_run()
         times = []
-        for k in self.kernels:
+        for k, bound, holes in self._launch_list():
+            argv = list(bound)
+            for i, key in holes:
+                argv[i] = env[key]
             f = k.module.time_evaluator("main", self.device, number=number, repeat=repeat,
                                         min_repeat_ms=min_repeat_ms)
-            times.append(float(np.median(f(*self._kernel_args(k, env, slots)).results)))
+            times.append(float(np.median(f(*argv).results)))
         return times
 
     __call__ = run
