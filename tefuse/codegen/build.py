@@ -117,9 +117,15 @@ def compile_group(prep: PreparedGroup, target: tvm.target.Target, cache=None) ->
         src = device_source(module)
         if cache is not None:
             cache.store(key, target, choice, module, source=src)
-    return CompiledKernel(group, prep.lowered.params, group.outputs, module, prep.mod.script(), key,
-                          choice.template.name, choice.config.index, choice.source,
-                          prep.seconds + time.perf_counter() - t0, hit, src)
+    return _kernel_of(prep, module, prep.seconds + time.perf_counter() - t0, hit, src)
+
+
+def _kernel_of(prep: PreparedGroup, module: tvm.runtime.Module, seconds: float, from_cache: bool,
+               source: str) -> CompiledKernel:
+    choice = prep.choice
+    return CompiledKernel(prep.group, prep.lowered.params, prep.group.outputs, module, prep.mod.script(),
+                          prep.workload, choice.template.name, choice.config.index, choice.source,
+                          seconds, from_cache, source)
 
 
 def build_group(group: FusedGroup, target: tvm.target.Target, db: Optional[BestRecordSource] = None,
@@ -161,9 +167,7 @@ def _same_code_key(prep: PreparedGroup) -> tuple:
 
 def _rebind(kernel: CompiledKernel, prep: PreparedGroup) -> CompiledKernel:
     """Another group's kernel that shares `kernel`'s compiled module (same workload and config)."""
-    return CompiledKernel(prep.group, prep.lowered.params, prep.group.outputs, kernel.module,
-                          prep.mod.script(), prep.workload, kernel.template, kernel.config_index,
-                          kernel.config_source, prep.seconds, kernel.from_cache, kernel.device_source)
+    return _kernel_of(prep, kernel.module, prep.seconds, kernel.from_cache, kernel.device_source)
 
 
 def compile_groups(preps: list[PreparedGroup], target: tvm.target.Target, cache=None,
