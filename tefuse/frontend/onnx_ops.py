@@ -389,6 +389,15 @@ converter("Softmax", attrs=["axis"])(_softmax_converter("softmax"))
 converter("LogSoftmax", attrs=["axis"])(_softmax_converter("log_softmax"))
 
 
+def _axis_attr(n: OnnxNode, nd: int, default: int) -> int:
+    """The node's `axis` attribute as a non-negative axis of a rank-`nd` input."""
+    raw = int(n.attr("axis", default))
+    ax = raw + nd if raw < 0 else raw
+    if not 0 <= ax < nd:
+        raise Unsupported(f"axis {raw} is out of range for a rank-{nd} input")
+    return ax
+
+
 def _check_layer_norm(n: OnnxNode) -> Optional[str]:
     if len([o for o in n.outputs if o]) > 1:
         return "only output Y is supported (Mean / InvStdDev are training outputs)"
@@ -404,11 +413,7 @@ def _layer_norm(ctx, n):
     """
     x = _x(ctx, n)
     nd = len(x.shape)
-    ax = int(n.attr("axis", -1))
-    ax = ax + nd if ax < 0 else ax
-    if not 0 <= ax < nd:
-        raise Unsupported(f"axis {n.attr('axis')} is out of range for a rank-{nd} input")
-    axes = tuple(range(ax, nd))
+    axes = tuple(range(_axis_attr(n, nd, -1), nd))
     stash = "float32" if int(n.attr("stash_type", 1)) == 1 else x.dtype
 
     def xs() -> Node:
@@ -531,12 +536,8 @@ def _split(ctx, n):
     """Slices along `axis`: sizes from the `split` input (opset 13+) or attribute, else equal parts
     (the last smaller when `num_outputs` does not divide the axis, as opset 18 says)."""
     x = _x(ctx, n)
-    nd = len(x.shape)
-    ax = int(n.attr("axis", 0))
-    ax = ax + nd if ax < 0 else ax
-    if not 0 <= ax < nd:
-        raise Unsupported(f"axis {n.attr('axis', 0)} is out of range for a rank-{nd} input")
-    dim, outs = x.shape[ax], [o for o in n.outputs]
+    ax = _axis_attr(n, len(x.shape), 0)
+    dim, outs = x.shape[ax], list(n.outputs)
     if n.input(1):
         sizes = _ints(ctx.const(n.input(1), "split"))
     elif n.attr("split") is not None:
