@@ -43,6 +43,22 @@ def shared_alloc_bytes(mod: tvm.IRModule) -> int:
     return total
 
 
+_BINDING = re.compile(r'T\.thread_binding\((?:0,\s*)?(\d+),\s*thread="([\w.]+)"')
+
+
+def launch_extents(script: str) -> dict[str, float]:
+    """Largest extent bound to each thread tag (threadIdx.x, blockIdx.y, vthread...) in a
+    scheduled module's TVMScript."""
+    ext: dict[str, float] = {}
+    for extent, tag in _BINDING.findall(script):
+        ext[tag] = max(ext.get(tag, 1.0), float(extent))
+    return ext
+
+
+def block_threads(script: str) -> int:
+    return int(math.prod(v for k, v in launch_extents(script).items() if k.startswith("threadIdx")))
+
+
 def loop_depth(sch: s_tir.Schedule, block, loop) -> int:
     """How many loops enclose `block` down to and including `loop`."""
     target = sch.get_sref(loop)

@@ -1,4 +1,12 @@
-"""Template registry keyed by (target kind, anchor kind); several templates may serve one key."""
+"""Template registry keyed by (target family, anchor kind); several templates may serve one key.
+
+A target kind looks through its families in order: `cuda` -> cuda, then gpu; `rocm` -> rocm,
+then gpu; `llvm` -> cpu. The gpu family's templates (schedules/cuda/: CUDA's thread model,
+which ROCm shares) read warp size, SM count and limits from the target they are given, so a
+family of its own (a ROCm template with MFMA) comes first where it exists. Within a key,
+templates are ordered by their explicit `priority` (highest first); an anchor kind without
+templates falls back to the family chain's generic ("*") ones.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -6,7 +14,7 @@ from typing import Any, Optional
 
 from tvm import s_tir
 
-from tefuse.tune.space import Config, ConfigSpace
+from .space import Config, ConfigSpace
 
 
 @dataclass
@@ -28,6 +36,7 @@ class Template:
     """A schedule template: a knob space, a fallback config, and how to apply a config."""
 
     name = "template"
+    priority = 0  # set by `register`: order among a key's templates
 
     def accepts(self, info: KernelInfo) -> bool:
         """Whether the template can schedule this group at all (a key may hold templates
@@ -49,20 +58,36 @@ class Template:
         raise NotImplementedError
 
 
+FAMILIES: dict[str, tuple[str, ...]] = {"cuda": ("cuda", "gpu"), "rocm": ("rocm", "gpu"), "llvm": ("cpu",)}
+
 _TEMPLATES: dict[tuple[str, str], list[Template]] = {}
 
 
-def register(target_kind: str, *anchor_kinds: str):
+def register(family: str, *anchor_kinds: str, priority: int = 0):
+    """Class decorator: one instance serves every (family, anchor kind) given."""
+
     def deco(cls):
         inst = cls()
+        inst.priority = priority
         for a in anchor_kinds:
-            _TEMPLATES.setdefault((target_kind, a), []).append(inst)
+            entries = _TEMPLATES.setdefault((family, a), [])
+            entries.append(inst)
+            entries.sort(key=lambda t: -t.priority)  # stable: equal priorities keep their order
         return cls
 
     return deco
 
 
-def get_templates(target_kind: str, anchor_kind: str) -> list[Template]:
-    """Templates for the key, falling back to the generic ones registered under '*'."""
-    kind = "cuda" if target_kind in ("cuda", "rocm") else target_kind
-    return _TEMPLATES.get((kind, anchor_kind)) or _TEMPLATES.get((kind, "*"), [])
+def families(target) -> tuple[str, ...]:
+    """The template families a target (or target kind name) looks through, in order."""
+    kind = target if isinstance(target, str) else target.kind.name
+    return FAMILIES.get(kind, (kind,))
+
+
+def get_templates(target, anchor_kind: str) -> list[Template]:
+    """Templates for the anchor kind along the target's families, else the generic ones ('*')."""
+    for anchor in (anchor_kind, "*"):
+        found = [t for fam in families(target) for t in _TEMPLATES.get((fam, anchor), [])]
+        if found:
+            return found
+    return []

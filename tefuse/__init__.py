@@ -1,16 +1,16 @@
 """tefuse: chains of deep-learning operators fused into single GPU kernels, on Apache TVM."""
 from __future__ import annotations
 
-__version__ = "0.1.0"
 
 from . import ops  # noqa: F401  (registers operators)
-from .codegen import build
+from .version import __version__
 from .errors import (BuildError, GraphError, OpError, PlanStateError, TefuseError,
                      UnsupportedFusion)
 from .fusion import fuse_graph
 from .graph import Graph, GraphBuilder
 from .runtime import CompiledGraph
 from .target import make_target
+from .driver import build
 
 __all__ = ["BuildError", "CompiledGraph", "Graph", "GraphBuilder", "GraphError", "OpError",
            "PlanStateError", "TefuseError", "UnsupportedFusion", "build", "fuse_graph",

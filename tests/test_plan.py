@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from tefuse.codegen.inspect import cuda_kernel_names
+from tefuse.codegen.ptx import cuda_kernel_names
 from tefuse.errors import PlanStateError, UnsupportedFusion
 from tefuse.plan import FusionPlan, TensorDesc
 from tests import reference as R

@@ -3,13 +3,13 @@ from __future__ import annotations
 
 from tvm import s_tir
 
-from tefuse.tune.space import Config, ConfigSpace
+from ..space import Config, ConfigSpace
 
 from ..common import inline_all, outer_nests
 from ..registry import KernelInfo, Template, register
 
 
-@register("llvm", "*")
+@register("cpu", "*")
 class CpuGeneric(Template):
     name = "cpu_generic"
 

@@ -26,7 +26,7 @@ import logging
 
 from tvm import s_tir
 
-from tefuse.tune.space import Config, ConfigSpace
+from ..space import Config, ConfigSpace
 
 from ..common import (THREAD_AXES, attach_epilogue, cooperative_fetch, dtype_bytes, inline_all,
                       largest_divisor, read_index, shared_alloc_bytes, spatial_reduce_loops)
@@ -124,7 +124,7 @@ def fallback_values(info: KernelInfo, *, block: int = FALLBACK_BLOCK, vec: int |
     return vals
 
 
-@register("cuda", "depthwise_conv2d")
+@register("gpu", "depthwise_conv2d")
 class Conv2dDepthwise(Template):
     name = "conv2d_depthwise"
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from tvm import s_tir
 
-from tefuse.tune.space import Config, ConfigSpace
+from ..space import Config, ConfigSpace
 
 from ..common import (THREAD_AXES, annotate_unroll, attach_epilogue, cooperative_fetch, inline_all,
                       largest_divisor, loop_depth, read_index, spatial_reduce_loops)
@@ -27,7 +27,7 @@ def _rc_extent(info: KernelInfo) -> int:
     return w[1] if info.attrs.get("layout", "NCHW") == "NCHW" else w[2]
 
 
-@register("cuda", "conv2d")
+@register("gpu", "conv2d", priority=1)  # the fallback when preferences tie
 class Conv2dDirect(Template):
     name = "conv2d_direct"
 

@@ -26,7 +26,7 @@ import math
 
 from tvm import s_tir
 
-from tefuse.tune.space import Config, ConfigSpace, _divisors
+from ..space import Config, ConfigSpace, _divisors
 
 from ..common import annotate_unroll, attach_epilogue, dtype_bytes, inline_all, read_index
 from ..registry import KernelInfo, Template, register
@@ -138,7 +138,7 @@ def fallback_tiles(g: GemmShape, narrow_penalty: float = None) -> tuple[tuple[in
     raise ValueError(f"no fallback tiling for {g}")
 
 
-@register("cuda", "conv2d")
+@register("gpu", "conv2d")
 class Conv2dImplicitGemm(Template):
     name = "conv2d_implicit_gemm"
 

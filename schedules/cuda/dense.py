@@ -21,8 +21,8 @@ import math
 
 from tvm import s_tir
 
-from tefuse.ops.dense import stacked_rows_axis
-from tefuse.tune.space import Config, ConfigSpace
+from ...ops.dense import stacked_rows_axis
+from ..space import Config, ConfigSpace
 
 from ..common import (annotate_unroll, attach_epilogue, cooperative_fetch, dtype_bytes, inline_all,
                       largest_divisor, loop_depth, read_index)
@@ -184,7 +184,7 @@ def _closest(space: ConfigSpace, name: str, want):
     return min(cands, key=lambda c: sum(abs(math.log(x) - math.log(y)) for x, y in zip(c, want)))
 
 
-@register("cuda", "dense")
+@register("gpu", "dense")
 class CudaDense(Template):
     name = "cuda_dense"
 

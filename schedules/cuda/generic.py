@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from tvm import s_tir
 
-from tefuse.tune.space import Config, ConfigSpace
+from ..space import Config, ConfigSpace
 
 from ..common import attach_epilogue, bind_threads, inline_all, outer_nests, spatial_reduce_loops
 from ..registry import KernelInfo, Template, register
 
 
-@register("cuda", "*")
+@register("gpu", "*")
 class CudaGenericReduction(Template):
     name = "cuda_generic_reduction"
 

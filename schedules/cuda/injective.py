@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from tvm import s_tir
 
-from tefuse.tune.space import Config, ConfigSpace
+from ..space import Config, ConfigSpace
 
 from ..common import bind_threads, inline_all, outer_nests
 from ..registry import KernelInfo, Template, register
 
 
-@register("cuda", "injective")
+@register("gpu", "injective")
 class CudaInjective(Template):
     name = "cuda_injective"
 

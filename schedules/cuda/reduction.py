@@ -25,7 +25,7 @@ from typing import Optional
 
 from tvm import s_tir
 
-from tefuse.tune.space import Config, ConfigSpace
+from ..space import Config, ConfigSpace
 
 from ..common import annotate_unroll, inline_all, loop_depth, spatial_reduce_loops
 from ..registry import KernelInfo, Template, register
@@ -103,7 +103,7 @@ def _spread(sch: s_tir.Schedule, block, outer, threads: int) -> Optional[tuple]:
     return lo, li
 
 
-@register("cuda", "reduce", "softmax", "pool")
+@register("gpu", "reduce", "softmax", "pool")
 class CudaCrossThreadReduction(Template):
     name = "cuda_cross_thread_reduction"
 

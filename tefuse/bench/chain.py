@@ -13,8 +13,8 @@ from typing import Optional
 
 import numpy as np
 
-from ..codegen.build import build
-from ..commands.spec import build_plan
+from ..driver import build
+from ..plan.spec import build_plan
 
 log = logging.getLogger(__name__)
 

@@ -128,8 +128,8 @@ def bench_model(name: str, batch: int = 1, target: str = "cuda", workdir: Path =
     import onnx
     import tvm
 
-    from ..codegen.build import build, default_jobs
-    from ..commands.run import onnxruntime_outputs
+    from ..driver import build, default_jobs
+    from ..frontend.reference import onnxruntime_outputs
     from ..frontend.onnx import import_onnx
 
     path = export_torchvision(name, batch, workdir / f"{name}_b{batch}.onnx")

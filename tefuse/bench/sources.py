@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib
 import json
 import logging
 import os
@@ -32,11 +33,13 @@ TORCHVISION = ["resnet50", "mobilenet_v2", "vit_b_16"]
 
 
 def _parse_chain():
-    try:  # where the chain parser lives moved (commands -> plan); accept either
-        from tefuse.plan.spec import parse_chain
-    except ImportError:
-        from tefuse.commands.spec import parse_chain
-    return parse_chain
+    """The chain parser, wherever the checkout keeps it (it moved from commands to plan)."""
+    for name in ("tefuse.plan.spec", "tefuse.commands.spec"):
+        try:
+            return importlib.import_module(name).parse_chain
+        except ImportError:
+            continue
+    raise ImportError("no chain-spec parser in this tefuse")
 
 
 def fingerprints(cg) -> list[list]:
@@ -45,9 +48,7 @@ def fingerprints(cg) -> list[list]:
 
 
 def build_cuda(graph, db):
-    import tefuse
-
-    return tefuse.build(graph, "cuda", db=db, cache=None)
+    return importlib.import_module("tefuse").build(graph, "cuda", db=db, cache=None)
 
 
 def collect(zoo: list[str], torchvision: list[str], db) -> dict[str, list]:

@@ -65,7 +65,7 @@ def _curve(history: list[float]) -> list[float]:
 
 def tune_one(spec: str, shape: tuple, tuner: str, trials: int, log_path: Path, seed: int,
              builder, runner, target: str = "cuda") -> TunerRun:
-    from ..commands.spec import parse_chain
+    from ..plan.spec import parse_chain
     from ..tune.tuner import tune
 
     graph = parse_chain(spec, shape, "float32", "NCHW")
@@ -126,7 +126,7 @@ def main(argv=None) -> int:
     p.add_argument("--json", default=None)
     p.add_argument("--target", default="cuda")
     args = p.parse_args(argv)
-    from ..commands.spec import parse_shape
+    from ..plan.spec import parse_shape
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     shapes = [parse_shape(x) for x in args.shape] if args.shape else RESNET50_SHAPES

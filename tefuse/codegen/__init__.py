@@ -1,5 +1,6 @@
-"""Lowering fused groups to TIR, scheduling, compiling."""
-from .build import CompiledKernel, build, build_group, compile_group, prepare_group
+"""Lowering fused groups to TIR, choosing and applying schedules, compiling (one path), the kernel cache."""
+from .compile import KernelSpec, check_limits, compile_kernel, compile_module, schedule_kernel
 from .lower import LoweredGroup, lower_group
 
-__all__ = ["CompiledKernel", "LoweredGroup", "build", "build_group", "compile_group", "lower_group", "prepare_group"]
+__all__ = ["KernelSpec", "LoweredGroup", "check_limits", "compile_kernel", "compile_module", "lower_group",
+           "schedule_kernel"]

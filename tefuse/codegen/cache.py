@@ -44,12 +44,10 @@ def source_fingerprint() -> str:
     """Hash of every .py file of tefuse and schedules, once per process (a few ms)."""
     global _FINGERPRINT
     if _FINGERPRINT is None:
-        import schedules
-        import tefuse
+        from .. import schedules
 
         h = hashlib.sha256()
-        for pkg in (tefuse, schedules):
-            root = Path(pkg.__file__).resolve().parent
+        for root in (Path(__file__).resolve().parents[1], Path(schedules.__file__).resolve().parent):
             for f in sorted(root.rglob("*.py")):
                 h.update(str(f.relative_to(root.parent)).encode())
                 h.update(f.read_bytes())
@@ -72,7 +70,7 @@ class KernelCache:
         return f"KernelCache({str(self.root)!r})"
 
     def key(self, workload_key: str, target: tvm.target.Target, choice: Any) -> str:
-        from .. import __version__
+        from ..version import __version__
 
         values = {k: list(v) if isinstance(v, tuple) else v for k, v in choice.config.values.items()}
         blob = json.dumps([workload_key, choice.template.name, values, str(target), __version__,

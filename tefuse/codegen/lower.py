@@ -15,7 +15,7 @@ from ..errors import BuildError, OpError
 from ..fusion import FusedGroup
 from ..graph.ir import CONST, Node
 from ..ops import Value, get_op
-from schedules.registry import KernelInfo
+from ..schedules import KernelInfo
 
 
 @dataclass

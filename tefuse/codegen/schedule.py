@@ -6,15 +6,14 @@ from dataclasses import dataclass
 from typing import Optional, Protocol
 
 import tvm
-from tvm import s_tir
 
-import schedules
-from schedules.registry import KernelInfo, Template
-
+from .. import schedules
 from ..errors import BuildError
+from ..fusion.workload import workload_key
+from ..schedules import KernelInfo, Template
+from ..schedules.space import Config
 from ..target import target_key
-from ..tune.space import Config
-from ..tune.workload import workload_key
+from .compile import KernelSpec, schedule_kernel
 from .lower import LoweredGroup
 
 log = logging.getLogger(__name__)
@@ -37,7 +36,7 @@ def find_template(target: tvm.target.Target, anchor_kind: str, name: Optional[st
                   info: Optional[KernelInfo] = None) -> list[Template]:
     """Templates for the anchor kind; with `info`, those that accept it, most preferred first
     (the first is the untuned fallback choice)."""
-    temps = schedules.get_templates(target.kind.name, anchor_kind)
+    temps = schedules.get_templates(target, anchor_kind)
     if info is not None:
         temps = sorted((t for t in temps if t.accepts(info)), key=lambda t: -t.preference(info, target))
     if not temps:
@@ -70,12 +69,10 @@ def choose_schedule(lowered: LoweredGroup, target: tvm.target.Target,
     return ScheduleChoice(t, t.fallback(info, target, t.space(info, target)), "fallback")
 
 
+def kernel_spec(lowered: LoweredGroup, choice: ScheduleChoice) -> KernelSpec:
+    return KernelSpec(lowered.group.name, lowered.func, lowered.info, choice.template, choice.config)
+
+
 def apply_schedule(lowered: LoweredGroup, target: tvm.target.Target, choice: ScheduleChoice) -> tvm.IRModule:
-    sch = s_tir.Schedule(lowered.func)
-    try:
-        choice.template.apply(sch, lowered.info, choice.config, target)
-    except Exception as e:  # noqa: BLE001 - ScheduleError, TVM FFI errors, template bugs
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise BuildError(f"group {lowered.group.name}: template {choice.template.name} "
-                         f"config #{choice.config.index} failed to apply: {first}") from e
-    return sch.mod
+    """The chosen config applied to a lowered group, checked against the target's limits."""
+    return schedule_kernel(kernel_spec(lowered, choice), target)

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from .build import add_common
-from .spec import parse_shape
+from ..plan.spec import parse_shape
 
 
 def add_parser(sub) -> None:

@@ -6,7 +6,7 @@ import sys
 
 from ..errors import TefuseError
 from ..target import make_target
-from .spec import parse_chain, parse_shape
+from ..plan.spec import parse_chain, parse_shape
 
 EMIT = ("summary", "cuda", "ptx", "tir", "llvm", "graph")
 
@@ -57,7 +57,7 @@ def open_databases(args):
 
 
 def run(args) -> int:
-    from ..codegen.build import build
+    from ..driver import build
 
     graph = load_graph(args)
     if args.emit == "graph":
@@ -71,7 +71,7 @@ def run(args) -> int:
     elif args.emit == "ptx":
         if target.kind.name != "cuda":
             raise TefuseError("--emit ptx needs a cuda target")
-        from ..codegen.inspect import compile_to_ptx
+        from ..codegen.ptx import compile_to_ptx
 
         print(compile_to_ptx(cg.source("cuda"), str(target.attrs.get("arch", "sm_90"))))
     else:

@@ -17,6 +17,7 @@ from typing import Optional
 import numpy as np
 
 from ..errors import TefuseError
+from ..frontend.reference import onnxruntime_outputs
 from .build import add_db_options, open_databases
 
 log = logging.getLogger(__name__)
@@ -96,19 +97,6 @@ def compare(names: list[str], got: list[np.ndarray], want: list[np.ndarray], rto
     return res
 
 
-def onnxruntime_outputs(model, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
-    """onnxruntime's (CPU) outputs for a model path or ModelProto."""
-    try:
-        import onnxruntime as ort
-    except ImportError as e:
-        raise TefuseError("--check needs onnxruntime (pip install onnxruntime)") from e
-    if not isinstance(model, (str, bytes)):
-        model = model.SerializeToString()
-    sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
-    names = {i.name for i in sess.get_inputs()}
-    return sess.run(None, {k: v for k, v in feeds.items() if k in names})
-
-
 def fusion_summary(cg, onnx_nodes: Optional[int], verbose: bool) -> str:
     """Kernels vs ONNX nodes and how many ops each kernel holds."""
     sizes = [len(k.group.nodes) for k in cg.kernels]
@@ -128,7 +116,7 @@ def fusion_summary(cg, onnx_nodes: Optional[int], verbose: bool) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..codegen.build import build
+    from ..driver import build
     from ..runtime import artifact
 
     given = {name: np.load(f) for name, f in _pairs(args.input, "--input").items()}

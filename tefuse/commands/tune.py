@@ -44,7 +44,7 @@ def _graph(args: argparse.Namespace):
         except ImportError as e:
             raise TefuseError(f"ONNX import is not available: {e}") from None
         return import_onnx(args.spec)
-    from .spec import parse_chain, parse_shape
+    from ..plan.spec import parse_chain, parse_shape
 
     return parse_chain(args.spec, parse_shape(args.input), args.dtype, args.layout)
 

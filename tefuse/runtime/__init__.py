@@ -1,4 +1,5 @@
-"""Running compiled graphs."""
+"""Running compiled kernels and graphs; saved artefacts."""
 from .executor import CompiledGraph, to_device
+from .kernel import CompiledKernel
 
-__all__ = ["CompiledGraph", "to_device"]
+__all__ = ["CompiledGraph", "CompiledKernel", "to_device"]

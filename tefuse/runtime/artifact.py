@@ -28,7 +28,7 @@ from typing import Any, Optional, Union
 import numpy as np
 import tvm
 
-from ..codegen.build import CompiledKernel
+from .kernel import CompiledKernel
 from ..errors import TefuseError
 from ..fusion import FusedGroup
 from ..graph.ir import CONST, Graph, Node

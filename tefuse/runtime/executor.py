@@ -12,7 +12,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 import tvm
 
-from ..codegen.build import CompiledKernel
+from .kernel import CompiledKernel
 from ..errors import TefuseError
 from ..graph.ir import CONST, INPUT, Graph, Node
 from ..target import device_for

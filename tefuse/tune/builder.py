@@ -1,15 +1,15 @@
 """Builder: apply configs and compile candidates in parallel worker processes.
 
-Workers are spawned (not forked: a forked TVM thread pool can deadlock) and kept for the
-whole tuning run, so TVM is imported once per worker. A build that hangs past its timeout
-takes its pool down with it (the workers are killed and a fresh pool starts); every failure
-becomes a BuildResult with an error kind, never an exception.
+Workers are TVM's own popen pool (`tvm.support.popen_pool`): fresh interpreters (no forked
+TVM thread pool), kept for the whole tuning run so TVM is imported once per worker, a
+per-candidate timeout that kills and replaces only the worker that hung, and workers that
+exit when the tuner dies (they read their tasks from a pipe). Each worker runs the same
+compile path as `build()` (`codegen.compile.compile_kernel`); every failure becomes a
+BuildResult with an error kind, never an exception.
 """
 from __future__ import annotations
 
-import concurrent.futures as cf
 import logging
-import multiprocessing as mp
 import os
 import shutil
 import tempfile
@@ -17,10 +17,11 @@ import time
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-from schedules.registry import KernelInfo
+from tvm.support.popen_pool import PopenPoolExecutor
 
+from ..schedules import KernelInfo
+from ..schedules.space import Config
 from .measure import COMPILE_ERROR, TIMEOUT, BuildResult, _last_line
-from .space import Config
 from .task import Task
 
 log = logging.getLogger(__name__)
@@ -42,19 +43,17 @@ _FUNCS: dict[str, object] = {}  # per worker: parsed funcs by workload key
 
 
 def build_one(inp: BuildInput) -> BuildResult:
-    """Worker entry: schedule with the template, compile, export. Never raises."""
+    """Worker entry: schedule with the template, check the target's limits, compile, export.
+    Never raises."""
     t0 = time.perf_counter()
     cfg_json = Config(inp.index, inp.values).to_json()
     try:
         import tvm
-        from tvm import s_tir
         from tvm.script import from_source
 
-        import schedules
-        from schedules.common import shared_alloc_bytes
-        from tefuse.codegen.build import compile_mod
-        from tefuse.target import ensure_cuda_compiler
-
+        from .. import schedules
+        from ..codegen.compile import KernelSpec, compile_kernel
+        from ..target import ensure_cuda_compiler
         from .features import tir_features
 
         target = tvm.target.Target(inp.target)
@@ -63,35 +62,23 @@ def build_one(inp: BuildInput) -> BuildResult:
         func = _FUNCS.get(inp.key)
         if func is None:
             func = _FUNCS[inp.key] = from_source(inp.script)
-        templates = [t for t in schedules.get_templates(target.kind.name, inp.info.anchor_kind)
-                     if t.name == inp.template]
+        templates = [t for t in schedules.get_templates(target, inp.info.anchor_kind) if t.name == inp.template]
         if not templates:
             raise RuntimeError(f"no template {inp.template!r} for {target.kind.name}/{inp.info.anchor_kind}")
-        sch = s_tir.Schedule(func)
-        templates[0].apply(sch, inp.info, Config(inp.index, inp.values), target)
-        feats = tir_features(sch.mod)
-        max_threads = target.attrs.get("max_threads_per_block")
-        if target.kind.name != "llvm" and max_threads and feats["threads"] > int(max_threads):
-            raise RuntimeError(f"{int(feats['threads'])} threads per block > {int(max_threads)}")
-        max_shared = target.attrs.get("max_shared_memory_per_block")
-        if target.kind.name != "llvm" and max_shared:
-            # refused here in milliseconds, instead of by the device compiler in seconds
-            need = shared_alloc_bytes(sch.mod)
-            if need > int(max_shared):
-                raise RuntimeError(f"{need} bytes of shared memory per block > {int(max_shared)}")
-        module = compile_mod(sch.mod, target)
+        spec = KernelSpec(inp.key, func, inp.info, templates[0], Config(inp.index, inp.values))
+        mod, module = compile_kernel(spec, target)
         module.export_library(inp.out_path)
         return BuildResult(inp.index, cfg_json, inp.out_path, build_seconds=time.perf_counter() - t0,
-                           features=feats)
-    except Exception as e:  # noqa: BLE001 - schedule errors, TVM errors, nvcc errors
+                           features=tir_features(mod))
+    except Exception as e:  # noqa: BLE001 - schedule errors, limits, TVM errors, nvcc errors
         return BuildResult(inp.index, cfg_json, None, COMPILE_ERROR, _last_line(e),
                            time.perf_counter() - t0)
 
 
-def _warm(_: int = 0) -> int:
+def _warm() -> int:
     import tvm  # noqa: F401
 
-    import tefuse  # noqa: F401
+    from .. import schedules  # noqa: F401  (imports tefuse: ops and templates registered)
 
     return os.getpid()
 
@@ -100,29 +87,20 @@ class LocalBuilder:
     """Parallel builds on this machine. `n_parallel` defaults to the CPU count."""
 
     def __init__(self, n_parallel: Optional[int] = None, timeout: float = 30.0,
-                 mp_context: str = "spawn", workdir: Optional[str] = None) -> None:
+                 workdir: Optional[str] = None) -> None:
         self.n_parallel = max(1, n_parallel or os.cpu_count() or 1)
         self.timeout = timeout
-        self.mp_context = mp_context
         self._own_dir = workdir is None
         self.workdir = workdir or tempfile.mkdtemp(prefix="tefuse-build-")
-        self._pool: Optional[cf.ProcessPoolExecutor] = None
+        self._pool: Optional[PopenPoolExecutor] = None
         self._count = 0
 
-    def _get_pool(self) -> cf.ProcessPoolExecutor:
+    def _get_pool(self) -> PopenPoolExecutor:
         if self._pool is None:
-            self._pool = cf.ProcessPoolExecutor(self.n_parallel, mp_context=mp.get_context(self.mp_context))
-            # start every worker now, so import time is not charged to the first builds' timeout
-            list(self._pool.map(_warm, range(self.n_parallel)))
+            # the initializer (TVM and tefuse imports) runs before a worker's first task and
+            # outside its timeout, so import time is not charged to the first builds
+            self._pool = PopenPoolExecutor(self.n_parallel, timeout=self.timeout, initializer=_warm)
         return self._pool
-
-    def _kill_pool(self) -> None:
-        if self._pool is None:
-            return
-        for p in list(getattr(self._pool, "_processes", {}).values()):
-            p.kill()
-        self._pool.shutdown(wait=False, cancel_futures=True)
-        self._pool = None
 
     def build(self, task: Task, template: str, configs: Sequence[Config]) -> list[BuildResult]:
         """Build every config; results in the order given."""
@@ -136,26 +114,22 @@ class LocalBuilder:
         pool = self._get_pool()
         futures = [pool.submit(build_one, i) for i in inputs]
         results: list[BuildResult] = []
-        deadline = time.monotonic() + self.timeout * (1 + len(inputs) // self.n_parallel)
-        broken = False
         for inp, fut in zip(inputs, futures):
             cfg_json = Config(inp.index, inp.values).to_json()
             try:
-                results.append(fut.result(timeout=max(0.1, deadline - time.monotonic())))
-            except cf.TimeoutError:
-                broken = True
+                results.append(fut.result())
+            except TimeoutError:
                 results.append(BuildResult(inp.index, cfg_json, None, TIMEOUT,
                                            f"build took over {self.timeout:.0f}s"))
-            except Exception as e:  # noqa: BLE001 - a worker crashed (BrokenProcessPool)
-                broken = True
+            except Exception as e:  # noqa: BLE001 - a worker crashed (ChildProcessError)
                 results.append(BuildResult(inp.index, cfg_json, None, COMPILE_ERROR,
                                            f"build worker died: {_last_line(e)}"))
-        if broken:
-            self._kill_pool()
         return results
 
     def close(self) -> None:
-        self._kill_pool()
+        if self._pool is not None:
+            self._pool.shutdown(wait=False)
+            self._pool = None
         if self._own_dir:
             shutil.rmtree(self.workdir, ignore_errors=True)
 

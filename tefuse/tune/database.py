@@ -204,9 +204,7 @@ def system_db_paths() -> list[Path]:
     if env is not None:
         roots = [Path(p).expanduser() for p in env.split(os.pathsep) if p]
     else:
-        import tefuse
-
-        roots = [Path(tefuse.__file__).resolve().parent.parent / "tuning_logs"]
+        roots = [Path(__file__).resolve().parents[2] / "tuning_logs"]  # beside the tefuse package
     out: list[Path] = []
     for r in roots:
         out.extend(sorted(r.glob("*.jsonl")) if r.is_dir() else [r] if r.is_file() else [])

@@ -18,7 +18,8 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from .space import ConfigSpace
+from ..schedules.common import launch_extents
+from ..schedules.space import ConfigSpace
 
 
 def _log2(v: float) -> float:
@@ -92,20 +93,16 @@ class Featurizer:
         return np.hstack(cols)[0] if cols else np.zeros(0, np.float32)
 
 
-_BINDING = re.compile(r'T\.thread_binding\((?:0,\s*)?(\d+),\s*thread="([\w.]+)"')
 _UNROLL = re.compile(r'"pragma_auto_unroll_max_step":\s*(\d+)')
 
 
 def tir_features(mod) -> dict[str, float]:
     """Loop-nest facts of a scheduled module: threads per block (product over threadIdx
     tags of the largest extent bound to each), grid size, virtual threads, max unroll step.
-    Cheap enough per built candidate (the builder rejects over-sized thread blocks with
-    it), too slow for every annealing point; the derived knob features stand in there.
-    (TVM 0.27 has no Python TIR visitor, so this reads the printed TVMScript.)"""
+    Cheap enough per built candidate, too slow for every annealing point; the derived knob
+    features stand in there. (TVM 0.27 has no Python TIR visitor: the printed TVMScript is read.)"""
     text = mod.script()
-    ext: dict[str, float] = {}
-    for extent, tag in _BINDING.findall(text):
-        ext[tag] = max(ext.get(tag, 1.0), float(extent))
+    ext = launch_extents(text)
     unroll = max([float(u) for u in _UNROLL.findall(text)] or [0.0])
 
     def prod(prefix: str) -> float:

@@ -22,7 +22,7 @@ _REQUIRED = {"workload": str, "target": str, "template": str, "config": dict, "c
 
 
 def _tefuse_version() -> str:
-    from .. import __version__
+    from ..version import __version__
 
     return __version__
 

@@ -12,15 +12,15 @@ from typing import Optional, Sequence
 
 import tvm
 
-from schedules.registry import KernelInfo, Template
+from ..schedules import KernelInfo, Template
 
 from ..codegen.lower import LoweredGroup, lower_group
 from ..codegen.schedule import find_template
 from ..fusion import FusedGroup, fuse_graph
 from ..graph.ir import Graph
 from ..target import TargetLike, make_target, target_key
-from .space import Config, ConfigSpace
-from .workload import workload_key
+from ..schedules.space import Config, ConfigSpace
+from ..fusion.workload import workload_key
 
 log = logging.getLogger(__name__)
 

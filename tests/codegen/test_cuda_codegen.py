@@ -10,7 +10,7 @@ import pytest
 
 import tefuse
 from tefuse import GraphBuilder
-from tefuse.codegen.inspect import compile_to_ptx, cuda_kernel_names, ptx_entries
+from tefuse.codegen.ptx import compile_to_ptx, cuda_kernel_names, ptx_entries
 from tests.fusion.test_fuse_ops import adam_graph
 
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")

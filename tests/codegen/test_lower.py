@@ -68,7 +68,7 @@ def test_float16_conv_accumulates_in_float32():
 
 
 def test_adam_is_one_multi_output_block():
-    from schedules.common import outer_nests
+    from tefuse.schedules.common import outer_nests
 
     lg = lower_group(only_group(adam_graph()))
     outs = ["fused_out_v0", "fused_out_v1", "fused_out_v2"]

@@ -4,8 +4,8 @@ import shutil
 import pytest
 
 from tefuse.cli import main
-from tefuse.codegen.inspect import cuda_kernel_names
-from tefuse.commands.spec import parse_chain
+from tefuse.codegen.ptx import cuda_kernel_names
+from tefuse.plan.spec import parse_chain
 from tefuse.errors import TefuseError
 
 CHAINS = ["conv2d(k=64,r=3,pad=1)+bias+batch_norm+relu", "conv2d(k=64,r=3,pad=1)+bias+add+relu"]

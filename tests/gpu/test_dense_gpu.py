@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import tefuse
-from tefuse.codegen.build import build_group
+from tefuse.driver import build_group
 from tefuse.codegen.schedule import ScheduleChoice
 from tefuse.runtime.executor import CompiledGraph
 from tests.reference import assert_close

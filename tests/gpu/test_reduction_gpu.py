@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import tefuse
-from tefuse.codegen.build import build_group
+from tefuse.driver import build_group
 from tefuse.codegen.schedule import ScheduleChoice
 from tefuse.fusion import fuse_graph
 from tefuse.runtime.executor import CompiledGraph

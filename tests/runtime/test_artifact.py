@@ -8,7 +8,7 @@ import pytest
 
 import tefuse
 from tefuse.cli import main
-from tefuse.commands.spec import parse_chain
+from tefuse.plan.spec import parse_chain
 from tefuse.runtime import artifact
 from tefuse.runtime.artifact import ArtifactError
 

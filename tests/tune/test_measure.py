@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from tefuse import GraphBuilder
-from tefuse.codegen.build import compile_mod
-from tefuse.commands.spec import parse_chain
+from tefuse.codegen.compile import compile_module
+from tefuse.plan.spec import parse_chain
 from tefuse.codegen.lower import lower_group
 from tefuse.codegen.schedule import ScheduleChoice, apply_schedule
 from tefuse.fusion import fuse_graph
@@ -19,7 +19,7 @@ from tefuse.tune.database import Database
 from tefuse.tune.measure import BuildResult, check_outputs, run_spec
 from tefuse.tune.record import TuningRecord
 from tefuse.tune.runner import LocalRunner
-from tefuse.tune.space import Config
+from tefuse.schedules.space import Config
 from tefuse.tune.task import extract_tasks
 from tefuse.tune.tuner import tune
 
@@ -88,7 +88,7 @@ def _wrong_kernel(tmp_path) -> str:
     t = extract_tasks(conv_relu(relu=False), "llvm")[0]
     mod = apply_schedule(lw, t.target, ScheduleChoice(t.template(), t.fallback(), "fallback"))
     path = str(tmp_path / "wrong.so")
-    compile_mod(mod, t.target).export_library(path)
+    compile_module(mod, t.target).export_library(path)
     return path
 
 

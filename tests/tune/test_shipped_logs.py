@@ -8,7 +8,7 @@ import pytest
 
 import tefuse
 from tefuse.bench.tuning import CHAIN, RESNET50_SHAPES
-from tefuse.commands.spec import parse_chain
+from tefuse.plan.spec import parse_chain
 from tefuse.tune.database import open_database
 
 LOGS = Path(__file__).resolve().parents[2] / "tuning_logs"

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from tefuse.tune.features import Featurizer
-from tefuse.tune.space import ConfigSpace
+from tefuse.schedules.space import ConfigSpace
 from tefuse.tune.tuners import GridTuner, RandomTuner, XGBTuner, make_tuner
 
 

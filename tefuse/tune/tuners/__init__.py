@@ -1,7 +1,7 @@
 """Tuners: which config points to measure next. `make_tuner(name, space, seed)` picks one."""
 from __future__ import annotations
 
-from ..space import ConfigSpace
+from ...schedules.space import ConfigSpace
 from .base import Tuner
 from .grid import GridTuner
 from .random import RandomTuner

@@ -10,7 +10,7 @@ from typing import Iterable, Optional, Sequence
 
 import numpy as np
 
-from ..space import ConfigSpace
+from ...schedules.space import ConfigSpace
 
 
 class Tuner:

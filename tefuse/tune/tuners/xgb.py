@@ -18,7 +18,7 @@ from typing import Sequence
 import numpy as np
 
 from ..features import Featurizer
-from ..space import ConfigSpace
+from ...schedules.space import ConfigSpace
 from .base import Tuner
 
 log = logging.getLogger(__name__)

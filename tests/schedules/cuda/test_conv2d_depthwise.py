@@ -10,15 +10,15 @@ import shutil
 import numpy as np
 import pytest
 
-import schedules
+import tefuse.schedules as schedules
 import tefuse
 from tefuse import GraphBuilder
-from tefuse.codegen.build import compile_mod
-from tefuse.codegen.inspect import compile_to_ptx, cuda_kernel_names, ptx_entries
+from tefuse.codegen.compile import compile_module
+from tefuse.codegen.ptx import compile_to_ptx, cuda_kernel_names, ptx_entries
 from tefuse.codegen.schedule import ScheduleChoice, apply_schedule
 from tefuse.errors import BuildError
 from tefuse.tune.task import Task, as_tasks
-from schedules.cuda.conv2d_depthwise import shared_bytes, threads_per_block
+from tefuse.schedules.cuda.conv2d_depthwise import shared_bytes, threads_per_block
 from tests.codegen.test_cuda_codegen import kernel_params
 
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
@@ -57,7 +57,7 @@ def task_of(**kw) -> Task:
 
 def cuda_source(task: Task, cfg) -> str:
     mod = apply_schedule(task.lowered, task.target, ScheduleChoice(task.template(), cfg, "test"))
-    module = compile_mod(mod, task.target)
+    module = compile_module(mod, task.target)
     (src,) = [m.inspect_source() for m in module.imports if m.kind == "cuda"]
     return src
 

@@ -14,14 +14,14 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-import schedules
+import tefuse.schedules as schedules
 import tefuse
 from tefuse import GraphBuilder
-from tefuse.codegen.build import compile_mod
-from tefuse.codegen.inspect import compile_to_ptx, cuda_kernel_names, ptx_entries
+from tefuse.codegen.compile import compile_module
+from tefuse.codegen.ptx import compile_to_ptx, cuda_kernel_names, ptx_entries
 from tefuse.codegen.schedule import ScheduleChoice, apply_schedule, choose_schedule
 from tefuse.tune.task import Task, as_tasks
-from schedules.cuda.conv2d_implicit_gemm import Conv2dImplicitGemm, gemm_shape
+from tefuse.schedules.cuda.conv2d_implicit_gemm import Conv2dImplicitGemm, gemm_shape
 
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
 
@@ -70,7 +70,7 @@ def task_of(**kw) -> Task:
 
 def cuda_source(task: Task, cfg) -> str:
     choice = ScheduleChoice(task.template(NAME), cfg, "test")
-    module = compile_mod(apply_schedule(task.lowered, task.target, choice), task.target)
+    module = compile_module(apply_schedule(task.lowered, task.target, choice), task.target)
     (dev,) = [m for m in module.imports if m.kind == "cuda"]
     return dev.inspect_source()
 

@@ -13,14 +13,14 @@ import shutil
 import numpy as np
 import pytest
 
-import schedules
+import tefuse.schedules as schedules
 import tefuse
 from tefuse import GraphBuilder
-from tefuse.codegen.build import compile_mod
-from tefuse.codegen.inspect import compile_to_ptx, cuda_kernel_names, ptx_entries
+from tefuse.codegen.compile import compile_module
+from tefuse.codegen.ptx import compile_to_ptx, cuda_kernel_names, ptx_entries
 from tefuse.codegen.schedule import ScheduleChoice, apply_schedule
 from tefuse.tune.task import Task, as_tasks
-from schedules.cuda.dense import gemm_dims, padded, shared_bytes, threads_per_block
+from tefuse.schedules.cuda.dense import gemm_dims, padded, shared_bytes, threads_per_block
 from tests.codegen.test_cuda_codegen import kernel_params
 
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
@@ -71,7 +71,7 @@ def task_of(graph) -> Task:
 
 def cuda_source(task: Task, cfg) -> str:
     mod = apply_schedule(task.lowered, task.target, ScheduleChoice(task.template(), cfg, "test"))
-    module = compile_mod(mod, task.target)
+    module = compile_module(mod, task.target)
     (dev,) = [m for m in module.imports if m.kind == "cuda"]
     return dev.inspect_source()
 
@@ -168,7 +168,7 @@ def test_shared_alloc_bytes_counts_padded_tiles():
     """schedules.common.shared_alloc_bytes reads the row-padded (storage_align) tiles too."""
     from tvm import s_tir
 
-    from schedules.common import shared_alloc_bytes
+    from tefuse.schedules.common import shared_alloc_bytes
 
     task = task_of(dense_chain(m=64, k=1024, n=512, epilogue=False))
     cfg = task.fallback()

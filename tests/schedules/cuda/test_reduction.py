@@ -14,8 +14,8 @@ from tvm import s_tir
 
 import tefuse
 from tefuse import GraphBuilder
-from tefuse.codegen.build import compile_mod
-from tefuse.codegen.inspect import compile_to_ptx, cuda_kernel_names, ptx_entries
+from tefuse.codegen.compile import compile_module
+from tefuse.codegen.ptx import compile_to_ptx, cuda_kernel_names, ptx_entries
 from tefuse.tune.task import extract_tasks
 
 TEMPLATE = "cuda_cross_thread_reduction"
@@ -141,7 +141,7 @@ def test_sampled_configs_apply_and_generate(case):
         cfg = space.get(i)
         sch = s_tir.Schedule(t.func)
         tmpl.apply(sch, t.info, cfg, t.target)
-        mod = compile_mod(sch.mod, t.target)
+        mod = compile_module(sch.mod, t.target)
         (dev,) = [m for m in mod.imports if m.kind == "cuda"]
         src = dev.inspect_source()
         assert len(cuda_kernel_names(src)) == 1, cfg.values

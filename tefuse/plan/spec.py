@@ -10,7 +10,7 @@ from typing import Any
 
 from ..errors import TefuseError
 from ..graph.ir import Graph
-from ..plan import FusionPlan, TensorDesc
+from .fusion_plan import FusionPlan, TensorDesc
 
 _ITEM = re.compile(r"^\s*([A-Za-z_][\w]*)\s*(?:\((.*)\))?\s*$")
 

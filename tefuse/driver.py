@@ -1,4 +1,8 @@
-"""Build: graph -> fused groups -> one compiled kernel per group."""
+"""The driver: graph -> fused groups -> lowered, scheduled, compiled kernels -> a CompiledGraph.
+
+It holds `build()`, the only place that ties fusion, lowering, schedule choice, the one
+compile path (codegen.compile), the kernel cache and the runtime together.
+"""
 from __future__ import annotations
 
 import concurrent.futures as cf
@@ -11,70 +15,19 @@ from typing import Optional, Union
 
 import tvm
 
-from ..errors import BuildError
-from ..fusion import FusedGroup, fuse_graph
-from ..graph.ir import Graph, Node
-from ..target import TargetLike, make_target
-from ..tune.workload import workload_key
-from .lower import LoweredGroup, lower_group
-from .schedule import BestRecordSource, ScheduleChoice, apply_schedule, choose_schedule
+from .codegen.compile import compile_module, device_source
+from .codegen.lower import LoweredGroup, lower_group
+from .codegen.schedule import BestRecordSource, ScheduleChoice, apply_schedule, choose_schedule
+from .errors import BuildError
+from .fusion import FusedGroup, fuse_graph
+from .fusion.workload import workload_key
+from .graph.fold_bn import fold_batch_norm
+from .graph.ir import Graph
+from .runtime.executor import CompiledGraph
+from .runtime.kernel import CompiledKernel
+from .target import TargetLike, make_target
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class CompiledKernel:
-    """One fused group, compiled: call it with input then output tensors."""
-
-    group: FusedGroup
-    params: list[Node]
-    outputs: list[Node]
-    module: tvm.runtime.Module
-    tir: str
-    workload: str
-    template: str
-    config_index: int
-    config_source: str
-    build_seconds: float
-    from_cache: bool = False
-    device_source: str = ""  # CUDA/HIP source as generated: a module loaded from a library lacks it
-    _fn: Optional[tuple] = field(default=None, init=False, repr=False, compare=False)
-
-    @property
-    def function(self):
-        """The kernel's entry, looked up once per module: a lookup costs about as much as a
-        small launch."""
-        if self._fn is None or self._fn[0] is not self.module:
-            self._fn = (self.module, self.module["main"])
-        return self._fn[1]
-
-    def __call__(self, *args) -> None:
-        self.function(*args)
-
-    def source(self, kind: str = "cuda") -> str:
-        """Generated device source ('cuda'), host/LLVM IR ('llvm') or lowered TIR ('tir')."""
-        if kind == "tir":
-            return self.tir
-        mods = [self.module, *getattr(self.module, "imports", [])]
-        for m in mods:
-            if kind in ("cuda", "rocm") and m.kind == kind:
-                return self.device_source or m.inspect_source()
-            if kind in ("llvm", "asm") and m.kind == "llvm":
-                return m.inspect_source("asm" if kind == "asm" else "ll")
-        raise BuildError(f"kernel {self.group.name} has no {kind!r} source (modules: {[m.kind for m in mods]})")
-
-
-def device_source(module: tvm.runtime.Module) -> str:
-    """The generated device code of a freshly compiled module ("" for host-only targets)."""
-    for m in module.imports:
-        if m.kind in ("cuda", "rocm"):
-            return m.inspect_source()
-    return ""
-
-
-def compile_mod(mod: tvm.IRModule, target: tvm.target.Target) -> tvm.runtime.Module:
-    with target:
-        return tvm.compile(mod, target=target).mod
 
 
 @dataclass
@@ -108,12 +61,7 @@ def compile_group(prep: PreparedGroup, target: tvm.target.Target, cache=None) ->
         hit = module is not None
         src = cache.load_source(key, target, choice) if hit else ""
     if module is None:
-        try:
-            module = compile_mod(prep.mod, target)
-        except Exception as e:  # noqa: BLE001 - TVM raises many kinds; name the group
-            msg = str(e).strip().splitlines()
-            raise BuildError(f"group {group.name}: compiling for {target.kind.name} failed: "
-                             f"{msg[-1] if msg else type(e).__name__}") from e
+        module = compile_module(prep.mod, target, group.name)
         src = device_source(module)
         if cache is not None:
             cache.store(key, target, choice, module, source=src)
@@ -230,16 +178,13 @@ def build(graph: Graph, target: TargetLike = "llvm", *, db: Union[BestRecordSour
     the user + shipped tuning logs / the on-disk kernel cache (what the CLI passes).
     jobs: kernels compiled at once (default: `default_jobs()`); 1 compiles one at a time.
     """
-    from ..graph.fold_bn import fold_batch_norm
-    from ..runtime.executor import CompiledGraph
-
     if fold_bn:
         graph = fold_batch_norm(graph)
     if db == "default":
-        from ..tune.database import default_database
+        from .tune.database import default_database
         db = default_database()
     if cache == "default":
-        from .cache import default_cache
+        from .codegen.cache import default_cache
         cache = default_cache()
     tgt = make_target(target)
     groups = fuse_graph(graph, fuse=fuse, prologue=prologue, multi_output=multi_output)

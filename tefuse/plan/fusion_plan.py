@@ -17,15 +17,15 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from .codegen.build import build
-from .errors import GraphError, PlanStateError, UnsupportedFusion
-from .fusion import fuse_graph
-from .graph.ir import Graph, GraphBuilder, Node
-from .ops import ACTIVATIONS
-from .ops.conv2d import WEIGHT_LAYOUT
-from .ops.elemwise import BINARY, UNARY
-from .runtime.executor import CompiledGraph
-from .target import TargetLike
+from ..driver import build
+from ..errors import GraphError, PlanStateError, UnsupportedFusion
+from ..fusion import fuse_graph
+from ..graph.ir import Graph, GraphBuilder, Node
+from ..ops import ACTIVATIONS
+from ..ops.conv2d import WEIGHT_LAYOUT
+from ..ops.elemwise import BINARY, UNARY
+from ..runtime.executor import CompiledGraph
+from ..target import TargetLike
 
 log = logging.getLogger(__name__)
 

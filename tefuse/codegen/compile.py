@@ -1,0 +1,86 @@
+"""The one compile path: (lowered func, template, config, target) -> scheduled module -> compiled module.
+
+`build()` (on its threads) and the tuning builder (in worker processes) both come through
+here, so a config over the target's limits is refused the same way, by name, in
+milliseconds, before the device compiler is asked.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import tvm
+from tvm import s_tir
+
+from ..errors import BuildError
+from ..schedules import KernelInfo, Template
+from ..schedules.common import block_threads, shared_alloc_bytes
+from ..schedules.space import Config
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """What to compile: an unscheduled func, what lowering found in it, and how to schedule it."""
+
+    name: str  # the group's name, for messages
+    func: tvm.tirx.PrimFunc
+    info: KernelInfo
+    template: Template
+    config: Config
+
+
+def check_limits(mod: tvm.IRModule, target: tvm.target.Target) -> None:
+    """Refuse a scheduled module over the target's threads or shared memory per block."""
+    if target.kind.name == "llvm":
+        return
+    max_threads = target.attrs.get("max_threads_per_block")
+    if max_threads:
+        threads = block_threads(mod.script())
+        if threads > int(max_threads):
+            raise BuildError(f"{threads} threads per block > {int(max_threads)}")
+    max_shared = target.attrs.get("max_shared_memory_per_block")
+    if max_shared:
+        need = shared_alloc_bytes(mod)
+        if need > int(max_shared):
+            raise BuildError(f"{need} bytes of shared memory per block > {int(max_shared)}")
+
+
+def schedule_kernel(spec: KernelSpec, target: tvm.target.Target) -> tvm.IRModule:
+    """Apply the template's config and check the result against the target's limits."""
+    sch = s_tir.Schedule(spec.func)
+    try:
+        spec.template.apply(sch, spec.info, spec.config, target)
+    except Exception as e:  # noqa: BLE001 - ScheduleError, TVM FFI errors, template bugs
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise BuildError(f"group {spec.name}: template {spec.template.name} "
+                         f"config #{spec.config.index} failed to apply: {first}") from e
+    try:
+        check_limits(sch.mod, target)
+    except BuildError as e:
+        raise BuildError(f"group {spec.name}: template {spec.template.name} config #{spec.config.index}: "
+                         f"{e}") from None
+    return sch.mod
+
+
+def compile_module(mod: tvm.IRModule, target: tvm.target.Target, name: str = "") -> tvm.runtime.Module:
+    """Codegen and the device compiler; safe on several threads at once."""
+    try:
+        with target:
+            return tvm.compile(mod, target=target).mod
+    except Exception as e:  # noqa: BLE001 - TVM raises many kinds; name the group
+        msg = str(e).strip().splitlines()
+        raise BuildError(f"group {name}: compiling for {target.kind.name} failed: "
+                         f"{msg[-1] if msg else type(e).__name__}") from e
+
+
+def compile_kernel(spec: KernelSpec, target: tvm.target.Target) -> tuple[tvm.IRModule, tvm.runtime.Module]:
+    """Schedule, check and compile in one call (what a tuning build worker runs)."""
+    mod = schedule_kernel(spec, target)
+    return mod, compile_module(mod, target, spec.name)
+
+
+def device_source(module: tvm.runtime.Module) -> str:
+    """The generated device code of a freshly compiled module ("" for host-only targets)."""
+    for m in module.imports:
+        if m.kind in ("cuda", "rocm"):
+            return m.inspect_source()
+    return ""

@@ -1,0 +1,19 @@
+"""onnxruntime as the numerical reference for ONNX models (`tefuse run --check`, the bench)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import TefuseError
+
+
+def onnxruntime_outputs(model, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+    """onnxruntime's (CPU) outputs for a model path or ModelProto."""
+    try:
+        import onnxruntime as ort
+    except ImportError as e:
+        raise TefuseError("--check needs onnxruntime (pip install onnxruntime)") from e
+    if not isinstance(model, (str, bytes)):
+        model = model.SerializeToString()
+    sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    names = {i.name for i in sess.get_inputs()}
+    return sess.run(None, {k: v for k, v in feeds.items() if k in names})
