@@ -1,0 +1,2 @@
+"""ONNX op converters, one module per op family; importing this package fills the registry."""
+from . import elementwise, nn, shape  # noqa: F401 - registration

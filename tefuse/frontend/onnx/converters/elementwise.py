@@ -1,0 +1,123 @@
+"""Elementwise ONNX ops: unary, binary and variadic arithmetic, Clip, Cast, activations."""
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import numpy as np
+
+from ..context import ImportContext, OnnxNode
+from ..registry import ConvertFn, converter
+from .common import _main_dtype, _operand, _x
+
+_UNARY = {"Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Exp": "exp", "Log": "log",
+          "Sqrt": "sqrt", "Abs": "abs", "Neg": "neg", "Reciprocal": "reciprocal", "Erf": "erf",
+          "Floor": "floor", "Ceil": "ceil", "Softplus": "softplus", "HardSwish": "hardswish"}
+
+
+def _unary_converter(op: str) -> ConvertFn:
+    def fn(ctx: ImportContext, n: OnnxNode) -> list:
+        return [ctx.emit(op, [_x(ctx, n)], n.outputs[0])]
+    return fn
+
+
+for _onnx, _op in _UNARY.items():
+    converter(_onnx)(_unary_converter(_op))
+
+
+@converter("LeakyRelu", attrs=["alpha"])
+def _leaky(ctx, n):
+    return [ctx.emit("leaky_relu", [_x(ctx, n)], n.outputs[0], alpha=float(n.attr("alpha", 0.01)))]
+
+
+@converter("Elu", attrs=["alpha"])
+def _elu(ctx, n):
+    return [ctx.emit("elu", [_x(ctx, n)], n.outputs[0], alpha=float(n.attr("alpha", 1.0)))]
+
+
+@converter("HardSigmoid", attrs=["alpha", "beta"])
+def _hardsigmoid(ctx, n):
+    return [ctx.emit("hardsigmoid", [_x(ctx, n)], n.outputs[0], alpha=float(n.attr("alpha", 0.2)),
+                     beta=float(n.attr("beta", 0.5)))]
+
+
+def _check_gelu(n: OnnxNode) -> Optional[str]:
+    a = n.attr("approximate", "none")
+    return None if a in ("none", "tanh") else f"approximate={a!r}"
+
+
+@converter("Gelu", attrs=["approximate"], check=_check_gelu)
+def _gelu(ctx, n):
+    approx = n.attr("approximate", "none")
+    return [ctx.emit("gelu", [_x(ctx, n)], n.outputs[0], approximate=approx)]
+
+
+@converter("Clip", attrs=["min", "max"])
+def _clip(ctx, n):
+    x = _x(ctx, n)
+    if n.opset < 11:
+        return [ctx.emit("clip", [x], n.outputs[0], min=float(n.attr("min", -math.inf)),
+                         max=float(n.attr("max", math.inf)))]
+    lo, hi = n.input(1), n.input(2)
+    if (lo is None or ctx.is_const(lo)) and (hi is None or ctx.is_const(hi)):
+        bounds = {}
+        if lo is not None:
+            bounds["min"] = float(ctx.const(lo).reshape(()))
+        if hi is not None:
+            bounds["max"] = float(ctx.const(hi).reshape(()))
+        return [ctx.emit("clip", [x], n.outputs[0], **bounds)]
+    y = x  # run-time bounds: max(min(x, hi), lo)
+    if hi is not None:
+        y = ctx.emit("minimum", [y, ctx.node(hi)], None if lo else n.outputs[0])
+    if lo is not None:
+        y = ctx.emit("maximum", [y, ctx.node(lo)], n.outputs[0])
+    return [y]
+
+
+_BINARY = {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div", "Pow": "pow"}
+
+
+def _binary_converter(op: str) -> ConvertFn:
+    def fn(ctx: ImportContext, n: OnnxNode) -> list:
+        a, b = n.input(0), n.input(1)
+        if op == "pow":
+            dt = ctx.dtype(a)
+        else:
+            dt = _main_dtype(ctx, [a, b])
+        return [ctx.emit(op, [_operand(ctx, a, dt), _operand(ctx, b, dt)], n.outputs[0])]
+    return fn
+
+
+for _onnx, _op in _BINARY.items():
+    converter(_onnx)(_binary_converter(_op))
+
+
+def _variadic_converter(op: str) -> ConvertFn:
+    def fn(ctx: ImportContext, n: OnnxNode) -> list:
+        names = [i for i in n.inputs if i]
+        dt = _main_dtype(ctx, names)
+        xs = [_operand(ctx, i, dt) for i in names]
+        if len(xs) == 1:
+            return [xs[0]]
+        if op == "add" and len(xs) > 2:
+            return [ctx.emit("sum_n", xs, n.outputs[0])]
+        acc = xs[0]
+        for k, x in enumerate(xs[1:], start=2):
+            acc = ctx.emit(op, [acc, x], n.outputs[0] if k == len(xs) else None)
+        return [acc]
+    return fn
+
+
+converter("Sum")(_variadic_converter("add"))
+converter("Max")(_variadic_converter("maximum"))
+converter("Min")(_variadic_converter("minimum"))
+
+
+@converter("Cast", attrs=["to", "saturate", "round_mode"])
+def _cast(ctx, n):
+    from onnx import helper
+    dt = str(np.dtype(helper.tensor_dtype_to_np_dtype(int(n.attr("to")))))
+    x = _x(ctx, n)
+    if dt == x.dtype:
+        return [x]
+    return [ctx.emit("cast", [x], n.outputs[0], dtype=dt)]

@@ -1,0 +1,256 @@
+"""Neural-network ONNX ops: MatMul and Gemm, convolution and pools, LRN, batch- and
+layer-normalization, the softmax family, reductions."""
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import numpy as np
+
+from ....graph.ir import Node
+from ..context import ImportContext, OnnxNode, Unsupported
+from ..registry import ConvertFn, converter
+from .common import _axes_arg, _axis_attr, _ints, _operand, _rank_check, _x
+
+
+# -- dense ----------------------------------------------------------------------------------
+@converter("MatMul")
+def _matmul(ctx, n):
+    return [ctx.emit("matmul", [_x(ctx, n, 0), _x(ctx, n, 1)], n.outputs[0])]
+
+
+@converter("Gemm", attrs=["alpha", "beta", "transA", "transB", "broadcast"])
+def _gemm(ctx, n):
+    alpha, beta = float(n.attr("alpha", 1.0)), float(n.attr("beta", 1.0))
+    a = _x(ctx, n, 0)
+    if n.attr("transA", 0):
+        a = ctx.emit("transpose", [a], None, axes=(1, 0))
+    bname = n.input(1)
+    if n.attr("transB", 0):
+        w = ctx.node(bname)  # already [N, K]: dense's weight layout
+    elif ctx.is_const(bname):
+        wt = np.ascontiguousarray(ctx.const(bname).T)
+        w = ctx.b.const(wt, dtype=str(wt.dtype), name=ctx.fresh(f"{bname}.T"))
+    else:
+        w = ctx.emit("transpose", [ctx.node(bname)], None, axes=(1, 0))
+    c = n.input(2)
+    use_c = c is not None and beta != 0.0
+    y = ctx.emit("dense", [a, w], None if (alpha != 1.0 or use_c) else n.outputs[0])
+    if alpha != 1.0:
+        y = ctx.emit("mul", [y, ctx.scalar(alpha, y.dtype)], None if use_c else n.outputs[0])
+    if use_c:
+        if ctx.is_const(c):
+            cv = (ctx.const(c) * beta).astype(y.dtype) if beta != 1.0 else ctx.const(c)
+            cn = ctx.b.const(cv, dtype=str(cv.dtype), name=ctx.fresh(c)) if beta != 1.0 else ctx.node(c)
+        else:
+            cn = ctx.node(c)
+            if beta != 1.0:
+                cn = ctx.emit("mul", [cn, ctx.scalar(beta, cn.dtype)])
+        if len(cn.shape) == 1 and cn.shape[0] == y.shape[1]:
+            y = ctx.emit("bias_add", [y, cn], n.outputs[0], axis=-1)
+        else:
+            y = ctx.emit("add", [y, cn], n.outputs[0])
+    return [y]
+
+
+# -- convolution and pooling ----------------------------------------------------------------
+def _pads2d(n: OnnxNode, in_hw: Sequence[int], kernel: Sequence[int], strides: Sequence[int],
+            dilations: Sequence[int], ceil_mode: bool = False) -> tuple[int, int, int, int]:
+    """(top, left, bottom, right) from ONNX pads [t, l, b, r] or auto_pad."""
+    auto = n.attr("auto_pad", "NOTSET")
+    if auto in ("NOTSET", ""):
+        p = _ints(n.attr("pads", [0, 0, 0, 0]))
+        if len(p) != 4:
+            raise Unsupported(f"pads {p}: expected 4 values for 2-D spatial dims")
+        return (p[0], p[1], p[2], p[3])
+    if auto == "VALID":
+        return (0, 0, 0, 0)
+    if auto not in ("SAME_UPPER", "SAME_LOWER"):
+        raise Unsupported(f"auto_pad={auto!r}")
+    begin, end = [], []
+    for size, k, s, d in zip(in_hw, kernel, strides, dilations):
+        out = -(-size // s)
+        total = max((out - 1) * s + (k - 1) * d + 1 - size, 0)
+        lo = total // 2 if auto == "SAME_UPPER" else total - total // 2
+        begin.append(lo)
+        end.append(total - lo)
+    return (begin[0], begin[1], end[0], end[1])
+
+
+def _spatial(n: OnnxNode, key: str, default: int) -> tuple[int, int]:
+    v = _ints(n.attr(key, [default, default]))
+    if len(v) != 2:
+        raise Unsupported(f"{key}={v}: only 2-D spatial ops are supported")
+    return (v[0], v[1])
+
+
+def _check_2d(n: OnnxNode) -> Optional[str]:
+    k = n.attr("kernel_shape")
+    if k is not None and len(k) != 2:
+        return f"kernel_shape {list(k)}: only 2-D spatial ops are supported"
+    if n.attr("auto_pad", "NOTSET") not in ("NOTSET", "", "VALID", "SAME_UPPER", "SAME_LOWER"):
+        return f"auto_pad={n.attr('auto_pad')!r}"
+    return None
+
+
+def _check_pool(n: OnnxNode) -> Optional[str]:
+    if len([o for o in n.outputs if o]) > 1:
+        return "the Indices output of MaxPool is not supported"
+    if int(n.attr("storage_order", 0)) != 0:
+        return "storage_order=1"
+    if "kernel_shape" not in n.attrs:
+        return "kernel_shape is required"
+    return _check_2d(n)
+
+
+@converter("Conv", attrs=["auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"], check=_check_2d)
+def _conv(ctx, n):
+    x, w = _x(ctx, n, 0), _x(ctx, n, 1)
+    if len(x.shape) != 4:
+        raise Unsupported(f"only 2-D convolution (4-D NCHW input) is supported, got input shape {x.shape}")
+    kernel = tuple(_ints(n.attr("kernel_shape", w.shape[2:])))
+    if kernel != tuple(w.shape[2:]):
+        raise Unsupported(f"kernel_shape {kernel} differs from weight shape {w.shape}")
+    strides, dil = _spatial(n, "strides", 1), _spatial(n, "dilations", 1)
+    pad = _pads2d(n, x.shape[2:], kernel, strides, dil)
+    bias = n.input(2)
+    y = ctx.emit("conv2d", [x, w], None if bias else n.outputs[0], strides=strides, padding=pad,
+                 dilation=dil, groups=int(n.attr("group", 1)))
+    if bias:
+        y = ctx.emit("bias_add", [y, ctx.node(bias)], n.outputs[0], axis=1)
+    return [y]
+
+
+def _pool(ctx: ImportContext, n: OnnxNode, op: str) -> list:
+    x = _x(ctx, n)
+    _rank_check(x, 4, n.op_type)
+    kernel = _spatial(n, "kernel_shape", 1)
+    strides, dil = _spatial(n, "strides", 1), _spatial(n, "dilations", 1)
+    ceil = bool(n.attr("ceil_mode", 0))
+    pad = _pads2d(n, x.shape[2:], kernel, strides, dil, ceil)
+    attrs = dict(kernel=kernel, strides=strides, padding=pad, dilation=dil, ceil_mode=ceil)
+    if op == "avg_pool2d":
+        attrs["count_include_pad"] = bool(n.attr("count_include_pad", 0))
+    return [ctx.emit(op, [x], n.outputs[0], **attrs)]
+
+
+converter("MaxPool", attrs=["auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order",
+                            "strides"], check=_check_pool)(lambda ctx, n: _pool(ctx, n, "max_pool2d"))
+converter("AveragePool", attrs=["auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape",
+                                "pads", "strides"], check=_check_pool)(lambda ctx, n: _pool(ctx, n, "avg_pool2d"))
+
+
+def _global_converter(op: str) -> ConvertFn:
+    def fn(ctx: ImportContext, n: OnnxNode) -> list:
+        x = _x(ctx, n)
+        _rank_check(x, 4, n.op_type)
+        return [ctx.emit(op, [x], n.outputs[0])]
+    return fn
+
+
+converter("GlobalAveragePool")(_global_converter("global_avg_pool2d"))
+converter("GlobalMaxPool")(_global_converter("global_max_pool2d"))
+
+
+@converter("LRN", attrs=["alpha", "beta", "bias", "size"])
+def _lrn(ctx, n):
+    return [ctx.emit("lrn", [_x(ctx, n)], n.outputs[0], size=int(n.attr("size")),
+                     alpha=float(n.attr("alpha", 1e-4)), beta=float(n.attr("beta", 0.75)),
+                     bias=float(n.attr("bias", 1.0)), axis=1)]
+
+
+def _check_bn(n: OnnxNode) -> Optional[str]:
+    if int(n.attr("training_mode", 0)):
+        return "training_mode=1 (only inference batch-norm is supported)"
+    if int(n.attr("spatial", 1)) != 1:
+        return "spatial=0"
+    if len([o for o in n.outputs if o]) > 1:
+        return "running mean/var outputs (training) are not supported"
+    return None
+
+
+@converter("BatchNormalization", attrs=["epsilon", "momentum", "training_mode", "spatial"], check=_check_bn)
+def _bn(ctx, n):
+    x = _x(ctx, n)
+    dt = x.dtype
+    params = [_operand(ctx, n.input(k), dt) for k in range(1, 5)]
+    return [ctx.emit("batch_norm", [x, *params], n.outputs[0], axis=1,
+                     epsilon=float(n.attr("epsilon", 1e-5)))]
+
+
+# -- softmax --------------------------------------------------------------------------------
+def _softmax_converter(op: str) -> ConvertFn:
+    def fn(ctx: ImportContext, n: OnnxNode) -> list:
+        x = _x(ctx, n)
+        nd = len(x.shape)
+        if n.opset >= 13:
+            return [ctx.emit(op, [x], n.outputs[0], axis=int(n.attr("axis", -1)))]
+        ax = int(n.attr("axis", 1))
+        ax = ax + nd if ax < 0 else ax
+        if ax == nd - 1:
+            return [ctx.emit(op, [x], n.outputs[0], axis=-1)]
+        # opset < 13: softmax over the input flattened to 2-D at `axis`
+        flat = ctx.emit("flatten", [x], None, axis=ax)
+        y = ctx.emit(op, [flat], None, axis=1)
+        return [ctx.emit("reshape", [y], n.outputs[0], shape=x.shape)]
+    return fn
+
+
+converter("Softmax", attrs=["axis"])(_softmax_converter("softmax"))
+converter("LogSoftmax", attrs=["axis"])(_softmax_converter("log_softmax"))
+
+
+def _check_layer_norm(n: OnnxNode) -> Optional[str]:
+    if len([o for o in n.outputs if o]) > 1:
+        return "only output Y is supported (Mean / InvStdDev are training outputs)"
+    return None
+
+
+@converter("LayerNormalization", attrs=["axis", "epsilon", "stash_type"], check=_check_layer_norm)
+def _layer_norm(ctx, n):
+    """Decomposed into reductions and elementwise ops: mean, centred variance, scale and shift.
+
+    Three kernels after fusion (two reductions and the normalising epilogue), statistics in
+    float32 as stash_type=1 asks, whatever the input's dtype.
+    """
+    x = _x(ctx, n)
+    nd = len(x.shape)
+    axes = tuple(range(_axis_attr(n, nd, -1), nd))
+    stash = "float32" if int(n.attr("stash_type", 1)) == 1 else x.dtype
+
+    def xs() -> Node:
+        # one cast (and below, one x - mean) per use: each copy fuses into its consumer's kernel,
+        # where a shared node would be materialised as a kernel of its own
+        return x if x.dtype == stash else ctx.emit("cast", [x], None, dtype=stash)
+
+    mean = ctx.emit("reduce_mean", [xs()], None, axes=axes, keepdims=True)
+    d = ctx.emit("sub", [xs(), mean])
+    var = ctx.emit("reduce_mean", [ctx.emit("square", [d])], None, axes=axes, keepdims=True)
+    eps = ctx.scalar(float(n.attr("epsilon", 1e-5)), stash)
+    y = ctx.emit("mul", [ctx.emit("sub", [xs(), mean]), ctx.emit("rsqrt", [ctx.emit("add", [var, eps])])])
+    if y.dtype != x.dtype:
+        y = ctx.emit("cast", [y], None, dtype=x.dtype)
+    has_bias = n.input(2) is not None
+    y = ctx.emit("mul", [y, _operand(ctx, n.input(1), x.dtype)], None if has_bias else n.outputs[0])
+    if has_bias:
+        y = ctx.emit("add", [y, _operand(ctx, n.input(2), x.dtype)], n.outputs[0])
+    return [y]
+
+
+# -- reductions ------------------------------------------------------------------------------
+def _reduce_converter(op: str, axes_input_from: int) -> ConvertFn:
+    def fn(ctx: ImportContext, n: OnnxNode) -> list:
+        axes = _axes_arg(ctx, n, axes_input_from)
+        x = _x(ctx, n)
+        if not axes:
+            if int(n.attr("noop_with_empty_axes", 0)):
+                return [x]
+            axes = None
+        return [ctx.emit(op, [x], n.outputs[0], axes=None if axes is None else tuple(axes),
+                         keepdims=bool(n.attr("keepdims", 1)))]
+    return fn
+
+
+converter("ReduceMean", attrs=["axes", "keepdims", "noop_with_empty_axes"])(_reduce_converter("reduce_mean", 18))
+converter("ReduceMax", attrs=["axes", "keepdims", "noop_with_empty_axes"])(_reduce_converter("reduce_max", 18))
+converter("ReduceMin", attrs=["axes", "keepdims", "noop_with_empty_axes"])(_reduce_converter("reduce_min", 18))
+converter("ReduceSum", attrs=["axes", "keepdims", "noop_with_empty_axes"])(_reduce_converter("reduce_sum", 13))
