@@ -61,11 +61,16 @@ def schedule_kernel(spec: KernelSpec, target: tvm.target.Target) -> tvm.IRModule
     return sch.mod
 
 
+def device_compile(mod: tvm.IRModule, target: tvm.target.Target) -> tvm.runtime.Module:
+    """TVM's codegen and the device compiler, errors as TVM raises them."""
+    with target:
+        return tvm.compile(mod, target=target).mod
+
+
 def compile_module(mod: tvm.IRModule, target: tvm.target.Target, name: str = "") -> tvm.runtime.Module:
-    """Codegen and the device compiler; safe on several threads at once."""
+    """Codegen and the device compiler, failures named by group; safe on several threads at once."""
     try:
-        with target:
-            return tvm.compile(mod, target=target).mod
+        return device_compile(mod, target)
     except Exception as e:  # noqa: BLE001 - TVM raises many kinds; name the group
         msg = str(e).strip().splitlines()
         raise BuildError(f"group {name}: compiling for {target.kind.name} failed: "

@@ -9,6 +9,7 @@ import tefuse
 from tefuse.errors import BuildError
 from tefuse.graph.ir import GraphBuilder
 
+import tefuse.codegen.compile as C  # noqa: E402
 import tefuse.driver as B  # noqa: E402
 
 
@@ -63,14 +64,14 @@ def test_parallel_build_logs_progress_for_every_kernel(caplog):
 
 
 def test_a_failing_group_names_itself_in_a_parallel_build(monkeypatch):
-    real = B.compile_mod
+    real = C.device_compile
 
     def flaky(mod, target):
         if "softmax" in mod.script():
             raise RuntimeError("InternalError: something deep in TVM\nlast line: bad softmax")
         return real(mod, target)
 
-    monkeypatch.setattr(B, "compile_mod", flaky)
+    monkeypatch.setattr(C, "device_compile", flaky)
     with pytest.raises(BuildError, match=r"group g\d+_\w*softmax\w*: compiling for llvm failed: last line: bad softmax"):
         tefuse.build(_mlp(), "llvm", jobs=3)
 
@@ -93,14 +94,14 @@ def test_a_failure_cancels_kernels_not_started(monkeypatch):
 
     calls = []
 
-    def compile_module(mod, target):
+    def device_compile(mod, target):
         calls.append(mod)
         if len(calls) == 1:
             raise RuntimeError("nvcc: out of memory")
         time.sleep(0.3)
         raise RuntimeError("should not matter")
 
-    monkeypatch.setattr(B, "compile_mod", compile_mod)
+    monkeypatch.setattr(C, "device_compile", device_compile)
     target = B.make_target("llvm")
     preps = [B.prepare_group(g, target) for g in tefuse.fuse_graph(_mlp())]
     assert len(preps) == 4
@@ -123,7 +124,7 @@ def test_the_first_failing_group_in_graph_order_is_reported(monkeypatch):
     preps = [B.prepare_group(g, target) for g in tefuse.fuse_graph(_mlp())]
     first, second = preps[0].mod, preps[1].mod
 
-    def compile_module(mod, target):
+    def device_compile(mod, target):
         if mod is first:
             time.sleep(0.3)
             raise RuntimeError("first group broke")
@@ -131,8 +132,8 @@ def test_the_first_failing_group_in_graph_order_is_reported(monkeypatch):
             raise RuntimeError("second group broke")
         return real(mod, target)
 
-    real = B.compile_mod
-    monkeypatch.setattr(B, "compile_mod", compile_mod)
+    real = C.device_compile
+    monkeypatch.setattr(C, "device_compile", device_compile)
     with pytest.raises(BuildError, match=f"group {preps[0].group.name}: .*first group broke"):
         B.compile_groups(preps, target, jobs=4)
 
@@ -145,8 +146,8 @@ def test_identical_groups_compile_once_and_share_the_module(monkeypatch, rng):
     for k, w in enumerate(ws):
         h = b.relu(b.dense(h, b.const(w, name=f"w{k}")))
     calls = []
-    real = B.compile_mod
-    monkeypatch.setattr(B, "compile_mod", lambda mod, target: calls.append(1) or real(mod, target))
+    real = C.device_compile
+    monkeypatch.setattr(C, "device_compile", lambda mod, target: calls.append(1) or real(mod, target))
     cg = tefuse.build(b.build(h), "llvm", jobs=2)
     assert cg.num_kernels == 4 and len(calls) == 1
     assert len({id(k.module) for k in cg.kernels}) == 1

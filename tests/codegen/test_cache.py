@@ -15,6 +15,7 @@ from tefuse.tune.database import Database
 from tefuse.tune.record import TuningRecord
 from tefuse.fusion.workload import workload_key
 
+import tefuse.codegen.compile as C  # noqa: E402
 import tefuse.driver as B  # noqa: E402
 CHAIN, SHAPE = "conv2d(k=8,r=3,pad=1)+bias+relu", (1, 4, 8, 8)
 
@@ -66,13 +67,13 @@ def test_default_database_from_environment(tmp_path, monkeypatch):
 
 def _count_compiles(monkeypatch):
     calls = []
-    real = B.compile_mod
+    real = C.device_compile
 
     def counting(mod, target):
         calls.append(target.kind.name)
         return real(mod, target)
 
-    monkeypatch.setattr(B, "compile_mod", counting)
+    monkeypatch.setattr(C, "device_compile", counting)
     return calls
 
 
