@@ -33,4 +33,3 @@ class ModelImportError(TefuseError, ValueError):
         self.problems = list(problems or [])
 
 
-ImportError_ = ModelImportError  # old name

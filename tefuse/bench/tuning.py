@@ -66,7 +66,7 @@ def _curve(history: list[float]) -> list[float]:
 def tune_one(spec: str, shape: tuple, tuner: str, trials: int, log_path: Path, seed: int,
              builder, runner, target: str = "cuda") -> TunerRun:
     from ..plan.spec import parse_chain
-    from ..tune.tuner import tune
+    from ..tune.loop import tune
 
     graph = parse_chain(spec, shape, "float32", "NCHW")
     results = tune(graph, target, trials=trials, tuner=tuner, log=str(log_path), seed=seed,

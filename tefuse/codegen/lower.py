@@ -33,7 +33,7 @@ def _ident(name: str) -> str:
 
 def _folded_scalar(node: Node) -> Value:
     v = node.value.reshape(-1)[0].item()
-    return Value(node.shape, node.dtype, lambda *i: tir.const(v, node.dtype), const=float(v))
+    return Value(node.shape, node.dtype, lambda *i: tir.const(v, node.dtype))
 
 
 def lower_group(group: FusedGroup) -> LoweredGroup:

@@ -73,7 +73,7 @@ def _progress_bar(disabled: bool):
 def run(args: argparse.Namespace) -> int:
     from ..tune.builder import LocalBuilder
     from ..tune.runner import LocalRunner
-    from ..tune.tuner import tune
+    from ..tune.loop import tune
 
     if args.trials < 1:
         raise TefuseError("--trials must be at least 1")

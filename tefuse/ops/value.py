@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional, Sequence
 
 from tvm.ir.expr import Expr as PrimExpr
-from tvm import te, tirx as tir
+from tvm import te
 
 from ..errors import OpError
 
@@ -21,7 +21,6 @@ class Value:
     dtype: str
     fn: Callable[..., PrimExpr]
     tensor: Optional[te.Tensor] = None
-    const: Optional[float] = None  # scalar constants are folded into expressions
 
     def __call__(self, *idx):
         if len(idx) != len(self.shape):
@@ -39,11 +38,6 @@ class Value:
     @staticmethod
     def of_tensor(t: te.Tensor) -> "Value":
         return Value(tuple(int(s) for s in t.shape), str(t.dtype), lambda *i: t(*i), t)
-
-    @staticmethod
-    def scalar(v: float, dtype: str) -> "Value":
-        c = tir.const(v, dtype)
-        return Value((), dtype, lambda *i: c, None, const=float(v))
 
     def materialize(self, name: str, tag: str = "") -> te.Tensor:
         """A TE stage for this value (reuses the tensor when already materialised)."""

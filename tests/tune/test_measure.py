@@ -21,7 +21,7 @@ from tefuse.tune.record import TuningRecord
 from tefuse.tune.runner import LocalRunner
 from tefuse.schedules.space import Config
 from tefuse.tune.task import extract_tasks
-from tefuse.tune.tuner import tune
+from tefuse.tune.loop import tune
 
 
 def conv_relu(relu: bool = True, c: int = 8, hw: int = 12):

@@ -8,7 +8,7 @@ from tefuse import GraphBuilder
 from tefuse.tune.builder import LocalBuilder
 from tefuse.tune.database import Database
 from tefuse.tune.rpc import RPCRunner, start_local_rpc
-from tefuse.tune.tuner import tune
+from tefuse.tune.loop import tune
 
 
 def _graph():

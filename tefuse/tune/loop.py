@@ -1,5 +1,7 @@
 """The tuning loop: propose -> build (parallel) -> run (serial) -> log -> learn.
 
+(The search strategies that propose configs live in tune/tuners/; this module drives them.)
+
 Every measurement becomes one TuningRecord appended to the log as soon as its batch is
 done, so an interrupted run loses at most one batch, and a rerun resumes: configs already
 in the log for the workload/template are not measured again and count toward the budget.
@@ -72,6 +74,23 @@ def _record(task: Task, template: str, device: str, r: MeasureResult) -> TuningR
                         error=r.error, error_msg=r.error_msg)
 
 
+@dataclass
+class TuningSession:
+    """What every (task, template) of one `tune()` call shares: where records go, how
+    candidates are built and run, and the search's settings."""
+
+    db: DB
+    builder: LocalBuilder
+    runner: object
+    tuner: str
+    seed: int
+    batch_size: int
+    early_stopping: Optional[int] = None
+    transfer: bool = True
+    progress: Optional[Progress] = None
+    tuner_options: dict = field(default_factory=dict)
+
+
 def tune(graph_or_tasks, target=None, *, trials: int, tuner: str = "xgb",
          log: Union[None, str, os.PathLike, DB] = None, early_stopping: Optional[int] = None,
          seed: int = 0, builder: Optional[LocalBuilder] = None, runner=None,
@@ -87,6 +106,8 @@ def tune(graph_or_tasks, target=None, *, trials: int, tuner: str = "xgb",
     own_builder, own_runner = builder is None, runner is None
     builder = builder or LocalBuilder()
     runner = runner or LocalRunner()
+    session = TuningSession(db, builder, runner, tuner, seed, batch_size or builder.n_parallel,
+                            early_stopping, transfer, progress, dict(tuner_options or {}))
     results = []
     try:
         for k, task in enumerate(tasks):
@@ -94,9 +115,7 @@ def tune(graph_or_tasks, target=None, *, trials: int, tuner: str = "xgb",
             per_template = max(1, trials // len(task.templates))
             reference = None
             for tmpl in task.templates:
-                res, reference = _tune_template(task, tmpl.name, per_template, tuner, db, early_stopping,
-                                                seed, builder, runner, batch_size or builder.n_parallel,
-                                                transfer, progress, reference, log_prefix, tuner_options or {})
+                res, reference = _tune_template(session, task, tmpl.name, per_template, reference, log_prefix)
                 results.append(res)
     finally:
         if own_builder:
@@ -106,14 +125,12 @@ def tune(graph_or_tasks, target=None, *, trials: int, tuner: str = "xgb",
     return results
 
 
-def _tune_template(task: Task, template: str, budget: int, tuner_name: str, db: DB,
-                   early_stopping: Optional[int], seed: int, builder, runner, batch_size: int,
-                   transfer: bool, progress: Optional[Progress], reference, prefix: str,
-                   tuner_options: dict):
+def _tune_template(session: TuningSession, task: Task, template: str, budget: int, reference, prefix: str):
+    db, builder, runner = session.db, session.builder, session.runner
     space = task.spaces[template]
     kind = task.target.kind.name
     device = getattr(runner, "device", None) or device_name(kind)
-    tuner = make_tuner(tuner_name, space, seed=seed, **tuner_options)
+    tuner = make_tuner(session.tuner, space, seed=session.seed, **session.tuner_options)
 
     # resume: what the log already holds for this workload/template
     old = [r for r in db.records(task.workload, task.target_key) if r.template == template]
@@ -127,7 +144,7 @@ def _tune_template(task: Task, template: str, budget: int, tuner_name: str, db: 
         by_idx.setdefault(i, math.inf)
     if by_idx:
         tuner.load_history(list(by_idx), list(by_idx.values()))
-    if transfer:
+    if session.transfer:
         others = [(r.config, r.median_cost, r.workload) for r in db.records(target=task.target_key)
                   if r.template == template and r.workload != task.workload]
         if others:
@@ -137,7 +154,7 @@ def _tune_template(task: Task, template: str, budget: int, tuner_name: str, db: 
         log.info("%s: %d config(s) of %s already in the log, %d trial(s) left", prefix, len(done_idx),
                  template, max(remaining, 0))
 
-    spec = run_spec(task, seed=seed)
+    spec = run_spec(task, seed=session.seed)
     res = TuneResult(task, template, None, math.inf, None, 0, len(done_idx))
     if remaining > 0 and reference is None:
         fb = task.fallback()
@@ -147,7 +164,7 @@ def _tune_template(task: Task, template: str, budget: int, tuner_name: str, db: 
                         prefix, reference.error_msg)
     t0 = time.perf_counter()
     while remaining > 0 and tuner.has_next():
-        batch = tuner.next_batch(min(batch_size, remaining))
+        batch = tuner.next_batch(min(session.batch_size, remaining))
         if not batch:
             break
         configs = [space.get(i) for i in batch]
@@ -165,9 +182,9 @@ def _tune_template(task: Task, template: str, budget: int, tuner_name: str, db: 
         log.info("%s: trial %d/%d, best %s (%.0fs)", prefix, done, budget,
                  f"{tuner.best_cost * 1e3:.4f} ms" if math.isfinite(tuner.best_cost) else "none yet",
                  time.perf_counter() - t0)
-        if progress is not None:
-            progress(task.name, done, budget, tuner.best_cost)
-        if early_stopping and tuner.trials_since_best >= early_stopping:
+        if session.progress is not None:
+            session.progress(task.name, done, budget, tuner.best_cost)
+        if session.early_stopping and tuner.trials_since_best >= session.early_stopping:
             log.info("%s: no improvement in %d trials: stopping early", prefix, tuner.trials_since_best)
             break
     best = db.best(task.workload, task.target_key)
