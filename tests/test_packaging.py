@@ -1,0 +1,53 @@
+"""A non-editable wheel install: schedules/ lands as tefuse.schedules, nothing called `schedules`
+reaches site-packages, and the explicit package list in pyproject.toml misses no package."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("dist")
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
+                    "-w", str(out), str(ROOT)], check=True, capture_output=True)
+    (whl,) = out.glob("tefuse-*.whl")
+    return whl
+
+
+def _packages_in_tree() -> set[str]:
+    pkgs = set()
+    for base, name in ((ROOT / "tefuse", "tefuse"), (ROOT / "schedules", "tefuse/schedules")):
+        for init in base.rglob("__init__.py"):
+            pkgs.add(str(Path(name) / init.parent.relative_to(base)).rstrip("/.").replace("/.", ""))
+    return pkgs
+
+
+def test_wheel_holds_every_package_and_no_top_level_schedules(wheel):
+    names = zipfile.ZipFile(wheel).namelist()
+    assert not [n for n in names if n.startswith("schedules/")]
+    in_wheel = {str(Path(n).parent) for n in names if n.endswith("__init__.py")}
+    assert _packages_in_tree() <= in_wheel, f"missing from pyproject's packages: {_packages_in_tree() - in_wheel}"
+    assert "tefuse/schedules/cuda/conv2d_implicit_gemm.py" in names
+
+
+def test_installed_wheel_imports_tefuse_schedules_not_schedules(wheel, tmp_path):
+    site = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--target", str(site),
+                    str(wheel)], check=True, capture_output=True)
+    code = ("import importlib.util as u, tefuse.schedules as s; print(s.__file__); "
+            "print(u.find_spec('schedules')); print(len(s.get_templates('cuda', 'conv2d')))")
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    res = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    path, spec, n = res.stdout.split("\n")[:3]
+    assert Path(path).resolve().is_relative_to(site.resolve())
+    assert spec == "None"
+    assert int(n) == 2  # direct and implicit GEMM
