@@ -7,6 +7,9 @@
 #   bash tefuse/bench/gpu_session.sh models  # tune ResNet-50's kernels, then bench models
 #     (or its two halves, one call each: tune-resnet50, then bench-models; BATCH=16 for batch 16)
 #   bash tefuse/bench/gpu_session.sh builds  # build time (NVRTC/nvcc, 1/all jobs); batch 1 and 16
+#   bash tefuse/bench/gpu_session.sh gpu-tests  # the GPU tests alone
+#   bash tefuse/bench/gpu_session.sh sources # kernel fingerprints of an older checkout in .baseline/
+#     (carried; e.g. `git archive REV tefuse schedules | tar -x -C .baseline`) against this one
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
 TRIALS=${TRIALS:-64}  # per chain and tuner in the study
@@ -16,9 +19,22 @@ TUNE_SECONDS=${TUNE_SECONDS:-3000}  # cut tuning short (the log keeps what was m
 mkdir -p "$OUT" /tmp/tefuse
 export PYTHONUNBUFFERED=1 TEFUSE_USER_DB=/tmp/tefuse/user.jsonl
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+# schedules/ imports as tefuse.schedules only once installed (a package-dir mapping)
+python3 -c "import tefuse.schedules" 2>/dev/null \
+  || python3 -m pip install -q --no-deps --no-build-isolation --no-index -e . >/dev/null 2>&1 \
+  || { echo "could not install tefuse (pip install -e .)"; exit 1; }
 case "${1:-tests}" in
-tests)
+sources)
+  # the same cases built by the checkout in .baseline/ and by this one; every kernel's CUDA must match
+  PYTHONPATH=.baseline:$PYTHONPATH python3 tefuse/bench/sources.py --zoo resnet50 --json "$OUT/sources_before.json" \
+    2>&1 | grep -v "INFO\|Warning\|warn" | tail -2
+  python3 -m tefuse.bench.sources --zoo resnet50 --json "$OUT/sources_after.json" \
+    --compare "$OUT/sources_before.json" 2>&1 | grep -v "INFO\|Warning\|warn" | tail -6
+  ;;
+tests|gpu-tests)
   python3 -m pytest -m gpu tests -q -p no:cacheprovider 2>&1 | tee "$OUT/gpu_tests.log" | tail -15
+  ;;&
+tests)
   rm -rf /tmp/tefuse/study && mkdir -p /tmp/tefuse/study
   python3 -m tefuse.bench.tuning --trials "$TRIALS" --workdir /tmp/tefuse/study --json "$OUT/study.json" \
     > "$OUT/study.log" 2>&1
