@@ -26,6 +26,8 @@ python3 -c "import tefuse.schedules" 2>/dev/null \
 case "${1:-tests}" in
 sources)
   # the same cases built by the checkout in .baseline/ and by this one; every kernel's CUDA must match
+  # (both read this checkout's shipped records: the baseline alone would not find tuning_logs/)
+  export TEFUSE_SYSTEM_DB=$PWD/tuning_logs
   PYTHONPATH=.baseline:$PYTHONPATH python3 tefuse/bench/sources.py --zoo resnet50 --json "$OUT/sources_before.json" \
     2>&1 | grep -v "INFO\|Warning\|warn" | tail -2
   python3 -m tefuse.bench.sources --zoo resnet50 --json "$OUT/sources_after.json" \
