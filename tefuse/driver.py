@@ -23,6 +23,7 @@ from .fusion import FusedGroup, fuse_graph
 from .fusion.workload import workload_key
 from .graph.fold_bn import fold_batch_norm
 from .graph.ir import Graph
+from .graph.precision import check_precision, convert_precision
 from .runtime.executor import CompiledGraph
 from .runtime.kernel import CompiledKernel
 from .target import TargetLike, make_target
@@ -170,16 +171,22 @@ def compile_groups(preps: list[PreparedGroup], target: tvm.target.Target, cache=
 
 def build(graph: Graph, target: TargetLike = "llvm", *, db: Union[BestRecordSource, str, None] = None,
           cache=None, fuse: bool = True, prologue: bool = True, multi_output: bool = True,
-          fold_bn: bool = False, jobs: Optional[int] = None):
+          fold_bn: bool = False, jobs: Optional[int] = None, precision: str = "fp32"):
     """Fuse and compile a graph; returns a `CompiledGraph` ready to run.
 
     fold_bn folds constant inference batch-norms into the preceding conv's weights first.
     db / cache: None (off, the default: builds stay hermetic), an object, or "default" for
     the user + shipped tuning logs / the on-disk kernel cache (what the CLI passes).
     jobs: kernels compiled at once (default: `default_jobs()`); 1 compiles one at a time.
+    precision: fp32 (default), fp16 or bf16 (float32 accumulation, float32 interface: see
+    graph/precision.py); tf32 is refused until a template computes in it.
     """
+    if check_precision(precision) == "tf32":
+        raise BuildError("precision tf32 is not supported yet: no template rounds float32 operands to "
+                         "TF32 on tensor cores; use fp32, fp16 or bf16")
     if fold_bn:
         graph = fold_batch_norm(graph)
+    graph = convert_precision(graph, precision)
     if db == "default":
         from .tune.database import default_database
         db = default_database()

@@ -13,7 +13,7 @@ from tvm import te, tirx as tir
 
 from ..errors import OpError
 from .registry import OpPattern, register_op
-from .value import Value
+from .value import Value, acc_dtype
 
 WEIGHT_LAYOUT = {"NCHW": "OIHW", "NHWC": "HWIO"}
 
@@ -107,10 +107,6 @@ def conv2d_geometry(data_shape, weight_shape, attrs: dict) -> Conv2dGeometry:
         raise OpError(f"conv2d: kernel {kh}x{kw} (dilation {dh}x{dw}) does not fit input {h}x{w} "
                       f"padded by {pad}")
     return Conv2dGeometry(layout, n, c, h, w, k, kh, kw, g, (sh, sw), pad, (dh, dw), oh, ow)
-
-
-def acc_dtype(dtype: str) -> str:
-    return "float32" if dtype == "float16" else dtype
 
 
 def pad_stage(x: Value, layout: str, pad: tuple[int, int, int, int], name: str = "pad_temp") -> te.Tensor:

@@ -6,9 +6,8 @@ from typing import Sequence
 from tvm import te, tirx as tir
 
 from ..errors import OpError
-from .conv2d import acc_dtype
 from .registry import OpPattern, register_op
-from .value import Value, broadcast_shape, broadcast_to, lazy
+from .value import Value, acc_dtype, broadcast_shape, broadcast_to, lazy
 
 
 def _finish(out: te.Tensor, dtype: str) -> Value:

@@ -121,7 +121,7 @@ BINARY: dict[str, Scalar] = {
 
 
 def _check_float(name: str, v: Value) -> None:
-    if not _dt(v).startswith("float"):
+    if not _dt(v).startswith(("float", "bfloat")):
         raise OpError(f"{name}: expects a float tensor, got {_dt(v)}")
 
 

@@ -7,7 +7,7 @@ from tvm import tirx as tir
 
 from ..errors import OpError
 from .registry import OpPattern, register_op
-from .value import Value, lazy
+from .value import Value, acc_dtype, lazy
 
 
 def _channel_axis(x: Value, axis: int, name: str) -> int:
@@ -47,7 +47,7 @@ def batch_norm(inputs: Sequence[Value], attrs: dict) -> Value:
 
     def fn(*i):
         ch = i[ax]
-        acc = "float32" if x.dtype == "float16" else x.dtype
+        acc = acc_dtype(x.dtype)
         f = lambda e: tir.Cast(acc, e) if acc != x.dtype else e  # noqa: E731
         scale = f(gamma(ch)) * tir.rsqrt(f(var(ch)) + tir.const(eps, acc))
         out = (f(x(*i)) - f(mean(ch))) * scale + f(beta(ch))

@@ -8,7 +8,7 @@ from tvm import te, tirx as tir
 from ..errors import OpError
 from .conv2d import normalize_padding, normalize_pair
 from .registry import OpPattern, register_op
-from .value import Value, lazy
+from .value import Value, acc_dtype, lazy
 
 _POOL_ATTRS = {"kernel": 1, "strides": 1, "padding": 0, "dilation": 1, "ceil_mode": False,
                "count_include_pad": False, "layout": "NCHW"}
@@ -48,7 +48,7 @@ def _pool(kind: str, inputs: Sequence[Value], attrs: dict) -> Value:
     shape[ha], shape[wa] = oh, ow
     ry = te.reduce_axis((0, kh), "ry")
     rx = te.reduce_axis((0, kw), "rx")
-    acc = "float32" if x.dtype == "float16" else x.dtype
+    acc = acc_dtype(x.dtype)
 
     def src(i, y, xx):
         j = list(i)
@@ -144,7 +144,7 @@ def lrn(inputs: Sequence[Value], attrs: dict) -> Value:
     size, C = int(attrs["size"]), x.shape[ax]
     lo = (size - 1) // 2
     rc = te.reduce_axis((0, size), "rc")
-    acc = "float32" if x.dtype == "float16" else x.dtype
+    acc = acc_dtype(x.dtype)
 
     def body(*i):
         c = i[ax] - lo + rc

@@ -7,7 +7,7 @@ from tvm import te, tirx as tir
 
 from ..errors import OpError
 from .registry import OpPattern, register_op
-from .value import Value, lazy
+from .value import Value, acc_dtype, lazy
 
 _REDUCERS = {"sum": te.sum, "mean": te.sum, "max": te.max, "min": te.min}
 
@@ -29,7 +29,7 @@ def _reduce(kind: str, inputs: Sequence[Value], attrs: dict) -> Value:
     axes = _axes(x, attrs["axes"], kind)
     keep = attrs["keepdims"]
     raxes = {a: te.reduce_axis((0, x.shape[a]), f"r{a}") for a in axes}
-    acc = "float32" if x.dtype == "float16" and kind in ("sum", "mean") else x.dtype
+    acc = acc_dtype(x.dtype) if kind in ("sum", "mean") else x.dtype
     shape = tuple(1 if a in raxes else s for a, s in enumerate(x.shape)) if keep else \
         tuple(s for a, s in enumerate(x.shape) if a not in raxes)
 

@@ -48,6 +48,11 @@ class Value:
         return te.compute(self.shape, lambda *i: self.fn(*i), name=name, tag=tag)
 
 
+def acc_dtype(dtype: str) -> str:
+    """Where sums of products accumulate: float32 for half-width floats (tensor cores do the same)."""
+    return "float32" if dtype in ("float16", "bfloat16") else dtype
+
+
 def lazy(shape: Sequence[int], dtype: str, fn: Callable[..., PrimExpr]) -> Value:
     return Value(tuple(int(s) for s in shape), dtype, fn)
 

@@ -1,0 +1,110 @@
+"""Build precision: a float32 graph rewritten to compute in float16 or bfloat16.
+
+What an engineer expects from `--precision fp16` (TensorRT's, torch.autocast's habits):
+- the model keeps its float32 interface: a float32 input is cast on entry and a float32
+  output cast back on exit; those casts are elementwise, so fusion folds them into the
+  first and last kernels (no kernel of their own);
+- float32 constants (weights) are converted once, here, not at every run;
+- matrix products and convolutions take fp16/bf16 operands and accumulate in float32 (the
+  ops' own `acc_dtype`), so tensor-core templates can serve them;
+- reductions and softmax run in float32: their inputs are cast up and their results cast back,
+  so LayerNorm's statistics and softmax's sums do not lose bits;
+- a graph already in fp16 is taken as it is (nothing float32 to convert).
+`fp32` and `tf32` leave the graph alone (tf32 is a matter of the templates' arithmetic).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import GraphError
+from ..ops import get_op
+from .ir import CONST, INPUT, Graph, Node, infer
+
+PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
+LOW = {"fp16": "float16", "bf16": "bfloat16"}
+# anchors whose arithmetic stays in float32 (statistics); matched by the op registry's anchor kind
+FLOAT32_ANCHORS = ("reduce", "softmax")
+
+
+def check_precision(precision: str) -> str:
+    if precision not in PRECISIONS:
+        raise GraphError(f"unknown precision {precision!r}; use one of {', '.join(PRECISIONS)}")
+    return precision
+
+
+def _np_dtype(dtype: str):
+    if dtype == "bfloat16":
+        import ml_dtypes
+
+        return ml_dtypes.bfloat16
+    return np.dtype(dtype)
+
+
+def _keeps_float32(op: str) -> bool:
+    return get_op(op).anchor in FLOAT32_ANCHORS
+
+
+class _Rewriter:
+    def __init__(self, graph: Graph, low: str):
+        self.low = low
+        self.outputs = {id(o) for o in graph.outputs}
+        self.names = {n.name for n in graph.nodes}
+        self.new: dict[int, Node] = {}
+
+    def fresh(self, base: str) -> str:
+        name, k = base, 1
+        while name in self.names:
+            name, k = f"{base}_{k}", k + 1
+        self.names.add(name)
+        return name
+
+    def cast(self, x: Node, dtype: str, name: str = "") -> Node:
+        if x.dtype == dtype:
+            return x
+        attrs, shape, out = infer("cast", {"dtype": dtype}, [x], name or x.name)
+        return Node(name or self.fresh(f"{x.name}_to_{dtype}"), "cast", [x], attrs, tuple(shape), out)
+
+    def node(self, n: Node) -> Node:
+        low = self.low
+        if n.op == INPUT:
+            return self.cast(n, low) if n.dtype == "float32" else n
+        if n.op == CONST:
+            if n.dtype != "float32":
+                return n
+            value = np.asarray(n.value).astype(_np_dtype(low))
+            return Node(n.name, CONST, [], {}, n.shape, low, value)
+        inputs = [self.new[id(i)] for i in n.inputs]
+        attrs = dict(n.attrs)
+        if n.op == "cast" and attrs.get("dtype") == "float32":
+            attrs["dtype"] = low  # the working precision of a float32 model
+        if _keeps_float32(n.op):
+            inputs = [self.cast(i, "float32") if i.dtype == low else i for i in inputs]
+            attrs, shape, dtype = infer(n.op, attrs, inputs, n.name)
+            if id(n) in self.outputs or dtype != "float32":  # an output stays float32: no round trip
+                return Node(n.name, n.op, inputs, attrs, tuple(shape), dtype)
+            out = Node(self.fresh(f"{n.name}_f32"), n.op, inputs, attrs, tuple(shape), dtype)
+            return self.cast(out, low, n.name)
+        attrs, shape, dtype = infer(n.op, attrs, inputs, n.name)
+        return Node(n.name, n.op, inputs, attrs, tuple(shape), dtype)
+
+
+def convert_precision(graph: Graph, precision: str) -> Graph:
+    """The graph computing in `precision` with the same inputs and output dtypes."""
+    low = LOW.get(check_precision(precision))
+    if low is None:
+        return graph
+    rw = _Rewriter(graph, low)
+    for n in graph.nodes:
+        rw.new[id(n)] = rw.node(n)
+    outputs = []
+    for o in graph.outputs:
+        got = rw.new[id(o)]
+        if got.dtype != o.dtype and o.op != INPUT:
+            # the output keeps its name and dtype; the low-precision value is renamed
+            inner = Node(rw.fresh(f"{o.name}_{precision}"), got.op, got.inputs, got.attrs, got.shape,
+                         got.dtype, got.value)
+            for k, other in rw.new.items():  # consumers already built point at `got`
+                other.inputs = [inner if i is got else i for i in other.inputs]
+            got = rw.cast(inner, o.dtype, o.name)
+        outputs.append(got)
+    return Graph(list(graph.inputs), outputs)
