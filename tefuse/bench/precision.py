@@ -1,0 +1,299 @@
+"""Tensor-core precisions against PyTorch in the same precision, side by side on one GPU.
+
+Three suites, each result a ratio (tefuse time / peer time; below 1 means tefuse is faster),
+each checked against a float64 (or onnxruntime float32) reference before it is timed:
+
+* `conv`: conv+bias+batch_norm+relu over ResNet-50's 15 conv shapes, tefuse's one fused kernel
+  against cuDNN's convolution alone (channels_last, the same precision), CUDA-graph replays;
+* `gemm`: an fp16 GEMM with a fused bias+ReLU against cuBLAS (torch.addmm + relu);
+* `models`: torchvision ResNet-50 / ViT-B/16 built with `precision=` against PyTorch in that
+  precision (channels_last CUDA graph, and torch.compile where it works).
+
+    python -m tefuse.bench.precision conv --precision fp16 bf16 --batch 1 16 --json out.json
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+# (C, H=W, K, kernel, stride), pad = kernel // 2: ResNet-50's convolutions
+RESNET50_CONVS = [(64, 56, 64, 1, 1), (64, 56, 64, 3, 1), (64, 56, 256, 1, 1), (256, 56, 64, 1, 1),
+                  (128, 28, 128, 3, 1), (256, 56, 128, 1, 1), (512, 28, 128, 1, 1), (128, 28, 512, 1, 1),
+                  (256, 14, 256, 3, 1), (1024, 14, 256, 1, 1), (256, 14, 1024, 1, 1), (512, 7, 512, 3, 1),
+                  (2048, 7, 512, 1, 1), (512, 7, 2048, 1, 1), (3, 224, 64, 7, 2)]
+DTYPES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32"}
+# ||out - ref|| / ||ref|| a precision may reach before its timing means nothing (METHOD.md's ranges)
+TOLERANCE = {"fp32": 1e-5, "tf32": 1e-3, "fp16": 1e-2, "bf16": 3e-2}
+
+
+@dataclass
+class Row:
+    suite: str
+    case: str
+    precision: str
+    batch: int
+    tefuse_ms: float
+    peer_ms: Optional[float]
+    peer: str
+    rel_err: float
+    ok: bool
+    templates: list = field(default_factory=list)
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def ratio(self) -> Optional[float]:
+        return self.tefuse_ms / self.peer_ms if self.peer_ms else None
+
+
+def _torch():
+    import torch
+
+    torch.backends.cudnn.benchmark = True
+    return torch
+
+
+def time_graph(fn, repeat: int = 30, inner: int = 10) -> float:
+    """Median ms of fn replayed as a CUDA graph (inner replays per event pair)."""
+    torch = _torch()
+    with torch.no_grad():
+        for _ in range(3):
+            fn()
+        torch.cuda.synchronize()
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            fn()
+        times = []
+        for _ in range(repeat):
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            s.record()
+            for _ in range(inner):
+                g.replay()
+            e.record()
+            torch.cuda.synchronize()
+            times.append(s.elapsed_time(e) / inner)
+    return float(np.median(times))
+
+
+def _rel(got: np.ndarray, ref: np.ndarray) -> float:
+    got, ref = got.astype(np.float64), ref.astype(np.float64)
+    if not np.isfinite(got).all():
+        return math.inf
+    return float(np.linalg.norm(got - ref) / max(np.linalg.norm(ref), 1e-30))
+
+
+def _templates(cg) -> list:
+    return sorted({k.template for k in cg.kernels})
+
+
+def conv_case(c: int, hw: int, k: int, r: int, s: int, batch: int, precision: str, db=None) -> Row:
+    """tefuse's fused conv+bias+BN+ReLU in `precision` (NCHW, float32 interface converted at the
+    graph's edge: inputs here are already in `precision`) vs cuDNN's conv alone, channels_last."""
+    import tvm
+
+    from ..driver import build
+    from ..plan.spec import build_plan
+    from .chain import random_args
+
+    torch = _torch()
+    dt = DTYPES[precision]
+    plan = build_plan(f"conv2d(k={k},r={r},stride={s},pad={r // 2})+bias+batch_norm+relu", (batch, c, hw, hw),
+                      dt, "NCHW")
+    vals = random_args(plan, np.random.default_rng(0))
+    vals = {n: v.astype(np.float32) for n, v in vals.items()}
+    cg = build(plan.graph, "cuda", db=db)
+    dev = cg.device
+    tv = {n: tvm.runtime.tensor(_to_np(v, dt), dev) for n, v in vals.items()}
+    got = cg.run(**tv)[0].astype(np.float32)
+    t = {n: torch.from_numpy(v).cuda().double() for n, v in vals.items()}
+    w = [i.name for i in plan.graph.inputs if i.name.endswith("_weight")][0]
+    bn = {suffix: [i.name for i in plan.graph.inputs if i.name.endswith(suffix)][0]
+          for suffix in ("_gamma", "_beta", "_mean", "_var")}
+    bias = [i.name for i in plan.graph.inputs if i.name.endswith("_bias")][0]
+    eps = next(n.attrs["epsilon"] for n in plan.graph.nodes if n.op == "batch_norm")
+    with torch.no_grad():
+        ref = torch.nn.functional.conv2d(t["x"], t[w], None, s, r // 2) + t[bias].view(1, -1, 1, 1)
+        ref = torch.nn.functional.batch_norm(ref, t[bn["_mean"]], t[bn["_var"]], t[bn["_gamma"]], t[bn["_beta"]],
+                                             False, 0.0, eps)
+        ref = torch.relu(ref).cpu().numpy()
+    err = _rel(got, ref)
+    ms = 1e3 * sum(cg.time_kernels(**tv))
+    tdt = getattr(torch, dt)
+    x = torch.from_numpy(vals["x"]).cuda().to(tdt).to(memory_format=torch.channels_last)
+    wt = torch.from_numpy(vals[w]).cuda().to(tdt).to(memory_format=torch.channels_last)
+    peer = time_graph(lambda: torch.nn.functional.conv2d(x, wt, None, s, r // 2))
+    return Row("conv", f"{c}x{hw}x{hw}->{k} {r}x{r}/{s}", precision, batch, ms, peer,
+               f"cuDNN conv alone, {precision}, channels_last", err, err <= TOLERANCE[precision], _templates(cg))
+
+
+def _to_np(v: np.ndarray, dt: str):
+    if dt == "bfloat16":
+        import ml_dtypes
+
+        return v.astype(ml_dtypes.bfloat16)
+    return v.astype(dt)
+
+
+def gemm_case(m: int, n: int, k: int, precision: str, db=None) -> Row:
+    """C = relu(A @ W^T + b) in `precision` (float32 accumulation) vs cuBLAS's addmm + relu."""
+    import tvm
+
+    from ..driver import build
+    from ..graph import GraphBuilder
+
+    torch = _torch()
+    dt = DTYPES[precision]
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    w = (rng.standard_normal((n, k)) / math.sqrt(k)).astype(np.float32)
+    bias = rng.standard_normal(n).astype(np.float32)
+    b = GraphBuilder()
+    x, wn, bn = b.input("a", (m, k), dt), b.input("w", (n, k), dt), b.input("b", (n,), dt)
+    cg = build(b.build(b.relu(b.bias_add(b.dense(x, wn), bn, axis=1))), "cuda", db=db)
+    dev = cg.device
+    args = {"a": a, "w": w, "b": bias}
+    tv = {nm: tvm.runtime.tensor(_to_np(v, dt), dev) for nm, v in args.items()}
+    got = cg.run(**tv)[0].astype(np.float32)
+    ta = {nm: torch.from_numpy(_to_np(v, dt).astype(np.float32)).cuda().double() for nm, v in args.items()}
+    with torch.no_grad():
+        ref = torch.relu(ta["a"] @ ta["w"].T + ta["b"]).cpu().numpy()
+    err = _rel(got, ref)
+    ms = 1e3 * sum(cg.time_kernels(**tv))
+    tdt = getattr(torch, dt)
+    pa, pw, pb = (torch.from_numpy(v).cuda().to(tdt) for v in (a, w, bias))
+    peer = time_graph(lambda: torch.relu(torch.addmm(pb, pa, pw.T)))
+    tflops = 2 * m * n * k / (ms * 1e-3) / 1e12
+    return Row("gemm", f"{m}x{n}x{k}", precision, m, ms, peer, f"cuBLAS addmm+relu, {precision}", err,
+               err <= TOLERANCE[precision], _templates(cg),
+               {"tefuse_tflops": tflops, "peer_tflops": 2 * m * n * k / (peer * 1e-3) / 1e12})
+
+
+def model_case(name: str, batch: int, precision: str, workdir: Path, db="default", compile_peer: bool = True) -> Row:
+    """A torchvision model exported in float32, built by tefuse with `precision`, checked against
+    onnxruntime (float32), timed against PyTorch in the same precision (channels_last)."""
+    import onnx
+    import tvm
+
+    from ..driver import build
+    from ..frontend.onnx import import_onnx
+    from ..frontend.reference import onnxruntime_outputs
+    from .models import _torch_model, export_torchvision
+
+    torch = _torch()
+    path = export_torchvision(name, batch, workdir / f"{name}_b{batch}.onnx")
+    model = onnx.load(str(path))
+    t0 = time.perf_counter()
+    cg = build(import_onnx(model), "cuda", db=db, precision=precision)
+    build_s = time.perf_counter() - t0
+    x = np.random.default_rng(0).standard_normal((batch, 3, 224, 224)).astype("float32")
+    got = cg.run(input=x)[0]
+    want = onnxruntime_outputs(str(path), {"input": x})[0].reshape(got.shape)
+    scale = float(np.abs(want).max())
+    err = float(np.abs(got.astype(np.float64) - want).max()) / max(scale, 1e-12)
+    top1 = float((got.argmax(-1) == want.argmax(-1)).mean())
+    xd = tvm.runtime.tensor(x, cg.device)
+    kernels_ms = 1e3 * sum(cg.time_kernels(input=xd, number=5, repeat=3, min_repeat_ms=0))
+    run_ms = _wall(lambda: cg.run(input=xd, as_numpy=False), cg.device.sync)
+    tdt = getattr(torch, DTYPES[precision])
+    tm = _torch_model(name).cuda().to(tdt).to(memory_format=torch.channels_last).eval()
+    tx = torch.from_numpy(x).cuda().to(tdt).to(memory_format=torch.channels_last)
+    with torch.no_grad():
+        peer_graph = time_graph(lambda: tm(tx))
+    extra = {"build_s": build_s, "run_ms": run_ms, "top1_agreement": top1, "kernels": cg.num_kernels,
+             "peer_graph_ms": peer_graph}
+    if compile_peer:
+        try:
+            cm = torch.compile(tm)
+            with torch.no_grad():
+                extra["peer_compile_ms"] = time_graph(lambda: cm(tx), repeat=20)
+        except Exception as e:  # noqa: BLE001 - torch.compile failing is the peer's problem, noted
+            extra["peer_compile_error"] = str(e).splitlines()[0][:200]
+    best = min(v for v in (peer_graph, extra.get("peer_compile_ms")) if v)
+    slowest = sorted(zip(cg.kernels, cg.time_kernels(input=xd, number=5, repeat=3, min_repeat_ms=0)),
+                     key=lambda kt: -kt[1])[:8]
+    extra["slowest"] = [(k.group.name, k.template, round(1e3 * t, 4)) for k, t in slowest]
+    return Row("models", name, precision, batch, kernels_ms, best,
+               f"torch {precision} channels_last, best of CUDA graph and torch.compile", err,
+               err <= 1e-2 and top1 == 1.0, _templates(cg), extra)
+
+
+def _wall(fn, sync, iters: int = 20) -> float:
+    for _ in range(3):
+        fn()
+    sync()
+    ts = []
+    for _ in range(iters):
+        t = time.perf_counter()
+        fn()
+        sync()
+        ts.append(time.perf_counter() - t)
+    return 1e3 * float(np.median(ts))
+
+
+def geomean(xs) -> Optional[float]:
+    xs = [x for x in xs if x]
+    return float(np.exp(np.mean(np.log(xs)))) if xs else None
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("suite", choices=["conv", "gemm", "models"])
+    p.add_argument("--precision", nargs="+", default=["fp16"], choices=list(DTYPES))
+    p.add_argument("--batch", type=int, nargs="+", default=[1, 16])
+    p.add_argument("--shapes", type=int, nargs="*", default=None, help="indices into RESNET50_CONVS")
+    p.add_argument("--models", nargs="+", default=["resnet50", "vit_b_16"])
+    p.add_argument("--gemm", nargs="+", default=["4096x4096x4096"], help="MxNxK")
+    p.add_argument("--no-compile", action="store_true", help="models: skip the torch.compile peer")
+    p.add_argument("--no-db", action="store_true")
+    p.add_argument("--workdir", default="/tmp")
+    p.add_argument("--json", default=None)
+    args = p.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s: %(message)s")
+    db = None if args.no_db else "default"
+    rows: list[Row] = []
+    for prec in args.precision:
+        if args.suite == "conv":
+            shapes = [RESNET50_CONVS[i] for i in args.shapes] if args.shapes is not None else RESNET50_CONVS
+            for b in args.batch:
+                for shp in shapes:
+                    rows.append(conv_case(*shp, b, prec, db))
+                    print(line(rows[-1]), flush=True)
+        elif args.suite == "gemm":
+            for g in args.gemm:
+                rows.append(gemm_case(*map(int, g.split("x")), prec, db))
+                print(line(rows[-1]), flush=True)
+        else:
+            for name in args.models:
+                for b in args.batch:
+                    rows.append(model_case(name, b, prec, Path(args.workdir), db, not args.no_compile))
+                    print(line(rows[-1]), flush=True)
+    summary = {}
+    for key in sorted({(r.suite, r.precision, r.batch) for r in rows}):
+        sel = [r for r in rows if (r.suite, r.precision, r.batch) == key]
+        summary["/".join(map(str, key))] = {"geomean_ratio": geomean(r.ratio for r in sel),
+                                            "all_ok": all(r.ok for r in sel), "n": len(sel)}
+        print(f"{key}: geomean tefuse/peer {summary['/'.join(map(str, key))]['geomean_ratio']:.2f}x over {len(sel)}")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"rows": [{**asdict(r), "ratio": r.ratio} for r in rows],
+                                               "summary": summary}, indent=1, default=str))
+    return 0 if all(r.ok for r in rows) else 1
+
+
+def line(r: Row) -> str:
+    ratio = f"{r.ratio:.2f}x" if r.ratio else "-"
+    return (f"{r.suite} {r.case} {r.precision} b{r.batch}: tefuse {r.tefuse_ms:.4f} ms | {r.peer} "
+            f"{r.peer_ms if r.peer_ms is None else round(r.peer_ms, 4)} ms | tefuse/peer {ratio} | "
+            f"rel err {r.rel_err:.2e} {'OK' if r.ok else 'MISMATCH'} | {','.join(r.templates)}")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
