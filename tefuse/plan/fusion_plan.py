@@ -196,9 +196,10 @@ class FusionPlan:
         return Graph(self._b.inputs, [self._cur])
 
     # -- compile and run --------------------------------------------------------------------
-    def compile(self, target: TargetLike = "llvm", **build_kwargs) -> "FusionPlan":
-        """Build the plan's single kernel (expensive: do it once)."""
-        self._compiled = build(self.graph, target, **build_kwargs)
+    def compile(self, target: TargetLike = "llvm", *, precision: str = "fp32", **build_kwargs) -> "FusionPlan":
+        """Build the plan's single kernel (expensive: do it once). precision: fp32, fp16 or bf16
+        (float32 accumulation; arguments and results stay in the plan's dtype)."""
+        self._compiled = build(self.graph, target, precision=precision, **build_kwargs)
         self._compiled_steps = len(self._steps)
         return self
 

@@ -75,3 +75,23 @@ def test_unknown_and_unsupported_precisions_are_refused_by_name():
         tefuse.build(g, "llvm", precision="fp8")
     with pytest.raises(BuildError, match="tf32 is not supported yet"):
         tefuse.build(g, "llvm", precision="tf32")
+
+
+def test_fusion_plan_compiles_to_one_fp16_kernel_with_float32_arguments():
+    from tefuse.plan import FusionPlan, TensorDesc
+
+    rng = np.random.default_rng(4)
+    plan = FusionPlan(TensorDesc((1, 8, 10, 10)))
+    conv = plan.add_conv(TensorDesc((16, 8, 3, 3)), padding=1)
+    bias = plan.add_bias()
+    plan.add_activation("relu")
+    x = rng.standard_normal((1, 8, 10, 10)).astype("float32")
+    w = rng.standard_normal((16, 8, 3, 3)).astype("float32") * 0.2
+    bv = rng.standard_normal(16).astype("float32")
+    args = plan.new_args()
+    args.set_conv(conv, w)
+    args.set_bias(bias, bv)
+    want = plan.compile("llvm").execute(x, args)
+    got = plan.compile("llvm", precision="fp16").execute(x, args)
+    assert plan.compiled.num_kernels == 1 and got.dtype == np.float32
+    assert 0 < np.abs(got - want).max() / np.abs(want).max() < 4e-3
