@@ -57,6 +57,10 @@ class Template:
     def apply(self, sch: s_tir.Schedule, info: KernelInfo, cfg: Config, target) -> None:
         raise NotImplementedError
 
+    def pass_config(self, info: KernelInfo, cfg: Config, target) -> dict:
+        """TVM PassContext options the scheduled module must be compiled with (e.g. cp.async)."""
+        return {}
+
 
 FAMILIES: dict[str, tuple[str, ...]] = {"cuda": ("cuda", "gpu"), "rocm": ("rocm", "gpu"), "llvm": ("cpu",)}
 

@@ -62,7 +62,8 @@ def compile_group(prep: PreparedGroup, target: tvm.target.Target, cache=None) ->
         hit = module is not None
         src = cache.load_source(key, target, choice) if hit else ""
     if module is None:
-        module = compile_module(prep.mod, target, group.name)
+        module = compile_module(prep.mod, target, group.name,
+                                choice.template.pass_config(prep.lowered.info, choice.config, target))
         src = device_source(module)
         if cache is not None:
             cache.store(key, target, choice, module, source=src)

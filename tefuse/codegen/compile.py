@@ -7,6 +7,7 @@ milliseconds, before the device compiler is asked.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
 import tvm
 from tvm import s_tir
@@ -61,16 +62,21 @@ def schedule_kernel(spec: KernelSpec, target: tvm.target.Target) -> tvm.IRModule
     return sch.mod
 
 
-def device_compile(mod: tvm.IRModule, target: tvm.target.Target) -> tvm.runtime.Module:
+def device_compile(mod: tvm.IRModule, target: tvm.target.Target, pass_config: Optional[dict] = None
+                   ) -> tvm.runtime.Module:
     """TVM's codegen and the device compiler, errors as TVM raises them."""
+    if pass_config:
+        with target, tvm.transform.PassContext(opt_level=3, config=pass_config):
+            return tvm.compile(mod, target=target).mod
     with target:
         return tvm.compile(mod, target=target).mod
 
 
-def compile_module(mod: tvm.IRModule, target: tvm.target.Target, name: str = "") -> tvm.runtime.Module:
+def compile_module(mod: tvm.IRModule, target: tvm.target.Target, name: str = "",
+                   pass_config: Optional[dict] = None) -> tvm.runtime.Module:
     """Codegen and the device compiler, failures named by group; safe on several threads at once."""
     try:
-        return device_compile(mod, target)
+        return device_compile(mod, target, pass_config)
     except Exception as e:  # noqa: BLE001 - TVM raises many kinds; name the group
         msg = str(e).strip().splitlines()
         raise BuildError(f"group {name}: compiling for {target.kind.name} failed: "
@@ -80,7 +86,11 @@ def compile_module(mod: tvm.IRModule, target: tvm.target.Target, name: str = "")
 def compile_kernel(spec: KernelSpec, target: tvm.target.Target) -> tuple[tvm.IRModule, tvm.runtime.Module]:
     """Schedule, check and compile in one call (what a tuning build worker runs)."""
     mod = schedule_kernel(spec, target)
-    return mod, compile_module(mod, target, spec.name)
+    return mod, compile_module(mod, target, spec.name, pass_config(spec, target))
+
+
+def pass_config(spec: KernelSpec, target: tvm.target.Target) -> dict:
+    return spec.template.pass_config(spec.info, spec.config, target)
 
 
 def device_source(module: tvm.runtime.Module) -> str:

@@ -66,10 +66,10 @@ def test_parallel_build_logs_progress_for_every_kernel(caplog):
 def test_a_failing_group_names_itself_in_a_parallel_build(monkeypatch):
     real = C.device_compile
 
-    def flaky(mod, target):
+    def flaky(mod, target, pass_config=None):
         if "softmax" in mod.script():
             raise RuntimeError("InternalError: something deep in TVM\nlast line: bad softmax")
-        return real(mod, target)
+        return real(mod, target, pass_config)
 
     monkeypatch.setattr(C, "device_compile", flaky)
     with pytest.raises(BuildError, match=r"group g\d+_\w*softmax\w*: compiling for llvm failed: last line: bad softmax"):
@@ -94,7 +94,7 @@ def test_a_failure_cancels_kernels_not_started(monkeypatch):
 
     calls = []
 
-    def device_compile(mod, target):
+    def device_compile(mod, target, pass_config=None):
         calls.append(mod)
         if len(calls) == 1:
             raise RuntimeError("nvcc: out of memory")
@@ -124,13 +124,13 @@ def test_the_first_failing_group_in_graph_order_is_reported(monkeypatch):
     preps = [B.prepare_group(g, target) for g in tefuse.fuse_graph(_mlp())]
     first, second = preps[0].mod, preps[1].mod
 
-    def device_compile(mod, target):
+    def device_compile(mod, target, pass_config=None):
         if mod is first:
             time.sleep(0.3)
             raise RuntimeError("first group broke")
         if mod is second:
             raise RuntimeError("second group broke")
-        return real(mod, target)
+        return real(mod, target, pass_config)
 
     real = C.device_compile
     monkeypatch.setattr(C, "device_compile", device_compile)
@@ -147,7 +147,7 @@ def test_identical_groups_compile_once_and_share_the_module(monkeypatch, rng):
         h = b.relu(b.dense(h, b.const(w, name=f"w{k}")))
     calls = []
     real = C.device_compile
-    monkeypatch.setattr(C, "device_compile", lambda mod, target: calls.append(1) or real(mod, target))
+    monkeypatch.setattr(C, "device_compile", lambda mod, target, pass_config=None: calls.append(1) or real(mod, target, pass_config))
     cg = tefuse.build(b.build(h), "llvm", jobs=2)
     assert cg.num_kernels == 4 and len(calls) == 1
     assert len({id(k.module) for k in cg.kernels}) == 1
