@@ -17,9 +17,22 @@ from tvm import s_tir
 from .space import Config, ConfigSpace
 
 
+# stage roles lowering finds structurally (see codegen.lower._kernel_info)
+DATA = "data"  # the block computing the anchor's data operand (conv's padded input, a prologue)
+WEIGHT = "weight"  # the block computing the anchor's weight operand (a weight prologue)
+ACCUMULATOR = "accumulator"  # the anchor's reduction block
+ROLES = (DATA, WEIGHT, ACCUMULATOR)
+
+
 @dataclass
 class KernelInfo:
-    """What a template needs to know about one lowered fused group."""
+    """What a template needs to know about one lowered fused group.
+
+    `geometry` is the anchor op's typed shape facts (tefuse.ops: Conv2dGeometry, GemmGeometry,
+    ReduceGeometry, PoolGeometry, LrnGeometry, SoftmaxGeometry); `stages` names the blocks by
+    role and `operands` the buffers the accumulator reads by role, so templates never match
+    block names or re-derive shapes from raw attrs.
+    """
 
     anchor_kind: str  # conv2d, depthwise_conv2d, dense, pool, reduce, softmax, injective
     anchor_block: Optional[str]  # the main reduction block, if any
@@ -30,6 +43,24 @@ class KernelInfo:
     out_shape: tuple[int, ...] = ()  # the anchor's (else the first output's) shape
     in_shapes: list[tuple[int, ...]] = field(default_factory=list)  # the anchor's inputs
     dtype: str = "float32"
+    geometry: Any = None  # the anchor op's geometry dataclass; None without one
+    stages: dict[str, str] = field(default_factory=dict)  # role -> block name (ROLES)
+    operands: dict[str, str] = field(default_factory=dict)  # data/weight -> buffer the accumulator reads
+
+    def stage(self, role: str) -> Optional[str]:
+        """The block playing `role`, or None (a weight read straight from a parameter has none)."""
+        if role not in ROLES:
+            raise KeyError(f"unknown stage role {role!r}; roles: {ROLES}")
+        return self.stages.get(role)
+
+    def staged(self, *roles: str) -> list[str]:
+        """The intermediate (inlinable) blocks playing `roles`, in that order."""
+        return [b for b in (self.stage(r) for r in roles) if b is not None and b in self.inline_blocks]
+
+    @property
+    def epilogue(self) -> list[str]:
+        """Output blocks other than the accumulator: they read it, so they go after it."""
+        return [b for b in self.output_blocks if b != self.stages.get(ACCUMULATOR)]
 
 
 class Template:

@@ -19,6 +19,9 @@ and reusing each input element across the windows that overlap it:
   loops are always unrolled: their accumulators must stay in registers);
 * the fused epilogue (bias, batch norm, activation, residual...) runs from the registers
   under the thread loop (`attach_epilogue`), so the group is exactly one kernel.
+
+Window, strides and channel multiplier come from the anchor's Conv2dGeometry, the padded
+input and a weight prologue by role (data, weight), the block limits from GpuLimits.
 """
 from __future__ import annotations
 
@@ -26,11 +29,13 @@ import logging
 
 from tvm import s_tir
 
+from ...ops.conv2d import Conv2dGeometry
+from ...target import gpu_limits
 from ..space import Config, ConfigSpace
 
 from ..common import (THREAD_AXES, attach_epilogue, cooperative_fetch, dtype_bytes, inline_all,
                       largest_divisor, read_index, shared_alloc_bytes, spatial_reduce_loops)
-from ..registry import KernelInfo, Template, register
+from ..registry import DATA, WEIGHT, KernelInfo, Template, register
 
 log = logging.getLogger(__name__)
 
@@ -44,25 +49,10 @@ FALLBACK_X_THREADS = {"NCHW": 32, "NHWC": 64}
 STAGES = ("shared", "global")
 
 
-def _geometry(info: KernelInfo) -> dict:
-    """Layout facts of the anchor: tiled dims, channel multiplier, window, strides."""
-    layout = info.attrs.get("layout", "NCHW")
-    data, weight = info.in_shapes[0], info.in_shapes[1]
-    if layout == "NCHW":
-        c_in, kh, kw = data[1], weight[2], weight[3]
-        c_out = info.out_shape[1]
-    else:
-        c_in, kh, kw = data[3], weight[0], weight[1]
-        c_out = info.out_shape[3]
-
-    def pair(v):
-        return (int(v), int(v)) if isinstance(v, int) else tuple(int(x) for x in v)
-
-    return dict(layout=layout, mult=c_out // c_in, kh=int(kh), kw=int(kw),
-                stride=pair(info.attrs.get("strides", 1)), dilation=pair(info.attrs.get("dilation", 1)),
-                # positions (in out_shape[1:]) of the channel, OH and OW dims
-                c_dim=0 if layout == "NCHW" else 2, h_dim=1 if layout == "NCHW" else 0,
-                w_dim=2 if layout == "NCHW" else 1)
+def _geometry(info: KernelInfo) -> Conv2dGeometry:
+    """The anchor's geometry: layout, window, strides, channel multiplier (`multiplier`) and
+    the positions of the channel, OH, OW dims among the tiled ones (`tiled_axes`)."""
+    return info.geometry
 
 
 def threads_per_block(cfg: Config) -> int:
@@ -73,16 +63,11 @@ def shared_bytes(info: KernelInfo, cfg: Config) -> int:
     """Shared memory the input tile (halo included) of one block takes with stage=shared."""
     g = _geometry(info)
     tile = [cfg[f"tile_{k}"][1] * cfg[f"tile_{k}"][2] for k in range(3)]
-    c_t, h_t, w_t = tile[g["c_dim"]], tile[g["h_dim"]], tile[g["w_dim"]]
-    c_in = -(-c_t // g["mult"]) + (1 if c_t % g["mult"] else 0)
-    h_in = (h_t - 1) * g["stride"][0] + (g["kh"] - 1) * g["dilation"][0] + 1
-    w_in = (w_t - 1) * g["stride"][1] + (g["kw"] - 1) * g["dilation"][1] + 1
+    c_t, h_t, w_t = (tile[d] for d in g.tiled_axes)
+    c_in = -(-c_t // g.multiplier) + (1 if c_t % g.multiplier else 0)
+    h_in = (h_t - 1) * g.stride[0] + (g.kh - 1) * g.dilation[0] + 1
+    w_in = (w_t - 1) * g.stride[1] + (g.kw - 1) * g.dilation[1] + 1
     return c_in * h_in * w_in * dtype_bytes(info.dtype)
-
-
-def _target_limit(target, attr: str, default: int) -> int:
-    v = target.attrs.get(attr) if target is not None else None
-    return int(v) if v else default
 
 
 def fallback_values(info: KernelInfo, *, block: int = FALLBACK_BLOCK, vec: int | None = None,
@@ -102,12 +87,12 @@ def fallback_values(info: KernelInfo, *, block: int = FALLBACK_BLOCK, vec: int |
     threads, inner = [1, 1, 1], [1, 1, 1]
     if vec is None:
         vec = 2 if dtype_bytes(info.dtype) == 2 else 1
-    if dims[2] % vec or (g["layout"] == "NCHW" and g["stride"][1] != 1):
+    if dims[2] % vec or (g.layout == "NCHW" and g.stride[1] != 1):
         vec = 1
     inner[2] = min(vec, MAX_INNER[2])
-    cap = x_cap or FALLBACK_X_THREADS[g["layout"]]
+    cap = x_cap or FALLBACK_X_THREADS[g.layout]
     threads[2] = largest_divisor(dims[2] // inner[2], cap)
-    stride = g["stride"][0] if g["layout"] == "NCHW" else g["stride"][1]
+    stride = g.stride[0] if g.layout == "NCHW" else g.stride[1]
     if reuse > 1 and stride == 1 and dims[1] % reuse == 0 and dims[1] >= 4 * reuse:
         inner[1] = min(reuse, MAX_INNER[1])
     budget = max(1, block // threads[2])
@@ -142,27 +127,25 @@ class Conv2dDepthwise(Template):
 
     def apply(self, sch: s_tir.Schedule, info: KernelInfo, cfg: Config, target) -> None:
         nthreads = threads_per_block(cfg)
-        max_threads = _target_limit(target, "max_threads_per_block", 1024)
+        lim = gpu_limits(target)
+        max_threads = lim.max_threads_per_block
         if nthreads > max_threads:
             raise ValueError(f"{nthreads} threads per block > {max_threads}")
-        shared = cfg["stage"] == "shared" and "pad_temp" in info.inline_blocks
+        shared = cfg["stage"] == "shared" and bool(info.staged(DATA))
         if shared:
-            need, limit = shared_bytes(info, cfg), _target_limit(target, "max_shared_memory_per_block", 49152)
+            need, limit = shared_bytes(info, cfg), lim.max_shared_memory_per_block
             if need > limit:
                 raise ValueError(f"input tile needs {need} bytes of shared memory > {limit}")
 
         anchor = info.anchor_block
         conv = sch.get_sblock(anchor)
-        keep = [b for b in ("pad_temp", "weight_in") if b in info.inline_blocks
-                and (b == "weight_in" or shared)]
-        weight_buf = sch.get(conv).reads[-1].source.name  # before inlining: [data, weight]
+        keep = info.staged(DATA, WEIGHT) if shared else info.staged(WEIGHT)
         inline_all(sch, info, keep=keep)
 
         sp, rd = spatial_reduce_loops(sch, conv)
         n, dims = sp[0], sp[1:]
         tiles = [sch.split(l, factors=list(cfg[f"tile_{k}"])) for k, l in enumerate(dims)]
-        layout = info.attrs.get("layout", "NCHW")
-        rc_pos = 0 if layout == "NCHW" else 2
+        rc_pos = _geometry(info).rc_axis
         rc = rd[rc_pos]
         window = [l for k, l in enumerate(rd) if k != rc_pos]
         sch.reorder(n, *[t[0] for t in tiles], *[t[1] for t in tiles], rc, *window,
@@ -178,18 +161,18 @@ class Conv2dDepthwise(Template):
         depth = 4  # blockIdx.x + three thread loops
 
         # weights of the thread's channels -> registers, once per thread
-        wcache = sch.cache_read(conv, read_index(sch, conv, weight_buf), "local")
+        wcache = sch.cache_read(conv, read_index(sch, conv, info.operands[WEIGHT]), "local")
         sch.compute_at(wcache, tx)
-        if weight_buf == "weight_in":
-            sch.compute_inline(sch.get_sblock("weight_in"))
+        for stage in info.staged(WEIGHT):  # a weight prologue, computed on the way in
+            sch.compute_inline(sch.get_sblock(stage))
         for l in sch.get_loops(wcache)[depth:]:
             sch.unroll(l)
 
         if shared:
             # the block's input tile, halo included, padding/prologue computed on the way in
-            dcache = sch.cache_read(conv, read_index(sch, conv, "pad_temp"), "shared")
+            dcache = sch.cache_read(conv, read_index(sch, conv, info.operands[DATA]), "shared")
             sch.compute_at(dcache, tx)
-            sch.compute_inline(sch.get_sblock("pad_temp"))
+            sch.compute_inline(sch.get_sblock(info.stage(DATA)))
             cooperative_fetch(sch, dcache, depth, [cfg[f"tile_{k}"][1] for k in range(3)])
 
         if cfg["unroll_window"]:
@@ -207,6 +190,6 @@ class Conv2dDepthwise(Template):
             need = shared_alloc_bytes(sch.mod)
             if need > limit:
                 raise ValueError(f"input tile needs {need} bytes of shared memory > {limit} as staged "
-                                 f"(channel multiplier {_geometry(info)['mult']})")
+                                 f"(channel multiplier {_geometry(info).multiplier})")
         log.debug("%s: %s, %d threads/block", self.name, cfg.values, nthreads)
 

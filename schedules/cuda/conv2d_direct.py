@@ -4,6 +4,7 @@ The AutoTVM classic, in s_tir: each non-batch output dim is split four ways (blo
 virtual thread, thread, per-thread), the input-channel reduction two ways; data and weight
 tiles are staged in shared memory by all threads together at each outer reduction step,
 with the padding/prologue stage computed on the way in; the epilogue runs from registers.
+Shapes come from the anchor's Conv2dGeometry, the staged blocks by role (data, weight).
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from ..space import Config, ConfigSpace
 
 from ..common import (THREAD_AXES, annotate_unroll, attach_epilogue, cooperative_fetch, inline_all,
                       largest_divisor, loop_depth, read_index, spatial_reduce_loops)
-from ..registry import KernelInfo, Template, register
+from ..registry import DATA, WEIGHT, KernelInfo, Template, register
 
 VTHREAD_AXES = ("vthread.z", "vthread.y", "vthread.x")
 BLOCK_AXES = ("blockIdx.z", "blockIdx.y", "blockIdx.x")
@@ -23,8 +24,7 @@ FALLBACK_INNER = (4, 2, 1)
 
 
 def _rc_extent(info: KernelInfo) -> int:
-    w = info.in_shapes[1]
-    return w[1] if info.attrs.get("layout", "NCHW") == "NCHW" else w[2]
+    return info.geometry.channels_per_group
 
 
 @register("gpu", "conv2d", priority=1)  # the fallback when preferences tie
@@ -57,16 +57,15 @@ class Conv2dDirect(Template):
     def apply(self, sch: s_tir.Schedule, info: KernelInfo, cfg: Config, target) -> None:
         anchor = info.anchor_block
         conv = sch.get_sblock(anchor)
-        staged = [b for b in ("pad_temp", "weight_in") if b in info.inline_blocks]
+        staged = info.staged(DATA, WEIGHT)
         inline_all(sch, info, keep=staged)
-        data_buf = "pad_temp"
-        weight_buf = "weight_in" if "weight_in" in staged else sch.get(conv).reads[-1].source.name
+        data_buf, weight_buf = info.operands[DATA], info.operands[WEIGHT]
         reads = [read_index(sch, conv, data_buf), read_index(sch, conv, weight_buf)]
 
         sp, rd = spatial_reduce_loops(sch, conv)
         n, dims = sp[0], sp[1:]
         tiles = [sch.split(l, factors=list(cfg[f"tile_{k}"])) for k, l in enumerate(dims)]
-        rc_pos = 0 if info.attrs.get("layout", "NCHW") == "NCHW" else 2
+        rc_pos = info.geometry.rc_axis
         rco, rci = sch.split(rd[rc_pos], factors=list(cfg["tile_rc"]))
         window = [l for k, l in enumerate(rd) if k != rc_pos]
         sch.reorder(n, *[t[0] for t in tiles], *[t[1] for t in tiles], *[t[2] for t in tiles],
@@ -81,11 +80,11 @@ class Conv2dDirect(Template):
 
         threads = [cfg[f"tile_{k}"][2] for k in range(3)]
         depth = loop_depth(sch, conv, rco)
-        for idx, buf in zip(reads, (data_buf, weight_buf)):
+        for idx, role in zip(reads, (DATA, WEIGHT)):
             cache = sch.cache_read(conv, idx, "shared")
             sch.compute_at(cache, rco)
-            if buf in staged:
-                sch.compute_inline(sch.get_sblock(buf))
+            if info.stage(role) in staged:  # computed on the way into shared memory
+                sch.compute_inline(sch.get_sblock(info.stage(role)))
             cooperative_fetch(sch, cache, depth, threads)
         annotate_unroll(sch, rco, cfg["unroll"], cfg["unroll_explicit"])
 

@@ -16,6 +16,10 @@ Thread layout follows the output's contiguous dim: threadIdx.x runs along m (out
 NCHW and along k (channels) for NHWC, so epilogue stores coalesce. Each shared tile is laid
 out so that the compute reads of a warp are conflict-light: the operand on threadIdx.x is
 stored [R, Q], the other one [P, R]; tile fills run in the global operand's contiguous order.
+
+The GEMM view (m, k, r) is the anchor's Conv2dGeometry; the padded input and a weight prologue
+are found by role (data, weight); the fallback aims at two blocks per SM and the r-tile cap
+at the target's shared memory (GpuLimits).
 """
 from __future__ import annotations
 
@@ -26,10 +30,12 @@ import math
 
 from tvm import s_tir
 
+from ...ops.conv2d import Conv2dGeometry
+from ...target import GpuLimits, gpu_limits
 from ..space import Config, ConfigSpace, _divisors
 
 from ..common import annotate_unroll, attach_epilogue, dtype_bytes, inline_all, read_index
-from ..registry import KernelInfo, Template, register
+from ..registry import DATA, WEIGHT, KernelInfo, Template, register
 
 log = logging.getLogger(__name__)
 
@@ -40,52 +46,29 @@ MAX_THREAD = 32
 MAX_INNER = 8
 MAX_PER_THREAD = 8
 MAX_BLOCK_TILE = 256
-SHARED_ROW_BYTES = 96  # r-tile * element size: (256 + 256) * 96 B = 48 KiB of shared memory at most
 # fallback aims
 FALLBACK_THREADS = 256
 FALLBACK_PER_THREAD = 16  # 4x4 register tile
-FALLBACK_BLOCKS = 264  # 2 blocks for each of an H100's 132 SMs
+BLOCKS_PER_SM = 2  # fallback_tiles aims at this many blocks for each SM of the target
 NARROW_PENALTY = 0.9
 FALLBACK_RED_BYTES = 64  # r-tile of 16 float32 / 32 float16 values
 UNROLL = (0, 512, 1500)
 
 
-@dataclasses.dataclass(frozen=True)
-class GemmShape:
-    layout: str
-    n: int
-    oh: int
-    ow: int
-    k: int
-    c: int
-    kh: int
-    kw: int
-
-    @property
-    def m(self) -> int:
-        return self.n * self.oh * self.ow
-
-    @property
-    def r(self) -> int:
-        return self.c * self.kh * self.kw
-
-
-def gemm_shape(info: KernelInfo) -> GemmShape:
-    layout = info.attrs.get("layout", "NCHW")
-    groups = int(info.attrs.get("groups", 1))
-    if groups != 1:
-        raise ValueError(f"conv2d_implicit_gemm handles groups == 1 only, got groups={groups} "
+def gemm_shape(info: KernelInfo) -> Conv2dGeometry:
+    """The anchor's geometry, whose GEMM view (m = N*OH*OW, k channels, r = C*KH*KW) this
+    template tiles; groups == 1 only."""
+    g = info.geometry
+    if g.groups != 1:
+        raise ValueError(f"conv2d_implicit_gemm handles groups == 1 only, got groups={g.groups} "
                          "(grouped convs use conv2d_direct)")
-    w = info.in_shapes[1]
-    if layout == "NCHW":
-        n, k, oh, ow = info.out_shape
-        _, c, kh, kw = w
-    elif layout == "NHWC":
-        n, oh, ow, k = info.out_shape
-        kh, kw, c, _ = w
-    else:
-        raise ValueError(f"conv2d_implicit_gemm: unsupported layout {layout!r}")
-    return GemmShape(layout, int(n), int(oh), int(ow), int(k), int(c), int(kh), int(kw))
+    return g
+
+
+def shared_row_bytes(lim: GpuLimits) -> int:
+    """Most bytes of one r-tile row: the A and B tiles (MAX_BLOCK_TILE rows each) fit the
+    target's shared memory (96 B for 48 KiB)."""
+    return lim.max_shared_memory_per_block // (2 * MAX_BLOCK_TILE)
 
 
 def _split_filter(c) -> bool:
@@ -99,18 +82,21 @@ def _split_filter(c) -> bool:
 PER_THREAD = {1: (1, 1), 2: (1, 2), 4: (2, 2)}
 
 
-def fallback_tiles(g: GemmShape, narrow_penalty: float = None) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+def fallback_tiles(g: Conv2dGeometry, narrow_penalty: float = None, blocks_wanted: int = None
+                   ) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
     """((vthreads, threads, inner) along M, the same along K) for the fallback config.
 
     Perfect divisors only. A big GEMM gets 256 threads with a 4x4 register tile each (a 64x64
     block tile, as two interleaved 2x2s); a small one trades the register tile for blocks, as
     long reductions over few output pixels (ResNet's 14x14 and 7x7 layers at batch 1) need
-    many blocks to keep the SMs busy. Score: share of FALLBACK_BLOCKS reached, times
+    many blocks to keep the SMs busy. Score: share of `blocks_wanted` (default: BLOCKS_PER_SM
+    for each of the default GpuLimits' SMs) reached, times
     (outputs a thread / 16)^0.3, over 1 + |log2(threads / 256)|, times `narrow_penalty` when
     fewer than 16 threads run along the output's contiguous dim (threadIdx.x); weights
     fitted to H100 sweeps of ResNet-50's convs.
     """
     penalty = NARROW_PENALTY if narrow_penalty is None else narrow_penalty
+    want = BLOCKS_PER_SM * GpuLimits().sm_count if blocks_wanted is None else blocks_wanted
     best, best_score = None, None
     for lo in (64, 32, 1):
         for mt in (d for d in _divisors(g.m) if d <= MAX_THREAD):
@@ -123,7 +109,7 @@ def fallback_tiles(g: GemmShape, narrow_penalty: float = None) -> tuple[tuple[in
                     if g.m % (mt * em) or g.k % (kt * ek):
                         continue
                     blocks = (g.m // (mt * em)) * (g.k // (kt * ek))
-                    fill = min(1.0, blocks / FALLBACK_BLOCKS)
+                    fill = min(1.0, blocks / want)
                     regs = (em * ek / FALLBACK_PER_THREAD) ** 0.3
                     score = fill * regs / (1 + abs(math.log2(threads / FALLBACK_THREADS)))
                     if along_x < 16:
@@ -150,21 +136,21 @@ class Conv2dImplicitGemm(Template):
         return 0 if g.n == 1 and g.k <= 64 else 1
 
     def accepts(self, info: KernelInfo) -> bool:
-        return int(info.attrs.get("groups", 1)) == 1 and info.attrs.get("layout", "NCHW") in ("NCHW", "NHWC")
+        return info.geometry.groups == 1
 
     def space(self, info: KernelInfo, target) -> ConfigSpace:
         g = gemm_shape(info)
         s = ConfigSpace()
         s.define_split("tile_m", g.m, 4, filter=_split_filter)
         s.define_split("tile_n", g.k, 4, filter=_split_filter)
-        max_ri = SHARED_ROW_BYTES // dtype_bytes(info.dtype)
+        max_ri = shared_row_bytes(gpu_limits(target)) // dtype_bytes(info.dtype)
         s.define_split("tile_k", g.r, 2, filter=lambda c: c[1] <= max_ri)
         s.define_knob("unroll", list(UNROLL))
         return s
 
     def fallback(self, info: KernelInfo, target, space: ConfigSpace) -> Config:
         g = gemm_shape(info)
-        (vm, mt, mi), (vk, kt, ki) = fallback_tiles(g)
+        (vm, mt, mi), (vk, kt, ki) = fallback_tiles(g, blocks_wanted=BLOCKS_PER_SM * gpu_limits(target).sm_count)
         ri = max(d for d in _divisors(g.r) if d <= FALLBACK_RED_BYTES // dtype_bytes(info.dtype))
         return space.from_values({
             "tile_m": (g.m // (vm * mt * mi), vm, mt, mi),
@@ -176,10 +162,9 @@ class Conv2dImplicitGemm(Template):
     def apply(self, sch: s_tir.Schedule, info: KernelInfo, cfg: Config, target) -> None:
         g = gemm_shape(info)
         anchor = info.anchor_block
-        staged = [b for b in ("pad_temp", "weight_in") if b in info.inline_blocks]
+        staged = info.staged(DATA, WEIGHT)
         inline_all(sch, info, keep=staged)
         conv = sch.get_sblock(anchor)
-        weight_buf = "weight_in" if "weight_in" in staged else sch.get(conv).reads[-1].source.name
         ohw, ow, c, kh, kw = g.oh * g.ow, g.ow, g.c, g.kh, g.kw
         if g.layout == "NCHW":
             out_map = lambda n, k, y, x: (n * ohw + y * ow + x, k)  # noqa: E731
@@ -209,8 +194,8 @@ class Conv2dImplicitGemm(Template):
             sch.transform_block_layout(sch.get_sblock(name), out_map)
 
         # im2col (A[m, r]) and weight (B[k, r]) matrices, to be staged in shared memory
-        a_fill = sch.reindex(conv, ("read", read_index(sch, conv, "pad_temp")))
-        b_fill = sch.reindex(conv, ("read", read_index(sch, conv, weight_buf)))
+        a_fill = sch.reindex(conv, ("read", read_index(sch, conv, info.operands[DATA])))
+        b_fill = sch.reindex(conv, ("read", read_index(sch, conv, info.operands[WEIGHT])))
         for name in staged:
             sch.compute_inline(sch.get_sblock(name))
         q_is_m = g.layout == "NCHW"  # which GEMM dim runs along threadIdx.x

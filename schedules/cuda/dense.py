@@ -12,7 +12,8 @@ batch-1 GEMV gets enough threads, since M*N outputs alone (1000 for ResNet-50's 
 leave most of the GPU idle. Batch dims of a matmul go to the block index.
 
 Knob caps depend on the shape so that every point of the space is a valid kernel: at most
-1024 threads per block and tiles that fit the target's shared memory.
+the target's threads per block and tiles that fit its shared memory (GpuLimits). The GEMM
+shape is the anchor's GemmGeometry; the staged operands are found by role (data, weight).
 """
 from __future__ import annotations
 
@@ -21,25 +22,26 @@ import math
 
 from tvm import s_tir
 
-from ...ops.dense import stacked_rows_axis
+from ...ops.dense import GemmGeometry
+from ...target import GpuLimits, gpu_limits
 from ..space import Config, ConfigSpace
 
 from ..common import (annotate_unroll, attach_epilogue, cooperative_fetch, dtype_bytes, inline_all,
                       largest_divisor, loop_depth, read_index)
-from ..registry import KernelInfo, Template, register
+from ..registry import DATA, WEIGHT, KernelInfo, Template, register
 from .generic import CudaGenericReduction
 
 log = logging.getLogger(__name__)
 
-MAX_THREADS = 1024
 MAX_VTHREAD = 4
 MAX_INNER = 8
-MAX_K_THREADS = 32  # one warp: the cross-thread reduction is warp shuffles only
+# K threads: at most one warp (GpuLimits.warp_size), so the cross-thread reduction is warp shuffles only
 MAX_K_INNER = 32
 SMALL_M = 16  # fewer rows than this: GEMV-like caps and fallback
-DEFAULT_SMEM = 48 * 1024
+DEFAULT_SMEM = 48 * 1024  # tiles are sized for at most this much shared memory (CUDA's static limit)
 # fallback: GEMM tilings (threads M, per-thread M, threads N, per-thread N), biggest first,
-# the first with MIN_BLOCKS blocks wins, K steps of GEMM_K_STEP; GEMV K steps of about
+# the first with MIN_BLOCKS blocks (about two per SM of an H100: measured there, kept as is) wins,
+# K steps of GEMM_K_STEP; GEMV K steps of about
 # GEMV_K_STEP elements. From H100 measurements of fallback vs. a grid of configs: K steps
 # of 16 beat 8 by ~30% (64x4096x4096, 128x768x3072), 32x32 tiles of 128 threads beat 64x64
 # and 4x4 outputs per thread; GEMV is within 10% of the best of the grid.
@@ -74,26 +76,11 @@ def _reduce_buffer_bytes(threads: int, tk: int, itemsize: int) -> int:
 
 
 def gemm_dims(info: KernelInfo):
-    """(batch, M, N, K) of a dense (x[M,K], w[N,K]) or matmul (a[...,M,K], b[...,K,N]) anchor;
-    None when the anchor inputs do not look like either."""
-    if info.anchor_block is None or len(info.reduce_blocks) != 1 or len(info.in_shapes) != 2:
+    """(batch, M, N, K) of a dense (x[M,K], w[N,K]) or matmul (a[...,M,K], b[...,K,N]) anchor,
+    from its GemmGeometry; None when the group is no single GEMM block."""
+    if info.anchor_block is None or len(info.reduce_blocks) != 1 or not isinstance(info.geometry, GemmGeometry):
         return None
-    a, b = (tuple(int(s) for s in x) for x in info.in_shapes)
-    if len(a) == 2 and len(b) == 2 and a[1] == b[1]:
-        return 1, a[0], b[0], a[1]  # dense (a square matmul weight gives the same numbers)
-    if not a or not b:
-        return None
-    axis = stacked_rows_axis(a, b)
-    if axis is not None:  # the op computes it as one GEMM over a's rows
-        return 1, a[axis], b[1], a[-1]
-    a2 = (1,) + a if len(a) == 1 else a
-    b2 = b + (1,) if len(b) == 1 else b
-    if a2[-1] != b2[-2]:
-        return None
-    nb = max(len(a2), len(b2)) - 2
-    pa, pb = (1,) * (nb - len(a2) + 2) + a2[:-2], (1,) * (nb - len(b2) + 2) + b2[:-2]
-    batch = math.prod(max(x, y) for x, y in zip(pa, pb))
-    return batch, a2[-2], b2[-1], a2[-1]
+    return info.geometry.dims
 
 
 class _Caps:
@@ -104,11 +91,11 @@ class _Caps:
     long K tiles fit shared memory and the weight streams through many blocks at once.
     """
 
-    def __init__(self, m: int, n: int, k: int, itemsize: int, smem: int):
+    def __init__(self, m: int, n: int, k: int, itemsize: int, smem: int, lim: GpuLimits = GpuLimits()):
         self.small = m < SMALL_M
         self.tm = largest_divisor(m, 16 if self.small else 32)
         self.tn = 8 if self.small else 32
-        self.tk = max(1, min(MAX_K_THREADS, MAX_THREADS // (self.tm * self.tn)))
+        self.tk = max(1, min(lim.warp_size, lim.max_threads_per_block // (self.tm * self.tn)))
         self.vi_m = MAX_INNER
         self.vi_n = 2 if self.small else MAX_INNER
         rows = largest_divisor(m, self.tm * self.vi_m)
@@ -141,8 +128,8 @@ def tiled_dims(info: KernelInfo):
 
 def _caps(info: KernelInfo, target, dims) -> _Caps:
     _, m, n, k = dims
-    smem = int(target.attrs.get("max_shared_memory_per_block", DEFAULT_SMEM) or DEFAULT_SMEM)
-    return _Caps(m, n, k, dtype_bytes(info.dtype), min(smem, DEFAULT_SMEM))
+    lim = gpu_limits(target)
+    return _Caps(m, n, k, dtype_bytes(info.dtype), min(lim.max_shared_memory_per_block, DEFAULT_SMEM), lim)
 
 
 def threads_per_block(cfg: Config) -> int:
@@ -240,8 +227,10 @@ class CudaDense(Template):
             return
         anchor = info.anchor_block
         block = sch.get_sblock(anchor)
-        read_bufs = list(dict.fromkeys(r.source.name for r in sch.get(block).reads))
-        staged = [b for b in read_bufs if b in info.inline_blocks]
+        roles = [r for r in (DATA, WEIGHT) if r in info.operands]
+        read_bufs = list(dict.fromkeys(info.operands[r] for r in roles))
+        stage_of = {info.operands[r]: info.stage(r) for r in roles}  # buffer -> its prologue block
+        staged = info.staged(*roles)
         inline_all(sch, info, keep=staged)
         for name in info.output_blocks:
             out = sch.get_sblock(name)
@@ -299,8 +288,8 @@ class CudaDense(Template):
         for buf in read_bufs:
             cache = sch.cache_read(compute, read_index(sch, compute, buf), "shared")
             sch.compute_at(cache, ko)
-            if buf in staged:
-                sch.compute_inline(sch.get_sblock(buf))
+            if stage_of[buf] in staged:  # a prologue, computed on the way into shared memory
+                sch.compute_inline(sch.get_sblock(stage_of[buf]))
             ndim = len(sch.get(cache).writes[0].region)
             if ndim >= 2:
                 # row pitch an odd number of 4-byte banks: threads reading one column of

@@ -1,10 +1,10 @@
-"""CUDA cross-thread reduction template for `reduce`, `softmax` and `pool` anchors.
+"""CUDA cross-thread reduction template for `reduce`, `softmax`, `pool` and `lrn` anchors.
 
 Each output row (one reduced value: a sum/mean/max over axes, a pooling window, a softmax
 row) is reduced by `red_threads` threads together: the reduction loops are fused, split
 [serial, threads] and the inner part bound to threadIdx.x, which TVM lowers to an
 allreduce (warp shuffles, plus a shared-memory stage across warps when there are more
-than 32 threads). Rows spread over blockIdx.x, `rows` of them per block on threadIdx.y.
+than a warp of threads). Rows spread over blockIdx.x, `rows` of them per block on threadIdx.y.
 The fused epilogue (mean's divide, a relu, a cast) runs in the same kernel from the
 broadcast result, bound to the same threads.
 
@@ -16,15 +16,19 @@ their results in registers).
 generic template, `rows` threads per block; it is what the fallback picks for short
 windows (3x3 pooling, LRN) and for reductions over outer axes with many rows (NHWC global
 pooling, where adjacent threads then read adjacent channels).
+
+Shapes come from the anchor's geometry (rows, extent per row, innermost, whether it is a
+window: tefuse.ops' ReduceGeometry, PoolGeometry, LrnGeometry, SoftmaxGeometry); warp size,
+threads per block and the SM count from the target (GpuLimits).
 """
 from __future__ import annotations
 
 import logging
-import math
 from typing import Optional
 
 from tvm import s_tir
 
+from ...target import GpuLimits, gpu_limits
 from ..space import Config, ConfigSpace
 
 from ..common import annotate_unroll, inline_all, loop_depth, spatial_reduce_loops
@@ -32,16 +36,14 @@ from ..registry import KernelInfo, Template, register
 
 log = logging.getLogger(__name__)
 
-MAX_THREADS = 1024
-WARP = 32
-CROSS_THREADS = (32, 64, 128, 256, 512, 1024)
+CROSS_THREADS = (32, 64, 128, 256, 512, 1024)  # capped by the warp size and the target's threads
 SUB_WARP = (8, 16)  # offered when the reduction is shorter than a warp
 MAX_ROWS = 256
 UNROLL = (0, 16, 64, 256)
 # fallback targets
 BLOCK_THREADS = 256  # threads per block for cross-thread rows
 SERIAL_THREADS = 128  # threads per block in serial mode
-MIN_BLOCKS = 132  # a wave of blocks on an H100 (132 SMs): fewer, and rows per block shrink
+# a wave of blocks is one per SM (GpuLimits.sm_count): fewer, and rows per block shrink
 SERIAL_MIN_ROWS = 2048  # serial mode for an outer-axis reduction only with this many rows
 
 
@@ -53,34 +55,12 @@ def _pow2_floor(n: int) -> int:
     return 1 << (max(1, int(n)).bit_length() - 1)
 
 
-def _pair(v) -> tuple[int, int]:
-    return (int(v), int(v)) if isinstance(v, (int, float)) else (int(v[0]), int(v[1]))
-
-
 def reduction_shape(info: KernelInfo) -> tuple[int, int, bool]:
     """(rows, reduction extent per row, whether the reduction covers the innermost input
-    axis) of a group, from its anchor's attrs and shapes. Only candidate lists and the
-    fallback depend on it: `apply` reads the real loop extents."""
-    out = tuple(info.out_shape)
-    ins = tuple(info.in_shapes[0]) if info.in_shapes else out
-    a = info.attrs
-    if info.anchor_kind == "softmax":
-        ax = int(a.get("axis", -1)) % max(1, len(out))
-        red = int(out[ax]) if out else 1
-        return max(1, math.prod(out) // max(red, 1)), red, ax == len(out) - 1
-    rows = max(1, math.prod(out))
-    if info.anchor_kind == "pool":
-        nhwc = a.get("layout", "NCHW") == "NHWC"
-        if "kernel" in a:  # max/avg pool window
-            kh, kw = _pair(a["kernel"])
-            return rows, kh * kw, not nhwc
-        if "size" in a:  # LRN: a window across the channel axis
-            return rows, int(a["size"]), int(a.get("axis", 1)) % len(ins) == len(ins) - 1
-        return rows, max(1, math.prod(ins) // rows), not nhwc  # global pooling
-    axes = a.get("axes")
-    axes = range(len(ins)) if axes is None else [x % len(ins) for x in axes]
-    red = math.prod(int(ins[x]) for x in axes) if ins else 1
-    return rows, max(1, red), (len(ins) - 1) in axes
+    axis) of a group, from its anchor's geometry. Only candidate lists and the fallback
+    depend on it: `apply` reads the real loop extents."""
+    g = info.geometry
+    return g.rows, g.extent, g.innermost
 
 
 def _inner_loops(sch: s_tir.Schedule, block, outer) -> list:
@@ -103,16 +83,17 @@ def _spread(sch: s_tir.Schedule, block, outer, threads: int) -> Optional[tuple]:
     return lo, li
 
 
-@register("gpu", "reduce", "softmax", "pool")
+@register("gpu", "reduce", "softmax", "pool", "lrn")
 class CudaCrossThreadReduction(Template):
     name = "cuda_cross_thread_reduction"
 
     # -- space ------------------------------------------------------------------------
-    def _thread_candidates(self, info: KernelInfo, red: int) -> list[int]:
-        top = max(WARP, _pow2_ceil(red))
+    def _thread_candidates(self, info: KernelInfo, red: int, lim: GpuLimits) -> list[int]:
+        warp = lim.warp_size
+        top = min(max(warp, _pow2_ceil(red)), lim.max_threads_per_block)
         cands = [t for t in CROSS_THREADS if t <= top]
-        if red < WARP:
-            cands += [t for t in SUB_WARP if t < WARP and t >= _pow2_ceil(red) // 2]
+        if red < warp:
+            cands += [t for t in SUB_WARP if t < warp and t >= _pow2_ceil(red) // 2]
         if info.anchor_kind != "softmax":
             cands.append(1)
         return cands
@@ -120,7 +101,7 @@ class CudaCrossThreadReduction(Template):
     def space(self, info: KernelInfo, target) -> ConfigSpace:
         rows, red, _ = reduction_shape(info)
         s = ConfigSpace()
-        s.define_knob("red_threads", self._thread_candidates(info, red))
+        s.define_knob("red_threads", self._thread_candidates(info, red, gpu_limits(target)))
         top = min(MAX_ROWS, _pow2_ceil(rows))
         s.define_knob("rows", [1 << k for k in range(top.bit_length()) if 1 << k <= top])
         s.define_knob("unroll", UNROLL)
@@ -128,25 +109,27 @@ class CudaCrossThreadReduction(Template):
 
     def fallback(self, info: KernelInfo, target, space: ConfigSpace) -> Config:
         rows, red, innermost = reduction_shape(info)
+        lim = gpu_limits(target)
+        warp = lim.warp_size
         knobs = {k.name: k.candidates for k in space.knobs}
         serial_ok = 1 in knobs["red_threads"]
-        if serial_ok and (red < WARP if info.anchor_kind == "pool" else red < 8):
+        if serial_ok and (red < warp if info.geometry.window else red < 8):
             tx = 1  # short windows: a thread per output, as the generic template
         elif serial_ok and not innermost and rows >= SERIAL_MIN_ROWS:
             tx = 1  # outer-axis reduction: adjacent threads read adjacent elements
-        elif red < WARP:
-            tx = min(WARP, max(8, _pow2_ceil(red)))  # one sub-warp group per row
+        elif red < warp:
+            tx = min(warp, max(8, _pow2_ceil(red)))  # one sub-warp group per row
         else:
-            # a few serial steps per thread; up to 1024 threads when there are few rows
-            cap = 512 if rows >= 64 else MAX_THREADS
-            tx = min(cap, max(WARP, _pow2_floor(red // 4)))
+            # a few serial steps per thread; up to a block's most threads when there are few rows
+            cap = min(512, lim.max_threads_per_block) if rows >= 64 else lim.max_threads_per_block
+            tx = min(cap, max(warp, _pow2_floor(red // 4)))
         tx = max(t for t in knobs["red_threads"] if t <= tx) if tx > 1 else 1
         if tx == 1:
             r = SERIAL_THREADS
         else:
             r = max(1, BLOCK_THREADS // tx)
-            floor = max(1, WARP // tx)  # at least a warp per block
-            while r > floor and -(-rows // r) < MIN_BLOCKS:
+            floor = max(1, warp // tx)  # at least a warp per block
+            while r > floor and -(-rows // r) < lim.sm_count:
                 r //= 2
         r = max(c for c in knobs["rows"] if c <= max(r, 1))
         vals = {"red_threads": tx, "rows": r, "unroll": 16 if -(-red // tx) > 1 else 0}
@@ -155,7 +138,7 @@ class CudaCrossThreadReduction(Template):
     # -- apply ------------------------------------------------------------------------
     def apply(self, sch: s_tir.Schedule, info: KernelInfo, cfg: Config, target) -> None:
         tx = int(cfg["red_threads"])
-        rows = max(1, min(int(cfg["rows"]), MAX_THREADS // max(tx, 1)))
+        rows = max(1, min(int(cfg["rows"]), gpu_limits(target).max_threads_per_block // max(tx, 1)))
         inline_all(sch, info)
         if info.anchor_kind == "softmax":
             self._apply_rowwise(sch, info, tx, rows, cfg["unroll"])
@@ -212,7 +195,7 @@ class CudaCrossThreadReduction(Template):
         out_name = info.output_blocks[0]
         out = sch.get_sblock(out_name)
         loops = sch.get_loops(out)
-        ax = int(info.attrs.get("axis", -1)) % len(loops)
+        ax = info.geometry.axis
         row_loops = [l for k, l in enumerate(loops) if k != ax]
         col = loops[ax]
         if row_loops:

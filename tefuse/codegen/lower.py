@@ -16,6 +16,7 @@ from ..fusion import FusedGroup
 from ..graph.ir import CONST, Node
 from ..ops import Value, get_op
 from ..schedules import KernelInfo
+from ..schedules.registry import ACCUMULATOR, DATA, WEIGHT
 
 
 @dataclass
@@ -77,8 +78,11 @@ def _kernel_info(group: FusedGroup, func: tir.PrimFunc, n_out: int) -> KernelInf
     sch = s_tir.Schedule(func)
     out_bufs = {_buffer_name(func, p) for p in list(func.params)[-n_out:]}
     inline, reduce_, outputs = [], [], []
+    producer: dict[str, str] = {}  # buffer -> the block writing it
     for b in sch.get_child_blocks(sch.get_sblock("root")):
         blk = sch.get(b)
+        for w in blk.writes:
+            producer.setdefault(w.source.name, blk.name_hint)
         if any(w.source.name in out_bufs for w in blk.writes):
             outputs.append(blk.name_hint)
         if any(iv.iter_type != 0 for iv in blk.iter_vars):
@@ -86,6 +90,7 @@ def _kernel_info(group: FusedGroup, func: tir.PrimFunc, n_out: int) -> KernelInf
         elif blk.name_hint not in outputs:
             inline.append(blk.name_hint)
     a = group.anchor
+    stages, operands = _roles(sch, a, reduce_[0] if reduce_ else None, producer)
     return KernelInfo(
         anchor_kind=group.anchor_kind,
         anchor_block=reduce_[0] if reduce_ else None,
@@ -96,7 +101,35 @@ def _kernel_info(group: FusedGroup, func: tir.PrimFunc, n_out: int) -> KernelInf
         out_shape=tuple(a.shape if a is not None else group.outputs[0].shape),
         in_shapes=[tuple(i.shape) for i in a.inputs] if a is not None else [],
         dtype=(a or group.outputs[0]).dtype,
+        geometry=_geometry(a),
+        stages=stages,
+        operands=operands,
     )
+
+
+def _geometry(anchor: Node | None):
+    if anchor is None:
+        return None
+    return get_op(anchor.op).geometry_of([i.shape for i in anchor.inputs], anchor.shape, anchor.attrs)
+
+
+def _roles(sch: s_tir.Schedule, anchor: Node | None, accumulator: str | None,
+           producer: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """(role -> block, role -> buffer) from the structure: the accumulator is the anchor's
+    (first) reduction block; its reads follow the anchor's operands (data first, a weight
+    last), and the block writing an operand's buffer, if any, is that operand's stage."""
+    if anchor is None or accumulator is None:
+        return {}, {}
+    stages, operands = {ACCUMULATOR: accumulator}, {}
+    reads = list(dict.fromkeys(r.source.name for r in sch.get(sch.get_sblock(accumulator)).reads))
+    if reads:
+        operands[DATA] = reads[0]
+        if len(anchor.inputs) > 1:
+            operands[WEIGHT] = reads[-1]
+    for role, buf in operands.items():
+        if buf in producer:
+            stages[role] = producer[buf]
+    return stages, operands
 
 
 def _buffer_name(func: tir.PrimFunc, param) -> str:

@@ -42,8 +42,7 @@ class Node:
     def anchor_kind(self) -> Optional[str]:
         if not self.is_op:
             return None
-        a = get_op(self.op).anchor
-        return a(self.attrs, [i.shape for i in self.inputs]) if callable(a) else a
+        return get_op(self.op).anchor_kind([i.shape for i in self.inputs], self.shape, self.attrs)
 
     def __repr__(self) -> str:
         return f"%{self.name}"

@@ -62,6 +62,40 @@ class Conv2dGeometry:
     def depthwise(self) -> bool:
         return self.groups > 1 and self.groups == self.c
 
+    @property
+    def anchor_kind(self) -> str:
+        """Depthwise convs have templates of their own."""
+        return "depthwise_conv2d" if self.depthwise else "conv2d"
+
+    @property
+    def channels_per_group(self) -> int:
+        """The input-channel reduction extent (rc) of one output."""
+        return self.c // self.groups
+
+    @property
+    def multiplier(self) -> int:
+        """Output channels per group (a depthwise conv's channel multiplier)."""
+        return self.k // self.groups
+
+    # the conv as an implicit GEMM: M = N*OH*OW output pixels, N = K channels, R = C/g*KH*KW
+    @property
+    def m(self) -> int:
+        return self.n * self.oh * self.ow
+
+    @property
+    def r(self) -> int:
+        return self.channels_per_group * self.kh * self.kw
+
+    @property
+    def rc_axis(self) -> int:
+        """Position of rc among the conv's reduction axes: (rc, ry, rx) NCHW, (ry, rx, rc) NHWC."""
+        return 0 if self.layout == "NCHW" else 2
+
+    @property
+    def tiled_axes(self) -> tuple[int, int, int]:
+        """Positions of the channel, OH and OW dims in the output shape without its batch dim."""
+        return (0, 1, 2) if self.layout == "NCHW" else (2, 0, 1)
+
 
 def _layout_hint(layout: str, data_shape, weight_shape, g: int) -> str:
     """When the weight fits the other layout's weight format, say so (OIHW given to NHWC...)."""
@@ -132,13 +166,13 @@ def pad_stage(x: Value, layout: str, pad: tuple[int, int, int, int], name: str =
     return te.compute(shape, fn, name=name, tag="pad")
 
 
-def _anchor_kind(attrs: dict, shapes) -> str:
-    geo = conv2d_geometry(shapes[0], shapes[1], attrs)
-    return "depthwise_conv2d" if geo.depthwise else "conv2d"
+def _geometry(in_shapes, out_shape, attrs: dict) -> Conv2dGeometry:
+    return conv2d_geometry(in_shapes[0], in_shapes[1], attrs)
 
 
-@register_op("conv2d", OpPattern.OUT_ELEMWISE_FUSABLE, anchor=_anchor_kind, num_inputs=2,
-             attrs={"strides": 1, "padding": 0, "dilation": 1, "groups": 1, "layout": "NCHW"})
+@register_op("conv2d", OpPattern.OUT_ELEMWISE_FUSABLE, anchor="conv2d", num_inputs=2,
+             attrs={"strides": 1, "padding": 0, "dilation": 1, "groups": 1, "layout": "NCHW"},
+             geometry=_geometry)
 def conv2d(inputs: Sequence[Value], attrs: dict) -> Value:
     """2-D convolution, accumulating in float32 for float16 inputs."""
     data, weight = inputs

@@ -1,7 +1,9 @@
 """dense (x @ W^T, weights [out, in]) and batched matmul with numpy broadcasting of batch dims."""
 from __future__ import annotations
 
-from typing import Sequence
+import math
+from dataclasses import dataclass
+from typing import Optional, Sequence
 
 from tvm import te, tirx as tir
 
@@ -16,7 +18,43 @@ def _finish(out: te.Tensor, dtype: str) -> Value:
     return Value.of_tensor(out)
 
 
-@register_op("dense", OpPattern.OUT_ELEMWISE_FUSABLE, anchor="dense", num_inputs=2)
+@dataclass(frozen=True)
+class GemmGeometry:
+    """A dense / matmul anchor as the GEMM it computes: `batch` independent [m, k] @ [k, n]
+    products (batch dims broadcast and flattened). `stacked_rows_axis`: the batch axis of a
+    seq-first a[..., 1, K] whose entries are stacked as the GEMM's rows (see `_rows_stacked`)."""
+
+    batch: int
+    m: int
+    n: int
+    k: int
+    stacked_rows_axis: Optional[int] = None
+
+    @property
+    def dims(self) -> tuple[int, int, int, int]:
+        return self.batch, self.m, self.n, self.k
+
+
+def _dense_geometry(in_shapes, out_shape, attrs: dict) -> GemmGeometry:
+    (m, k), (n, _) = in_shapes
+    return GemmGeometry(1, m, n, k)
+
+
+def _matmul_geometry(in_shapes, out_shape, attrs: dict) -> GemmGeometry:
+    a, b = in_shapes
+    axis = stacked_rows_axis(a, b)
+    if axis is not None and a[-1] == b[0]:  # the op computes it as one GEMM over a's rows
+        return GemmGeometry(1, a[axis], b[1], a[-1], stacked_rows_axis=axis)
+    a2 = (1,) + tuple(a) if len(a) == 1 else tuple(a)
+    b2 = tuple(b) + (1,) if len(b) == 1 else tuple(b)
+    nb = max(len(a2), len(b2)) - 2
+    pa, pb = (1,) * (nb - len(a2) + 2) + a2[:-2], (1,) * (nb - len(b2) + 2) + b2[:-2]
+    batch = math.prod(max(x, y) for x, y in zip(pa, pb))
+    return GemmGeometry(batch, a2[-2], b2[-1], a2[-1])
+
+
+@register_op("dense", OpPattern.OUT_ELEMWISE_FUSABLE, anchor="dense", num_inputs=2,
+             geometry=_dense_geometry)
 def dense(inputs: Sequence[Value], attrs: dict) -> Value:
     """y[m, n] = sum_k x[m, k] * w[n, k]."""
     x, w = inputs
@@ -36,7 +74,8 @@ def dense(inputs: Sequence[Value], attrs: dict) -> Value:
     return _finish(out, x.dtype)
 
 
-@register_op("matmul", OpPattern.OUT_ELEMWISE_FUSABLE, anchor="dense", num_inputs=2)
+@register_op("matmul", OpPattern.OUT_ELEMWISE_FUSABLE, anchor="dense", num_inputs=2,
+             geometry=_matmul_geometry)
 def matmul(inputs: Sequence[Value], attrs: dict) -> Value:
     """numpy.matmul semantics for ranks >= 1 (1-D operands promoted and squeezed)."""
     a, b = inputs
@@ -80,7 +119,7 @@ def matmul(inputs: Sequence[Value], attrs: dict) -> Value:
 
 def stacked_rows_axis(a_shape: Sequence[int], b_shape: Sequence[int]):
     """The batch axis of `a` whose entries a matmul stacks as GEMM rows (see `_rows_stacked`),
-    else None. The dense schedule reads a group's GEMM shape with it too."""
+    else None. GemmGeometry records it."""
     if len(b_shape) != 2 or len(a_shape) < 3 or a_shape[-2] != 1:
         return None
     lead = [k for k, s in enumerate(a_shape[:-2]) if s != 1]

@@ -1,7 +1,9 @@
 """Pooling (max, avg, global) and LRN: windowed reductions, NCHW or NHWC."""
 from __future__ import annotations
 
-from typing import Sequence
+import math
+from dataclasses import dataclass
+from typing import ClassVar, Sequence
 
 from tvm import te, tirx as tir
 
@@ -12,6 +14,48 @@ from .value import Value, acc_dtype, lazy
 
 _POOL_ATTRS = {"kernel": 1, "strides": 1, "padding": 0, "dilation": 1, "ceil_mode": False,
                "count_include_pad": False, "layout": "NCHW"}
+
+
+@dataclass(frozen=True)
+class PoolGeometry:
+    """A pooling anchor (max/avg, global ones with the whole plane as window): `rows` outputs,
+    each reducing a `kernel` window of `extent` elements; `innermost` as ReduceGeometry's
+    (true for NCHW, whose windows run along W)."""
+
+    layout: str
+    kernel: tuple[int, int]
+    rows: int
+    extent: int
+    innermost: bool
+    window: ClassVar[bool] = True
+
+
+@dataclass(frozen=True)
+class LrnGeometry:
+    """LRN: each output sums the squares of a `size`-wide window along `axis`."""
+
+    axis: int
+    size: int
+    rows: int
+    extent: int
+    innermost: bool
+    window: ClassVar[bool] = True
+
+
+def _pool_geometry(in_shapes, out_shape, attrs: dict) -> PoolGeometry:
+    layout = attrs["layout"]
+    if "kernel" in attrs:
+        kernel = normalize_pair(attrs["kernel"], "kernel")
+    else:  # global pooling: the whole plane
+        ha, wa = (2, 3) if layout == "NCHW" else (1, 2)
+        kernel = (in_shapes[0][ha], in_shapes[0][wa])
+    return PoolGeometry(layout, kernel, max(1, math.prod(out_shape)), kernel[0] * kernel[1], layout != "NHWC")
+
+
+def _lrn_geometry(in_shapes, out_shape, attrs: dict) -> LrnGeometry:
+    rank = len(in_shapes[0])
+    axis, size = int(attrs["axis"]) % rank, int(attrs["size"])
+    return LrnGeometry(axis, size, max(1, math.prod(out_shape)), size, axis == rank - 1)
 
 
 def _hw_axes(layout: str, x: Value, name: str) -> tuple[int, int]:
@@ -102,13 +146,15 @@ def _count_valid(start, k: int, d: int, n: int):
     return expr
 
 
-@register_op("max_pool2d", OpPattern.OUT_ELEMWISE_FUSABLE, anchor="pool", num_inputs=1, attrs=_POOL_ATTRS)
+@register_op("max_pool2d", OpPattern.OUT_ELEMWISE_FUSABLE, anchor="pool", num_inputs=1, attrs=_POOL_ATTRS,
+             geometry=_pool_geometry)
 def max_pool2d(inputs: Sequence[Value], attrs: dict) -> Value:
     """Max pooling (padding never wins)."""
     return _pool("max", inputs, attrs)
 
 
-@register_op("avg_pool2d", OpPattern.OUT_ELEMWISE_FUSABLE, anchor="pool", num_inputs=1, attrs=_POOL_ATTRS)
+@register_op("avg_pool2d", OpPattern.OUT_ELEMWISE_FUSABLE, anchor="pool", num_inputs=1, attrs=_POOL_ATTRS,
+             geometry=_pool_geometry)
 def avg_pool2d(inputs: Sequence[Value], attrs: dict) -> Value:
     """Average pooling; count_include_pad as ONNX."""
     return _pool("avg", inputs, attrs)
@@ -122,21 +168,21 @@ def _global(kind: str, inputs: Sequence[Value], attrs: dict) -> Value:
 
 
 @register_op("global_avg_pool2d", OpPattern.OUT_ELEMWISE_FUSABLE, anchor="pool", num_inputs=1,
-             attrs={"layout": "NCHW"})
+             attrs={"layout": "NCHW"}, geometry=_pool_geometry)
 def global_avg_pool2d(inputs: Sequence[Value], attrs: dict) -> Value:
     """Mean over H and W, keeping them as size-1 dims."""
     return _global("avg", inputs, attrs)
 
 
 @register_op("global_max_pool2d", OpPattern.OUT_ELEMWISE_FUSABLE, anchor="pool", num_inputs=1,
-             attrs={"layout": "NCHW"})
+             attrs={"layout": "NCHW"}, geometry=_pool_geometry)
 def global_max_pool2d(inputs: Sequence[Value], attrs: dict) -> Value:
     """Max over H and W, keeping them as size-1 dims."""
     return _global("max", inputs, attrs)
 
 
-@register_op("lrn", OpPattern.OUT_ELEMWISE_FUSABLE, anchor="pool", num_inputs=1,
-             attrs={"size": 5, "alpha": 1e-4, "beta": 0.75, "bias": 1.0, "axis": 1})
+@register_op("lrn", OpPattern.OUT_ELEMWISE_FUSABLE, anchor="lrn", num_inputs=1,
+             attrs={"size": 5, "alpha": 1e-4, "beta": 0.75, "bias": 1.0, "axis": 1}, geometry=_lrn_geometry)
 def lrn(inputs: Sequence[Value], attrs: dict) -> Value:
     """Local response normalisation across channels (ONNX LRN)."""
     (x,) = inputs

@@ -1,7 +1,9 @@
 """Reductions over axes (sum, mean, max, min) and softmax / log_softmax."""
 from __future__ import annotations
 
-from typing import Sequence
+import math
+from dataclasses import dataclass
+from typing import ClassVar, Sequence
 
 from tvm import te, tirx as tir
 
@@ -10,6 +12,43 @@ from .registry import OpPattern, register_op
 from .value import Value, acc_dtype, lazy
 
 _REDUCERS = {"sum": te.sum, "mean": te.sum, "max": te.max, "min": te.min}
+
+
+@dataclass(frozen=True)
+class ReduceGeometry:
+    """A reduction anchor as `rows` independent reductions of `extent` elements each;
+    `innermost`: whether the reduced elements include the input's innermost (contiguous) axis.
+    Pooling and LRN (pool.py) and softmax describe themselves the same way."""
+
+    rows: int
+    extent: int
+    innermost: bool
+    axes: tuple[int, ...] = ()
+    window: ClassVar[bool] = False  # a short sliding window (pooling, LRN), not whole axes
+
+
+@dataclass(frozen=True)
+class SoftmaxGeometry:
+    """softmax / log_softmax: one row per position of the other axes, reduced along `axis`."""
+
+    rows: int
+    extent: int
+    innermost: bool
+    axis: int
+    window: ClassVar[bool] = False
+
+
+def _reduce_geometry(in_shapes, out_shape, attrs: dict) -> ReduceGeometry:
+    ins = in_shapes[0]
+    axes = range(len(ins)) if attrs["axes"] is None else sorted({x % len(ins) for x in attrs["axes"]})
+    red = math.prod(ins[x] for x in axes) if ins else 1
+    return ReduceGeometry(max(1, math.prod(out_shape)), max(1, red), (len(ins) - 1) in axes, tuple(axes))
+
+
+def _softmax_geometry(in_shapes, out_shape, attrs: dict) -> SoftmaxGeometry:
+    ax = int(attrs["axis"]) % max(1, len(out_shape))
+    red = out_shape[ax] if out_shape else 1
+    return SoftmaxGeometry(max(1, math.prod(out_shape) // max(red, 1)), red, ax == len(out_shape) - 1, ax)
 
 
 def _axes(x: Value, axes, name: str) -> list[int]:
@@ -63,7 +102,7 @@ def _register_reduce(kind: str) -> None:
 
     compute.__doc__ = f"Reduce-{kind} over axes."
     register_op(f"reduce_{kind}", OpPattern.COMM_REDUCE, anchor="reduce", num_inputs=1,
-                attrs={"axes": None, "keepdims": False})(compute)
+                attrs={"axes": None, "keepdims": False}, geometry=_reduce_geometry)(compute)
 
 
 for _k in _REDUCERS:
@@ -99,13 +138,15 @@ def _softmax(inputs: Sequence[Value], attrs: dict, log: bool) -> Value:
     return lazy(x.shape, x.dtype, fn)
 
 
-@register_op("softmax", OpPattern.OPAQUE, anchor="softmax", num_inputs=1, attrs={"axis": -1})
+@register_op("softmax", OpPattern.OPAQUE, anchor="softmax", num_inputs=1, attrs={"axis": -1},
+             geometry=_softmax_geometry)
 def softmax(inputs: Sequence[Value], attrs: dict) -> Value:
     """Numerically stable softmax along `axis`."""
     return _softmax(inputs, attrs, log=False)
 
 
-@register_op("log_softmax", OpPattern.OPAQUE, anchor="softmax", num_inputs=1, attrs={"axis": -1})
+@register_op("log_softmax", OpPattern.OPAQUE, anchor="softmax", num_inputs=1, attrs={"axis": -1},
+             geometry=_softmax_geometry)
 def log_softmax(inputs: Sequence[Value], attrs: dict) -> Value:
     """log(softmax(x)) along `axis`."""
     return _softmax(inputs, attrs, log=True)

@@ -25,6 +25,9 @@ class OpPattern(enum.IntEnum):
 
 
 Compute = Callable[[Sequence[Value], dict], Value]
+Shape = tuple[int, ...]
+# (input shapes, output shape, normalised attrs) -> a frozen dataclass describing an anchor
+GeometryFn = Callable[[Sequence[Shape], Shape, dict], Any]
 
 
 @dataclass(frozen=True)
@@ -32,11 +35,30 @@ class OpDef:
     name: str
     pattern: OpPattern
     compute: Compute
-    # schedule-template family for anchors ("conv2d", "dense", "pool", "reduce", "softmax")
+    # schedule-template family for anchors ("conv2d", "dense", "pool", "lrn", "reduce", "softmax")
     anchor: Optional[str] = None
     num_inputs: Optional[int] = None  # None: variadic
     attrs: dict[str, Any] = field(default_factory=dict)  # defaults; unknown attrs are refused
     doc: str = ""
+    # an anchor's typed shape facts (Conv2dGeometry, GemmGeometry...): lowering hands them to
+    # the template in KernelInfo.geometry, so templates never re-derive them from raw attrs
+    geometry: Optional[GeometryFn] = None
+
+    def geometry_of(self, in_shapes: Sequence[Sequence[int]], out_shape: Sequence[int], attrs: dict):
+        """This op's geometry for one node, or None when it declares none."""
+        if self.geometry is None:
+            return None
+        return self.geometry([tuple(int(d) for d in s) for s in in_shapes],
+                             tuple(int(d) for d in out_shape), attrs)
+
+    def anchor_kind(self, in_shapes: Sequence[Sequence[int]], out_shape: Sequence[int],
+                    attrs: dict) -> Optional[str]:
+        """The template family of a node of this op: `anchor`, unless its geometry names a
+        narrower one (`anchor_kind`: a depthwise conv2d has templates of its own)."""
+        if self.anchor is None:
+            return None
+        geo = self.geometry_of(in_shapes, out_shape, attrs)
+        return getattr(geo, "anchor_kind", None) or self.anchor
 
     def normalize_attrs(self, attrs: dict) -> dict:
         unknown = set(attrs) - set(self.attrs)
@@ -52,14 +74,17 @@ _REGISTRY: dict[str, OpDef] = {}
 
 
 def register_op(name: str, pattern: OpPattern, *, anchor: Optional[str] = None,
-                num_inputs: Optional[int] = None, attrs: Optional[dict] = None):
+                num_inputs: Optional[int] = None, attrs: Optional[dict] = None,
+                geometry: Optional[GeometryFn] = None):
     """Decorator registering a compute function under `name`."""
+    if anchor is not None and not isinstance(anchor, str):
+        raise TypeError(f"op {name!r}: anchor must be a template family name, got {anchor!r}")
 
     def deco(fn: Compute) -> Compute:
         if name in _REGISTRY:
             raise ValueError(f"op {name!r} registered twice")
         _REGISTRY[name] = OpDef(name, pattern, fn, anchor, num_inputs, dict(attrs or {}),
-                                (fn.__doc__ or "").strip())
+                                (fn.__doc__ or "").strip(), geometry)
         return fn
 
     return deco

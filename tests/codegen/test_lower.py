@@ -133,3 +133,41 @@ def test_lowering_error_names_group_and_node(monkeypatch):
     monkeypatch.setitem(registry._REGISTRY, "relu", registry.OpDef("relu", orig.pattern, boom))
     with pytest.raises(tefuse.BuildError, match=r"group g0_relu: node 'bad' \(relu\): boom"):
         lower_group(gr)
+
+
+def test_conv_with_prologue_stages_by_role():
+    """Roles come from the structure: the block feeding the accumulator's data operand (the
+    padded input with the cast folded in), the accumulator, the epilogue; a weight read from a
+    parameter has no stage."""
+    from tefuse.ops.conv2d import Conv2dGeometry
+
+    info = lower_group(only_group(_conv_with_prologue_and_epilogue())).info
+    assert info.stages == {"accumulator": "conv2d", "data": "pad_temp"}
+    assert info.stage("data") == "pad_temp" and info.stage("weight") is None
+    assert info.operands == {"data": "pad_temp", "weight": "in_w"}
+    assert info.staged("data", "weight") == ["pad_temp"] and info.epilogue == ["out_out"]
+    assert isinstance(info.geometry, Conv2dGeometry) and (info.geometry.k, info.geometry.oh) == (4, 6)
+    with pytest.raises(KeyError):
+        info.stage("pad_temp")
+
+
+def test_weight_prologue_is_the_weight_stage():
+    b = GraphBuilder()
+    x = b.input("x", (1, 4, 6, 6))
+    w = b.input("w", (4, 4, 3, 3))
+    y = b.conv2d(b.relu(x), b.mul(w, b.const(np.float32(0.5))), padding=1)
+    info = lower_group(only_group(b.build(y))).info
+    assert info.stage("data") == "pad_temp" and info.stage("weight") == "weight_in"
+    assert info.staged("data", "weight") == ["pad_temp", "weight_in"]
+    assert info.stage("accumulator") == info.anchor_block == "conv2d"
+
+
+def test_dense_roles_and_geometry():
+    from tefuse.ops.dense import GemmGeometry
+
+    b = GraphBuilder()
+    x = b.input("x", (8, 16))
+    y = b.dense(b.relu(x), b.const(np.ones((32, 16), "float32"), name="w"))
+    info = lower_group(only_group(b.build(b.relu(y)))).info
+    assert info.stage("data") == "data_in" and info.stage("weight") is None
+    assert info.geometry == GemmGeometry(1, 8, 32, 16)

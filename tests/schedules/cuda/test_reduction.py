@@ -161,3 +161,23 @@ def test_fallback_compiles_to_sm90_ptx(built, case):
     assert re.search(r"^\.target\s+sm_90\b", ptx, re.M)
     assert ptx_entries(ptx) == cuda_kernel_names(src)
     assert "shfl.sync" in ptx
+
+
+def test_fallback_fills_the_targets_sms():
+    """Rows per block shrink until a wave of blocks covers the target's SMs (GpuLimits): 960
+    softmax rows of 8 per block are 120 blocks, under an H100's 132 SMs but over an A100's 108."""
+    from tefuse.target import make_target
+
+    task = _task(("softmax", (960, 128), {}))
+    tmpl = task.template()
+    space = tmpl.space(task.info, make_target("cuda"))
+    h100 = tmpl.fallback(task.info, make_target("cuda"), space)
+    a100 = tmpl.fallback(task.info, make_target("cuda:sm_80"), space)
+    assert (h100["red_threads"], h100["rows"]) == (32, 4)
+    assert (a100["red_threads"], a100["rows"]) == (32, 8)
+
+
+def test_lrn_is_its_own_anchor_kind():
+    task = _task(("lrn", (1, 8, 4, 4), {}))
+    assert task.info.anchor_kind == "lrn" and task.template().name == TEMPLATE
+    assert task.info.geometry.window and task.fallback()["red_threads"] == 1
