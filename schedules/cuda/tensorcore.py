@@ -1,0 +1,323 @@
+"""Tensor-core GEMM / implicit-GEMM schedule for tefuse prototypes (TVM 0.27).
+
+apply_tc_gemm(sch, gemm_block, epilogue_blocks, cfg, target)
+
+Schedules a block computing C[s, i, j] += A[s, i, k] * B[s, j, k] (any layout that the
+dlight iter-trait analysis recognises: plain GEMM with B as (N,K) or (K,N), NHWC conv
+implicit GEMM, ...) with fp16/bf16 inputs and fp32 accumulation, plus elementwise epilogue
+blocks that are fused into the per-warp output tile.
+"""
+from __future__ import annotations
+
+import math
+
+import tvm
+from tvm import tirx
+from tvm.s_tir.dlight.gpu.matmul import (
+    IterKind,
+    auto_inline_producers,
+    detect_iter_traits,
+    make_iter_fusion_index_map,
+)
+
+LAST_INFO: dict = {}  # chosen vector widths etc. of the last apply_tc_gemm call
+
+DEFAULT_CFG = dict(
+    intrin="wmma",  # "wmma" | "mma"
+    in_dtype=None,  # auto from A ("float16" | "bfloat16" | "float32"(tf32, mma only))
+    BM=128,
+    BN=128,
+    BK=32,
+    WM=64,
+    WN=64,
+    stages=3,  # >=2: software pipeline with cp.async (shared-memory multi-buffering)
+    vec=8,  # max vector width (elements) of global->shared loads (auto-reduced for alignment)
+    vec_out=4,  # max vector width of the epilogue global stores (auto-reduced)
+    smem_pad=8,  # storage_align offset (elements) of the shared A/B tiles (bank conflicts)
+    frag_pipeline=True,  # double-buffer the shared->fragment loads inside the BK loop
+    tensorize=True,  # False: identical tiling/padding but plain loops (for CPU numerics)
+    swizzle=0,  # reserved
+)
+
+
+def _target_kind(target) -> str:
+    if target is None:
+        return "cuda"
+    if isinstance(target, str):
+        return target.split()[0]
+    if isinstance(target, dict):
+        return target["kind"]
+    return target.kind.name
+
+
+def _vars_of(expr):
+    return set(tirx.stmt_functor.undefined_vars(expr)) if hasattr(tirx, "stmt_functor") else set(
+        tvm.tirx.analysis.undefined_vars(expr)
+    )
+
+
+def _last_index_kind(block, read_idx, kinds_by_var):
+    """Kind (I/J/K) of the vars used in the innermost index of a read buffer."""
+    region = block.reads[read_idx].region
+    from tvm.tirx.analysis import undefined_vars
+
+    for r in reversed(region):
+        vs = [v for v in undefined_vars(r.min) if v in kinds_by_var]
+        ks = {kinds_by_var[v] for v in vs if kinds_by_var[v] != IterKind.kIter_T}
+        if ks:
+            return ks
+    return set()
+
+
+def _global_last_dim(sch, block_rv):
+    """Innermost extent of the (single) global buffer read by block_rv (after inlining)."""
+    blk = sch.get(block_rv)
+    exts = []
+    for r in blk.reads:
+        if r.source.scope() == "global":
+            exts.append(int(r.source.shape[-1]))
+    return exts
+
+
+def _pick_vec(vmax, *exts):
+    v = vmax
+    while v > 1 and any(e % v for e in exts):
+        v //= 2
+    return max(v, 1)
+
+
+def apply_tc_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> None:
+    c = dict(DEFAULT_CFG)
+    c.update(cfg or {})
+    kind = _target_kind(target)
+    on_gpu = kind == "cuda"
+    tensorize = bool(c["tensorize"]) and on_gpu
+    intrin = c["intrin"]
+    BM, BN, BK, WM, WN = (int(c[k]) for k in ("BM", "BN", "BK", "WM", "WN"))
+    assert BM % WM == 0 and BN % WN == 0, "block tile must be a multiple of the warp tile"
+    assert WM % 16 == 0 and WN % 16 == 0 and BK % 16 == 0, "tiles must be multiples of 16"
+    warps_m, warps_n = BM // WM, BN // WN
+    n_warps = warps_m * warps_n
+    frag_m, frag_n, k_inner = WM // 16, WN // 16, BK // 16
+    stages = int(c["stages"])
+
+    block = sch.get_sblock(gemm_block)
+    blk = sch.get(block)
+    in_dtype = c["in_dtype"] or blk.reads[0].source.dtype
+    out_dtype = blk.writes[0].source.dtype
+
+    # ---------------------------------------------------------------- 1. normalize
+    traits = detect_iter_traits(blk)
+    assert traits is not None, f"{gemm_block} is not a GEMM-like block"
+    A_tr, B_tr, C_tr, blk_tr = traits
+    kinds_by_var = {iv.var: t.kind for iv, t in zip(blk.iter_vars, blk_tr)}
+    a_last = _last_index_kind(blk, 0, kinds_by_var)
+    b_last = _last_index_kind(blk, 1, kinds_by_var)
+    assert IterKind.kIter_K in a_last, "A must be K-contiguous (M,K) layout"
+    b_nk = IterKind.kIter_K in b_last  # B stored (N, K) -> "trans_b"
+
+    S, I, J, K = IterKind.kIter_S, IterKind.kIter_I, IterKind.kIter_J, IterKind.kIter_K
+    ra = sch.reindex(block, ("read", 0))
+    rb = sch.reindex(block, ("read", 1))
+    rc = sch.reindex(block, ("write", 0))
+    sch.transform_layout(ra, ("write", 0), make_iter_fusion_index_map(A_tr, [S, I, K]))
+    sch.transform_layout(
+        rb, ("write", 0), make_iter_fusion_index_map(B_tr, [S, J, K] if b_nk else [S, K, J])
+    )
+    sch.transform_layout(rc, ("read", 0), make_iter_fusion_index_map(C_tr, [S, I, J]))
+    sch.transform_block_layout(block, make_iter_fusion_index_map(blk_tr, [S, I, J, K]))
+
+    # ---------------------------------------------------------------- 2. pad to tiles
+    sch.pad_einsum(block, [1, BM, BN, BK])
+
+    # ---------------------------------------------------------------- 3. tile
+    b, i, j, k = sch.get_loops(block)
+    i, i16 = sch.split(i, [None, 16])
+    j, j16 = sch.split(j, [None, 16])
+    k, k16 = sch.split(k, [None, 16])
+    sch.reorder(i, j, k, i16, j16, k16)
+    block_inner = block
+    block_outer = sch.blockize(i16)
+    i0, i1, i2 = sch.split(i, [None, warps_m, frag_m])
+    j0, j1, j2 = sch.split(j, [None, warps_n, frag_n])
+    k0, k1 = sch.split(k, [None, k_inner])
+    sch.reorder(b, i0, j0, i1, j1, k0, k1, i2, j2)
+    ty = sch.fuse(i1, j1)
+    if on_gpu:
+        sch.bind(b, "blockIdx.z")
+        sch.bind(i0, "blockIdx.y")
+        sch.bind(j0, "blockIdx.x")
+        sch.bind(ty, "threadIdx.y")
+
+    sh_scope = "shared.dyn" if on_gpu else "global"
+    if intrin == "wmma":
+        frag_a, frag_b, frag_c = ("wmma.matrix_a", "wmma.matrix_b", "wmma.accumulator")
+    else:
+        frag_a, frag_b, frag_c = ("warp", "warp", "warp")
+    if not on_gpu:
+        frag_a = frag_b = frag_c = "local"
+
+    # ---------------------------------------------------------------- 4. global -> shared
+    def fetch_to_shared(idx):
+        blk_read = sch.cache_read(block_outer, idx, sh_scope)
+        sch.compute_at(blk_read, k0)
+        auto_inline_producers(sch, blk_read)
+        exts = _global_last_dim(sch, blk_read)
+        inner = int(sch.get(blk_read).writes[0].source.shape[-1])
+        vec = _pick_vec(int(c["vec"]), inner, *exts)
+        fused = sch.fuse(*sch.get_loops(blk_read)[-2:])
+        _, f1, f2, f3 = sch.split(fused, [None, n_warps, 32, vec])
+        if on_gpu:
+            sch.bind(f2, "threadIdx.x")
+            sch.bind(f1, "threadIdx.y")
+        sch.vectorize(f3)
+        if c["smem_pad"]:
+            sch.storage_align(blk_read, 0, axis=-2, factor=32, offset=int(c["smem_pad"]))
+        return blk_read, vec
+
+    a_g2s, vec_a = fetch_to_shared(0)
+    b_g2s, vec_b = fetch_to_shared(1)
+
+    # ---------------------------------------------------------------- 5. shared -> frags
+    a_frag = sch.cache_read(block_outer, 0, frag_a)
+    b_frag = sch.cache_read(block_outer, 1, frag_b)
+    sch.compute_at(a_frag, k1)
+    sch.compute_at(b_frag, k1)
+
+    # ---------------------------------------------------------------- 6. accum -> shared -> epilogue
+    acc_sh = sch.cache_write(block_outer, 0, sh_scope)
+    acc = sch.cache_write(block_outer, 0, frag_c)
+    if c["smem_pad"]:
+        # `acc` is the block that writes the fp32 staging tile in shared memory
+        sch.storage_align(acc, 0, axis=-2, factor=32, offset=4)
+    sch.reverse_compute_at(acc, ty)
+    sch.reverse_compute_at(acc_sh, ty)
+    ai, aj = sch.get_loops(acc)[-2:]
+    ai0, ai1 = sch.split(ai, [None, 16])
+    aj0, aj1 = sch.split(aj, [None, 16])
+    sch.reorder(ai0, aj0, ai1, aj1)
+
+    # fuse the epilogue (pad-crop, reindex write-back, user blocks) into the acc_sh stage
+    _inline_epilogue(sch, acc_sh, epilogue_blocks)
+    out_blk = sch.get(acc_sh)
+    out_exts = [int(r.source.shape[-1]) for r in out_blk.writes]
+    vec_out = _pick_vec(int(c["vec_out"]), WN, *out_exts)
+    fused = sch.fuse(*sch.get_loops(acc_sh)[-2:])
+    _, f1, f2 = sch.split(fused, [None, 32, vec_out])
+    if on_gpu:
+        sch.bind(f1, "threadIdx.x")
+    sch.vectorize(f2)
+
+    init = sch.decompose_reduction(block_outer, k0)
+    init_inner = sch.get_child_blocks(init)[0]
+
+    # ---------------------------------------------------------------- 7. tensorize
+    def split16(blk_rv):
+        x, y = sch.get_loops(blk_rv)[-2:]
+        x0, x1 = sch.split(x, [None, 16])
+        y0, y1 = sch.split(y, [None, 16])
+        sch.reorder(x0, y0, x1, y1)
+        return x0, y0, x1
+
+    a0, a1, a_t = split16(a_frag)
+    b0, b1, b_t = split16(b_frag)
+    if tensorize and intrin == "mma":
+        # mma.sync fragments live in "warp" scope buffers laid out as [.., 32 lanes, 8 elems]
+        # per 16x16 tile; the ldmatrix/mma/store intrinsics match that layout.
+        from tvm.s_tir.tensor_intrin.cuda import shared_16x16_to_ldmatrix_32x8_layout as lay
+
+        def warp_map(b_, i_, j_):
+            return (b_, i_ // 16, j_ // 16, *lay(i_ % 16, j_ % 16))
+
+        sch.transform_layout(a_frag, ("write", 0), warp_map)
+        sch.transform_layout(b_frag, ("write", 0), warp_map)
+        sch.transform_layout(acc, ("read", 0), warp_map)
+    if tensorize:
+        names = intrin_names(intrin, in_dtype, out_dtype, sh_scope, b_nk)
+        sch.unroll(a0)
+        sch.unroll(a1)
+        sch.unroll(b0)
+        sch.unroll(b1)
+        sch.tensorize(a_t, names["load_a"])
+        sch.tensorize(b_t, names["load_b"])
+        sch.tensorize(sch.get_loops(init_inner)[-2], names["init"])
+        sch.tensorize(sch.get_loops(acc)[-2], names["store"])
+        sch.tensorize(sch.get_loops(block_inner)[-3], names["compute"])
+
+    # ---------------------------------------------------------------- 8. pipelining
+    # NOTE: the inner (k1) pipeline is injected first and expands into
+    # prologue/body/epilogue, so the outer annotation must cover 2 + 3 statements.
+    frag_pipe = bool(c["frag_pipeline"]) and k_inner >= 2
+    if frag_pipe:
+        sch.annotate(k1, "software_pipeline_stage", [0, 0, 1])
+        sch.annotate(k1, "software_pipeline_order", [0, 1, 2])
+    if stages >= 2:
+        n_body = 3 if frag_pipe else 1
+        sch.annotate(k0, "software_pipeline_stage", [0, 0] + [stages - 1] * n_body)
+        sch.annotate(k0, "software_pipeline_order", list(range(2 + n_body)))
+        if on_gpu:
+            sch.annotate(k0, "software_pipeline_async_stages", [0])
+
+    LAST_INFO.clear()
+    LAST_INFO.update(vec_a=vec_a, vec_b=vec_b, vec_out=vec_out, b_nk=b_nk, n_warps=n_warps)
+    return None
+
+
+def _inline_epilogue(sch, acc_sh, epilogue_blocks):
+    """reverse_compute_inline every consumer of the accumulator staging block (the
+    pad_einsum crop block, the reindex write-back block, and the user epilogue blocks,
+    in order) into it, so the epilogue runs on the warp tile straight out of the
+    accumulator fragments."""
+    for _ in range(64):
+        consumers = sch.get_consumers(acc_sh)
+        if not consumers:
+            return
+        progressed = False
+        for cons in consumers:
+            try:
+                sch.reverse_compute_inline(cons)
+                progressed = True
+                break
+            except tvm.TVMError:
+                continue
+        if not progressed:
+            names = [sch.get(x).name_hint for x in consumers]
+            raise RuntimeError(f"could not fuse epilogue blocks {names} into the output tile")
+
+
+def intrin_names(intrin, in_dtype, out_dtype, load_scope, b_nk):
+    if intrin == "wmma":
+        from tvm.s_tir.tensor_intrin.cuda import get_wmma_intrin_group
+
+        assert in_dtype == "float16", "TVM's registered wmma intrinsics are fp16/int8 only"
+        return get_wmma_intrin_group(
+            load_scope=load_scope, store_scope=load_scope, in_dtype=in_dtype,
+            out_dtype=out_dtype, trans_b=b_nk)
+    from tvm.s_tir.tensor_intrin.cuda import get_mma_intrin_group
+
+    if in_dtype == "float16":
+        return get_mma_intrin_group(
+            load_scope=load_scope, store_scope=load_scope, in_dtype=in_dtype,
+            out_dtype=out_dtype, trans_a=False, trans_b=b_nk)
+    import os as _os, sys as _sys
+    _sys.path.insert(0, _os.path.dirname(_os.path.abspath(__file__)))
+    from tc_intrin import get_mma_intrin_group_ext  # bf16, registered by us
+
+    return get_mma_intrin_group_ext(load_scope, load_scope, in_dtype, out_dtype, b_nk)
+
+
+def compile_tc(mod, target, async_copy=True, intrin="wmma"):
+    """tvm.compile with the PassContext the schedule needs: cp.async is only emitted
+    when `tirx.use_async_copy` is set (otherwise the pipeline's async groups contain
+    plain ld/st copies)."""
+    cfg = {"tirx.use_async_copy": bool(async_copy)}
+    if _target_kind(target) == "cuda" and intrin == "wmma":
+        # (only for wmma: with mma, disabling StorageRewrite breaks LowerWarpMemory:
+        #  "Cannot find warp index(threadIdx.x) within the scope of warp memory")
+        # StorageRewrite may alias the fp32 accumulator staging tile into an fp16 shared.dyn
+        # A/B tile and then LowerIntrin fails with "tvm_access_ptr element type must match
+        # the source buffer (T.float16 vs. T.float32)" (e.g. BM=BN=64,BK=64,stages>=2).
+        # Shared-memory reuse is still done by MergeSharedMemoryAllocations.
+        cfg["tirx.disable_storage_rewrite"] = True
+    with tvm.transform.PassContext(opt_level=3, config=cfg):
+        return tvm.compile(mod, target=target)
