@@ -45,8 +45,27 @@ def _ranked(records: Iterable[TuningRecord], device: Optional[str] = None) -> li
     cannot be applied (failed, implausible cost, unknown template, config of the wrong
     types) is never ranked, so it can never mask a valid one."""
     known = _known_templates()
-    out = [r for r in records if (device is None or r.device == device) and usable_reason(r, known) is None]
+    out = []
+    for r in records:
+        if device is not None and r.device != device:
+            continue
+        why = usable_reason(r, known)
+        if why is None:
+            out.append(r)
+        elif r.ok:  # failed measurements are normal; a broken "success" is worth one warning
+            _warn_once(r, why)
     return sorted(out, key=lambda r: r.median_cost)  # stable
+
+
+_WARNED: set = set()
+
+
+def _warn_once(r: TuningRecord, why: str) -> None:
+    k = (r.workload, r.target, r.template, r.config_index, why)
+    if k not in _WARNED:
+        _WARNED.add(k)
+        log.warning("tuning record for %s (%s #%d) cannot be applied: %s; ignoring it",
+                    r.workload, r.template, r.config_index, why)
 
 
 def _pick_best(records: Iterable[TuningRecord], device: Optional[str] = None) -> Optional[TuningRecord]:
