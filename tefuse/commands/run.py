@@ -153,8 +153,6 @@ def run(args: argparse.Namespace) -> int:
 
     given = {name: _load_input(name, f) for name, f in _pairs(args.input, "--input").items()}
     shapes = {name: _parse_shape(name, v) for name, v in _pairs(args.shape, "--shape").items()}
-    if not Path(args.model).is_file():
-        raise TefuseError(f"no such model file: {args.model}")
     _need_device(args.target)
     is_onnx = args.model.endswith(".onnx")
     onnx_nodes = None
@@ -181,6 +179,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         if args.check or args.random_weights:
             raise TefuseError("--check and --random-weights need the .onnx model, not an artefact")
+        if not Path(args.model).is_file():
+            raise TefuseError(f"no such model or artefact file: {args.model}")
         cg = artifact.load(args.model)
         print(f"loaded {args.model} in {time.perf_counter() - t0:.2f}s")
     print(fusion_summary(cg, onnx_nodes, args.verbose_groups))

@@ -46,7 +46,8 @@ def test_empty_model_is_not_called_opset_1(tmp_path, capsys):
 
 
 def test_missing_model(tmp_path, capsys):
-    _one_line_error(capsys, ["run", str(tmp_path / "nope.onnx")], "no such model file")
+    _one_line_error(capsys, ["run", str(tmp_path / "nope.onnx")], "no such ONNX file")
+    _one_line_error(capsys, ["run", str(tmp_path / "nope.tefuse")], "no such model or artefact file")
 
 
 def test_missing_input_file(tmp_path, capsys):
