@@ -113,6 +113,11 @@ def register(family: str, *anchor_kinds: str, priority: int = 0):
     return deco
 
 
+def template_names() -> set[str]:
+    """Names of every registered template, any family."""
+    return {t.name for entries in _TEMPLATES.values() for t in entries}
+
+
 def families(target) -> tuple[str, ...]:
     """The template families a target (or target kind name) looks through, in order."""
     kind = target if isinstance(target, str) else target.kind.name

@@ -6,8 +6,9 @@ target, the tefuse and TVM versions, and a fingerprint of tefuse's and the sched
 sources (so editing a template or an op in a checkout never serves a stale kernel).
 
 Entries are shared libraries written by `export_library` to a temp name and renamed into
-place, so concurrent builds never see half a file; an entry that fails to load is dropped
-with a warning and rebuilt.
+place, so concurrent builds never see half a file. Each has a `.meta` record of its key, size
+and sha256, checked before the library is loaded: a truncated, damaged or swapped library is
+dropped with a warning and rebuilt, never dlopened. An entry that fails to load is dropped too.
 """
 from __future__ import annotations
 
@@ -85,10 +86,46 @@ class KernelCache:
         """The generated device source beside an entry (a loaded library no longer holds it)."""
         return lib.with_suffix(".src")
 
+    @staticmethod
+    def meta_path(lib: Path) -> Path:
+        """The entry's record of its key, size and sha256, checked before the library is loaded."""
+        return lib.with_suffix(".meta")
+
+    def _drop(self, p: Path, why: str) -> None:
+        log.warning("dropping corrupt kernel cache entry %s (%s); rebuilding", p, why)
+        for f in (p, self.source_path(p), self.meta_path(p)):
+            try:
+                f.unlink(missing_ok=True)
+            except OSError:
+                pass
+
+    def _verify(self, p: Path, key: str) -> Optional[str]:
+        """Why the entry must not be loaded (None: its bytes are the ones stored under key).
+        Loading a truncated library SIGBUSes, flipped bytes segfault and another kernel's
+        library runs the wrong code: none of them may reach dlopen."""
+        try:
+            meta = json.loads(self.meta_path(p).read_text())
+            data = p.read_bytes()
+        except (OSError, ValueError, RecursionError) as e:
+            return f"no readable checksum record ({type(e).__name__})"
+        if not isinstance(meta, dict) or meta.get("key") != key:
+            return "its record names another key"
+        if meta.get("size") != len(data) or meta.get("sha256") != hashlib.sha256(data).hexdigest():
+            return "checksum mismatch (truncated, damaged or replaced library)"
+        return None
+
     def load(self, workload_key: str, target: tvm.target.Target, choice: Any) -> Optional[tvm.runtime.Module]:
         """The cached module, or None (a miss, or an entry this process cannot load)."""
-        p = self.path(self.key(workload_key, target, choice))
-        if not p.is_file():
+        key = self.key(workload_key, target, choice)
+        p = self.path(key)
+        try:
+            if not p.is_file():
+                return None
+        except OSError:
+            return None
+        why = self._verify(p, key)
+        if why is not None:
+            self._drop(p, why)
             return None
         try:
             mod = tvm.runtime.load_module(str(p))
@@ -131,13 +168,25 @@ class KernelCache:
                 tmp_src.write_text(source)
                 os.replace(tmp_src, self.source_path(p))
             module.export_library(str(tmp))
+            data = tmp.read_bytes()
+            key = self.key(workload_key, target, choice)
+            tmp_meta = tmp.with_suffix(".meta")
+            tmp_meta.write_text(json.dumps({"key": key, "size": len(data),
+                                            "sha256": hashlib.sha256(data).hexdigest()}))
+            os.replace(tmp_meta, self.meta_path(p))
             os.replace(tmp, p)
         except Exception as e:  # noqa: BLE001 - disk full, no compiler, read-only cache...
             log.warning("could not store kernel for %s in the cache: %s", workload_key, e)
-            tmp.unlink(missing_ok=True)
-            tmp_src.unlink(missing_ok=True)
-            if not p.exists():
-                self.source_path(p).unlink(missing_ok=True)
+            for f in (tmp, tmp_src, tmp.with_suffix(".meta")):
+                try:
+                    f.unlink(missing_ok=True)
+                except OSError:
+                    pass
+            try:
+                if not p.exists():
+                    self.source_path(p).unlink(missing_ok=True)
+            except OSError:
+                pass
             return None
         return p
 
@@ -147,7 +196,7 @@ class KernelCache:
         for f in self.root.glob("*/*.so"):
             f.unlink(missing_ok=True)
             n += 1
-        for f in self.root.glob("*/*.src"):  # with their libraries, and any left without one
+        for f in [*self.root.glob("*/*.src"), *self.root.glob("*/*.meta")]:  # with their libraries
             f.unlink(missing_ok=True)
         return n
 

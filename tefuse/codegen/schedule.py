@@ -51,8 +51,10 @@ def choose_schedule(lowered: LoweredGroup, target: tvm.target.Target,
     info = lowered.info
     key = workload_key(lowered.group)
     if db is not None:
-        rec = db.best(key, target_key(target))
-        if rec is not None:
+        ranked = getattr(db, "ranked", None)
+        recs = ranked(key, target_key(target)) if ranked is not None else \
+            [r for r in [db.best(key, target_key(target))] if r is not None]
+        for rec in recs:  # fastest first: a record that does not fit never masks the next one
             temps = find_template(target, info.anchor_kind, rec.template, info=info)
             if not temps:
                 log.warning("tuning record for %s names template %s, which does not serve this group "
@@ -61,7 +63,7 @@ def choose_schedule(lowered: LoweredGroup, target: tvm.target.Target,
                 space = t.space(info, target)
                 try:
                     return ScheduleChoice(t, space.from_values(rec.config), "tuned")
-                except (KeyError, ValueError):
+                except (KeyError, ValueError, TypeError, IndexError):
                     log.warning("tuning record for %s does not fit template %s; ignoring it", key, t.name)
     t = find_template(target, info.anchor_kind, info=info)[0]
     if target.kind.name != "llvm":

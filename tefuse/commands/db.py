@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 from collections import defaultdict
+from pathlib import Path
 from typing import Optional
 
 from ..errors import TefuseError
@@ -38,6 +39,8 @@ def _open(args: argparse.Namespace):
     from ..tune.database import Database, default_database
 
     if args.db:
+        if not Path(args.db).is_file():
+            raise TefuseError(f"no such tuning log: {args.db}")
         return Database(args.db)
     return default_database()
 

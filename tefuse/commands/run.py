@@ -65,6 +65,38 @@ def _pairs(items: list[str], what: str) -> dict[str, str]:
     return out
 
 
+def _load_input(name: str, path: str) -> np.ndarray:
+    """One --input NAME=FILE.npy, or a one-line TefuseError."""
+    p = Path(path)
+    if not p.is_file():
+        raise TefuseError(f"--input {name}: no such file {path!r}")
+    try:
+        arr = np.load(p, allow_pickle=False)
+    except Exception as e:  # noqa: BLE001 - numpy raises ValueError, EOFError, OSError...
+        why = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        raise TefuseError(f"--input {name}: {path!r} is not a .npy array ({why})") from None
+    if not isinstance(arr, np.ndarray):
+        raise TefuseError(f"--input {name}: {path!r} is an .npz archive, not a .npy array")
+    return arr
+
+
+def _parse_shape(name: str, text: str) -> tuple[int, ...]:
+    parts = text.lower().split("x")
+    if not all(p.isdigit() and int(p) > 0 for p in parts):
+        raise TefuseError(f"--shape {name}={text}: dims must be positive integers, e.g. 1x3x224x224")
+    return tuple(int(p) for p in parts)
+
+
+def _need_device(target: str) -> None:
+    """`run` executes: a GPU target needs its device (one line instead of TVM's traceback)."""
+    from ..target import has_gpu, make_target
+
+    kind = make_target(target).kind.name
+    if kind != "llvm" and not has_gpu(kind):
+        raise TefuseError(f"target {target}: no {kind} device here (Device API {kind} is not enabled "
+                          f"or no GPU is visible); use -t llvm")
+
+
 def random_inputs(graph, seed: int = 0, given: Optional[dict[str, np.ndarray]] = None) -> dict[str, np.ndarray]:
     """Values for every graph input: the given ones, random for the rest (uniform [0, 1) floats)."""
     rng = np.random.default_rng(seed)
@@ -119,18 +151,17 @@ def run(args: argparse.Namespace) -> int:
     from ..driver import build
     from ..runtime import artifact
 
-    given = {name: np.load(f) for name, f in _pairs(args.input, "--input").items()}
-    shapes = {name: tuple(int(s) for s in v.lower().split("x"))
-              for name, v in _pairs(args.shape, "--shape").items()}
+    given = {name: _load_input(name, f) for name, f in _pairs(args.input, "--input").items()}
+    shapes = {name: _parse_shape(name, v) for name, v in _pairs(args.shape, "--shape").items()}
+    _need_device(args.target)
     is_onnx = args.model.endswith(".onnx")
     onnx_nodes = None
     t0 = time.perf_counter()
     if is_onnx:
-        import onnx
-
         from ..frontend.onnx import import_onnx
+        from ..frontend.onnx.importer import load_model
 
-        model = onnx.load(args.model)
+        model = load_model(args.model)
         if args.random_weights:
             from ..frontend.randomize import randomize_constant_weights
 
@@ -148,6 +179,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         if args.check or args.random_weights:
             raise TefuseError("--check and --random-weights need the .onnx model, not an artefact")
+        if not Path(args.model).is_file():
+            raise TefuseError(f"no such model or artefact file: {args.model}")
         cg = artifact.load(args.model)
         print(f"loaded {args.model} in {time.perf_counter() - t0:.2f}s")
     print(fusion_summary(cg, onnx_nodes, args.verbose_groups))

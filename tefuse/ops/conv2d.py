@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
+import numpy as np
+
 from tvm import te, tirx as tir
 
 from ..errors import OpError
@@ -18,10 +20,27 @@ from .value import Value, acc_dtype
 WEIGHT_LAYOUT = {"NCHW": "OIHW", "NHWC": "HWIO"}
 
 
+def _is_int(x) -> bool:
+    return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
+
+
+def _ints(v, name: str) -> tuple[int, ...]:
+    """An int or a sequence of ints (never a float: 1.5 is refused, not truncated)."""
+    if _is_int(v):
+        return (int(v),)
+    try:
+        items = tuple(v)
+    except TypeError:
+        raise OpError(f"{name} must be an integer or a tuple of integers, got {v!r}") from None
+    if not items or not all(_is_int(x) for x in items):
+        raise OpError(f"{name} must be an integer or a tuple of integers, got {v!r}")
+    return tuple(int(x) for x in items)
+
+
 def normalize_pair(v, name: str) -> tuple[int, int]:
-    if isinstance(v, int):
-        return (v, v)
-    v = tuple(int(x) for x in v)
+    v = _ints(v, name)
+    if len(v) == 1:
+        return (v[0], v[0])
     if len(v) != 2:
         raise OpError(f"{name} must be an int or a pair, got {v}")
     return v
@@ -29,9 +48,9 @@ def normalize_pair(v, name: str) -> tuple[int, int]:
 
 def normalize_padding(p) -> tuple[int, int, int, int]:
     """int, (h, w) or (top, left, bottom, right) -> (top, left, bottom, right)."""
-    if isinstance(p, int):
-        p = (p, p, p, p)
-    p = tuple(int(x) for x in p)
+    p = _ints(p, "padding")
+    if len(p) == 1:
+        p = p * 4
     if len(p) == 2:
         p = (p[0], p[1], p[0], p[1])
     if len(p) != 4 or min(p) < 0:
@@ -120,6 +139,8 @@ def conv2d_geometry(data_shape, weight_shape, attrs: dict) -> Conv2dGeometry:
     else:
         n, h, w, c = data_shape
         kh, kw, cg, k = weight_shape
+    if not _is_int(attrs["groups"]) or attrs["groups"] < 1:
+        raise OpError(f"conv2d: groups must be a positive integer, got {attrs['groups']!r}")
     g = int(attrs["groups"])
     wl = WEIGHT_LAYOUT[layout]
     if g < 1 or c % g or k % g:

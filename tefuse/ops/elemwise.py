@@ -12,6 +12,7 @@ from tvm.ir.expr import Expr as PrimExpr
 from tvm import tirx as tir
 
 from ..errors import OpError
+from .nanprop import clip_with, fmax, fmin, max_with
 from .registry import OpPattern, register_op
 from .value import Value, broadcast_shape, broadcast_to, lazy
 
@@ -53,7 +54,7 @@ def _elu(x, alpha=1.0):
 
 def _hardsigmoid(x, alpha=1 / 6, beta=0.5):
     d = _dt(x)
-    return tir.max(_c(0, d), tir.min(_c(1, d), _c(alpha, d) * x + _c(beta, d)))
+    return clip_with(_c(alpha, d) * x + _c(beta, d), 0.0, 1.0, d)
 
 
 def _hardswish(x):
@@ -61,10 +62,9 @@ def _hardswish(x):
 
 
 def _clip(x, min=-math.inf, max=math.inf):  # noqa: A002 - ONNX/numpy names
-    d = _dt(x)
-    lo = tir.min_value(d) if min == -math.inf else _c(min, d)
-    hi = tir.max_value(d) if max == math.inf else _c(max, d)
-    return tir.max(lo, tir.min(hi, x))
+    # min(max(x, lo), hi) as numpy and ONNX: NaN stays NaN, min > max gives max, an infinite
+    # bound is no bound (an input of -inf stays -inf)
+    return clip_with(x, min, max, _dt(x))
 
 
 def _leaky_relu(x, alpha=0.01):
@@ -74,13 +74,13 @@ def _leaky_relu(x, alpha=0.01):
 def _softplus(x):
     # log(1 + exp(x)) = max(x, 0) + log1p(exp(-|x|)): no overflow for large x
     d = _dt(x)
-    return tir.max(x, _c(0, d)) + tir.log1p(tir.exp(_c(0, d) - tir.abs(x)))
+    return max_with(x, _c(0, d)) + tir.log1p(tir.exp(_c(0, d) - tir.abs(x)))
 
 
 # name -> (scalar rule, attribute defaults); activations are the ones FusionPlan accepts
 UNARY: dict[str, tuple[Scalar, dict]] = {
-    "relu": (lambda x: tir.max(x, _c(0, _dt(x))), {}),
-    "relu6": (lambda x: tir.max(_c(0, _dt(x)), tir.min(x, _c(6, _dt(x)))), {}),
+    "relu": (lambda x: max_with(x, _c(0, _dt(x))), {}),
+    "relu6": (lambda x: clip_with(x, 0.0, 6.0, _dt(x)), {}),
     "clip": (_clip, {"min": -math.inf, "max": math.inf}),
     "leaky_relu": (_leaky_relu, {"alpha": 0.01}),
     "sigmoid": (_in_f32(lambda x: tir.sigmoid(x)), {}),
@@ -114,8 +114,8 @@ BINARY: dict[str, Scalar] = {
     "sub": lambda a, b: a - b,
     "mul": lambda a, b: a * b,
     "div": lambda a, b: a / b,
-    "maximum": lambda a, b: tir.max(a, b),
-    "minimum": lambda a, b: tir.min(a, b),
+    "maximum": fmax,
+    "minimum": fmin,
     "pow": lambda a, b: tir.power(a, b),
 }
 

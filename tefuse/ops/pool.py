@@ -9,6 +9,7 @@ from tvm import te, tirx as tir
 
 from ..errors import OpError
 from .conv2d import normalize_padding, normalize_pair
+from .nanprop import lowest as _lowest, reduce_max
 from .registry import OpPattern, register_op
 from .value import Value, acc_dtype, lazy
 
@@ -106,11 +107,11 @@ def _pool(kind: str, inputs: Sequence[Value], attrs: dict) -> Value:
         return i[ha] * sh + ry * dh - t, i[wa] * sw + rx * dw - l
 
     if kind == "max":
-        lowest = tir.min_value(x.dtype)
+        lowest = _lowest(x.dtype)
 
         def body(*i):
             y, xx = pos(i)
-            return te.max(tir.if_then_else(inside(y, xx), src(i, y, xx), lowest), axis=[ry, rx])
+            return reduce_max(tir.if_then_else(inside(y, xx), src(i, y, xx), lowest), axis=[ry, rx])
 
         out = te.compute(shape, body, name=name, tag="pool")
         return Value.of_tensor(out)

@@ -8,10 +8,11 @@ from typing import ClassVar, Sequence
 from tvm import te, tirx as tir
 
 from ..errors import OpError
+from .nanprop import reduce_max, reduce_min
 from .registry import OpPattern, register_op
 from .value import Value, acc_dtype, lazy
 
-_REDUCERS = {"sum": te.sum, "mean": te.sum, "max": te.max, "min": te.min}
+_REDUCERS = {"sum": te.sum, "mean": te.sum, "max": reduce_max, "min": reduce_min}
 
 
 @dataclass(frozen=True)

@@ -18,16 +18,39 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from ..driver import build
-from ..errors import GraphError, PlanStateError, UnsupportedFusion
+from ..errors import GraphError, OpError, PlanStateError, UnsupportedFusion
 from ..fusion import fuse_graph
 from ..graph.ir import Graph, GraphBuilder, Node
 from ..ops import ACTIVATIONS
-from ..ops.conv2d import WEIGHT_LAYOUT
+from ..ops.conv2d import WEIGHT_LAYOUT, normalize_padding, normalize_pair
 from ..ops.elemwise import BINARY, UNARY
 from ..runtime.executor import CompiledGraph
 from ..target import TargetLike
 
 log = logging.getLogger(__name__)
+
+
+DTYPES = ("float16", "float32", "float64", "bfloat16", "int8", "int16", "int32", "int64", "uint8")
+
+
+def _number(v) -> bool:
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
+
+
+def _check_activation_params(step: int, kind: str, params: dict, defaults: dict) -> None:
+    """Known names and values of the right kind, checked when the step is added."""
+    what = f"step {step} ({kind})"
+    unknown = sorted(set(params) - set(defaults))
+    if unknown:
+        known = ", ".join(sorted(defaults)) or "none"
+        raise UnsupportedFusion(f"{what}: unknown parameter(s) {unknown}; {kind} takes: {known}")
+    for k, v in params.items():
+        d = defaults[k]
+        if isinstance(d, str):
+            if k == "approximate" and v not in ("none", "tanh"):
+                raise UnsupportedFusion(f"{what}: {k} must be 'none' or 'tanh', got {v!r}")
+        elif not _number(v) or v != v:
+            raise UnsupportedFusion(f"{what}: {k} must be a number, got {v!r}")
 
 
 @dataclass(frozen=True)
@@ -39,7 +62,15 @@ class TensorDesc:
     layout: str = "NCHW"
 
     def __post_init__(self):
-        object.__setattr__(self, "shape", tuple(int(s) for s in self.shape))
+        try:
+            shape = tuple(self.shape)
+        except TypeError:
+            raise UnsupportedFusion(f"TensorDesc: shape must be a tuple of integers, got {self.shape!r}") from None
+        if not all(isinstance(s, (int, np.integer)) and not isinstance(s, bool) for s in shape):
+            raise UnsupportedFusion(f"TensorDesc: shape must be a tuple of integers, got {self.shape!r}")
+        object.__setattr__(self, "shape", tuple(int(s) for s in shape))
+        if self.dtype not in DTYPES:
+            raise UnsupportedFusion(f"TensorDesc: unknown dtype {self.dtype!r}; use one of {', '.join(DTYPES)}")
 
 
 @dataclass(frozen=True)
@@ -145,6 +176,14 @@ class FusionPlan:
                                     f"input dtype {self.input.dtype}")
         if any(h.kind == "conv2d" for h in self._steps):
             raise UnsupportedFusion(f"step {step} (conv2d): a plan holds one convolution")
+        try:
+            normalize_pair(stride, "stride")
+            normalize_pair(dilation, "dilation")
+            normalize_padding(padding)
+        except OpError as e:
+            raise UnsupportedFusion(f"step {step} (conv2d): {e}") from None
+        if not isinstance(groups, (int, np.integer)) or isinstance(groups, bool) or groups < 1:
+            raise UnsupportedFusion(f"step {step} (conv2d): groups must be a positive integer, got {groups!r}")
         return self._add("conv2d", "conv2d", [(f"s{step}_weight", weight.shape)], strides=stride,
                          padding=padding, dilation=dilation, groups=groups, layout=self.input.layout)
 
@@ -159,6 +198,8 @@ class FusionPlan:
     def add_batch_norm(self, epsilon: float = 1e-5) -> OpHandle:
         """Inference batch-norm over channels (statistics are runtime args)."""
         step = len(self._steps)
+        if not _number(epsilon) or not epsilon > 0:
+            raise UnsupportedFusion(f"step {step} (batch_norm): epsilon must be a positive number, got {epsilon!r}")
         c = self._cur.shape[self.channel_axis]
         names = [(f"s{step}_{k}", (c,)) for k in ("gamma", "beta", "mean", "var")]
         return self._add("batch_norm", "batch_norm", names, axis=self.channel_axis, epsilon=epsilon)
@@ -169,6 +210,7 @@ class FusionPlan:
         if kind not in ACTIVATIONS:
             raise UnsupportedFusion(f"step {step} (activation): unknown activation {kind!r}; "
                                     f"supported: {', '.join(ACTIVATIONS)}")
+        _check_activation_params(step, kind, params, UNARY[kind][1])
         return self._add("activation", kind, [], **params)
 
     def add_elementwise(self, kind: str, other: Optional[TensorDesc] = None) -> OpHandle:
@@ -187,6 +229,7 @@ class FusionPlan:
         """Any elementwise unary op of tefuse (exp, sqrt, abs...)."""
         if kind not in UNARY:
             raise UnsupportedFusion(f"step {len(self._steps)} (unary): unknown op {kind!r}")
+        _check_activation_params(len(self._steps), kind, params, UNARY[kind][1])
         return self._add("activation", kind, [], **params)
 
     @property
@@ -218,6 +261,9 @@ class FusionPlan:
     def execute(self, x, args: OperatorArgs, *, as_numpy: bool = True):
         """Run the compiled kernel on input `x` with runtime arguments `args`."""
         cg = self.compiled
+        if not isinstance(args, OperatorArgs):
+            raise PlanStateError(f"execute(x, args): args must be the OperatorArgs from plan.new_args(), "
+                                 f"got {type(args).__name__}")
         missing = [n for h in self._steps for n in h.arg_names if n not in args.values]
         if missing:
             raise PlanStateError(f"runtime arguments not set: {', '.join(missing)}")

@@ -12,7 +12,7 @@ from ..errors import TefuseError
 from ..graph.ir import Graph
 from .fusion_plan import FusionPlan, TensorDesc
 
-_ITEM = re.compile(r"^\s*([A-Za-z_][\w]*)\s*(?:\((.*)\))?\s*$")
+_ITEM = re.compile(r"^\s*([A-Za-z_][\w]*)\s*(?:\(([^()]*)\))?\s*$")
 
 
 def parse_shape(text: str) -> tuple[int, ...]:
@@ -27,6 +27,8 @@ def _value(text: str) -> Any:
     text = text.strip()
     if re.fullmatch(r"\d+(-\d+)+", text):  # pads as top-left-bottom-right
         return tuple(int(p) for p in text.split("-"))
+    if re.fullmatch(r"[+-]?\d+", text):
+        return int(text)
     for cast in (int, float):
         try:
             return cast(text)
@@ -45,21 +47,66 @@ def _params(text: str, item: str) -> dict[str, Any]:
     return out
 
 
+def _int(p: dict, key: str, item: str, default=None, minimum: int = 1):
+    """An integer parameter (8.5, 'abc' and 1e3 are refused, never truncated)."""
+    if key not in p:
+        return default
+    v = p.pop(key)
+    if not isinstance(v, int) or v < minimum:
+        raise TefuseError(f"chain item {item!r}: {key} must be an integer >= {minimum}, got {v!r}")
+    return v
+
+
+def _ints(p: dict, key: str, item: str, default, minimum: int, parts: tuple[int, ...]):
+    """An integer, or integers joined by '-' (pad=t-l-b-r, stride=h-w)."""
+    if key not in p:
+        return default
+    v = p.pop(key)
+    ok = (isinstance(v, int) and v >= minimum) or (
+        isinstance(v, tuple) and len(v) in parts and all(x >= minimum for x in v))
+    if not ok:
+        forms = " or ".join("N" if n == 1 else "-".join("N" * n) for n in (1, *parts))
+        raise TefuseError(f"chain item {item!r}: {key} must be {forms} with integers >= {minimum}, "
+                          f"got {v!r}")
+    return v
+
+
 def _conv(plan: FusionPlan, p: dict, item: str) -> None:
     c = plan.output_desc.shape[plan.channel_axis]
-    k = p.pop("k", c)
-    kh, kw = p.pop("kh", None), p.pop("kw", None)
-    r = p.pop("r", 3)
+    k = _int(p, "k", item)
+    kh, kw = _int(p, "kh", item), _int(p, "kw", item)
+    r = _int(p, "r", item, 3)
     kh, kw = kh or r, kw or r
-    groups = p.pop("groups", 1)
-    if p.pop("depthwise", 0):
+    groups = _int(p, "groups", item)
+    depthwise = _int(p, "depthwise", item, 0, minimum=0)
+    if depthwise not in (0, 1):
+        raise TefuseError(f"chain item {item!r}: depthwise must be 0 or 1, got {depthwise!r}")
+    if depthwise:
+        if k is not None and k != c:
+            raise TefuseError(f"chain item {item!r}: depthwise=1 gives k={c} (the input channels); "
+                              f"k={k} conflicts")
+        if groups is not None and groups != c:
+            raise TefuseError(f"chain item {item!r}: depthwise=1 gives groups={c} (the input "
+                              f"channels); groups={groups} conflicts")
         groups, k = c, c
-    stride, pad, dil = p.pop("stride", 1), p.pop("pad", 0), p.pop("dilation", 1)
+    k = c if k is None else k
+    groups = 1 if groups is None else groups
+    stride = _ints(p, "stride", item, 1, 1, (2,))
+    dil = _ints(p, "dilation", item, 1, 1, (2,))
+    pad = _ints(p, "pad", item, 0, 0, (2, 4))
     if p:
         raise TefuseError(f"chain item {item!r}: unknown conv2d parameter(s) {sorted(p)}")
-    cg = c // groups if groups else c
+    if c % groups or k % groups:
+        raise TefuseError(f"chain item {item!r}: groups={groups} must divide the input channels ({c}) "
+                          f"and k ({k})")
+    cg = c // groups
     shape = (k, cg, kh, kw) if plan.input.layout == "NCHW" else (kh, kw, cg, k)
     plan.add_conv(TensorDesc(shape, plan.input.dtype), stride=stride, padding=pad, dilation=dil, groups=groups)
+
+
+def _no_params(p: dict, item: str, name: str) -> None:
+    if p:
+        raise TefuseError(f"chain item {item!r}: {name} takes no parameters, got {sorted(p)}")
 
 
 def build_plan(text: str, input_shape: tuple, dtype: str = "float32", layout: str = "NCHW") -> FusionPlan:
@@ -67,15 +114,25 @@ def build_plan(text: str, input_shape: tuple, dtype: str = "float32", layout: st
     for item in text.split("+"):
         m = _ITEM.match(item)
         if not m:
-            raise TefuseError(f"bad chain item {item!r} in {text!r}")
+            why = "unbalanced parentheses" if item.count("(") != item.count(")") or item.count("(") > 1 \
+                else "use name or name(key=value,...)"
+            raise TefuseError(f"bad chain item {item.strip()!r} in {text!r}: {why}")
         name, p = m.group(1), _params(m.group(2), item)
         if name in ("conv2d", "conv"):
             _conv(plan, p, item)
         elif name in ("bias", "bias_add"):
+            _no_params(p, item, name)
             plan.add_bias()
         elif name in ("batch_norm", "bn"):
-            plan.add_batch_norm(epsilon=p.pop("eps", 1e-5))
+            eps = p.pop("eps", 1e-5)
+            if p:
+                raise TefuseError(f"chain item {item!r}: unknown batch_norm parameter(s) {sorted(p)}; "
+                                  f"it takes eps")
+            if isinstance(eps, str) or isinstance(eps, tuple) or not eps > 0:
+                raise TefuseError(f"chain item {item!r}: eps must be a positive number, got {eps!r}")
+            plan.add_batch_norm(epsilon=float(eps))
         elif name in ("add", "sub", "mul", "div", "maximum", "minimum"):
+            _no_params(p, item, name)
             plan.add_elementwise(name)
         else:
             plan.add_activation(name, **p)

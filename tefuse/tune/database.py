@@ -26,16 +26,73 @@ log = logging.getLogger(__name__)
 PathLike = Union[str, os.PathLike]
 
 
-def _pick_best(records: Iterable[TuningRecord], device: Optional[str] = None) -> Optional[TuningRecord]:
-    """Lowest median cost among ok records; the first one seen wins ties."""
-    best, best_cost = None, math.inf
+def _known_templates() -> set[str]:
+    from ..schedules.registry import template_names
+
+    return template_names()
+
+
+def usable_reason(r: TuningRecord, known: Optional[set[str]] = None) -> Optional[str]:
+    """Why a record can never be applied (None: it can be ranked)."""
+    why = r.unusable_reason()
+    if why is None and r.template not in (known if known is not None else _known_templates()):
+        why = f"unknown template {r.template!r}"
+    return why
+
+
+def _ranked(records: Iterable[TuningRecord], device: Optional[str] = None) -> list[TuningRecord]:
+    """Usable records, fastest (lowest median) first; the first seen wins ties. A record that
+    cannot be applied (failed, implausible cost, unknown template, config of the wrong
+    types) is never ranked, so it can never mask a valid one."""
+    known = _known_templates()
+    out = []
     for r in records:
-        if not r.ok or (device is not None and r.device != device):
+        if device is not None and r.device != device:
             continue
-        c = r.median_cost
-        if c < best_cost:
-            best, best_cost = r, c
-    return best
+        why = usable_reason(r, known)
+        if why is None:
+            out.append(r)
+        elif r.ok:  # failed measurements are normal; a broken "success" is worth one warning
+            _warn_once(r, why)
+    return sorted(out, key=lambda r: r.median_cost)  # stable
+
+
+_WARNED: set = set()
+
+
+def _warn_once(r: TuningRecord, why: str) -> None:
+    k = (r.workload, r.target, r.template, r.config_index, why)
+    if k not in _WARNED:
+        _WARNED.add(k)
+        log.warning("tuning record for %s (%s #%d) cannot be applied: %s; ignoring it",
+                    r.workload, r.template, r.config_index, why)
+
+
+def _pick_best(records: Iterable[TuningRecord], device: Optional[str] = None) -> Optional[TuningRecord]:
+    """Lowest median cost among usable records; the first one seen wins ties."""
+    ranked = _ranked(records, device)
+    return ranked[0] if ranked else None
+
+
+def _open_locked(path: Path, flags: int) -> int:
+    """Open path and take its exclusive flock, making sure the locked file is still the one at
+    `path`: merge and distill replace a log by rename while holding this lock, so a writer
+    that opened the old file while waiting reopens the new one instead of appending to a file
+    nobody will read again."""
+    while True:
+        fd = os.open(path, flags, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                st = os.stat(path)
+            except FileNotFoundError:
+                st = None
+            if st is not None and st.st_ino == os.fstat(fd).st_ino:
+                return fd
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)  # replaced (or removed) while we waited: try the file there now
 
 
 class Database:
@@ -65,9 +122,8 @@ class Database:
         if not data:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = _open_locked(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
             try:
                 size = os.fstat(fd).st_size
                 if size and os.pread(fd, 1, size - 1) != b"\n":
@@ -131,6 +187,10 @@ class Database:
         except (ValueError, UnicodeDecodeError) as e:
             log.warning("%s:%d: skipping malformed tuning record: %s", self.path, lineno, e)
             return
+        except RecursionError:
+            log.warning("%s:%d: skipping malformed tuning record: nested too deeply to parse",
+                        self.path, lineno)
+            return
         self._all.append(rec)
         self._by_key.setdefault((rec.workload, rec.target), []).append(rec)
 
@@ -146,6 +206,10 @@ class Database:
     def best(self, workload: str, target: str, device: Optional[str] = None) -> Optional[TuningRecord]:
         """The fastest ok record (lowest median); a failed measurement is never best."""
         return _pick_best(self.records(workload, target), device)
+
+    def ranked(self, workload: str, target: str, device: Optional[str] = None) -> list[TuningRecord]:
+        """Usable records, fastest first (build tries them in turn)."""
+        return _ranked(self.records(workload, target), device)
 
     def measured_indices(self, workload: str, target: str, template: str) -> set[int]:
         """Config indices already measured (failures included), so a resumed tuner skips them."""
@@ -182,6 +246,9 @@ class LayeredDatabase:
 
     def best(self, workload: str, target: str, device: Optional[str] = None) -> Optional[TuningRecord]:
         return _pick_best(self.records(workload, target), device)
+
+    def ranked(self, workload: str, target: str, device: Optional[str] = None) -> list[TuningRecord]:
+        return _ranked(self.records(workload, target), device)
 
     def measured_indices(self, workload: str, target: str, template: str) -> set[int]:
         """The user layer's only: shipped logs were measured on other machines."""
@@ -236,6 +303,51 @@ def _as_db(src: Union[PathLike, Database, LayeredDatabase]):
     return src if isinstance(src, (Database, LayeredDatabase)) else Database(src)
 
 
+def _check_sources(dbs) -> None:
+    from ..errors import TefuseError
+
+    for d in dbs:
+        if isinstance(d, Database) and not d.path.is_file():
+            raise TefuseError(f"no such tuning log: {d.path}")
+
+
+def _parse_locked(fd: int, path: Path) -> list[TuningRecord]:
+    """Records of the file behind a locked fd (not through Database: its shared lock on
+    another descriptor would wait for our own exclusive one)."""
+    data = b""
+    while True:
+        chunk = os.pread(fd, 1 << 20, len(data))
+        if not chunk:
+            break
+        data += chunk
+    tmp = Database(path)
+    for lineno, raw in enumerate(data.split(b"\n"), 1):
+        tmp._parse(raw, lineno)
+    return tmp._all
+
+
+def _rewrite_locked(dest: PathLike, sources: Sequence, combine, keep_own: bool = True) -> int:
+    """Replace dest by combine(records of dest + sources), holding dest's appender lock from
+    reading dest to the rename, so an append racing the rewrite is either read or lands in the
+    new file (appenders reopen a replaced file): nothing is lost."""
+    dest = Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd = _open_locked(dest, os.O_RDWR | os.O_CREAT)
+    try:
+        own = _parse_locked(fd, dest)
+        records: list[TuningRecord] = []
+        for d in sources:
+            if isinstance(d, Database) and d.path.resolve() == dest.resolve():
+                records.extend(own)
+                own = []
+            else:
+                records.extend(d.records())
+        return _write_atomic(combine((own if keep_own else []) + records), dest)
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
 def _write_atomic(records: Iterable[TuningRecord], dest: PathLike) -> int:
     """Replace dest with these records via a temp file + rename: readers never see half."""
     dest = Path(dest)
@@ -257,26 +369,35 @@ def _write_atomic(records: Iterable[TuningRecord], dest: PathLike) -> int:
 
 
 def merge(sources: Sequence[Union[PathLike, Database]], dest: PathLike) -> int:
-    """Merge logs into dest (its own records kept), dropping exact duplicates; returns the
-    number of records dest now holds. Ordered by timestamp so the result reads as a history."""
-    seen: dict[str, TuningRecord] = {}
+    """Merge logs into dest (its own records kept, including those tuners append while the
+    merge runs), dropping exact duplicates; returns the number of records dest now holds.
+    Ordered by timestamp so the result reads as a history. A missing source is an error."""
     dbs = [_as_db(s) for s in sources]
-    if Path(dest).exists() and not any(isinstance(d, Database) and d.path.resolve() == Path(dest).resolve()
-                                       for d in dbs):
-        dbs.insert(0, Database(dest))
-    for d in dbs:
-        for r in d.records():
+    _check_sources(dbs)
+
+    def combine(records):
+        seen: dict[str, TuningRecord] = {}
+        for r in records:
             seen.setdefault(r.to_json(), r)
-    return _write_atomic(sorted(seen.values(), key=lambda r: r.timestamp), dest)
+        return sorted(seen.values(), key=lambda r: r.timestamp)
+
+    return _rewrite_locked(dest, dbs, combine)
 
 
 def distill(source: Union[PathLike, Database, Sequence[PathLike]], dest: PathLike) -> int:
-    """Keep only the best ok record per (workload, target, device): what a shipped log needs."""
+    """Keep only the best usable record per (workload, target, device): what a shipped log
+    needs. dest is replaced (its own records take part only when it is also a source, then
+    read under the appenders' lock)."""
     dbs = [_as_db(s) for s in source] if isinstance(source, (list, tuple)) else [_as_db(source)]
-    best: dict[tuple[str, str, str], TuningRecord] = {}
-    for d in dbs:
-        for r in d.records():
+    _check_sources(dbs)
+    known = _known_templates()
+
+    def combine(records):
+        best: dict[tuple[str, str, str], TuningRecord] = {}
+        for r in records:
             k = (r.workload, r.target, r.device)
-            if r.ok and (k not in best or r.median_cost < best[k].median_cost):
+            if usable_reason(r, known) is None and (k not in best or r.median_cost < best[k].median_cost):
                 best[k] = r
-    return _write_atomic(sorted(best.values(), key=lambda r: (r.workload, r.target, r.device)), dest)
+        return sorted(best.values(), key=lambda r: (r.workload, r.target, r.device))
+
+    return _rewrite_locked(dest, dbs, combine, keep_own=False)

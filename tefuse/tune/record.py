@@ -18,6 +18,9 @@ from typing import Any, Optional
 #: The failure kinds a measurement can end in; `error=None` means it ran and was correct.
 ERRORS = ("compile_error", "runtime_error", "timeout", "wrong_result")
 
+#: The least believable median time of a kernel (seconds): 0 or 1e-300 is a broken measurement.
+MIN_COST = 1e-9
+
 _REQUIRED = {"workload": str, "target": str, "template": str, "config": dict, "config_index": int}
 
 
@@ -49,6 +52,16 @@ def _jsonable(v: Any) -> Any:
     return v
 
 
+def _config_value_ok(v: Any) -> bool:
+    if isinstance(v, bool):
+        return True
+    if isinstance(v, (int, str)):
+        return True
+    if isinstance(v, (list, tuple)):
+        return len(v) > 0 and all(isinstance(x, int) and not isinstance(x, bool) for x in v)
+    return False
+
+
 @dataclass
 class TuningRecord:
     """One measurement of one config of one template on one workload and device.
@@ -75,6 +88,20 @@ class TuningRecord:
         """Ran, gave the right result and has finite timings: only such a record can be best."""
         return (self.error is None and len(self.costs) > 0
                 and all(math.isfinite(c) and c >= 0 for c in self.costs))
+
+    def unusable_reason(self) -> Optional[str]:
+        """Why an ok record cannot be applied (None: it can): implausible cost, config values
+        of the wrong types. Unknown templates are checked by the database (it knows them)."""
+        if not self.ok:
+            return self.error or "no costs"
+        if not statistics.median(self.costs) >= MIN_COST:
+            return f"median cost {statistics.median(self.costs):g}s is below {MIN_COST:g}s"
+        if self.config_index < 0:
+            return f"config_index {self.config_index} is negative"
+        for k, v in self.config.items():
+            if not _config_value_ok(v):
+                return f"config value {k}={v!r} is not an int, string or list of ints"
+        return None
 
     @property
     def mean_cost(self) -> float:

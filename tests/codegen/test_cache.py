@@ -165,6 +165,11 @@ def test_cuda_module_exports(tmp_path):
     entry = cache.path(cache.key(k.workload, target, choice))
     entry.parent.mkdir(parents=True)
     entry.write_bytes(lib.read_bytes())
+    import hashlib
+    import json
+    data = entry.read_bytes()  # the checksum record store() writes beside an entry
+    cache.meta_path(entry).write_text(json.dumps({"key": cache.key(k.workload, target, choice),
+                                                  "size": len(data), "sha256": hashlib.sha256(data).hexdigest()}))
     assert cache.load(k.workload, target, choice) is None and entry.exists()
 
 

@@ -50,10 +50,19 @@ def load_model(model_or_path: ModelLike) -> onnx.ModelProto:
     path = os.fspath(model_or_path)
     if not os.path.exists(path):
         raise ModelImportError(f"no such ONNX file: {path}")
+    if os.path.isdir(path):
+        raise ModelImportError(f"{path}: is a directory, not an ONNX model file")
+    if os.path.getsize(path) == 0:
+        raise ModelImportError(f"{path}: empty file, not an ONNX model")
     try:
-        return onnx.load(path)
+        model = onnx.load(path)
     except Exception as e:  # noqa: BLE001 - protobuf raises DecodeError and friends
-        raise ModelImportError(f"{path}: not a readable ONNX model ({e})") from e
+        why = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        raise ModelImportError(f"{path}: not a readable ONNX model ({why})") from None
+    if not model.HasField("graph") or not model.opset_import:
+        raise ModelImportError(f"{path}: not an ONNX model (no graph or no opset; truncated or not "
+                               f"a .onnx file?)")
+    return model
 
 
 def default_opset(model: onnx.ModelProto) -> int:
@@ -84,6 +93,9 @@ def _input_shape(vi: onnx.ValueInfoProto) -> tuple[list[int], list[str]]:
     for k, d in enumerate(vi.type.tensor_type.shape.dim):
         if d.HasField("dim_value") and d.dim_value > 0:
             dims.append(int(d.dim_value))
+        elif d.HasField("dim_value"):
+            unknown.append(f"dim {k} is {d.dim_value} (zero-length tensors are not supported)")
+            dims.append(-1)
         else:
             unknown.append(f"dim {k} ({d.dim_param or '?'})")
             dims.append(-1)
@@ -121,6 +133,8 @@ def import_onnx(model_or_path: ModelLike, *, input_shapes: Optional[Mapping[str,
     Raises ModelImportError listing every unsupported node of the model at once.
     """
     model = load_model(model_or_path)
+    if not model.HasField("graph") or not model.opset_import:
+        raise ModelImportError("not an ONNX model: it has no graph or no opset_import (empty or truncated?)")
     if input_shapes:
         model = _with_input_shapes(model, input_shapes)
     opset = default_opset(model)
@@ -153,12 +167,14 @@ def import_onnx(model_or_path: ModelLike, *, input_shapes: Optional[Mapping[str,
             continue  # IR < 4 lists initializers as inputs too
         dims, unknown = _input_shape(vi)
         if unknown:
-            bad_inputs.append(f"{vi.name!r}: {', '.join(unknown)} unknown")
+            bad_inputs.append(f"{vi.name!r}: {', '.join(u if ' is ' in u else u + ' unknown' for u in unknown)}")
             continue
         ctx._used.add(vi.name)
         ctx.env[vi.name] = b.input(vi.name, dims, _np_dtype(vi.type.tensor_type.elem_type))
     if bad_inputs:
-        raise ModelImportError("model inputs with unknown dimensions (pass input_shapes={name: shape}): "
+        zero = all(" is " in b for b in bad_inputs)
+        raise ModelImportError(("model inputs with zero-length dimensions: " if zero else
+                                "model inputs with unknown dimensions (pass input_shapes={name: shape}): ")
                                + "; ".join(bad_inputs))
 
     problems = _convert_nodes(ctx, g.node, opset, CONVERTERS)

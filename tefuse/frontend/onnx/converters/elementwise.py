@@ -66,11 +66,11 @@ def _clip(ctx, n):
         if hi is not None:
             bounds["max"] = float(ctx.const(hi).reshape(()))
         return [ctx.emit("clip", [x], n.outputs[0], **bounds)]
-    y = x  # run-time bounds: max(min(x, hi), lo)
-    if hi is not None:
-        y = ctx.emit("minimum", [y, ctx.node(hi)], None if lo else n.outputs[0])
+    y = x  # run-time bounds: min(max(x, lo), hi), so min > max gives max (ONNX, numpy)
     if lo is not None:
-        y = ctx.emit("maximum", [y, ctx.node(lo)], n.outputs[0])
+        y = ctx.emit("maximum", [y, ctx.node(lo)], None if hi is not None else n.outputs[0])
+    if hi is not None:
+        y = ctx.emit("minimum", [y, ctx.node(hi)], n.outputs[0])
     return [y]
 
 
