@@ -1,11 +1,12 @@
-"""Tensor-core GEMM / implicit-GEMM schedule for tefuse prototypes (TVM 0.27).
+"""Tensor-core template (GPU family): dense, matmul, batched matmul and implicit-GEMM conv2d in
+fp16/bf16 with float32 accumulation, on wmma or mma.sync + ldmatrix.
 
-apply_tc_gemm(sch, gemm_block, epilogue_blocks, cfg, target)
-
-Schedules a block computing C[s, i, j] += A[s, i, k] * B[s, j, k] (any layout that the
-dlight iter-trait analysis recognises: plain GEMM with B as (N,K) or (K,N), NHWC conv
-implicit GEMM, ...) with fp16/bf16 inputs and fp32 accumulation, plus elementwise epilogue
-blocks that are fused into the per-warp output tile.
+`apply_tc_gemm` schedules a block computing C[s, i, j] += A[s, i, k] * B[s, j, k] (any layout
+dlight's iter-trait analysis recognises: a GEMM with B as (N,K) or (K,N), a conv as its
+implicit GEMM): operands are reindexed to that form, padded to the block tile (masked tails,
+never CUDA cores), staged global -> shared (cp.async, multi-stage pipeline) -> fragments, and
+the accumulators go through a per-warp shared tile from which the fused epilogue (bias, BN,
+activations, residual, cast) is computed and written once.
 """
 from __future__ import annotations
 
@@ -20,7 +21,10 @@ from tvm.s_tir.dlight.gpu.matmul import (
     make_iter_fusion_index_map,
 )
 
-LAST_INFO: dict = {}  # chosen vector widths etc. of the last apply_tc_gemm call
+from ...target import gpu_limits
+from ..registry import KernelInfo, Template, register
+from ..space import Config, ConfigSpace
+from .tensor_intrin_bf16 import bf16_mma_group
 
 DEFAULT_CFG = dict(
     intrin="wmma",  # "wmma" | "mma"
@@ -86,7 +90,7 @@ def _pick_vec(vmax, *exts):
     return max(v, 1)
 
 
-def apply_tc_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> None:
+def apply_tc_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
     c = dict(DEFAULT_CFG)
     c.update(cfg or {})
     kind = _target_kind(target)
@@ -258,9 +262,7 @@ def apply_tc_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> None:
         if on_gpu:
             sch.annotate(k0, "software_pipeline_async_stages", [0])
 
-    LAST_INFO.clear()
-    LAST_INFO.update(vec_a=vec_a, vec_b=vec_b, vec_out=vec_out, b_nk=b_nk, n_warps=n_warps)
-    return None
+    return {"vec_a": vec_a, "vec_b": vec_b, "vec_out": vec_out, "b_nk": b_nk, "n_warps": n_warps}
 
 
 def _inline_epilogue(sch, acc_sh, epilogue_blocks):
@@ -299,25 +301,86 @@ def intrin_names(intrin, in_dtype, out_dtype, load_scope, b_nk):
         return get_mma_intrin_group(
             load_scope=load_scope, store_scope=load_scope, in_dtype=in_dtype,
             out_dtype=out_dtype, trans_a=False, trans_b=b_nk)
-    import os as _os, sys as _sys
-    _sys.path.insert(0, _os.path.dirname(_os.path.abspath(__file__)))
-    from tc_intrin import get_mma_intrin_group_ext  # bf16, registered by us
-
-    return get_mma_intrin_group_ext(load_scope, load_scope, in_dtype, out_dtype, b_nk)
+    if in_dtype != "bfloat16" or out_dtype != "float32":
+        raise ValueError(f"no mma intrinsics for {in_dtype} -> {out_dtype}")
+    return bf16_mma_group(load_scope, load_scope, b_nk)
 
 
-def compile_tc(mod, target, async_copy=True, intrin="wmma"):
-    """tvm.compile with the PassContext the schedule needs: cp.async is only emitted
-    when `tirx.use_async_copy` is set (otherwise the pipeline's async groups contain
-    plain ld/st copies)."""
-    cfg = {"tirx.use_async_copy": bool(async_copy)}
+def pass_config(intrin: str, target) -> dict:
+    """PassContext options the schedule needs: cp.async is emitted only with
+    `tirx.use_async_copy`; for wmma, StorageRewrite may alias the fp32 staging tile into an fp16
+    one ("tvm_access_ptr element type must match"), so it is off (MergeSharedMemoryAllocations
+    still reuses shared memory); mma needs it on (LowerWarpMemory)."""
+    cfg = {"tirx.use_async_copy": True}
     if _target_kind(target) == "cuda" and intrin == "wmma":
-        # (only for wmma: with mma, disabling StorageRewrite breaks LowerWarpMemory:
-        #  "Cannot find warp index(threadIdx.x) within the scope of warp memory")
-        # StorageRewrite may alias the fp32 accumulator staging tile into an fp16 shared.dyn
-        # A/B tile and then LowerIntrin fails with "tvm_access_ptr element type must match
-        # the source buffer (T.float16 vs. T.float32)" (e.g. BM=BN=64,BK=64,stages>=2).
-        # Shared-memory reuse is still done by MergeSharedMemoryAllocations.
         cfg["tirx.disable_storage_rewrite"] = True
-    with tvm.transform.PassContext(opt_level=3, config=cfg):
-        return tvm.compile(mod, target=target)
+    return cfg
+
+
+TC_DTYPES = ("float16", "bfloat16")
+# block tile (BM, BN) and warp tile (WM, WN): warps = (BM/WM) * (BN/WN), 2 to 8 of them
+TILES = [(128, 128, 64, 64), (128, 128, 64, 32), (128, 64, 64, 32), (64, 128, 32, 64), (128, 64, 32, 32),
+         (64, 64, 32, 32), (64, 64, 64, 32), (128, 256, 64, 64), (256, 128, 64, 64)]
+MIN_ARCH = {"wmma": 70, "mma": 80}
+
+
+def _arch(target) -> int:
+    arch = str(target.attrs.get("arch", "sm_90")) if not isinstance(target, str) else "sm_90"
+    digits = "".join(ch for ch in arch if ch.isdigit())
+    return int(digits or 90)
+
+
+def tc_shape(info: KernelInfo) -> tuple[int, int, int]:
+    """(M, N, K) of the GEMM the anchor computes (a conv's implicit GEMM)."""
+    g = info.geometry
+    if info.anchor_kind == "conv2d":
+        return g.m, g.k, g.r
+    return g.batch * g.m, g.n, g.k
+
+
+@register("gpu", "dense", "conv2d", priority=2)
+class TensorCoreGemm(Template):
+    """Tensor cores for fp16/bf16 GEMMs and non-grouped convs; for those it is the untuned
+    choice too (CUDA-core templates compute fp16 at a fraction of the rate)."""
+
+    name = "tensorcore_gemm"
+
+    def accepts(self, info: KernelInfo) -> bool:
+        if info.dtype not in TC_DTYPES or info.geometry is None or info.stage("accumulator") is None:
+            return False
+        if info.anchor_kind == "conv2d":
+            return getattr(info.geometry, "groups", 1) == 1
+        return info.anchor_kind == "dense"
+
+    def preference(self, info: KernelInfo, target) -> int:
+        return 10 if _arch(target) >= MIN_ARCH["mma"] else -10
+
+    def space(self, info: KernelInfo, target) -> ConfigSpace:
+        s = ConfigSpace()
+        s.define_knob("tile", list(TILES))
+        s.define_knob("bk", [32, 64])
+        s.define_knob("stages", [3, 2, 4, 1])
+        s.define_knob("intrin", ["mma", "wmma"] if info.dtype == "float16" else ["mma"])
+        s.define_knob("vec_out", [4, 8])
+        return s
+
+    def fallback(self, info: KernelInfo, target, space: ConfigSpace) -> Config:
+        """128x128 blocks of 2x2 warps (64x64 warp tiles) for big GEMMs; 64x64 blocks when
+        128x128 would leave most of the GPU idle (M or N small, ResNet's 7x7 layers at batch 1)."""
+        m, n, k = tc_shape(info)
+        sms = gpu_limits(target).sm_count
+        tile = (128, 128, 64, 64)
+        if math.ceil(m / 128) * math.ceil(n / 128) < sms:
+            tile = (64, 64, 32, 32)
+        return space.from_values({"tile": tile, "bk": 32, "stages": 3, "intrin": "mma", "vec_out": 4})
+
+    def apply(self, sch, info: KernelInfo, cfg: Config, target) -> None:
+        # prologues (pad, casts, layout changes) stay blocks here: the global -> shared copies
+        # inline them (dlight's auto_inline_producers), so they are computed while loading tiles
+        bm, bn, wm, wn = cfg["tile"]
+        apply_tc_gemm(sch, info.stage("accumulator"), info.epilogue,
+                      dict(BM=bm, BN=bn, WM=wm, WN=wn, BK=cfg["bk"], stages=cfg["stages"], intrin=cfg["intrin"],
+                           vec_out=cfg["vec_out"], tensorize=_target_kind(target) == "cuda"), target)
+
+    def pass_config(self, info: KernelInfo, cfg: Config, target) -> dict:
+        return pass_config(cfg["intrin"], target)
