@@ -32,7 +32,7 @@ def test_a_constant_reference_is_flagged_and_random_weights_fix_it(tmp_path, cap
     assert "is constant" in out.err and "--random-weights" in out.err
     assert main(["run", str(path), "--check", "--repeat", "0", "--random-weights"]) == 0
     out = capsys.readouterr()
-    assert "1 constant-fill weights replaced" in out.out and "is constant" not in out.err
+    assert "1 constant-fill weights replaced" in out.err and "is constant" not in out.err
     assert "-> OK" in out.out
 
 

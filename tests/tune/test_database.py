@@ -184,8 +184,8 @@ def test_db_command(tmp_path, capsys):
     assert "5 records" in capsys.readouterr().out and len(Database(merged).records()) == 5
     assert main(["db", "best", WL, "--db", str(merged)]) == 0
     assert json.loads(capsys.readouterr().out)["config_index"] == 4
-    assert main(["db", "best", "broken", "--db", str(merged)]) == 2
+    assert main(["db", "best", "broken", "--db", str(merged)]) == 1  # a TefuseError: exit 1
     assert "no successful measurement" in capsys.readouterr().err
     assert main(["db", "distill", str(merged), "-o", str(tmp_path / "d.jsonl")]) == 0
     assert [r.config_index for r in Database(tmp_path / "d.jsonl").records()] == [4]
-    assert main(["db", "best", "nope", "--db", str(merged)]) == 2
+    assert main(["db", "best", "nope", "--db", str(merged)]) == 1
