@@ -26,7 +26,7 @@ def enabled() -> bool:
     try:
         if not sys.stderr.isatty():
             return False
-        import tqdm  # noqa: F401
+        import tqdm  # noqa: F401  (installed?)
     except (ImportError, AttributeError, ValueError):
         return False
     return True

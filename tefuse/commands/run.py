@@ -303,6 +303,7 @@ def _load(args: argparse.Namespace, given: dict[str, Any]):
         log.info("random weights: %d constant-fill weights replaced (seed %d)", replaced, args.seed)
     init = {i.name for i in model.graph.initializer}
     input_names = [i.name for i in model.graph.input if i.name not in init]
+    _check_input_names(given, input_names)  # before the build, which takes a while
     for k, v in given.items():
         if k in input_names and k not in shapes:
             shapes[k] = tuple(v.shape)
@@ -310,6 +311,12 @@ def _load(args: argparse.Namespace, given: dict[str, Any]):
     db, cache = open_databases(args)
     cg = build_graph(graph, target, db, cache, args.jobs)
     return cg, len(model.graph.node), model, time.perf_counter() - t0
+
+
+def _check_input_names(given: dict[str, Any], input_names: list[str]) -> None:
+    unknown = set(given) - set(input_names)
+    if unknown:
+        raise UsageError(f"--input names unknown input(s) {sorted(unknown)}; inputs are {input_names}")
 
 
 def _time_runs(cg, feeds: dict[str, Any], warmup: int, iterations: Optional[int],
@@ -350,10 +357,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--duration must be more than 0 seconds")
     given = load_inputs(args.input)
     cg, onnx_nodes, model, build_seconds = _load(args, given)
-    input_names = [i.name for i in cg.graph.inputs]
-    unknown = set(given) - set(input_names)
-    if unknown:
-        raise UsageError(f"--input names unknown input(s) {sorted(unknown)}; inputs are {input_names}")
+    _check_input_names(given, [i.name for i in cg.graph.inputs])
     print(fusion_summary(cg, onnx_nodes, args.verbose_groups))
 
     feeds = random_inputs(cg.graph, args.seed, given)
