@@ -90,13 +90,14 @@ def gpu_arch() -> Optional[str]:
 
 def check_runnable(target, command: str) -> None:
     """Running on a GPU target needs that GPU: say so in one line, before building."""
+    from ..errors import TefuseError
     from ..target import has_gpu
 
     kind = target.kind.name
     if kind != "llvm" and not has_gpu(kind):
-        raise UsageError(f"no {kind.upper()} GPU on this machine, so `tefuse {command} -t {kind}` cannot run; "
-                         f"run on the CPU (-t llvm), or compile only (`tefuse build -t {kind} -e {kind}"
-                         f"{'|ptx' if kind == 'cuda' else ''}`)")
+        raise TefuseError(f"no {kind.upper()} GPU on this machine, so `tefuse {command} -t {kind}` cannot run; "
+                          f"run on the CPU (-t llvm), or compile only (`tefuse build -t {kind} -e {kind}"
+                          f"{'|ptx' if kind == 'cuda' else ''}`)")
 
 
 def load_graph(args: argparse.Namespace):

@@ -17,7 +17,7 @@ import tvm
 from .kernel import CompiledKernel
 from ..errors import TefuseError
 from ..graph.ir import CONST, INPUT, Graph, Node
-from ..target import device_for
+from ..target import device_for, has_gpu
 
 log = logging.getLogger(__name__)
 
@@ -169,7 +169,18 @@ class CompiledGraph:
                               f"{', '.join(map(repr, unknown))}; inputs are {ins}")
         return given
 
+    def _check_device(self) -> None:
+        """Once: the device exists (a graph built for cuda on a machine without a GPU says so)."""
+        if getattr(self, "_device_ok", False):
+            return
+        kind = self.target.kind.name
+        if kind != "llvm" and not has_gpu(kind):
+            raise TefuseError(f"this graph was compiled for {kind} and there is no {kind} device here; "
+                              f"its code can still be read: source({kind!r})")
+        self._device_ok = True
+
     def bind_inputs(self, args: Sequence[Any], kwargs: dict) -> dict[int, tvm.runtime.Tensor]:
+        self._check_device()
         given = self._given(args, kwargs)
         out = {}
         for i in self.graph.inputs:
