@@ -15,7 +15,7 @@ from . import UsageError
 
 log = logging.getLogger(__name__)
 
-EMIT = ("summary", "cuda", "ptx", "tir", "llvm", "graph")
+EMIT = ("summary", "cuda", "ptx", "tir", "llvm", "graph", "dot")
 DEFAULT_CHAIN_SHAPE = "1x64x56x56"
 
 
@@ -162,7 +162,8 @@ def add_parser(sub) -> None:
                                    "save a compiled artefact.")
     add_common(p)
     p.add_argument("--emit", "-e", default="summary", choices=EMIT,
-                   help="what to print (default summary); cuda and ptx need no GPU")
+                   help="what to print (default summary); cuda and ptx need no GPU; graph (text) and dot "
+                        "(Graphviz, one box per kernel: `-e dot | dot -Tsvg > g.svg`) compile nothing")
     p.add_argument("-o", "--output", help="save the compiled artefact here (loads without recompiling)")
     add_db_options(p)
     p.set_defaults(func=run)
@@ -201,10 +202,50 @@ def build_graph(graph, target, db, cache, jobs: Optional[int]):
         finish()
 
 
+def _q(text: str) -> str:
+    """A Graphviz quoted id or label; a real newline becomes a line break."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def fusion_dot(graph, groups) -> str:
+    """Graphviz text of the fused graph: one box (cluster) per kernel holding its ops, the
+    graph's inputs and outputs as ellipses; constants are counted in the op labels, not drawn."""
+    from ..graph.ir import CONST
+
+    lines = ["digraph tefuse {", "  rankdir=TB;", "  node [shape=box, style=rounded, fontsize=10];"]
+    for n in graph.inputs:
+        lines.append(f"  {_q(n.name)} [shape=ellipse, label={_q(n.name + chr(10) + n.type_str())}];")
+    for k, g in enumerate(groups):
+        lines.append(f"  subgraph {_q(f'cluster_{k}')} {{")
+        lines.append(f"    label={_q(f'kernel {k + 1}: {g.name}')}; style=filled; fillcolor=\"#eef3fb\";")
+        for n in g.nodes:
+            consts = sum(i.op == CONST for i in n.inputs)
+            label = n.op + (f" (+{consts} const)" if consts else "") + "\n" + n.type_str()
+            lines.append(f"    {_q(n.name)} [label={_q(label)}];")
+        lines.append("  }")
+    for g in groups:
+        for n in g.nodes:
+            for i in n.inputs:
+                if i.op != CONST:
+                    lines.append(f"  {_q(i.name)} -> {_q(n.name)};")
+    for j, o in enumerate(graph.outputs):
+        out = f"output:{o.name}"
+        lines.append(f"  {_q(out)} [shape=ellipse, label={_q(f'output {j}' + chr(10) + o.name)}];")
+        if o.op != CONST:
+            lines.append(f"  {_q(o.name)} -> {_q(out)};")
+    lines.append("}")
+    return "\n".join(lines)
+
+
 def run(args) -> int:
     graph = load_graph(args)
     if args.emit == "graph":
         print(graph.text())
+        return 0
+    if args.emit == "dot":
+        from ..fusion import fuse_graph
+
+        print(fusion_dot(graph, fuse_graph(graph)))
         return 0
     if args.emit == "ptx" and not args.target.startswith(("cuda", "gpu")):
         raise UsageError("--emit ptx needs a cuda target")

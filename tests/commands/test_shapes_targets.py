@@ -102,3 +102,27 @@ def test_running_on_cuda_without_a_gpu_is_one_line(batch_n, capsys):
     with pytest.raises(tefuse.TefuseError, match="compiled for cuda and there is no cuda device here"):
         cg.run(np.ones((2, 3), np.float32))
     assert "__global__" in cg.source("cuda")
+
+
+def test_emit_dot_draws_one_box_per_kernel(batch_n, capsys):
+    import re
+
+    from tefuse.commands.build import load_graph
+    from tefuse.fusion import fuse_graph
+
+    assert main(["build", batch_n, "--shape", "x=1x3x8x8", "-e", "dot"]) == 0
+    dot = capsys.readouterr().out
+    assert dot.startswith("digraph tefuse {") and dot.rstrip().endswith("}")
+    assert dot.count("{") == dot.count("}")
+    clusters = re.findall(r'subgraph "cluster_\d+" \{\n    label="kernel (\d+): (\w+)"', dot)
+
+    class Args:
+        spec, shape, input = batch_n, ["x=1x3x8x8"], None
+    graph = load_graph(Args)
+    groups = fuse_graph(graph)
+    assert [name for _, name in clusters] == [g.name for g in groups] and len(groups) == 6
+    declared = re.findall(r'^\s*"([^"]+)" \[', dot, flags=re.M)
+    ops = [n.name for n in graph.nodes if n.is_op]
+    assert sorted(d for d in declared if d in ops) == sorted(ops)  # each op once, in its box
+    for src, dst in re.findall(r'^\s*"([^"]+)" -> "([^"]+)";', dot, flags=re.M):
+        assert src in declared and dst in declared
