@@ -133,6 +133,9 @@ def add_parser(sub) -> None:
                    help="time runs for S seconds (at least one run)")
     t.add_argument("--profile", action="store_true",
                    help="time each kernel: a table of kernel, fused ops, template, tuned or fallback, time, share")
+    t.add_argument("--top", type=int, default=0, metavar="N",
+                   help="--profile table: the N slowest kernels and one line for the rest (default: all; "
+                        "the JSON report has all)")
     o = p.add_argument_group("files")
     o.add_argument("-o", "--output", metavar="FILE.npz", help="save the outputs, keyed by output name")
     o.add_argument("--json", metavar="FILE", help="write the fusion, timing, profile, outputs and check as JSON "
@@ -253,10 +256,17 @@ def profile_rows(cg, kernel_seconds: list[float]) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: -r["time_ms"])
 
 
-def profile_table(rows: list[dict[str, Any]]) -> str:
+def profile_table(rows: list[dict[str, Any]], top: int = 0) -> str:
+    """The --profile table: rows as profile_rows gives them (slowest first); with `top`, the
+    first `top` and one line for the rest."""
     head = ("kernel", "fused ops", "template", "config", "time (ms)", "share")
+    shown = rows[:top] if 0 < top < len(rows) else rows
     body = [(r["kernel"], "+".join(r["ops"]), r["template"], f"{r['config']} #{r['config_index']}",
-             f"{r['time_ms']:.4f}", f"{100 * r['share']:.1f}%") for r in rows]
+             f"{r['time_ms']:.4f}", f"{100 * r['share']:.1f}%") for r in shown]
+    rest = rows[len(shown):]
+    if rest:
+        body.append((f"({len(rest)} more)", "", "", "", f"{sum(r['time_ms'] for r in rest):.4f}",
+                     f"{100 * sum(r['share'] for r in rest):.1f}%"))
     body.append(("total", f"{len(rows)} kernels", "", "", f"{sum(r['time_ms'] for r in rows):.4f}", "100.0%"))
     widths = [max(len(x[i]) for x in [head, *body]) for i in range(len(head))]
     right = {4, 5}
@@ -353,6 +363,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.warmup < 0:
         raise UsageError("--warmup must be 0 or more")
+    if args.top < 0:
+        raise UsageError("--top must be 0 (all) or more")
     if args.duration is not None and args.duration <= 0:
         raise UsageError("--duration must be more than 0 seconds")
     given = load_inputs(args.input)
@@ -368,7 +380,7 @@ def run(args: argparse.Namespace) -> int:
     rows = None
     if args.profile:
         rows = profile_rows(cg, cg.time_kernels(number=1, repeat=3, min_repeat_ms=20, **feeds))
-        print(profile_table(rows))
+        print(profile_table(rows, args.top))
     out_names = [o.name for o in cg.graph.outputs]
     for name, o in zip(out_names, outs):
         print(f"output {name}: {o.dtype}{list(o.shape)} mean {float(np.mean(o)):.6g}")

@@ -96,6 +96,10 @@ def test_profile_table_has_a_row_per_kernel(cnn, capsys):
     times = [float(r.split()[-2]) for r in rows]
     assert times == sorted(times, reverse=True) and abs(sum(shares) - 100) < 0.5
     assert any(" conv2d+relu " in r and " fallback #" in r for r in rows)
+    assert main(["run", cnn, "--iterations", "0", "--profile", "--top", "2"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    head = next(i for i, ln in enumerate(lines) if ln.startswith("kernel "))
+    assert lines[head + 3].startswith("(4 more)") and lines[head + 4].startswith("total ")
 
 
 def _check_type(value, kind, where):
