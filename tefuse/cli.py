@@ -206,6 +206,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     except SystemExit as e:  # --help, --version (0) and usage errors (2): argparse printed them
         return int(e.code or 0) if not isinstance(e.code, str) else 2
     _merge_common(args)
+    root, tefuse_log = logging.getLogger(), logging.getLogger("tefuse")
+    saved = (root.level, tefuse_log.level)
     setup_logging(args.verbose, args.quiet)
     from .commands import progress
 
@@ -230,6 +232,11 @@ def main(argv: Optional[list[str]] = None) -> int:
         return 130
     finally:
         progress.close_all()
+        if argv is not None:  # called from Python (tests, scripts): leave logging as it was
+            for h in [h for h in root.handlers if isinstance(h, CliHandler)]:
+                root.removeHandler(h)
+            root.setLevel(saved[0])
+            tefuse_log.setLevel(saved[1])
 
 
 def _print_error(name: str, e: BaseException, debug: bool) -> None:

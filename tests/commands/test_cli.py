@@ -55,11 +55,25 @@ def test_version_reports_nvrtc_when_asked_for(monkeypatch, capsys):
     (["-v"], [], VERBOSE), ([], ["-v"], VERBOSE), ([], ["-vv"], logging.DEBUG),
     (["-v"], ["-v"], logging.DEBUG), (["db", "-v"], [], VERBOSE),
 ])
-def test_verbosity_before_and_after_the_subcommand(tmp_path, capsys, before, after, level):
+def test_verbosity_before_and_after_the_subcommand(tmp_path, capsys, monkeypatch, before, after, level):
+    import tefuse.commands.db as db
+
+    seen, real = [], db.run_list
+    monkeypatch.setattr(db, "run_list", lambda args: seen.append(logging.getLogger("tefuse").level) or real(args))
     cmd = ["db", "list"] if before[:1] != ["db"] else ["list"]
     assert main([*before, *cmd, "--db", str(tmp_path / "empty.jsonl"), *after]) == 0
-    assert logging.getLogger("tefuse").level == level
+    assert seen == [level]
     assert capsys.readouterr().out == "no tuning records\n"
+
+
+def test_main_called_from_python_leaves_logging_as_it_was(tmp_path):
+    from tefuse.cli import CliHandler
+
+    root = logging.getLogger()
+    before = (root.level, logging.getLogger("tefuse").level, list(root.handlers))
+    assert main(["-vv", "db", "list", "--db", str(tmp_path / "empty.jsonl")]) == 0
+    assert (root.level, logging.getLogger("tefuse").level, list(root.handlers)) == before
+    assert not any(isinstance(h, CliHandler) for h in root.handlers)
 
 
 @pytest.fixture
