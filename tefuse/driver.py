@@ -11,7 +11,7 @@ import os
 import threading
 import time
 from dataclasses import dataclass
-from typing import Optional, Union
+from typing import Callable, Optional, Union
 
 import tvm
 
@@ -29,6 +29,7 @@ from .runtime.kernel import CompiledKernel
 from .target import TargetLike, make_target
 
 log = logging.getLogger(__name__)
+VERBOSE = logging.INFO - 5  # per-kernel detail (`tefuse -v`); INFO is one line per stage
 
 
 @dataclass
@@ -121,7 +122,8 @@ def _rebind(kernel: CompiledKernel, prep: PreparedGroup) -> CompiledKernel:
 
 
 def compile_groups(preps: list[PreparedGroup], target: tvm.target.Target, cache=None,
-                   jobs: Optional[int] = None) -> list[CompiledKernel]:
+                   jobs: Optional[int] = None,
+                   progress: Optional[Callable[[int, int], None]] = None) -> list[CompiledKernel]:
     """Compile prepared groups, `jobs` at a time, in threads; groups that would compile to the
     same code (ResNet's repeated blocks) share one module.
 
@@ -129,6 +131,7 @@ def compile_groups(preps: list[PreparedGroup], target: tvm.target.Target, cache=
     thread needs no second TVM import nor a module round trip through disk. (NVRTC
     serialises its compiles, which is why `ensure_cuda_compiler` prefers nvcc.) Results keep
     the groups' order; when several fail, the first in that order is the error raised.
+    progress(done, total) is called after each compile (from the compiling thread, in turn).
     """
     if jobs is not None and jobs < 1:
         raise BuildError(f"jobs must be at least 1, got {jobs}")
@@ -146,8 +149,10 @@ def compile_groups(preps: list[PreparedGroup], target: tvm.target.Target, cache=
         kernel = compile_group(prep, target, cache)
         with lock:
             done[0] += 1
-            log.info("[%d/%d] built %s (%s, %.2fs%s)", done[0], len(unique), prep.group.name,
-                     kernel.template, kernel.build_seconds, ", cached" if kernel.from_cache else "")
+            log.log(VERBOSE, "[%d/%d] built %s (%s, %.2fs%s)", done[0], len(unique), prep.group.name,
+                    kernel.template, kernel.build_seconds, ", cached" if kernel.from_cache else "")
+            if progress is not None:
+                progress(done[0], len(unique))
         return kernel
 
     if jobs == 1:
@@ -165,14 +170,31 @@ def compile_groups(preps: list[PreparedGroup], target: tvm.target.Target, cache=
             raise failed[0]
         built = {id(p): f.result() for p, f in zip(unique, futures)}
     if len(unique) < len(preps):
-        log.info("%d of %d groups share a kernel with an identical group", len(preps) - len(unique), len(preps))
+        log.log(VERBOSE, "%d of %d groups share a kernel with an identical group", len(preps) - len(unique),
+                len(preps))
     return [built[id(p)] if owner[i] == i else _rebind(built[id(preps[owner[i]])], p)
             for i, p in enumerate(preps)]
 
 
+def build_summary(kernels: list[CompiledKernel], num_ops: int, seconds: float) -> str:
+    """One line for a whole build: kernels, how many were compiled, shared or cached, and how
+    many configs came from tuning records (the rest are the templates' fallbacks)."""
+    modules = {id(k.module): k for k in kernels}
+    cached = sum(k.from_cache for k in modules.values())
+    tuned = sum(k.config_source == "tuned" for k in kernels)
+    parts = [f"{len(modules) - cached} compiled"]
+    if cached:
+        parts.append(f"{cached} from the kernel cache")
+    if len(modules) < len(kernels):
+        parts.append(f"{len(kernels) - len(modules)} shared with an identical kernel")
+    return (f"built {len(kernels)} kernels for {num_ops} ops in {seconds:.1f}s ({', '.join(parts)}); "
+            f"{tuned} tuned, {len(kernels) - tuned} fallback configs")
+
+
 def build(graph: Graph, target: TargetLike = "llvm", *, db: Union[BestRecordSource, str, None] = None,
           cache=None, fuse: bool = True, prologue: bool = True, multi_output: bool = True,
-          fold_bn: bool = False, jobs: Optional[int] = None, precision: str = "fp32"):
+          fold_bn: bool = False, jobs: Optional[int] = None, precision: str = "fp32",
+          progress: Optional[Callable[[int, int], None]] = None):
     """Fuse and compile a graph; returns a `CompiledGraph` ready to run.
 
     fold_bn folds constant inference batch-norms into the preceding conv's weights first.
@@ -181,6 +203,8 @@ def build(graph: Graph, target: TargetLike = "llvm", *, db: Union[BestRecordSour
     jobs: kernels compiled at once (default: `default_jobs()`); 1 compiles one at a time.
     precision: fp32 (default), fp16 or bf16 (float32 accumulation, float32 interface: see
     graph/precision.py); tf32 is refused until a template computes in it.
+    progress(done, total): called as each distinct kernel is compiled (a progress bar).
+    Logs one INFO line for the whole build; per-kernel lines are at level VERBOSE (15).
     """
     if check_precision(precision) == "tf32":
         raise BuildError("precision tf32 is not supported yet: no template rounds float32 operands to "
@@ -199,7 +223,6 @@ def build(graph: Graph, target: TargetLike = "llvm", *, db: Union[BestRecordSour
     t0 = time.perf_counter()
     # scheduling is Python-heavy and quick: one group after another, on this thread
     preps = [prepare_group(g, tgt, db=db) for g in groups]
-    kernels = compile_groups(preps, tgt, cache=cache, jobs=jobs)
-    log.info("built %d kernels for %d ops in %.1fs", len(kernels),
-             sum(len(g.nodes) for g in groups), time.perf_counter() - t0)
+    kernels = compile_groups(preps, tgt, cache=cache, jobs=jobs, progress=progress)
+    log.info("%s", build_summary(kernels, sum(len(g.nodes) for g in groups), time.perf_counter() - t0))
     return CompiledGraph(graph, tgt, kernels)

@@ -31,11 +31,13 @@ _MISSING_LOADER = "loader of that name is not registered"
 
 
 def default_cache_dir() -> Path:
-    """$TEFUSE_CACHE_DIR, else $XDG_CACHE_HOME/tefuse/kernels (~/.cache by default)."""
+    """$TEFUSE_CACHE_DIR, else kernels/ in the user cache directory (platformdirs: on Linux
+    $XDG_CACHE_HOME/tefuse, ~/.cache/tefuse by default)."""
     if os.environ.get("TEFUSE_CACHE_DIR"):
         return Path(os.environ["TEFUSE_CACHE_DIR"]).expanduser()
-    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(cache) / "tefuse" / "kernels"
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("tefuse", appauthor=False)) / "kernels"
 
 
 _FINGERPRINT: Optional[str] = None

@@ -67,7 +67,9 @@ def choose_schedule(lowered: LoweredGroup, target: tvm.target.Target,
                     log.warning("tuning record for %s does not fit template %s; ignoring it", key, t.name)
     t = find_template(target, info.anchor_kind, info=info)[0]
     if target.kind.name != "llvm":
-        log.info("no tuning record for %s on %s: fallback config of %s", key, target_key(target), t.name)
+        # per kernel, so below INFO (`tefuse -v` shows it); build() logs the tuned/fallback count
+        log.log(logging.INFO - 5, "no tuning record for %s on %s: fallback config of %s", key,
+                target_key(target), t.name)
     return ScheduleChoice(t, t.fallback(info, target, t.space(info, target)), "fallback")
 
 

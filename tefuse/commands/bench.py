@@ -1,8 +1,8 @@
 """`tefuse bench`: time a chain fused vs unfused vs the peer (PyTorch/cuDNN) on the device."""
 from __future__ import annotations
 
+from . import UsageError
 from .build import add_common
-from ..plan.spec import parse_shape
 
 
 def add_parser(sub) -> None:
@@ -15,13 +15,19 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     from ..bench.chain import bench_chain, result_line, to_json
+    from .build import chain_shape, check_runnable, resolve_target
 
+    if args.spec.endswith(".onnx"):
+        raise UsageError("tefuse bench times a chain spec; time a model with `tefuse run MODEL.onnx`")
+
+    target = resolve_target(args.target)
+    check_runnable(target, "bench")
     db = None
     if not args.no_db:
         from .build import open_databases
         db, _ = open_databases(args)
-    r = bench_chain(args.spec, parse_shape(args.input), dtype=args.dtype, layout=args.layout,
-                    target=args.target, db=db)
+    r = bench_chain(args.spec, chain_shape(args), dtype=args.dtype, layout=args.layout,
+                    target=target, db=db)
     print(result_line(r))
     if args.json:
         with open(args.json, "w") as f:

@@ -1,37 +1,169 @@
-"""`tefuse build`: fuse and compile a chain spec or an ONNX model; print code or save it."""
+"""`tefuse build`: fuse and compile a chain spec or an ONNX model; print code or save it.
+
+Also the helpers that build, tune, bench and run share: the model options, `--shape`, the
+target (`-t cuda` takes the architecture of the GPU present), the databases, and a build
+with a progress bar.
+"""
 from __future__ import annotations
 
 import argparse
-import sys
+import logging
+import re
+from typing import Optional
 
-from ..errors import TefuseError
-from ..target import make_target
-from ..plan.spec import parse_chain, parse_shape
+from . import UsageError
 
-EMIT = ("summary", "cuda", "ptx", "tir", "llvm", "graph")
+log = logging.getLogger(__name__)
+
+EMIT = ("summary", "cuda", "ptx", "tir", "llvm", "graph", "dot")
+DEFAULT_CHAIN_SHAPE = "1x64x56x56"
 
 
 def add_common(p: argparse.ArgumentParser) -> None:
     """Options shared by commands that take a model: spec, input shape, dtype, layout, target."""
     p.add_argument("spec", help="model.onnx, or a chain such as 'conv2d(k=64,r=3,pad=1)+bias+batch_norm+relu'")
-    p.add_argument("--input", "-i", default="1x64x56x56", help="input shape of a chain (default 1x64x56x56)")
+    p.add_argument("--input", "-i", default=None, metavar="1x64x56x56",
+                   help=f"input shape of a chain (default {DEFAULT_CHAIN_SHAPE}; same as --shape 1x64x56x56)")
+    add_shape_option(p)
     p.add_argument("--dtype", default="float32", choices=["float32", "float16"])
     p.add_argument("--layout", default="NCHW", choices=["NCHW", "NHWC"])
-    p.add_argument("--target", "-t", default="llvm", help="llvm, cuda, cuda:sm_80, rocm (default llvm)")
+    p.add_argument("--target", "-t", default="llvm",
+                   help="llvm, cuda (the GPU present's architecture, else sm_90), cuda:sm_80, rocm (default llvm)")
 
 
-def load_graph(args):
+def add_shape_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--shape", action="append", default=[], metavar="NAME=1x3x224x224",
+                   help="an ONNX input's shape, fixing symbolic dims such as the batch (repeatable); "
+                        "for a chain, its input shape (NAME= optional)")
+
+
+def parse_dims(text: str, what: str) -> tuple[int, ...]:
+    """'1x3x224x224' or '1,3,224,224' -> (1, 3, 224, 224); every dim a positive integer."""
+    parts = [p for p in re.split(r"[x,]", text.strip().lower()) if p]
+    try:
+        dims = tuple(int(p) for p in parts)
+    except ValueError:
+        dims = ()
+    if not dims or any(d < 1 for d in dims):
+        raise UsageError(f"{what} {text!r}: expected positive dims such as 1x3x224x224")
+    return dims
+
+
+def parse_shapes(items: list[str]) -> dict[str, tuple[int, ...]]:
+    """--shape values: {name: dims}; a value without NAME= is keyed "" (a chain's input)."""
+    out: dict[str, tuple[int, ...]] = {}
+    for it in items:
+        name, sep, dims = it.rpartition("=")
+        if sep and not name:
+            raise UsageError(f"--shape {it!r}: expected NAME=DIMS, e.g. x=1x3x224x224")
+        if name in out:
+            raise UsageError(f"--shape: {name or 'the input'!r} given twice")
+        out[name] = parse_dims(dims, "--shape")
+    return out
+
+
+def resolve_target(text: str):
+    """make_target, except that a plain `cuda` takes the architecture of the GPU present
+    (tvm.cuda(0).compute_version) when there is one; `cuda:sm_80` is used as given."""
+    from ..target import ALIASES, make_target
+
+    name, _, arch = text.partition(":")
+    if ALIASES.get(name, name) == "cuda" and not arch:
+        found = gpu_arch()
+        if found:
+            log.debug("target cuda: %s, the architecture of the GPU present", found)
+            text = f"cuda:{found}"
+    return make_target(text)
+
+
+def gpu_arch() -> Optional[str]:
+    """'sm_86' for the CUDA GPU 0 of this machine, None without one."""
+    from ..target import has_gpu
+
+    if not has_gpu("cuda"):
+        return None
+    import tvm
+
+    major, _, minor = str(tvm.cuda(0).compute_version).partition(".")
+    return f"sm_{major}{minor or '0'}"
+
+
+def check_runnable(target, command: str) -> None:
+    """Running on a GPU target needs that GPU: say so in one line, before building."""
+    from ..errors import TefuseError
+    from ..target import has_gpu
+
+    kind = target.kind.name
+    if kind != "llvm" and not has_gpu(kind):
+        raise TefuseError(f"no {kind.upper()} GPU on this machine, so `tefuse {command} -t {kind}` cannot run; "
+                          f"run on the CPU (-t llvm), or compile only (`tefuse build -t {kind} -e {kind}"
+                          f"{'|ptx' if kind == 'cuda' else ''}`)")
+
+
+def load_graph(args: argparse.Namespace):
+    """The graph of `args.spec`: an ONNX model (shapes from --shape) or a chain spec (its input
+    shape from --input or a --shape)."""
+    shapes = parse_shapes(getattr(args, "shape", []))
     if args.spec.endswith(".onnx"):
-        from ..frontend.onnx import import_onnx
+        if getattr(args, "input", None):
+            raise UsageError("--input/-i is a chain's input shape; for an ONNX model use --shape NAME=DIMS")
+        from ..frontend.onnx import load_model
 
-        return import_onnx(args.spec)
-    return parse_chain(args.spec, parse_shape(args.input), args.dtype, args.layout)
+        model = load_model(args.spec)
+        init = {i.name for i in model.graph.initializer}
+        return import_model(model, shapes, [i.name for i in model.graph.input if i.name not in init])
+    from ..plan.spec import parse_chain
+
+    return parse_chain(args.spec, chain_shape(args), args.dtype, args.layout)
+
+
+def chain_shape(args: argparse.Namespace) -> tuple[int, ...]:
+    """A chain's input shape: --input, or a --shape (named or not), else the default."""
+    shapes = parse_shapes(getattr(args, "shape", []))
+    if len(shapes) > 1:
+        raise UsageError("a chain has one input: give one --shape")
+    if shapes and args.input:
+        raise UsageError("give the chain's input shape once: --input or --shape")
+    return next(iter(shapes.values())) if shapes else parse_dims(args.input or DEFAULT_CHAIN_SHAPE, "--input")
+
+
+def import_model(model, shapes: dict[str, tuple[int, ...]], input_names: list[str]):
+    """import_onnx with --shape values; unknown names or dims left unknown are usage errors
+    that say which --shape to add."""
+    from ..frontend.onnx import import_onnx
+
+    if "" in shapes:
+        if len(input_names) != 1:
+            raise UsageError(f"the model has inputs {input_names}: name the one to shape, e.g. "
+                             f"--shape {input_names[0] if input_names else 'x'}=1x3x224x224")
+        shapes = {input_names[0]: shapes.pop("")} | shapes
+    unknown = sorted(set(shapes) - set(input_names))
+    if unknown:
+        raise UsageError(f"--shape names unknown input(s) {unknown}; the model's inputs are {input_names}")
+    missing = []
+    for vi in model.graph.input:
+        if vi.name not in input_names or vi.name in shapes:
+            continue
+        dims = vi.type.tensor_type.shape.dim
+        if any(not (d.HasField("dim_value") and d.dim_value > 0) for d in dims):
+            shown = "x".join(str(d.dim_value) if d.HasField("dim_value") and d.dim_value > 0
+                             else (d.dim_param or "?") for d in dims)
+            example = "x".join(str(d.dim_value) if d.HasField("dim_value") and d.dim_value > 0 else "1"
+                               for d in dims)
+            missing.append(f"{vi.name!r} is {shown} (--shape {vi.name}={example})")
+    if missing:
+        raise UsageError("model inputs with unknown dims: " + "; ".join(missing))
+    return import_onnx(model, input_shapes=shapes or None)
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("build", help="fuse and compile; print generated code or save the artefact")
+    p = sub.add_parser("build", help="fuse and compile; print generated code or save the artefact",
+                       description="Fuse and compile a chain spec or an ONNX model; print the code or "
+                                   "save a compiled artefact.")
     add_common(p)
-    p.add_argument("--emit", "-e", default="summary", choices=EMIT, help="what to print (default summary)")
+    p.add_argument("--emit", "-e", default="summary", choices=EMIT,
+                   help="what to print (default summary); cuda and ptx need no GPU; graph (text) and dot "
+                        "(Graphviz, one box per kernel: `-e dot | dot -Tsvg > g.svg`) compile nothing")
     p.add_argument("-o", "--output", help="save the compiled artefact here (loads without recompiling)")
     add_db_options(p)
     p.set_defaults(func=run)
@@ -56,21 +188,73 @@ def open_databases(args):
     return db, cache
 
 
-def run(args) -> int:
+def build_graph(graph, target, db, cache, jobs: Optional[int]):
+    """driver.build with a progress bar (when stderr is a terminal)."""
     from ..driver import build
+    from .progress import build_progress
 
+    if jobs is not None and jobs < 1:
+        raise UsageError("--jobs must be at least 1")
+    update, finish = build_progress()
+    try:
+        return build(graph, target, db=db, cache=cache, jobs=jobs, progress=update)
+    finally:
+        finish()
+
+
+def _q(text: str) -> str:
+    """A Graphviz quoted id or label; a real newline becomes a line break."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def fusion_dot(graph, groups) -> str:
+    """Graphviz text of the fused graph: one box (cluster) per kernel holding its ops, the
+    graph's inputs and outputs as ellipses; constants are counted in the op labels, not drawn."""
+    from ..graph.ir import CONST
+
+    lines = ["digraph tefuse {", "  rankdir=TB;", "  node [shape=box, style=rounded, fontsize=10];"]
+    for n in graph.inputs:
+        lines.append(f"  {_q(n.name)} [shape=ellipse, label={_q(n.name + chr(10) + n.type_str())}];")
+    for k, g in enumerate(groups):
+        lines.append(f"  subgraph {_q(f'cluster_{k}')} {{")
+        lines.append(f"    label={_q(f'kernel {k + 1}: {g.name}')}; style=filled; fillcolor=\"#eef3fb\";")
+        for n in g.nodes:
+            consts = sum(i.op == CONST for i in n.inputs)
+            label = n.op + (f" (+{consts} const)" if consts else "") + "\n" + n.type_str()
+            lines.append(f"    {_q(n.name)} [label={_q(label)}];")
+        lines.append("  }")
+    for g in groups:
+        for n in g.nodes:
+            for i in n.inputs:
+                if i.op != CONST:
+                    lines.append(f"  {_q(i.name)} -> {_q(n.name)};")
+    for j, o in enumerate(graph.outputs):
+        out = f"output:{o.name}"
+        lines.append(f"  {_q(out)} [shape=ellipse, label={_q(f'output {j}' + chr(10) + o.name)}];")
+        if o.op != CONST:
+            lines.append(f"  {_q(o.name)} -> {_q(out)};")
+    lines.append("}")
+    return "\n".join(lines)
+
+
+def run(args) -> int:
     graph = load_graph(args)
     if args.emit == "graph":
         print(graph.text())
         return 0
-    target = make_target(args.target)
+    if args.emit == "dot":
+        from ..fusion import fuse_graph
+
+        print(fusion_dot(graph, fuse_graph(graph)))
+        return 0
+    if args.emit == "ptx" and not args.target.startswith(("cuda", "gpu")):
+        raise UsageError("--emit ptx needs a cuda target")
+    target = resolve_target(args.target)
     db, cache = open_databases(args)
-    cg = build(graph, target, db=db, cache=cache, jobs=args.jobs)
+    cg = build_graph(graph, target, db, cache, args.jobs)
     if args.emit == "summary":
         print(cg.summary())
     elif args.emit == "ptx":
-        if target.kind.name != "cuda":
-            raise TefuseError("--emit ptx needs a cuda target")
         from ..codegen.ptx import compile_to_ptx
 
         print(compile_to_ptx(cg.source("cuda"), str(target.attrs.get("arch", "sm_90"))))
@@ -79,6 +263,5 @@ def run(args) -> int:
     if args.output:
         from ..runtime.artifact import save
 
-        save(cg, args.output)
-        print(f"saved {args.output}", file=sys.stderr)
+        save(cg, args.output)  # logs where
     return 0

@@ -1,26 +1,65 @@
-"""`tefuse run model.onnx`: import, fuse, build and run a whole ONNX network once.
+"""`tefuse run model.onnx`: import, fuse, build and run a whole ONNX network, and time it.
 
-Prints how the network was fused (kernels vs ONNX nodes, ops per kernel); with --check it
-also runs onnxruntime on the same inputs and reports the max abs / rel error. A saved
-artefact (`tefuse build model.onnx -o model.tefuse`) runs too, without recompiling.
+Prints how the network was fused (kernels vs ONNX nodes, ops per kernel), latency statistics
+and throughput in the manner of TensorRT's trtexec, the outputs, and with --check the max abs
+/ rel error against onnxruntime. A saved artefact (`tefuse build model.onnx -o model.tefuse`)
+runs too, without recompiling.
+
+Timing: the first run (which gives the outputs) and `--warmup N - 1` more are not timed. Then
+`--iterations N` runs, or as many as fit in `--duration S` seconds (at least one); by default
+10 runs or 3 seconds, whichever ends first. A run is timed from the call to the end of its
+last kernel (the device synchronised), with the inputs already on the device and the outputs
+left there. `--profile` times every kernel on its own (TVM's time evaluator) and prints a
+table, slowest first.
+
+Inputs: `--input NAME=FILE.npy` (repeatable), `--input NAME=FILE.npz` (the array NAME in it,
+or its only array), or `--input FILE.npz` (every array whose name is an input); the rest get
+seeded random values. `-o FILE.npz` saves the outputs, keyed by output name.
+
+`--json FILE` writes everything printed, as one object (schema "tefuse-run/1"):
+
+    {
+      "schema": "tefuse-run/1",
+      "tefuse": str,                      # tefuse's version
+      "model": str, "target": str,        # the path given, the target's text form
+      "inputs":  [{"name": str, "dtype": str, "shape": [int], "source": "file" | "random"}],
+      "build":   {"kernels": int, "ops": int, "onnx_nodes": int | null,
+                  "tuned": int, "fallback": int,
+                  "seconds": float | null},   # import + build; null for a loaded artefact
+      "timing":  null | {                 # null with --iterations 0
+          "warmup": int, "iterations": int, "seconds": float,   # timed runs and their total
+          "min_ms": float, "mean_ms": float, "median_ms": float,
+          "p90_ms": float, "p99_ms": float, "max_ms": float,
+          "throughput_per_s": float,      # runs a second (iterations / seconds)
+          "batch": int | null,            # dim 0 of the first input when it has rank >= 2
+          "samples_per_s": float | null}, # batch * throughput_per_s
+      "profile": null | [                 # with --profile, slowest first
+          {"kernel": str, "ops": [str], "template": str, "config_index": int,
+           "config": "tuned" | "fallback", "time_ms": float, "share": float}],  # share in [0, 1]
+      "outputs": [{"name": str, "dtype": str, "shape": [int], "mean": float}],
+      "check":   null | [{"name": str, "max_abs": float | null, "max_rel": float | null,
+                          "ok": bool}],   # null errors: the shapes differ
+      "ok": bool                          # false when a check failed (exit code 1)
+    }
 """
 from __future__ import annotations
 
 import argparse
+import json
 import logging
-import sys
+import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
-import numpy as np
-
-from ..errors import TefuseError
-from ..frontend.reference import onnxruntime_outputs
-from .build import add_db_options, open_databases
+from . import UsageError
+from .build import add_db_options, add_shape_option, open_databases, parse_shapes
 
 log = logging.getLogger(__name__)
+
+SCHEMA = "tefuse-run/1"
+DEFAULT_ITERATIONS, DEFAULT_DURATION = 10, 3.0
 
 
 @dataclass(frozen=True)
@@ -33,14 +72,49 @@ class Comparison:
     ok: bool
 
 
+@dataclass(frozen=True)
+class Timing:
+    """Wall-clock times of the timed runs, in seconds, and what they were."""
+
+    times: list[float]
+    warmup: int
+    batch: Optional[int] = None
+
+    def stats(self) -> dict[str, Any]:
+        import numpy as np
+
+        t = np.asarray(self.times, np.float64) * 1e3
+        total = float(np.sum(self.times))
+        thr = len(self.times) / total if total > 0 else 0.0  # (a clock too coarse to see the runs)
+        return {"warmup": self.warmup, "iterations": len(self.times), "seconds": total,
+                "min_ms": float(t.min()), "mean_ms": float(t.mean()), "median_ms": float(np.median(t)),
+                "p90_ms": float(np.percentile(t, 90)), "p99_ms": float(np.percentile(t, 99)),
+                "max_ms": float(t.max()), "throughput_per_s": thr, "batch": self.batch,
+                "samples_per_s": thr * self.batch if self.batch else None}
+
+    def lines(self) -> list[str]:
+        s = self.stats()
+        lat = (f"latency: min {s['min_ms']:.3f} ms, mean {s['mean_ms']:.3f}, median {s['median_ms']:.3f}, "
+               f"p90 {s['p90_ms']:.3f}, p99 {s['p99_ms']:.3f}, max {s['max_ms']:.3f} "
+               f"({s['iterations']} run{'s' if s['iterations'] != 1 else ''} in {_seconds(s['seconds'])} "
+               f"after {s['warmup']} warm-up)")
+        thr = f"throughput: {s['throughput_per_s']:.2f} runs/s"
+        if s["samples_per_s"] is not None:
+            thr += f" ({s['samples_per_s']:.2f} samples/s at batch {s['batch']})"
+        return [lat, thr]
+
+
 def add_parser(sub) -> None:
-    p = sub.add_parser("run", help="import an ONNX model, build it and run it (optionally check vs onnxruntime)")
+    p = sub.add_parser("run", help="build an ONNX model (or load an artefact), run and time it, check it",
+                       description="Import an ONNX model, build it, run it and time it (trtexec-style); "
+                                   "with --check compare with onnxruntime.")
     p.add_argument("model", help="model.onnx, or an artefact saved by `tefuse build -o`")
-    p.add_argument("--target", "-t", default="llvm", help="llvm, cuda, cuda:sm_80 (default llvm)")
-    p.add_argument("--input", "-i", action="append", default=[], metavar="NAME=FILE.npy",
-                   help="input values from .npy files (repeatable); random values otherwise")
-    p.add_argument("--shape", action="append", default=[], metavar="NAME=1x3x224x224",
-                   help="fix an input's symbolic dims (repeatable)")
+    p.add_argument("--target", "-t", default="llvm",
+                   help="llvm, cuda (the GPU present's architecture), cuda:sm_80 (default llvm)")
+    p.add_argument("--input", "-i", action="append", default=[], metavar="NAME=FILE.npy|FILE.npz",
+                   help="input values: NAME=FILE.npy, NAME=FILE.npz, or one FILE.npz holding every input "
+                        "(repeatable); seeded random values otherwise")
+    add_shape_option(p)
     p.add_argument("--check", action="store_true", help="compare with onnxruntime (CPU)")
     p.add_argument("--rtol", type=float, default=1e-3, help="--check tolerance (default 1e-3)")
     p.add_argument("--atol", type=float, default=1e-4, help="--check tolerance (default 1e-4)")
@@ -48,57 +122,81 @@ def add_parser(sub) -> None:
     p.add_argument("--random-weights", action="store_true",
                    help="replace weights stored as constant fills (the ONNX zoo's light models) with "
                         "seeded random values, so that --check compares something")
-    p.add_argument("--repeat", type=int, default=1, help="timed runs after the first (default 1)")
+    t = p.add_argument_group("timing")
+    t.add_argument("--warmup", type=int, default=1, metavar="N",
+                   help="untimed runs first, the one giving the outputs included (default 1)")
+    n = t.add_mutually_exclusive_group()
+    n.add_argument("--iterations", "--repeat", type=int, default=None, metavar="N", dest="iterations",
+                   help=f"timed runs (0: none; default: {DEFAULT_ITERATIONS} or {DEFAULT_DURATION:g} s, "
+                        "whichever ends first)")
+    n.add_argument("--duration", type=float, default=None, metavar="S",
+                   help="time runs for S seconds (at least one run)")
+    t.add_argument("--profile", action="store_true",
+                   help="time each kernel: a table of kernel, fused ops, template, tuned or fallback, time, share")
+    t.add_argument("--top", type=int, default=0, metavar="N",
+                   help="--profile table: the N slowest kernels and one line for the rest (default: all; "
+                        "the JSON report has all)")
+    o = p.add_argument_group("files")
+    o.add_argument("-o", "--output", metavar="FILE.npz", help="save the outputs, keyed by output name")
+    o.add_argument("--json", metavar="FILE", help="write the fusion, timing, profile, outputs and check as JSON "
+                                                  "(schema in `pydoc tefuse.commands.run`)")
     p.add_argument("--verbose-groups", action="store_true",
                    help="list every fused group with its schedule (template, config, tuned or fallback)")
     add_db_options(p)
     p.set_defaults(func=run)
 
 
-def _pairs(items: list[str], what: str) -> dict[str, str]:
-    out = {}
+# -- inputs ---------------------------------------------------------------------------------
+def load_inputs(items: list[str], names: Optional[list[str]] = None) -> dict[str, Any]:
+    """--input values: NAME=FILE.npy, NAME=FILE.npz (array NAME in it, or its only array), or a
+    bare FILE.npz giving every array it holds (only those named as an input when `names` is given)."""
+    import numpy as np
+
+    given: dict[str, Any] = {}
+
+    def put(name: str, value, where: str) -> None:
+        if name in given:
+            raise UsageError(f"--input: input {name!r} given twice ({where})")
+        given[name] = value
+
     for it in items:
-        name, sep, val = it.rpartition("=")
-        if not sep or not name:
-            raise TefuseError(f"{what} {it!r}: expected NAME=VALUE")
-        out[name] = val
-    return out
+        name, sep, path = it.partition("=")
+        if not sep:
+            name, path = "", it
+        elif not name:
+            raise UsageError(f"--input {it!r}: expected NAME=FILE or FILE.npz")
+        try:
+            data = np.load(path, allow_pickle=False)
+        except (OSError, ValueError) as e:
+            raise UsageError(f"--input {it!r}: cannot read {path}: {e}") from None
+        if isinstance(data, np.lib.npyio.NpzFile):
+            with data:
+                keys = list(data.files)
+                if not name:
+                    for k in keys:
+                        if names is None or k in names:
+                            put(k, data[k], path)
+                    if names is not None and not set(keys) & set(names):
+                        raise UsageError(f"--input {path}: none of its arrays {keys} is an input; "
+                                         f"inputs are {names}")
+                elif name in keys:
+                    put(name, data[name], path)
+                elif len(keys) == 1:
+                    put(name, data[keys[0]], f"{path}:{keys[0]}")
+                else:
+                    raise UsageError(f"--input {it!r}: {path} holds {keys}, none named {name!r}; "
+                                     f"use --input {path} for all of them")
+        elif not name:
+            raise UsageError(f"--input {it!r}: a .npy file needs a name (NAME={path})")
+        else:
+            put(name, data, path)
+    return given
 
 
-def _load_input(name: str, path: str) -> np.ndarray:
-    """One --input NAME=FILE.npy, or a one-line TefuseError."""
-    p = Path(path)
-    if not p.is_file():
-        raise TefuseError(f"--input {name}: no such file {path!r}")
-    try:
-        arr = np.load(p, allow_pickle=False)
-    except Exception as e:  # noqa: BLE001 - numpy raises ValueError, EOFError, OSError...
-        why = (str(e).strip().splitlines() or [type(e).__name__])[0]
-        raise TefuseError(f"--input {name}: {path!r} is not a .npy array ({why})") from None
-    if not isinstance(arr, np.ndarray):
-        raise TefuseError(f"--input {name}: {path!r} is an .npz archive, not a .npy array")
-    return arr
-
-
-def _parse_shape(name: str, text: str) -> tuple[int, ...]:
-    parts = text.lower().split("x")
-    if not all(p.isdigit() and int(p) > 0 for p in parts):
-        raise TefuseError(f"--shape {name}={text}: dims must be positive integers, e.g. 1x3x224x224")
-    return tuple(int(p) for p in parts)
-
-
-def _need_device(target: str) -> None:
-    """`run` executes: a GPU target needs its device (one line instead of TVM's traceback)."""
-    from ..target import has_gpu, make_target
-
-    kind = make_target(target).kind.name
-    if kind != "llvm" and not has_gpu(kind):
-        raise TefuseError(f"target {target}: no {kind} device here (Device API {kind} is not enabled "
-                          f"or no GPU is visible); use -t llvm")
-
-
-def random_inputs(graph, seed: int = 0, given: Optional[dict[str, np.ndarray]] = None) -> dict[str, np.ndarray]:
+def random_inputs(graph, seed: int = 0, given: Optional[dict[str, Any]] = None) -> dict[str, Any]:
     """Values for every graph input: the given ones, random for the rest (uniform [0, 1) floats)."""
+    import numpy as np
+
     rng = np.random.default_rng(seed)
     feeds = dict(given or {})
     for i in graph.inputs:
@@ -113,8 +211,9 @@ def random_inputs(graph, seed: int = 0, given: Optional[dict[str, np.ndarray]] =
     return feeds
 
 
-def compare(names: list[str], got: list[np.ndarray], want: list[np.ndarray], rtol: float,
-            atol: float) -> list[Comparison]:
+def compare(names: list[str], got: list, want: list, rtol: float, atol: float) -> list[Comparison]:
+    import numpy as np
+
     res = []
     for name, g, w in zip(names, got, want):
         g64, w64 = np.asarray(g, np.float64), np.asarray(w, np.float64)
@@ -129,6 +228,7 @@ def compare(names: list[str], got: list[np.ndarray], want: list[np.ndarray], rto
     return res
 
 
+# -- reports --------------------------------------------------------------------------------
 def fusion_summary(cg, onnx_nodes: Optional[int], verbose: bool) -> str:
     """Kernels vs ONNX nodes and how many ops each kernel holds."""
     sizes = [len(k.group.nodes) for k in cg.kernels]
@@ -147,71 +247,181 @@ def fusion_summary(cg, onnx_nodes: Optional[int], verbose: bool) -> str:
     return "\n".join(lines)
 
 
-def run(args: argparse.Namespace) -> int:
-    from ..driver import build
+def profile_rows(cg, kernel_seconds: list[float]) -> list[dict[str, Any]]:
+    """One row per kernel (the --profile table and JSON), slowest first."""
+    total = sum(kernel_seconds) or 1.0
+    rows = [{"kernel": k.group.name, "ops": [n.op for n in k.group.nodes], "template": k.template,
+             "config_index": k.config_index, "config": k.config_source, "time_ms": t * 1e3,
+             "share": t / total} for k, t in zip(cg.kernels, kernel_seconds)]
+    return sorted(rows, key=lambda r: -r["time_ms"])
+
+
+def profile_table(rows: list[dict[str, Any]], top: int = 0) -> str:
+    """The --profile table: rows as profile_rows gives them (slowest first); with `top`, the
+    first `top` and one line for the rest."""
+    head = ("kernel", "fused ops", "template", "config", "time (ms)", "share")
+    shown = rows[:top] if 0 < top < len(rows) else rows
+    body = [(r["kernel"], "+".join(r["ops"]), r["template"], f"{r['config']} #{r['config_index']}",
+             f"{r['time_ms']:.4f}", f"{100 * r['share']:.1f}%") for r in shown]
+    rest = rows[len(shown):]
+    if rest:
+        body.append((f"({len(rest)} more)", "", "", "", f"{sum(r['time_ms'] for r in rest):.4f}",
+                     f"{100 * sum(r['share'] for r in rest):.1f}%"))
+    body.append(("total", f"{len(rows)} kernels", "", "", f"{sum(r['time_ms'] for r in rows):.4f}", "100.0%"))
+    widths = [max(len(x[i]) for x in [head, *body]) for i in range(len(head))]
+    right = {4, 5}
+
+    def fmt(row):
+        return "  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))).rstrip()
+
+    return "\n".join([fmt(head), *map(fmt, body)])
+
+
+def _seconds(s: float) -> str:
+    return f"{s * 1e3:.1f} ms" if s < 1 else f"{s:.2f} s"
+
+
+def _finite(x: float) -> Optional[float]:
+    return x if math.isfinite(x) else None
+
+
+# -- the command ----------------------------------------------------------------------------
+def _load(args: argparse.Namespace, given: dict[str, Any]):
+    """(compiled graph, onnx nodes or None, the ModelProto or None, build seconds or None)."""
     from ..runtime import artifact
+    from .build import build_graph, check_runnable, import_model, resolve_target
 
-    given = {name: _load_input(name, f) for name, f in _pairs(args.input, "--input").items()}
-    shapes = {name: _parse_shape(name, v) for name, v in _pairs(args.shape, "--shape").items()}
-    _need_device(args.target)
-    is_onnx = args.model.endswith(".onnx")
-    onnx_nodes = None
-    t0 = time.perf_counter()
-    if is_onnx:
-        from ..frontend.onnx import import_onnx
-        from ..frontend.onnx.importer import load_model
-
-        model = load_model(args.model)
-        if args.random_weights:
-            from ..frontend.randomize import randomize_constant_weights
-
-            model, replaced = randomize_constant_weights(model, args.seed)
-            print(f"random weights: {replaced} constant-fill weights replaced (seed {args.seed})")
-        onnx_nodes = len(model.graph.node)
-        init = {i.name for i in model.graph.initializer}
-        input_names = {i.name for i in model.graph.input} - init
-        shapes.update({k: v.shape for k, v in given.items() if k in input_names})
-        graph = import_onnx(model, input_shapes=shapes or None)
-        t1 = time.perf_counter()
-        db, cache = open_databases(args)
-        cg = build(graph, args.target, db=db, cache=cache, jobs=args.jobs)
-        print(f"imported in {t1 - t0:.2f}s, built for {args.target} in {time.perf_counter() - t1:.1f}s")
-    else:
+    shapes = parse_shapes(args.shape)
+    if not args.model.endswith(".onnx"):
         if args.check or args.random_weights:
-            raise TefuseError("--check and --random-weights need the .onnx model, not an artefact")
-        if not Path(args.model).is_file():
-            raise TefuseError(f"no such model or artefact file: {args.model}")
-        cg = artifact.load(args.model)
-        print(f"loaded {args.model} in {time.perf_counter() - t0:.2f}s")
+            raise UsageError("--check and --random-weights need the .onnx model, not an artefact")
+        if shapes:
+            raise UsageError("--shape applies to an .onnx model; an artefact's shapes are fixed")
+        cg = artifact.load(args.model)  # logs what it loaded
+        check_runnable(cg.target, "run")
+        return cg, None, None, None
+    from ..frontend.onnx import load_model
+
+    target = resolve_target(args.target)
+    check_runnable(target, "run")
+    t0 = time.perf_counter()
+    model = load_model(args.model)
+    if args.random_weights:
+        from ..frontend.randomize import randomize_constant_weights
+
+        model, replaced = randomize_constant_weights(model, args.seed)
+        log.info("random weights: %d constant-fill weights replaced (seed %d)", replaced, args.seed)
+    init = {i.name for i in model.graph.initializer}
+    input_names = [i.name for i in model.graph.input if i.name not in init]
+    _check_input_names(given, input_names)  # before the build, which takes a while
+    for k, v in given.items():
+        if k in input_names and k not in shapes:
+            shapes[k] = tuple(v.shape)
+    graph = import_model(model, shapes, input_names)
+    db, cache = open_databases(args)
+    cg = build_graph(graph, target, db, cache, args.jobs)
+    return cg, len(model.graph.node), model, time.perf_counter() - t0
+
+
+def _check_input_names(given: dict[str, Any], input_names: list[str]) -> None:
+    unknown = set(given) - set(input_names)
+    if unknown:
+        raise UsageError(f"--input names unknown input(s) {sorted(unknown)}; inputs are {input_names}")
+
+
+def _time_runs(cg, feeds: dict[str, Any], warmup: int, iterations: Optional[int],
+               duration: Optional[float]) -> Optional[Timing]:
+    """Warm-up runs (the first already made by the caller), then the timed ones."""
+    from ..runtime import to_device
+
+    dev = cg.device
+    on_dev = {k: to_device(v, dev) for k, v in feeds.items()}  # uploads are not what is timed
+    for _ in range(max(warmup - 1, 0)):
+        cg.run(as_numpy=False, **on_dev)
+    if iterations is not None and iterations <= 0:
+        return None
+    if iterations is None and duration is None:
+        iterations, duration = DEFAULT_ITERATIONS, DEFAULT_DURATION
+    times: list[float] = []
+    start = time.perf_counter()
+    while True:
+        t = time.perf_counter()
+        cg.run(as_numpy=False, **on_dev)
+        dev.sync()
+        times.append(time.perf_counter() - t)
+        if iterations is not None and len(times) >= iterations:
+            break
+        if duration is not None and time.perf_counter() - start >= duration:
+            break
+    first = cg.graph.inputs[0] if cg.graph.inputs else None
+    batch = first.shape[0] if first is not None and len(first.shape) >= 2 else None
+    return Timing(times, max(warmup, 1), batch)
+
+
+def run(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    if args.warmup < 0:
+        raise UsageError("--warmup must be 0 or more")
+    if args.top < 0:
+        raise UsageError("--top must be 0 (all) or more")
+    if args.duration is not None and args.duration <= 0:
+        raise UsageError("--duration must be more than 0 seconds")
+    given = load_inputs(args.input)
+    cg, onnx_nodes, model, build_seconds = _load(args, given)
+    _check_input_names(given, [i.name for i in cg.graph.inputs])
     print(fusion_summary(cg, onnx_nodes, args.verbose_groups))
 
-    unknown = set(given) - {i.name for i in cg.graph.inputs}
-    if unknown:
-        raise TefuseError(f"--input names unknown input(s) {sorted(unknown)}; "
-                          f"inputs are {[i.name for i in cg.graph.inputs]}")
     feeds = random_inputs(cg.graph, args.seed, given)
     outs = cg.run(**feeds)
-    times = []
-    for _ in range(max(args.repeat, 0)):
-        t = time.perf_counter()
-        cg.run(**feeds)
-        times.append(time.perf_counter() - t)
-    if times:
-        print(f"run: {1e3 * float(np.median(times)):.2f} ms (median of {len(times)})")
+    timing = _time_runs(cg, feeds, args.warmup, args.iterations, args.duration)
+    if timing is not None:
+        print("\n".join(timing.lines()))
+    rows = None
+    if args.profile:
+        rows = profile_rows(cg, cg.time_kernels(number=1, repeat=3, min_repeat_ms=20, **feeds))
+        print(profile_table(rows, args.top))
     out_names = [o.name for o in cg.graph.outputs]
     for name, o in zip(out_names, outs):
         print(f"output {name}: {o.dtype}{list(o.shape)} mean {float(np.mean(o)):.6g}")
-    if not args.check:
-        return 0
-    ref = onnxruntime_outputs(model if args.random_weights else str(Path(args.model)), feeds)
-    for name, r in zip(out_names, ref):
-        if r.size and float(np.ptp(r)) == 0.0:
-            print(f"warning: onnxruntime's {name} is constant ({float(r.flat[0]):.6g}), so this check "
-                  "proves little (--random-weights gives a model with constant-fill weights real ones)",
-                  file=sys.stderr)
-    bad = 0
-    for c in compare(out_names, outs, ref, args.rtol, args.atol):
-        print(f"check {c.name}: max abs err {c.max_abs:.3g}, max rel err {c.max_rel:.3g} "
-              f"-> {'OK' if c.ok else 'MISMATCH'} (rtol {args.rtol:g}, atol {args.atol:g})")
-        bad += not c.ok
-    return 1 if bad else 0
+    if args.output:
+        np.savez(args.output, **dict(zip(out_names, outs)))
+        log.info("saved %d output(s) to %s", len(outs), args.output)
+
+    checks = None
+    if args.check:
+        from ..frontend.reference import onnxruntime_outputs
+
+        ref = onnxruntime_outputs(model, feeds)
+        for name, r in zip(out_names, ref):
+            if r.size and float(np.ptp(r)) == 0.0:
+                log.warning("onnxruntime's %s is constant (%.6g), so this check proves little "
+                            "(--random-weights gives a model with constant-fill weights real ones)",
+                            name, float(r.flat[0]))
+        checks = compare(out_names, outs, ref, args.rtol, args.atol)
+        for c in checks:
+            print(f"check {c.name}: max abs err {c.max_abs:.3g}, max rel err {c.max_rel:.3g} "
+                  f"-> {'OK' if c.ok else 'MISMATCH'} (rtol {args.rtol:g}, atol {args.atol:g})")
+    ok = checks is None or all(c.ok for c in checks)
+    if args.json:
+        from ..version import __version__
+
+        tuned = sum(k.config_source == "tuned" for k in cg.kernels)
+        report = {
+            "schema": SCHEMA, "tefuse": __version__, "model": args.model, "target": str(cg.target),
+            "inputs": [{"name": i.name, "dtype": i.dtype, "shape": list(i.shape),
+                        "source": "file" if i.name in given else "random"} for i in cg.graph.inputs],
+            "build": {"kernels": cg.num_kernels, "ops": sum(len(k.group.nodes) for k in cg.kernels),
+                      "onnx_nodes": onnx_nodes, "tuned": tuned, "fallback": cg.num_kernels - tuned,
+                      "seconds": build_seconds},
+            "timing": timing.stats() if timing is not None else None,
+            "profile": rows,
+            "outputs": [{"name": n, "dtype": str(o.dtype), "shape": list(o.shape), "mean": float(np.mean(o))}
+                        for n, o in zip(out_names, outs)],
+            "check": None if checks is None else [{"name": c.name, "max_abs": _finite(c.max_abs),
+                                                   "max_rel": _finite(c.max_rel), "ok": c.ok} for c in checks],
+            "ok": ok,
+        }
+        Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
+        log.info("wrote %s", args.json)
+    return 0 if ok else 1

@@ -10,10 +10,8 @@ from __future__ import annotations
 import argparse
 import logging
 import math
-import sys
 
-from ..errors import TefuseError
-from ..target import make_target
+from . import UsageError
 
 log = logging.getLogger(__name__)
 
@@ -33,59 +31,52 @@ def add_parser(sub) -> None:
     p.add_argument("--parallel", "-j", type=int, default=None, help="parallel builds (default: CPU count)")
     p.add_argument("--rpc-tracker", default=None, metavar="HOST:PORT", help="measure through an RPC tracker")
     p.add_argument("--rpc-key", default=None, help="device key registered with the tracker")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
 
-def _graph(args: argparse.Namespace):
-    if args.spec.endswith(".onnx"):
-        try:
-            from ..frontend.onnx import import_onnx
-        except ImportError as e:
-            raise TefuseError(f"ONNX import is not available: {e}") from None
-        return import_onnx(args.spec)
-    from ..plan.spec import parse_chain, parse_shape
+def _progress_bar():
+    """(progress callback for tune(), close): one bar for the kernel being tuned, replaced by
+    the next kernel's; off when stderr is not a terminal or with --no-progress."""
+    from . import progress as P
 
-    return parse_chain(args.spec, parse_shape(args.input), args.dtype, args.layout)
-
-
-def _progress_bar(disabled: bool):
-    """A tqdm bar per kernel when tqdm is installed and stderr is a terminal, else None."""
-    if disabled or not sys.stderr.isatty():
+    if not P.enabled():
         return None, lambda: None
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        return None, lambda: None
-    bars: dict[str, object] = {}
+    state: dict = {}
 
     def update(name: str, done: int, total: int, best: float) -> None:
-        bar = bars.get(name)
-        if bar is None:
-            bar = bars[name] = tqdm(total=total, desc=name[:30], leave=True)
-        bar.n = done
-        bar.set_postfix_str(f"best {best * 1e3:.4f} ms" if math.isfinite(best) else "best -")
-        bar.refresh()
+        if state.get("name") != name:
+            P.close(state.get("bar"))
+            state["name"], state["bar"] = name, P.bar(total, f"tuning {name[:40]}", unit="trial")
+        b = state["bar"]
+        if b is None:
+            return
+        b.total = total
+        b.n = done
+        b.set_postfix_str(f"best {best * 1e3:.4f} ms" if math.isfinite(best) else "best -", refresh=False)
+        b.refresh()
 
-    return update, lambda: [b.close() for b in bars.values()]
+    return update, lambda: P.close(state.get("bar"))
 
 
 def run(args: argparse.Namespace) -> int:
     from ..tune.builder import LocalBuilder
     from ..tune.runner import LocalRunner
     from ..tune.loop import tune
+    from .build import load_graph, resolve_target
 
     if args.trials < 1:
-        raise TefuseError("--trials must be at least 1")
-    target = make_target(args.target)
-    graph = _graph(args)
+        raise UsageError("--trials must be at least 1")
+    target = resolve_target(args.target)
+    graph = load_graph(args)
     runner = None
     if args.rpc_tracker:
         from ..tune.rpc import RPCRunner
 
         host, _, port = args.rpc_tracker.rpartition(":")
+        if not port.isdigit():
+            raise UsageError(f"--rpc-tracker {args.rpc_tracker!r}: expected HOST:PORT")
         runner = RPCRunner(key=args.rpc_key, tracker=(host or "127.0.0.1", int(port)))
-    progress, close_bars = _progress_bar(args.no_progress)
+    progress, close_bars = _progress_bar()
     builder = LocalBuilder(n_parallel=args.parallel)
     runner = runner or LocalRunner()
     try:

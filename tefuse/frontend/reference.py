@@ -14,6 +14,8 @@ def onnxruntime_outputs(model, feeds: dict[str, np.ndarray]) -> list[np.ndarray]
         raise TefuseError("--check needs onnxruntime (pip install onnxruntime)") from e
     if not isinstance(model, (str, bytes)):
         model = model.SerializeToString()
-    sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    opts = ort.SessionOptions()
+    opts.log_severity_level = 3  # errors only: a zoo model gives one warning per initializer listed as an input
+    sess = ort.InferenceSession(model, sess_options=opts, providers=["CPUExecutionProvider"])
     names = {i.name for i in sess.get_inputs()}
     return sess.run(None, {k: v for k, v in feeds.items() if k in names})

@@ -151,6 +151,11 @@ def topo_order(outputs: Iterable[Node]) -> list[Node]:
     return order
 
 
+class UnknownOpAttribute(OpError, AttributeError):
+    """`builder.frobnicate`: an OpError (as before) that is also an AttributeError, so that
+    hasattr(), getattr(..., default) and completion treat it as a missing attribute."""
+
+
 class GraphBuilder:
     """Builds a graph node by node: `b.conv2d(x, w, padding=1)` or `b.op("conv2d", x, w)`."""
 
@@ -206,11 +211,75 @@ class GraphBuilder:
         return Node(nm, op, list(inputs), attrs, tuple(shape), dtype)
 
     def __getattr__(self, op: str):
+        # ops registered after this module was imported (the rest are methods, see below)
         if op.startswith("_"):
             raise AttributeError(op)
-        get_op(op)  # unknown op -> clear error
+        try:
+            get_op(op)
+        except OpError as e:
+            raise UnknownOpAttribute(f"GraphBuilder has no attribute {op!r} ({e})") from None
         return lambda *inputs, name=None, **attrs: self.op(op, *inputs, name=name, **attrs)
 
     def build(self, outputs: Node | Sequence[Node]) -> Graph:
         outs = [outputs] if isinstance(outputs, Node) else list(outputs)
         return Graph(list(self._inputs), outs)
+
+
+# names of the inputs of ops with more than one, for the methods' signatures ("x" for one input)
+_INPUT_NAMES = {"conv2d": ("x", "weight"), "dense": ("x", "weight"), "matmul": ("a", "b"),
+                "bias_add": ("x", "bias"), "batch_norm": ("x", "gamma", "beta", "mean", "var"),
+                "where": ("condition", "x", "y")}
+
+
+def _op_method(opdef) -> Any:
+    """A method for one registered op whose signature (inputs by position, the op's attributes
+    as keyword parameters with their defaults, `name=`) and doc are the op's, so that help(),
+    dir(), inspect.signature and completion show them. Calls go through `op()`, whose errors
+    name the node (an unknown attribute lists the known ones)."""
+    import inspect
+
+    n = opdef.num_inputs
+    P = inspect.Parameter
+    if n is None:
+        names: tuple[str, ...] = ()
+        params = [P("self", P.POSITIONAL_OR_KEYWORD), P("inputs", P.VAR_POSITIONAL)]
+    else:
+        names = _INPUT_NAMES.get(opdef.name) or (("x",) if n == 1 else ("x", "y") if n == 2
+                                                  else tuple(f"x{k}" for k in range(n)))
+        params = [P("self", P.POSITIONAL_OR_KEYWORD), *(P(i, P.POSITIONAL_OR_KEYWORD) for i in names)]
+    attrs = [a for a in opdef.attrs if a.isidentifier() and a not in ("self", "name", "inputs", *names)]
+    params += [P(a, P.KEYWORD_ONLY, default=opdef.attrs[a]) for a in attrs]
+    params.append(P("name", P.KEYWORD_ONLY, default=None))
+    opname = opdef.name
+
+    def method(self, *inputs, name=None, **attrs):
+        if names and any(k in attrs for k in names):  # inputs by keyword, as the signature allows
+            ins = list(inputs)
+            for k in names[len(ins):]:
+                if k not in attrs:
+                    break
+                ins.append(attrs.pop(k))
+            inputs = tuple(ins)
+        return self.op(opname, *inputs, name=name, **attrs)
+
+    method.__signature__ = inspect.Signature(params, return_annotation="Node")
+    method.__name__ = opname
+    method.__qualname__ = f"GraphBuilder.{opname}"
+    what = f"{n} input{'s' if n != 1 else ''}" if n is not None else "any number of inputs"
+    attr_doc = ", ".join(f"{a}={opdef.attrs[a]!r}" for a in attrs) or "none"
+    method.__doc__ = (f"{opdef.doc or opname}\n\n"
+                      f"Adds a `{opname}` node ({what}; fusion pattern {opdef.pattern.name.lower()}"
+                      f"{', anchor of its kernel' if opdef.anchor else ''}) and returns it.\n"
+                      f"Attributes (defaults): {attr_doc}. name: the node's name (default: generated).")
+    return method
+
+
+def _install_op_methods(cls: type) -> None:
+    from ..ops import list_ops
+
+    for opname in list_ops():
+        if opname.isidentifier() and not hasattr(cls, opname):
+            setattr(cls, opname, _op_method(get_op(opname)))
+
+
+_install_op_methods(GraphBuilder)

@@ -2,12 +2,14 @@
 
 Parameters (constants) are uploaded once; intermediate buffers are reused once their last
 reader has run; inputs may be numpy arrays or any DLPack tensor (torch, cupy), taken
-without a copy when already on the device.
+without a copy when already on the device, and outputs come back as the inputs' kind
+(torch in, torch out), as numpy arrays, or in buffers of the caller's (`out=`).
 """
 from __future__ import annotations
 
 import logging
-from typing import Any, Optional, Sequence
+import sys
+from typing import Any, Mapping, Optional, Sequence, Union
 
 import numpy as np
 import tvm
@@ -15,19 +17,20 @@ import tvm
 from .kernel import CompiledKernel
 from ..errors import TefuseError
 from ..graph.ir import CONST, INPUT, Graph, Node
-from ..target import device_for
+from ..target import device_for, has_gpu
 
 log = logging.getLogger(__name__)
 
 
 def to_device(x: Any, dev) -> tvm.runtime.Tensor:
-    """A tensor on `dev`: DLPack tensors already there (torch, cupy) are used without a copy."""
+    """A tensor on `dev`: DLPack tensors already there (torch, cupy) are used without a copy;
+    numpy arrays in a non-native byte order are converted to the native one."""
     if isinstance(x, tvm.runtime.Tensor):
         return x if x.device == dev else x.copyto(dev)
     if hasattr(x, "__dlpack__") and not isinstance(x, np.ndarray):
         try:
             t = tvm.runtime.from_dlpack(x)
-        except RuntimeError as e:  # TVM takes only 64-byte aligned data (a sliced tensor isn't)
+        except (RuntimeError, BufferError) as e:  # TVM takes only 64-byte aligned data (a sliced tensor isn't)
             if x.__dlpack_device__()[0] != 1:  # not host memory: no copy we can make here
                 raise TefuseError(f"cannot use a {type(x).__name__} input in place: "
                                   f"{str(e).strip().splitlines()[-1]}; pass a contiguous copy "
@@ -36,7 +39,33 @@ def to_device(x: Any, dev) -> tvm.runtime.Tensor:
         if t.device == dev:
             return t
         return tvm.runtime.tensor(t.numpy(), dev)
-    return tvm.runtime.tensor(np.asarray(x, order="C"), dev)  # keeps 0-d arrays 0-d
+    a = np.asarray(x, order="C")  # keeps 0-d arrays 0-d
+    if not a.dtype.isnative:  # e.g. '>f4' read from a big-endian file; TVM knows native order only
+        a = a.astype(a.dtype.newbyteorder("="))
+    return tvm.runtime.tensor(a, dev)
+
+
+def _framework(x: Any):
+    """The module whose `from_dlpack` makes tensors of x's kind (torch, cupy...), or None for
+    numpy arrays, TVM tensors and anything whose package has no from_dlpack."""
+    if isinstance(x, (np.ndarray, np.generic, tvm.runtime.Tensor)) or not hasattr(x, "__dlpack__"):
+        return None
+    mod = sys.modules.get(type(x).__module__.split(".")[0])
+    return mod if callable(getattr(mod, "from_dlpack", None)) else None
+
+
+def _in_place(buf: Any, dev) -> Optional[tvm.runtime.Tensor]:
+    """A TVM view of an `out=` buffer on `dev` (no copy), or None when TVM cannot take it as it
+    is (not 64-byte aligned, not contiguous, on another device)."""
+    if isinstance(buf, tvm.runtime.Tensor):
+        return buf if buf.device == dev else None
+    if not hasattr(buf, "__dlpack__"):
+        return None
+    try:
+        t = tvm.runtime.from_dlpack(buf)
+    except (RuntimeError, BufferError, TypeError, ValueError):
+        return None
+    return t if t.device == dev else None
 
 
 class CompiledGraph:
@@ -114,17 +143,47 @@ class CompiledGraph:
         self._launches = None  # they hold the old tensor
 
     # -- execution ------------------------------------------------------------------------
-    def bind_inputs(self, args: Sequence[Any], kwargs: dict) -> dict[int, tvm.runtime.Tensor]:
-        ins = self.graph.inputs
-        if len(args) > len(ins):
-            raise TefuseError(f"graph takes {len(ins)} inputs ({[i.name for i in ins]}), got {len(args)}")
-        given = dict(zip([i.name for i in ins], args))
+    def _given(self, args: Sequence[Any], kwargs: dict) -> dict[str, Any]:
+        """Input name -> value from positions, one {name: value} dict (ONNX Runtime's style) and
+        keywords; an input given twice (by position and by name) is refused."""
+        ins = [i.name for i in self.graph.inputs]
+        if len(args) == 1 and isinstance(args[0], Mapping):
+            given, by = dict(args[0]), "in the dict"
+            for k in given:
+                if not isinstance(k, str):
+                    raise TefuseError(f"input dict keys must be input names, got {k!r}; inputs are {ins}")
+        else:
+            for a in args:
+                if isinstance(a, Mapping):
+                    raise TefuseError("pass inputs either as one {name: value} dict or by position, not both")
+            if len(args) > len(ins):
+                raise TefuseError(f"graph takes {len(ins)} inputs ({ins}), got {len(args)}")
+            given, by = dict(zip(ins, args)), "by position"
         for k, v in kwargs.items():
-            if k not in {i.name for i in ins}:
-                raise TefuseError(f"unknown input {k!r}; inputs are {[i.name for i in ins]}")
+            if k in given:
+                raise TefuseError(f"input {k!r} given twice: {by} and by name")
             given[k] = v
+        unknown = [k for k in given if k not in ins]
+        if unknown:
+            raise TefuseError(f"unknown input{'s' if len(unknown) > 1 else ''} "
+                              f"{', '.join(map(repr, unknown))}; inputs are {ins}")
+        return given
+
+    def _check_device(self) -> None:
+        """Once: the device exists (a graph built for cuda on a machine without a GPU says so)."""
+        if getattr(self, "_device_ok", False):
+            return
+        kind = self.target.kind.name
+        if kind != "llvm" and not has_gpu(kind):
+            raise TefuseError(f"this graph was compiled for {kind} and there is no {kind} device here; "
+                              f"its code can still be read: source({kind!r})")
+        self._device_ok = True
+
+    def bind_inputs(self, args: Sequence[Any], kwargs: dict) -> dict[int, tvm.runtime.Tensor]:
+        self._check_device()
+        given = self._given(args, kwargs)
         out = {}
-        for i in ins:
+        for i in self.graph.inputs:
             if i.name not in given:
                 raise TefuseError(f"missing input {i.name!r} ({i.type_str()})")
             t = to_device(given[i.name], self.device)
@@ -143,29 +202,61 @@ class CompiledGraph:
     def _launch_list(self) -> list[tuple[Any, list, list[tuple[int, int]]]]:
         """Per kernel: the kernel, its arguments with constants and buffers bound once, and
         the (position, input id) holes each run fills. Why: the Python work per kernel is what
-        a small network's run time is made of (see the README's run vs kernel times)."""
+        a small network's run time is made of (see the README's run vs kernel times).
+        Also sets self._out_uses: graph output slot -> the (launch, position) pairs that use it,
+        so that a run can write an output into a buffer of the caller's (`out=`)."""
         if self._launches is None or self._launch_kernels is not self.kernels:
             slots = self._slots_for_run()
-            launches = []
-            for k in self.kernels:
+            out_slots = {self._plan[id(o)] for o in self.graph.outputs if o.op not in (INPUT, CONST)}
+            launches, uses = [], {s: [] for s in out_slots}
+            for li, k in enumerate(self.kernels):
+                nodes = [*k.params, *k.outputs]
                 argv: list = [None if p.op == INPUT else self._param(p) if p.op == CONST
-                              else slots[self._plan[id(p)]] for p in k.params]
-                argv += [slots[self._plan[id(o)]] for o in k.outputs]
+                              else slots[self._plan[id(p)]] for p in nodes]
                 holes = [(i, id(p)) for i, p in enumerate(k.params) if p.op == INPUT]
+                for pos, n in enumerate(nodes):
+                    if n.op not in (INPUT, CONST) and self._plan.get(id(n)) in out_slots:
+                        uses[self._plan[id(n)]].append((li, pos))
                 launches.append((k, argv, holes))
-            self._launches, self._launch_kernels = launches, self.kernels
+            self._launches, self._launch_kernels, self._out_uses = launches, self.kernels, uses
         return self._launches
 
-    def run(self, *args, as_numpy: bool = True, **kwargs) -> list:
-        """Run on inputs given by position or name; returns the graph outputs in order.
+    def run(self, *args, out: Union[Sequence[Any], Mapping[str, Any], None] = None,
+            as_numpy: Optional[bool] = None, **kwargs) -> list:
+        """Run on inputs given by position, by name, or as one {name: value} dict (ONNX
+        Runtime's style); returns the graph outputs in order.
 
-        With as_numpy=False the outputs are device tensors owned by this graph: the next
-        run overwrites them (copy them, or read them through DLPack, before running again).
+        Inputs may be numpy arrays or any DLPack tensor (torch, cupy, TVM): one already on
+        this graph's device is used without a copy. What comes back:
+
+        - out=[buffers] (or {name: buffer}): the outputs are written into these (numpy
+          arrays, torch tensors, TVM tensors of the right shape and dtype; written in place
+          when TVM can use the memory as it is, else copied in) and the buffers are returned;
+        - as_numpy=True: numpy arrays (copied to the host);
+        - as_numpy=False: device tensors owned by this graph: the next run overwrites them
+          (copy them, or read them through DLPack, before running again);
+        - by default, tensors of the inputs' framework when the inputs are torch (or cupy...)
+          tensors: new ones each run, on this graph's device, handed over through DLPack
+          without a copy; numpy arrays otherwise.
+
         Not for concurrent use: runs share the graph's buffers.
         """
         env = self.bind_inputs(args, kwargs)
         slots = self._slots_for_run()
         launches = self._launch_list()
+        outputs = self.graph.outputs
+        framework = None
+        if out is None and as_numpy is None:
+            given = args[0].values() if len(args) == 1 and isinstance(args[0], Mapping) else [*args, *kwargs.values()]
+            framework = next((f for f in map(_framework, given) if f is not None), None)
+        buffers: Optional[list] = None
+        if out is not None:
+            if as_numpy is not None:
+                raise TefuseError("pass out= or as_numpy=, not both")
+            buffers = self._out_buffers(out)
+        elif framework is not None:  # fresh tensors each run: the caller keeps them
+            buffers = [tvm.runtime.empty(o.shape, o.dtype, self.device) for o in outputs]
+        direct = self._redirect(buffers) if buffers is not None else {}
         try:
             for k, argv, holes in launches:
                 for i, key in holes:
@@ -175,11 +266,68 @@ class CompiledGraph:
             for _, argv, holes in launches:  # drop the references to this run's inputs
                 for i, _key in holes:
                     argv[i] = None
+            if direct:  # and to the caller's buffers
+                for slot, where in self._out_uses.items():
+                    for li, pos in where:
+                        launches[li][1][pos] = slots[slot]
         res = []
-        for o in self.graph.outputs:
+        for j, o in enumerate(outputs):
             t = env[id(o)] if o.op == INPUT else self._param(o) if o.op == CONST else slots[self._plan[id(o)]]
-            res.append(t.numpy() if as_numpy else t)
+            if buffers is not None:
+                if j not in direct:  # not written in place: copy in
+                    self._copy_into(t, buffers[j], o.name)
+                res.append(buffers[j] if framework is None else framework.from_dlpack(buffers[j]))
+            else:
+                res.append(t if as_numpy is False else t.numpy())
         return res
+
+    def _out_buffers(self, out: Union[Sequence[Any], Mapping[str, Any]]) -> list:
+        outputs = self.graph.outputs
+        names = [o.name for o in outputs]
+        if isinstance(out, Mapping):
+            unknown = [k for k in out if k not in names]
+            if unknown or len(out) != len(names):
+                raise TefuseError(f"out= names {sorted(out)}; the outputs are {names}")
+            out = [out[n] for n in names]
+        out = list(out)
+        if len(out) != len(outputs):
+            raise TefuseError(f"out= has {len(out)} buffer(s); the graph has {len(outputs)} output(s) {names}")
+        for o, b in zip(outputs, out):
+            shape = tuple(getattr(b, "shape", ()))
+            dtype = str(getattr(b, "dtype", "")).replace("torch.", "")
+            if shape != o.shape or dtype != o.dtype:
+                raise TefuseError(f"out= buffer for {o.name!r}: expected {o.type_str()}, got {dtype}"
+                                  f"[{','.join(map(str, shape))}]")
+        return out
+
+    def _redirect(self, buffers: list) -> dict[int, tvm.runtime.Tensor]:
+        """Point the kernels that write (or read) each graph output at the caller's buffer, where
+        TVM can use that buffer in place; {output index: its TVM view} for those."""
+        direct: dict[int, tvm.runtime.Tensor] = {}
+        taken: set[int] = set()
+        for j, o in enumerate(self.graph.outputs):
+            if o.op in (INPUT, CONST) or self._plan[id(o)] in taken:
+                continue  # an input or constant as output, or the same node listed twice: copied
+            view = _in_place(buffers[j], self.device)
+            if view is None:
+                continue
+            slot = self._plan[id(o)]
+            taken.add(slot)
+            direct[j] = view
+            for li, pos in self._out_uses[slot]:
+                self._launches[li][1][pos] = view
+        return direct
+
+    def _copy_into(self, t: tvm.runtime.Tensor, buf: Any, name: str) -> None:
+        if isinstance(buf, tvm.runtime.Tensor):
+            t.copyto(buf)
+        elif isinstance(buf, np.ndarray):
+            np.copyto(buf, t.numpy())
+        elif hasattr(buf, "copy_") and _framework(buf) is not None:  # torch: its copy_, any device
+            buf.copy_(_framework(buf).from_dlpack(t))
+        else:
+            raise TefuseError(f"out= buffer for {name!r}: cannot write into a {type(buf).__name__} "
+                              "(pass a numpy array, a torch tensor or a TVM tensor)")
 
     def time_kernels(self, *args, number: int = 10, repeat: int = 5, min_repeat_ms: int = 50,
                      **kwargs) -> list[float]:

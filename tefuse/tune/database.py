@@ -257,11 +257,26 @@ class LayeredDatabase:
 
 # -- default locations ---------------------------------------------------------------------
 def user_db_path() -> Path:
-    """$TEFUSE_USER_DB, else $XDG_CACHE_HOME/tefuse/tuning.jsonl (~/.cache by default)."""
+    """$TEFUSE_USER_DB, else tuning.jsonl in the user data directory (platformdirs: on Linux
+    $XDG_DATA_HOME/tefuse, ~/.local/share/tefuse by default): tuning results are data that a
+    cache cleaner must not delete. A log at the old place ($XDG_CACHE_HOME/tefuse/tuning.jsonl)
+    stays in use until one exists at the new place."""
     if os.environ.get("TEFUSE_USER_DB"):
         return Path(os.environ["TEFUSE_USER_DB"]).expanduser()
+    import platformdirs
+
+    path = Path(platformdirs.user_data_dir("tefuse", appauthor=False)) / "tuning.jsonl"
     cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(cache) / "tefuse" / "tuning.jsonl"
+    legacy = Path(cache) / "tefuse" / "tuning.jsonl"
+    if not path.exists() and legacy.is_file():
+        if legacy not in _LEGACY_NOTED:
+            _LEGACY_NOTED.add(legacy)
+            log.info("using the tuning log at its old place %s; move it to %s", legacy, path)
+        return legacy
+    return path
+
+
+_LEGACY_NOTED: set[Path] = set()
 
 
 def system_db_paths() -> list[Path]:

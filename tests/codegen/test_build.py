@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import tefuse
+from tefuse.driver import VERBOSE
 from tefuse.errors import BuildError
 from tefuse.graph.ir import GraphBuilder
 
@@ -56,11 +57,17 @@ def test_parallel_cuda_build_gives_the_serial_source():
 
 
 def test_parallel_build_logs_progress_for_every_kernel(caplog):
-    with caplog.at_level(logging.INFO, logger="tefuse.driver"):
-        cg = tefuse.build(_mlp(), "llvm", jobs=2)
+    """Per kernel at VERBOSE (`tefuse -v`), one INFO line for the build; progress() per kernel."""
+    calls = []
+    with caplog.at_level(VERBOSE, logger="tefuse.driver"):
+        cg = tefuse.build(_mlp(), "llvm", jobs=2, progress=lambda done, total: calls.append((done, total)))
     n = cg.num_kernels
-    built = [r.getMessage() for r in caplog.records if "] built " in r.getMessage()]
-    assert sorted(m.split("]")[0] for m in built) == sorted(f"[{k}/{n}" for k in range(1, n + 1))
+    built = [r for r in caplog.records if "] built " in r.getMessage()]
+    assert sorted(r.getMessage().split("]")[0] for r in built) == sorted(f"[{k}/{n}" for k in range(1, n + 1))
+    assert {r.levelno for r in built} == {VERBOSE}
+    info = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
+    assert len(info) == 1 and info[0].startswith(f"built {n} kernels for ") and "fallback configs" in info[0]
+    assert sorted(calls) == [(k, n) for k in range(1, n + 1)]
 
 
 def test_a_failing_group_names_itself_in_a_parallel_build(monkeypatch):

@@ -134,3 +134,133 @@ def test_a_failed_run_holds_no_input_and_a_new_kernel_list_takes_effect(rng):
     np.testing.assert_allclose(cg.run(x)[0], _ref(x, ws), rtol=1e-5, atol=1e-6)
     cg.kernels = good[:1]  # a new list is launched as it is
     assert len(cg._launch_list()) == 1
+
+
+# -- inputs as a dict, duplicates, byte order; outputs as the inputs' kind, out= buffers -----
+def _add_relu(rng):
+    b = GraphBuilder()
+    x = b.input("x", (2, 5))
+    y = b.input("y", (2, 5))
+    s = b.add(x, y)
+    cg = tefuse.build(b.build([b.relu(s), b.mul(x, y)]), "llvm")
+    xa, ya = (rng.standard_normal((2, 5)).astype("float32") for _ in range(2))
+    return cg, xa, ya, [np.maximum(xa + ya, 0), xa * ya]
+
+
+def test_inputs_as_one_dict_onnx_style(rng):
+    cg, xa, ya, want = _add_relu(rng)
+    for got in (cg.run({"x": xa, "y": ya}), cg.run({"y": ya}, x=xa), cg(xa, y=ya)):
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=1e-6)
+
+
+@pytest.mark.parametrize("call,message", [
+    (lambda cg, x, y: cg.run(x, y, x=x), "input 'x' given twice: by position and by name"),
+    (lambda cg, x, y: cg.run({"x": x, "y": y}, y=y), "input 'y' given twice: in the dict and by name"),
+    (lambda cg, x, y: cg.run({"x": x, "z": y}), "unknown input 'z'"),
+    (lambda cg, x, y: cg.run({"x": x}, y), "either as one {name: value} dict or by position"),
+    (lambda cg, x, y: cg.run({0: x, 1: y}), "keys must be input names"),
+])
+def test_an_input_given_twice_or_unknown_is_refused(rng, call, message):
+    cg, xa, ya, _ = _add_relu(rng)
+    with pytest.raises(tefuse.TefuseError, match=message.replace("(", r"\(").replace("{", r"\{")):
+        call(cg, xa, ya)
+
+
+def test_non_native_byte_order_is_converted(rng):
+    cg, xa, ya, want = _add_relu(rng)
+    swapped = xa.astype(xa.dtype.newbyteorder("S"))  # same values, the other byte order
+    assert not swapped.dtype.isnative
+    np.testing.assert_allclose(cg.run(swapped, ya)[0], want[0], rtol=1e-6)
+
+
+def test_out_buffers_are_written_in_place_and_returned(rng):
+    cg, xa, ya, want = _add_relu(rng)
+    bufs = [aligned(np.zeros((2, 5), np.float32)) for _ in range(2)]
+    got = cg.run(xa, ya, out=bufs)
+    assert got[0] is bufs[0] and got[1] is bufs[1]
+    for b, w in zip(bufs, want):
+        np.testing.assert_allclose(b, w, rtol=1e-6)
+    slot = cg._slot_tensors[cg._plan[id(cg.graph.outputs[0])]].numpy()
+    assert not np.allclose(slot, want[0])  # the kernel wrote the caller's buffer, not its own
+    # a later run without out= uses the graph's own buffers again, not the caller's
+    x2 = rng.standard_normal((2, 5)).astype("float32")
+    np.testing.assert_allclose(cg.run(x2, ya)[0], np.maximum(x2 + ya, 0), rtol=1e-6)
+    np.testing.assert_allclose(bufs[0], want[0], rtol=1e-6)
+
+
+def test_out_buffers_tvm_can_not_use_in_place_are_copied_into(rng):
+    cg, xa, ya, want = _add_relu(rng)
+    names = [o.name for o in cg.graph.outputs]
+    strided = np.zeros((4, 5), np.float32)[::2]  # not contiguous: TVM cannot write it in place
+    bufs = {names[0]: strided, names[1]: tvm.runtime.empty((2, 5), "float32", tvm.cpu(0))}
+    got = cg.run(xa, ya, out=bufs)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-6)
+    assert got[0] is bufs[names[0]]
+    np.testing.assert_allclose(bufs[names[1]].numpy(), want[1], rtol=1e-6)
+    with pytest.raises(tefuse.TefuseError, match="expected float32"):
+        cg.run(xa, ya, out=[np.zeros((2, 5), np.float64), np.zeros((2, 5), np.float32)])
+    with pytest.raises(tefuse.TefuseError, match="2 output"):
+        cg.run(xa, ya, out=[np.zeros((2, 5), np.float32)])
+
+
+class FakeTensor:
+    """A tensor of a framework ("fakefw") that speaks DLPack, as torch and cupy do."""
+
+    def __init__(self, a):
+        self.a = a
+
+    def __dlpack__(self, **kw):
+        return self.a.__dlpack__(**kw)
+
+    def __dlpack_device__(self):
+        return self.a.__dlpack_device__()
+
+
+@pytest.fixture
+def fakefw(monkeypatch):
+    """A module `fakefw` with FakeTensor and from_dlpack (which counts its calls)."""
+    import sys
+    import types
+
+    mod = types.ModuleType("fakefw")
+    mod.calls = 0
+
+    def from_dlpack(x):
+        mod.calls += 1
+        return FakeTensor(np.from_dlpack(x))  # a view: no copy
+
+    mod.from_dlpack = from_dlpack
+    mod.Tensor = FakeTensor
+    monkeypatch.setattr(FakeTensor, "__module__", "fakefw")
+    monkeypatch.setitem(sys.modules, "fakefw", mod)
+    return mod
+
+
+def test_framework_tensors_in_give_framework_tensors_out_through_dlpack(rng, fakefw):
+    cg, xa, ya, want = _add_relu(rng)
+    x, y = FakeTensor(aligned(xa)), FakeTensor(aligned(ya))
+    first = cg.run(x, y)
+    assert all(isinstance(t, FakeTensor) for t in first) and fakefw.calls == 2
+    for t, w in zip(first, want):
+        np.testing.assert_allclose(t.a, w, rtol=1e-6)
+    x2 = FakeTensor(aligned(rng.standard_normal((2, 5)).astype("float32")))
+    second = cg.run({"x": x2, "y": y})
+    np.testing.assert_allclose(first[0].a, want[0], rtol=1e-6)  # new tensors each run: not overwritten
+    assert not np.shares_memory(first[0].a, second[0].a)
+    np.testing.assert_allclose(second[0].a, np.maximum(x2.a + ya, 0), rtol=1e-6)
+    assert isinstance(cg.run(x, y, as_numpy=True)[0], np.ndarray)
+
+
+def test_torch_tensors_in_torch_tensors_out():
+    torch = pytest.importorskip("torch")
+    b = GraphBuilder()
+    x = b.input("x", (4, 8))
+    cg = tefuse.build(b.build(b.relu(x)), "llvm")
+    xt = torch.randn(4, 8)
+    (y,) = cg.run(x=xt)
+    assert isinstance(y, torch.Tensor) and y.device == xt.device
+    torch.testing.assert_close(y, torch.relu(xt))
+    buf = torch.empty(4, 8)
+    (same,) = cg.run({"x": xt}, out=[buf])
+    assert same is buf and torch.equal(buf, torch.relu(xt))

@@ -145,8 +145,22 @@ def test_layered_precedence(tmp_path, monkeypatch):
 def test_default_locations(tmp_path, monkeypatch):
     monkeypatch.delenv("TEFUSE_USER_DB", raising=False)
     monkeypatch.delenv("TEFUSE_SYSTEM_DB", raising=False)
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    assert D.user_db_path() == tmp_path / "tefuse" / "tuning.jsonl"
+    monkeypatch.setattr("sys.platform", "linux")  # platformdirs' XDG rules
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    # tuning records are data (a cache cleaner must not delete them), in the user data directory
+    assert D.user_db_path() == tmp_path / "data" / "tefuse" / "tuning.jsonl"
+    # a log at the old place, in the cache directory, stays in use until one exists at the new place
+    legacy = tmp_path / "cache" / "tefuse" / "tuning.jsonl"
+    legacy.parent.mkdir(parents=True)
+    legacy.write_text("")
+    assert D.user_db_path() == legacy
+    (tmp_path / "data" / "tefuse").mkdir(parents=True)
+    (tmp_path / "data" / "tefuse" / "tuning.jsonl").write_text("")
+    assert D.user_db_path() == tmp_path / "data" / "tefuse" / "tuning.jsonl"
+    from tefuse.codegen.cache import default_cache_dir
+    monkeypatch.delenv("TEFUSE_CACHE_DIR", raising=False)
+    assert default_cache_dir() == tmp_path / "cache" / "tefuse" / "kernels"
     import tefuse
     from pathlib import Path
     shipped = Path(tefuse.__file__).resolve().parent.parent / "tuning_logs"
@@ -184,8 +198,8 @@ def test_db_command(tmp_path, capsys):
     assert "5 records" in capsys.readouterr().out and len(Database(merged).records()) == 5
     assert main(["db", "best", WL, "--db", str(merged)]) == 0
     assert json.loads(capsys.readouterr().out)["config_index"] == 4
-    assert main(["db", "best", "broken", "--db", str(merged)]) == 2
+    assert main(["db", "best", "broken", "--db", str(merged)]) == 1  # a TefuseError: exit 1
     assert "no successful measurement" in capsys.readouterr().err
     assert main(["db", "distill", str(merged), "-o", str(tmp_path / "d.jsonl")]) == 0
     assert [r.config_index for r in Database(tmp_path / "d.jsonl").records()] == [4]
-    assert main(["db", "best", "nope", "--db", str(merged)]) == 2
+    assert main(["db", "best", "nope", "--db", str(merged)]) == 1

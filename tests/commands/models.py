@@ -1,0 +1,41 @@
+"""Small ONNX models for the CLI tests (several kernels, several inputs, a symbolic batch)."""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+
+def small_cnn(path, batch="1", opset=13):
+    """conv+relu -> max pool -> conv+relu -> global average pool -> flatten -> gemm -> softmax:
+    a few kernels. `batch` is a number, or a name for a symbolic batch dim."""
+    rng = np.random.default_rng(0)
+    w1 = numpy_helper.from_array(rng.standard_normal((4, 3, 3, 3)).astype("float32") / 3, "w1")
+    w2 = numpy_helper.from_array(rng.standard_normal((6, 4, 3, 3)).astype("float32") / 3, "w2")
+    fc = numpy_helper.from_array(rng.standard_normal((5, 6)).astype("float32"), "fc")
+    fb = numpy_helper.from_array(rng.standard_normal(5).astype("float32"), "fb")
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["c1"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c1"], ["r1"]),
+             helper.make_node("MaxPool", ["r1"], ["p1"], kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("Conv", ["p1", "w2"], ["c2"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c2"], ["r2"]),
+             helper.make_node("GlobalAveragePool", ["r2"], ["g"]),
+             helper.make_node("Flatten", ["g"], ["f"]),
+             helper.make_node("Gemm", ["f", "fc", "fb"], ["logits"], transB=1),
+             helper.make_node("Softmax", ["logits"], ["prob"], axis=1)]
+    b = int(batch) if str(batch).isdigit() else batch
+    g = helper.make_graph(nodes, "small_cnn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [b, 3, 8, 8])],
+                          [helper.make_tensor_value_info("prob", TensorProto.FLOAT, [b, 5])], [w1, w2, fc, fb])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], ir_version=8), str(path))
+    return path
+
+
+def two_inputs(path):
+    """x, y -> relu(x + y) and x * y, named 'sum/relu' (a '/' as exporters write) and 'prod'."""
+    nodes = [helper.make_node("Add", ["x", "y"], ["s"]), helper.make_node("Relu", ["s"], ["sum/relu"]),
+             helper.make_node("Mul", ["x", "y"], ["prod"])]
+    vi = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [2, 3]) for n in ("x", "y")]
+    out = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [2, 3]) for n in ("sum/relu", "prod")]
+    g = helper.make_graph(nodes, "two_inputs", vi, out)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), str(path))
+    return path
