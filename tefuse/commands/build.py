@@ -25,10 +25,18 @@ def add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--input", "-i", default=None, metavar="1x64x56x56",
                    help=f"input shape of a chain (default {DEFAULT_CHAIN_SHAPE}; same as --shape 1x64x56x56)")
     add_shape_option(p)
-    p.add_argument("--dtype", default="float32", choices=["float32", "float16"])
+    p.add_argument("--dtype", default="float32", choices=["float32", "float16", "bfloat16"],
+                   help="a chain's tensors (default float32); --precision converts a float32 model instead")
+
     p.add_argument("--layout", default="NCHW", choices=["NCHW", "NHWC"])
     p.add_argument("--target", "-t", default="llvm",
                    help="llvm, cuda (the GPU present's architecture, else sm_90), cuda:sm_80, rocm (default llvm)")
+
+
+def add_precision_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--precision", default="fp32", choices=["fp32", "tf32", "fp16", "bf16"],
+                   help="arithmetic of the kernels: fp16/bf16 on tensor cores with float32 accumulation, "
+                        "the model's float32 inputs and outputs kept (default fp32)")
 
 
 def add_shape_option(p: argparse.ArgumentParser) -> None:
@@ -161,6 +169,7 @@ def add_parser(sub) -> None:
                        description="Fuse and compile a chain spec or an ONNX model; print the code or "
                                    "save a compiled artefact.")
     add_common(p)
+    add_precision_option(p)
     p.add_argument("--emit", "-e", default="summary", choices=EMIT,
                    help="what to print (default summary); cuda and ptx need no GPU; graph (text) and dot "
                         "(Graphviz, one box per kernel: `-e dot | dot -Tsvg > g.svg`) compile nothing")
@@ -188,7 +197,7 @@ def open_databases(args):
     return db, cache
 
 
-def build_graph(graph, target, db, cache, jobs: Optional[int]):
+def build_graph(graph, target, db, cache, jobs: Optional[int], precision: str = "fp32"):
     """driver.build with a progress bar (when stderr is a terminal)."""
     from ..driver import build
     from .progress import build_progress
@@ -197,7 +206,7 @@ def build_graph(graph, target, db, cache, jobs: Optional[int]):
         raise UsageError("--jobs must be at least 1")
     update, finish = build_progress()
     try:
-        return build(graph, target, db=db, cache=cache, jobs=jobs, progress=update)
+        return build(graph, target, db=db, cache=cache, jobs=jobs, precision=precision, progress=update)
     finally:
         finish()
 
@@ -251,7 +260,7 @@ def run(args) -> int:
         raise UsageError("--emit ptx needs a cuda target")
     target = resolve_target(args.target)
     db, cache = open_databases(args)
-    cg = build_graph(graph, target, db, cache, args.jobs)
+    cg = build_graph(graph, target, db, cache, args.jobs, args.precision)
     if args.emit == "summary":
         print(cg.summary())
     elif args.emit == "ptx":

@@ -54,7 +54,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from . import UsageError
-from .build import add_db_options, add_shape_option, open_databases, parse_shapes
+from .build import add_db_options, add_precision_option, add_shape_option, open_databases, parse_shapes
 
 log = logging.getLogger(__name__)
 
@@ -143,6 +143,7 @@ def add_parser(sub) -> None:
     p.add_argument("--verbose-groups", action="store_true",
                    help="list every fused group with its schedule (template, config, tuned or fallback)")
     add_db_options(p)
+    add_precision_option(p)
     p.set_defaults(func=run)
 
 
@@ -319,7 +320,7 @@ def _load(args: argparse.Namespace, given: dict[str, Any]):
             shapes[k] = tuple(v.shape)
     graph = import_model(model, shapes, input_names)
     db, cache = open_databases(args)
-    cg = build_graph(graph, target, db, cache, args.jobs)
+    cg = build_graph(graph, target, db, cache, args.jobs, args.precision)
     return cg, len(model.graph.node), model, time.perf_counter() - t0
 
 

@@ -17,10 +17,11 @@ log = logging.getLogger(__name__)
 
 
 def add_parser(sub) -> None:
-    from .build import add_common
+    from .build import add_common, add_precision_option
 
     p = sub.add_parser("tune", help="autotune the kernels of a chain spec or ONNX model")
     add_common(p)
+    add_precision_option(p)
     p.add_argument("--trials", "-n", type=int, default=64, help="measurements per kernel (default 64)")
     p.add_argument("--tuner", default="xgb", choices=["xgb", "random", "grid"])
     p.add_argument("--log", "-l", default=None,
@@ -68,6 +69,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--trials must be at least 1")
     target = resolve_target(args.target)
     graph = load_graph(args)
+    if args.precision != "fp32":
+        from ..graph.precision import convert_precision
+
+        graph = convert_precision(graph, args.precision)  # tune the kernels `build --precision` makes
     runner = None
     if args.rpc_tracker:
         from ..tune.rpc import RPCRunner

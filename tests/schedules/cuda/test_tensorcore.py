@@ -127,3 +127,15 @@ def test_chosen_for_low_precision_only():
     # an fp32 graph built with precision=fp16: casts in the prologue, tensor cores all the same
     g = parse_chain("conv2d(k=32,r=3,pad=1)+bias+relu", (1, 16, 8, 8), "float32", "NCHW")
     assert [k.template for k in tefuse.build(g, "cuda", precision="fp16").kernels] == [NAME]
+
+
+def test_cli_builds_one_tensor_core_kernel_for_an_fp16_chain(capsys):
+    """README/issue: `tefuse build CHAIN -i 16x64x56x56 --precision fp16 -t cuda -e cuda`."""
+    from tefuse.cli import main
+
+    rc = main(["build", "conv2d(k=64,r=3,pad=1)+bias+batch_norm+relu", "-i", "16x64x56x56", "--precision", "fp16",
+               "-t", "cuda", "-e", "cuda", "--no-db", "--no-cache"])
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert len(re.findall(r"__global__\s+void", out)) == 1
+    assert "mma.sync" in out and "cp.async" in out

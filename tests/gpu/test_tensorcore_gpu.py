@@ -1,0 +1,87 @@
+"""The tensor-core template on a real GPU: fp16/bf16 convs, awkward GEMMs and batched matmuls
+(fallback and every tile/stage/intrinsic variant of one shape) against the same graph on llvm,
+whose fp16/bf16 inputs are accumulated in float32 as on the tensor cores.
+
+    python -m pytest -m gpu tests/gpu/test_tensorcore_gpu.py -q
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import tvm
+
+import tefuse
+from tefuse.codegen.lower import lower_group
+from tefuse.codegen.schedule import ScheduleChoice
+from tefuse.driver import build_group
+from tefuse.fusion import fuse_graph
+from tefuse.runtime.executor import CompiledGraph
+from tefuse.schedules.cuda.tensorcore import TensorCoreGemm
+from tefuse.target import make_target
+from tests.schedules.cuda.test_tensorcore import CASES, NAME, _rand
+from tefuse.plan.spec import parse_chain
+
+pytestmark = pytest.mark.gpu
+
+GPU_CASES = dict(CASES)
+GPU_CASES.update({
+    "resnet_3x3_b16": lambda: parse_chain("conv2d(k=128,r=3,pad=1)+bias+batch_norm+relu", (16, 128, 28, 28),
+                                          "float16", "NCHW"),
+    "resnet_1x1_7x7_b1": lambda: parse_chain("conv2d(k=2048,r=1)+bias+add+relu", (1, 512, 7, 7), "float16", "NCHW"),
+    "conv_bf16_nhwc": lambda: parse_chain("conv2d(k=64,r=3,pad=1)+bias+relu", (4, 14, 14, 32), "bfloat16", "NHWC"),
+})
+
+
+def _inputs(graph, rng):
+    vals = {}
+    for i in graph.inputs:
+        a = _rand(i.shape, i.dtype, rng)
+        if i.name.endswith("_var"):
+            a = (np.abs(a.astype(np.float32)) + 0.5).astype(a.dtype)
+        if i.name.endswith("_weight") or i.name == "w":
+            a = (a.astype(np.float32) * 0.1).astype(a.dtype)
+        vals[i.name] = a
+    return vals
+
+
+def _check(cg, graph, vals):
+    got = cg.run(**vals)[0].astype(np.float32)
+    want = tefuse.build(graph, "llvm").run(**vals)[0].astype(np.float32)
+    scale = np.abs(want).max()
+    assert np.isfinite(got).all()
+    assert np.abs(got - want).max() <= 1e-2 * scale, np.abs(got - want).max() / scale
+
+
+@pytest.mark.parametrize("case", sorted(GPU_CASES))
+def test_fallback_matches_llvm(case, rng):
+    graph = GPU_CASES[case]()
+    cg = tefuse.build(graph, "cuda")
+    assert [k.template for k in cg.kernels] == [NAME]
+    _check(cg, graph, _inputs(graph, rng))
+
+
+def _variants(info, target):
+    t = TensorCoreGemm()
+    space = t.space(info, target)
+    base = t.fallback(info, target, space).values
+    seen = []
+    for knob in space.knobs:  # one knob at a time away from the fallback
+        for v in knob.candidates:
+            cfg = {**base, knob.name: v}
+            if cfg not in seen:
+                seen.append(cfg)
+    return t, space, seen
+
+
+@pytest.mark.parametrize("case", ["dense_awkward_197", "conv_nchw_bn_relu"])
+def test_every_knob_value_computes_the_same(case, rng):
+    graph = GPU_CASES[case]()
+    (group,) = fuse_graph(graph)
+    target = make_target("cuda")
+    info = lower_group(group).info
+    t, space, variants = _variants(info, target)
+    vals = _inputs(graph, rng)
+    assert len(variants) > 5
+    for values in variants:
+        kernel = build_group(group, target, choice=ScheduleChoice(t, space.from_values(values), "test"))
+        _check(CompiledGraph(graph, target, [kernel]), graph, vals)
