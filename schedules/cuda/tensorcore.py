@@ -83,6 +83,15 @@ def _global_last_dim(sch, block_rv):
     return exts
 
 
+def _drop_unit_iters(sch, block) -> None:
+    """Re-express the block without its extent-1 iterators (bijective, so the schedule allows it)."""
+    ivs = sch.get(block).iter_vars
+    if not any(isinstance(iv.dom.extent, tirx.IntImm) and iv.dom.extent.value == 1 for iv in ivs):
+        return
+    keep = [k for k, iv in enumerate(ivs) if not (isinstance(iv.dom.extent, tirx.IntImm) and iv.dom.extent.value == 1)]
+    sch.transform_block_layout(block, tirx.IndexMap.from_func(lambda *vs: [vs[k] for k in keep], ndim=len(ivs)))
+
+
 def _pick_vec(vmax, *exts):
     v = vmax
     while v > 1 and any(e % v for e in exts):
@@ -106,6 +115,7 @@ def apply_tc_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
     stages = int(c["stages"])
 
     block = sch.get_sblock(gemm_block)
+    _drop_unit_iters(sch, block)  # a 1x1 conv's ry, rx and a batch of 1: reindex cannot take them
     blk = sch.get(block)
     in_dtype = c["in_dtype"] or blk.reads[0].source.dtype
     out_dtype = blk.writes[0].source.dtype
@@ -117,7 +127,9 @@ def apply_tc_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
     kinds_by_var = {iv.var: t.kind for iv, t in zip(blk.iter_vars, blk_tr)}
     a_last = _last_index_kind(blk, 0, kinds_by_var)
     b_last = _last_index_kind(blk, 1, kinds_by_var)
-    assert IterKind.kIter_K in a_last, "A must be K-contiguous (M,K) layout"
+    # A whose memory runs along M (NCHW data: consecutive output pixels) is copied M-fastest, so a
+    # warp's loads coalesce; the shared tile stays [M, K] for ldmatrix, filled element by element
+    a_m_major = bool(c.get("a_m_major")) or IterKind.kIter_K not in a_last
     b_nk = IterKind.kIter_K in b_last  # B stored (N, K) -> "trans_b"
 
     S, I, J, K = IterKind.kIter_S, IterKind.kIter_I, IterKind.kIter_J, IterKind.kIter_K
@@ -162,13 +174,16 @@ def apply_tc_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
         frag_a = frag_b = frag_c = "local"
 
     # ---------------------------------------------------------------- 4. global -> shared
-    def fetch_to_shared(idx):
+    def fetch_to_shared(idx, m_major=False):
         blk_read = sch.cache_read(block_outer, idx, sh_scope)
         sch.compute_at(blk_read, k0)
         auto_inline_producers(sch, blk_read)
         exts = _global_last_dim(sch, blk_read)
         inner = int(sch.get(blk_read).writes[0].source.shape[-1])
-        vec = _pick_vec(int(c["vec"]), inner, *exts)
+        vec = 1 if m_major else _pick_vec(int(c["vec"]), inner, *exts)
+        rows, cols = sch.get_loops(blk_read)[-2:]
+        if m_major:
+            sch.reorder(cols, rows)
         fused = sch.fuse(*sch.get_loops(blk_read)[-2:])
         _, f1, f2, f3 = sch.split(fused, [None, n_warps, 32, vec])
         if on_gpu:
@@ -179,7 +194,7 @@ def apply_tc_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
             sch.storage_align(blk_read, 0, axis=-2, factor=32, offset=int(c["smem_pad"]))
         return blk_read, vec
 
-    a_g2s, vec_a = fetch_to_shared(0)
+    a_g2s, vec_a = fetch_to_shared(0, a_m_major)
     b_g2s, vec_b = fetch_to_shared(1)
 
     # ---------------------------------------------------------------- 5. shared -> frags
@@ -205,7 +220,11 @@ def apply_tc_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
     _inline_epilogue(sch, acc_sh, epilogue_blocks)
     out_blk = sch.get(acc_sh)
     out_exts = [int(r.source.shape[-1]) for r in out_blk.writes]
-    vec_out = _pick_vec(int(c["vec_out"]), WN, *out_exts)
+    c_m_major = bool(c.get("c_m_major"))  # the output runs along M too (NCHW): store M-fastest
+    vec_out = 1 if c_m_major else _pick_vec(int(c["vec_out"]), WN, *out_exts)
+    if c_m_major:
+        oi, oj = sch.get_loops(acc_sh)[-2:]
+        sch.reorder(oj, oi)
     fused = sch.fuse(*sch.get_loops(acc_sh)[-2:])
     _, f1, f2 = sch.split(fused, [None, 32, vec_out])
     if on_gpu:
@@ -378,9 +397,11 @@ class TensorCoreGemm(Template):
         # prologues (pad, casts, layout changes) stay blocks here: the global -> shared copies
         # inline them (dlight's auto_inline_producers), so they are computed while loading tiles
         bm, bn, wm, wn = cfg["tile"]
+        nchw = info.anchor_kind == "conv2d" and info.geometry.layout == "NCHW"
         apply_tc_gemm(sch, info.stage("accumulator"), info.epilogue,
                       dict(BM=bm, BN=bn, WM=wm, WN=wn, BK=cfg["bk"], stages=cfg["stages"], intrin=cfg["intrin"],
-                           vec_out=cfg["vec_out"], tensorize=_target_kind(target) == "cuda"), target)
+                           vec_out=cfg["vec_out"], tensorize=_target_kind(target) == "cuda",
+                           a_m_major=nchw, c_m_major=nchw), target)
 
     def pass_config(self, info: KernelInfo, cfg: Config, target) -> dict:
         return pass_config(cfg["intrin"], target)
