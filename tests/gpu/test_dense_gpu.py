@@ -48,13 +48,13 @@ def _tol(dtype):
 
 
 def _configs(task, count: int, seed: int = 0):
-    space = task.space()
+    space = task.space("cuda_dense")
     rng = random.Random(seed)
-    return [task.fallback()] + [space.get(i) for i in rng.sample(range(len(space)), min(count, len(space)))]
+    return [task.fallback("cuda_dense")] + [space.get(i) for i in rng.sample(range(len(space)), min(count, len(space)))]
 
 
 def _run(task, g, cfg, feeds):
-    kernel = build_group(task.group, task.target, choice=ScheduleChoice(task.template(), cfg, "test"))
+    kernel = build_group(task.group, task.target, choice=ScheduleChoice(task.template("cuda_dense"), cfg, "test"))
     return CompiledGraph(g, task.target, [kernel]).run(**feeds)[0]
 
 

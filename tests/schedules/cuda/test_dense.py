@@ -70,7 +70,7 @@ def task_of(graph) -> Task:
 
 
 def cuda_source(task: Task, cfg) -> str:
-    mod = apply_schedule(task.lowered, task.target, ScheduleChoice(task.template(), cfg, "test"))
+    mod = apply_schedule(task.lowered, task.target, ScheduleChoice(task.template("cuda_dense"), cfg, "test"))
     module = compile_module(mod, task.target)
     (dev,) = [m for m in module.imports if m.kind == "cuda"]
     return dev.inspect_source()
@@ -85,7 +85,9 @@ def test_dense_has_its_own_cuda_template():
 def test_dense_chain_is_one_kernel_with_shared_tiles(kw):
     g = dense_chain(**kw)
     cg = tefuse.build(g, "cuda")
-    assert cg.num_kernels == 1 and cg.kernels[0].template == "cuda_dense"
+    # fp16 GEMMs go to tensor cores (tests/schedules/cuda/test_tensorcore.py); the rest to cuda_dense
+    expected = "tensorcore_gemm" if kw.get("dtype") == "float16" else "cuda_dense"
+    assert cg.num_kernels == 1 and cg.kernels[0].template == expected
     src = cg.kernels[0].source("cuda")
     (name,) = cuda_kernel_names(src)
     # graph input, weight, bias and output only: the dense result never goes to global memory
@@ -126,7 +128,7 @@ def test_gemm_dims_of_dense_and_matmul():
 ])
 def test_every_config_fits_thread_and_shared_memory_limits(kw):
     task = task_of(dense_chain(**kw))
-    space = task.space()
+    space = task.space("cuda_dense")
     itemsize = 2 if kw.get("dtype") == "float16" else 4
     n = len(space)
     idx = range(n) if n <= 5000 else random.Random(0).sample(range(n), 5000)
@@ -143,7 +145,7 @@ def test_awkward_extents_are_tiled_as_padded():
     """197 (ViT's tokens, a prime) would leave 1-row tiles: it is tiled as 200, the tail masked."""
     assert [padded(e) for e in (197, 196, 111, 3, 1000, 2048, 50, 74)] == [200, 196, 112, 3, 1000, 2048, 50, 80]
     task = task_of(dense_chain(m=197, k=768, n=2304))
-    fb = task.fallback()
+    fb = task.fallback("cuda_dense")
     assert math.prod(fb["tile_m"]) == 200 and fb["tile_m"][2] * fb["tile_m"][3] >= 8
     src = cuda_source(task, fb)
     assert "< 197)" in src  # the padded rows are masked
@@ -153,7 +155,7 @@ def test_k_thread_reduction_buffer_counts_against_shared_memory():
     """9 K threads (no power of two) reduce through a shared buffer of one float per thread,
     next to the biggest tiles of the space: the whole must stay within 48 KiB."""
     task = task_of(dense_chain(m=3, k=90, n=256, epilogue=False))
-    space = task.space()
+    space = task.space("cuda_dense")
     tile_k = max((c for c in next(k.candidates for k in space.knobs if k.name == "tile_k") if c[2] == 9),
                  key=lambda c: c[1])
     cfg = space.from_values(dict(tile_m=(1, 1, 3, 1), tile_n=(16, 1, 8, 2), tile_k=tile_k, unroll=0,
@@ -171,9 +173,9 @@ def test_shared_alloc_bytes_counts_padded_tiles():
     from tefuse.schedules.common import shared_alloc_bytes
 
     task = task_of(dense_chain(m=64, k=1024, n=512, epilogue=False))
-    cfg = task.fallback()
+    cfg = task.fallback("cuda_dense")
     sch = s_tir.Schedule(task.func)
-    task.template().apply(sch, task.info, cfg, task.target)
+    task.template("cuda_dense").apply(sch, task.info, cfg, task.target)
     total = sum((4 if t == "float" else 2) * int(n) for t, n in SHARED.findall(cuda_source(task, cfg)))
     assert shared_alloc_bytes(sch.mod) == total > 0
 
@@ -206,7 +208,7 @@ SAMPLED = [
 @pytest.mark.parametrize("make", SAMPLED)
 def test_sampled_configs_apply_and_generate_cuda(make):
     task = task_of(make())
-    space = task.space()
+    space = task.space("cuda_dense")
     rng = random.Random(20)
     for i in rng.sample(range(len(space)), min(10, len(space))):
         src = cuda_source(task, space.get(i))
@@ -218,7 +220,7 @@ def test_sampled_configs_apply_and_generate_cuda(make):
 @pytest.mark.parametrize("kw", [dict(m=1, k=2048, n=1000, prologue="flatten"), dict(m=64, k=1024, n=512)])
 def test_fallback_compiles_to_sm90_ptx(kw):
     task = task_of(dense_chain(**kw))
-    src = cuda_source(task, task.fallback())
+    src = cuda_source(task, task.fallback("cuda_dense"))
     ptx = compile_to_ptx(src, "sm_90")
     assert re.search(r"^\.target\s+sm_90\b", ptx, re.M), ptx[:400]
     assert ptx_entries(ptx) == cuda_kernel_names(src)
