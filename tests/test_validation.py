@@ -48,9 +48,10 @@ def test_bad_spec_is_refused(spec):
 @pytest.mark.parametrize("spec", ["conv2d(k=8.5)", "conv2d(k=8))", "conv2d(pad=-1-1-1-1)",
                                   "conv2d(k=8)+leaky_relu(alpha=abc)"])
 def test_bad_spec_cli_one_line(spec, capsys):
-    assert main(["build", spec, "-i", "1x4x8x8", "--no-db", "--no-cache"]) == 2
+    assert main(["build", spec, "-i", "1x4x8x8", "--no-db", "--no-cache"]) == 1  # a tefuse error, exit 1
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    assert err.startswith("tefuse build: error: ") and BAD_SPECS[spec] in err, err
 
 
 GOOD_SPECS = {

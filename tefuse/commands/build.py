@@ -45,15 +45,15 @@ def add_shape_option(p: argparse.ArgumentParser) -> None:
                         "for a chain, its input shape (NAME= optional)")
 
 
-def parse_dims(text: str, what: str) -> tuple[int, ...]:
-    """'1x3x224x224' or '1,3,224,224' -> (1, 3, 224, 224); every dim a positive integer."""
-    parts = [p for p in re.split(r"[x,]", text.strip().lower()) if p]
-    try:
-        dims = tuple(int(p) for p in parts)
-    except ValueError:
-        dims = ()
+def parse_dims(text: str, what: str, shown: Optional[str] = None) -> tuple[int, ...]:
+    """'1x3x224x224' or '1,3,224,224' -> (1, 3, 224, 224); every dim a positive integer.
+    A usage error names `what` and `shown` (the option's whole value; `text` by default)."""
+    text_ = text.strip().lower()
+    ok = re.fullmatch(r"[0-9]+(?:[x,][0-9]+)*", text_)  # not '', '2xAx8', '2xx8', '2x-1'
+    dims = tuple(int(p) for p in re.split(r"[x,]", text_)) if ok else ()
     if not dims or any(d < 1 for d in dims):
-        raise UsageError(f"{what} {text!r}: expected positive dims such as 1x3x224x224")
+        raise UsageError(f"{what} {(text if shown is None else shown)!r}: expected positive dims "
+                         f"such as 1x3x224x224")
     return dims
 
 
@@ -66,7 +66,7 @@ def parse_shapes(items: list[str]) -> dict[str, tuple[int, ...]]:
             raise UsageError(f"--shape {it!r}: expected NAME=DIMS, e.g. x=1x3x224x224")
         if name in out:
             raise UsageError(f"--shape: {name or 'the input'!r} given twice")
-        out[name] = parse_dims(dims, "--shape")
+        out[name] = parse_dims(dims, "--shape", shown=it)  # the error names the input too
     return out
 
 

@@ -53,6 +53,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
+from ..errors import TefuseError
 from . import UsageError
 from .build import add_db_options, add_precision_option, add_shape_option, open_databases, parse_shapes
 
@@ -166,10 +167,7 @@ def load_inputs(items: list[str], names: Optional[list[str]] = None) -> dict[str
             name, path = "", it
         elif not name:
             raise UsageError(f"--input {it!r}: expected NAME=FILE or FILE.npz")
-        try:
-            data = np.load(path, allow_pickle=False)
-        except (OSError, ValueError) as e:
-            raise UsageError(f"--input {it!r}: cannot read {path}: {e}") from None
+        data = _read_array(name, it, path)
         if isinstance(data, np.lib.npyio.NpzFile):
             with data:
                 keys = list(data.files)
@@ -192,6 +190,25 @@ def load_inputs(items: list[str], names: Optional[list[str]] = None) -> dict[str
         else:
             put(name, data, path)
     return given
+
+
+def _read_array(name: str, item: str, path: str):
+    """np.load of one --input file, or a one-line usage error naming the input and the file."""
+    import numpy as np
+
+    what = f"--input {name}" if name else f"--input {item!r}"
+    p = Path(path)
+    if not p.exists():
+        raise UsageError(f"{what}: no such file {path!r}")
+    if p.is_dir():
+        raise UsageError(f"{what}: {path!r} is a directory, cannot read it as an array")
+    try:
+        return np.load(p, allow_pickle=False)
+    except Exception as e:  # noqa: BLE001 - numpy raises ValueError, EOFError, OSError, UnpicklingError...
+        why = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        if "pickled" in why:  # what numpy says of any file without the .npy/.npz magic
+            why = "no .npy/.npz header"
+        raise UsageError(f"{what}: cannot read {path!r}: not a .npy or .npz file ({why})") from None
 
 
 def random_inputs(graph, seed: int = 0, given: Optional[dict[str, Any]] = None) -> dict[str, Any]:
@@ -298,6 +315,8 @@ def _load(args: argparse.Namespace, given: dict[str, Any]):
             raise UsageError("--check and --random-weights need the .onnx model, not an artefact")
         if shapes:
             raise UsageError("--shape applies to an .onnx model; an artefact's shapes are fixed")
+        if not Path(args.model).exists():
+            raise TefuseError(f"no such model or artefact file: {args.model}")
         cg = artifact.load(args.model)  # logs what it loaded
         check_runnable(cg.target, "run")
         return cg, None, None, None

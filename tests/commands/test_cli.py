@@ -61,6 +61,7 @@ def test_verbosity_before_and_after_the_subcommand(tmp_path, capsys, monkeypatch
     seen, real = [], db.run_list
     monkeypatch.setattr(db, "run_list", lambda args: seen.append(logging.getLogger("tefuse").level) or real(args))
     cmd = ["db", "list"] if before[:1] != ["db"] else ["list"]
+    (tmp_path / "empty.jsonl").touch()  # an empty log (a missing one is an error)
     assert main([*before, *cmd, "--db", str(tmp_path / "empty.jsonl"), *after]) == 0
     assert seen == [level]
     assert capsys.readouterr().out == "no tuning records\n"
@@ -71,6 +72,7 @@ def test_main_called_from_python_leaves_logging_as_it_was(tmp_path):
 
     root = logging.getLogger()
     before = (root.level, logging.getLogger("tefuse").level, list(root.handlers))
+    (tmp_path / "empty.jsonl").touch()
     assert main(["-vv", "db", "list", "--db", str(tmp_path / "empty.jsonl")]) == 0
     assert (root.level, logging.getLogger("tefuse").level, list(root.handlers)) == before
     assert not any(isinstance(h, CliHandler) for h in root.handlers)

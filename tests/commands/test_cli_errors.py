@@ -1,4 +1,5 @@
-"""Command failures are one TefuseError line (exit 2), never a traceback or a silent success."""
+"""Command failures are one line, never a traceback or a silent success: exit 1 for a tefuse
+error (a file that is not a model, no GPU), 2 for a usage error (a bad --input or --shape value)."""
 import numpy as np
 import onnx
 import pytest
@@ -17,8 +18,8 @@ def _model(path, shape=(1, 3, 4, 4)):
     return path
 
 
-def _one_line_error(capsys, argv, expect):
-    assert main(argv) == 2
+def _one_line_error(capsys, argv, expect, rc=1):
+    assert main(argv) == rc
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "Traceback" not in err, err
     assert expect in err, err
@@ -52,12 +53,13 @@ def test_missing_model(tmp_path, capsys):
 
 def test_missing_input_file(tmp_path, capsys):
     m = _model(tmp_path / "m.onnx")
-    _one_line_error(capsys, ["run", str(m), "--input", f"x={tmp_path}/nope.npy"], "--input x: no such file")
+    _one_line_error(capsys, ["run", str(m), "--input", f"x={tmp_path}/nope.npy"],
+                    f"--input x: no such file '{tmp_path}/nope.npy'", rc=2)
 
 
 def test_input_that_is_not_npy(tmp_path, capsys):
     m = _model(tmp_path / "m.onnx")
-    _one_line_error(capsys, ["run", str(m), "--input", f"x={m}"], "--input x: ")
+    _one_line_error(capsys, ["run", str(m), "--input", f"x={m}"], f"--input x: cannot read '{m}': not a .npy", rc=2)
     np.save(tmp_path / "x.npy", np.ones((1, 3, 4, 4), "float32"))
     assert main(["run", str(m), "--input", f"x={tmp_path}/x.npy", "--repeat", "0"]) == 0
 
@@ -65,7 +67,8 @@ def test_input_that_is_not_npy(tmp_path, capsys):
 @pytest.mark.parametrize("shape", ["2xAx8", "2x0x8", "", "2x-1"])
 def test_bad_shape(tmp_path, capsys, shape):
     m = _model(tmp_path / "m.onnx")
-    _one_line_error(capsys, ["run", str(m), "--shape", f"x={shape}"], "dims must be positive integers")
+    _one_line_error(capsys, ["run", str(m), "--shape", f"x={shape}"],
+                    f"--shape 'x={shape}': expected positive dims such as 1x3x224x224", rc=2)
 
 
 def test_cuda_without_gpu(tmp_path, capsys):
@@ -74,7 +77,8 @@ def test_cuda_without_gpu(tmp_path, capsys):
     if has_gpu("cuda"):
         pytest.skip("a GPU is present")
     m = _model(tmp_path / "m.onnx")
-    _one_line_error(capsys, ["run", str(m), "-t", "cuda"], "no cuda device here")
+    _one_line_error(capsys, ["run", str(m), "-t", "cuda"], "no CUDA GPU on this machine, so `tefuse run -t cuda` "
+                    "cannot run; run on the CPU (-t llvm)")
 
 
 def test_zero_length_dimension_is_not_called_unknown(tmp_path):

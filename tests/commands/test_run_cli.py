@@ -215,7 +215,8 @@ def test_inputs_from_npy_and_npz_and_outputs_to_npz(tmp_path, capsys, monkeypatc
     (["z=x.npy"], "unknown input(s) ['z']"),
     (["x=three.npz"], "none named 'x'"),
     (["x.npy"], "needs a name"),
-    (["x=missing.npy"], "cannot read"),
+    (["x=missing.npy"], "--input x: no such file 'missing.npy'"),
+    (["x=notes.txt"], "--input x: cannot read 'notes.txt': not a .npy or .npz file"),
 ])
 def test_bad_inputs_are_usage_errors(tmp_path, capsys, monkeypatch, inputs, message):
     model, x, y = _two(tmp_path)
@@ -223,6 +224,7 @@ def test_bad_inputs_are_usage_errors(tmp_path, capsys, monkeypatch, inputs, mess
     np.save("x.npy", x)
     np.savez("both.npz", x=x, y=y)
     np.savez("three.npz", a=x, b=y, c=y)
+    (tmp_path / "notes.txt").write_text("not an array\n")
     argv = ["run", model, "--iterations", "0"]
     for i in inputs:
         argv += ["--input", i]

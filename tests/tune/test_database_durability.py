@@ -134,7 +134,8 @@ def test_build_skips_record_that_does_not_fit_for_the_next(tmp_path):
 def test_db_missing_log_is_an_error(argv, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
-    assert main(argv) == 2
+    assert main(argv) == 1  # a tefuse error, not a usage error
     err = capsys.readouterr().err.strip()
+    assert err.startswith(f"tefuse {' '.join(argv[:2])}: error: ") and "Traceback" not in err, err
     assert err.endswith("no such tuning log: typo.jsonl") and len(err.splitlines()) == 1, err
     assert not (tmp_path / "x.jsonl").exists()
