@@ -397,10 +397,13 @@ class TensorCoreGemm(Template):
         # prologues (pad, casts, layout changes) stay blocks here: the global -> shared copies
         # inline them (dlight's auto_inline_producers), so they are computed while loading tiles
         bm, bn, wm, wn = cfg["tile"]
+        m, n, _ = tc_shape(info)
+        # a masked (padded) tail stored 8 wide needs a bool x8 predicate, which CUDA codegen lacks
+        vec_out = min(cfg["vec_out"], 4) if m % bm or n % bn else cfg["vec_out"]
         nchw = info.anchor_kind == "conv2d" and info.geometry.layout == "NCHW"
         apply_tc_gemm(sch, info.stage("accumulator"), info.epilogue,
                       dict(BM=bm, BN=bn, WM=wm, WN=wn, BK=cfg["bk"], stages=cfg["stages"], intrin=cfg["intrin"],
-                           vec_out=cfg["vec_out"], tensorize=_target_kind(target) == "cuda",
+                           vec_out=vec_out, tensorize=_target_kind(target) == "cuda",
                            a_m_major=nchw, c_m_major=nchw), target)
 
     def pass_config(self, info: KernelInfo, cfg: Config, target) -> dict:

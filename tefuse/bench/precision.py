@@ -95,9 +95,10 @@ def _templates(cg) -> list:
     return sorted({k.template for k in cg.kernels})
 
 
-def conv_case(c: int, hw: int, k: int, r: int, s: int, batch: int, precision: str, db=None) -> Row:
-    """tefuse's fused conv+bias+BN+ReLU in `precision` (NCHW, float32 interface converted at the
-    graph's edge: inputs here are already in `precision`) vs cuDNN's conv alone, channels_last."""
+def conv_case(c: int, hw: int, k: int, r: int, s: int, batch: int, precision: str, db=None,
+              layout: str = "NCHW") -> Row:
+    """tefuse's fused conv+bias+BN+ReLU in `precision` (inputs already in `precision`, tensors in
+    `layout`) vs cuDNN's conv alone, channels_last."""
     import tvm
 
     from ..driver import build
@@ -106,15 +107,19 @@ def conv_case(c: int, hw: int, k: int, r: int, s: int, batch: int, precision: st
 
     torch = _torch()
     dt = DTYPES[precision]
-    plan = build_plan(f"conv2d(k={k},r={r},stride={s},pad={r // 2})+bias+batch_norm+relu", (batch, c, hw, hw),
-                      dt, "NCHW")
+    shape = (batch, c, hw, hw) if layout == "NCHW" else (batch, hw, hw, c)
+    plan = build_plan(f"conv2d(k={k},r={r},stride={s},pad={r // 2})+bias+batch_norm+relu", shape, dt, layout)
     vals = random_args(plan, np.random.default_rng(0))
     vals = {n: v.astype(np.float32) for n, v in vals.items()}
     cg = build(plan.graph, "cuda", db=db)
     dev = cg.device
     tv = {n: tvm.runtime.tensor(_to_np(v, dt), dev) for n, v in vals.items()}
     got = cg.run(**tv)[0].astype(np.float32)
-    t = {n: torch.from_numpy(v).cuda().double() for n, v in vals.items()}
+    if layout == "NHWC":  # compare in NCHW: torch's reference below is NCHW
+        got = got.transpose(0, 3, 1, 2)
+        vals = {**vals, "x": vals["x"].transpose(0, 3, 1, 2)}
+        vals.update({n: v.transpose(3, 2, 0, 1) for n, v in vals.items() if n.endswith("_weight")})
+    t = {n: torch.from_numpy(np.ascontiguousarray(v)).cuda().double() for n, v in vals.items()}
     w = [i.name for i in plan.graph.inputs if i.name.endswith("_weight")][0]
     bn = {suffix: [i.name for i in plan.graph.inputs if i.name.endswith(suffix)][0]
           for suffix in ("_gamma", "_beta", "_mean", "_var")}
@@ -128,10 +133,10 @@ def conv_case(c: int, hw: int, k: int, r: int, s: int, batch: int, precision: st
     err = _rel(got, ref)
     ms = 1e3 * sum(cg.time_kernels(**tv))
     tdt = getattr(torch, dt)
-    x = torch.from_numpy(vals["x"]).cuda().to(tdt).to(memory_format=torch.channels_last)
-    wt = torch.from_numpy(vals[w]).cuda().to(tdt).to(memory_format=torch.channels_last)
+    x = torch.from_numpy(np.ascontiguousarray(vals["x"])).cuda().to(tdt).to(memory_format=torch.channels_last)
+    wt = torch.from_numpy(np.ascontiguousarray(vals[w])).cuda().to(tdt).to(memory_format=torch.channels_last)
     peer = time_graph(lambda: torch.nn.functional.conv2d(x, wt, None, s, r // 2))
-    return Row("conv", f"{c}x{hw}x{hw}->{k} {r}x{r}/{s}", precision, batch, ms, peer,
+    return Row("conv", f"{c}x{hw}x{hw}->{k} {r}x{r}/{s} {layout}", precision, batch, ms, peer,
                f"cuDNN conv alone, {precision}, channels_last", err, err <= TOLERANCE[precision], _templates(cg))
 
 
@@ -250,6 +255,7 @@ def main(argv=None) -> int:
     p.add_argument("--precision", nargs="+", default=["fp16"], choices=list(DTYPES))
     p.add_argument("--batch", type=int, nargs="+", default=[1, 16])
     p.add_argument("--shapes", type=int, nargs="*", default=None, help="indices into RESNET50_CONVS")
+    p.add_argument("--layout", default="NCHW", choices=["NCHW", "NHWC"], help="conv suite: tefuse's layout")
     p.add_argument("--models", nargs="+", default=["resnet50", "vit_b_16"])
     p.add_argument("--gemm", nargs="+", default=["4096x4096x4096"], help="MxNxK")
     p.add_argument("--no-compile", action="store_true", help="models: skip the torch.compile peer")
@@ -265,7 +271,7 @@ def main(argv=None) -> int:
             shapes = [RESNET50_CONVS[i] for i in args.shapes] if args.shapes is not None else RESNET50_CONVS
             for b in args.batch:
                 for shp in shapes:
-                    rows.append(conv_case(*shp, b, prec, db))
+                    rows.append(conv_case(*shp, b, prec, db, args.layout))
                     print(line(rows[-1]), flush=True)
         elif args.suite == "gemm":
             for g in args.gemm:
