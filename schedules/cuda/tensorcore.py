@@ -341,6 +341,7 @@ TC_DTYPES = ("float16", "bfloat16")
 TILES = [(128, 128, 64, 64), (128, 128, 64, 32), (128, 64, 64, 32), (64, 128, 32, 64), (128, 64, 32, 32),
          (64, 64, 32, 32), (64, 64, 64, 32), (128, 256, 64, 64), (256, 128, 64, 64)]
 MIN_ARCH = {"wmma": 70, "mma": 80}
+MIN_MN = 16  # one 16x16 fragment: below it the GEMM is a GEMV, and has no I or J axis to tile
 
 
 def _arch(target) -> int:
@@ -367,9 +368,10 @@ class TensorCoreGemm(Template):
     def accepts(self, info: KernelInfo) -> bool:
         if info.dtype not in TC_DTYPES or info.geometry is None or info.stage("accumulator") is None:
             return False
-        if info.anchor_kind == "conv2d":
-            return getattr(info.geometry, "groups", 1) == 1
-        return info.anchor_kind == "dense"
+        if info.anchor_kind not in ("conv2d", "dense") or getattr(info.geometry, "groups", 1) != 1:
+            return False
+        m, n, _ = tc_shape(info)
+        return m >= MIN_MN and n >= MIN_MN  # a GEMV (ViT's classifier at batch 1) is CUDA cores' work
 
     def preference(self, info: KernelInfo, target) -> int:
         return 10 if _arch(target) >= MIN_ARCH["mma"] else -10
