@@ -245,7 +245,7 @@ def _wall(fn, sync, iters: int = 20) -> float:
 
 
 def geomean(xs) -> Optional[float]:
-    xs = [x for x in xs if x]
+    xs = [x for x in xs if x and math.isfinite(x)]
     return float(np.exp(np.mean(np.log(xs)))) if xs else None
 
 
@@ -266,28 +266,38 @@ def main(argv=None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s: %(message)s")
     db = None if args.no_db else "default"
     rows: list[Row] = []
+
+    def attempt(suite: str, case: str, prec: str, batch: int, fn) -> None:
+        """One case; a failure is a row of its own (ok False, the error's last line), not the end."""
+        try:
+            rows.append(fn())
+        except Exception as e:  # noqa: BLE001 - build errors, peer errors: recorded and reported
+            msg = (str(e).strip().splitlines() or [type(e).__name__])[-1][:300]
+            log.error("%s %s %s b%d failed: %s", suite, case, prec, batch, msg)
+            rows.append(Row(suite, case, prec, batch, math.nan, None, "", math.inf, False, [], {"error": msg}))
+        print(line(rows[-1]), flush=True)
+
     for prec in args.precision:
         if args.suite == "conv":
             shapes = [RESNET50_CONVS[i] for i in args.shapes] if args.shapes is not None else RESNET50_CONVS
             for b in args.batch:
                 for shp in shapes:
-                    rows.append(conv_case(*shp, b, prec, db, args.layout))
-                    print(line(rows[-1]), flush=True)
+                    attempt("conv", str(shp), prec, b, lambda: conv_case(*shp, b, prec, db, args.layout))
         elif args.suite == "gemm":
             for g in args.gemm:
-                rows.append(gemm_case(*map(int, g.split("x")), prec, db))
-                print(line(rows[-1]), flush=True)
+                attempt("gemm", g, prec, 0, lambda: gemm_case(*map(int, g.split("x")), prec, db))
         else:
             for name in args.models:
                 for b in args.batch:
-                    rows.append(model_case(name, b, prec, Path(args.workdir), db, not args.no_compile))
-                    print(line(rows[-1]), flush=True)
+                    attempt("models", name, prec, b,
+                            lambda: model_case(name, b, prec, Path(args.workdir), db, not args.no_compile))
     summary = {}
     for key in sorted({(r.suite, r.precision, r.batch) for r in rows}):
         sel = [r for r in rows if (r.suite, r.precision, r.batch) == key]
         summary["/".join(map(str, key))] = {"geomean_ratio": geomean(r.ratio for r in sel),
                                             "all_ok": all(r.ok for r in sel), "n": len(sel)}
-        print(f"{key}: geomean tefuse/peer {summary['/'.join(map(str, key))]['geomean_ratio']:.2f}x over {len(sel)}")
+        gm = summary["/".join(map(str, key))]["geomean_ratio"]
+        print(f"{key}: geomean tefuse/peer {gm:.2f}x over {len(sel)}" if gm else f"{key}: no ratio")
     if args.json:
         Path(args.json).write_text(json.dumps({"rows": [{**asdict(r), "ratio": r.ratio} for r in rows],
                                                "summary": summary}, indent=1, default=str))
@@ -295,6 +305,8 @@ def main(argv=None) -> int:
 
 
 def line(r: Row) -> str:
+    if "error" in r.extra:
+        return f"{r.suite} {r.case} {r.precision} b{r.batch}: FAILED {r.extra['error']}"
     ratio = f"{r.ratio:.2f}x" if r.ratio else "-"
     return (f"{r.suite} {r.case} {r.precision} b{r.batch}: tefuse {r.tefuse_ms:.4f} ms | {r.peer} "
             f"{r.peer_ms if r.peer_ms is None else round(r.peer_ms, 4)} ms | tefuse/peer {ratio} | "
