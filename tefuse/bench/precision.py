@@ -273,6 +273,8 @@ def main(argv=None) -> int:
             rows.append(fn())
         except Exception as e:  # noqa: BLE001 - build errors, peer errors: recorded and reported
             msg = (str(e).strip().splitlines() or [type(e).__name__])[-1][:300]
+            cause = [ln for ln in str(e.__cause__ or "").splitlines() if "error" in ln][:3]
+            msg += "".join(f" | {ln.strip()[:200]}" for ln in cause)  # e.g. the device compiler's first errors
             log.error("%s %s %s b%d failed: %s", suite, case, prec, batch, msg)
             rows.append(Row(suite, case, prec, batch, math.nan, None, "", math.inf, False, [], {"error": msg}))
         print(line(rows[-1]), flush=True)
