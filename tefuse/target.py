@@ -126,8 +126,8 @@ def device_for(target: tvm.target.Target, index: int = 0):
     return tvm.cpu(index) if kind == "llvm" else tvm.device(kind, index)
 
 
-def has_gpu(kind: str = "cuda") -> bool:
+def has_gpu(kind: str = "cuda", index: int = 0) -> bool:
     try:
-        return bool(tvm.device(kind, 0).exist)
+        return bool(tvm.device(kind, index).exist)
     except Exception:  # noqa: BLE001 - no runtime for that kind
         return False
