@@ -114,8 +114,10 @@ class RPCSlot(Slot):
     """One session on one server: measures one candidate at a time."""
 
     def __init__(self, opts: RunOptions, key: Optional[str], tracker: Optional[Address],
-                 server: Optional[Address], priority: int = 1, reacquire_timeout: float = 10.0) -> None:
+                 server: Optional[Address], priority: int = 1, reacquire_timeout: float = 10.0,
+                 timeout: Optional[float] = 60.0) -> None:
         self.opts, self.key, self.tracker, self.server = opts, key, tracker, server
+        self.timeout = timeout
         self.priority = priority
         self.reacquire_timeout = reacquire_timeout
         self.sess = None
@@ -185,6 +187,31 @@ class RPCSlot(Slot):
 
     def measure(self, spec: RunSpec, kind: str, build: BuildResult,
                 reference: Optional[BuildResult]) -> MeasureResult:
+        """Measure on this slot's server; a server that stops answering for `timeout` seconds
+        (a machine gone without closing its sockets) counts as lost: TVM's RPC calls have no
+        timeout of their own, so the call runs on a helper thread that is abandoned then."""
+        if self.timeout is None:
+            return self._measure(spec, kind, build, reference)
+        box: dict = {}
+
+        def call() -> None:
+            try:
+                box["res"] = self._measure(spec, kind, build, reference)
+            except BaseException as e:  # noqa: BLE001 - handed to the caller
+                box["err"] = e
+
+        t = threading.Thread(target=call, name=f"rpc-{self.name}", daemon=True)
+        t.start()
+        t.join(self.timeout)
+        if t.is_alive():
+            self._drop()
+            raise DeviceLost(f"no answer in {self.timeout:g}s")
+        if "err" in box:
+            raise box["err"]
+        return box["res"]
+
+    def _measure(self, spec: RunSpec, kind: str, build: BuildResult,
+                 reference: Optional[BuildResult]) -> MeasureResult:
         import tvm
 
         if self.sess is None:  # dropped after a candidate's runtime error: a fresh session
@@ -238,7 +265,8 @@ class RPCRunner(ParallelRunner):
                          max_attempts)
 
     def _slot(self) -> RPCSlot:
-        return RPCSlot(self.opts, self.key, self.tracker, self.server, self.priority, self.reacquire_timeout)
+        return RPCSlot(self.opts, self.key, self.tracker, self.server, self.priority, self.reacquire_timeout,
+                       self.timeout)
 
     def _open_slots(self) -> list[RPCSlot]:
         if self.server is not None:

@@ -237,3 +237,16 @@ def test_all_devices_lost_raises_with_the_partial_batch():
         runner.run(RunSpec("k", [], []), "llvm", _builds(5))
     assert [m.index for m in err.value.partial] == [0, 1]
     assert "a: a went away" in str(err.value)
+
+
+def test_a_server_that_stops_answering_counts_as_lost(monkeypatch):
+    from tefuse.tune.measure import RunOptions
+
+    slot = RPCSlot(RunOptions(), "k", None, ("127.0.0.1", 1), timeout=0.2)
+    release = threading.Event()
+    monkeypatch.setattr(RPCSlot, "_measure", lambda *a: release.wait(5))
+    t0 = time.monotonic()
+    with pytest.raises(DeviceLost, match="no answer in 0.2s"):
+        slot.measure(RunSpec("k", [], []), "llvm", _builds(1)[0], None)
+    assert time.monotonic() - t0 < 2
+    release.set()
