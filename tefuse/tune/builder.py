@@ -53,12 +53,14 @@ def build_one(inp: BuildInput) -> BuildResult:
 
         from .. import schedules
         from ..codegen.compile import KernelSpec, compile_kernel
-        from ..target import ensure_cuda_compiler
+        from ..target import ensure_cuda_compiler, ensure_rocm_toolchain
         from .features import tir_features
 
         target = tvm.target.Target(inp.target)
         if target.kind.name == "cuda":
             ensure_cuda_compiler()
+        elif target.kind.name == "rocm":
+            ensure_rocm_toolchain()
         func = _FUNCS.get(inp.key)
         if func is None:
             func = _FUNCS[inp.key] = from_source(inp.script)
