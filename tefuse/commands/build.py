@@ -8,7 +8,7 @@ from ..errors import TefuseError
 from ..target import make_target
 from ..plan.spec import parse_chain, parse_shape
 
-EMIT = ("summary", "cuda", "ptx", "tir", "llvm", "graph")
+EMIT = ("summary", "cuda", "ptx", "tir", "llvm", "asm", "graph")  # asm/llvm: a rocm kernel's AMDGPU asm / IR
 
 
 def add_common(p: argparse.ArgumentParser) -> None:
@@ -17,7 +17,7 @@ def add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--input", "-i", default="1x64x56x56", help="input shape of a chain (default 1x64x56x56)")
     p.add_argument("--dtype", default="float32", choices=["float32", "float16"])
     p.add_argument("--layout", default="NCHW", choices=["NCHW", "NHWC"])
-    p.add_argument("--target", "-t", default="llvm", help="llvm, cuda, cuda:sm_80, rocm (default llvm)")
+    p.add_argument("--target", "-t", default="llvm", help="llvm, cuda, cuda:sm_80, rocm, rocm:gfx942 (default llvm)")
 
 
 def load_graph(args):

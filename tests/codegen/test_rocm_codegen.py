@@ -148,3 +148,51 @@ def test_debian_device_libraries_are_found_without_rocm_path(tmp_path, monkeypat
     monkeypatch.delenv("ROCM_PATH", raising=False)
     target.ensure_rocm_toolchain()
     assert os.environ["ROCM_PATH"] == str(tmp_path / "usr" / "lib" / "x86_64-linux-gnu")
+
+
+# -- the command line --------------------------------------------------------------------------
+CHAIN = ["build", "conv2d(k=16,r=3,pad=1)+bias+batch_norm+relu", "-i", "1x16x14x14", "-t", "rocm:gfx942",
+         "--no-db", "--no-cache"]
+
+
+def test_cli_build_emits_amdgpu_asm_and_llvm_ir(toolchain, capsys):
+    from tefuse.cli import main
+
+    assert main(CHAIN + ["-e", "asm"]) == 0
+    asm = capsys.readouterr().out
+    assert '.amdgcn_target "amdgcn-amd-amdhsa' in asm and "gfx942" in asm
+    assert len(re.findall(r"^main_kernel:", asm, re.M)) == 1 and "s_endpgm" in asm
+    assert main(CHAIN + ["-e", "llvm"]) == 0
+    ll = capsys.readouterr().out
+    assert 'target triple = "amdgcn-amd-amdhsa' in ll and "amdgpu_kernel" in ll
+
+
+def test_cli_build_saves_a_rocm_artefact_that_loads_only_with_a_rocm_runtime(toolchain, tmp_path, capsys):
+    import tarfile
+
+    import tvm
+
+    from tefuse.cli import main
+    from tefuse.codegen.rocm import find_code_objects
+    from tefuse.runtime import artifact
+
+    out = tmp_path / "conv.tefuse"
+    assert main(CHAIN + ["-o", str(out)]) == 0
+    assert f"saved {out}" in capsys.readouterr().err
+    with tarfile.open(out) as tar:
+        names = tar.getnames()
+        lib = tar.extractfile("kernels/k000.so").read()
+        src = tar.extractfile("kernels/k000.src").read().decode()
+    assert {"plan.json", "constants.npz", "kernels/k000.so", "kernels/k000.src"} <= set(names)
+    (co,) = find_code_objects(lib)
+    assert read_code_object(co).arch == "gfx942" and read_code_object(co).kernels == ("main_kernel",)
+    assert re.search(r"^main_kernel:", src, re.M)
+    if tvm.get_global_func("ffi.Module.load_from_bytes.hip", allow_missing=True) is not None:
+        pytest.skip("this TVM has a ROCm runtime: the artefact would load")
+    with pytest.raises(artifact.ArtifactError, match=r"k000\.so holds ROCm \(HIP\) device code and this TVM "
+                                                      r"has no runtime for it") as err:
+        artifact.load(out)
+    assert "\n" not in str(err.value)
+    assert main(["run", str(out)]) == 2
+    errs = capsys.readouterr().err.strip().splitlines()
+    assert len(errs) == 1 and "no runtime for it" in errs[0], errs
