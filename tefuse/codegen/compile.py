@@ -14,6 +14,7 @@ from tvm import s_tir
 
 from ..errors import BuildError
 from ..schedules import KernelInfo, Template
+from ..schedules.registry import TIR_PIPELINE
 from ..schedules.common import block_threads, shared_alloc_bytes
 from ..schedules.space import Config
 
@@ -65,11 +66,13 @@ def schedule_kernel(spec: KernelSpec, target: tvm.target.Target) -> tvm.IRModule
 def device_compile(mod: tvm.IRModule, target: tvm.target.Target, pass_config: Optional[dict] = None
                    ) -> tvm.runtime.Module:
     """TVM's codegen and the device compiler, errors as TVM raises them."""
-    if pass_config:
-        with target, tvm.transform.PassContext(opt_level=3, config=pass_config):
-            return tvm.compile(mod, target=target).mod
+    config = dict(pass_config or {})
+    pipeline = config.pop(TIR_PIPELINE, "default")
+    if config:
+        with target, tvm.transform.PassContext(opt_level=3, config=config):
+            return tvm.compile(mod, target=target, tir_pipeline=pipeline).mod
     with target:
-        return tvm.compile(mod, target=target).mod
+        return tvm.compile(mod, target=target, tir_pipeline=pipeline).mod
 
 
 def compile_module(mod: tvm.IRModule, target: tvm.target.Target, name: str = "",
