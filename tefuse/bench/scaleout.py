@@ -111,7 +111,10 @@ def run_once(tasks, devices: Optional[Sequence[int]] = None, *, rpc: Optional[st
     builder = _Timed(LocalBuilder(n_parallel=parallel), "build")
     runner = _Timed(inner, "run")
     try:
-        n_devices = inner.parallelism  # opens the devices before the clock starts
+        # devices opened, measuring processes and build workers started before the clock starts
+        n_devices = inner.parallelism
+        inner.warm(kind)
+        builder._inner.warm()
         t0 = time.perf_counter()
         results = tune(tasks, tasks[0].target, trials=trials, tuner=tuner, log=str(log_path), seed=seed,
                        builder=builder, runner=runner, transfer=False)
@@ -135,6 +138,14 @@ def result_line(r: ScaleoutResult) -> str:
     return (f"devices {r.devices}: {r.trials} trials of {r.tasks} kernels in {r.seconds:.1f} s = "
             f"{r.trials_per_minute:.1f} trials/min (building {r.build_seconds:.1f} s, measuring "
             f"{r.measure_seconds:.1f} s); per device {r.counts}; {errs}")
+
+
+def report(runs: Sequence[ScaleoutResult]) -> dict:
+    """What --json writes: every run, and each run's trials/minute relative to the first."""
+    out: dict = {"runs": [{**asdict(r), "trials_per_minute": r.trials_per_minute} for r in runs]}
+    if len(runs) > 1:
+        out["speedup_vs_first"] = [r.trials_per_minute / runs[0].trials_per_minute for r in runs]
+    return out
 
 
 def main(argv=None) -> int:
@@ -169,9 +180,8 @@ def main(argv=None) -> int:
         runs.append(run_once(tasks, devices, trials=args.trials, tuner=args.tuner, seed=args.seed,
                              parallel=args.parallel, model=model))
         print(result_line(runs[-1]), flush=True)
-    out = {"runs": [{**asdict(r), "trials_per_minute": r.trials_per_minute} for r in runs]}
+    out = report(runs)
     if len(runs) > 1:
-        out["speedup_vs_first"] = [r.trials_per_minute / runs[0].trials_per_minute for r in runs]
         print("trials/min relative to the first run: " +
               ", ".join(f"{r.devices} {s:.2f}x" for r, s in zip(runs, out["speedup_vs_first"])))
     if args.json:

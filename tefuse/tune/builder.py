@@ -104,6 +104,12 @@ class LocalBuilder:
             self._pool = PopenPoolExecutor(self.n_parallel, timeout=self.timeout, initializer=_warm)
         return self._pool
 
+    def warm(self) -> None:
+        """Start the build workers now (each imports TVM and tefuse once), e.g. before timing."""
+        pool = self._get_pool()
+        for fut in [pool.submit(_warm) for _ in range(self.n_parallel)]:
+            fut.result()
+
     def build(self, task: Task, template: str, configs: Sequence[Config]) -> list[BuildResult]:
         """Build every config; results in the order given."""
         target = task.target.export()

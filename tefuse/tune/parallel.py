@@ -49,6 +49,9 @@ class Slot:
         """After DeviceLost: get a device again (True) or retire (False)."""
         return False
 
+    def warm(self, kind: str) -> None:
+        """Get ready to measure (start a worker process...), so the first candidate does not pay."""
+
     def close(self) -> None:
         pass
 
@@ -65,6 +68,9 @@ class LocalSlot(Slot):
 
     def measure(self, spec, kind, build, reference):
         return self.runner.run(spec, kind, [build], reference)[0]
+
+    def warm(self, kind: str) -> None:
+        self.runner.warm(kind)
 
     def close(self) -> None:
         self.runner.close()
@@ -101,6 +107,14 @@ class ParallelRunner:
     def parallelism(self) -> int:
         """Devices measuring at once (opens the slots)."""
         return max(1, sum(not s.dead for s in self.slots))
+
+    def warm(self, kind: str) -> None:
+        """Ready every device at once (measuring processes started), e.g. before timing a run."""
+        threads = [threading.Thread(target=s.warm, args=(kind,), daemon=True) for s in self.slots]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
 
     def run(self, spec: RunSpec, target_kind: str, builds: Sequence[BuildResult],
             reference: Optional[BuildResult] = None) -> list[MeasureResult]:

@@ -117,6 +117,11 @@ class LocalRunner:
             self._pool.submit(_warm).result()
         return self._pool
 
+    def warm(self, kind: str) -> None:
+        """Start the measuring process now (it imports TVM; pinned runners see their device)."""
+        if self.isolated:
+            self._get_pool(kind)
+
     def _kill_pool(self) -> None:
         if self._pool is not None:
             for p in list(getattr(self._pool, "_processes", {}).values()):

@@ -18,20 +18,25 @@ def _tiny(path):
     return path
 
 
-def test_scaleout_bench_writes_trials_per_minute_for_each_device_set(tmp_path, capsys):
+def test_scaleout_bench_spreads_the_job_and_writes_trials_per_minute(tmp_path, capsys):
     model = _tiny(tmp_path / "tiny.onnx")
     out = tmp_path / "scaleout.json"
-    assert scaleout.main(["--devices", "0", "--devices", "0,1", "--model", str(model), "-t", "llvm",
-                          "--trials", "4", "--tuner", "random", "-j", "2", "--json", str(out)]) == 0
-    data = json.loads(out.read_text())
-    one, two = data["runs"]
-    assert (one["devices"], one["n_devices"], two["devices"], two["n_devices"]) == ("0", 1, "0,1", 2)
-    for r in (one, two):
-        assert r["trials"] == 4 * r["tasks"] and r["seconds"] > 0 and r["trials_per_minute"] > 0
-        assert 0 < r["measure_seconds"] < r["seconds"] and sum(r["counts"].values()) == r["trials"]
-    assert set(two["counts"]) == {"cpu:0", "cpu:1"}
-    assert data["speedup_vs_first"][0] == 1.0
-    assert "trials/min relative to the first run" in capsys.readouterr().out
+    assert scaleout.main(["--devices", "0,1", "--model", str(model), "-t", "llvm", "--trials", "4",
+                          "--tuner", "random", "-j", "2", "--json", str(out)]) == 0
+    (r,) = json.loads(out.read_text())["runs"]
+    assert (r["devices"], r["n_devices"], r["target"]) == ("0,1", 2, "llvm")
+    assert r["trials"] == 4 * r["tasks"] and r["seconds"] > 0 and r["trials_per_minute"] > 0
+    assert 0 < r["measure_seconds"] < r["seconds"] and 0 < r["build_seconds"] < r["seconds"]
+    assert set(r["counts"]) == {"cpu:0", "cpu:1"} and sum(r["counts"].values()) == r["trials"]
+    assert "trials/min" in capsys.readouterr().out
+
+
+def test_report_compares_each_run_with_the_first():
+    runs = [scaleout.ScaleoutResult("0", 1, "cuda-sm_90", "m", 28, 448, 120.0, 40.0, 80.0),
+            scaleout.ScaleoutResult("0,1", 2, "cuda-sm_90", "m", 28, 448, 80.0, 40.0, 40.0)]
+    out = scaleout.report(runs)
+    assert [r["trials_per_minute"] for r in out["runs"]] == [224.0, 336.0]
+    assert out["speedup_vs_first"] == [1.0, 1.5]
 
 
 def test_the_default_model_is_resnet50s_kernels():
