@@ -2,7 +2,7 @@
 
 Importing this package registers every template; `schedules.registry` looks them up.
 """
-from . import cpu, cuda  # noqa: F401  (registration)
+from . import cpu, cuda, rocm  # noqa: F401  (registration)
 from .registry import KernelInfo, Template, get_templates, register
 
 __all__ = ["KernelInfo", "Template", "get_templates", "register"]

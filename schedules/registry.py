@@ -23,6 +23,10 @@ WEIGHT = "weight"  # the block computing the anchor's weight operand (a weight p
 ACCUMULATOR = "accumulator"  # the anchor's reduction block
 ROLES = (DATA, WEIGHT, ACCUMULATOR)
 
+# a pass_config key that is no TVM option: the name of a TIR pipeline registered with
+# tvm.tirx.compilation_pipeline.register_tir_pipeline, used instead of TVM's default
+TIR_PIPELINE = "tefuse.tir_pipeline"
+
 
 @dataclass
 class KernelInfo:
@@ -89,7 +93,8 @@ class Template:
         raise NotImplementedError
 
     def pass_config(self, info: KernelInfo, cfg: Config, target) -> dict:
-        """TVM PassContext options the scheduled module must be compiled with (e.g. cp.async)."""
+        """TVM PassContext options the scheduled module must be compiled with (e.g. cp.async);
+        the key TIR_PIPELINE names a registered TVM TIR pipeline to compile with instead."""
         return {}
 
 

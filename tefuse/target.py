@@ -1,9 +1,14 @@
 """Targets: names or dicts -> tvm Targets with the limits GPU scheduling and tuning need."""
 from __future__ import annotations
 
+import glob
 import os
+import re
 import shutil
-from dataclasses import dataclass
+import subprocess
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
 from typing import Optional, Union
 
 import tvm
@@ -41,6 +46,8 @@ def make_target(spec: TargetLike = "llvm", **overrides) -> tvm.target.Target:
     d.update(overrides)
     if d["kind"] == "cuda":
         ensure_cuda_compiler()
+    elif d["kind"] == "rocm":
+        ensure_rocm_toolchain()
     return tvm.target.Target(d)
 
 
@@ -121,13 +128,111 @@ def ensure_cuda_compiler() -> None:
     import tvm.support.nvcc  # noqa: F401  (registers tvm_callback_cuda_compile)
 
 
+# ROCm's device libraries (ocml.bc, oclc_*.bc) outside a ROCm install: Debian's rocm-device-libs
+# puts them in /usr/lib/<multiarch>/amdgcn/bitcode, i.e. <prefix>/amdgcn/bitcode as TVM expects
+# of a ROCM_PATH.
+ROCM_BITCODE_DIRS = ("/usr/lib/*/amdgcn/bitcode", "/usr/lib/amdgcn/bitcode", "/usr/local/lib/amdgcn/bitcode")
+
+
+def _rocm_install() -> Optional[str]:
+    """The ROCm root TVM finds by itself ($ROCM_PATH, hipcc's, /opt/rocm), else None."""
+    if os.environ.get("ROCM_PATH"):
+        return os.environ["ROCM_PATH"]
+    hipcc = shutil.which("hipcc")
+    if hipcc:
+        return os.path.realpath(os.path.join(hipcc, "..", ".."))
+    return "/opt/rocm" if os.path.exists("/opt/rocm/bin/hipcc") else None
+
+
+def find_rocm_bitcode() -> Optional[str]:
+    """A directory of ROCm device-library bitcode outside a ROCm install, else None."""
+    for pattern in ROCM_BITCODE_DIRS:
+        for d in sorted(glob.glob(pattern)):
+            if os.path.isfile(os.path.join(d, "ocml.bc")):
+                return d
+    return None
+
+
+def ensure_rocm_toolchain() -> None:
+    """Let TVM's AMDGPU build find ROCm's device libraries where a distribution installed them.
+
+    TVM 0.27 (tvm.support.rocm) links `<ROCM_PATH>/amdgcn/bitcode/*.bc` and finds ROCM_PATH
+    from the environment, hipcc or /opt/rocm/bin/hipcc. Without any of those but with the
+    libraries at /usr/lib/<multiarch>/amdgcn/bitcode (Debian's rocm-device-libs), ROCM_PATH is
+    set to that prefix; an explicit $ROCM_PATH or a ROCm install is left alone. The linker is
+    TVM's choice: ld.lld-<its LLVM major> first, else ld.lld (see `rocm_toolchain`).
+    """
+    if _rocm_install() is None:
+        d = find_rocm_bitcode()
+        if d is not None:
+            os.environ["ROCM_PATH"] = str(Path(d).parents[1])
+
+
+@dataclass(frozen=True)
+class RocmToolchain:
+    """What TVM's ROCm build will use here, and why it would fail (`problems`, empty if none)."""
+
+    rocm_path: Optional[str]
+    bitcode_dir: Optional[str]
+    lld: Optional[str]
+    lld_major: Optional[int]
+    llvm_major: Optional[int]  # TVM's own LLVM
+    problems: tuple[str, ...] = field(default=())
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+@lru_cache(maxsize=None)
+def _lld_major(path: str) -> Optional[int]:
+    try:
+        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    m = re.search(r"LLD (\d+)", out)
+    return int(m.group(1)) if m else None
+
+
+def rocm_toolchain() -> RocmToolchain:
+    """Check the pieces of TVM's AMDGPU build: device-library bitcode and an ld.lld new enough
+    for the code objects TVM's LLVM writes (v6 from LLVM 18 on; LLD 14 rejects them with
+    'unknown abi version')."""
+    ensure_rocm_toolchain()
+    problems = []
+    root = _rocm_install()
+    bitcode = None
+    if root is None:
+        problems.append("no ROCm device libraries (install rocm-device-libs, or set ROCM_PATH)")
+    else:
+        cand = os.path.join(root, "amdgcn", "bitcode")
+        bitcode = cand if os.path.isfile(os.path.join(cand, "ocml.bc")) else None
+        if bitcode is None and not os.path.isfile("/opt/rocm/lib/ocml.amdgcn.bc"):
+            problems.append(f"no device-library bitcode under ROCM_PATH={root} (amdgcn/bitcode/ocml.bc)")
+    try:
+        llvm_major = int(tvm.target.codegen.llvm_version_major())
+    except Exception:  # noqa: BLE001 - TVM without LLVM
+        llvm_major = None
+    from tvm.support import rocm as tvm_rocm
+
+    found = tvm_rocm.find_lld(required=False)
+    lld = found[0] if found else None
+    lld_major = _lld_major(lld) if lld else None
+    if lld is None:
+        problems.append(f"no ld.lld (install lld-{llvm_major or 'N'})")
+    elif lld_major is not None and llvm_major is not None and lld_major < min(18, llvm_major):
+        problems.append(f"{lld} is LLD {lld_major}, too old for the code objects TVM's LLVM {llvm_major} "
+                        f"writes; install lld-{llvm_major}")
+    return RocmToolchain(root, bitcode, lld, lld_major, llvm_major, tuple(problems))
+
+
 def device_for(target: tvm.target.Target, index: int = 0):
     kind = target.kind.name
     return tvm.cpu(index) if kind == "llvm" else tvm.device(kind, index)
 
 
-def has_gpu(kind: str = "cuda") -> bool:
+def has_gpu(kind: str = "cuda", index: int = 0) -> bool:
     try:
-        return bool(tvm.device(kind, 0).exist)
+        return bool(tvm.device(kind, index).exist)
     except Exception:  # noqa: BLE001 - no runtime for that kind
         return False

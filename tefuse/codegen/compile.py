@@ -14,6 +14,7 @@ from tvm import s_tir
 
 from ..errors import BuildError
 from ..schedules import KernelInfo, Template
+from ..schedules.registry import TIR_PIPELINE
 from ..schedules.common import block_threads, shared_alloc_bytes
 from ..schedules.space import Config
 
@@ -65,11 +66,13 @@ def schedule_kernel(spec: KernelSpec, target: tvm.target.Target) -> tvm.IRModule
 def device_compile(mod: tvm.IRModule, target: tvm.target.Target, pass_config: Optional[dict] = None
                    ) -> tvm.runtime.Module:
     """TVM's codegen and the device compiler, errors as TVM raises them."""
-    if pass_config:
-        with target, tvm.transform.PassContext(opt_level=3, config=pass_config):
-            return tvm.compile(mod, target=target).mod
+    config = dict(pass_config or {})
+    pipeline = config.pop(TIR_PIPELINE, "default")
+    if config:
+        with target, tvm.transform.PassContext(opt_level=3, config=config):
+            return tvm.compile(mod, target=target, tir_pipeline=pipeline).mod
     with target:
-        return tvm.compile(mod, target=target).mod
+        return tvm.compile(mod, target=target, tir_pipeline=pipeline).mod
 
 
 def compile_module(mod: tvm.IRModule, target: tvm.target.Target, name: str = "",
@@ -79,8 +82,14 @@ def compile_module(mod: tvm.IRModule, target: tvm.target.Target, name: str = "",
         return device_compile(mod, target, pass_config)
     except Exception as e:  # noqa: BLE001 - TVM raises many kinds; name the group
         msg = str(e).strip().splitlines()
+        hint = ""
+        if target.kind.name == "rocm":  # say which piece of the ROCm toolchain is missing
+            from ..target import rocm_toolchain
+
+            problems = rocm_toolchain().problems
+            hint = f" (ROCm toolchain: {'; '.join(problems)})" if problems else ""
         raise BuildError(f"group {name}: compiling for {target.kind.name} failed: "
-                         f"{msg[-1] if msg else type(e).__name__}") from e
+                         f"{msg[-1] if msg else type(e).__name__}{hint}") from e
 
 
 def compile_kernel(spec: KernelSpec, target: tvm.target.Target) -> tuple[tvm.IRModule, tvm.runtime.Module]:
@@ -94,8 +103,12 @@ def pass_config(spec: KernelSpec, target: tvm.target.Target) -> dict:
 
 
 def device_source(module: tvm.runtime.Module) -> str:
-    """The generated device code of a freshly compiled module ("" for host-only targets)."""
+    """The generated device code of a freshly compiled module ("" for host-only targets):
+    CUDA C for CUDA; for ROCm (TVM's AMDGPU backend goes through LLVM, and its module kind is
+    "hip"), the AMDGPU assembly of the code object."""
     for m in module.imports:
-        if m.kind in ("cuda", "rocm"):
+        if m.kind == "cuda":
             return m.inspect_source()
+        if m.kind in ("hip", "rocm"):
+            return m.inspect_source("asm")
     return ""

@@ -15,7 +15,7 @@ from . import UsageError
 
 log = logging.getLogger(__name__)
 
-EMIT = ("summary", "cuda", "ptx", "tir", "llvm", "graph", "dot")
+EMIT = ("summary", "cuda", "ptx", "tir", "llvm", "asm", "graph", "dot")  # asm/llvm: a rocm kernel's AMDGPU asm / IR
 DEFAULT_CHAIN_SHAPE = "1x64x56x56"
 
 
@@ -30,7 +30,8 @@ def add_common(p: argparse.ArgumentParser) -> None:
 
     p.add_argument("--layout", default="NCHW", choices=["NCHW", "NHWC"])
     p.add_argument("--target", "-t", default="llvm",
-                   help="llvm, cuda (the GPU present's architecture, else sm_90), cuda:sm_80, rocm (default llvm)")
+                   help="llvm, cuda (the GPU present's architecture, else sm_90), cuda:sm_80, rocm, rocm:gfx942 "
+                        "(default llvm)")
 
 
 def add_precision_option(p: argparse.ArgumentParser) -> None:

@@ -4,6 +4,10 @@
         --tuner xgb --log tune.jsonl [--early-stopping 32]
 
 Rerunning the same command resumes: configs already in the log are not measured again.
+Measuring on several GPUs, each batch spread over them (one candidate per GPU at a time):
+
+    tefuse tune ... --devices 0,1                 # this machine's GPUs 0 and 1
+    tefuse tune ... --rpc HOST:PORT --key KEY     # every TVM RPC server under KEY at that tracker
 """
 from __future__ import annotations
 
@@ -30,8 +34,11 @@ def add_parser(sub) -> None:
                    help="stop a kernel after N trials without improvement")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--parallel", "-j", type=int, default=None, help="parallel builds (default: CPU count)")
-    p.add_argument("--rpc-tracker", default=None, metavar="HOST:PORT", help="measure through an RPC tracker")
-    p.add_argument("--rpc-key", default=None, help="device key registered with the tracker")
+    p.add_argument("--rpc", "--rpc-tracker", dest="rpc", default=None, metavar="HOST:PORT",
+                   help="measure on every TVM RPC server registered under --key with this tracker, in parallel")
+    p.add_argument("--key", "--rpc-key", dest="key", default=None, help="device key of the RPC servers")
+    p.add_argument("--devices", default=None, metavar="0,1,...",
+                   help="measure on these local devices in parallel, one process pinned to each")
     p.set_defaults(func=run)
 
 
@@ -59,6 +66,35 @@ def _progress_bar():
     return update, lambda: P.close(state.get("bar"))
 
 
+def _runner(args: argparse.Namespace, target):
+    """--rpc/--key or --devices: a runner over several devices; else None (the local device)."""
+    if args.rpc and args.devices:
+        raise UsageError("--rpc and --devices exclude each other")
+    if args.rpc:
+        from ..tune.rpc import RPCRunner, parse_address
+
+        if not args.key:
+            raise UsageError("--rpc needs --key (the key the servers registered under)")
+        try:
+            return RPCRunner(key=args.key, tracker=parse_address(args.rpc))
+        except ValueError as e:
+            raise TefuseError(f"--rpc: {e}") from None
+    if args.devices:
+        from ..target import has_gpu
+        from ..tune.parallel import local_devices_runner
+
+        try:
+            indices = [int(i) for i in args.devices.split(",") if i.strip()]
+        except ValueError:
+            raise UsageError(f"--devices: expected indices such as 0,1, got {args.devices!r}") from None
+        kind = target.kind.name
+        missing = [i for i in indices if kind != "llvm" and not has_gpu(kind, i)]
+        if missing or not indices:
+            raise TefuseError(f"--devices: no {kind} device {', '.join(map(str, missing)) or '(none given)'}")
+        return local_devices_runner(indices, kind)
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
     from ..tune.builder import LocalBuilder
     from ..tune.runner import LocalRunner
@@ -73,14 +109,7 @@ def run(args: argparse.Namespace) -> int:
         from ..graph.precision import convert_precision
 
         graph = convert_precision(graph, args.precision)  # tune the kernels `build --precision` makes
-    runner = None
-    if args.rpc_tracker:
-        from ..tune.rpc import RPCRunner
-
-        host, _, port = args.rpc_tracker.rpartition(":")
-        if not port.isdigit():
-            raise UsageError(f"--rpc-tracker {args.rpc_tracker!r}: expected HOST:PORT")
-        runner = RPCRunner(key=args.rpc_key, tracker=(host or "127.0.0.1", int(port)))
+    runner = _runner(args, target)
     progress, close_bars = _progress_bar()
     builder = LocalBuilder(n_parallel=args.parallel)
     runner = runner or LocalRunner()
@@ -92,6 +121,8 @@ def run(args: argparse.Namespace) -> int:
         close_bars()
         builder.close()
         runner.close()
+    if hasattr(runner, "summary"):
+        print(runner.summary())
     for r in results:
         best = f"{r.best_cost * 1e3:.4f} ms (#{r.best_index})" if math.isfinite(r.best_cost) else "no valid config"
         errs = ", ".join(f"{k}: {v}" for k, v in sorted(r.errors.items())) or "no errors"

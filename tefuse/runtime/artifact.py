@@ -10,7 +10,10 @@ Layout (a directory, or the same files in one tar archive):
     constants.npz    the graph constants, keyed c0, c1, ... (names live in plan.json)
     kernels/kNNN.so  each kernel's `module.export_library(...)`
     kernels/kNNN.tir the lowered TIR of each kernel (for `source("tir")`)
-    kernels/kNNN.src its generated CUDA/HIP source, when it has one (for `source("cuda")`)
+    kernels/kNNN.src its generated CUDA source or AMDGPU assembly, when it has one (for `source()`)
+
+A ROCm artefact saves without a GPU (its code objects are inside kNNN.so) but loads only where
+TVM has its ROCm runtime; elsewhere `load` says so in one line.
 """
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ import json
 import logging
 import math
 import os
+import re
 import shutil
 import tarfile
 import tempfile
@@ -38,6 +42,7 @@ from .executor import CompiledGraph
 log = logging.getLogger(__name__)
 
 FORMAT, VERSION = "tefuse-artifact", 1
+_RUNTIME = {"hip": "ROCm (HIP)", "cuda": "CUDA", "rocm": "ROCm"}
 PathLike = Union[str, os.PathLike]
 
 
@@ -165,7 +170,15 @@ def _kernel(entry: dict, root: Path, by_name: dict[str, Node]) -> CompiledKernel
     lib = root / entry["file"]
     if not lib.exists():
         raise ArtifactError(f"artefact kernel {lib.name} is missing")
-    module = tvm.runtime.load_module(str(lib))
+    try:
+        module = tvm.runtime.load_module(str(lib))
+    except Exception as e:  # noqa: BLE001 - TVM raises RuntimeError/TVMError/OSError
+        m = re.search(r"created using \{(\w+)\} but a loader of that name is not registered", str(e))
+        if m:  # e.g. a ROCm artefact: TVM without its ROCm runtime has no "hip" loader
+            raise ArtifactError(f"{lib.name} holds {_RUNTIME.get(m.group(1), m.group(1))} device code and this "
+                                f"TVM has no runtime for it (ffi.Module.load_from_bytes.{m.group(1)}); "
+                                f"load the artefact where TVM is built with it") from None
+        raise
     tir_path = root / entry["tir_file"]
     tir = tir_path.read_text() if tir_path.exists() else ""
     src_path = root / entry["source_file"] if entry.get("source_file") else None

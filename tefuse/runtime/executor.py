@@ -87,7 +87,7 @@ class CompiledGraph:
         return len(self.kernels)
 
     def source(self, kind: Optional[str] = None) -> str:
-        kind = kind or ("cuda" if self.target.kind.name == "cuda" else "tir")
+        kind = kind or {"cuda": "cuda", "rocm": "asm"}.get(self.target.kind.name, "tir")
         return "\n".join(f"// ---- {k.group.name} ----\n{k.source(kind)}" for k in self.kernels)
 
     def summary(self) -> str:

@@ -41,10 +41,18 @@ class CompiledKernel:
         self.function(*args)
 
     def source(self, kind: str = "cuda") -> str:
-        """Generated device source ('cuda'), host/LLVM IR ('llvm') or lowered TIR ('tir')."""
+        """Generated device source ('cuda'), host/LLVM IR ('llvm') or lowered TIR ('tir').
+
+        For ROCm the kernel is the device module (TVM's kind "hip", built through LLVM, no C
+        source): 'asm' (or 'rocm') is its AMDGPU assembly and 'llvm' its LLVM IR."""
         if kind == "tir":
             return self.tir
         mods = [self.module, *getattr(self.module, "imports", [])]
+        amd = [m for m in mods if m.kind in ("hip", "rocm")]
+        if amd and kind in ("asm", "rocm", "hip"):
+            return self.device_source or amd[0].inspect_source("asm")
+        if amd and kind == "llvm":
+            return amd[0].inspect_source("llvm")
         for m in mods:
             if kind in ("cuda", "rocm") and m.kind == kind:
                 return self.device_source or m.inspect_source()

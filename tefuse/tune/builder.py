@@ -53,12 +53,14 @@ def build_one(inp: BuildInput) -> BuildResult:
 
         from .. import schedules
         from ..codegen.compile import KernelSpec, compile_kernel
-        from ..target import ensure_cuda_compiler
+        from ..target import ensure_cuda_compiler, ensure_rocm_toolchain
         from .features import tir_features
 
         target = tvm.target.Target(inp.target)
         if target.kind.name == "cuda":
             ensure_cuda_compiler()
+        elif target.kind.name == "rocm":
+            ensure_rocm_toolchain()
         func = _FUNCS.get(inp.key)
         if func is None:
             func = _FUNCS[inp.key] = from_source(inp.script)
@@ -101,6 +103,12 @@ class LocalBuilder:
             # outside its timeout, so import time is not charged to the first builds
             self._pool = PopenPoolExecutor(self.n_parallel, timeout=self.timeout, initializer=_warm)
         return self._pool
+
+    def warm(self) -> None:
+        """Start the build workers now (each imports TVM and tefuse once), e.g. before timing."""
+        pool = self._get_pool()
+        for fut in [pool.submit(_warm) for _ in range(self.n_parallel)]:
+            fut.result()
 
     def build(self, task: Task, template: str, configs: Sequence[Config]) -> list[BuildResult]:
         """Build every config; results in the order given."""

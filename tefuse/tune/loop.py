@@ -1,4 +1,4 @@
-"""The tuning loop: propose -> build (parallel) -> run (serial) -> log -> learn.
+"""The tuning loop: propose -> build (parallel) -> run (on one device, or spread over several) -> log -> learn.
 
 (The search strategies that propose configs live in tune/tuners/; this module drives them.)
 
@@ -18,6 +18,7 @@ from typing import Callable, Optional, Union
 from .builder import LocalBuilder
 from .database import Database, LayeredDatabase, default_database, open_database
 from .measure import MeasureResult, run_spec
+from .parallel import DevicesLost
 from .record import TuningRecord
 from .runner import LocalRunner
 from .task import Task, as_tasks
@@ -106,10 +107,12 @@ def tune(graph_or_tasks, target=None, *, trials: int, tuner: str = "xgb",
     own_builder, own_runner = builder is None, runner is None
     builder = builder or LocalBuilder()
     runner = runner or LocalRunner()
-    session = TuningSession(db, builder, runner, tuner, seed, batch_size or builder.n_parallel,
-                            early_stopping, transfer, progress, dict(tuner_options or {}))
     results = []
     try:
+        # a batch keeps every build worker and every measuring device busy
+        batch_size = batch_size or max(builder.n_parallel, getattr(runner, "parallelism", 1))
+        session = TuningSession(db, builder, runner, tuner, seed, batch_size, early_stopping, transfer,
+                                progress, dict(tuner_options or {}))
         for k, task in enumerate(tasks):
             log_prefix = f"[task {k + 1}/{len(tasks)}] {task.name}"
             per_template = max(1, trials // len(task.templates))
@@ -168,7 +171,11 @@ def _tune_template(session: TuningSession, task: Task, template: str, budget: in
         if not batch:
             break
         configs = [space.get(i) for i in batch]
-        measured = runner.run(spec, kind, builder.build(task, template, configs), reference)
+        try:
+            measured = runner.run(spec, kind, builder.build(task, template, configs), reference)
+        except DevicesLost as e:  # keep what the batch measured before the last device went
+            db.append_many([_record(task, template, device, m) for m in e.partial])
+            raise
         db.append_many([_record(task, template, device, m) for m in measured])
         tuner.update([m.index for m in measured], [m.cost for m in measured])
         for m in measured:

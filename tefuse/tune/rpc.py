@@ -1,33 +1,257 @@
-"""Measuring on another machine through TVM's RPC: upload the exported library, time it there.
+"""Measuring on other machines through TVM's RPC: upload the exported library, time it there.
 
 Topology as in AutoTVM: `python -m tvm.exec.rpc_tracker` somewhere, `python -m
-tvm.exec.rpc_server --tracker HOST:PORT --key KEY` on each device box, and an RPCRunner
-that asks the tracker for a session by key (or connects straight to one server). Notes on
-TVM 0.27: the tracker needs `tornado`, and Server/Tracker.terminate() need `psutil` (it
-raises ModuleNotFoundError without it), so `LocalRPC.close` kills the processes itself.
+tvm.exec.rpc_server --tracker HOST:PORT --key KEY` once per device (one server per GPU; a
+server measures one candidate at a time). An RPCRunner given the tracker opens a session on
+EVERY server the tracker holds under the key and spreads each batch over them
+(tune/parallel.py): each server measures one candidate at a time, results come back in the
+batch's order. Given one server's address instead, it measures there alone.
+
+A server that dies mid-run costs only its in-flight candidate: the session's loss is noticed
+(a failed remote call, then a failed liveness probe), the candidate goes to another server,
+and that slot asks the tracker for a server again (a server restarted under the key is picked
+up) or retires. When no server is left, `DevicesLost` (one line) stops the tuning after the
+results already measured are written. A kernel that kills the session it runs in takes
+TVM's Python server down with it (its listen loop ends when a session exits badly), so such
+a candidate is tried on at most `max_attempts` servers, then recorded as a runtime error.
+
+Notes on TVM 0.27: the tracker needs `tornado`; Server/Tracker.terminate() need `psutil`.
 """
 from __future__ import annotations
 
 import logging
 import os
 import socket
+import struct
+import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
 from .measure import (RUNTIME_ERROR, BuildResult, MeasureResult, RunOptions, RunSpec, _last_line,
                       measure_module)
+from .parallel import DeviceLost, DevicesLost, ParallelRunner, Slot
 
 log = logging.getLogger(__name__)
 
+Address = tuple[str, int]
 
-class RPCRunner:
-    """Runner with the LocalRunner interface that measures on a remote device."""
 
-    def __init__(self, key: Optional[str] = None, tracker: Optional[tuple[str, int]] = None,
-                 server: Optional[tuple[str, int]] = None, number: int = 0, repeat: int = 3,
+def parse_address(text: str, default_host: str = "127.0.0.1") -> Address:
+    """'HOST:PORT' (or ':PORT', 'PORT') -> (host, port)."""
+    host, _, port = text.rpartition(":")
+    try:
+        return host or default_host, int(port)
+    except ValueError:
+        raise ValueError(f"expected HOST:PORT, got {text!r}") from None
+
+
+def _tracker_socket(tracker: Address, timeout: float = 10.0) -> socket.socket:
+    from tvm.rpc import base
+
+    sock = socket.create_connection(tracker, timeout=timeout)
+    sock.sendall(struct.pack("<i", base.RPC_TRACKER_MAGIC))
+    if struct.unpack("<i", base.recvall(sock, 4))[0] != base.RPC_TRACKER_MAGIC:
+        sock.close()
+        raise RuntimeError(f"{tracker[0]}:{tracker[1]} is not a TVM RPC tracker")
+    return sock
+
+
+def tracker_summary(tracker: Address) -> dict:
+    """The tracker's summary: {'server_info': [{'key': 'server:KEY', 'addr': [host, port]}...],
+    'queue_info': {KEY: {'free': n, 'pending': m}}}."""
+    from tvm.rpc import base
+
+    sock = _tracker_socket(tracker)
+    try:
+        base.sendjson(sock, [base.TrackerCode.SUMMARY])
+        value = base.recvjson(sock)
+    finally:
+        sock.close()
+    if value[0] != base.TrackerCode.SUCCESS:
+        raise RuntimeError(f"tracker summary failed: {value}")
+    return value[1]
+
+
+def tracker_servers(tracker: Address, key: str) -> list[Address]:
+    """The servers registered with the tracker under `key` (busy or free)."""
+    return [(str(s["addr"][0]), int(s["addr"][1])) for s in tracker_summary(tracker).get("server_info", [])
+            if s.get("key") == f"server:{key}"]
+
+
+def request_session(tracker: Address, key: str, priority: int = 1, wait: Optional[float] = None):
+    """A session on a free server under `key`, and that server's address: TVM's tracker
+    protocol (as `TrackerSession.request`), with a bound on the wait for a free server
+    (socket.timeout after `wait` seconds; the tracker drops the request with the socket)."""
+    from tvm import rpc
+    from tvm.rpc import base
+
+    sock = _tracker_socket(tracker)
+    try:
+        sock.settimeout(wait)
+        base.sendjson(sock, [base.TrackerCode.REQUEST, key, "", priority])
+        value = base.recvjson(sock)
+    finally:
+        sock.close()
+    if value[0] != base.TrackerCode.SUCCESS:
+        raise RuntimeError(f"tracker request failed: {value}")
+    host, port, matchkey = value[1]
+    return rpc.connect(host, port, matchkey, session_timeout=0), (str(host), int(port))
+
+
+def _alive(sess) -> bool:
+    """Whether the server still answers: a round trip asking for the upload function, which
+    every TVM RPC server has (we upload each candidate through it). A remote device attribute
+    is no probe: it is answered without the server."""
+    try:
+        sess.get_function("tvm.rpc.server.upload")
+        return True
+    except Exception:  # noqa: BLE001 - broken pipe, kShutdown
+        return False
+
+
+class RPCSlot(Slot):
+    """One session on one server: measures one candidate at a time."""
+
+    def __init__(self, opts: RunOptions, key: Optional[str], tracker: Optional[Address],
+                 server: Optional[Address], priority: int = 1, reacquire_timeout: float = 10.0,
+                 timeout: Optional[float] = 60.0) -> None:
+        self.opts, self.key, self.tracker, self.server = opts, key, tracker, server
+        self.timeout = timeout
+        self.priority = priority
+        self.reacquire_timeout = reacquire_timeout
+        self.sess = None
+        self.name = f"{server[0]}:{server[1]}" if server else "rpc"
+        self._cache: dict = {}
+
+    def acquire(self, wait: Optional[float]) -> None:
+        """Open a session (raises when none can be had within `wait` seconds)."""
+        from tvm import rpc
+
+        if self.tracker is not None:
+            self.sess, addr = request_session(self.tracker, self.key, self.priority, wait)
+        else:
+            self.sess, addr = rpc.connect(*self.server, key=self.key or "", session_timeout=0), self.server
+        self.name = f"{addr[0]}:{addr[1]}"
+        self._cache.clear()
+
+    def _drop(self) -> None:
+        self.sess = None  # the connection closes with the last reference
+        self._cache.clear()
+
+    def reacquire(self) -> bool:
+        self._drop()
+        try:
+            self.acquire(self.reacquire_timeout)
+            return True
+        except Exception as e:  # noqa: BLE001 - no free server, tracker gone
+            log.info("rpc: no new session for slot %s: %s", self.name, _last_line(e) if str(e) else type(e).__name__)
+            return False
+
+    def _remote_dev(self, kind: str):
+        return self.sess.cpu(0) if kind == "llvm" else self.sess.device(kind, 0)
+
+    def _inputs(self, spec: RunSpec, kind: str):
+        import tvm
+
+        k = ("in", spec.key, spec.seed, kind)
+        if k not in self._cache:
+            dev = self._remote_dev(kind)
+            self._cache[k] = (dev, [tvm.runtime.tensor(a, dev) for a in spec.inputs()])
+        return self._cache[k]
+
+    def _load(self, sess, path: str):
+        sess.upload(path)
+        return sess.load_module(os.path.basename(path))
+
+    def _reference(self, spec: RunSpec, kind: str, ref: Optional[BuildResult]):
+        import tvm
+
+        if ref is None or not ref.ok:
+            return None
+        k = ("ref", spec.key, spec.seed, kind, ref.path)
+        if k not in self._cache:
+            dev, ins = self._inputs(spec, kind)
+            try:
+                mod = self._load(self.sess, ref.path)
+                outs = [tvm.runtime.empty(o.shape, o.dtype, dev) for o in spec.outputs]
+                mod["main"](*ins, *outs)
+                dev.sync()
+                self._cache[k] = [o.numpy() for o in outs]
+            except Exception as e:  # noqa: BLE001
+                if not _alive(self.sess):
+                    raise
+                log.warning("remote reference run failed (%s): candidates go unchecked", _last_line(e))
+                self._cache[k] = None
+        return self._cache[k]
+
+    def measure(self, spec: RunSpec, kind: str, build: BuildResult,
+                reference: Optional[BuildResult]) -> MeasureResult:
+        """Measure on this slot's server; a server that stops answering for `timeout` seconds
+        (a machine gone without closing its sockets) counts as lost: TVM's RPC calls have no
+        timeout of their own, so the call runs on a helper thread that is abandoned then."""
+        if self.timeout is None:
+            return self._measure(spec, kind, build, reference)
+        box: dict = {}
+
+        def call() -> None:
+            try:
+                box["res"] = self._measure(spec, kind, build, reference)
+            except BaseException as e:  # noqa: BLE001 - handed to the caller
+                box["err"] = e
+
+        t = threading.Thread(target=call, name=f"rpc-{self.name}", daemon=True)
+        t.start()
+        t.join(self.timeout)
+        if t.is_alive():
+            self._drop()
+            raise DeviceLost(f"no answer in {self.timeout:g}s")
+        if "err" in box:
+            raise box["err"]
+        return box["res"]
+
+    def _measure(self, spec: RunSpec, kind: str, build: BuildResult,
+                 reference: Optional[BuildResult]) -> MeasureResult:
+        import tvm
+
+        if self.sess is None:  # dropped after a candidate's runtime error: a fresh session
+            try:
+                self.acquire(self.reacquire_timeout)
+            except Exception as e:  # noqa: BLE001
+                raise DeviceLost(f"no session: {_last_line(e) if str(e) else type(e).__name__}") from None
+        sess = self.sess
+        try:
+            dev, ins = self._inputs(spec, kind)
+            ref = self._reference(spec, kind, reference) if self.opts.check else None
+        except Exception as e:  # noqa: BLE001 - connection lost
+            self._drop()
+            raise DeviceLost(_last_line(e)) from None
+        res = measure_module(lambda: self._load(sess, build.path), dev, ins, spec.outputs, ref, self.opts,
+                             build.index, build.config,
+                             empty=lambda shape, dtype: tvm.runtime.empty(shape, dtype, dev))
+        if res.error == RUNTIME_ERROR:
+            alive = _alive(sess)
+            self._drop()  # a failed remote call may leave the session unusable (sticky CUDA errors)
+            if not alive:
+                raise DeviceLost(res.error_msg or "session lost")
+        return res
+
+    def close(self) -> None:
+        self._drop()
+
+
+class RPCRunner(ParallelRunner):
+    """Measures on remote devices: every server under `key` at `tracker`, in parallel, or the
+    one `server` given. Records say `device` (default 'rpc:KEY', or 'rpc:HOST:PORT' for a
+    lone server); `counts` says how many candidates each server measured."""
+
+    what = "RPC server"
+
+    def __init__(self, key: Optional[str] = None, tracker: Optional[Address] = None,
+                 server: Optional[Address] = None, number: int = 0, repeat: int = 3,
                  min_repeat_ms: int = 20, timeout: float = 60.0, check: bool = True,
-                 priority: int = 1, device: Optional[str] = None) -> None:
+                 priority: int = 1, device: Optional[str] = None, acquire_timeout: float = 60.0,
+                 reacquire_timeout: float = 10.0, max_attempts: int = 2) -> None:
         if (tracker is None) == (server is None):
             raise ValueError("RPCRunner needs either tracker=(host, port) with key=..., or server=(host, port)")
         if tracker is not None and not key:
@@ -36,86 +260,55 @@ class RPCRunner:
         self.opts = RunOptions(number, repeat, min_repeat_ms, check)
         self.timeout = timeout
         self.priority = priority
-        self.device = device or (f"rpc:{key}" if key else f"rpc:{server[0]}:{server[1]}")
-        self._session = None
-        self._cache: dict = {}
+        self.acquire_timeout, self.reacquire_timeout = acquire_timeout, reacquire_timeout
+        super().__init__(self._open_slots, device or (f"rpc:{key}" if tracker else f"rpc:{server[0]}:{server[1]}"),
+                         max_attempts)
 
-    def _connect(self):
-        from tvm import rpc
+    def _slot(self) -> RPCSlot:
+        return RPCSlot(self.opts, self.key, self.tracker, self.server, self.priority, self.reacquire_timeout,
+                       self.timeout)
 
-        if self._session is None:
-            if self.tracker is not None:
-                tc = rpc.connect_tracker(*self.tracker)
-                self._session = tc.request(self.key, priority=self.priority, session_timeout=0)
-            else:
-                self._session = rpc.connect(*self.server, key=self.key or "", session_timeout=0)
-            self._cache.clear()
-        return self._session
-
-    def _remote_dev(self, sess, kind: str):
-        return sess.cpu(0) if kind == "llvm" else sess.device(kind, 0)
-
-    def _inputs(self, sess, spec: RunSpec, kind: str):
-        import tvm
-
-        k = ("in", spec.key, spec.seed, kind)
-        if k not in self._cache:
-            dev = self._remote_dev(sess, kind)
-            self._cache[k] = (dev, [tvm.runtime.tensor(a, dev) for a in spec.inputs()])
-        return self._cache[k]
-
-    def _load(self, sess, path: str):
-        sess.upload(path)
-        return sess.load_module(os.path.basename(path))
-
-    def _reference(self, sess, spec: RunSpec, kind: str, ref: Optional[BuildResult]):
-        import tvm
-
-        if ref is None or not ref.ok:
-            return None
-        k = ("ref", spec.key, spec.seed, kind, ref.path)
-        if k not in self._cache:
-            dev, ins = self._inputs(sess, spec, kind)
+    def _open_slots(self) -> list[RPCSlot]:
+        if self.server is not None:
+            slot = self._slot()
             try:
-                mod = self._load(sess, ref.path)
-                outs = [tvm.runtime.empty(o.shape, o.dtype, dev) for o in spec.outputs]
-                mod["main"](*ins, *outs)
-                dev.sync()
-                self._cache[k] = [o.numpy() for o in outs]
+                slot.acquire(self.acquire_timeout)
             except Exception as e:  # noqa: BLE001
-                log.warning("remote reference run failed (%s): candidates go unchecked", _last_line(e))
-                self._cache[k] = None
-        return self._cache[k]
+                raise DevicesLost(f"cannot reach the RPC server at {self.server[0]}:{self.server[1]}: "
+                                  f"{_last_line(e)}") from None
+            return [slot]
+        where = f"tracker {self.tracker[0]}:{self.tracker[1]}"
+        try:
+            servers = tracker_servers(self.tracker, self.key)
+        except Exception as e:  # noqa: BLE001
+            raise DevicesLost(f"cannot reach the RPC {where}: {_last_line(e) if str(e) else type(e).__name__}") from None
+        if not servers:
+            raise DevicesLost(f"no RPC server is registered under key {self.key!r} at {where}")
+        slots = [self._slot() for _ in servers]
+        errors: list[str] = []
 
-    def run(self, spec: RunSpec, target_kind: str, builds: Sequence[BuildResult],
-            reference: Optional[BuildResult] = None) -> list[MeasureResult]:
-        import tvm
-
-        out = []
-        for b in builds:
-            if not b.ok:
-                out.append(MeasureResult(b.index, b.config, error=b.error, error_msg=b.error_msg))
-                continue
+        def acquire(slot: RPCSlot) -> None:
             try:
-                sess = self._connect()
-                dev, ins = self._inputs(sess, spec, target_kind)
-                ref = self._reference(sess, spec, target_kind, reference) if self.opts.check else None
-            except Exception as e:  # noqa: BLE001 - connection lost, no such key...
-                self._session = None
-                out.append(MeasureResult(b.index, b.config, error=RUNTIME_ERROR,
-                                         error_msg=f"rpc: {_last_line(e)}"))
-                continue
-            res = measure_module(lambda: self._load(sess, b.path), dev, ins, spec.outputs, ref, self.opts,
-                                 b.index, b.config,
-                                 empty=lambda shape, dtype: tvm.runtime.empty(shape, dtype, dev))
-            if res.error == RUNTIME_ERROR:
-                self._session = None  # a failed remote call may leave the session unusable
-            out.append(res)
-        return out
+                slot.acquire(self.acquire_timeout)
+            except Exception as e:  # noqa: BLE001
+                slot.dead = True
+                errors.append(_last_line(e) if str(e) else type(e).__name__)
 
-    def close(self) -> None:
-        self._session = None
-        self._cache.clear()
+        threads = [threading.Thread(target=acquire, args=(s,), daemon=True) for s in slots]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        live = [s for s in slots if not s.dead]
+        if not live:
+            raise DevicesLost(f"none of the {len(servers)} RPC servers under key {self.key!r} at {where} "
+                              f"gave a session within {self.acquire_timeout:.0f}s ({errors[-1]})")
+        if errors:
+            log.warning("rpc: %d of %d servers under %r gave no session within %.0fs (%s); measuring on %d",
+                        len(errors), len(servers), self.key, self.acquire_timeout, errors[-1], len(live))
+        log.info("rpc: measuring on %d server(s) under %r: %s", len(live), self.key,
+                 ", ".join(s.name for s in live))
+        return live
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -126,62 +319,87 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 @dataclass
 class LocalRPC:
-    """A tracker and one server on loopback, for tests and for measuring on this box
-    through the same path a remote device takes."""
+    """A tracker and servers on loopback, for tests and for measuring on this box through the
+    same path a remote device takes. Each server is a process tree of its own."""
 
     key: str
     tracker_port: Optional[int]
-    server_port: int
+    server_ports: list[int]
     _tracker: object = None
-    _server: object = None
+    _servers: list = field(default_factory=list)
+
+    @property
+    def server_port(self) -> int:
+        return self.server_ports[0]
+
+    @property
+    def tracker_address(self) -> Address:
+        return ("127.0.0.1", self.tracker_port)
+
+    @staticmethod
+    def _stop(proc) -> None:
+        try:
+            proc.terminate()  # kills the server's session processes too (psutil)
+        except ImportError:  # tvm's terminate() needs psutil; kill the worker directly
+            inner = getattr(getattr(proc, "proc", None), "_proc", None)
+            if inner is not None:
+                inner.kill()
+                inner.wait(timeout=10)
+
+    def kill_server(self, i: int) -> None:
+        """Kill server `i` and its sessions at once (as a machine that goes away)."""
+        if self._servers[i] is not None:
+            self._stop(self._servers[i])
+            self._servers[i] = None
 
     def close(self) -> None:
-        for proc in (self._server, self._tracker):
-            if proc is None:
-                continue
-            try:
-                proc.terminate()
-            except ImportError:  # tvm's terminate() needs psutil; kill the worker directly
-                inner = getattr(getattr(proc, "proc", None), "_proc", None)
-                if inner is not None:
-                    inner.kill()
-                    inner.wait(timeout=10)
-        self._server = self._tracker = None
+        for i in range(len(self._servers)):
+            self.kill_server(i)
+        if self._tracker is not None:
+            self._stop(self._tracker)
+            self._tracker = None
 
 
-def start_local_rpc(key: str = "local", with_tracker: bool = True, wait: float = 20.0) -> LocalRPC:
-    """Start (tracker and) server on 127.0.0.1; returns once the server is registered."""
-    from tvm import rpc
+def start_local_rpc(key: str = "local", with_tracker: bool = True, wait: float = 20.0,
+                    servers: int = 1) -> LocalRPC:
+    """Start (a tracker and) `servers` servers on 127.0.0.1; returns once all are registered."""
     from tvm.rpc import server as rserver
 
-    tr = None
-    tracker_addr = None
-    if with_tracker:
-        from tvm.rpc import tracker as rtracker  # needs tornado
+    if servers > 1 and not with_tracker:
+        raise ValueError("several servers need a tracker")
+    lr = LocalRPC(key, None, [])
+    try:
+        tracker_addr = None
+        if with_tracker:
+            from tvm.rpc import tracker as rtracker  # needs tornado
 
-        port = free_port()
-        tr = rtracker.Tracker(host="127.0.0.1", port=port, port_end=port + 50, silent=True)
-        tracker_addr = ("127.0.0.1", tr.port)
-        _wait_listening(tracker_addr, wait)
-    sport = free_port()
-    srv = rserver.Server(host="127.0.0.1", port=sport, port_end=sport + 50, key=key,
-                         tracker_addr=tracker_addr, silent=True)
-    lr = LocalRPC(key, tr.port if tr else None, srv.port, tr, srv)
-    if tracker_addr is not None:
-        deadline = time.monotonic() + wait
-        while True:
-            try:
-                summary = rpc.connect_tracker(*tracker_addr).summary()
-                if any(q == key and v.get("free", 0) > 0 for q, v in summary.get("queue_info", {}).items()):
-                    break
-            except Exception:  # noqa: BLE001 - not up yet
-                pass
-            if time.monotonic() > deadline:
-                lr.close()
-                raise RuntimeError(f"rpc server {key!r} did not register with the tracker in {wait}s")
-            time.sleep(0.2)
-    else:
-        _wait_listening(("127.0.0.1", srv.port), wait)
+            port = free_port()
+            lr._tracker = rtracker.Tracker(host="127.0.0.1", port=port, port_end=port + 50, silent=True)
+            lr.tracker_port = lr._tracker.port
+            tracker_addr = lr.tracker_address
+            _wait_listening(tracker_addr, wait)
+        for _ in range(servers):
+            sport = free_port()
+            srv = rserver.Server(host="127.0.0.1", port=sport, port_end=sport + 50, key=key,
+                                 tracker_addr=tracker_addr, silent=True)
+            lr._servers.append(srv)
+            lr.server_ports.append(srv.port)
+        if tracker_addr is not None:
+            deadline = time.monotonic() + wait
+            while True:
+                try:
+                    if tracker_summary(tracker_addr)["queue_info"].get(key, {}).get("free", 0) >= servers:
+                        break
+                except Exception:  # noqa: BLE001 - not up yet
+                    pass
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{servers} rpc server(s) {key!r} did not register with the tracker in {wait}s")
+                time.sleep(0.2)
+        else:
+            _wait_listening(("127.0.0.1", lr.server_port), wait)
+    except BaseException:
+        lr.close()
+        raise
     return lr
 
 

@@ -4,12 +4,18 @@ By default the timing happens in one spawned worker process that lives for the w
 run: a kernel that crashes the process or hangs (a timeout) costs a restart of that
 worker, not the tuning session. Inputs and the reference output are made once per
 workload in the worker and reused for every candidate.
+
+With `device_index=i` the worker is pinned to local device i: it starts with
+CUDA_VISIBLE_DEVICES (HIP_VISIBLE_DEVICES for ROCm) naming only that GPU, so its CUDA context
+lives there and nowhere else (`tefuse tune --devices 0,1` runs one such runner per GPU, see
+tune/parallel.py). On the CPU target the index only names the worker.
 """
 from __future__ import annotations
 
 import concurrent.futures as cf
 import logging
 import multiprocessing as mp
+import os
 from typing import Optional, Sequence
 
 from .measure import (RUNTIME_ERROR, TIMEOUT, BuildResult, MeasureResult, RunOptions, RunSpec,
@@ -20,10 +26,26 @@ log = logging.getLogger(__name__)
 _STATE: dict = {}  # per process: (key, device kind) -> (device, input tensors); reference outputs
 
 
+_VISIBLE = {"cuda": "CUDA_VISIBLE_DEVICES", "rocm": "HIP_VISIBLE_DEVICES"}
+
+
+def _pin(kind: str, index: int) -> bool:
+    """Worker initializer: see only device `index` (of those already visible), as device 0."""
+    var = _VISIBLE.get(kind)
+    if var is not None:
+        visible = [v for v in os.environ.get(var, "").split(",") if v.strip()]
+        if visible and index >= len(visible):
+            raise RuntimeError(f"device {index}: {var}={os.environ[var]} makes only {len(visible)} visible")
+        os.environ[var] = visible[index] if visible else str(index)
+    _STATE["index"] = 0 if var is not None else index
+    return _warm()
+
+
 def _device(kind: str):
     import tvm
 
-    return tvm.cpu(0) if kind == "llvm" else tvm.device(kind, 0)
+    index = _STATE.get("index", 0)
+    return tvm.cpu(index) if kind == "llvm" else tvm.device(kind, index)
 
 
 def _inputs(spec: RunSpec, kind: str):
@@ -78,17 +100,27 @@ class LocalRunner:
     """Times candidates on the local device (cpu for llvm, cuda when the target is cuda)."""
 
     def __init__(self, number: int = 0, repeat: int = 3, min_repeat_ms: int = 20, timeout: float = 20.0,
-                 check: bool = True, isolated: bool = True) -> None:
+                 check: bool = True, isolated: bool = True, device_index: Optional[int] = None) -> None:
         self.opts = RunOptions(number, repeat, min_repeat_ms, check)
         self.timeout = timeout
         self.isolated = isolated
+        self.device_index = device_index
+        if device_index is not None and not isolated:
+            raise ValueError("a runner pinned to a device index measures in its own process (isolated=True)")
         self._pool: Optional[cf.ProcessPoolExecutor] = None
 
-    def _get_pool(self) -> cf.ProcessPoolExecutor:
+    def _get_pool(self, kind: str) -> cf.ProcessPoolExecutor:
         if self._pool is None:
-            self._pool = cf.ProcessPoolExecutor(1, mp_context=mp.get_context("spawn"))
+            pin = {} if self.device_index is None else {"initializer": _pin,
+                                                         "initargs": (kind, self.device_index)}
+            self._pool = cf.ProcessPoolExecutor(1, mp_context=mp.get_context("spawn"), **pin)
             self._pool.submit(_warm).result()
         return self._pool
+
+    def warm(self, kind: str) -> None:
+        """Start the measuring process now (it imports TVM; pinned runners see their device)."""
+        if self.isolated:
+            self._get_pool(kind)
 
     def _kill_pool(self) -> None:
         if self._pool is not None:
@@ -110,7 +142,7 @@ class LocalRunner:
             if not self.isolated:
                 out.append(run_one(spec, target_kind, b, ref_path, self.opts))
                 continue
-            fut = self._get_pool().submit(run_one, spec, target_kind, b, ref_path, self.opts)
+            fut = self._get_pool(target_kind).submit(run_one, spec, target_kind, b, ref_path, self.opts)
             try:
                 # the first candidate of a workload also runs the reference
                 out.append(fut.result(timeout=self.timeout * 2))

@@ -1,0 +1,201 @@
+"""Tensor intrinsics for one v_mfma_f32_16x16x16_f16 (float16 A and B, float32 accumulators).
+
+A wavefront of 64 lanes holds each 16x16 operand as 4 values a lane (TVM's "warp" scope,
+buffers [64, 4]), in the instruction's layout (AMD's CDNA ISA guides):
+
+    A[i, k]: lane i + 16 * (k // 4), slot k % 4   (lane l: row l % 16, columns 4 * (l // 16) + s)
+    B[k, j]: lane j + 16 * (k // 4), slot k % 4   (lane l: column l % 16, rows 4 * (l // 16) + s)
+    C[i, j]: lane j + 16 * (i // 4), slot i % 4   (lane l: column l % 16, rows 4 * (l // 16) + s)
+
+TVM 0.27 has the same intrinsics in tvm.s_tir.tensor_intrin.rocm, but importing that package
+parses every CUDA intrinsic too (24 s on a 2-core machine, inside a tuning build's timeout);
+these five parse in well under a second. Registered once per process, on first use.
+"""
+from __future__ import annotations
+
+from tvm.script import tirx as T
+
+TILE = 16
+LANES = 64
+SLOTS = TILE * TILE // LANES  # 4 values a lane
+MFMA = "llvm.amdgcn.mfma.f32.16x16x16f16"
+
+FILL = "tefuse_rocm_mfma_fill_16x16_f32"
+LOAD_A = "tefuse_rocm_mfma_load_a_16x16_f16_shared"
+LOAD_B = "tefuse_rocm_mfma_load_b_16x16_f16_shared"
+MMA = "tefuse_rocm_mfma_f16f16f32_16x16x16"
+STORE = "tefuse_rocm_mfma_store_16x16_f32_shared"
+
+
+def lane_a(i, k):
+    return i + TILE * (k // SLOTS), k % SLOTS
+
+
+def lane_b(k, j):
+    return j + TILE * (k // SLOTS), k % SLOTS
+
+
+lane_c = lane_b  # the accumulator is laid out as B is
+
+
+def _fill():
+    @T.prim_func(s_tir=True)
+    def desc(c: T.handle) -> None:
+        C = T.match_buffer(c, (LANES, SLOTS), "float32", scope="warp")
+        with T.sblock("root"):
+            T.reads()
+            T.writes(C[0:LANES, 0:SLOTS])
+            for i, j in T.grid(TILE, TILE):
+                with T.sblock("fill"):
+                    vi, vj = T.axis.remap("SS", [i, j])
+                    lane, slot = T.meta_var(lane_c(vi, vj))
+                    T.reads()
+                    T.writes(C[lane, slot])
+                    C[lane, slot] = T.float32(0)
+
+    @T.prim_func(s_tir=True)
+    def impl(c: T.handle) -> None:
+        C = T.match_buffer(c, (LANES, SLOTS), "float32", scope="warp", offset_factor=1)
+        with T.sblock("root"):
+            T.reads()
+            T.writes(C[0:LANES, 0:SLOTS])
+            tx = T.env_thread("threadIdx.x")
+            T.launch_thread(tx, LANES)
+            for s in T.serial(SLOTS):
+                C[tx, s] = T.float32(0)
+
+    return desc, impl
+
+
+def _rows_a(lane, slot):
+    return lane % TILE, (lane // TILE) * SLOTS + slot
+
+
+def _rows_b(lane, slot):
+    return (lane // TILE) * SLOTS + slot, lane % TILE
+
+
+def _load(is_b: bool):
+    to_lane = lane_b if is_b else lane_a
+    from_lane = _rows_b if is_b else _rows_a
+
+    @T.prim_func(s_tir=True)
+    def desc(r: T.handle, m: T.handle) -> None:
+        M = T.match_buffer(m, (TILE, TILE), "float16", scope="shared", offset_factor=1)
+        R = T.match_buffer(r, (LANES, SLOTS), "float16", scope="warp", offset_factor=1)
+        with T.sblock("root"):
+            T.reads(M[0:TILE, 0:TILE])
+            T.writes(R[0:LANES, 0:SLOTS])
+            for i, j in T.grid(TILE, TILE):
+                with T.sblock("load"):
+                    vi, vj = T.axis.remap("SS", [i, j])
+                    lane, slot = T.meta_var(to_lane(vi, vj))
+                    T.reads(M[vi, vj])
+                    T.writes(R[lane, slot])
+                    R[lane, slot] = M[vi, vj]
+
+    @T.prim_func(s_tir=True)
+    def impl(r: T.handle, m: T.handle) -> None:
+        s0 = T.int32()
+        s1 = T.int32()
+        M = T.match_buffer(m, (TILE, TILE), "float16", scope="shared", offset_factor=1, strides=[s0, s1])
+        R = T.match_buffer(r, (LANES, SLOTS), "float16", scope="warp", offset_factor=1)
+        with T.sblock("root"):
+            T.reads(M[0:TILE, 0:TILE])
+            T.writes(R[0:LANES, 0:SLOTS])
+            tx = T.env_thread("threadIdx.x")
+            T.launch_thread(tx, LANES)
+            for s in T.serial(SLOTS):
+                row, col = T.meta_var(from_lane(tx, s))
+                R[tx, s] = M[row, col]
+
+    return desc, impl
+
+
+def _mma():
+    @T.prim_func(s_tir=True)
+    def desc(a: T.handle, b: T.handle, c: T.handle) -> None:
+        A = T.match_buffer(a, (LANES, SLOTS), "float16", scope="warp", offset_factor=1)
+        B = T.match_buffer(b, (LANES, SLOTS), "float16", scope="warp", offset_factor=1)
+        C = T.match_buffer(c, (LANES, SLOTS), "float32", scope="warp", offset_factor=1)
+        with T.sblock("root"):
+            T.reads(C[0:LANES, 0:SLOTS], A[0:LANES, 0:SLOTS], B[0:LANES, 0:SLOTS])
+            T.writes(C[0:LANES, 0:SLOTS])
+            for i, j, k in T.grid(TILE, TILE, TILE):
+                with T.sblock("mma"):
+                    vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+                    lc, sc = T.meta_var(lane_c(vi, vj))
+                    la, sa = T.meta_var(lane_a(vi, vk))
+                    lb, sb = T.meta_var(lane_b(vk, vj))
+                    T.reads(C[lc, sc], A[la, sa], B[lb, sb])
+                    T.writes(C[lc, sc])
+                    C[lc, sc] = C[lc, sc] + T.Cast("float32", A[la, sa]) * T.Cast("float32", B[lb, sb])
+
+    @T.prim_func(s_tir=True)
+    def impl(a: T.handle, b: T.handle, c: T.handle) -> None:
+        A = T.match_buffer(a, (LANES, SLOTS), "float16", scope="warp", offset_factor=1)
+        B = T.match_buffer(b, (LANES, SLOTS), "float16", scope="warp", offset_factor=1)
+        C = T.match_buffer(c, (LANES, SLOTS), "float32", scope="warp", offset_factor=1)
+        with T.sblock("root"):
+            T.reads(A[0:LANES, 0:SLOTS], B[0:LANES, 0:SLOTS], C[0:LANES, 0:SLOTS])
+            T.writes(C[0:LANES, 0:SLOTS])
+            tx = T.env_thread("threadIdx.x")
+            T.launch_thread(tx, LANES)
+            C[tx, T.ramp(0, 1, SLOTS)] = T.call_llvm_pure_intrin(
+                T.llvm_lookup_intrinsic_id(MFMA), A[tx, T.ramp(0, 1, SLOTS)], B[tx, T.ramp(0, 1, SLOTS)],
+                C[tx, T.ramp(0, 1, SLOTS)], T.int32(0), T.int32(0), T.int32(0), dtype="float32x4")
+
+    return desc, impl
+
+
+def _store():
+    @T.prim_func(s_tir=True)
+    def desc(c: T.handle, m: T.handle) -> None:
+        C = T.match_buffer(c, (LANES, SLOTS), "float32", scope="warp")
+        M = T.match_buffer(m, (TILE, TILE), "float32", scope="shared")
+        with T.sblock("root"):
+            T.reads(C[0:LANES, 0:SLOTS])
+            T.writes(M[0:TILE, 0:TILE])
+            for i, j in T.grid(TILE, TILE):
+                with T.sblock("store"):
+                    vi, vj = T.axis.remap("SS", [i, j])
+                    lane, slot = T.meta_var(lane_c(vi, vj))
+                    T.reads(C[lane, slot])
+                    T.writes(M[vi, vj])
+                    M[vi, vj] = C[lane, slot]
+
+    @T.prim_func(s_tir=True)
+    def impl(c: T.handle, m: T.handle) -> None:
+        s0 = T.int32()
+        s1 = T.int32()
+        C = T.match_buffer(c, (LANES, SLOTS), "float32", scope="warp", offset_factor=1)
+        M = T.match_buffer(m, (TILE, TILE), "float32", scope="shared", offset_factor=1, strides=[s0, s1])
+        with T.sblock("root"):
+            T.reads(C[0:LANES, 0:SLOTS])
+            T.writes(M[0:TILE, 0:TILE])
+            tx = T.env_thread("threadIdx.x")
+            T.launch_thread(tx, LANES)
+            for s in T.serial(SLOTS):
+                row, col = T.meta_var(_rows_b(tx, s))
+                M[row, col] = C[tx, s]
+
+    return desc, impl
+
+
+_REGISTERED = False
+
+
+def register() -> None:
+    """Register the five intrinsics with TVM (idempotent)."""
+    global _REGISTERED
+    if _REGISTERED:
+        return
+    from tvm.s_tir import TensorIntrin
+
+    for name, make in ((FILL, _fill), (LOAD_A, lambda: _load(False)), (LOAD_B, lambda: _load(True)),
+                       (MMA, _mma), (STORE, _store)):
+        try:
+            TensorIntrin.get(name)
+        except Exception:  # noqa: BLE001 - not registered in this process yet
+            TensorIntrin.register(name, *make())
+    _REGISTERED = True
