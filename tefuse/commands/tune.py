@@ -15,6 +15,7 @@ import argparse
 import logging
 import math
 
+from ..errors import TefuseError
 from . import UsageError
 
 log = logging.getLogger(__name__)
@@ -78,7 +79,7 @@ def _runner(args: argparse.Namespace, target):
         try:
             return RPCRunner(key=args.key, tracker=parse_address(args.rpc))
         except ValueError as e:
-            raise TefuseError(f"--rpc: {e}") from None
+            raise UsageError(f"--rpc: {e}") from None
     if args.devices:
         from ..target import has_gpu
         from ..tune.parallel import local_devices_runner
