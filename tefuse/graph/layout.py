@@ -57,6 +57,12 @@ def _same_order(x: Node) -> bool:
     return len(x.shape) == 4 and (x.shape[1] == 1 or x.shape[2] * x.shape[3] == 1)
 
 
+def auto_layout(precision: str, target_kind: str) -> Optional[str]:
+    """The build's default: NHWC where tensor-core templates serve the convs (fp16/bf16 on
+    CUDA), else None (the graph is left alone)."""
+    return "NHWC" if precision in ("fp16", "bf16") and target_kind == "cuda" else None
+
+
 class _Rewriter:
     def __init__(self, graph: Graph):
         self.graph = graph
@@ -71,6 +77,9 @@ class _Rewriter:
         self.to_nchw: dict[int, Node] = {}
         self.to_nhwc: dict[int, Node] = {}
         self.weights: dict[int, Node] = {}  # OIHW constant -> HWIO constant
+        # a tagged graph output -> its transpose back, under the output's name; NCHW readers
+        # inside the graph read that one (a second transpose would split the store)
+        self.out_back: dict[int, Node] = {}
 
     def fresh(self, base: str) -> str:
         name, k = base, 1
@@ -89,6 +98,8 @@ class _Rewriter:
     def nchw(self, x: Node) -> Node:
         if id(x) not in self.tagged:
             return x
+        if id(x) in self.out_back:
+            return self.out_back[id(x)]
         if id(x) not in self.to_nchw:
             self.to_nchw[id(x)] = self.transpose(x, TO_NCHW, self.fresh(f"{x.name}_to_nchw"))
         return self.to_nchw[id(x)]
@@ -144,6 +155,8 @@ class _Rewriter:
             name = self.fresh(f"{n.name}_nhwc")
         out = self.make(name, op, inputs, attrs)
         self.tagged.add(id(out))
+        if id(n) in self.outputs:
+            self.out_back[id(out)] = self.transpose(out, TO_NCHW, n.name)
         return out
 
     def _nhwc(self, n: Node, ins: list[Node]) -> Optional[tuple[str, list[Node], dict]]:
@@ -216,12 +229,7 @@ def convert_layout(graph: Graph, layout: Optional[str] = "NHWC") -> Graph:
     for n in graph.nodes:
         rw.new[id(n)] = rw.node(n)
     outputs = []
-    back: dict[int, Node] = {}
     for o in graph.outputs:
         got = rw.new[id(o)]
-        if id(got) in rw.tagged:
-            if id(got) not in back:
-                back[id(got)] = rw.transpose(got, TO_NCHW, o.name)
-            got = back[id(got)]
-        outputs.append(got)
+        outputs.append(rw.out_back.get(id(got), got))
     return Graph(list(graph.inputs), outputs)
