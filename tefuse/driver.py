@@ -23,6 +23,7 @@ from .fusion import FusedGroup, fuse_graph
 from .fusion.workload import workload_key
 from .graph.fold_bn import fold_batch_norm
 from .graph.ir import Graph
+from .graph.layout import auto_layout, convert_layout
 from .graph.precision import check_precision, convert_precision
 from .runtime.executor import CompiledGraph
 from .runtime.kernel import CompiledKernel
@@ -194,7 +195,7 @@ def build_summary(kernels: list[CompiledKernel], num_ops: int, seconds: float) -
 def build(graph: Graph, target: TargetLike = "llvm", *, db: Union[BestRecordSource, str, None] = None,
           cache=None, fuse: bool = True, prologue: bool = True, multi_output: bool = True,
           fold_bn: bool = False, jobs: Optional[int] = None, precision: str = "fp32",
-          progress: Optional[Callable[[int, int], None]] = None):
+          layout: Optional[str] = None, progress: Optional[Callable[[int, int], None]] = None):
     """Fuse and compile a graph; returns a `CompiledGraph` ready to run.
 
     fold_bn folds constant inference batch-norms into the preceding conv's weights first.
@@ -203,6 +204,9 @@ def build(graph: Graph, target: TargetLike = "llvm", *, db: Union[BestRecordSour
     jobs: kernels compiled at once (default: `default_jobs()`); 1 compiles one at a time.
     precision: fp32 (default), fp16 or bf16 (float32 accumulation, float32 interface: see
     graph/precision.py); tf32 is refused until a template computes in it.
+    layout: "NHWC" converts NCHW convs (and what lies between them) to channels-last, layout
+    changes fused into neighbouring kernels (graph/layout.py); "NCHW" leaves the graph alone;
+    None (default): NHWC for fp16/bf16 on CUDA (tensor cores want it), else unchanged.
     progress(done, total): called as each distinct kernel is compiled (a progress bar).
     Logs one INFO line for the whole build; per-kernel lines are at level VERBOSE (15).
     """
@@ -212,13 +216,14 @@ def build(graph: Graph, target: TargetLike = "llvm", *, db: Union[BestRecordSour
     if fold_bn:
         graph = fold_batch_norm(graph)
     graph = convert_precision(graph, precision)
+    tgt = make_target(target)
+    graph = convert_layout(graph, auto_layout(precision, tgt.kind.name) if layout is None else layout)
     if db == "default":
         from .tune.database import default_database
         db = default_database()
     if cache == "default":
         from .codegen.cache import default_cache
         cache = default_cache()
-    tgt = make_target(target)
     groups = fuse_graph(graph, fuse=fuse, prologue=prologue, multi_output=multi_output)
     t0 = time.perf_counter()
     # scheduling is Python-heavy and quick: one group after another, on this thread

@@ -144,6 +144,13 @@ class _Fuser:
             if phase == 0 and dom.pattern == OpPattern.ELEMWISE:
                 if self._check_path(n, sink, lambda k, is_sink: k <= OpPattern.BROADCAST):
                     self._commit(n, sink)
+            elif phase == 0 and _to_nchw(sink) and self._anchor_nhwc(n):
+                # a layout change back to NCHW (graph/layout.py) is written by the NHWC
+                # anchor's store, as its last epilogue step
+                def fcond(k, is_sink):
+                    return k <= OpPattern.BROADCAST or (is_sink and k == OpPattern.INJECTIVE)
+                if self._check_path(n, sink, fcond):
+                    self._commit(n, sink)
         elif g.pattern <= OpPattern.BROADCAST:
             # elementwise producers fuse into injective, reduce or anchor consumers
             def fcond(k, is_sink):
@@ -166,6 +173,11 @@ class _Fuser:
                     return k <= OpPattern.INJECTIVE or (is_sink and k in ANCHOR_PATTERNS)
                 if self._check_path(n, sink, fcond):
                     self._commit(n, sink)
+
+    def _anchor_nhwc(self, n: Node) -> bool:
+        root = self.groups[n].root()
+        return any(self.groups[m].root() is root and m.pattern in ANCHOR_PATTERNS
+                   and m.attrs.get("layout") == "NHWC" for m in self.ops)
 
     # -- result ---------------------------------------------------------------------------
     def _collect(self) -> list[FusedGroup]:
@@ -260,6 +272,11 @@ class _Fuser:
             done.add(id(g))
             ordered.append(g)
         return [self._make_group(k, g.nodes) for k, g in enumerate(ordered)]
+
+
+def _to_nchw(n: Node) -> bool:
+    """A transpose NHWC -> NCHW (what graph/layout.py puts before NCHW readers and outputs)."""
+    return n.op == "transpose" and tuple(n.attrs.get("axes") or ()) == (0, 3, 1, 2)
 
 
 def fuse_graph(graph: Graph, *, fuse: bool = True, prologue: bool = True,

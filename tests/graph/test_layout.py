@@ -1,0 +1,162 @@
+"""Layout conversion (graph/layout.py): NCHW graphs computed channels-last match the NCHW
+build, every layout change fuses into a neighbouring kernel, and on CUDA an fp16 conv chain
+from an NCHW graph becomes one NHWC tensor-core kernel."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import tefuse
+from tefuse.errors import GraphError
+from tefuse.fusion import fuse_graph
+from tefuse.graph import GraphBuilder
+from tefuse.graph.layout import convert_layout
+
+
+def _resnet_block(rng, residual_from_input=False):
+    """conv+bias+BN+relu -> conv+bias+BN -> add residual -> relu -> max_pool -> conv ->
+    global_avg_pool -> flatten -> dense -> softmax."""
+    b = GraphBuilder()
+    x = b.input("x", (2, 16, 12, 12))
+
+    def c(shape, s=0.1):
+        return b.const(rng.standard_normal(shape).astype("float32") * s)
+
+    def bn(y, ch):
+        var = b.const((1 + np.abs(rng.standard_normal(ch)) * 0.1).astype("float32"))
+        return b.batch_norm(y, c(ch), c(ch), c(ch), var)
+
+    y1 = b.relu(bn(b.bias_add(b.conv2d(x, c((16, 16, 3, 3)), padding=1), c(16)), 16))
+    y = bn(b.bias_add(b.conv2d(y1, c((16, 16, 3, 3)), padding=1), c(16)), 16)
+    y = b.relu(b.add(y, x if residual_from_input else y1))
+    y = b.max_pool2d(y, kernel=2, strides=2)
+    y = b.conv2d(y, c((32, 16, 1, 1)))
+    y = b.flatten(b.global_avg_pool2d(y))
+    y = b.softmax(b.dense(y, c((10, 32))), axis=-1)
+    return b.build(y)
+
+
+def _close(got, want, precision):
+    scale = np.abs(want).max()
+    tol = 1e-5 if precision == "fp32" else 4e-3
+    assert got.shape == want.shape and got.dtype == want.dtype
+    assert np.abs(got - want).max() <= tol * scale, np.abs(got - want).max() / scale
+
+
+@pytest.mark.parametrize("residual_from_input", [False, True], ids=["residual", "input_residual"])
+@pytest.mark.parametrize("precision", ["fp32", "fp16"])
+def test_resnet_block_nhwc_matches_nchw(precision, residual_from_input):
+    rng = np.random.default_rng(0)
+    g = _resnet_block(rng, residual_from_input)
+    x = rng.standard_normal((2, 16, 12, 12)).astype("float32")
+    want = tefuse.build(g, "llvm").run(x)[0]
+    got = tefuse.build(g, "llvm", precision=precision, layout="NHWC").run(x)[0]
+    _close(got, want, precision)
+
+
+@pytest.mark.parametrize("residual_from_input", [False, True], ids=["residual", "input_residual"])
+def test_resnet_block_kernels_no_standalone_transpose(residual_from_input):
+    g = _resnet_block(np.random.default_rng(0), residual_from_input)
+    h = convert_layout(g, "NHWC")
+    convs = [n for n in h.nodes if n.op == "conv2d"]
+    assert convs and all(n.attrs["layout"] == "NHWC" for n in convs)
+    assert all(n.inputs[1].op == "constant" and n.inputs[1].shape[3] == n.shape[3] for n in convs)  # HWIO
+    transposes = [n for n in h.nodes if n.op == "transpose"]
+    # one after the input per reader (the first conv, and the add when the residual is the
+    # input); none before flatten: a global pool's N,C,1,1 lists its elements alike in NHWC
+    assert all(t.inputs[0].op == "input" and t.attrs["axes"] == (0, 2, 3, 1) for t in transposes)
+    assert len(transposes) <= (2 if residual_from_input else 1)
+    before, after = fuse_graph(g), fuse_graph(h)
+    assert len(after) <= len(before) == 7
+    assert not [k for k in after if all(n.op == "transpose" for n in k.nodes)]
+    assert all(t in k.nodes for t in transposes for k in after if t in k.nodes)
+    cg = tefuse.build(g, "llvm", layout="NHWC")
+    assert cg.num_kernels == len(after)
+    assert not [k for k in cg.kernels if all(n.op == "transpose" for n in k.group.nodes)]
+
+
+def test_constants_outputs_and_fallbacks():
+    """Per-channel [C,1,1] constants are converted, weights become HWIO once under their own
+    name, outputs keep names and NCHW shapes, and a reshape of a 4-D value reads NCHW."""
+    rng = np.random.default_rng(1)
+    b = GraphBuilder()
+    x = b.input("x", (1, 8, 6, 6))
+    w = rng.standard_normal((8, 8, 3, 3)).astype("float32")
+    y = b.conv2d(x, b.const(w, name="w"), padding=1)
+    y = b.mul(y, b.const(rng.standard_normal((8, 1, 1)).astype("float32"), name="scale"))
+    y = b.add(y, b.const(np.float32(0.5), name="half"))
+    y = b.conv2d(b.sigmoid(y), b.const(w, name="w2"), padding=1, name="out")
+    r = b.reshape(y, shape=(1, -1), name="flat")
+    g = b.build([y, r])
+    h = convert_layout(g, "NHWC")
+    assert [o.name for o in h.outputs] == ["out", "flat"]
+    assert [o.shape for o in h.outputs] == [(1, 8, 6, 6), (1, 288)]
+    consts = {n.name: n for n in h.nodes if n.op == "constant"}
+    np.testing.assert_array_equal(consts["w"].value, w.transpose(2, 3, 1, 0))
+    assert consts["scale_nhwc"].shape == (1, 1, 1, 8) and consts["half"].shape == ()
+    (flat,) = [n for n in h.nodes if n.name == "flat"]
+    assert flat.inputs[0].op == "transpose" and flat.inputs[0].attrs["axes"] == (0, 3, 1, 2)
+    x_ = rng.standard_normal((1, 8, 6, 6)).astype("float32")
+    for got, want in zip(tefuse.build(h, "llvm").run(x_), tefuse.build(g, "llvm").run(x_)):
+        _close(got, want, "fp32")
+    groups = fuse_graph(h)
+    assert len(groups) == len(fuse_graph(g))
+    assert not [k for k in groups if all(n.op == "transpose" for n in k.nodes)]
+
+
+def test_no_conv_or_nchw_layout_leaves_graph_alone_and_bad_layout_is_refused():
+    b = GraphBuilder()
+    x = b.input("x", (2, 8))
+    g = b.build(b.relu(x))
+    assert convert_layout(g, "NHWC") is g
+    g2 = _resnet_block(np.random.default_rng(0))
+    assert convert_layout(g2, "NCHW") is g2 and convert_layout(g2, None) is g2
+    with pytest.raises(GraphError, match="unknown layout"):
+        convert_layout(g2, "NCWH")
+
+
+def test_auto_layout_is_off_for_fp32_and_cpu():
+    g = _resnet_block(np.random.default_rng(0))
+    for kw in ({}, {"precision": "fp16"}):
+        cg = tefuse.build(g, "llvm", **kw)
+        assert all(n.attrs["layout"] == "NCHW" for n in cg.graph.nodes if n.op == "conv2d")
+        assert not [n for n in cg.graph.nodes if n.op == "transpose"]
+
+
+def test_squeezenet_nhwc_matches_nchw():
+    onnx = pytest.importorskip("onnx")
+    from tefuse.frontend.onnx import import_onnx
+    from tests.frontend.test_onnx_zoo import model_path, randomized, real_inputs
+
+    model = randomized(onnx.load(model_path("squeezenet")))
+    (vi,) = real_inputs(model)
+    shape = tuple(d.dim_value or 1 for d in vi.type.tensor_type.shape.dim)
+    x = np.random.default_rng(0).standard_normal(shape).astype("float32")
+    g = import_onnx(model)
+    want = tefuse.build(g, "llvm").run(x)[0]
+    h = convert_layout(g, "NHWC")
+    assert all(n.attrs["layout"] == "NHWC" for n in h.nodes if n.op == "conv2d")
+    assert len(fuse_graph(h)) <= len(fuse_graph(g))
+    for precision in ("fp32", "fp16"):
+        got = tefuse.build(g, "llvm", precision=precision, layout="NHWC").run(x)[0]
+        _close(got, want, precision)
+
+
+def test_cuda_fp16_conv_chain_is_one_nhwc_tensor_core_kernel():
+    """No GPU needed: the CUDA source is generated (nvcc compiles it)."""
+    import shutil
+
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc not on PATH")
+    from tefuse.plan.spec import parse_chain
+
+    g = parse_chain("conv2d(k=32,r=3,pad=1)+bias+batch_norm+relu", (2, 16, 8, 8), "float32", "NCHW")
+    cg = tefuse.build(g, "cuda", precision="fp16")  # layout None: auto, NHWC on CUDA fp16
+    (k,) = cg.kernels
+    assert k.template == "tensorcore_gemm"
+    (conv,) = [n for n in k.group.nodes if n.op == "conv2d"]
+    assert conv.attrs["layout"] == "NHWC"
+    assert [o.shape for o in cg.graph.outputs] == [g.outputs[0].shape]
+    assert [o.name for o in cg.graph.outputs] == [g.outputs[0].name]
