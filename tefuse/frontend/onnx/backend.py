@@ -14,16 +14,61 @@ import onnx
 from onnx.backend.base import Backend, BackendRep, Device, DeviceType
 
 from ...driver import build
+from ...errors import ModelImportError
 from ...runtime.executor import CompiledGraph
 from .importer import import_onnx
 
 
-class TefuseBackendRep(BackendRep):
-    """A compiled model: `run(inputs)` returns its outputs as a tuple of numpy arrays."""
+def _model_inputs(model: onnx.ModelProto) -> list[str]:
+    inits = {i.name for i in model.graph.initializer}
+    return [vi.name for vi in model.graph.input if vi.name not in inits]
 
-    def __init__(self, compiled: CompiledGraph):
-        self.compiled = compiled
-        self.input_names = [i.name for i in compiled.graph.inputs]
+
+class TefuseBackendRep(BackendRep):
+    """A compiled model: `run(inputs)` returns its outputs as a tuple of numpy arrays.
+
+    A model some of whose inputs must be constants for tefuse (a Reshape's shape, a reduction's
+    axes) is specialized on their values: it is imported and built at `run`, once per distinct
+    value of those inputs (`specialized_on` names them); the other inputs stay run-time inputs.
+    """
+
+    def __init__(self, model: onnx.ModelProto, compiled: Optional[CompiledGraph], build_fn,
+                 specialized_on: Sequence[str] = ()):
+        self.model = model
+        self.input_names = _model_inputs(model)
+        self.specialized_on = list(specialized_on)
+        self._build = build_fn
+        self._compiled: dict[Any, CompiledGraph] = {}
+        if compiled is not None:
+            self._compiled[()] = compiled
+
+    @property
+    def compiled(self) -> Optional[CompiledGraph]:
+        """The compiled graph of the latest specialization (the only one when there is none)."""
+        return next(reversed(self._compiled.values()), None)
+
+    def _graph_for(self, feeds: dict) -> CompiledGraph:
+        if not self.specialized_on:
+            return self._compiled[()]
+        missing = [n for n in self.specialized_on if n not in feeds]
+        if missing:
+            from ...errors import TefuseError
+
+            raise TefuseError(f"missing input(s) {missing}")
+        while True:
+            consts = {n: np.asarray(feeds[n]) for n in self.specialized_on}
+            key = tuple((n, str(v.dtype), v.shape, v.tobytes()) for n, v in consts.items())
+            cg = self._compiled.get(key)
+            if cg is not None:
+                return cg
+            try:
+                cg = self._compiled[key] = self._build(consts)
+                return cg
+            except ModelImportError as e:  # a node reads a second input as a constant only
+                more = [n for n in e.constant_inputs if n not in consts and n in feeds]
+                if not more:  # once the first one is known (Slice: starts, then ends)
+                    raise
+                self.specialized_on += more
 
     def run(self, inputs: Any, **kwargs: Any) -> tuple:
         if isinstance(inputs, Mapping):
@@ -32,7 +77,10 @@ class TefuseBackendRep(BackendRep):
             if isinstance(inputs, np.ndarray):
                 inputs = [inputs]
             feeds = dict(zip(self.input_names, inputs))
-        return tuple(self.compiled.run(**feeds))
+        cg = self._graph_for(feeds)
+        for n in self.specialized_on:
+            feeds.pop(n, None)
+        return tuple(cg.run(**feeds))
 
 
 class TefuseBackend(Backend):
@@ -47,10 +95,18 @@ class TefuseBackend(Backend):
 
     @classmethod
     def prepare(cls, model: onnx.ModelProto, device: str = "CPU", **kwargs: Any) -> TefuseBackendRep:
-        graph = import_onnx(model)
-        cg = build(graph, cls.target_for(device), cache=kwargs.get("cache", cls.cache),
-                   jobs=kwargs.get("jobs", cls.jobs))
-        return TefuseBackendRep(cg)
+        target = cls.target_for(device)
+        cache, jobs = kwargs.get("cache", cls.cache), kwargs.get("jobs", cls.jobs)
+
+        def build_with(consts: Optional[dict] = None) -> CompiledGraph:
+            return build(import_onnx(model, constant_inputs=consts), target, cache=cache, jobs=jobs)
+
+        try:
+            return TefuseBackendRep(model, build_with(), build_with)
+        except ModelImportError as e:
+            if not e.constant_inputs:
+                raise
+            return TefuseBackendRep(model, None, build_with, e.constant_inputs)
 
     @classmethod
     def run_model(cls, model: onnx.ModelProto, inputs: Any, device: str = "CPU", **kwargs: Any) -> tuple:

@@ -63,6 +63,8 @@ class ImportContext:
         self._reserved = set(reserved)
         self._used: set[str] = set()
         self._count = 0
+        self.graph_inputs: set[str] = set()  # names of the model's run-time inputs
+        self.needs_const: set[str] = set()  # graph inputs some node asked for as a constant
 
     # -- names ------------------------------------------------------------------------------
     def fresh(self, base: str) -> str:
@@ -88,6 +90,10 @@ class ImportContext:
         """The folded value of `name`; Unsupported when it is only known at run time."""
         v = self.env.get(name) if name else None
         if not isinstance(v, np.ndarray):
+            if name in self.graph_inputs:
+                self.needs_const.add(name)
+                raise Unsupported(f"{what} {name!r} must be a constant, but it is a model input; "
+                                  f"import with constant_inputs={{{name!r}: value}} to specialize on it")
             raise Unsupported(f"{what} {name!r} must be a constant (an initializer or foldable "
                               f"subgraph); computed-at-run-time values are not supported here")
         return v
@@ -121,6 +127,10 @@ class ImportContext:
         """Add tefuse op `op`; `out` names it after an ONNX value, else a fresh name is used."""
         ins = [self.node(i) if isinstance(i, str) else i for i in inputs]
         try:
-            return self.b.op(op, *ins, name=self._claim(out, op), **attrs)
+            node = self.b.op(op, *ins, name=self._claim(out, op), **attrs)
         except (GraphError, OpError) as e:
             raise Unsupported(str(e)) from None
+        if 0 in node.shape:
+            raise Unsupported(f"{op} gives a zero-length tensor {list(node.shape)} (zero-length tensors "
+                              f"are not supported)")
+        return node

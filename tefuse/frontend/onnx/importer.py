@@ -102,6 +102,13 @@ def _input_shape(vi: onnx.ValueInfoProto) -> tuple[list[int], list[str]]:
     return dims, unknown
 
 
+def _empty_int_vector(vi: onnx.ValueInfoProto) -> bool:
+    t = vi.type.tensor_type
+    dims = t.shape.dim
+    return (len(dims) == 1 and dims[0].HasField("dim_value") and dims[0].dim_value == 0
+            and t.elem_type in (onnx.TensorProto.INT64, onnx.TensorProto.INT32))
+
+
 def _np_dtype(elem_type: int) -> str:
     return str(np.dtype(helper.tensor_dtype_to_np_dtype(elem_type)))
 
@@ -126,11 +133,14 @@ def _fold(ctx: ImportContext, n: OnnxNode) -> list[np.ndarray]:
 
 
 def import_onnx(model_or_path: ModelLike, *, input_shapes: Optional[Mapping[str, Sequence[int]]] = None,
-                check: bool = True) -> Graph:
+                check: bool = True, constant_inputs: Optional[Mapping[str, np.ndarray]] = None) -> Graph:
     """Import an ONNX model as a tefuse Graph (inputs named as in the model, outputs in order).
 
     input_shapes fixes symbolic or unknown input dims, e.g. {"x": (1, 3, 224, 224)}.
-    Raises ModelImportError listing every unsupported node of the model at once.
+    constant_inputs gives some model inputs their values at import (a Reshape's shape, a
+    reduction's axes, Slice's starts...): they become constants and leave the graph's inputs.
+    Raises ModelImportError listing every unsupported node of the model at once; its
+    `constant_inputs` names the model inputs that nodes needed as constants.
     """
     model = load_model(model_or_path)
     if not model.HasField("graph") or not model.opset_import:
@@ -161,27 +171,40 @@ def import_onnx(model_or_path: ModelLike, *, input_shapes: Optional[Mapping[str,
     ctx = ImportContext(b, reserved)
     for init in g.initializer:
         ctx.env[init.name] = numpy_helper.to_array(init)
+    frozen = dict(constant_inputs or {})
+    unknown = set(frozen) - {vi.name for vi in g.input}
+    if unknown:
+        raise ModelImportError(f"constant_inputs names unknown input(s) {sorted(unknown)}; "
+                               f"model inputs are {sorted(vi.name for vi in g.input)}")
     bad_inputs = []
     for vi in g.input:
         if vi.name in ctx.env:
             continue  # IR < 4 lists initializers as inputs too
+        if vi.name in frozen:
+            ctx.env[vi.name] = np.asarray(frozen[vi.name], dtype=_np_dtype(vi.type.tensor_type.elem_type))
+            continue
         dims, unknown = _input_shape(vi)
         if unknown:
             bad_inputs.append(f"{vi.name!r}: {', '.join(u if ' is ' in u else u + ' unknown' for u in unknown)}")
             continue
         ctx._used.add(vi.name)
+        ctx.graph_inputs.add(vi.name)
         ctx.env[vi.name] = b.input(vi.name, dims, _np_dtype(vi.type.tensor_type.elem_type))
     if bad_inputs:
         zero = all(" is " in b for b in bad_inputs)
+        # an empty 1-D integer input is a shape-like operand (a reduction's axes, pads): given
+        # its value at import (constant_inputs), it is no tensor of the graph
+        empty_shape_like = [vi.name for vi in g.input if vi.name not in ctx.env and _empty_int_vector(vi)]
         raise ModelImportError(("model inputs with zero-length dimensions: " if zero else
                                 "model inputs with unknown dimensions (pass input_shapes={name: shape}): ")
-                               + "; ".join(bad_inputs))
+                               + "; ".join(bad_inputs), constant_inputs=empty_shape_like if zero else None)
 
     problems = _convert_nodes(ctx, g.node, opset, CONVERTERS)
     if problems:
         where = os.fspath(model_or_path) if isinstance(model_or_path, (str, os.PathLike)) else g.name
         lines = "\n  ".join(str(p) for p in problems)
-        raise ModelImportError(f"{where!r}: {len(problems)} node(s) cannot be imported:\n  {lines}", problems)
+        raise ModelImportError(f"{where!r}: {len(problems)} node(s) cannot be imported:\n  {lines}", problems,
+                               sorted(ctx.needs_const))
 
     outputs = [ctx.node(o.name) for o in g.output]
     graph = b.build(outputs)
