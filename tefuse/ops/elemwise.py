@@ -125,10 +125,14 @@ def _check_float(name: str, v: Value) -> None:
         raise OpError(f"{name}: expects a float tensor, got {_dt(v)}")
 
 
+INT_OK = {"clip", "abs", "neg", "relu", "identity"}  # defined on integers too (ONNX allows them)
+
+
 def _register_unary(name: str, rule: Scalar, defaults: dict) -> None:
     def compute(inputs: Sequence[Value], attrs: dict) -> Value:
         (x,) = inputs
-        _check_float(name, x)
+        if not (name in INT_OK and _dt(x).startswith(("int", "uint"))):
+            _check_float(name, x)
         return lazy(x.shape, _dt(x), lambda *i: rule(x(*i), **attrs))
 
     compute.__doc__ = f"Elementwise {name}."
@@ -152,6 +156,64 @@ for _n, (_r, _d) in UNARY.items():
     _register_unary(_n, _r, _d)
 for _n, _r in BINARY.items():
     _register_binary(_n, _r)
+
+
+COMPARE: dict[str, Scalar] = {
+    "less": lambda a, b: a < b,
+    "greater": lambda a, b: a > b,
+    "less_equal": lambda a, b: a <= b,
+    "greater_equal": lambda a, b: a >= b,
+    "equal": lambda a, b: a == b,
+}
+
+
+def _register_compare(name: str, rule: Scalar) -> None:
+    def compute(inputs: Sequence[Value], attrs: dict) -> Value:
+        a, b = inputs
+        if _dt(a) != _dt(b):
+            raise OpError(f"{name}: dtype mismatch {_dt(a)} vs {_dt(b)}")
+        shape = broadcast_shape([a.shape, b.shape], f"{name}'s inputs")
+        fa, fb = broadcast_to(a, shape), broadcast_to(b, shape)
+        return lazy(shape, "bool", lambda *i: rule(fa(*i), fb(*i)))
+
+    compute.__doc__ = f"Broadcasting comparison {name} (a bool result; NaN compares false, as IEEE)."
+    register_op(name, OpPattern.BROADCAST, num_inputs=2)(compute)
+
+
+for _n, _r in COMPARE.items():
+    _register_compare(_n, _r)
+
+LOGICAL: dict[str, Scalar] = {
+    "logical_and": lambda a, b: tir.And(a, b),
+    "logical_or": lambda a, b: tir.Or(a, b),
+    "logical_xor": lambda a, b: tir.Or(tir.And(a, tir.Not(b)), tir.And(tir.Not(a), b)),  # (i1 != i1 breaks llvm)
+}
+
+
+def _register_logical(name: str, rule: Scalar) -> None:
+    def compute(inputs: Sequence[Value], attrs: dict) -> Value:
+        a, b = inputs
+        if _dt(a) != "bool" or _dt(b) != "bool":
+            raise OpError(f"{name}: expects bool tensors, got {_dt(a)} and {_dt(b)}")
+        shape = broadcast_shape([a.shape, b.shape], f"{name}'s inputs")
+        fa, fb = broadcast_to(a, shape), broadcast_to(b, shape)
+        return lazy(shape, "bool", lambda *i: rule(fa(*i), fb(*i)))
+
+    compute.__doc__ = f"Broadcasting {name} of bool tensors."
+    register_op(name, OpPattern.BROADCAST, num_inputs=2)(compute)
+
+
+for _n, _r in LOGICAL.items():
+    _register_logical(_n, _r)
+
+
+@register_op("logical_not", OpPattern.ELEMWISE, num_inputs=1)
+def logical_not(inputs: Sequence[Value], attrs: dict) -> Value:
+    """Elementwise not of a bool tensor."""
+    (x,) = inputs
+    if _dt(x) != "bool":
+        raise OpError(f"logical_not: expects a bool tensor, got {_dt(x)}")
+    return lazy(x.shape, "bool", lambda *i: tir.Not(x(*i)))
 
 
 @register_op("cast", OpPattern.ELEMWISE, num_inputs=1, attrs={"dtype": "float32"})

@@ -6,6 +6,7 @@ rules are one select each, so fused epilogues and reductions stay one pass.
 """
 from __future__ import annotations
 
+import numpy as np
 from tvm import te, tirx as tir
 
 
@@ -55,11 +56,14 @@ def clip_with(x, lo: float, hi: float, dtype: str):
     without repeating x's expression; NaN passes through; lo > hi gives hi (numpy, ONNX)."""
     lo = None if lo is None or lo == float("-inf") else lo
     hi = None if hi is None or hi == float("inf") else hi
+    if not is_float(x):  # integers: bounds outside the dtype's range are no bound
+        info = np.iinfo(dtype)
+        lo = None if lo is None or lo <= info.min else min(int(np.ceil(lo)), int(info.max))
+        hi = None if hi is None or hi >= info.max else max(int(np.floor(hi)), int(info.min))
+        y = x if lo is None else tir.max(x, tir.const(lo, dtype))
+        return y if hi is None else tir.min(y, tir.const(hi, dtype))
     if lo is not None and hi is not None and lo > hi:
         return min_with(max_with(x, tir.const(lo, dtype)), tir.const(hi, dtype))
-    if not is_float(x):
-        y = x if hi is None else tir.min(x, tir.const(hi, dtype))
-        return y if lo is None else tir.max(y, tir.const(lo, dtype))
     y = x if hi is None else tir.Select(x > tir.const(hi, dtype), tir.const(hi, dtype), x)
     return y if lo is None else tir.Select(x < tir.const(lo, dtype), tir.const(lo, dtype), y)
 

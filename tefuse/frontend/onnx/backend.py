@@ -78,9 +78,8 @@ class TefuseBackendRep(BackendRep):
                 inputs = [inputs]
             feeds = dict(zip(self.input_names, inputs))
         cg = self._graph_for(feeds)
-        for n in self.specialized_on:
-            feeds.pop(n, None)
-        return tuple(cg.run(**feeds))
+        names = {i.name for i in cg.graph.inputs}  # less the specialized and the zero-length ones
+        return tuple(cg.run(**{k: v for k, v in feeds.items() if k in names}))
 
 
 class TefuseBackend(Backend):

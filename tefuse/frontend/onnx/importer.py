@@ -102,15 +102,43 @@ def _input_shape(vi: onnx.ValueInfoProto) -> tuple[list[int], list[str]]:
     return dims, unknown
 
 
-def _empty_int_vector(vi: onnx.ValueInfoProto) -> bool:
-    t = vi.type.tensor_type
-    dims = t.shape.dim
-    return (len(dims) == 1 and dims[0].HasField("dim_value") and dims[0].dim_value == 0
-            and t.elem_type in (onnx.TensorProto.INT64, onnx.TensorProto.INT32))
+# Operand positions that only describe the computation (a target dtype, axes, a shape, pads):
+# a zero-length model input read only there has one possible value, the empty array, and is no
+# tensor of the graph (CastLike's `like`, a reduction's empty `axes`).
+DESCRIPTIVE_INPUTS = {"CastLike": {1}, "Reshape": {1}, "Squeeze": {1}, "Unsqueeze": {1}, "ReduceSum": {1},
+                      "ReduceMean": {1}, "ReduceMax": {1}, "ReduceMin": {1}, "Pad": {1, 3},
+                      "Slice": {1, 2, 3, 4}, "Split": {1}, "ConstantOfShape": {0}}
+
+
+def _only_descriptive(name: str, g: onnx.GraphProto) -> bool:
+    """Whether every use of `name` in the graph is a descriptive operand (and no output is it)."""
+    if any(o.name == name for o in g.output):
+        return False
+    uses = [(nd.op_type, k) for nd in g.node for k, i in enumerate(nd.input) if i == name]
+    return bool(uses) and all(k in DESCRIPTIVE_INPUTS.get(op, ()) for op, k in uses)
 
 
 def _np_dtype(elem_type: int) -> str:
     return str(np.dtype(helper.tensor_dtype_to_np_dtype(elem_type)))
+
+
+UPGRADE_TO = int(os.environ.get("TEFUSE_ONNX_UPGRADE_OPSET", "13"))
+
+
+def _upgrade(model: onnx.ModelProto, opset: int) -> onnx.ModelProto:
+    """A model older than MIN_OPSET, converted by onnx.version_converter (to opset UPGRADE_TO)."""
+    from onnx import version_converter
+
+    try:
+        up = version_converter.convert_version(model, UPGRADE_TO)
+    except Exception as e:  # noqa: BLE001 - the converter raises RuntimeError/ConvertError
+        why = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        raise ModelImportError(f"model uses opset {opset} (tefuse imports {MIN_OPSET}..{MAX_OPSET}) and "
+                               f"onnx.version_converter cannot convert it to opset {UPGRADE_TO}: {why}") from None
+    if up.ir_version < 4:  # IR < 4 wants every initializer listed as an input; the converter
+        up.ir_version = 7  # may drop such entries, and opset 13 needs IR 7 anyway
+    log.info("converted the model from opset %d to %d with onnx.version_converter", opset, UPGRADE_TO)
+    return up
 
 
 def _fold(ctx: ImportContext, n: OnnxNode) -> list[np.ndarray]:
@@ -149,8 +177,8 @@ def import_onnx(model_or_path: ModelLike, *, input_shapes: Optional[Mapping[str,
         model = _with_input_shapes(model, input_shapes)
     opset = default_opset(model)
     if opset < MIN_OPSET:
-        raise ModelImportError(f"model uses opset {opset}; tefuse imports opsets {MIN_OPSET}..{MAX_OPSET} "
-                               f"(convert it with onnx.version_converter first)")
+        model = _upgrade(model, opset)
+        opset = default_opset(model)
     if opset > MAX_OPSET:
         log.warning("model opset %d is newer than %d; importing with the opset-%d converters",
                     opset, MAX_OPSET, MAX_OPSET)
@@ -184,6 +212,9 @@ def import_onnx(model_or_path: ModelLike, *, input_shapes: Optional[Mapping[str,
             ctx.env[vi.name] = np.asarray(frozen[vi.name], dtype=_np_dtype(vi.type.tensor_type.elem_type))
             continue
         dims, unknown = _input_shape(vi)
+        if unknown and all(" is " in u for u in unknown) and _only_descriptive(vi.name, g):
+            ctx.env[vi.name] = np.zeros([max(d, 0) for d in dims], _np_dtype(vi.type.tensor_type.elem_type))
+            continue
         if unknown:
             bad_inputs.append(f"{vi.name!r}: {', '.join(u if ' is ' in u else u + ' unknown' for u in unknown)}")
             continue
@@ -192,12 +223,9 @@ def import_onnx(model_or_path: ModelLike, *, input_shapes: Optional[Mapping[str,
         ctx.env[vi.name] = b.input(vi.name, dims, _np_dtype(vi.type.tensor_type.elem_type))
     if bad_inputs:
         zero = all(" is " in b for b in bad_inputs)
-        # an empty 1-D integer input is a shape-like operand (a reduction's axes, pads): given
-        # its value at import (constant_inputs), it is no tensor of the graph
-        empty_shape_like = [vi.name for vi in g.input if vi.name not in ctx.env and _empty_int_vector(vi)]
         raise ModelImportError(("model inputs with zero-length dimensions: " if zero else
                                 "model inputs with unknown dimensions (pass input_shapes={name: shape}): ")
-                               + "; ".join(bad_inputs), constant_inputs=empty_shape_like if zero else None)
+                               + "; ".join(bad_inputs))
 
     problems = _convert_nodes(ctx, g.node, opset, CONVERTERS)
     if problems:

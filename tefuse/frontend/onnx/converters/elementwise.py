@@ -108,6 +108,27 @@ def _variadic_converter(op: str) -> ConvertFn:
     return fn
 
 
+_COMPARE = {"Less": "less", "Greater": "greater", "LessOrEqual": "less_equal",
+            "GreaterOrEqual": "greater_equal", "Equal": "equal"}
+
+for _onnx, _op in _COMPARE.items():
+    converter(_onnx)(_binary_converter(_op))
+
+
+_LOGICAL = {"And": "logical_and", "Or": "logical_or", "Xor": "logical_xor"}
+
+for _onnx, _op in _LOGICAL.items():
+    converter(_onnx)(_binary_converter(_op))
+converter("Not")(_unary_converter("logical_not"))
+
+
+@converter("Where")
+def _where(ctx, n):
+    c, a, b = n.input(0), n.input(1), n.input(2)
+    dt = _main_dtype(ctx, [a, b])
+    return [ctx.emit("where", [ctx.node(c), _operand(ctx, a, dt), _operand(ctx, b, dt)], n.outputs[0])]
+
+
 converter("Sum")(_variadic_converter("add"))
 converter("Max")(_variadic_converter("maximum"))
 converter("Min")(_variadic_converter("minimum"))
@@ -117,6 +138,15 @@ converter("Min")(_variadic_converter("minimum"))
 def _cast(ctx, n):
     from onnx import helper
     dt = str(np.dtype(helper.tensor_dtype_to_np_dtype(int(n.attr("to")))))
+    x = _x(ctx, n)
+    if dt == x.dtype:
+        return [x]
+    return [ctx.emit("cast", [x], n.outputs[0], dtype=dt)]
+
+
+@converter("CastLike", attrs=["saturate", "round_mode"])
+def _cast_like(ctx, n):
+    dt = ctx.dtype(n.input(1))
     x = _x(ctx, n)
     if dt == x.dtype:
         return [x]

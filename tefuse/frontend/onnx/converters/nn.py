@@ -199,18 +199,13 @@ converter("Softmax", attrs=["axis"])(_softmax_converter("softmax"))
 converter("LogSoftmax", attrs=["axis"])(_softmax_converter("log_softmax"))
 
 
-def _check_layer_norm(n: OnnxNode) -> Optional[str]:
-    if len([o for o in n.outputs if o]) > 1:
-        return "only output Y is supported (Mean / InvStdDev are training outputs)"
-    return None
-
-
-@converter("LayerNormalization", attrs=["axis", "epsilon", "stash_type"], check=_check_layer_norm)
+@converter("LayerNormalization", attrs=["axis", "epsilon", "stash_type"])
 def _layer_norm(ctx, n):
     """Decomposed into reductions and elementwise ops: mean, centred variance, scale and shift.
 
     Three kernels after fusion (two reductions and the normalising epilogue), statistics in
-    float32 as stash_type=1 asks, whatever the input's dtype.
+    float32 as stash_type=1 asks, whatever the input's dtype. The optional Mean and InvStdDev
+    outputs are those statistics (keepdims shape, stash dtype).
     """
     x = _x(ctx, n)
     nd = len(x.shape)
@@ -222,18 +217,20 @@ def _layer_norm(ctx, n):
         # where a shared node would be materialised as a kernel of its own
         return x if x.dtype == stash else ctx.emit("cast", [x], None, dtype=stash)
 
-    mean = ctx.emit("reduce_mean", [xs()], None, axes=axes, keepdims=True)
+    out = lambda k: n.outputs[k] if k < len(n.outputs) and n.outputs[k] else None  # noqa: E731
+    mean = ctx.emit("reduce_mean", [xs()], out(1), axes=axes, keepdims=True)
     d = ctx.emit("sub", [xs(), mean])
     var = ctx.emit("reduce_mean", [ctx.emit("square", [d])], None, axes=axes, keepdims=True)
     eps = ctx.scalar(float(n.attr("epsilon", 1e-5)), stash)
-    y = ctx.emit("mul", [ctx.emit("sub", [xs(), mean]), ctx.emit("rsqrt", [ctx.emit("add", [var, eps])])])
+    inv_std = ctx.emit("rsqrt", [ctx.emit("add", [var, eps])], out(2))
+    y = ctx.emit("mul", [ctx.emit("sub", [xs(), mean]), inv_std])
     if y.dtype != x.dtype:
         y = ctx.emit("cast", [y], None, dtype=x.dtype)
     has_bias = n.input(2) is not None
     y = ctx.emit("mul", [y, _operand(ctx, n.input(1), x.dtype)], None if has_bias else n.outputs[0])
     if has_bias:
         y = ctx.emit("add", [y, _operand(ctx, n.input(2), x.dtype)], n.outputs[0])
-    return [y]
+    return [y, mean, inv_std]
 
 
 # -- reductions ------------------------------------------------------------------------------
