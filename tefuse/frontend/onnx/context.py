@@ -105,7 +105,7 @@ class ImportContext:
             return v
         n = self._const_nodes.get(name)
         if n is None:
-            arr = np.ascontiguousarray(v)
+            arr = np.asarray(v, order="C")  # (ascontiguousarray makes a 0-d value 1-d)
             n = self._const_nodes[name] = self.b.const(arr, dtype=str(arr.dtype),
                                                        name=self._claim(name, "const"))
         return n

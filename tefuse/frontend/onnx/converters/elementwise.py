@@ -77,13 +77,30 @@ def _clip(ctx, n):
 _BINARY = {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div", "Pow": "pow"}
 
 
+def _is_int(dtype: str) -> bool:
+    return dtype.startswith(("int", "uint"))
+
+
+def _pow(ctx: ImportContext, n: OnnxNode) -> list:
+    """Pow(T, T1) -> T, as onnx.reference computes it: numpy's power of the two operands, cast to
+    the base's type (an integer base with a float exponent: in float64, truncated)."""
+    a, b = n.input(0), n.input(1)
+    ta, tb = ctx.dtype(a), ctx.dtype(b)
+    if _is_int(ta) and not _is_int(tb):
+        f = [ctx.emit("cast", [ctx.node(v)], None, dtype="float64") if ctx.dtype(v) != "float64" else ctx.node(v)
+             for v in (a, b)]
+        return [ctx.emit("cast", [ctx.emit("pow", f)], n.outputs[0], dtype=ta)]
+    if ta == tb or ctx.is_const(b):
+        return [ctx.emit("pow", [ctx.node(a), _operand(ctx, b, ta)], n.outputs[0])]
+    return [ctx.emit("pow", [ctx.node(a), ctx.emit("cast", [ctx.node(b)], None, dtype=ta)], n.outputs[0])]
+
+
 def _binary_converter(op: str) -> ConvertFn:
     def fn(ctx: ImportContext, n: OnnxNode) -> list:
-        a, b = n.input(0), n.input(1)
         if op == "pow":
-            dt = ctx.dtype(a)
-        else:
-            dt = _main_dtype(ctx, [a, b])
+            return _pow(ctx, n)
+        a, b = n.input(0), n.input(1)
+        dt = _main_dtype(ctx, [a, b])
         return [ctx.emit(op, [_operand(ctx, a, dt), _operand(ctx, b, dt)], n.outputs[0])]
     return fn
 

@@ -242,8 +242,11 @@ def _reduce_converter(op: str, axes_input_from: int) -> ConvertFn:
             if int(n.attr("noop_with_empty_axes", 0)):
                 return [x]
             axes = None
-        return [ctx.emit(op, [x], n.outputs[0], axes=None if axes is None else tuple(axes),
-                         keepdims=bool(n.attr("keepdims", 1)))]
+        attrs = dict(axes=None if axes is None else tuple(axes), keepdims=bool(n.attr("keepdims", 1)))
+        if x.dtype == "bool" and op in ("reduce_max", "reduce_min"):  # any / all, through uint8
+            r = ctx.emit(op, [ctx.emit("cast", [x], None, dtype="uint8")], None, **attrs)
+            return [ctx.emit("cast", [r], n.outputs[0], dtype="bool")]
+        return [ctx.emit(op, [x], n.outputs[0], **attrs)]
     return fn
 
 
