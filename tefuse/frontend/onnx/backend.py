@@ -11,12 +11,14 @@ from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 import onnx
+from onnx import helper
 from onnx.backend.base import Backend, BackendRep, Device, DeviceType
 
 from ...driver import build
 from ...errors import ModelImportError
 from ...runtime.executor import CompiledGraph
 from .importer import import_onnx
+from .lowbit import from_storage, to_storage
 
 
 def _model_inputs(model: onnx.ModelProto) -> list[str]:
@@ -37,6 +39,8 @@ class TefuseBackendRep(BackendRep):
         self.model = model
         self.input_names = _model_inputs(model)
         self.specialized_on = list(specialized_on)
+        self.output_dtypes = [str(np.dtype(helper.tensor_dtype_to_np_dtype(o.type.tensor_type.elem_type)))
+                              if o.type.HasField("tensor_type") else "" for o in model.graph.output]
         self._build = build_fn
         self._compiled: dict[Any, CompiledGraph] = {}
         if compiled is not None:
@@ -79,7 +83,8 @@ class TefuseBackendRep(BackendRep):
             feeds = dict(zip(self.input_names, inputs))
         cg = self._graph_for(feeds)
         names = {i.name for i in cg.graph.inputs}  # less the specialized and the zero-length ones
-        return tuple(cg.run(**{k: v for k, v in feeds.items() if k in names}))
+        outs = cg.run(**{k: to_storage(v) for k, v in feeds.items() if k in names})
+        return tuple(from_storage(o, t) for o, t in zip(outs, self.output_dtypes))
 
 
 class TefuseBackend(Backend):
@@ -116,8 +121,6 @@ class TefuseBackend(Backend):
                  outputs_info=None, **kwargs: Any) -> tuple:
         """One node on the given inputs: a one-node model around it (default-domain opset from
         kwargs['opset_version'], else the newest), then `run_model`."""
-        from onnx import helper
-
         present = [i for i in node.input if i]
         vis = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(np.asarray(v).dtype),
                                              np.asarray(v).shape) for n, v in zip(present, inputs)]

@@ -14,6 +14,7 @@ from onnx import numpy_helper
 
 from ...errors import GraphError, OpError
 from ...graph.ir import GraphBuilder, Node
+from .lowbit import is_lowbit, to_storage
 
 Value = Union[Node, np.ndarray]  # a runtime graph node, or a value folded at import
 
@@ -64,6 +65,7 @@ class ImportContext:
         self._used: set[str] = set()
         self._count = 0
         self.graph_inputs: set[str] = set()  # names of the model's run-time inputs
+        self.lowbit: dict[str, str] = {}  # run-time values of a low-precision type (lowbit.py): name -> type
         self.needs_const: set[str] = set()  # graph inputs some node asked for as a constant
 
     # -- names ------------------------------------------------------------------------------
@@ -106,9 +108,19 @@ class ImportContext:
         n = self._const_nodes.get(name)
         if n is None:
             arr = np.asarray(v, order="C")  # (ascontiguousarray makes a 0-d value 1-d)
+            if is_lowbit(arr.dtype):
+                self.lowbit[name] = str(arr.dtype)
+                arr = to_storage(arr)
             n = self._const_nodes[name] = self.b.const(arr, dtype=str(arr.dtype),
                                                        name=self._claim(name, "const"))
         return n
+
+    def logical_dtype(self, name: str) -> str:
+        """The ONNX-level dtype of a value: a low-precision type rather than its byte storage."""
+        v = self.env[name]
+        if isinstance(v, np.ndarray):
+            return str(v.dtype)
+        return self.lowbit.get(name, str(v.dtype))
 
     def shape(self, name: str) -> tuple[int, ...]:
         v = self.env[name]

@@ -20,6 +20,7 @@ from ...errors import ModelImportError
 from ...graph.ir import Graph, GraphBuilder
 from . import converters as _converters  # noqa: F401 - importing it fills the registry
 from .context import ImportContext, OnnxNode, Unsupported, _decode
+from .lowbit import TAKES_LOWBIT, is_lowbit, storage_dtype
 from .registry import CONVERTERS, FOLDERS
 
 log = logging.getLogger(__package__)  # "tefuse.frontend.onnx", as before the split into a package
@@ -111,11 +112,12 @@ DESCRIPTIVE_INPUTS = {"CastLike": {1}, "Reshape": {1}, "Squeeze": {1}, "Unsqueez
 
 
 def _only_descriptive(name: str, g: onnx.GraphProto) -> bool:
-    """Whether every use of `name` in the graph is a descriptive operand (and no output is it)."""
+    """Whether every use of `name` in the graph is a descriptive operand (and no output is it);
+    an unused input counts."""
     if any(o.name == name for o in g.output):
         return False
     uses = [(nd.op_type, k) for nd in g.node for k, i in enumerate(nd.input) if i == name]
-    return bool(uses) and all(k in DESCRIPTIVE_INPUTS.get(op, ()) for op, k in uses)
+    return all(k in DESCRIPTIVE_INPUTS.get(op, ()) for op, k in uses)  # (or unused)
 
 
 def _np_dtype(elem_type: int) -> str:
@@ -220,7 +222,10 @@ def import_onnx(model_or_path: ModelLike, *, input_shapes: Optional[Mapping[str,
             continue
         ctx._used.add(vi.name)
         ctx.graph_inputs.add(vi.name)
-        ctx.env[vi.name] = b.input(vi.name, dims, _np_dtype(vi.type.tensor_type.elem_type))
+        dt = _np_dtype(vi.type.tensor_type.elem_type)
+        if is_lowbit(dt):
+            ctx.lowbit[vi.name] = dt
+        ctx.env[vi.name] = b.input(vi.name, dims, storage_dtype(dt))
     if bad_inputs:
         zero = all(" is " in b for b in bad_inputs)
         raise ModelImportError(("model inputs with zero-length dimensions: " if zero else
@@ -269,6 +274,12 @@ def _convert_nodes(ctx: ImportContext, nodes, opset: int, converters) -> list[Im
         if missing:
             fail(f"input(s) {missing} are not produced by any earlier node (graph not topologically sorted?)")
             continue
+        all_const = all(isinstance(ctx.env[i], np.ndarray) for i in ins)
+        low = [i for i in ins if is_lowbit(ctx.logical_dtype(i))]
+        if low and not all_const and n.op_type not in TAKES_LOWBIT:
+            fail(f"input {low[0]!r} holds {ctx.logical_dtype(low[0])} values, which only "
+                 f"{', '.join(sorted(TAKES_LOWBIT))} take")
+            continue
         try:
             if all(isinstance(ctx.env[i], np.ndarray) for i in ins) and (conv is None or conv.foldable):
                 vals = _fold(ctx, n)
@@ -290,6 +301,8 @@ def _convert_nodes(ctx: ImportContext, nodes, opset: int, converters) -> list[Im
         for o, v in zip(n.outputs, vals):
             if o:
                 ctx.env[o] = v
+                if n.op_type == "Identity" and n.inputs[0] in ctx.lowbit and not isinstance(v, np.ndarray):
+                    ctx.lowbit[o] = ctx.lowbit[n.inputs[0]]
     return problems
 
 

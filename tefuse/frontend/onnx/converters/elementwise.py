@@ -6,7 +6,8 @@ from typing import Optional
 
 import numpy as np
 
-from ..context import ImportContext, OnnxNode
+from ..context import ImportContext, OnnxNode, Unsupported
+from ..lowbit import FLOATS as LOW_FLOATS, INT_BITS, is_lowbit
 from ..registry import ConvertFn, converter
 from .common import _main_dtype, _operand, _x
 
@@ -151,20 +152,44 @@ converter("Max")(_variadic_converter("maximum"))
 converter("Min")(_variadic_converter("minimum"))
 
 
+def _cast_to(ctx: ImportContext, n: OnnxNode, dst: str) -> list:
+    """Cast to numpy dtype name `dst`; float8/float4/e8m0/int4/int2 on either side go through
+    ops/lowbit.py's exact conversions on their byte storage (see ../lowbit.py)."""
+    src = ctx.logical_dtype(n.input(0))
+    x = _x(ctx, n)
+    out = n.outputs[0]
+    if src == dst:
+        if is_lowbit(dst) and not ctx.is_const(n.input(0)):
+            ctx.lowbit[out] = dst
+        return [x]
+    v = x
+    if src in LOW_FLOATS:
+        v = ctx.emit("fp_decode", [x], None, format=src)
+    if dst in LOW_FLOATS:
+        exact = {"float32", "float16", "bfloat16", "bool", "int8", "uint8", "int16", "uint16", *INT_BITS}
+        if src not in exact and src not in LOW_FLOATS:
+            raise Unsupported(f"Cast from {src} to {dst}: only float32/float16/bfloat16 and small integer "
+                              f"sources are converted exactly (another would round twice)")
+        if v.dtype != "float32":
+            v = ctx.emit("cast", [v], None, dtype="float32")
+        y = ctx.emit("fp_encode", [v], out, format=dst, saturate=bool(int(n.attr("saturate", 1))),
+                     round_mode=str(n.attr("round_mode", "up")))
+        ctx.lowbit[out] = dst
+        return [y]
+    if dst in INT_BITS:
+        bits, signed = INT_BITS[dst]
+        y = ctx.emit("int_wrap", [v], out, bits=bits, signed=signed)
+        ctx.lowbit[out] = dst
+        return [y]
+    return [v if v.dtype == dst else ctx.emit("cast", [v], out, dtype=dst)]
+
+
 @converter("Cast", attrs=["to", "saturate", "round_mode"])
 def _cast(ctx, n):
     from onnx import helper
-    dt = str(np.dtype(helper.tensor_dtype_to_np_dtype(int(n.attr("to")))))
-    x = _x(ctx, n)
-    if dt == x.dtype:
-        return [x]
-    return [ctx.emit("cast", [x], n.outputs[0], dtype=dt)]
+    return _cast_to(ctx, n, str(np.dtype(helper.tensor_dtype_to_np_dtype(int(n.attr("to"))))))
 
 
 @converter("CastLike", attrs=["saturate", "round_mode"])
 def _cast_like(ctx, n):
-    dt = ctx.dtype(n.input(1))
-    x = _x(ctx, n)
-    if dt == x.dtype:
-        return [x]
-    return [ctx.emit("cast", [x], n.outputs[0], dtype=dt)]
+    return _cast_to(ctx, n, ctx.logical_dtype(n.input(1)))
