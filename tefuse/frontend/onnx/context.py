@@ -65,6 +65,7 @@ class ImportContext:
         self._used: set[str] = set()
         self._count = 0
         self.graph_inputs: set[str] = set()  # names of the model's run-time inputs
+        self.unusable: dict[str, str] = {}  # model inputs tefuse cannot hold: name -> what they are
         self.lowbit: dict[str, str] = {}  # run-time values of a low-precision type (lowbit.py): name -> type
         self.needs_const: set[str] = set()  # graph inputs some node asked for as a constant
 

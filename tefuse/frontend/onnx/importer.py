@@ -120,6 +120,27 @@ def _only_descriptive(name: str, g: onnx.GraphProto) -> bool:
     return all(k in DESCRIPTIVE_INPUTS.get(op, ()) for op, k in uses)  # (or unused)
 
 
+def _unsupported_type(vi: onnx.ValueInfoProto) -> Optional[str]:
+    """What a model input or output is when it is no tensor tefuse can hold (None: it is one)."""
+    t = vi.type
+    which = t.WhichOneof("value")
+    if which is None:
+        return None  # untyped (left to inference)
+    if which != "tensor_type":
+        return {"sequence_type": "a sequence", "optional_type": "an optional", "map_type": "a map",
+                "sparse_tensor_type": "a sparse tensor"}.get(which, which)
+    et = t.tensor_type.elem_type
+    if et == onnx.TensorProto.STRING:
+        return "a string tensor"
+    if et in (onnx.TensorProto.COMPLEX64, onnx.TensorProto.COMPLEX128):
+        return "a complex tensor"
+    try:
+        helper.tensor_dtype_to_np_dtype(et)
+    except Exception:  # noqa: BLE001 - an unknown or undefined element type
+        return f"a tensor of element type {et}"
+    return None
+
+
 def _np_dtype(elem_type: int) -> str:
     return str(np.dtype(helper.tensor_dtype_to_np_dtype(elem_type)))
 
@@ -210,6 +231,10 @@ def import_onnx(model_or_path: ModelLike, *, input_shapes: Optional[Mapping[str,
     for vi in g.input:
         if vi.name in ctx.env:
             continue  # IR < 4 lists initializers as inputs too
+        kind = _unsupported_type(vi)
+        if kind:
+            ctx.unusable[vi.name] = f"model input {vi.name!r} is {kind}"
+            continue
         if vi.name in frozen:
             ctx.env[vi.name] = np.asarray(frozen[vi.name], dtype=_np_dtype(vi.type.tensor_type.elem_type))
             continue
@@ -233,6 +258,13 @@ def import_onnx(model_or_path: ModelLike, *, input_shapes: Optional[Mapping[str,
                                + "; ".join(bad_inputs))
 
     problems = _convert_nodes(ctx, g.node, opset, CONVERTERS)
+    for o in g.output:
+        kind = _unsupported_type(o)
+        if kind and not any(p.reason.startswith(f"model input {o.name!r}") for p in problems):
+            problems.append(ImportProblem(f"output {o.name}", "(graph output)", opset,
+                                          f"graph output {o.name!r} is {kind}"))
+        elif o.name in ctx.unusable and not problems:
+            problems.append(ImportProblem(f"output {o.name}", "(graph output)", opset, ctx.unusable[o.name]))
     if problems:
         where = os.fspath(model_or_path) if isinstance(model_or_path, (str, os.PathLike)) else g.name
         lines = "\n  ".join(str(p) for p in problems)
@@ -263,6 +295,10 @@ def _convert_nodes(ctx: ImportContext, nodes, opset: int, converters) -> list[Im
 
         conv = converters.get(n.op_type) if n.domain in ("", "ai.onnx") else None
         ins = [i for i in n.inputs if i]
+        unusable = [i for i in ins if i in ctx.unusable]
+        if unusable:
+            fail(ctx.unusable[unusable[0]] + " (only tensors of numeric or bool types are supported)")
+            continue
         if any(i in poisoned for i in ins):
             poisoned.update(o for o in n.outputs if o)
             if conv is None:
