@@ -36,6 +36,23 @@ def _elu(ctx, n):
     return [ctx.emit("elu", [_x(ctx, n)], n.outputs[0], alpha=float(n.attr("alpha", 1.0)))]
 
 
+@converter("Selu", attrs=["alpha", "gamma"])
+def _selu(ctx, n):
+    x = _x(ctx, n)
+    e = ctx.emit("elu", [x], None, alpha=float(n.attr("alpha", 1.67326319217681884765625)))
+    return [ctx.emit("mul", [e, ctx.scalar(float(n.attr("gamma", 1.05070102214813232421875)), x.dtype)],
+                     n.outputs[0])]
+
+
+@converter("PRelu")
+def _prelu(ctx, n):
+    """x where x >= 0, slope * x elsewhere (slope broadcast to x; NaN stays NaN)."""
+    x = _x(ctx, n)
+    slope = _operand(ctx, n.input(1), x.dtype)
+    neg = ctx.emit("less", [x, ctx.scalar(0.0, x.dtype)])
+    return [ctx.emit("where", [neg, ctx.emit("mul", [x, slope]), x], n.outputs[0])]
+
+
 @converter("HardSigmoid", attrs=["alpha", "beta"])
 def _hardsigmoid(ctx, n):
     return [ctx.emit("hardsigmoid", [_x(ctx, n)], n.outputs[0], alpha=float(n.attr("alpha", 0.2)),
