@@ -143,7 +143,6 @@ class ImportContext:
             node = self.b.op(op, *ins, name=self._claim(out, op), **attrs)
         except (GraphError, OpError) as e:
             raise Unsupported(str(e)) from None
-        if 0 in node.shape:
-            raise Unsupported(f"{op} gives a zero-length tensor {list(node.shape)} (zero-length tensors "
-                              f"are not supported)")
+        if 0 in node.shape:  # an empty tensor has one value: a constant, no kernel computes it
+            return self.b.const(np.zeros(node.shape, node.dtype), dtype=node.dtype, name=self.fresh(out or op))
         return node
