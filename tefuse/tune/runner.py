@@ -10,10 +10,12 @@ from __future__ import annotations
 import concurrent.futures as cf
 import logging
 import multiprocessing as mp
+import os
 from typing import Optional, Sequence
 
 from .measure import (RUNTIME_ERROR, TIMEOUT, BuildResult, MeasureResult, RunOptions, RunSpec,
                       _last_line, measure_module)
+from .procs import die_with_parent
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +88,8 @@ class LocalRunner:
 
     def _get_pool(self) -> cf.ProcessPoolExecutor:
         if self._pool is None:
-            self._pool = cf.ProcessPoolExecutor(1, mp_context=mp.get_context("spawn"))
+            self._pool = cf.ProcessPoolExecutor(1, mp_context=mp.get_context("spawn"),
+                                                initializer=die_with_parent, initargs=(os.getpid(),))
             self._pool.submit(_warm).result()
         return self._pool
 
