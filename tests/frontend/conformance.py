@@ -207,7 +207,7 @@ def _record_shard(names: list[str], tmp: Path, shard: int, timeout: float) -> di
         began: Optional[tuple[str, float]] = None
         while True:
             time.sleep(0.5)
-            for ln in of.read_text().splitlines():
+            for ln in of.read_text().split("\n")[:-1]:  # complete lines only: the worker may be mid-line
                 rec = json.loads(ln)
                 if "begin" in rec:
                     began = (rec["begin"], rec["t"])
