@@ -32,7 +32,7 @@ import unittest
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Optional
 
 EXPECTED_FILE = Path(__file__).with_name("conformance_expected_failures.txt")
 DATA_KINDS = {"Simple": "simple", "PyTorchConverted": "pytorch-converted", "PyTorchOperator": "pytorch-operator"}
