@@ -58,9 +58,13 @@ def compile_group(prep: PreparedGroup, target: tvm.target.Target, cache=None) ->
     """The expensive half (codegen + device compiler); safe to run on several threads at once."""
     t0 = time.perf_counter()
     group, choice, key = prep.group, prep.choice, prep.workload
-    module, hit, src = None, False, ""
+    module, hit, src, library = None, False, "", None
     if cache is not None:
-        module = cache.load(key, target, choice)
+        if hasattr(cache, "load_entry"):  # the on-disk cache: keep the library bytes for saving
+            entry = cache.load_entry(key, target, choice)
+            module, library = entry if entry is not None else (None, None)
+        else:
+            module = cache.load(key, target, choice)
         hit = module is not None
         src = cache.load_source(key, target, choice) if hit else ""
     if module is None:
@@ -69,15 +73,15 @@ def compile_group(prep: PreparedGroup, target: tvm.target.Target, cache=None) ->
         src = device_source(module)
         if cache is not None:
             cache.store(key, target, choice, module, source=src)
-    return _kernel_of(prep, module, prep.seconds + time.perf_counter() - t0, hit, src)
+    return _kernel_of(prep, module, prep.seconds + time.perf_counter() - t0, hit, src, library)
 
 
 def _kernel_of(prep: PreparedGroup, module: tvm.runtime.Module, seconds: float, from_cache: bool,
-               source: str) -> CompiledKernel:
+               source: str, library: Optional[bytes] = None) -> CompiledKernel:
     choice = prep.choice
     return CompiledKernel(prep.group, prep.lowered.params, prep.group.outputs, module, prep.mod.script(),
                           prep.workload, choice.template.name, choice.config.index, choice.source,
-                          seconds, from_cache, source)
+                          seconds, from_cache, source, library)
 
 
 def build_group(group: FusedGroup, target: tvm.target.Target, db: Optional[BestRecordSource] = None,
@@ -119,7 +123,7 @@ def _same_code_key(prep: PreparedGroup) -> tuple:
 
 def _rebind(kernel: CompiledKernel, prep: PreparedGroup) -> CompiledKernel:
     """Another group's kernel that shares `kernel`'s compiled module (same workload and config)."""
-    return _kernel_of(prep, kernel.module, prep.seconds, kernel.from_cache, kernel.device_source)
+    return _kernel_of(prep, kernel.module, prep.seconds, kernel.from_cache, kernel.device_source, kernel.library)
 
 
 def compile_groups(preps: list[PreparedGroup], target: tvm.target.Target, cache=None,

@@ -26,10 +26,14 @@ class BuildError(TefuseError, RuntimeError):
 
 
 class ModelImportError(TefuseError, ValueError):
-    """A model could not be imported; `problems` lists every offending node, not just the first."""
+    """A model could not be imported; `problems` lists every offending node, not just the first.
+    `constant_inputs` names the graph inputs that some node needs as constants (a Reshape's
+    shape, a reduction's axes): importing again with their values (`import_onnx(...,
+    constant_inputs=...)`) specializes the model on them."""
 
-    def __init__(self, message: str, problems: list | None = None):
+    def __init__(self, message: str, problems: list | None = None, constant_inputs: list | None = None):
         super().__init__(message)
         self.problems = list(problems or [])
+        self.constant_inputs = list(constant_inputs or [])
 
 

@@ -101,23 +101,30 @@ class KernelCache:
             except OSError:
                 pass
 
-    def _verify(self, p: Path, key: str) -> Optional[str]:
-        """Why the entry must not be loaded (None: its bytes are the ones stored under key).
-        Loading a truncated library SIGBUSes, flipped bytes segfault and another kernel's
-        library runs the wrong code: none of them may reach dlopen."""
+    def _verify(self, p: Path, key: str) -> tuple[Optional[str], bytes]:
+        """Why the entry must not be loaded (None: its bytes are the ones stored under key), and
+        the bytes. Loading a truncated library SIGBUSes, flipped bytes segfault and another
+        kernel's library runs the wrong code: none of them may reach dlopen."""
         try:
             meta = json.loads(self.meta_path(p).read_text())
             data = p.read_bytes()
         except (OSError, ValueError, RecursionError) as e:
-            return f"no readable checksum record ({type(e).__name__})"
+            return f"no readable checksum record ({type(e).__name__})", b""
         if not isinstance(meta, dict) or meta.get("key") != key:
-            return "its record names another key"
+            return "its record names another key", b""
         if meta.get("size") != len(data) or meta.get("sha256") != hashlib.sha256(data).hexdigest():
-            return "checksum mismatch (truncated, damaged or replaced library)"
-        return None
+            return "checksum mismatch (truncated, damaged or replaced library)", b""
+        return None, data
 
     def load(self, workload_key: str, target: tvm.target.Target, choice: Any) -> Optional[tvm.runtime.Module]:
         """The cached module, or None (a miss, or an entry this process cannot load)."""
+        got = self.load_entry(workload_key, target, choice)
+        return None if got is None else got[0]
+
+    def load_entry(self, workload_key: str, target: tvm.target.Target,
+                   choice: Any) -> Optional[tuple[tvm.runtime.Module, bytes]]:
+        """The cached module and the verified library bytes it was loaded from (what saving an
+        artefact copies: TVM cannot export a module loaded from a library), or None."""
         key = self.key(workload_key, target, choice)
         p = self.path(key)
         try:
@@ -125,7 +132,7 @@ class KernelCache:
                 return None
         except OSError:
             return None
-        why = self._verify(p, key)
+        why, data = self._verify(p, key)
         if why is not None:
             self._drop(p, why)
             return None
@@ -143,7 +150,7 @@ class KernelCache:
             self.source_path(p).unlink(missing_ok=True)
             return None
         log.debug("kernel cache hit %s for %s", p.name, workload_key)
-        return mod
+        return mod, data
 
     def load_source(self, workload_key: str, target: tvm.target.Target, choice: Any) -> str:
         """The device source stored with an entry; "" when there is none."""

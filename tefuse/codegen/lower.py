@@ -28,7 +28,10 @@ class LoweredGroup:
 
 
 def _ident(name: str) -> str:
-    s = re.sub(r"\W", "_", name)
+    """A C identifier for a buffer: runs of other characters become one "_" (ONNX's "onnx::Conv_497"
+    would otherwise give "onnx__Conv_497", and a double underscore is reserved in C++; nvcc on the
+    H100 machine rejected pointers derived from such a name in tensor-core code)."""
+    s = re.sub(r"\W+", "_", name).strip("_")
     return s if s and not s[0].isdigit() else f"v_{s}"
 
 

@@ -109,14 +109,73 @@ UNARY: dict[str, tuple[Scalar, dict]] = {
 ACTIVATIONS = ("relu", "relu6", "clip", "leaky_relu", "sigmoid", "tanh", "gelu", "silu",
                "hardswish", "hardsigmoid", "elu", "softplus", "identity")
 
+def _is_int(e) -> bool:
+    return _dt(e).startswith(("int", "uint"))
+
+
+def _div(a, b):
+    """a / b; integers truncate toward zero (ONNX, C), and the cases where C's division traps
+    (x / 0, INT_MIN / -1: SIGFPE on x86) give numpy's answers, 0 and the wrapped -x."""
+    if not _is_int(a):
+        return a / b
+    d = _dt(a)
+    safe = tir.Select(b == _c(0, d), _c(1, d), b)
+    q = tir.truncdiv(a, safe)
+    if d.startswith("int"):
+        q = tir.Select(b == _c(-1, d), _c(0, d) - a, q)
+    return tir.Select(b == _c(0, d), _c(0, d), q)
+
+
+def _int_pow(a, b):
+    """a ** b for integers, wrapping on overflow as numpy does.
+
+    Binary exponentiation over the low 8 bits of the exponent, one Let-bound square and product
+    a bit (TVM's passes take time exponential in a longer Let chain). That is exact for exponents
+    below 256 (every exponent of an 8-bit type); beyond, |a| <= 1 and even a (a ** 256 is 0
+    modulo 2 ** 64) are exact too, and odd a uses a ** e == a ** (e mod 2 ** (bits - 2)) modulo
+    2 ** bits, exact while that reduced exponent is below 256. Known limit: an odd |a| >= 3 with
+    a reduced exponent of 256 or more (a true result past 3 ** 256, overflowed in every integer
+    type) wraps from the exponent's low 8 bits only. A negative exponent gives the truncated real
+    value: 1 for a == 1, +-1 for a == -1, else 0."""
+    d = _dt(a)
+    bits = int(d[3:] if d.startswith("int") else d[4:])
+    one, zero = _c(1, d), _c(0, d)
+    steps = 8
+
+    def step(k, e, base, acc):
+        if k == steps:
+            return acc
+        bv, av = tir.Var(f"pow_b{k}", d), tir.Var(f"pow_r{k}", d)
+        bit = tir.bitwise_and(tir.shift_right(e, _c(k, d)), one) == one
+        return tir.Let(bv, base, tir.Let(av, tir.Select(bit, acc * bv, acc), step(k + 1, e, bv * bv, av)))
+
+    def chain(e_value, base):
+        ev = tir.Var("pow_e", d)
+        return tir.Let(ev, e_value, step(0, ev, base, one))
+
+    if bits <= steps:  # every exponent of the type has at most 8 bits
+        pos = chain(b, a)
+    else:
+        big_e = b >= _c(1 << steps, d)
+        e = tir.Select(big_e, tir.bitwise_and(b, _c((1 << (bits - 2)) - 1, d)), b)
+        even = tir.bitwise_and(a, one) == zero
+        pos = tir.Select(tir.And(big_e, even), zero, chain(e, a))  # even ** (>= 256) wraps to 0
+    if d.startswith("uint"):
+        return pos
+    minus_one = _c(-1, d)
+    neg = tir.Select(a == one, one, tir.Select(a == minus_one,
+                                               tir.Select(tir.bitwise_and(b, one) == one, minus_one, one), zero))
+    return tir.Select(b < zero, neg, pos)
+
+
 BINARY: dict[str, Scalar] = {
     "add": lambda a, b: a + b,
     "sub": lambda a, b: a - b,
     "mul": lambda a, b: a * b,
-    "div": lambda a, b: a / b,
+    "div": _div,
     "maximum": fmax,
     "minimum": fmin,
-    "pow": lambda a, b: tir.power(a, b),
+    "pow": lambda a, b: _int_pow(a, b) if _is_int(a) else tir.power(a, b),
 }
 
 
@@ -125,10 +184,14 @@ def _check_float(name: str, v: Value) -> None:
         raise OpError(f"{name}: expects a float tensor, got {_dt(v)}")
 
 
+INT_OK = {"clip", "abs", "neg", "relu", "identity"}  # defined on integers too (ONNX allows them)
+
+
 def _register_unary(name: str, rule: Scalar, defaults: dict) -> None:
     def compute(inputs: Sequence[Value], attrs: dict) -> Value:
         (x,) = inputs
-        _check_float(name, x)
+        if not (name in INT_OK and _dt(x).startswith(("int", "uint"))):
+            _check_float(name, x)
         return lazy(x.shape, _dt(x), lambda *i: rule(x(*i), **attrs))
 
     compute.__doc__ = f"Elementwise {name}."
@@ -152,6 +215,64 @@ for _n, (_r, _d) in UNARY.items():
     _register_unary(_n, _r, _d)
 for _n, _r in BINARY.items():
     _register_binary(_n, _r)
+
+
+COMPARE: dict[str, Scalar] = {
+    "less": lambda a, b: a < b,
+    "greater": lambda a, b: a > b,
+    "less_equal": lambda a, b: a <= b,
+    "greater_equal": lambda a, b: a >= b,
+    "equal": lambda a, b: a == b,
+}
+
+
+def _register_compare(name: str, rule: Scalar) -> None:
+    def compute(inputs: Sequence[Value], attrs: dict) -> Value:
+        a, b = inputs
+        if _dt(a) != _dt(b):
+            raise OpError(f"{name}: dtype mismatch {_dt(a)} vs {_dt(b)}")
+        shape = broadcast_shape([a.shape, b.shape], f"{name}'s inputs")
+        fa, fb = broadcast_to(a, shape), broadcast_to(b, shape)
+        return lazy(shape, "bool", lambda *i: rule(fa(*i), fb(*i)))
+
+    compute.__doc__ = f"Broadcasting comparison {name} (a bool result; NaN compares false, as IEEE)."
+    register_op(name, OpPattern.BROADCAST, num_inputs=2)(compute)
+
+
+for _n, _r in COMPARE.items():
+    _register_compare(_n, _r)
+
+LOGICAL: dict[str, Scalar] = {
+    "logical_and": lambda a, b: tir.And(a, b),
+    "logical_or": lambda a, b: tir.Or(a, b),
+    "logical_xor": lambda a, b: tir.Or(tir.And(a, tir.Not(b)), tir.And(tir.Not(a), b)),  # (i1 != i1 breaks llvm)
+}
+
+
+def _register_logical(name: str, rule: Scalar) -> None:
+    def compute(inputs: Sequence[Value], attrs: dict) -> Value:
+        a, b = inputs
+        if _dt(a) != "bool" or _dt(b) != "bool":
+            raise OpError(f"{name}: expects bool tensors, got {_dt(a)} and {_dt(b)}")
+        shape = broadcast_shape([a.shape, b.shape], f"{name}'s inputs")
+        fa, fb = broadcast_to(a, shape), broadcast_to(b, shape)
+        return lazy(shape, "bool", lambda *i: rule(fa(*i), fb(*i)))
+
+    compute.__doc__ = f"Broadcasting {name} of bool tensors."
+    register_op(name, OpPattern.BROADCAST, num_inputs=2)(compute)
+
+
+for _n, _r in LOGICAL.items():
+    _register_logical(_n, _r)
+
+
+@register_op("logical_not", OpPattern.ELEMWISE, num_inputs=1)
+def logical_not(inputs: Sequence[Value], attrs: dict) -> Value:
+    """Elementwise not of a bool tensor."""
+    (x,) = inputs
+    if _dt(x) != "bool":
+        raise OpError(f"logical_not: expects a bool tensor, got {_dt(x)}")
+    return lazy(x.shape, "bool", lambda *i: tir.Not(x(*i)))
 
 
 @register_op("cast", OpPattern.ELEMWISE, num_inputs=1, attrs={"dtype": "float32"})

@@ -6,6 +6,7 @@ rules are one select each, so fused epilogues and reductions stay one pass.
 """
 from __future__ import annotations
 
+import numpy as np
 from tvm import te, tirx as tir
 
 
@@ -55,11 +56,14 @@ def clip_with(x, lo: float, hi: float, dtype: str):
     without repeating x's expression; NaN passes through; lo > hi gives hi (numpy, ONNX)."""
     lo = None if lo is None or lo == float("-inf") else lo
     hi = None if hi is None or hi == float("inf") else hi
+    if not is_float(x):  # integers: bounds outside the dtype's range are no bound
+        info = np.iinfo(dtype)
+        lo = None if lo is None or lo <= info.min else min(int(np.ceil(lo)), int(info.max))
+        hi = None if hi is None or hi >= info.max else max(int(np.floor(hi)), int(info.min))
+        y = x if lo is None else tir.max(x, tir.const(lo, dtype))
+        return y if hi is None else tir.min(y, tir.const(hi, dtype))
     if lo is not None and hi is not None and lo > hi:
         return min_with(max_with(x, tir.const(lo, dtype)), tir.const(hi, dtype))
-    if not is_float(x):
-        y = x if hi is None else tir.min(x, tir.const(hi, dtype))
-        return y if lo is None else tir.max(y, tir.const(lo, dtype))
     y = x if hi is None else tir.Select(x > tir.const(hi, dtype), tir.const(hi, dtype), x)
     return y if lo is None else tir.Select(x < tir.const(lo, dtype), tir.const(lo, dtype), y)
 
@@ -85,20 +89,56 @@ NANMAX = _reducer("max")
 NANMIN = _reducer("min")
 
 
-# Reductions keep TVM's own max/min reducers: the CUDA templates' rfactor / cross-thread
-# allreduce only match TVM's built-in reducers ("No matched reducer for the identity and the
-# combiner"), so NANMAX/NANMIN cannot be used there yet. NaN in a max/min reduction or a
-# max-pool window is therefore still dropped (tests/ops/test_nan.py marks it xfail strict).
-NAN_AWARE_REDUCTIONS = False
+# NaN-aware max/min reductions within TVM's constraints. The CUDA templates' rfactor and
+# cross-thread allreduce match only TVM's built-in reducers ("No matched reducer for the identity
+# and the combiner"), so NANMAX/NANMIN above cannot be used there. Instead a reduction runs the
+# built-in max/min over an integer *order key* of each float: its bits, with negative values'
+# magnitude bits flipped (so integer order is float order, -0 just below +0), and every NaN as
+# the extreme key that wins (INT_MAX for max, INT_MIN for min). The result's key is decoded in
+# the epilogue: the extreme key is NaN, any other gives back the exact float. One pass, one
+# reduction, any template.
+_KEYS = {"float32": ("int32", 0x7FFFFFFF), "float16": ("int16", 0x7FFF), "bfloat16": ("int16", 0x7FFF),
+         "float64": ("int64", 0x7FFFFFFFFFFFFFFF)}
+
+
+def has_order_key(dtype) -> bool:
+    return str(dtype) in _KEYS
+
+
+def key_dtype(dtype) -> str:
+    return _KEYS[str(dtype)][0]
+
+
+def _nan_key(kind: str, it: str):
+    return tir.max_value(it) if kind == "max" else tir.min_value(it)
+
+
+def order_key(x, kind: str):
+    """The integer whose max (kind 'max') or min ('min') is the key of the NaN-propagating
+    max/min of the floats."""
+    it, mag = _KEYS[_dt(x)]
+    b = tir.reinterpret(it, x)
+    k = tir.Select(b >= tir.const(0, it), b, tir.bitwise_xor(b, tir.const(mag, it)))
+    return tir.Select(_nan(x), _nan_key(kind, it), k)
+
+
+def from_key(k, dtype: str, kind: str):
+    """The float an order key stands for (NaN for the extreme key)."""
+    it, mag = _KEYS[str(dtype)]
+    b = tir.Select(k >= tir.const(0, it), k, tir.bitwise_xor(k, tir.const(mag, it)))
+    return tir.Select(k == _nan_key(kind, it), tir.const(float("nan"), dtype), tir.reinterpret(str(dtype), b))
 
 
 def reduce_max(expr, axis):
-    if NAN_AWARE_REDUCTIONS and is_float(expr):
-        return NANMAX(expr, axis=axis)
+    """te.max (a built-in reducer); floats go through order keys: see `keyed_reduce`."""
     return te.max(expr, axis=axis)
 
 
 def reduce_min(expr, axis):
-    if NAN_AWARE_REDUCTIONS and is_float(expr):
-        return NANMIN(expr, axis=axis)
     return te.min(expr, axis=axis)
+
+
+def keyed_reduce(kind: str, expr, axis):
+    """max/min over order keys of a float expression (decode the result with `from_key`)."""
+    red = te.max if kind == "max" else te.min
+    return red(order_key(expr, kind), axis=axis)

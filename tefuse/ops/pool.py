@@ -9,7 +9,7 @@ from tvm import te, tirx as tir
 
 from ..errors import OpError
 from .conv2d import normalize_padding, normalize_pair
-from .nanprop import lowest as _lowest, reduce_max
+from .nanprop import from_key, has_order_key, keyed_reduce, lowest as _lowest, reduce_max
 from .registry import OpPattern, register_op
 from .value import Value, acc_dtype, lazy
 
@@ -108,12 +108,16 @@ def _pool(kind: str, inputs: Sequence[Value], attrs: dict) -> Value:
 
     if kind == "max":
         lowest = _lowest(x.dtype)
+        keyed = has_order_key(x.dtype)  # NaN in a window wins (see nanprop.py)
 
         def body(*i):
             y, xx = pos(i)
-            return reduce_max(tir.if_then_else(inside(y, xx), src(i, y, xx), lowest), axis=[ry, rx])
+            v = tir.if_then_else(inside(y, xx), src(i, y, xx), lowest)
+            return keyed_reduce("max", v, [ry, rx]) if keyed else reduce_max(v, axis=[ry, rx])
 
         out = te.compute(shape, body, name=name, tag="pool")
+        if keyed:
+            return lazy(shape, x.dtype, lambda *i: from_key(out(*i), x.dtype, "max"))
         return Value.of_tensor(out)
 
     def body(*i):

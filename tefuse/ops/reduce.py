@@ -8,7 +8,7 @@ from typing import ClassVar, Sequence
 from tvm import te, tirx as tir
 
 from ..errors import OpError
-from .nanprop import reduce_max, reduce_min
+from .nanprop import from_key, has_order_key, keyed_reduce, reduce_max, reduce_min
 from .registry import OpPattern, register_op
 from .value import Value, acc_dtype, lazy
 
@@ -73,7 +73,7 @@ def _reduce(kind: str, inputs: Sequence[Value], attrs: dict) -> Value:
     shape = tuple(1 if a in raxes else s for a, s in enumerate(x.shape)) if keep else \
         tuple(s for a, s in enumerate(x.shape) if a not in raxes)
 
-    def body(*i):
+    def element(*i):
         it = iter(i)
         idx = []
         for a in range(x.ndim):
@@ -83,10 +83,14 @@ def _reduce(kind: str, inputs: Sequence[Value], attrs: dict) -> Value:
                 idx.append(raxes[a])
             else:
                 idx.append(next(it))
-        return _REDUCERS[kind](tir.Cast(acc, x(*idx)) if acc != x.dtype else x(*idx),
-                               axis=list(raxes.values()))
+        return tir.Cast(acc, x(*idx)) if acc != x.dtype else x(*idx)
 
-    red = te.compute(shape, body, name=kind, tag="reduce")
+    if kind in ("max", "min") and has_order_key(x.dtype):  # NaN propagates (see nanprop.py)
+        red = te.compute(shape, lambda *i: keyed_reduce(kind, element(*i), list(raxes.values())),
+                         name=kind, tag="reduce")
+        return lazy(shape, x.dtype, lambda *i: from_key(red(*i), x.dtype, kind))
+    red = te.compute(shape, lambda *i: _REDUCERS[kind](element(*i), axis=list(raxes.values())),
+                     name=kind, tag="reduce")
     if kind == "mean":
         n = 1
         for a in axes:

@@ -39,6 +39,36 @@ def pad(inputs: Sequence[Value], attrs: dict) -> Value:
     return lazy(shape, x.dtype, fn)
 
 
+@register_op("pad_mode", OpPattern.INJECTIVE, num_inputs=1, attrs={"pads": (), "mode": "edge"})
+def pad_mode(inputs: Sequence[Value], attrs: dict) -> Value:
+    """Pad by reading the input itself (ONNX Pad's modes): `edge` repeats the border, `reflect`
+    mirrors without repeating it, `wrap` continues from the other side. `pads` as for pad."""
+    (x,) = inputs
+    p, mode = [int(v) for v in attrs["pads"]], attrs["mode"]
+    if len(p) != 2 * x.ndim or min(p) < 0:
+        raise OpError(f"pad_mode: pads must hold 2*rank={2 * x.ndim} non-negative ints, got {p}")
+    if mode not in ("edge", "reflect", "wrap"):
+        raise OpError(f"pad_mode: mode must be edge, reflect or wrap, got {mode!r}")
+    begin, end = p[:x.ndim], p[x.ndim:]
+    if mode == "reflect" and any((b or e) and max(b, e) > n - 1 for b, e, n in zip(begin, end, x.shape)):
+        raise OpError(f"pad_mode: reflect pads {p} must be below each padded dim of shape {x.shape}")
+    shape = tuple(s + b + e for s, b, e in zip(x.shape, begin, end))
+
+    def index(i, b, n):
+        j = i - b
+        if mode == "edge":
+            return tir.max(tir.min(j, n - 1), 0)
+        if mode == "wrap":
+            return tir.floormod(j, n)
+        j = tir.abs(j)  # reflect: -j before the start, 2(n-1) - j past the end
+        return tir.Select(j > n - 1, 2 * (n - 1) - j, j)
+
+    def fn(*i):
+        return x(*[index(i[k], begin[k], x.shape[k]) if begin[k] or end[k] else i[k] for k in range(x.ndim)])
+
+    return lazy(shape, x.dtype, fn)
+
+
 def _unravel(flat, shape):
     idx = []
     for s in reversed(shape):

@@ -4,9 +4,10 @@ Why: building a whole network takes minutes with tuning; a saved artefact loads 
 milliseconds and runs through the same `CompiledGraph` executor, compiling nothing.
 
 Layout (a directory, or the same files in one tar archive):
-    plan.json        format version, target, graph nodes (name, op, inputs, attrs, shape,
-                     dtype), graph inputs/outputs, kernels in run order with their
-                     parameter and output node names
+    plan.json        format version, the tefuse and TVM versions that wrote it, target, graph
+                     nodes (name, op, inputs, attrs, shape, dtype), graph inputs/outputs,
+                     kernels in run order with their parameter and output node names, the size
+                     and sha256 of every other file, and its own checksum
     constants.npz    the graph constants, keyed c0, c1, ... (names live in plan.json)
     kernels/kNNN.so  each kernel's `module.export_library(...)`
     kernels/kNNN.tir the lowered TIR of each kernel (for `source("tir")`)
@@ -14,9 +15,17 @@ Layout (a directory, or the same files in one tar archive):
 
 A ROCm artefact saves without a GPU (its code objects are inside kNNN.so) but loads only where
 TVM has its ROCm runtime; elsewhere `load` says so in one line.
+
+Loading refuses, with an ArtifactError naming the file, an artefact from another tefuse or TVM
+version (a kernel library is tied to the TVM runtime that built it), a plan.json that is not
+JSON, lacks a field or was edited (its checksum), a missing or damaged member (every file's
+size and sha256 are checked before use: a truncated library must never reach dlopen, where it
+would SIGBUS), missing constants or constants whose shape or dtype differ from the plan, and a
+truncated tar archive.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import math
@@ -41,7 +50,7 @@ from .executor import CompiledGraph
 
 log = logging.getLogger(__name__)
 
-FORMAT, VERSION = "tefuse-artifact", 1
+FORMAT, VERSION = "tefuse-artifact", 2  # 2: versions, member checksums, plan checksum
 _RUNTIME = {"hip": "ROCm (HIP)", "cuda": "CUDA", "rocm": "ROCm"}
 PathLike = Union[str, os.PathLike]
 
@@ -99,21 +108,50 @@ def _plan(cg: CompiledGraph) -> tuple[dict, dict[str, np.ndarray]]:
             "workload": kern.workload, "template": kern.template, "config_index": kern.config_index,
             "config_source": kern.config_source, "build_seconds": kern.build_seconds,
         })
-    plan = {"format": FORMAT, "version": VERSION, "target": json.loads(str(cg.target)),
+    from ..version import __version__
+
+    plan = {"format": FORMAT, "version": VERSION, "tefuse_version": __version__,
+            "tvm_version": tvm.__version__, "target": json.loads(str(cg.target)),
             "inputs": [i.name for i in cg.graph.inputs], "outputs": [o.name for o in cg.graph.outputs],
             "nodes": nodes, "kernels": kernels}
     return plan, consts
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _plan_checksum(plan: dict) -> str:
+    """sha256 of the plan without its checksum field, in a canonical JSON form."""
+    body = {k: v for k, v in plan.items() if k != "checksum"}
+    return _sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode())
+
+
+def _write_library(kern: CompiledKernel, dest: Path) -> None:
+    """The kernel's shared library: the bytes it was loaded from (a kernel-cache hit or an
+    artefact: TVM cannot export a module loaded from a library), else an export."""
+    if kern.library is not None:
+        dest.write_bytes(kern.library)
+    else:
+        kern.module.export_library(str(dest))
 
 
 def _write_dir(cg: CompiledGraph, root: Path) -> tuple[int, int]:
     plan, consts = _plan(cg)
     (root / "kernels").mkdir(parents=True, exist_ok=True)
     for kern, entry in zip(cg.kernels, plan["kernels"]):
-        kern.module.export_library(str(root / entry["file"]))
+        _write_library(kern, root / entry["file"])
         (root / entry["tir_file"]).write_text(kern.tir)
         if entry["source_file"]:
             (root / entry["source_file"]).write_text(kern.device_source)
     np.savez(root / "constants.npz", **consts)
+    members = ["constants.npz"] + [e[k] for e in plan["kernels"] for k in ("file", "tir_file", "source_file")
+                                   if e.get(k)]
+    plan["files"] = {}
+    for m in members:
+        data = (root / m).read_bytes()
+        plan["files"][m] = {"size": len(data), "sha256": _sha256(data)}
+    plan["checksum"] = _plan_checksum(plan)
     (root / "plan.json").write_text(json.dumps(plan, indent=1))
     return len(plan["kernels"]), len(consts)
 
@@ -139,14 +177,77 @@ def save(cg: CompiledGraph, path: PathLike, *, as_directory: Optional[bool] = No
 
 
 def _read_plan(root: Path) -> dict:
+    from ..version import __version__
+
+    where = root / "plan.json"
     try:
-        plan = json.loads((root / "plan.json").read_text())
+        text = where.read_text()
     except FileNotFoundError:
         raise ArtifactError(f"{root}: no plan.json (not a tefuse artefact)") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ArtifactError(f"{where}: unreadable ({type(e).__name__}: {e})") from None
+    try:
+        plan = json.loads(text)
+    except (ValueError, RecursionError) as e:
+        raise ArtifactError(f"{where}: not valid JSON ({str(e).splitlines()[0] if str(e) else type(e).__name__}); "
+                            f"truncated or edited?") from None
+    if not isinstance(plan, dict):
+        raise ArtifactError(f"{where}: not a tefuse plan (a JSON {type(plan).__name__})")
     if plan.get("format") != FORMAT or plan.get("version") != VERSION:
-        raise ArtifactError(f"{root}: format {plan.get('format')!r} version {plan.get('version')!r}; "
-                            f"this tefuse reads {FORMAT!r} version {VERSION}")
+        raise ArtifactError(f"{where}: format {plan.get('format')!r} version {plan.get('version')!r}; "
+                            f"this tefuse reads {FORMAT!r} version {VERSION} (rebuild the artefact)")
+    if plan.get("checksum") != _plan_checksum(plan):
+        raise ArtifactError(f"{where}: checksum mismatch: the plan was edited or damaged after it was "
+                            f"saved (rebuild the artefact)")
+    saved = (plan.get("tefuse_version"), plan.get("tvm_version"))
+    if saved != (__version__, tvm.__version__):
+        raise ArtifactError(f"{where}: saved by tefuse {saved[0]} with TVM {saved[1]}; this is tefuse "
+                            f"{__version__} with TVM {tvm.__version__}, whose runtime may not load its "
+                            f"kernels (rebuild the artefact)")
     return plan
+
+
+def _member(root: Path, plan: dict, name: str, required: bool = True) -> Optional[bytes]:
+    """A member's bytes, checked against the plan's size and sha256 before anything uses them."""
+    p = root / name
+    rec = plan.get("files", {}).get(name)
+    if rec is None:
+        raise ArtifactError(f"{root / 'plan.json'}: no checksum recorded for {name}")
+    try:
+        data = p.read_bytes()
+    except FileNotFoundError:
+        if not required:
+            return None
+        raise ArtifactError(f"{p}: missing from the artefact") from None
+    except OSError as e:
+        raise ArtifactError(f"{p}: unreadable ({e})") from None
+    if len(data) != rec.get("size") or _sha256(data) != rec.get("sha256"):
+        raise ArtifactError(f"{p}: checksum mismatch ({len(data)} bytes, {rec.get('size')} saved): truncated "
+                            f"or damaged")
+    return data
+
+
+def _constants(root: Path, plan: dict) -> dict[str, np.ndarray]:
+    import io
+    import zipfile
+
+    data = _member(root, plan, "constants.npz")
+    where = root / "constants.npz"
+    try:
+        with np.load(io.BytesIO(data), allow_pickle=False) as z:
+            consts = {k: z[k] for k in z.files}
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as e:
+        raise ArtifactError(f"{where}: unreadable ({type(e).__name__}: {e})") from None
+    for e in plan["nodes"]:
+        if "const" not in e:
+            continue
+        v = consts.get(e["const"])
+        if v is None:
+            raise ArtifactError(f"{where}: constant {e['const']} of node {e['name']!r} is missing")
+        if tuple(v.shape) != tuple(e["shape"]) or str(v.dtype) != e["dtype"]:
+            raise ArtifactError(f"{where}: constant {e['const']} of node {e['name']!r} is {v.dtype}{list(v.shape)}, "
+                                f"the plan says {e['dtype']}{list(e['shape'])}")
+    return consts
 
 
 def _graph(plan: dict, consts) -> Graph:
@@ -161,15 +262,14 @@ def _graph(plan: dict, consts) -> Graph:
     return Graph([by_name[i] for i in plan["inputs"]], [by_name[o] for o in plan["outputs"]], nodes)
 
 
-def _kernel(entry: dict, root: Path, by_name: dict[str, Node]) -> CompiledKernel:
+def _kernel(entry: dict, root: Path, plan: dict, by_name: dict[str, Node]) -> CompiledKernel:
     g = entry["group"]
     names = lambda xs: [by_name[x] for x in xs]  # noqa: E731
     group = FusedGroup(g["index"], names(g["nodes"]), names(g["inputs"]), names(g["outputs"]),
                        OpPattern(g["pattern"]), by_name[g["anchor"]] if g["anchor"] else None,
                        names(g["prologue"]))
     lib = root / entry["file"]
-    if not lib.exists():
-        raise ArtifactError(f"artefact kernel {lib.name} is missing")
+    data = _member(root, plan, entry["file"])  # verified before dlopen: a truncated .so SIGBUSes
     try:
         module = tvm.runtime.load_module(str(lib))
     except Exception as e:  # noqa: BLE001 - TVM raises RuntimeError/TVMError/OSError
@@ -178,25 +278,28 @@ def _kernel(entry: dict, root: Path, by_name: dict[str, Node]) -> CompiledKernel
             raise ArtifactError(f"{lib.name} holds {_RUNTIME.get(m.group(1), m.group(1))} device code and this "
                                 f"TVM has no runtime for it (ffi.Module.load_from_bytes.{m.group(1)}); "
                                 f"load the artefact where TVM is built with it") from None
-        raise
-    tir_path = root / entry["tir_file"]
-    tir = tir_path.read_text() if tir_path.exists() else ""
-    src_path = root / entry["source_file"] if entry.get("source_file") else None
-    src = src_path.read_text() if src_path is not None and src_path.exists() else ""
+        msg = (str(e).strip().splitlines() or [type(e).__name__])[-1]
+        raise ArtifactError(f"{lib}: cannot be loaded ({msg})") from None
+    tir = (_member(root, plan, entry["tir_file"], required=False) or b"").decode()
+    src = (_member(root, plan, entry["source_file"], required=False) or b"").decode() if entry.get("source_file") else ""
     return CompiledKernel(group, names(entry["params"]), names(entry["outputs"]), module, tir,
                           entry["workload"], entry["template"], entry["config_index"],
                           entry["config_source"], entry["build_seconds"], from_cache=True,
-                          device_source=src)
+                          device_source=src, library=data)
 
 
 def _load_dir(root: Path, device_index: int) -> CompiledGraph:
     plan = _read_plan(root)
-    with np.load(root / "constants.npz", allow_pickle=False) as z:
-        consts = {k: z[k] for k in z.files}
-    graph = _graph(plan, consts)
-    by_name = {n.name: n for n in graph.nodes}
-    kernels = [_kernel(e, root, by_name) for e in plan["kernels"]]
-    target = tvm.target.Target(plan["target"])
+    try:
+        consts = _constants(root, plan)
+        graph = _graph(plan, consts)
+        by_name = {n.name: n for n in graph.nodes}
+        kernels = [_kernel(e, root, plan, by_name) for e in plan["kernels"]]
+        target = tvm.target.Target(plan["target"])
+    except ArtifactError:
+        raise
+    except (KeyError, TypeError, IndexError, ValueError, AttributeError) as e:
+        raise ArtifactError(f"{root / 'plan.json'}: malformed plan ({type(e).__name__}: {e})") from None
     return CompiledGraph(graph, target, kernels, device_index)
 
 
@@ -210,9 +313,15 @@ def load(path: PathLike, *, device_index: int = 0) -> CompiledGraph:
             raise ArtifactError(f"{path}: neither a directory nor a tar archive")
         tmp = tempfile.mkdtemp(prefix="tefuse-load-")
         try:
-            with tarfile.open(path) as tar:
-                tar.extractall(tmp, filter="data")
-            cg = _load_dir(Path(tmp), device_index)  # libraries stay mapped after the files go
+            try:
+                with tarfile.open(path) as tar:
+                    tar.extractall(tmp, filter="data")
+            except (tarfile.TarError, EOFError, OSError) as e:
+                raise ArtifactError(f"{path}: damaged tar archive ({type(e).__name__}: {e}); truncated?") from None
+            try:
+                cg = _load_dir(Path(tmp), device_index)  # libraries stay mapped after the files go
+            except ArtifactError as e:  # name the archive and the member, not the temp dir
+                raise ArtifactError(str(e).replace(tmp + os.sep, f"{path}:").replace(tmp, str(path))) from None
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     else:

@@ -35,7 +35,7 @@ def to_device(x: Any, dev) -> tvm.runtime.Tensor:
                 raise TefuseError(f"cannot use a {type(x).__name__} input in place: "
                                   f"{str(e).strip().splitlines()[-1]}; pass a contiguous copy "
                                   "(e.g. tensor.clone())") from None
-            return tvm.runtime.tensor(np.ascontiguousarray(np.from_dlpack(x)), dev)
+            return tvm.runtime.tensor(np.asarray(np.from_dlpack(x), order="C"), dev)  # 0-d stays 0-d
         if t.device == dev:
             return t
         return tvm.runtime.tensor(t.numpy(), dev)

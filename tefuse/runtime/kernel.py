@@ -27,6 +27,8 @@ class CompiledKernel:
     build_seconds: float
     from_cache: bool = False
     device_source: str = ""  # CUDA/HIP source as generated: a module loaded from a library lacks it
+    library: Optional[bytes] = field(default=None, repr=False)  # the library a loaded module came
+    # from (kernel cache, artefact): saving it again copies these bytes, as TVM cannot re-export it
     _fn: Optional[tuple] = field(default=None, init=False, repr=False, compare=False)
 
     @property

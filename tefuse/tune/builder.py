@@ -3,7 +3,7 @@
 Workers are TVM's own popen pool (`tvm.support.popen_pool`): fresh interpreters (no forked
 TVM thread pool), kept for the whole tuning run so TVM is imported once per worker, a
 per-candidate timeout that kills and replaces only the worker that hung, and workers that
-exit when the tuner dies (they read their tasks from a pipe). Each worker runs the same
+die with the tuner, even mid-build and even when it is SIGKILLed (procs.die_with_parent). Each worker runs the same
 compile path as `build()` (`codegen.compile.compile_kernel`); every failure becomes a
 BuildResult with an error kind, never an exception.
 """
@@ -77,7 +77,10 @@ def build_one(inp: BuildInput) -> BuildResult:
                            time.perf_counter() - t0)
 
 
-def _warm() -> int:
+def _warm(parent_pid: int) -> int:
+    from .procs import die_with_parent
+
+    die_with_parent(parent_pid)  # a SIGKILLed tuner leaves no build worker behind
     import tvm  # noqa: F401
 
     from .. import schedules  # noqa: F401  (imports tefuse: ops and templates registered)
@@ -101,7 +104,8 @@ class LocalBuilder:
         if self._pool is None:
             # the initializer (TVM and tefuse imports) runs before a worker's first task and
             # outside its timeout, so import time is not charged to the first builds
-            self._pool = PopenPoolExecutor(self.n_parallel, timeout=self.timeout, initializer=_warm)
+            self._pool = PopenPoolExecutor(self.n_parallel, timeout=self.timeout, initializer=_warm,
+                                           initargs=(os.getpid(),))
         return self._pool
 
     def warm(self) -> None:

@@ -84,7 +84,7 @@ class RunSpec:
         out = []
         for a in self.args:
             if a.value is not None:
-                out.append(np.ascontiguousarray(a.value, dtype=a.dtype))
+                out.append(np.asarray(a.value, dtype=a.dtype, order="C"))  # 0-d stays 0-d
             elif a.dtype.startswith(("int", "uint")):
                 out.append(rng.integers(0, 4, size=a.shape).astype(a.dtype))
             elif a.dtype == "bool":

@@ -20,6 +20,7 @@ from typing import Optional, Sequence
 
 from .measure import (RUNTIME_ERROR, TIMEOUT, BuildResult, MeasureResult, RunOptions, RunSpec,
                       _last_line, measure_module)
+from .procs import die_with_parent
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +28,13 @@ _STATE: dict = {}  # per process: (key, device kind) -> (device, input tensors);
 
 
 _VISIBLE = {"cuda": "CUDA_VISIBLE_DEVICES", "rocm": "HIP_VISIBLE_DEVICES"}
+
+
+def _init_worker(parent_pid: int, kind: str, index) -> None:
+    """Measuring worker: die with the tuner (even SIGKILLed), then see only its device if pinned."""
+    die_with_parent(parent_pid)
+    if index is not None:
+        _pin(kind, index)
 
 
 def _pin(kind: str, index: int) -> bool:
@@ -111,9 +119,8 @@ class LocalRunner:
 
     def _get_pool(self, kind: str) -> cf.ProcessPoolExecutor:
         if self._pool is None:
-            pin = {} if self.device_index is None else {"initializer": _pin,
-                                                         "initargs": (kind, self.device_index)}
-            self._pool = cf.ProcessPoolExecutor(1, mp_context=mp.get_context("spawn"), **pin)
+            self._pool = cf.ProcessPoolExecutor(1, mp_context=mp.get_context("spawn"), initializer=_init_worker,
+                                                initargs=(os.getpid(), kind, self.device_index))
             self._pool.submit(_warm).result()
         return self._pool
 

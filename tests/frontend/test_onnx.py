@@ -340,21 +340,21 @@ def test_split(opset, how, rng):
 def test_unsupported_nodes_are_all_listed():
     nodes = [helper.make_node("Relu", ["x"], ["a"], name="ok_relu"),
              helper.make_node("Hardmax", ["a"], ["b"], name="bad_hardmax"),
-             helper.make_node("Pad", ["b", "p"], ["c"], name="bad_reflect_pad", mode="reflect"),
-             helper.make_node("Conv", ["x", "w3"], ["d"], name="bad_conv1d"),
+             helper.make_node("Pad", ["b", "p"], ["c"], name="bad_pad_mode", mode="antisymmetric"),
+             helper.make_node("Conv", ["x", "w3"], ["d"], name="bad_conv3d", kernel_shape=[1, 1, 3]),
              helper.make_node("Relu", ["a"], ["e"], name="bad_relu_attr"),
-             helper.make_node("Selu", ["e"], ["f"], name="bad_selu")]
+             helper.make_node("Shrink", ["e"], ["f"], name="bad_shrink")]
     nodes[4].attribute.append(helper.make_attribute("bogus", 1))
     m = make_model(nodes, {"x": (1, 2, 8)}, {"c": None, "d": None, "f": None},
                    {"p": np.zeros(6, np.int64), "w3": np.ones((2, 2, 3), np.float32)})
     with pytest.raises(ModelImportError) as ei:
         import_onnx(m, check=False)
     msg = str(ei.value)
-    for name in ("bad_hardmax", "bad_reflect_pad", "bad_conv1d", "bad_relu_attr", "bad_selu"):
+    for name in ("bad_hardmax", "bad_pad_mode", "bad_conv3d", "bad_relu_attr", "bad_shrink"):
         assert name in msg
     assert "ok_relu" not in msg
-    assert {p.node for p in ei.value.problems} == {"bad_hardmax", "bad_reflect_pad", "bad_conv1d",
-                                                   "bad_relu_attr", "bad_selu"}
+    assert {p.node for p in ei.value.problems} == {"bad_hardmax", "bad_pad_mode", "bad_conv3d",
+                                                   "bad_relu_attr", "bad_shrink"}
     assert "Hardmax" in msg and "opset 13" in msg and "bogus" in msg
 
 
@@ -366,9 +366,21 @@ def test_unknown_input_dims_need_input_shapes(rng):
     assert g.inputs[0].shape == (3, 4)
 
 
-def test_old_opset_is_refused():
+def test_old_opset_is_converted(rng):
+    """Below opset 9 the model goes through onnx.version_converter instead of being refused."""
     m = make_model([helper.make_node("Relu", ["x"], ["y"])], {"x": (2,)}, {"y": None}, opset=7)
-    with pytest.raises(ModelImportError, match="opset 7"):
+    check(m, {"x": rnd(rng, 2)})
+
+
+def test_old_opset_that_does_not_convert_is_refused_in_one_line(monkeypatch):
+    from onnx import version_converter
+
+    def boom(model, target):
+        raise RuntimeError("No Adapter For Relu\nmore detail")
+
+    monkeypatch.setattr(version_converter, "convert_version", boom)
+    m = make_model([helper.make_node("Relu", ["x"], ["y"])], {"x": (2,)}, {"y": None}, opset=7)
+    with pytest.raises(ModelImportError, match=r"opset 7 .*cannot convert it to opset 13: No Adapter For Relu$"):
         import_onnx(m, check=False)
 
 

@@ -24,7 +24,6 @@ def test_binary_nan(op):
           {"x": X, "y": y})
 
 
-@pytest.mark.xfail(strict=True, reason="reductions keep TVM's reducers (see tefuse/ops/nanprop.py)")
 @pytest.mark.parametrize("op", ["ReduceMax", "ReduceMin"])
 def test_reduce_nan(op):
     check(make_model([helper.make_node(op, ["x"], ["y"], axes=[1], keepdims=0)], {"x": (2, 4)},
@@ -52,7 +51,6 @@ def test_clip_runtime_min_greater_than_max():
     check(m, {"x": X, "lo": np.array(-0.5, np.float32), "hi": np.array(1.0, np.float32)})
 
 
-@pytest.mark.xfail(strict=True, reason="reductions keep TVM's reducers (see tefuse/ops/nanprop.py)")
 def test_maxpool_and_global_maxpool_nan():
     x = np.random.default_rng(0).standard_normal((1, 2, 4, 4)).astype("float32")
     x[0, 0, 0, 0] = np.nan

@@ -114,3 +114,21 @@ def test_reduction_configs_match_numpy(rng, case):
                    if grp is anchor else build_group(grp, tgt) for grp in groups]
         (y,) = CompiledGraph(g, tgt, kernels).run(x)
         R.assert_close(y, ref, dtype, what=f"{op}{shape} {label} {cfg.values}", **tol)
+
+
+@pytest.mark.parametrize("op,shape,attrs", [("reduce_max", (64, 1024), {"axes": (1,)}),
+                                            ("reduce_min", (32, 7, 5), {"axes": (0, 2)}),
+                                            ("max_pool2d", (1, 8, 16, 16), {"kernel": 3, "strides": 2, "padding": 1}),
+                                            ("global_max_pool2d", (1, 64, 14, 14), {})])
+def test_nan_wins_max_min_on_cuda(op, shape, attrs):
+    """NaN anywhere in a reduction or a pooling window gives NaN (numpy, PyTorch), through the
+    order-key reductions (tefuse/ops/nanprop.py); -inf and +inf stay exact."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(shape).astype("float32")
+    flat = x.reshape(-1)
+    flat[rng.choice(flat.size, 5, replace=False)] = np.nan
+    flat[rng.choice(flat.size, 5, replace=False)] = -np.inf
+    flat[rng.choice(flat.size, 5, replace=False)] = np.inf
+    got = R.run_op(op, x, target="cuda", **attrs)
+    want = R.run_op(op, x, target="llvm", **attrs)  # tests/ops/test_nan.py checks llvm against numpy
+    np.testing.assert_array_equal(got, want)

@@ -64,7 +64,7 @@ def test_bad_artefacts_are_clear_errors(tmp_path):
     artifact.save(cg, d, as_directory=True)
     plan = json.loads((d / "plan.json").read_text())
     (d / plan["kernels"][0]["file"]).unlink()
-    with pytest.raises(ArtifactError, match="k000.so is missing"):
+    with pytest.raises(ArtifactError, match="k000.so: missing from the artefact"):
         artifact.load(d)
     plan["version"] = 99
     (d / "plan.json").write_text(json.dumps(plan))

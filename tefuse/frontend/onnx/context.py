@@ -14,6 +14,7 @@ from onnx import numpy_helper
 
 from ...errors import GraphError, OpError
 from ...graph.ir import GraphBuilder, Node
+from .lowbit import is_lowbit, to_storage
 
 Value = Union[Node, np.ndarray]  # a runtime graph node, or a value folded at import
 
@@ -63,6 +64,10 @@ class ImportContext:
         self._reserved = set(reserved)
         self._used: set[str] = set()
         self._count = 0
+        self.graph_inputs: set[str] = set()  # names of the model's run-time inputs
+        self.unusable: dict[str, str] = {}  # model inputs tefuse cannot hold: name -> what they are
+        self.lowbit: dict[str, str] = {}  # run-time values of a low-precision type (lowbit.py): name -> type
+        self.needs_const: set[str] = set()  # graph inputs some node asked for as a constant
 
     # -- names ------------------------------------------------------------------------------
     def fresh(self, base: str) -> str:
@@ -88,6 +93,10 @@ class ImportContext:
         """The folded value of `name`; Unsupported when it is only known at run time."""
         v = self.env.get(name) if name else None
         if not isinstance(v, np.ndarray):
+            if name in self.graph_inputs:
+                self.needs_const.add(name)
+                raise Unsupported(f"{what} {name!r} must be a constant, but it is a model input; "
+                                  f"import with constant_inputs={{{name!r}: value}} to specialize on it")
             raise Unsupported(f"{what} {name!r} must be a constant (an initializer or foldable "
                               f"subgraph); computed-at-run-time values are not supported here")
         return v
@@ -99,10 +108,20 @@ class ImportContext:
             return v
         n = self._const_nodes.get(name)
         if n is None:
-            arr = np.ascontiguousarray(v)
+            arr = np.asarray(v, order="C")  # (ascontiguousarray makes a 0-d value 1-d)
+            if is_lowbit(arr.dtype):
+                self.lowbit[name] = str(arr.dtype)
+                arr = to_storage(arr)
             n = self._const_nodes[name] = self.b.const(arr, dtype=str(arr.dtype),
                                                        name=self._claim(name, "const"))
         return n
+
+    def logical_dtype(self, name: str) -> str:
+        """The ONNX-level dtype of a value: a low-precision type rather than its byte storage."""
+        v = self.env[name]
+        if isinstance(v, np.ndarray):
+            return str(v.dtype)
+        return self.lowbit.get(name, str(v.dtype))
 
     def shape(self, name: str) -> tuple[int, ...]:
         v = self.env[name]
@@ -121,6 +140,9 @@ class ImportContext:
         """Add tefuse op `op`; `out` names it after an ONNX value, else a fresh name is used."""
         ins = [self.node(i) if isinstance(i, str) else i for i in inputs]
         try:
-            return self.b.op(op, *ins, name=self._claim(out, op), **attrs)
+            node = self.b.op(op, *ins, name=self._claim(out, op), **attrs)
         except (GraphError, OpError) as e:
             raise Unsupported(str(e)) from None
+        if 0 in node.shape:  # an empty tensor has one value: a constant, no kernel computes it
+            return self.b.const(np.zeros(node.shape, node.dtype), dtype=node.dtype, name=self.fresh(out or op))
+        return node

@@ -20,6 +20,7 @@ from ...errors import ModelImportError
 from ...graph.ir import Graph, GraphBuilder
 from . import converters as _converters  # noqa: F401 - importing it fills the registry
 from .context import ImportContext, OnnxNode, Unsupported, _decode
+from .lowbit import TAKES_LOWBIT, is_lowbit, storage_dtype
 from .registry import CONVERTERS, FOLDERS
 
 log = logging.getLogger(__package__)  # "tefuse.frontend.onnx", as before the split into a package
@@ -102,8 +103,65 @@ def _input_shape(vi: onnx.ValueInfoProto) -> tuple[list[int], list[str]]:
     return dims, unknown
 
 
+# Operand positions that only describe the computation (a target dtype, axes, a shape, pads):
+# a zero-length model input read only there has one possible value, the empty array, and is no
+# tensor of the graph (CastLike's `like`, a reduction's empty `axes`).
+DESCRIPTIVE_INPUTS = {"CastLike": {1}, "Reshape": {1}, "Squeeze": {1}, "Unsqueeze": {1}, "ReduceSum": {1},
+                      "ReduceMean": {1}, "ReduceMax": {1}, "ReduceMin": {1}, "Pad": {1, 3},
+                      "Slice": {1, 2, 3, 4}, "Split": {1}, "ConstantOfShape": {0}}
+
+
+def _only_descriptive(name: str, g: onnx.GraphProto) -> bool:
+    """Whether every use of `name` in the graph is a descriptive operand (and no output is it);
+    an unused input counts."""
+    if any(o.name == name for o in g.output):
+        return False
+    uses = [(nd.op_type, k) for nd in g.node for k, i in enumerate(nd.input) if i == name]
+    return all(k in DESCRIPTIVE_INPUTS.get(op, ()) for op, k in uses)  # (or unused)
+
+
+def _unsupported_type(vi: onnx.ValueInfoProto) -> Optional[str]:
+    """What a model input or output is when it is no tensor tefuse can hold (None: it is one)."""
+    t = vi.type
+    which = t.WhichOneof("value")
+    if which is None:
+        return None  # untyped (left to inference)
+    if which != "tensor_type":
+        return {"sequence_type": "a sequence", "optional_type": "an optional", "map_type": "a map",
+                "sparse_tensor_type": "a sparse tensor"}.get(which, which)
+    et = t.tensor_type.elem_type
+    if et == onnx.TensorProto.STRING:
+        return "a string tensor"
+    if et in (onnx.TensorProto.COMPLEX64, onnx.TensorProto.COMPLEX128):
+        return "a complex tensor"
+    try:
+        helper.tensor_dtype_to_np_dtype(et)
+    except Exception:  # noqa: BLE001 - an unknown or undefined element type
+        return f"a tensor of element type {et}"
+    return None
+
+
 def _np_dtype(elem_type: int) -> str:
     return str(np.dtype(helper.tensor_dtype_to_np_dtype(elem_type)))
+
+
+UPGRADE_TO = int(os.environ.get("TEFUSE_ONNX_UPGRADE_OPSET", "13"))
+
+
+def _upgrade(model: onnx.ModelProto, opset: int) -> onnx.ModelProto:
+    """A model older than MIN_OPSET, converted by onnx.version_converter (to opset UPGRADE_TO)."""
+    from onnx import version_converter
+
+    try:
+        up = version_converter.convert_version(model, UPGRADE_TO)
+    except Exception as e:  # noqa: BLE001 - the converter raises RuntimeError/ConvertError
+        why = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        raise ModelImportError(f"model uses opset {opset} (tefuse imports {MIN_OPSET}..{MAX_OPSET}) and "
+                               f"onnx.version_converter cannot convert it to opset {UPGRADE_TO}: {why}") from None
+    if up.ir_version < 4:  # IR < 4 wants every initializer listed as an input; the converter
+        up.ir_version = 7  # may drop such entries, and opset 13 needs IR 7 anyway
+    log.info("converted the model from opset %d to %d with onnx.version_converter", opset, UPGRADE_TO)
+    return up
 
 
 def _fold(ctx: ImportContext, n: OnnxNode) -> list[np.ndarray]:
@@ -126,11 +184,14 @@ def _fold(ctx: ImportContext, n: OnnxNode) -> list[np.ndarray]:
 
 
 def import_onnx(model_or_path: ModelLike, *, input_shapes: Optional[Mapping[str, Sequence[int]]] = None,
-                check: bool = True) -> Graph:
+                check: bool = True, constant_inputs: Optional[Mapping[str, np.ndarray]] = None) -> Graph:
     """Import an ONNX model as a tefuse Graph (inputs named as in the model, outputs in order).
 
     input_shapes fixes symbolic or unknown input dims, e.g. {"x": (1, 3, 224, 224)}.
-    Raises ModelImportError listing every unsupported node of the model at once.
+    constant_inputs gives some model inputs their values at import (a Reshape's shape, a
+    reduction's axes, Slice's starts...): they become constants and leave the graph's inputs.
+    Raises ModelImportError listing every unsupported node of the model at once; its
+    `constant_inputs` names the model inputs that nodes needed as constants.
     """
     model = load_model(model_or_path)
     if not model.HasField("graph") or not model.opset_import:
@@ -139,8 +200,8 @@ def import_onnx(model_or_path: ModelLike, *, input_shapes: Optional[Mapping[str,
         model = _with_input_shapes(model, input_shapes)
     opset = default_opset(model)
     if opset < MIN_OPSET:
-        raise ModelImportError(f"model uses opset {opset}; tefuse imports opsets {MIN_OPSET}..{MAX_OPSET} "
-                               f"(convert it with onnx.version_converter first)")
+        model = _upgrade(model, opset)
+        opset = default_opset(model)
     if opset > MAX_OPSET:
         log.warning("model opset %d is newer than %d; importing with the opset-%d converters",
                     opset, MAX_OPSET, MAX_OPSET)
@@ -161,16 +222,35 @@ def import_onnx(model_or_path: ModelLike, *, input_shapes: Optional[Mapping[str,
     ctx = ImportContext(b, reserved)
     for init in g.initializer:
         ctx.env[init.name] = numpy_helper.to_array(init)
+    frozen = dict(constant_inputs or {})
+    unknown = set(frozen) - {vi.name for vi in g.input}
+    if unknown:
+        raise ModelImportError(f"constant_inputs names unknown input(s) {sorted(unknown)}; "
+                               f"model inputs are {sorted(vi.name for vi in g.input)}")
     bad_inputs = []
     for vi in g.input:
         if vi.name in ctx.env:
             continue  # IR < 4 lists initializers as inputs too
+        kind = _unsupported_type(vi)
+        if kind:
+            ctx.unusable[vi.name] = f"model input {vi.name!r} is {kind}"
+            continue
+        if vi.name in frozen:
+            ctx.env[vi.name] = np.asarray(frozen[vi.name], dtype=_np_dtype(vi.type.tensor_type.elem_type))
+            continue
         dims, unknown = _input_shape(vi)
+        if unknown and all(" is " in u for u in unknown) and _only_descriptive(vi.name, g):
+            ctx.env[vi.name] = np.zeros([max(d, 0) for d in dims], _np_dtype(vi.type.tensor_type.elem_type))
+            continue
         if unknown:
             bad_inputs.append(f"{vi.name!r}: {', '.join(u if ' is ' in u else u + ' unknown' for u in unknown)}")
             continue
         ctx._used.add(vi.name)
-        ctx.env[vi.name] = b.input(vi.name, dims, _np_dtype(vi.type.tensor_type.elem_type))
+        ctx.graph_inputs.add(vi.name)
+        dt = _np_dtype(vi.type.tensor_type.elem_type)
+        if is_lowbit(dt):
+            ctx.lowbit[vi.name] = dt
+        ctx.env[vi.name] = b.input(vi.name, dims, storage_dtype(dt))
     if bad_inputs:
         zero = all(" is " in b for b in bad_inputs)
         raise ModelImportError(("model inputs with zero-length dimensions: " if zero else
@@ -178,10 +258,18 @@ def import_onnx(model_or_path: ModelLike, *, input_shapes: Optional[Mapping[str,
                                + "; ".join(bad_inputs))
 
     problems = _convert_nodes(ctx, g.node, opset, CONVERTERS)
+    for o in g.output:
+        kind = _unsupported_type(o)
+        if kind and not any(p.reason.startswith(f"model input {o.name!r}") for p in problems):
+            problems.append(ImportProblem(f"output {o.name}", "(graph output)", opset,
+                                          f"graph output {o.name!r} is {kind}"))
+        elif o.name in ctx.unusable and not problems:
+            problems.append(ImportProblem(f"output {o.name}", "(graph output)", opset, ctx.unusable[o.name]))
     if problems:
         where = os.fspath(model_or_path) if isinstance(model_or_path, (str, os.PathLike)) else g.name
         lines = "\n  ".join(str(p) for p in problems)
-        raise ModelImportError(f"{where!r}: {len(problems)} node(s) cannot be imported:\n  {lines}", problems)
+        raise ModelImportError(f"{where!r}: {len(problems)} node(s) cannot be imported:\n  {lines}", problems,
+                               sorted(ctx.needs_const))
 
     outputs = [ctx.node(o.name) for o in g.output]
     graph = b.build(outputs)
@@ -207,6 +295,10 @@ def _convert_nodes(ctx: ImportContext, nodes, opset: int, converters) -> list[Im
 
         conv = converters.get(n.op_type) if n.domain in ("", "ai.onnx") else None
         ins = [i for i in n.inputs if i]
+        unusable = [i for i in ins if i in ctx.unusable]
+        if unusable:
+            fail(ctx.unusable[unusable[0]] + " (only tensors of numeric or bool types are supported)")
+            continue
         if any(i in poisoned for i in ins):
             poisoned.update(o for o in n.outputs if o)
             if conv is None:
@@ -217,6 +309,12 @@ def _convert_nodes(ctx: ImportContext, nodes, opset: int, converters) -> list[Im
         missing = [i for i in ins if i not in ctx.env]
         if missing:
             fail(f"input(s) {missing} are not produced by any earlier node (graph not topologically sorted?)")
+            continue
+        all_const = all(isinstance(ctx.env[i], np.ndarray) for i in ins)
+        low = [i for i in ins if is_lowbit(ctx.logical_dtype(i))]
+        if low and not all_const and n.op_type not in TAKES_LOWBIT:
+            fail(f"input {low[0]!r} holds {ctx.logical_dtype(low[0])} values, which only "
+                 f"{', '.join(sorted(TAKES_LOWBIT))} take")
             continue
         try:
             if all(isinstance(ctx.env[i], np.ndarray) for i in ins) and (conv is None or conv.foldable):
@@ -239,6 +337,8 @@ def _convert_nodes(ctx: ImportContext, nodes, opset: int, converters) -> list[Im
         for o, v in zip(n.outputs, vals):
             if o:
                 ctx.env[o] = v
+                if n.op_type == "Identity" and n.inputs[0] in ctx.lowbit and not isinstance(v, np.ndarray):
+                    ctx.lowbit[o] = ctx.lowbit[n.inputs[0]]
     return problems
 
 

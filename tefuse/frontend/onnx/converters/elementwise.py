@@ -6,7 +6,8 @@ from typing import Optional
 
 import numpy as np
 
-from ..context import ImportContext, OnnxNode
+from ..context import ImportContext, OnnxNode, Unsupported
+from ..lowbit import FLOATS as LOW_FLOATS, INT_BITS, is_lowbit
 from ..registry import ConvertFn, converter
 from .common import _main_dtype, _operand, _x
 
@@ -33,6 +34,23 @@ def _leaky(ctx, n):
 @converter("Elu", attrs=["alpha"])
 def _elu(ctx, n):
     return [ctx.emit("elu", [_x(ctx, n)], n.outputs[0], alpha=float(n.attr("alpha", 1.0)))]
+
+
+@converter("Selu", attrs=["alpha", "gamma"])
+def _selu(ctx, n):
+    x = _x(ctx, n)
+    e = ctx.emit("elu", [x], None, alpha=float(n.attr("alpha", 1.67326319217681884765625)))
+    return [ctx.emit("mul", [e, ctx.scalar(float(n.attr("gamma", 1.05070102214813232421875)), x.dtype)],
+                     n.outputs[0])]
+
+
+@converter("PRelu")
+def _prelu(ctx, n):
+    """x where x >= 0, slope * x elsewhere (slope broadcast to x; NaN stays NaN)."""
+    x = _x(ctx, n)
+    slope = _operand(ctx, n.input(1), x.dtype)
+    neg = ctx.emit("less", [x, ctx.scalar(0.0, x.dtype)])
+    return [ctx.emit("where", [neg, ctx.emit("mul", [x, slope]), x], n.outputs[0])]
 
 
 @converter("HardSigmoid", attrs=["alpha", "beta"])
@@ -77,13 +95,30 @@ def _clip(ctx, n):
 _BINARY = {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div", "Pow": "pow"}
 
 
+def _is_int(dtype: str) -> bool:
+    return dtype.startswith(("int", "uint"))
+
+
+def _pow(ctx: ImportContext, n: OnnxNode) -> list:
+    """Pow(T, T1) -> T, as onnx.reference computes it: numpy's power of the two operands, cast to
+    the base's type (an integer base with a float exponent: in float64, truncated)."""
+    a, b = n.input(0), n.input(1)
+    ta, tb = ctx.dtype(a), ctx.dtype(b)
+    if _is_int(ta) and not _is_int(tb):
+        f = [ctx.emit("cast", [ctx.node(v)], None, dtype="float64") if ctx.dtype(v) != "float64" else ctx.node(v)
+             for v in (a, b)]
+        return [ctx.emit("cast", [ctx.emit("pow", f)], n.outputs[0], dtype=ta)]
+    if ta == tb or ctx.is_const(b):
+        return [ctx.emit("pow", [ctx.node(a), _operand(ctx, b, ta)], n.outputs[0])]
+    return [ctx.emit("pow", [ctx.node(a), ctx.emit("cast", [ctx.node(b)], None, dtype=ta)], n.outputs[0])]
+
+
 def _binary_converter(op: str) -> ConvertFn:
     def fn(ctx: ImportContext, n: OnnxNode) -> list:
-        a, b = n.input(0), n.input(1)
         if op == "pow":
-            dt = ctx.dtype(a)
-        else:
-            dt = _main_dtype(ctx, [a, b])
+            return _pow(ctx, n)
+        a, b = n.input(0), n.input(1)
+        dt = _main_dtype(ctx, [a, b])
         return [ctx.emit(op, [_operand(ctx, a, dt), _operand(ctx, b, dt)], n.outputs[0])]
     return fn
 
@@ -108,16 +143,70 @@ def _variadic_converter(op: str) -> ConvertFn:
     return fn
 
 
+_COMPARE = {"Less": "less", "Greater": "greater", "LessOrEqual": "less_equal",
+            "GreaterOrEqual": "greater_equal", "Equal": "equal"}
+
+for _onnx, _op in _COMPARE.items():
+    converter(_onnx)(_binary_converter(_op))
+
+
+_LOGICAL = {"And": "logical_and", "Or": "logical_or", "Xor": "logical_xor"}
+
+for _onnx, _op in _LOGICAL.items():
+    converter(_onnx)(_binary_converter(_op))
+converter("Not")(_unary_converter("logical_not"))
+
+
+@converter("Where")
+def _where(ctx, n):
+    c, a, b = n.input(0), n.input(1), n.input(2)
+    dt = _main_dtype(ctx, [a, b])
+    return [ctx.emit("where", [ctx.node(c), _operand(ctx, a, dt), _operand(ctx, b, dt)], n.outputs[0])]
+
+
 converter("Sum")(_variadic_converter("add"))
 converter("Max")(_variadic_converter("maximum"))
 converter("Min")(_variadic_converter("minimum"))
 
 
+def _cast_to(ctx: ImportContext, n: OnnxNode, dst: str) -> list:
+    """Cast to numpy dtype name `dst`; float8/float4/e8m0/int4/int2 on either side go through
+    ops/lowbit.py's exact conversions on their byte storage (see ../lowbit.py)."""
+    src = ctx.logical_dtype(n.input(0))
+    x = _x(ctx, n)
+    out = n.outputs[0]
+    if src == dst:
+        if is_lowbit(dst) and not ctx.is_const(n.input(0)):
+            ctx.lowbit[out] = dst
+        return [x]
+    v = x
+    if src in LOW_FLOATS:
+        v = ctx.emit("fp_decode", [x], None, format=src)
+    if dst in LOW_FLOATS:
+        exact = {"float32", "float16", "bfloat16", "bool", "int8", "uint8", "int16", "uint16", *INT_BITS}
+        if src not in exact and src not in LOW_FLOATS:
+            raise Unsupported(f"Cast from {src} to {dst}: only float32/float16/bfloat16 and small integer "
+                              f"sources are converted exactly (another would round twice)")
+        if v.dtype != "float32":
+            v = ctx.emit("cast", [v], None, dtype="float32")
+        y = ctx.emit("fp_encode", [v], out, format=dst, saturate=bool(int(n.attr("saturate", 1))),
+                     round_mode=str(n.attr("round_mode", "up")))
+        ctx.lowbit[out] = dst
+        return [y]
+    if dst in INT_BITS:
+        bits, signed = INT_BITS[dst]
+        y = ctx.emit("int_wrap", [v], out, bits=bits, signed=signed)
+        ctx.lowbit[out] = dst
+        return [y]
+    return [v if v.dtype == dst else ctx.emit("cast", [v], out, dtype=dst)]
+
+
 @converter("Cast", attrs=["to", "saturate", "round_mode"])
 def _cast(ctx, n):
     from onnx import helper
-    dt = str(np.dtype(helper.tensor_dtype_to_np_dtype(int(n.attr("to")))))
-    x = _x(ctx, n)
-    if dt == x.dtype:
-        return [x]
-    return [ctx.emit("cast", [x], n.outputs[0], dtype=dt)]
+    return _cast_to(ctx, n, str(np.dtype(helper.tensor_dtype_to_np_dtype(int(n.attr("to"))))))
+
+
+@converter("CastLike", attrs=["saturate", "round_mode"])
+def _cast_like(ctx, n):
+    return _cast_to(ctx, n, ctx.logical_dtype(n.input(1)))

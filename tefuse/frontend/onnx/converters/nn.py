@@ -2,6 +2,7 @@
 layer-normalization, the softmax family, reductions."""
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Optional, Sequence
 
 import numpy as np
@@ -85,8 +86,8 @@ def _spatial(n: OnnxNode, key: str, default: int) -> tuple[int, int]:
 
 def _check_2d(n: OnnxNode) -> Optional[str]:
     k = n.attr("kernel_shape")
-    if k is not None and len(k) != 2:
-        return f"kernel_shape {list(k)}: only 2-D spatial ops are supported"
+    if k is not None and len(k) not in (1, 2):
+        return f"kernel_shape {list(k)}: only 1-D and 2-D spatial ops are supported"
     if n.attr("auto_pad", "NOTSET") not in ("NOTSET", "", "VALID", "SAME_UPPER", "SAME_LOWER"):
         return f"auto_pad={n.attr('auto_pad')!r}"
     return None
@@ -102,9 +103,46 @@ def _check_pool(n: OnnxNode) -> Optional[str]:
     return _check_2d(n)
 
 
+def _as_2d(n: OnnxNode) -> OnnxNode:
+    """A 1-D spatial node's attributes for the same op on [N, C, 1, L]: a unit leading dim."""
+    a = dict(n.attrs)
+    for key, unit in (("kernel_shape", 1), ("strides", 1), ("dilations", 1)):
+        if key in a:
+            a[key] = [unit, *_ints(a[key])]
+    if "pads" in a:
+        p = _ints(a["pads"])
+        a["pads"] = [0, p[0], 0, p[1]]
+    return replace(n, attrs=a)
+
+
+def _one_d(ctx: ImportContext, n: OnnxNode, convert2d, weight: bool = False) -> list:
+    """A 1-D conv or pool, as the 2-D one over [N, C, 1, L] (and an [K, C/g, 1, k] weight)."""
+    x = ctx.emit("expand_dims", [_x(ctx, n, 0)], None, axes=(2,))
+    ins = [x]
+    if weight:
+        wname = n.input(1)
+        if ctx.is_const(wname):
+            wv = ctx.const(wname)[:, :, None, :]
+            ins.append(ctx.b.const(wv, dtype=str(wv.dtype), name=ctx.fresh(wname)))
+        else:
+            ins.append(ctx.emit("expand_dims", [ctx.node(wname)], None, axes=(2,)))
+        if n.input(2):
+            ins.append(ctx.node(n.input(2)))
+    n2 = _as_2d(n)
+    y = convert2d(ctx, n2, ins, None)[0]
+    return [ctx.emit("squeeze", [y], n.outputs[0], axes=(2,))]
+
+
 @converter("Conv", attrs=["auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"], check=_check_2d)
 def _conv(ctx, n):
-    x, w = _x(ctx, n, 0), _x(ctx, n, 1)
+    if len(_x(ctx, n, 0).shape) == 3:
+        return _one_d(ctx, n, lambda c, m, ins, out: _conv2d(c, m, ins, out), weight=True)
+    return _conv2d(ctx, n, [_x(ctx, n, 0), _x(ctx, n, 1)] + ([ctx.node(n.input(2))] if n.input(2) else []),
+                   n.outputs[0])
+
+
+def _conv2d(ctx, n, ins, out):
+    x, w = ins[0], ins[1]
     if len(x.shape) != 4:
         raise Unsupported(f"only 2-D convolution (4-D NCHW input) is supported, got input shape {x.shape}")
     kernel = tuple(_ints(n.attr("kernel_shape", w.shape[2:])))
@@ -112,16 +150,21 @@ def _conv(ctx, n):
         raise Unsupported(f"kernel_shape {kernel} differs from weight shape {w.shape}")
     strides, dil = _spatial(n, "strides", 1), _spatial(n, "dilations", 1)
     pad = _pads2d(n, x.shape[2:], kernel, strides, dil)
-    bias = n.input(2)
-    y = ctx.emit("conv2d", [x, w], None if bias else n.outputs[0], strides=strides, padding=pad,
+    bias = ins[2] if len(ins) > 2 else None
+    y = ctx.emit("conv2d", [x, w], None if bias is not None else out, strides=strides, padding=pad,
                  dilation=dil, groups=int(n.attr("group", 1)))
-    if bias:
-        y = ctx.emit("bias_add", [y, ctx.node(bias)], n.outputs[0], axis=1)
+    if bias is not None:
+        y = ctx.emit("bias_add", [y, bias], out, axis=1)
     return [y]
 
 
 def _pool(ctx: ImportContext, n: OnnxNode, op: str) -> list:
-    x = _x(ctx, n)
+    if len(_x(ctx, n).shape) == 3:
+        return _one_d(ctx, n, lambda c, m, ins, out: _pool2d(c, m, op, ins[0], out))
+    return _pool2d(ctx, n, op, _x(ctx, n), n.outputs[0])
+
+
+def _pool2d(ctx: ImportContext, n: OnnxNode, op: str, x, out) -> list:
     _rank_check(x, 4, n.op_type)
     kernel = _spatial(n, "kernel_shape", 1)
     strides, dil = _spatial(n, "strides", 1), _spatial(n, "dilations", 1)
@@ -130,7 +173,7 @@ def _pool(ctx: ImportContext, n: OnnxNode, op: str) -> list:
     attrs = dict(kernel=kernel, strides=strides, padding=pad, dilation=dil, ceil_mode=ceil)
     if op == "avg_pool2d":
         attrs["count_include_pad"] = bool(n.attr("count_include_pad", 0))
-    return [ctx.emit(op, [x], n.outputs[0], **attrs)]
+    return [ctx.emit(op, [x], out, **attrs)]
 
 
 converter("MaxPool", attrs=["auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order",
@@ -199,18 +242,13 @@ converter("Softmax", attrs=["axis"])(_softmax_converter("softmax"))
 converter("LogSoftmax", attrs=["axis"])(_softmax_converter("log_softmax"))
 
 
-def _check_layer_norm(n: OnnxNode) -> Optional[str]:
-    if len([o for o in n.outputs if o]) > 1:
-        return "only output Y is supported (Mean / InvStdDev are training outputs)"
-    return None
-
-
-@converter("LayerNormalization", attrs=["axis", "epsilon", "stash_type"], check=_check_layer_norm)
+@converter("LayerNormalization", attrs=["axis", "epsilon", "stash_type"])
 def _layer_norm(ctx, n):
     """Decomposed into reductions and elementwise ops: mean, centred variance, scale and shift.
 
     Three kernels after fusion (two reductions and the normalising epilogue), statistics in
-    float32 as stash_type=1 asks, whatever the input's dtype.
+    float32 as stash_type=1 asks, whatever the input's dtype. The optional Mean and InvStdDev
+    outputs are those statistics (keepdims shape, stash dtype).
     """
     x = _x(ctx, n)
     nd = len(x.shape)
@@ -222,18 +260,20 @@ def _layer_norm(ctx, n):
         # where a shared node would be materialised as a kernel of its own
         return x if x.dtype == stash else ctx.emit("cast", [x], None, dtype=stash)
 
-    mean = ctx.emit("reduce_mean", [xs()], None, axes=axes, keepdims=True)
+    out = lambda k: n.outputs[k] if k < len(n.outputs) and n.outputs[k] else None  # noqa: E731
+    mean = ctx.emit("reduce_mean", [xs()], out(1), axes=axes, keepdims=True)
     d = ctx.emit("sub", [xs(), mean])
     var = ctx.emit("reduce_mean", [ctx.emit("square", [d])], None, axes=axes, keepdims=True)
     eps = ctx.scalar(float(n.attr("epsilon", 1e-5)), stash)
-    y = ctx.emit("mul", [ctx.emit("sub", [xs(), mean]), ctx.emit("rsqrt", [ctx.emit("add", [var, eps])])])
+    inv_std = ctx.emit("rsqrt", [ctx.emit("add", [var, eps])], out(2))
+    y = ctx.emit("mul", [ctx.emit("sub", [xs(), mean]), inv_std])
     if y.dtype != x.dtype:
         y = ctx.emit("cast", [y], None, dtype=x.dtype)
     has_bias = n.input(2) is not None
     y = ctx.emit("mul", [y, _operand(ctx, n.input(1), x.dtype)], None if has_bias else n.outputs[0])
     if has_bias:
         y = ctx.emit("add", [y, _operand(ctx, n.input(2), x.dtype)], n.outputs[0])
-    return [y]
+    return [y, mean, inv_std]
 
 
 # -- reductions ------------------------------------------------------------------------------
@@ -245,8 +285,11 @@ def _reduce_converter(op: str, axes_input_from: int) -> ConvertFn:
             if int(n.attr("noop_with_empty_axes", 0)):
                 return [x]
             axes = None
-        return [ctx.emit(op, [x], n.outputs[0], axes=None if axes is None else tuple(axes),
-                         keepdims=bool(n.attr("keepdims", 1)))]
+        attrs = dict(axes=None if axes is None else tuple(axes), keepdims=bool(n.attr("keepdims", 1)))
+        if x.dtype == "bool" and op in ("reduce_max", "reduce_min"):  # any / all, through uint8
+            r = ctx.emit(op, [ctx.emit("cast", [x], None, dtype="uint8")], None, **attrs)
+            return [ctx.emit("cast", [r], n.outputs[0], dtype="bool")]
+        return [ctx.emit(op, [x], n.outputs[0], **attrs)]
     return fn
 
 

@@ -54,7 +54,7 @@ def _unsqueeze(ctx, n):
 
 def _check_pad(n: OnnxNode) -> Optional[str]:
     mode = n.attr("mode", "constant")
-    return None if mode == "constant" else f"mode={mode!r} (only constant padding)"
+    return None if mode in ("constant", "edge", "reflect", "wrap") else f"mode={mode!r}"
 
 
 @converter("Pad", attrs=["mode", "pads", "value"], check=_check_pad)
@@ -78,6 +78,9 @@ def _pad(ctx, n):
         raise Unsupported(f"negative pads {pads}")
     if not any(pads):
         return [x]
+    mode = n.attr("mode", "constant")
+    if mode != "constant":
+        return [ctx.emit("pad_mode", [x], n.outputs[0], pads=tuple(pads), mode=mode)]
     return [ctx.emit("pad", [x], n.outputs[0], pads=tuple(pads), value=value)]
 
 
@@ -162,9 +165,11 @@ converter("Identity")(_alias)
 
 @converter("Dropout", attrs=["ratio", "seed"])
 def _dropout(ctx, n):
-    if n.opset >= 12 and n.input(2):
-        if not ctx.is_const(n.input(2)) or bool(ctx.const(n.input(2)).reshape(())):
-            raise Unsupported("training_mode must be a constant false (inference)")
+    if n.opset >= 12 and n.input(2) and bool(ctx.const(n.input(2), "training_mode").reshape(())):
+        ratio = float(ctx.const(n.input(1), "ratio").reshape(())) if n.input(1) else 0.5
+        if ratio != 0.0:
+            raise Unsupported(f"training_mode=true with ratio {ratio} drops values at random (only "
+                              f"inference, or a ratio of 0, is supported)")
     x = ctx.env[n.inputs[0]]
     outs: list[Value] = [x]
     if len(n.outputs) > 1 and n.outputs[1]:
