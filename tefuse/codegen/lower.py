@@ -28,10 +28,11 @@ class LoweredGroup:
 
 
 def _ident(name: str) -> str:
-    """A C identifier for a buffer: runs of other characters become one "_" (ONNX's "onnx::Conv_497"
-    would otherwise give "onnx__Conv_497", and a double underscore is reserved in C++; nvcc on the
-    H100 machine rejected pointers derived from such a name in tensor-core code)."""
-    s = re.sub(r"\W+", "_", name).strip("_")
+    """A lower-case C identifier for a buffer. Lower case because TVM 0.27's mma.sync codegen
+    fills its asm template by replacing the letters A, B and C with the operands: a buffer named
+    after ONNX's "onnx::Conv_497" came out as "in_onnx_<C operand>onv_497..." (seen on the H100,
+    tensorcore_gemm on ResNet-50's first conv). Runs of other characters become one "_"."""
+    s = re.sub(r"\W+", "_", name).strip("_").lower()
     return s if s and not s[0].isdigit() else f"v_{s}"
 
 
@@ -47,7 +48,10 @@ def lower_group(group: FusedGroup) -> LoweredGroup:
         if i.op == CONST and i.value.size == 1:
             vals[id(i)] = _folded_scalar(i)
             continue
-        ph = te.placeholder(i.shape, i.dtype, name=f"in_{_ident(i.name)}")
+        name = f"in_{_ident(i.name)}"
+        if any(p.name == name for p in placeholders):  # "X" and "x" both lower-case to in_x
+            name = f"{name}_{len(placeholders)}"
+        ph = te.placeholder(i.shape, i.dtype, name=name)
         vals[id(i)] = Value.of_tensor(ph)
         placeholders.append(ph)
         params.append(i)
