@@ -15,6 +15,7 @@ import numpy as np
 
 from ..driver import build
 from ..plan.spec import build_plan
+from .timing import time_graph
 
 log = logging.getLogger(__name__)
 
@@ -113,29 +114,6 @@ def _torch_chain(plan, vals, dtype=None):
     return fn
 
 
-def _time_torch(fn, repeat: int = 50) -> float:
-    """Median ms of the chain replayed as a CUDA graph (no launch gaps, as for tefuse's timer)."""
-    import torch
-
-    with torch.no_grad():
-        for _ in range(3):
-            fn()
-        torch.cuda.synchronize()
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            fn()
-        times = []
-        for _ in range(repeat):
-            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            s.record()
-            for _ in range(10):
-                g.replay()
-            e.record()
-            torch.cuda.synchronize()
-            times.append(s.elapsed_time(e) / 10)
-    return float(np.median(times))
-
-
 def bench_chain(spec: str, input_shape: tuple, *, dtype: str = "float32", layout: str = "NCHW",
                 target: str = "cuda", db=None, seed: int = 0) -> ChainResult:
     plan = build_plan(spec, input_shape, dtype, layout)
@@ -153,7 +131,7 @@ def bench_chain(spec: str, input_shape: tuple, *, dtype: str = "float32", layout
         with torch.no_grad():
             ref = _torch_chain(plan, vals, torch.float64)().cpu().numpy()
         err = float(np.abs(out.astype(np.float64) - ref).max() / max(np.abs(ref).max(), 1e-12))
-        peer_ms = _time_torch(fn)
+        peer_ms = time_graph(fn, repeat=50)
     return ChainResult(spec, tuple(input_shape), dtype, layout, fused.target.kind.name,
                        fused.num_kernels, unfused.num_kernels, t_fused, t_unfused, peer_ms, err,
                        "torch/cuDNN" if peer_ms else "")

@@ -21,6 +21,7 @@ from typing import Optional
 import numpy as np
 
 from .chain import strict_fp32_peer
+from .timing import time_wall
 
 log = logging.getLogger(__name__)
 
@@ -89,20 +90,6 @@ def export_torchvision(name: str, batch: int, path: Path) -> Path:
     return path
 
 
-def _time_wall(fn, sync, warmup: int = 3, iters: int = 20) -> float:
-    """Median ms of fn() with the device synchronised around each call."""
-    for _ in range(warmup):
-        fn()
-    sync()
-    times = []
-    for _ in range(iters):
-        t = time.perf_counter()
-        fn()
-        sync()
-        times.append(time.perf_counter() - t)
-    return 1e3 * float(np.median(times))
-
-
 def _peer_ms(name: str, x: np.ndarray) -> tuple[Optional[float], Optional[float]]:
     """PyTorch's time for the model: eager, and replayed as a CUDA graph (no launch gaps)."""
     try:
@@ -115,11 +102,11 @@ def _peer_ms(name: str, x: np.ndarray) -> tuple[Optional[float], Optional[float]
     model = _torch_model(name).cuda()
     xt = torch.from_numpy(x).cuda()
     with torch.no_grad():
-        eager = _time_wall(lambda: model(xt), torch.cuda.synchronize)
+        eager = time_wall(lambda: model(xt), torch.cuda.synchronize)
         g = torch.cuda.CUDAGraph()
         with torch.cuda.graph(g):
             model(xt)
-        graph = _time_wall(g.replay, torch.cuda.synchronize)
+        graph = time_wall(g.replay, torch.cuda.synchronize)
     return eager, graph
 
 
@@ -149,7 +136,7 @@ def bench_model(name: str, batch: int = 1, target: str = "cuda", workdir: Path =
         log.warning("%s: the reference output is all zeros, so the check proves nothing", name)
     dev = cg.device
     xd = tvm.runtime.tensor(x, dev)
-    t_run = _time_wall(lambda: cg.run(input=xd, as_numpy=False), dev.sync)
+    t_run = time_wall(lambda: cg.run(input=xd, as_numpy=False), dev.sync)
     per_kernel = cg.time_kernels(input=xd, number=5, repeat=3, min_repeat_ms=0)
     t_kern = 1e3 * sum(per_kernel)
     slowest = sorted(((k.group.name, k.template, round(1e3 * t, 4)) for k, t in zip(cg.kernels, per_kernel)),

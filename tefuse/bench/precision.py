@@ -24,6 +24,8 @@ from typing import Optional
 
 import numpy as np
 
+from .timing import time_graph, time_wall
+
 log = logging.getLogger(__name__)
 
 # (C, H=W, K, kernel, stride), pad = kernel // 2: ResNet-50's convolutions
@@ -60,28 +62,6 @@ def _torch():
 
     torch.backends.cudnn.benchmark = True
     return torch
-
-
-def time_graph(fn, repeat: int = 30, inner: int = 10) -> float:
-    """Median ms of fn replayed as a CUDA graph (inner replays per event pair)."""
-    torch = _torch()
-    with torch.no_grad():
-        for _ in range(3):
-            fn()
-        torch.cuda.synchronize()
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            fn()
-        times = []
-        for _ in range(repeat):
-            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            s.record()
-            for _ in range(inner):
-                g.replay()
-            e.record()
-            torch.cuda.synchronize()
-            times.append(s.elapsed_time(e) / inner)
-    return float(np.median(times))
 
 
 def _rel(got: np.ndarray, ref: np.ndarray) -> float:
@@ -207,7 +187,7 @@ def model_case(name: str, batch: int, precision: str, workdir: Path, db="default
     top1 = float((got.argmax(-1) == want.argmax(-1)).mean())
     xd = tvm.runtime.tensor(x, cg.device)
     kernels_ms = 1e3 * sum(cg.time_kernels(input=xd, number=5, repeat=3, min_repeat_ms=0))
-    run_ms = _wall(lambda: cg.run(input=xd, as_numpy=False), cg.device.sync)
+    run_ms = time_wall(lambda: cg.run(input=xd, as_numpy=False), cg.device.sync)
     tdt = getattr(torch, DTYPES[precision])
     tm = _torch_model(name).cuda().to(tdt).to(memory_format=torch.channels_last).eval()
     tx = torch.from_numpy(x).cuda().to(tdt).to(memory_format=torch.channels_last)
@@ -229,19 +209,6 @@ def model_case(name: str, batch: int, precision: str, workdir: Path, db="default
     return Row("models", name, precision, batch, kernels_ms, best,
                f"torch {precision} channels_last, best of CUDA graph and torch.compile", err,
                err <= 1e-2 and top1 == 1.0, _templates(cg), extra)
-
-
-def _wall(fn, sync, iters: int = 20) -> float:
-    for _ in range(3):
-        fn()
-    sync()
-    ts = []
-    for _ in range(iters):
-        t = time.perf_counter()
-        fn()
-        sync()
-        ts.append(time.perf_counter() - t)
-    return 1e3 * float(np.median(ts))
 
 
 def geomean(xs) -> Optional[float]:

@@ -131,6 +131,16 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
+def fresh_name(taken: set[str], base: str) -> str:
+    """`base`, else `base_1`, `base_2`...: the first not in `taken` (which then holds it). For
+    graph rewrites that add nodes beside existing names."""
+    name, k = base, 1
+    while name in taken:
+        name, k = f"{base}_{k}", k + 1
+    taken.add(name)
+    return name
+
+
 def topo_order(outputs: Iterable[Node]) -> list[Node]:
     order: list[Node] = []
     state: dict[int, int] = {}

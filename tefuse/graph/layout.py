@@ -31,7 +31,7 @@ import numpy as np
 
 from ..errors import GraphError
 from ..ops import OpPattern, get_op
-from .ir import CONST, INPUT, Graph, Node, infer
+from .ir import CONST, Graph, Node, fresh_name, infer
 
 LAYOUTS = ("NCHW", "NHWC")
 TO_NHWC, TO_NCHW = (0, 2, 3, 1), (0, 3, 1, 2)
@@ -82,11 +82,7 @@ class _Rewriter:
         self.out_back: dict[int, Node] = {}
 
     def fresh(self, base: str) -> str:
-        name, k = base, 1
-        while name in self.names:
-            name, k = f"{base}_{k}", k + 1
-        self.names.add(name)
-        return name
+        return fresh_name(self.names, base)
 
     def make(self, name: str, op: str, inputs: list[Node], attrs: dict) -> Node:
         attrs, shape, dtype = infer(op, attrs, inputs, name)

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..errors import GraphError
 from ..ops import get_op
-from .ir import CONST, INPUT, Graph, Node, infer
+from .ir import CONST, INPUT, Graph, Node, fresh_name, infer
 
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
 LOW = {"fp16": "float16", "bf16": "bfloat16"}
@@ -52,11 +52,7 @@ class _Rewriter:
         self.new: dict[int, Node] = {}
 
     def fresh(self, base: str) -> str:
-        name, k = base, 1
-        while name in self.names:
-            name, k = f"{base}_{k}", k + 1
-        self.names.add(name)
-        return name
+        return fresh_name(self.names, base)
 
     def cast(self, x: Node, dtype: str, name: str = "") -> Node:
         if x.dtype == dtype:
