@@ -24,8 +24,8 @@ def run(args) -> int:
     check_runnable(target, "bench")
     db = None
     if not args.no_db:
-        from .build import open_databases
-        db, _ = open_databases(args)
+        from .build import open_db_and_cache
+        db, _ = open_db_and_cache(args)
     r = bench_chain(args.spec, chain_shape(args), dtype=args.dtype, layout=args.layout,
                     target=target, db=db)
     print(result_line(r))

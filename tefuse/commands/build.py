@@ -188,7 +188,7 @@ def add_db_options(p: argparse.ArgumentParser) -> None:
                    help="kernels compiled at once (default: $TEFUSE_BUILD_JOBS, else the CPU count up to 32)")
 
 
-def open_databases(args):
+def open_db_and_cache(args):
     """The user + shipped tuning logs and the on-disk kernel cache, unless --no-db / --no-cache."""
     from ..codegen.cache import default_cache
     from ..tune.database import default_database
@@ -260,7 +260,7 @@ def run(args) -> int:
     if args.emit == "ptx" and not args.target.startswith(("cuda", "gpu")):
         raise UsageError("--emit ptx needs a cuda target")
     target = resolve_target(args.target)
-    db, cache = open_databases(args)
+    db, cache = open_db_and_cache(args)
     cg = build_graph(graph, target, db, cache, args.jobs, args.precision)
     if args.emit == "summary":
         print(cg.summary())

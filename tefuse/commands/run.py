@@ -55,7 +55,7 @@ from typing import Any, Optional
 
 from ..errors import TefuseError
 from . import UsageError
-from .build import add_db_options, add_precision_option, add_shape_option, open_databases, parse_shapes
+from .build import add_db_options, add_precision_option, add_shape_option, open_db_and_cache, parse_shapes
 
 log = logging.getLogger(__name__)
 
@@ -338,7 +338,7 @@ def _load(args: argparse.Namespace, given: dict[str, Any]):
         if k in input_names and k not in shapes:
             shapes[k] = tuple(v.shape)
     graph = import_model(model, shapes, input_names)
-    db, cache = open_databases(args)
+    db, cache = open_db_and_cache(args)
     cg = build_graph(graph, target, db, cache, args.jobs, args.precision)
     return cg, len(model.graph.node), model, time.perf_counter() - t0
 

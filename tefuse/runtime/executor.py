@@ -76,9 +76,12 @@ class CompiledGraph:
         self.target = target
         self.kernels = kernels  # in run order; replace the list rather than its items
         self.device = device_for(target, device_index)
-        self._params: dict[int, tvm.runtime.Tensor] = {}
+        self._params: dict[Node, tvm.runtime.Tensor] = {}  # nodes hash by identity (eq=False)
         self._launches: Optional[list] = None  # see _launch_list
         self._launch_kernels: Optional[list[CompiledKernel]] = None
+        self._out_uses = None  # with _launches: where each output slot is passed
+        self._slot_tensors: Optional[list[tvm.runtime.Tensor]] = None  # allocated at the first run
+        self._device_ok = False  # set once a run found the target's device
         self._plan = self._plan_buffers()
 
     # -- inspection ----------------------------------------------------------------------
@@ -98,34 +101,34 @@ class CompiledGraph:
         return "\n".join(lines)
 
     # -- memory planning ------------------------------------------------------------------
-    def _plan_buffers(self) -> dict[int, int]:
+    def _plan_buffers(self) -> dict[Node, int]:
         """Node -> buffer slot, reusing slots whose value is dead (same shape and dtype)."""
-        last_use: dict[int, int] = {}
+        last_use: dict[Node, int] = {}
         for step, k in enumerate(self.kernels):
             for p in k.params:
-                last_use[id(p)] = step
+                last_use[p] = step
         for o in self.graph.outputs:
-            last_use[id(o)] = len(self.kernels)
+            last_use[o] = len(self.kernels)
         self._slots: list[tuple[tuple, str]] = []
         free: dict[tuple, list[int]] = {}
-        plan: dict[int, int] = {}
+        plan: dict[Node, int] = {}
         for step, k in enumerate(self.kernels):
             for o in k.outputs:
                 key = (o.shape, o.dtype)
-                if free.get(key) and id(o) not in map(id, self.graph.outputs):
-                    plan[id(o)] = free[key].pop()
+                if free.get(key) and o not in self.graph.outputs:
+                    plan[o] = free[key].pop()
                 else:
-                    plan[id(o)] = len(self._slots)
+                    plan[o] = len(self._slots)
                     self._slots.append(key)
-            for p in {id(p): p for p in k.params}.values():
-                if p.op not in (INPUT, CONST) and last_use.get(id(p)) == step and id(p) in plan:
-                    free.setdefault((p.shape, p.dtype), []).append(plan[id(p)])
+            for p in dict.fromkeys(k.params):
+                if p.op not in (INPUT, CONST) and last_use.get(p) == step and p in plan:
+                    free.setdefault((p.shape, p.dtype), []).append(plan[p])
         return plan
 
     def _param(self, n: Node) -> tvm.runtime.Tensor:
-        t = self._params.get(id(n))
+        t = self._params.get(n)
         if t is None:
-            t = self._params[id(n)] = tvm.runtime.tensor(np.asarray(n.value, order="C"), self.device)
+            t = self._params[n] = tvm.runtime.tensor(np.asarray(n.value, order="C"), self.device)
         return t
 
     def set_param(self, name: str, value: Any) -> None:
@@ -136,10 +139,10 @@ class CompiledGraph:
         arr = np.asarray(value, dtype=n.dtype)
         if arr.shape != n.shape:
             raise TefuseError(f"parameter {name!r}: expected shape {n.shape}, got {arr.shape}")
-        if arr.size == 1 and any(id(n) in map(id, k.group.inputs) and n not in k.params for k in self.kernels):
+        if arr.size == 1 and any(n in k.group.inputs and n not in k.params for k in self.kernels):
             raise TefuseError(f"parameter {name!r} is a scalar folded into the kernels; rebuild to change it")
         n.value = arr
-        self._params.pop(id(n), None)
+        self._params.pop(n, None)
         self._launches = None  # they hold the old tensor
 
     # -- execution ------------------------------------------------------------------------
@@ -171,7 +174,7 @@ class CompiledGraph:
 
     def _check_device(self) -> None:
         """Once: the device exists (a graph built for cuda on a machine without a GPU says so)."""
-        if getattr(self, "_device_ok", False):
+        if self._device_ok:
             return
         kind = self.target.kind.name
         if kind != "llvm" and not has_gpu(kind):
@@ -179,7 +182,7 @@ class CompiledGraph:
                               f"its code can still be read: source({kind!r})")
         self._device_ok = True
 
-    def bind_inputs(self, args: Sequence[Any], kwargs: dict) -> dict[int, tvm.runtime.Tensor]:
+    def bind_inputs(self, args: Sequence[Any], kwargs: dict) -> dict[Node, tvm.runtime.Tensor]:
         self._check_device()
         given = self._given(args, kwargs)
         out = {}
@@ -190,12 +193,12 @@ class CompiledGraph:
             if tuple(t.shape) != i.shape or str(t.dtype) != i.dtype:
                 raise TefuseError(f"input {i.name!r}: expected {i.type_str()}, got "
                                   f"{t.dtype}[{','.join(map(str, t.shape))}]")
-            out[id(i)] = t
+            out[i] = t
         return out
 
     def _slots_for_run(self) -> list[tvm.runtime.Tensor]:
         # intermediate and output buffers are allocated once and reused by every run
-        if getattr(self, "_slot_tensors", None) is None:
+        if self._slot_tensors is None:
             self._slot_tensors = [tvm.runtime.empty(shape, dtype, self.device) for shape, dtype in self._slots]
         return self._slot_tensors
 
@@ -207,16 +210,16 @@ class CompiledGraph:
         so that a run can write an output into a buffer of the caller's (`out=`)."""
         if self._launches is None or self._launch_kernels is not self.kernels:
             slots = self._slots_for_run()
-            out_slots = {self._plan[id(o)] for o in self.graph.outputs if o.op not in (INPUT, CONST)}
+            out_slots = {self._plan[o] for o in self.graph.outputs if o.op not in (INPUT, CONST)}
             launches, uses = [], {s: [] for s in out_slots}
             for li, k in enumerate(self.kernels):
                 nodes = [*k.params, *k.outputs]
                 argv: list = [None if p.op == INPUT else self._param(p) if p.op == CONST
-                              else slots[self._plan[id(p)]] for p in nodes]
-                holes = [(i, id(p)) for i, p in enumerate(k.params) if p.op == INPUT]
+                              else slots[self._plan[p]] for p in nodes]
+                holes = [(i, p) for i, p in enumerate(k.params) if p.op == INPUT]
                 for pos, n in enumerate(nodes):
-                    if n.op not in (INPUT, CONST) and self._plan.get(id(n)) in out_slots:
-                        uses[self._plan[id(n)]].append((li, pos))
+                    if n.op not in (INPUT, CONST) and self._plan.get(n) in out_slots:
+                        uses[self._plan[n]].append((li, pos))
                 launches.append((k, argv, holes))
             self._launches, self._launch_kernels, self._out_uses = launches, self.kernels, uses
         return self._launches
@@ -272,7 +275,7 @@ class CompiledGraph:
                         launches[li][1][pos] = slots[slot]
         res = []
         for j, o in enumerate(outputs):
-            t = env[id(o)] if o.op == INPUT else self._param(o) if o.op == CONST else slots[self._plan[id(o)]]
+            t = env[o] if o.op == INPUT else self._param(o) if o.op == CONST else slots[self._plan[o]]
             if buffers is not None:
                 if j not in direct:  # not written in place: copy in
                     self._copy_into(t, buffers[j], o.name)
@@ -306,12 +309,12 @@ class CompiledGraph:
         direct: dict[int, tvm.runtime.Tensor] = {}
         taken: set[int] = set()
         for j, o in enumerate(self.graph.outputs):
-            if o.op in (INPUT, CONST) or self._plan[id(o)] in taken:
+            if o.op in (INPUT, CONST) or self._plan[o] in taken:
                 continue  # an input or constant as output, or the same node listed twice: copied
             view = _in_place(buffers[j], self.device)
             if view is None:
                 continue
-            slot = self._plan[id(o)]
+            slot = self._plan[o]
             taken.add(slot)
             direct[j] = view
             for li, pos in self._out_uses[slot]:

@@ -181,7 +181,7 @@ def test_out_buffers_are_written_in_place_and_returned(rng):
     assert got[0] is bufs[0] and got[1] is bufs[1]
     for b, w in zip(bufs, want):
         np.testing.assert_allclose(b, w, rtol=1e-6)
-    slot = cg._slot_tensors[cg._plan[id(cg.graph.outputs[0])]].numpy()
+    slot = cg._slot_tensors[cg._plan[cg.graph.outputs[0]]].numpy()
     assert not np.allclose(slot, want[0])  # the kernel wrote the caller's buffer, not its own
     # a later run without out= uses the graph's own buffers again, not the caller's
     x2 = rng.standard_normal((2, 5)).astype("float32")
