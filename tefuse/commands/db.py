@@ -36,11 +36,11 @@ def add_parser(sub) -> None:
 
 
 def _open(args: argparse.Namespace):
-    from ..tune.database import Database, default_database
+    from ..tune.database import Database, default_database, missing_log_message
 
     if args.db:
         if not Path(args.db).is_file():
-            raise TefuseError(f"no such tuning log: {args.db}")
+            raise TefuseError(missing_log_message(args.db))
         return Database(args.db)
     return default_database()
 

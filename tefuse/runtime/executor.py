@@ -189,6 +189,8 @@ class CompiledGraph:
         for i in self.graph.inputs:
             if i.name not in given:
                 raise TefuseError(f"missing input {i.name!r} ({i.type_str()})")
+            if given[i.name] is None:
+                raise TefuseError(f"input {i.name!r}: got None, expected an array ({i.type_str()})")
             t = to_device(given[i.name], self.device)
             if tuple(t.shape) != i.shape or str(t.dtype) != i.dtype:
                 raise TefuseError(f"input {i.name!r}: expected {i.type_str()}, got "

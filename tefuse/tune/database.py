@@ -318,12 +318,17 @@ def _as_db(src: Union[PathLike, Database, LayeredDatabase]):
     return src if isinstance(src, (Database, LayeredDatabase)) else Database(src)
 
 
+def missing_log_message(path) -> str:
+    """Why `path` cannot be read as a tuning log, in one line."""
+    return f"{path} is a directory, not a tuning log" if Path(path).is_dir() else f"no such tuning log: {path}"
+
+
 def _check_sources(dbs) -> None:
     from ..errors import TefuseError
 
     for d in dbs:
         if isinstance(d, Database) and not d.path.is_file():
-            raise TefuseError(f"no such tuning log: {d.path}")
+            raise TefuseError(missing_log_message(d.path))
 
 
 def _parse_locked(fd: int, path: Path) -> list[TuningRecord]:

@@ -96,3 +96,24 @@ def test_cache_dir_that_is_a_file_costs_only_the_cache(tmp_path, monkeypatch):
         assert not cg.kernels[0].from_cache
         assert cg.run(*_feeds(g))[0].shape == (1, 8, 8, 8)
     assert f.read_text() == "x"
+
+
+def test_unremovable_corrupt_entry_costs_only_the_cache(tmp_path, monkeypatch):
+    """A read-only cache directory holding a damaged entry: removing it fails (PermissionError,
+    simulated so that it also holds for root, who ignores directory modes); the build still
+    succeeds, compiles instead of loading, and gives the right numbers."""
+    import pathlib
+
+    g = parse_chain(*A)
+    ref = tefuse.build(g, "llvm").run(*_feeds(g))[0]
+    tefuse.build(g, "llvm", cache=KernelCache(tmp_path))
+    _damage("truncated", tmp_path)
+
+    def refuse(self, *a, **k):
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(pathlib.Path, "unlink", refuse)
+    monkeypatch.setattr(os, "replace", lambda *a, **k: refuse(pathlib.Path(a[1])))
+    cg = tefuse.build(g, "llvm", cache=KernelCache(tmp_path))
+    assert not cg.kernels[0].from_cache
+    np.testing.assert_array_equal(cg.run(*_feeds(g))[0], ref)

@@ -391,3 +391,20 @@ def test_model_file_path(tmp_path, rng):
     g = import_onnx(str(p))
     x = rnd(rng, 2, 3)
     np.testing.assert_allclose(tefuse.build(g, "llvm").run(x)[0], 1 / (1 + np.exp(-x)), rtol=1e-5)
+
+
+def test_initializer_of_the_wrong_size_is_refused_by_name():
+    """Unchecked (check=False), an initializer whose raw data is too short used to end in numpy's
+    reshape ValueError."""
+    from onnx import numpy_helper
+
+    from tefuse.errors import ModelImportError
+
+    w = numpy_helper.from_array(np.ones((4, 3), "float32"), "W")
+    w.raw_data = w.raw_data[:20]
+    g = helper.make_graph([helper.make_node("MatMul", ["x", "W"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])], [w])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    with pytest.raises(ModelImportError, match=r"initializer 'W': its data does not fit its type and shape \[4, 3\]"):
+        import_onnx(m, check=False)

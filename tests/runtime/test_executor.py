@@ -264,3 +264,16 @@ def test_torch_tensors_in_torch_tensors_out():
     buf = torch.empty(4, 8)
     (same,) = cg.run({"x": xt}, out=[buf])
     assert same is buf and torch.equal(buf, torch.relu(xt))
+
+
+def test_none_as_an_input_is_one_clear_error():
+    from tefuse.errors import TefuseError
+    from tefuse.graph import GraphBuilder
+
+    b = GraphBuilder()
+    x = b.input("x", (2, 3))
+    cg = tefuse.build(b.build(b.relu(x)), "llvm")
+    with pytest.raises(TefuseError, match=r"input 'x': got None, expected an array \(float32\[2,3\]\)"):
+        cg.run(None)
+    with pytest.raises(TefuseError, match="input 'x': got None"):
+        cg.run({"x": None})

@@ -139,3 +139,11 @@ def test_db_missing_log_is_an_error(argv, tmp_path, capsys, monkeypatch):
     assert err.startswith(f"tefuse {' '.join(argv[:2])}: error: ") and "Traceback" not in err, err
     assert err.endswith("no such tuning log: typo.jsonl") and len(err.splitlines()) == 1, err
     assert not (tmp_path / "x.jsonl").exists()
+
+
+def test_a_log_path_that_is_a_directory_is_named_so(tmp_path, capsys):
+    from tefuse.cli import main
+
+    assert main(["db", "list", "--db", str(tmp_path)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"tefuse db list: error: {tmp_path} is a directory, not a tuning log"]

@@ -221,7 +221,11 @@ def import_onnx(model_or_path: ModelLike, *, input_shapes: Optional[Mapping[str,
     b = GraphBuilder()
     ctx = ImportContext(b, reserved)
     for init in g.initializer:
-        ctx.env[init.name] = numpy_helper.to_array(init)
+        try:
+            ctx.env[init.name] = numpy_helper.to_array(init)
+        except ValueError as e:  # raw data of the wrong size (the checker would have said so)
+            raise ModelImportError(f"initializer {init.name!r}: its data does not fit its type and shape "
+                                   f"{list(init.dims)} ({str(e).splitlines()[0]})") from None
     frozen = dict(constant_inputs or {})
     unknown = set(frozen) - {vi.name for vi in g.input}
     if unknown:
