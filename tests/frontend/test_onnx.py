@@ -408,3 +408,17 @@ def test_initializer_of_the_wrong_size_is_refused_by_name():
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
     with pytest.raises(ModelImportError, match=r"initializer 'W': its data does not fit its type and shape \[4, 3\]"):
         import_onnx(m, check=False)
+
+
+def test_a_wrong_input_shape_names_the_node_it_breaks_not_shape_inference():
+    from tefuse.errors import ModelImportError
+
+    w = numpy_helper.from_array(np.ones((4, 3), "float32"), "W")
+    g = helper.make_graph([helper.make_node("MatMul", ["x", "W"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])], [w])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    with pytest.raises(ModelImportError) as e:
+        import_onnx(m, input_shapes={"x": (2, 5)})
+    assert "inner dimensions differ: (2, 5) @ (4, 3)" in str(e.value) and "MatMul" in str(e.value)
+    assert "shape inference" not in str(e.value) and "shape-inference" not in str(e.value)
