@@ -111,7 +111,7 @@ class LocalBuilder:
     def warm(self) -> None:
         """Start the build workers now (each imports TVM and tefuse once), e.g. before timing."""
         pool = self._get_pool()
-        for fut in [pool.submit(_warm) for _ in range(self.n_parallel)]:
+        for fut in [pool.submit(_warm, os.getpid()) for _ in range(self.n_parallel)]:
             fut.result()
 
     def build(self, task: Task, template: str, configs: Sequence[Config]) -> list[BuildResult]:
