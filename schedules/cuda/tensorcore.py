@@ -358,7 +358,7 @@ def tc_shape(info: KernelInfo) -> tuple[int, int, int]:
     return g.batch * g.m, g.n, g.k
 
 
-@register("gpu", "dense", "conv2d")
+@register("cuda", "dense", "conv2d")  # mma.sync / wmma PTX: CUDA only (ROCm has its MFMA templates)
 class TensorCoreGemm(Template):
     """Tensor cores for fp16/bf16 GEMMs and non-grouped convs; for those it is the untuned
     choice too (CUDA-core templates compute fp16 at a fraction of the rate)."""

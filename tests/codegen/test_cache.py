@@ -29,7 +29,7 @@ def _write_log(path):
     group = tefuse.fuse_graph(_graph())[0]
     target = make_target("cuda")
     info = lower_group(group).info
-    template = schedules.get_templates("cuda", "conv2d")[0]
+    (template,) = [t for t in schedules.get_templates("cuda", "conv2d") if t.name == "conv2d_direct"]
     assert template.name == "conv2d_direct"
     space = template.space(info, target)
     key = workload_key(group)
