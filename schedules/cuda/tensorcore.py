@@ -40,7 +40,6 @@ DEFAULT_CFG = dict(
     smem_pad=8,  # storage_align offset (elements) of the shared A/B tiles (bank conflicts)
     frag_pipeline=True,  # double-buffer the shared->fragment loads inside the BK loop
     tensorize=True,  # False: identical tiling/padding but plain loops (for CPU numerics)
-    swizzle=0,  # reserved
 )
 
 
@@ -52,12 +51,6 @@ def _target_kind(target) -> str:
     if isinstance(target, dict):
         return target["kind"]
     return target.kind.name
-
-
-def _vars_of(expr):
-    return set(tirx.stmt_functor.undefined_vars(expr)) if hasattr(tirx, "stmt_functor") else set(
-        tvm.tirx.analysis.undefined_vars(expr)
-    )
 
 
 def _last_index_kind(block, read_idx, kinds_by_var):
