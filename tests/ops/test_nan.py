@@ -44,6 +44,20 @@ def test_clip_min_greater_than_max_is_max():
     assert (np.clip(np.array([-5.0, 1.5, 5.0]), 2.0, 1.0) == 1.0).all()
 
 
+def test_clip_min_greater_than_max_is_max_in_chain_spec_and_fusion_plan():
+    """Issue 10: the chain spec and FusionPlan (ops/elemwise.py) gave min; ONNX and numpy give max."""
+    from tefuse.plan import FusionPlan, TensorDesc
+    from tefuse.plan.spec import parse_chain
+
+    x = X.reshape(1, 1, 2, 4)
+    want = np.minimum(np.maximum(x, 2.0), 1.0)  # 1 everywhere, NaN kept
+    same(tefuse.build(parse_chain("clip(min=2,max=1)", x.shape), "llvm").run(x)[0], want)
+    p = FusionPlan(TensorDesc(x.shape))
+    p.add_activation("clip", min=2.0, max=1.0)
+    p.compile("llvm")
+    same(p.execute(x, p.new_args()), want)
+
+
 @pytest.mark.parametrize("op,ref", [("maximum", np.maximum), ("minimum", np.minimum)])
 def test_binary_nan_either_side(op, ref):
     same(run_op(op, X, Y), ref(X, Y))

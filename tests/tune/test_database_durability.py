@@ -69,6 +69,22 @@ def test_deeply_nested_line_is_skipped_with_file_and_line(tmp_path, caplog):
     assert any(f"{p}:2: skipping malformed tuning record" in m for m in caplog.messages), caplog.messages
 
 
+def test_deeply_nested_line_does_not_break_db_commands(tmp_path, capsys):
+    """Issue 10: the line used to raise RecursionError in every `db` command (and build)."""
+    p = tmp_path / "log.jsonl"
+    p.write_text(_rec(idx=1).to_json() + "\n" + "[" * 100_000 + "]" * 100_000 + "\n"
+                 + _rec(idx=2, costs=(1e-4,)).to_json() + "\n")
+    assert main(["db", "list", "--db", str(p)]) == 0
+    assert main(["db", "best", WL, "--db", str(p)]) == 0
+    out = capsys.readouterr()
+    assert '"config_index":2' in out.out and "Traceback" not in out.err and "RecursionError" not in out.err
+    assert main(["db", "merge", str(p), "-o", str(tmp_path / "m.jsonl")]) == 0
+    assert sorted(r.config_index for r in Database(tmp_path / "m.jsonl").records()) == [1, 2]
+    assert main(["db", "distill", str(p), "-o", str(tmp_path / "d.jsonl")]) == 0
+    assert [r.config_index for r in Database(tmp_path / "d.jsonl").records()] == [2]
+    assert LayeredDatabase([Database(p)]).best(WL, "cuda-sm_90").config_index == 2  # what a build asks
+
+
 BAD = {
     "unknown_template": dict(template="no_such_template"),
     "config_float": dict(config={"unroll": 1.5}),
