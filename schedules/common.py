@@ -59,6 +59,18 @@ def block_threads(script: str) -> int:
     return int(math.prod(v for k, v in launch_extents(script).items() if k.startswith("threadIdx")))
 
 
+def implicit_gemm_maps(g):
+    """A conv as its implicit GEMM: index maps taking the output block's (n, k, y, x) / (n, y, x, k)
+    iterators to (m, k) and the conv block's to (m, k, r), with m = n*OH*OW + y*OW + x and r the
+    reduction in the weight's memory order (c, ky, kx for OIHW; ky, kx, c for HWIO)."""
+    ohw, ow, c, kh, kw = g.oh * g.ow, g.ow, g.c, g.kh, g.kw
+    if g.layout == "NCHW":
+        return ((lambda n, k, y, x: (n * ohw + y * ow + x, k)),
+                (lambda n, k, y, x, rc, ry, rx: (n * ohw + y * ow + x, k, rc * kh * kw + ry * kw + rx)))
+    return ((lambda n, y, x, k: (n * ohw + y * ow + x, k)),
+            (lambda n, y, x, k, ry, rx, rc: (n * ohw + y * ow + x, k, ry * kw * c + rx * c + rc)))
+
+
 def loop_depth(sch: s_tir.Schedule, block, loop) -> int:
     """How many loops enclose `block` down to and including `loop`."""
     target = sch.get_sref(loop)

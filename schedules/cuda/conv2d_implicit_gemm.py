@@ -34,7 +34,7 @@ from ...ops.conv2d import Conv2dGeometry
 from ...target import GpuLimits, gpu_limits
 from ..space import Config, ConfigSpace, _divisors
 
-from ..common import annotate_unroll, attach_epilogue, dtype_bytes, inline_all, read_index
+from ..common import annotate_unroll, attach_epilogue, dtype_bytes, implicit_gemm_maps, inline_all, read_index
 from ..registry import DATA, WEIGHT, KernelInfo, Template, register
 
 log = logging.getLogger(__name__)
@@ -165,15 +165,7 @@ class Conv2dImplicitGemm(Template):
         staged = info.staged(DATA, WEIGHT)
         inline_all(sch, info, keep=staged)
         conv = sch.get_sblock(anchor)
-        ohw, ow, c, kh, kw = g.oh * g.ow, g.ow, g.c, g.kh, g.kw
-        if g.layout == "NCHW":
-            out_map = lambda n, k, y, x: (n * ohw + y * ow + x, k)  # noqa: E731
-            conv_map = lambda n, k, y, x, rc, ry, rx: (  # noqa: E731
-                n * ohw + y * ow + x, k, rc * kh * kw + ry * kw + rx)
-        else:
-            out_map = lambda n, y, x, k: (n * ohw + y * ow + x, k)  # noqa: E731
-            conv_map = lambda n, y, x, k, ry, rx, rc: (  # noqa: E731
-                n * ohw + y * ow + x, k, ry * kw * c + rx * c + rc)
+        out_map, conv_map = implicit_gemm_maps(g)
 
         # the anchor's result: a 2-D [M, K] intermediate (a write-back copy when it is an output)
         if anchor in info.output_blocks:

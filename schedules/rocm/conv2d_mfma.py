@@ -39,7 +39,7 @@ from tvm import s_tir, tirx
 
 from ...ops.conv2d import Conv2dGeometry
 from ...target import gpu_limits
-from ..common import annotate_unroll, inline_all, read_index
+from ..common import annotate_unroll, implicit_gemm_maps, inline_all, read_index
 from ..registry import DATA, TIR_PIPELINE, WEIGHT, KernelInfo, Template, register
 from ..space import Config, ConfigSpace
 from . import mfma
@@ -141,15 +141,7 @@ class Conv2dMfma(Template):
         staged = info.staged(DATA, WEIGHT)
         inline_all(sch, info, keep=staged)
         conv = sch.get_sblock(anchor)
-        ohw, ow, c, kh, kw = g.oh * g.ow, g.ow, g.c, g.kh, g.kw
-        if g.layout == "NCHW":
-            out_map = lambda n, k, y, x: (n * ohw + y * ow + x, k)  # noqa: E731
-            conv_map = lambda n, k, y, x, rc, ry, rx: (  # noqa: E731
-                n * ohw + y * ow + x, k, rc * kh * kw + ry * kw + rx)
-        else:
-            out_map = lambda n, y, x, k: (n * ohw + y * ow + x, k)  # noqa: E731
-            conv_map = lambda n, y, x, k, ry, rx, rc: (  # noqa: E731
-                n * ohw + y * ow + x, k, ry * kw * c + rx * c + rc)
+        out_map, conv_map = implicit_gemm_maps(g)
         if anchor in info.output_blocks:  # the conv's own result is an output: a copy-out block
             wb = sch.cache_write(conv, 0, "global")
             info = dataclasses.replace(info, output_blocks=[sch.get(wb).name_hint] + [

@@ -6,7 +6,7 @@ chains of them compose into one expression.
 from __future__ import annotations
 
 import math
-from typing import Callable, Sequence
+from typing import Callable, Optional, Sequence
 
 from tvm.ir.expr import Expr as PrimExpr
 from tvm import tirx as tir
@@ -226,21 +226,25 @@ COMPARE: dict[str, Scalar] = {
 }
 
 
-def _register_compare(name: str, rule: Scalar) -> None:
+def _register_bool_binary(name: str, rule: Scalar, check: Callable[[str, str], Optional[str]], doc: str) -> None:
+    """A broadcasting binary op with a bool result; `check(dtype_a, dtype_b)` names what is wrong."""
+
     def compute(inputs: Sequence[Value], attrs: dict) -> Value:
         a, b = inputs
-        if _dt(a) != _dt(b):
-            raise OpError(f"{name}: dtype mismatch {_dt(a)} vs {_dt(b)}")
+        problem = check(_dt(a), _dt(b))
+        if problem:
+            raise OpError(f"{name}: {problem}")
         shape = broadcast_shape([a.shape, b.shape], f"{name}'s inputs")
         fa, fb = broadcast_to(a, shape), broadcast_to(b, shape)
         return lazy(shape, "bool", lambda *i: rule(fa(*i), fb(*i)))
 
-    compute.__doc__ = f"Broadcasting comparison {name} (a bool result; NaN compares false, as IEEE)."
+    compute.__doc__ = doc
     register_op(name, OpPattern.BROADCAST, num_inputs=2)(compute)
 
 
 for _n, _r in COMPARE.items():
-    _register_compare(_n, _r)
+    _register_bool_binary(_n, _r, lambda x, y: f"dtype mismatch {x} vs {y}" if x != y else None,
+                          f"Broadcasting comparison {_n} (a bool result; NaN compares false, as IEEE).")
 
 LOGICAL: dict[str, Scalar] = {
     "logical_and": lambda a, b: tir.And(a, b),
@@ -249,21 +253,9 @@ LOGICAL: dict[str, Scalar] = {
 }
 
 
-def _register_logical(name: str, rule: Scalar) -> None:
-    def compute(inputs: Sequence[Value], attrs: dict) -> Value:
-        a, b = inputs
-        if _dt(a) != "bool" or _dt(b) != "bool":
-            raise OpError(f"{name}: expects bool tensors, got {_dt(a)} and {_dt(b)}")
-        shape = broadcast_shape([a.shape, b.shape], f"{name}'s inputs")
-        fa, fb = broadcast_to(a, shape), broadcast_to(b, shape)
-        return lazy(shape, "bool", lambda *i: rule(fa(*i), fb(*i)))
-
-    compute.__doc__ = f"Broadcasting {name} of bool tensors."
-    register_op(name, OpPattern.BROADCAST, num_inputs=2)(compute)
-
-
 for _n, _r in LOGICAL.items():
-    _register_logical(_n, _r)
+    _register_bool_binary(_n, _r, lambda x, y: None if x == y == "bool" else f"expects bool tensors, got {x} and {y}",
+                          f"Broadcasting {_n} of bool tensors.")
 
 
 @register_op("logical_not", OpPattern.ELEMWISE, num_inputs=1)
