@@ -48,6 +48,8 @@ class ScaleoutResult:
     errors: dict[str, int] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)  # candidates per device
     retried: int = 0
+    tasks_at_once: Optional[int] = None  # None: tune()'s default (devices + 1)
+    min_repeat_ms: Optional[int] = None  # None: the runner's default
 
     @property
     def trials_per_minute(self) -> float:
@@ -86,7 +88,7 @@ def tasks_of(model: str, target: str, kernels: Optional[int] = None):
 def run_once(tasks, devices: Optional[Sequence[int]] = None, *, rpc: Optional[str] = None,
              key: Optional[str] = None, trials: int = 16, tuner: str = "xgb", seed: int = 0,
              parallel: Optional[int] = None, log_path: Optional[Path] = None, model: str = "",
-             **runner_options) -> ScaleoutResult:
+             tasks_at_once: Optional[int] = None, **runner_options) -> ScaleoutResult:
     """Tune `tasks` once, measuring on local `devices` or on every RPC server under `key`."""
     from ..target import target_key
     from ..tune.builder import LocalBuilder
@@ -117,7 +119,8 @@ def run_once(tasks, devices: Optional[Sequence[int]] = None, *, rpc: Optional[st
         builder._inner.warm()
         t0 = time.perf_counter()
         results = tune(tasks, tasks[0].target, trials=trials, tuner=tuner, log=str(log_path), seed=seed,
-                       builder=builder, runner=runner, transfer=False)
+                       builder=builder, runner=runner, transfer=False,
+                       tasks_at_once=tasks_at_once)
         seconds = time.perf_counter() - t0
     finally:
         builder._inner.close()
@@ -130,7 +133,8 @@ def run_once(tasks, devices: Optional[Sequence[int]] = None, *, rpc: Optional[st
             errors[k] = errors.get(k, 0) + v
     return ScaleoutResult(label, n_devices, target_key(tasks[0].target), model, len(tasks),
                           sum(r.measured for r in results), seconds, builder.seconds, runner.seconds,
-                          errors, dict(inner.counts), inner.retried)
+                          errors, dict(inner.counts), inner.retried, tasks_at_once,
+                          runner_options.get("min_repeat_ms"))
 
 
 def result_line(r: ScaleoutResult) -> str:
@@ -161,6 +165,10 @@ def main(argv=None) -> int:
     p.add_argument("--tuner", default="xgb", choices=["xgb", "random", "grid"])
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--parallel", "-j", type=int, default=None, help="parallel builds (default: CPU count)")
+    p.add_argument("--tasks-at-once", type=int, default=None,
+                   help="kernels tuned concurrently (default: devices + 1; 1: build and measure take turns)")
+    p.add_argument("--min-repeat-ms", type=int, default=None,
+                   help="each timing repeat lasts at least this long (runner default 20; AutoTVM's CUDA tutorials use 150)")
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
@@ -171,14 +179,17 @@ def main(argv=None) -> int:
     model = args.model or zoo_resnet50()
     tasks = tasks_of(model, make_target(args.target), args.kernels)
     runs = []
+    extra = {"tasks_at_once": args.tasks_at_once}
+    if args.min_repeat_ms is not None:
+        extra["min_repeat_ms"] = args.min_repeat_ms
     if args.rpc:
         runs.append(run_once(tasks, rpc=args.rpc, key=args.key, trials=args.trials, tuner=args.tuner,
-                             seed=args.seed, parallel=args.parallel, model=model))
+                             seed=args.seed, parallel=args.parallel, model=model, **extra))
         print(result_line(runs[-1]), flush=True)
     for spec in args.devices or ([] if args.rpc else ["0"]):
         devices = [int(i) for i in spec.split(",") if i.strip()]
         runs.append(run_once(tasks, devices, trials=args.trials, tuner=args.tuner, seed=args.seed,
-                             parallel=args.parallel, model=model))
+                             parallel=args.parallel, model=model, **extra))
         print(result_line(runs[-1]), flush=True)
     out = report(runs)
     if len(runs) > 1:

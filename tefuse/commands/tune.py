@@ -44,27 +44,28 @@ def add_parser(sub) -> None:
 
 
 def _progress_bar():
-    """(progress callback for tune(), close): one bar for the kernel being tuned, replaced by
-    the next kernel's; off when stderr is not a terminal or with --no-progress."""
+    """(progress callback for tune(), close): one bar over the trials of every kernel started
+    so far (several are tuned at once); off when stderr is not a terminal or with --no-progress."""
     from . import progress as P
 
     if not P.enabled():
         return None, lambda: None
-    state: dict = {}
+    state: dict = {"bar": P.bar(None, "tuning", unit="trial"), "tasks": {}}
 
     def update(name: str, done: int, total: int, best: float) -> None:
-        if state.get("name") != name:
-            P.close(state.get("bar"))
-            state["name"], state["bar"] = name, P.bar(total, f"tuning {name[:40]}", unit="trial")
         b = state["bar"]
         if b is None:
             return
-        b.total = total
-        b.n = done
-        b.set_postfix_str(f"best {best * 1e3:.4f} ms" if math.isfinite(best) else "best -", refresh=False)
+        state["tasks"][name] = (done, total)
+        b.total = sum(t for _, t in state["tasks"].values())
+        b.n = sum(d for d, _ in state["tasks"].values())
+        running = sum(d < t for d, t in state["tasks"].values())
+        best_s = f"{best * 1e3:.4f} ms" if math.isfinite(best) else "-"
+        b.set_postfix_str(f"{len(state['tasks'])} kernels, {running} running; {name[:32]} best {best_s}",
+                          refresh=False)
         b.refresh()
 
-    return update, lambda: P.close(state.get("bar"))
+    return update, lambda: P.close(state["bar"])
 
 
 def _runner(args: argparse.Namespace, target):

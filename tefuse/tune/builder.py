@@ -9,6 +9,7 @@ BuildResult with an error kind, never an exception.
 """
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import shutil
@@ -98,7 +99,7 @@ class LocalBuilder:
         self._own_dir = workdir is None
         self.workdir = workdir or tempfile.mkdtemp(prefix="tefuse-build-")
         self._pool: Optional[PopenPoolExecutor] = None
-        self._count = 0
+        self._count = itertools.count(1)  # candidate file names (build() may run from several threads)
 
     def _get_pool(self) -> PopenPoolExecutor:
         if self._pool is None:
@@ -119,8 +120,7 @@ class LocalBuilder:
         target = task.target.export()
         inputs = []
         for cfg in configs:
-            self._count += 1
-            path = os.path.join(self.workdir, f"cand{self._count}_{cfg.index}.so")
+            path = os.path.join(self.workdir, f"cand{next(self._count)}_{cfg.index}.so")
             inputs.append(BuildInput(task.workload, task.func_script(), task.info, template, target,
                                      cfg.index, dict(cfg.values), path))
         pool = self._get_pool()

@@ -11,7 +11,9 @@ from __future__ import annotations
 import logging
 import math
 import os
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Union
 
@@ -96,36 +98,101 @@ def tune(graph_or_tasks, target=None, *, trials: int, tuner: str = "xgb",
          log: Union[None, str, os.PathLike, DB] = None, early_stopping: Optional[int] = None,
          seed: int = 0, builder: Optional[LocalBuilder] = None, runner=None,
          batch_size: Optional[int] = None, transfer: bool = True,
-         progress: Optional[Progress] = None, tuner_options: Optional[dict] = None) -> list[TuneResult]:
+         progress: Optional[Progress] = None, tuner_options: Optional[dict] = None,
+         tasks_at_once: Optional[int] = None) -> list[TuneResult]:
     """Tune every task (a Graph's fused groups, or given Tasks) for `trials` measurements each.
 
     `trials` is the budget per task (split between its templates); measurements already in
-    `log` count toward it. Returns one TuneResult per (task, template).
+    `log` count toward it. Returns one TuneResult per (task, template), in task order.
+
+    `tasks_at_once` tasks are tuned concurrently (default: one more than the devices that
+    measure), so one task's candidates build on the CPUs while others' are measured: with
+    builds and measurements taking turns, a second device would only halve the measuring
+    part of each turn. Each device still measures one candidate at a time.
     """
     tasks = as_tasks(graph_or_tasks, target if target is not None else "llvm")
     db = _as_db(log)
     own_builder, own_runner = builder is None, runner is None
     builder = builder or LocalBuilder()
     runner = runner or LocalRunner()
-    results = []
     try:
+        parallelism = max(1, getattr(runner, "parallelism", 1))
         # a batch keeps every build worker and every measuring device busy
-        batch_size = batch_size or max(builder.n_parallel, getattr(runner, "parallelism", 1))
+        batch_size = batch_size or max(builder.n_parallel, parallelism)
+        at_once = max(1, min(len(tasks), tasks_at_once or parallelism + 1))
+        if at_once > 1 and not getattr(runner, "concurrent_runs", False):
+            runner = _OneRunAtATime(runner)
         session = TuningSession(db, builder, runner, tuner, seed, batch_size, early_stopping, transfer,
-                                progress, dict(tuner_options or {}))
-        for k, task in enumerate(tasks):
+                                _locked(progress) if progress is not None else None,
+                                dict(tuner_options or {}))
+
+        def tune_task(k: int, task: Task) -> list[TuneResult]:
             log_prefix = f"[task {k + 1}/{len(tasks)}] {task.name}"
             per_template = max(1, trials // len(task.templates))
-            reference = None
+            reference, out = None, []
             for tmpl in task.templates:
                 res, reference = _tune_template(session, task, tmpl.name, per_template, reference, log_prefix)
-                results.append(res)
+                out.append(res)
+            return out
+
+        if at_once == 1:
+            per_task = [tune_task(k, task) for k, task in enumerate(tasks)]
+        else:
+            per_task = _in_threads(tune_task, list(enumerate(tasks)), at_once)
     finally:
         if own_builder:
             builder.close()
         if own_runner:
             runner.close()
-    return results
+    return [r for rs in per_task for r in rs]
+
+
+def _in_threads(fn, jobs: list, workers: int) -> list:
+    """fn(*job) for every job, `workers` at a time, results in job order; the first error
+    stops jobs not yet started and is raised once the running ones end."""
+    stop = threading.Event()
+
+    def guarded(*job):
+        if stop.is_set():
+            return None
+        try:
+            return fn(*job)
+        except BaseException:
+            stop.set()
+            raise
+
+    with ThreadPoolExecutor(workers, thread_name_prefix="tune") as pool:
+        futures = [pool.submit(guarded, *job) for job in jobs]
+        wait(futures)
+    for f in futures:
+        if f.exception() is not None:
+            raise f.exception()
+    return [f.result() for f in futures]
+
+
+class _OneRunAtATime:
+    """A runner that measures one batch at a time, shared by concurrently tuned tasks (their
+    builds still overlap its measurements)."""
+
+    def __init__(self, inner) -> None:
+        self._inner, self._lock = inner, threading.Lock()
+
+    def run(self, *args, **kwargs):
+        with self._lock:
+            return self._inner.run(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+
+def _locked(progress: Progress) -> Progress:
+    lock = threading.Lock()
+
+    def call(*args) -> None:
+        with lock:
+            progress(*args)
+
+    return call
 
 
 def _tune_template(session: TuningSession, task: Task, template: str, budget: int, reference, prefix: str):

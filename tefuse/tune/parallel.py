@@ -86,6 +86,7 @@ class ParallelRunner:
     """
 
     what = "device"  # in messages: "all 2 devices are gone"
+    concurrent_runs = True  # run() may be called from several threads: a device measures one at a time
 
     def __init__(self, open_slots: Callable[[], list[Slot]], device: Optional[str] = None,
                  max_attempts: int = 2) -> None:
@@ -96,6 +97,8 @@ class ParallelRunner:
         self.counts: dict[str, int] = {}
         self.retried = 0
         self.lost: list[str] = []  # "name: why" for each device loss
+        self._lock = threading.Lock()  # counts, lost, retried; and each run's queue
+        self._busy: dict[int, threading.Lock] = {}  # per slot: held while it measures
 
     @property
     def slots(self) -> list[Slot]:
@@ -126,7 +129,7 @@ class ParallelRunner:
             else:
                 out[pos] = MeasureResult(b.index, b.config, error=b.error, error_msg=b.error_msg)
         tried: dict[int, list[str]] = {}  # position -> slots that lost their device on it
-        lock = threading.Lock()
+        lock = self._lock
 
         def give_up(pos: int, why: str) -> None:
             b = builds[pos]
@@ -143,35 +146,45 @@ class ParallelRunner:
             return None
 
         def work(slot: Slot) -> None:
-            while (pos := take(slot)) is not None:
-                name = slot.name
-                try:
-                    res = slot.measure(spec, target_kind, builds[pos], reference)
-                except DeviceLost as e:
-                    why = str(e) or type(e).__name__
-                    with lock:
-                        self.lost.append(f"{name}: {why}")
-                        tried.setdefault(pos, []).append(name)
-                        if len(tried[pos]) >= self.max_attempts:
-                            give_up(pos, why)
-                        else:
-                            todo.appendleft(pos)
-                            self.retried += 1
-                    log.warning("%s %s lost while measuring #%d (%s); the candidate goes to another %s",
-                                self.what, name, builds[pos].index, why, self.what)
-                    if not slot.reacquire():
-                        slot.dead = True
-                        log.warning("%s %s retired; %d left", self.what, name,
-                                    sum(not s.dead for s in self.slots))
+            busy = self._busy_lock(slot)
+            while True:
+                with busy:  # runs from other threads may share this slot: one candidate at a time
+                    if slot.dead or not measure_next(slot):
                         return
-                    continue
-                except Exception as e:  # noqa: BLE001 - a slot bug must not hang the batch
-                    b = builds[pos]
-                    res = MeasureResult(b.index, b.config, error=RUNTIME_ERROR,
-                                        error_msg=f"{name}: {type(e).__name__}: {e}"[:500])
+
+        def measure_next(slot: Slot) -> bool:
+            """Measure one candidate of this run on slot; False when none is left for it (or
+            the slot retired)."""
+            if (pos := take(slot)) is None:
+                return False
+            name, b = slot.name, builds[pos]
+            try:
+                res = slot.measure(spec, target_kind, b, reference)
+            except DeviceLost as e:
+                why = str(e) or type(e).__name__
                 with lock:
-                    out[pos] = res
-                    self.counts[name] = self.counts.get(name, 0) + 1
+                    self.lost.append(f"{name}: {why}")
+                    tried.setdefault(pos, []).append(name)
+                    if len(tried[pos]) >= self.max_attempts:
+                        give_up(pos, why)
+                    else:
+                        todo.appendleft(pos)
+                        self.retried += 1
+                log.warning("%s %s lost while measuring #%d (%s); the candidate goes to another %s",
+                            self.what, name, b.index, why, self.what)
+                if not slot.reacquire():
+                    slot.dead = True
+                    log.warning("%s %s retired; %d left", self.what, name,
+                                sum(not s.dead for s in self.slots))
+                    return False
+                return True
+            except Exception as e:  # noqa: BLE001 - a slot bug must not hang the batch
+                res = MeasureResult(b.index, b.config, error=RUNTIME_ERROR,
+                                    error_msg=f"{name}: {type(e).__name__}: {e}"[:500])
+            with lock:
+                out[pos] = res
+                self.counts[name] = self.counts.get(name, 0) + 1
+            return True
 
         while todo:
             live = [s for s in self.slots if not s.dead]
@@ -193,6 +206,10 @@ class ParallelRunner:
             for t in threads:
                 t.join()
         return [r for r in out if r is not None]
+
+    def _busy_lock(self, slot: Slot) -> threading.Lock:
+        with self._lock:
+            return self._busy.setdefault(id(slot), threading.Lock())
 
     def summary(self) -> str:
         """e.g. '2 devices: cuda:0 31, cuda:1 33; 1 retried after a device was lost'."""

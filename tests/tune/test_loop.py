@@ -1,0 +1,142 @@
+"""The tuning loop's concurrency: tasks tuned at once overlap one task's builds with another's
+measurements, a device never measures two candidates at once, and nothing is lost or reordered."""
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+
+from tefuse import GraphBuilder
+from tefuse.tune.database import Database
+from tefuse.tune.loop import tune
+from tefuse.tune.measure import BuildResult, MeasureResult, RunSpec
+from tefuse.tune.parallel import ParallelRunner, Slot
+from tefuse.tune.task import as_tasks
+
+
+def _three_kernels():
+    b = GraphBuilder()
+    x = b.input("x", (1, 4, 8, 8))
+    y = b.relu(b.conv2d(x, b.const(np.ones((4, 4, 3, 3), "float32")), padding=1))
+    y = b.relu(b.conv2d(y, b.const(np.ones((8, 4, 1, 1), "float32"))))
+    y = b.sigmoid(b.conv2d(y, b.const(np.ones((8, 8, 3, 3), "float32")), padding=1))
+    return b.build(y)
+
+
+class Timeline:
+    """(what, start, end) of every build batch and every measurement, from any thread."""
+
+    def __init__(self) -> None:
+        self.spans: list[tuple[str, float, float]] = []
+        self.lock = threading.Lock()
+
+    def span(self, what: str, seconds: float) -> None:
+        t0 = time.perf_counter()
+        time.sleep(seconds)
+        with self.lock:
+            self.spans.append((what, t0, time.perf_counter()))
+
+    def overlaps(self, a: str, b: str) -> bool:
+        xs = [s for s in self.spans if s[0] == a]
+        ys = [s for s in self.spans if s[0] == b]
+        return any(x0 < y1 and y0 < x1 for _, x0, x1 in xs for _, y0, y1 in ys)
+
+
+class FakeBuilder:
+    n_parallel = 4
+
+    def __init__(self, timeline: Timeline) -> None:
+        self.timeline = timeline
+
+    def build(self, task, template, configs):
+        self.timeline.span("build", 0.05)
+        return [BuildResult(c.index, c.to_json(), f"/x/{c.index}.so") for c in configs]
+
+    def close(self) -> None:
+        pass
+
+
+class FakeRunner:
+    """One device; measures a batch one candidate after another."""
+
+    def __init__(self, timeline: Timeline) -> None:
+        self.timeline, self.busy = timeline, False
+
+    def run(self, spec, kind, builds, reference=None):
+        assert not self.busy, "two batches measured on one device at once"
+        self.busy = True
+        try:
+            out = []
+            for b in builds:
+                self.timeline.span("measure", 0.02)
+                out.append(MeasureResult(b.index, b.config, costs=[1e-3 * (b.index + 1)]))
+            return out
+        finally:
+            self.busy = False
+
+    def close(self) -> None:
+        pass
+
+
+def _tune(tmp_path, at_once):
+    timeline = Timeline()
+    tasks = as_tasks(_three_kernels(), "llvm")
+    assert len(tasks) == 3
+    log = tmp_path / f"at{at_once}.jsonl"
+    res = tune(tasks, trials=4, tuner="random", log=str(log), builder=FakeBuilder(timeline),
+               runner=FakeRunner(timeline), batch_size=2, tasks_at_once=at_once)
+    return tasks, res, Database(log).records(), timeline
+
+
+def test_concurrent_tasks_overlap_builds_with_measurements_and_keep_everything(tmp_path):
+    tasks, res, recs, timeline = _tune(tmp_path, 2)
+    assert timeline.overlaps("build", "measure")
+    # results in task order; every measurement in the log, once
+    assert [r.task.workload for r in res] == [t.workload for t in tasks for _ in t.templates]
+    per_task = {t.workload: sum(1 for r in recs if r.workload == t.workload) for t in tasks}
+    assert per_task == {t.workload: 4 // len(t.templates) * len(t.templates) for t in tasks}
+    assert len({(r.workload, r.template, r.config_index) for r in recs}) == len(recs)
+
+
+def test_one_task_at_a_time_takes_turns(tmp_path):
+    _, _, recs, timeline = _tune(tmp_path, 1)
+    assert not timeline.overlaps("build", "measure")
+    assert len(recs) == 12
+
+
+class ExclusiveSlot(Slot):
+    """Fails the test if it is asked to measure while it is measuring."""
+
+    def __init__(self, name: str) -> None:
+        self.name, self.active, self.clashes, self.n = name, 0, 0, 0
+        self.lock = threading.Lock()
+
+    def measure(self, spec, kind, build, reference):
+        with self.lock:
+            self.active += 1
+            self.clashes += self.active > 1
+            self.n += 1
+        time.sleep(0.005)
+        with self.lock:
+            self.active -= 1
+        return MeasureResult(build.index, build.config, costs=[1e-3])
+
+
+def test_parallel_runner_shared_by_concurrent_runs_measures_one_candidate_per_device():
+    slots = [ExclusiveSlot("a"), ExclusiveSlot("b")]
+    runner = ParallelRunner(lambda: slots)
+    outs: dict[int, list] = {}
+
+    def one_run(k: int) -> None:
+        builds = [BuildResult(i, {"i": i}, f"/x/{k}/{i}.so") for i in range(10)]
+        outs[k] = runner.run(RunSpec("k", [], []), "llvm", builds)
+
+    threads = [threading.Thread(target=one_run, args=(k,)) for k in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert [s.clashes for s in slots] == [0, 0]
+    assert all([m.index for m in outs[k]] == list(range(10)) for k in range(3))
+    assert sum(runner.counts.values()) == 30 and all(s.n > 0 for s in slots)
