@@ -196,6 +196,20 @@ def build_summary(kernels: list[CompiledKernel], num_ops: int, seconds: float) -
             f"{tuned} tuned, {len(kernels) - tuned} fallback configs")
 
 
+def prepare_graph(graph: Graph, target, *, precision: str = "fp32", layout: Optional[str] = None,
+                  fold_bn: bool = False) -> Graph:
+    """The graph `build` fuses: batch-norms folded, precision and layout converted (see build).
+    `tefuse tune` calls it too, so the kernels it tunes are the ones a build then looks up."""
+    if check_precision(precision) == "tf32":
+        raise BuildError("precision tf32 is not supported yet: no template rounds float32 operands to "
+                         "TF32 on tensor cores; use fp32, fp16 or bf16")
+    if fold_bn:
+        graph = fold_batch_norm(graph)
+    graph = convert_precision(graph, precision)
+    kind = make_target(target).kind.name
+    return convert_layout(graph, auto_layout(precision, kind) if layout is None else layout)
+
+
 def build(graph: Graph, target: TargetLike = "llvm", *, db: Union[BestRecordSource, str, None] = None,
           cache=None, fuse: bool = True, prologue: bool = True, multi_output: bool = True,
           fold_bn: bool = False, jobs: Optional[int] = None, precision: str = "fp32",
@@ -214,14 +228,8 @@ def build(graph: Graph, target: TargetLike = "llvm", *, db: Union[BestRecordSour
     progress(done, total): called as each distinct kernel is compiled (a progress bar).
     Logs one INFO line for the whole build; per-kernel lines are at level VERBOSE (15).
     """
-    if check_precision(precision) == "tf32":
-        raise BuildError("precision tf32 is not supported yet: no template rounds float32 operands to "
-                         "TF32 on tensor cores; use fp32, fp16 or bf16")
-    if fold_bn:
-        graph = fold_batch_norm(graph)
-    graph = convert_precision(graph, precision)
     tgt = make_target(target)
-    graph = convert_layout(graph, auto_layout(precision, tgt.kind.name) if layout is None else layout)
+    graph = prepare_graph(graph, tgt, precision=precision, layout=layout, fold_bn=fold_bn)
     if db == "default":
         from .tune.database import default_database
         db = default_database()

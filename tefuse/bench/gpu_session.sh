@@ -8,6 +8,7 @@
 #     (or its two halves, one call each: tune-resnet50, then bench-models; BATCH=16 for batch 16)
 #   bash tefuse/bench/gpu_session.sh builds  # build time (NVRTC/nvcc, 1/all jobs); batch 1 and 16
 #   bash tefuse/bench/gpu_session.sh gpu-tests  # the GPU tests alone
+#   bash tefuse/bench/gpu_session.sh tune-fp16  # fp16 records for MODELS x BATCHES (TUNE_SECONDS each)
 #   bash tefuse/bench/gpu_session.sh sources # kernel fingerprints of an older checkout in .baseline/
 #     (carried; e.g. `git archive REV tefuse schedules | tar -x -C .baseline`) against this one
 set -uo pipefail
@@ -55,6 +56,17 @@ e('resnet50', $BATCH, Path('/tmp/tefuse/resnet50_b$BATCH.onnx'))" 2>/dev/null
   echo "tune exit $?; $(wc -l < "$LOG") records"; tail -3 "$OUT/tune_resnet50.log"
   cp "$LOG" "/tmp/tefuse/resnet50_b$BATCH.jsonl"
   ;;&
+tune-fp16)
+  # the fp16 kernels `build --precision fp16` makes (NHWC), one log per model and batch under $OUT
+  for m in ${MODELS:-resnet50 mobilenet_v2 vit_b_16}; do for b in ${BATCHES:-1 32}; do
+    ONNX=/tmp/tefuse/${m}_b$b.onnx LOG="$OUT/fp16_${m}_b$b.jsonl"
+    python3 -c "from tefuse.bench.models import export_torchvision as e; from pathlib import Path; \
+e('$m', $b, Path('$ONNX'))" >/dev/null 2>&1 || { echo "$m b$b: export failed"; continue; }
+    timeout "$TUNE_SECONDS" python3 -m tefuse tune "$ONNX" -t cuda --precision fp16 --trials "$MODEL_TRIALS" \
+      --tuner xgb --log "$LOG" --no-progress > "/tmp/tefuse/tune_${m}_b$b.log" 2>&1
+    echo "$m b$b: tune exit $?; $(wc -l < "$LOG") records; $(grep -c 'best [0-9]' "/tmp/tefuse/tune_${m}_b$b.log") kernels done"
+  done; done
+  ;;
 bench-models|models)
   # fallback configs only, then with the new records (TEFUSE_SYSTEM_DB: the shipped logs + them)
   F=" INFO\|schedule:\|Warning\|warn\|torch.onnx"

@@ -107,10 +107,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--trials must be at least 1")
     target = resolve_target(args.target)
     graph = load_graph(args)
-    if args.precision != "fp32":
-        from ..graph.precision import convert_precision
+    from ..driver import prepare_graph
 
-        graph = convert_precision(graph, args.precision)  # tune the kernels `build --precision` makes
+    # the kernels `build --precision` makes: precision converted, and NHWC for fp16/bf16 on CUDA
+    graph = prepare_graph(graph, target, precision=args.precision)
     runner = _runner(args, target)
     progress, close_bars = _progress_bar()
     builder = LocalBuilder(n_parallel=args.parallel)

@@ -60,3 +60,28 @@ def test_cli_tunes_an_onnx_model_and_run_applies_the_log(tmp_path, capsys, monke
     assert f"[{best.template} #{best.config_index}, tuned]" in capsys.readouterr().out
     assert main(["run", str(path), "--verbose-groups", "--no-db"]) == 0
     assert ", fallback]" in capsys.readouterr().out
+
+
+def test_cli_tunes_the_kernels_a_low_precision_build_makes(tmp_path, monkeypatch):
+    """fp16 on CUDA builds NHWC kernels: `tune --precision fp16` must tune those, or a build
+    never finds its records."""
+    import tefuse.tune.loop as loop
+    from tefuse.driver import prepare_graph
+    from tefuse.plan.spec import parse_chain
+    from tefuse.target import make_target
+    from tefuse.tune.task import as_tasks
+
+    seen = {}
+
+    def fake_tune(graph, target, **kw):
+        seen["keys"] = {t.workload for t in as_tasks(graph, target)}
+        return []
+
+    monkeypatch.setattr(loop, "tune", fake_tune)
+    spec = "conv2d(k=16,r=3,pad=1)+bias+relu"
+    assert main(["tune", spec, "--input", "1x16x8x8", "-t", "cuda", "--precision", "fp16", "--trials", "2",
+                 "--log", str(tmp_path / "t.jsonl"), "--no-progress"]) == 0
+    target = make_target("cuda")
+    built = prepare_graph(parse_chain(spec, (1, 16, 8, 8), "float32", "NCHW"), target, precision="fp16")
+    assert [n.attrs["layout"] for n in built.nodes if n.op == "conv2d"] == ["NHWC"]
+    assert seen["keys"] == {t.workload for t in as_tasks(built, target)}
