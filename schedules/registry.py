@@ -97,6 +97,10 @@ class Template:
         the key TIR_PIPELINE names a registered TVM TIR pipeline to compile with instead."""
         return {}
 
+    def preload(self) -> None:
+        """Import what apply() would load on first use (tensor intrinsics), so a build worker
+        pays for it once, up front, not inside its first timed build."""
+
 
 FAMILIES: dict[str, tuple[str, ...]] = {"cuda": ("cuda", "gpu"), "rocm": ("rocm", "gpu"), "llvm": ("cpu",)}
 
@@ -127,6 +131,17 @@ def families(target) -> tuple[str, ...]:
     """The template families a target (or target kind name) looks through, in order."""
     kind = target if isinstance(target, str) else target.kind.name
     return FAMILIES.get(kind, (kind,))
+
+
+def preload(target) -> None:
+    """Every template of the target's families preloads (see Template.preload)."""
+    fams = families(target)
+    seen = set()
+    for (fam, _), entries in _TEMPLATES.items():
+        for t in entries:
+            if fam in fams and id(t) not in seen:
+                seen.add(id(t))
+                t.preload()
 
 
 def get_templates(target, anchor_kind: str) -> list[Template]:

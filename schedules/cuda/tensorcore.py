@@ -403,3 +403,11 @@ class TensorCoreGemm(Template):
 
     def pass_config(self, info: KernelInfo, cfg: Config, target) -> dict:
         return pass_config(cfg["intrin"], target)
+
+    def preload(self) -> None:
+        # TVM's CUDA tensor intrinsics: importing the module parses ~100 TVMScript functions (20-40 s)
+        import tvm.s_tir.tensor_intrin.cuda  # noqa: F401
+
+        from .tensor_intrin_bf16 import register
+
+        register()

@@ -116,7 +116,7 @@ def run_once(tasks, devices: Optional[Sequence[int]] = None, *, rpc: Optional[st
         # devices opened, measuring processes and build workers started before the clock starts
         n_devices = inner.parallelism
         inner.warm(kind)
-        builder._inner.warm()
+        builder._inner.warm(kind)
         t0 = time.perf_counter()
         results = tune(tasks, tasks[0].target, trials=trials, tuner=tuner, log=str(log_path), seed=seed,
                        builder=builder, runner=runner, transfer=False,

@@ -78,14 +78,16 @@ def build_one(inp: BuildInput) -> BuildResult:
                            time.perf_counter() - t0)
 
 
-def _warm(parent_pid: int) -> int:
+def _warm(parent_pid: int, target_kind: Optional[str] = None) -> int:
     from .procs import die_with_parent
 
     die_with_parent(parent_pid)  # a SIGKILLed tuner leaves no build worker behind
     import tvm  # noqa: F401
 
-    from .. import schedules  # noqa: F401  (imports tefuse: ops and templates registered)
+    from .. import schedules  # imports tefuse: ops and templates registered
 
+    if target_kind:
+        schedules.preload(target_kind)  # e.g. CUDA tensor intrinsics: 20-40 s, not in a timed build
     return os.getpid()
 
 
@@ -101,18 +103,19 @@ class LocalBuilder:
         self._pool: Optional[PopenPoolExecutor] = None
         self._count = itertools.count(1)  # candidate file names (build() may run from several threads)
 
-    def _get_pool(self) -> PopenPoolExecutor:
+    def _get_pool(self, target_kind: Optional[str] = None) -> PopenPoolExecutor:
         if self._pool is None:
             # the initializer (TVM and tefuse imports) runs before a worker's first task and
             # outside its timeout, so import time is not charged to the first builds
             self._pool = PopenPoolExecutor(self.n_parallel, timeout=self.timeout, initializer=_warm,
-                                           initargs=(os.getpid(),))
+                                           initargs=(os.getpid(), target_kind))
         return self._pool
 
-    def warm(self) -> None:
-        """Start the build workers now (each imports TVM and tefuse once), e.g. before timing."""
-        pool = self._get_pool()
-        for fut in [pool.submit(_warm, os.getpid()) for _ in range(self.n_parallel)]:
+    def warm(self, target_kind: Optional[str] = None) -> None:
+        """Start the build workers now (each imports TVM, tefuse and what `target_kind`'s
+        templates load lazily, once), e.g. before timing."""
+        pool = self._get_pool(target_kind)
+        for fut in [pool.submit(_warm, os.getpid(), target_kind) for _ in range(self.n_parallel)]:
             fut.result()
 
     def build(self, task: Task, template: str, configs: Sequence[Config]) -> list[BuildResult]:
@@ -123,7 +126,7 @@ class LocalBuilder:
             path = os.path.join(self.workdir, f"cand{next(self._count)}_{cfg.index}.so")
             inputs.append(BuildInput(task.workload, task.func_script(), task.info, template, target,
                                      cfg.index, dict(cfg.values), path))
-        pool = self._get_pool()
+        pool = self._get_pool(task.target.kind.name)
         futures = [pool.submit(build_one, i) for i in inputs]
         results: list[BuildResult] = []
         for inp, fut in zip(inputs, futures):
