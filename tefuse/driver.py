@@ -200,9 +200,7 @@ def prepare_graph(graph: Graph, target, *, precision: str = "fp32", layout: Opti
                   fold_bn: bool = False) -> Graph:
     """The graph `build` fuses: batch-norms folded, precision and layout converted (see build).
     `tefuse tune` calls it too, so the kernels it tunes are the ones a build then looks up."""
-    if check_precision(precision) == "tf32":
-        raise BuildError("precision tf32 is not supported yet: no template rounds float32 operands to "
-                         "TF32 on tensor cores; use fp32, fp16 or bf16")
+    check_precision(precision)
     if fold_bn:
         graph = fold_batch_norm(graph)
     graph = convert_precision(graph, precision)
@@ -220,8 +218,9 @@ def build(graph: Graph, target: TargetLike = "llvm", *, db: Union[BestRecordSour
     db / cache: None (off, the default: builds stay hermetic), an object, or "default" for
     the user + shipped tuning logs / the on-disk kernel cache (what the CLI passes).
     jobs: kernels compiled at once (default: `default_jobs()`); 1 compiles one at a time.
-    precision: fp32 (default), fp16 or bf16 (float32 accumulation, float32 interface: see
-    graph/precision.py); tf32 is refused until a template computes in it.
+    precision: fp32 (default), tf32 (float32 tensors, matrix products' operands rounded to TF32
+    and multiplied on tensor cores), fp16 or bf16 (float32 accumulation, float32 interface):
+    see graph/precision.py.
     layout: "NHWC" converts NCHW convs (and what lies between them) to channels-last, layout
     changes fused into neighbouring kernels (graph/layout.py); "NCHW" leaves the graph alone;
     None (default): NHWC for fp16/bf16 on CUDA (tensor cores want it), else unchanged.

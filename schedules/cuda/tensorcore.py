@@ -1,5 +1,6 @@
 """Tensor-core template (GPU family): dense, matmul, batched matmul and implicit-GEMM conv2d in
-fp16/bf16 with float32 accumulation, on wmma or mma.sync + ldmatrix.
+fp16/bf16 with float32 accumulation, on wmma or mma.sync + ldmatrix, and float32 ops built with
+math='tf32' on mma.sync m16n8k8 (tensor_intrin_tf32.py).
 
 `apply_tc_gemm` schedules a block computing C[s, i, j] += A[s, i, k] * B[s, j, k] (any layout
 dlight's iter-trait analysis recognises: a GEMM with B as (N,K) or (K,N), a conv as its
@@ -25,10 +26,11 @@ from ...target import gpu_limits
 from ..registry import KernelInfo, Template, register
 from ..space import Config, ConfigSpace
 from .tensor_intrin_bf16 import bf16_mma_group
+from .tensor_intrin_tf32 import tf32_mma_group
 
 DEFAULT_CFG = dict(
     intrin="wmma",  # "wmma" | "mma"
-    in_dtype=None,  # auto from A ("float16" | "bfloat16" | "float32"(tf32, mma only))
+    in_dtype=None,  # auto from A ("float16" | "bfloat16" | "float32" (tf32, mma only))
     BM=128,
     BN=128,
     BK=32,
@@ -104,7 +106,6 @@ def apply_tc_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
     assert WM % 16 == 0 and WN % 16 == 0 and BK % 16 == 0, "tiles must be multiples of 16"
     warps_m, warps_n = BM // WM, BN // WN
     n_warps = warps_m * warps_n
-    frag_m, frag_n, k_inner = WM // 16, WN // 16, BK // 16
     stages = int(c["stages"])
 
     block = sch.get_sblock(gemm_block)
@@ -112,6 +113,12 @@ def apply_tc_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
     blk = sch.get(block)
     in_dtype = c["in_dtype"] or blk.reads[0].source.dtype
     out_dtype = blk.writes[0].source.dtype
+    if in_dtype == "float32" and intrin != "mma":
+        raise ValueError("float32 operands (tf32) go through mma.sync m16n8k8 only")
+    KT = 8 if in_dtype == "float32" else 16  # the fragments' K: tf32 is m16n8k8
+    if in_dtype == "float32":
+        c["vec"] = min(int(c["vec"]), 4)  # cp.async moves at most 16 bytes
+    frag_m, frag_n, k_inner = WM // 16, WN // 16, BK // KT
 
     # ---------------------------------------------------------------- 1. normalize
     traits = detect_iter_traits(blk)
@@ -143,7 +150,7 @@ def apply_tc_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
     b, i, j, k = sch.get_loops(block)
     i, i16 = sch.split(i, [None, 16])
     j, j16 = sch.split(j, [None, 16])
-    k, k16 = sch.split(k, [None, 16])
+    k, k16 = sch.split(k, [None, KT])
     sch.reorder(i, j, k, i16, j16, k16)
     block_inner = block
     block_outer = sch.blockize(i16)
@@ -228,26 +235,33 @@ def apply_tc_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
     init_inner = sch.get_child_blocks(init)[0]
 
     # ---------------------------------------------------------------- 7. tensorize
-    def split16(blk_rv):
+    def split_tiles(blk_rv, tx, ty):
         x, y = sch.get_loops(blk_rv)[-2:]
-        x0, x1 = sch.split(x, [None, 16])
-        y0, y1 = sch.split(y, [None, 16])
+        x0, x1 = sch.split(x, [None, tx])
+        y0, y1 = sch.split(y, [None, ty])
         sch.reorder(x0, y0, x1, y1)
         return x0, y0, x1
 
-    a0, a1, a_t = split16(a_frag)
-    b0, b1, b_t = split16(b_frag)
+    a0, a1, a_t = split_tiles(a_frag, 16, KT)
+    b0, b1, b_t = split_tiles(b_frag, *((16, KT) if b_nk else (KT, 16)))
     if tensorize and intrin == "mma":
         # mma.sync fragments live in "warp" scope buffers laid out as [.., 32 lanes, 8 elems]
         # per 16x16 tile; the ldmatrix/mma/store intrinsics match that layout.
         from tvm.s_tir.tensor_intrin.cuda import shared_16x16_to_ldmatrix_32x8_layout as lay
 
-        def warp_map(b_, i_, j_):
-            return (b_, i_ // 16, j_ // 16, *lay(i_ % 16, j_ % 16))
+        def warp_map(lay_, ti, tj):
+            return lambda b_, i_, j_: (b_, i_ // ti, j_ // tj, *lay_(i_ % ti, j_ % tj))
 
-        sch.transform_layout(a_frag, ("write", 0), warp_map)
-        sch.transform_layout(b_frag, ("write", 0), warp_map)
-        sch.transform_layout(acc, ("read", 0), warp_map)
+        if KT == 16:
+            a_map = b_map = warp_map(lay, 16, 16)
+        else:  # tf32: 16x8 A tiles, 8x16 (or [n, k] 16x8) B tiles in the m16n8k8 fragment layout
+            from .tensor_intrin_tf32 import lay_a, lay_b
+
+            a_map = warp_map(lay_a, 16, 8)
+            b_map = warp_map(lambda n, k: lay_b(k, n), 16, 8) if b_nk else warp_map(lay_b, 8, 16)
+        sch.transform_layout(a_frag, ("write", 0), a_map)
+        sch.transform_layout(b_frag, ("write", 0), b_map)
+        sch.transform_layout(acc, ("read", 0), warp_map(lay, 16, 16))
     if tensorize:
         names = intrin_names(intrin, in_dtype, out_dtype, sh_scope, b_nk)
         sch.unroll(a0)
@@ -300,6 +314,8 @@ def _inline_epilogue(sch, acc_sh, epilogue_blocks):
 
 
 def intrin_names(intrin, in_dtype, out_dtype, load_scope, b_nk):
+    if in_dtype == "float32":
+        return tf32_mma_group(load_scope, b_nk)
     if intrin == "wmma":
         from tvm.s_tir.tensor_intrin.cuda import get_wmma_intrin_group
 
@@ -337,6 +353,19 @@ MIN_ARCH = {"wmma": 70, "mma": 80}
 MIN_MN = 16  # one 16x16 fragment: below it the GEMM is a GEMV, and has no I or J axis to tile
 
 
+def _tf32(info: KernelInfo) -> bool:
+    """A float32 matrix product built with math='tf32' (operands rounded to TF32 by the op)."""
+    return info.dtype == "float32" and info.attrs.get("math") == "tf32"
+
+
+def _intrins(info: KernelInfo) -> list[str]:
+    """Instruction families for the operands' type, preferred first: TVM's CUDA codegen has no
+    float32 wmma fragments, so tf32 is mma.sync only."""
+    if _tf32(info):
+        return ["mma"]
+    return ["mma", "wmma"] if info.dtype == "float16" else ["mma"]
+
+
 def _arch(target) -> int:
     arch = str(target.attrs.get("arch", "sm_90")) if not isinstance(target, str) else "sm_90"
     digits = "".join(ch for ch in arch if ch.isdigit())
@@ -359,7 +388,9 @@ class TensorCoreGemm(Template):
     name = "tensorcore_gemm"
 
     def accepts(self, info: KernelInfo) -> bool:
-        if info.dtype not in TC_DTYPES or info.geometry is None or info.stage("accumulator") is None:
+        if info.geometry is None or info.stage("accumulator") is None:
+            return False
+        if info.dtype not in TC_DTYPES and not _tf32(info):
             return False
         if info.anchor_kind not in ("conv2d", "dense") or getattr(info.geometry, "groups", 1) != 1:
             return False
@@ -374,7 +405,7 @@ class TensorCoreGemm(Template):
         s.define_knob("tile", list(TILES))
         s.define_knob("bk", [32, 64])
         s.define_knob("stages", [3, 2, 4, 1])
-        s.define_knob("intrin", ["mma", "wmma"] if info.dtype == "float16" else ["mma"])
+        s.define_knob("intrin", _intrins(info))
         s.define_knob("vec_out", [4, 8])
         return s
 
@@ -386,7 +417,7 @@ class TensorCoreGemm(Template):
         tile = (128, 128, 64, 64)
         if math.ceil(m / 128) * math.ceil(n / 128) < sms:
             tile = (64, 64, 32, 32)
-        return space.from_values({"tile": tile, "bk": 32, "stages": 3, "intrin": "mma", "vec_out": 4})
+        return space.from_values({"tile": tile, "bk": 32, "stages": 3, "intrin": _intrins(info)[0], "vec_out": 4})
 
     def apply(self, sch, info: KernelInfo, cfg: Config, target) -> None:
         # prologues (pad, casts, layout changes) stay blocks here: the global -> shared copies

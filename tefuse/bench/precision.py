@@ -33,7 +33,19 @@ RESNET50_CONVS = [(64, 56, 64, 1, 1), (64, 56, 64, 3, 1), (64, 56, 256, 1, 1), (
                   (128, 28, 128, 3, 1), (256, 56, 128, 1, 1), (512, 28, 128, 1, 1), (128, 28, 512, 1, 1),
                   (256, 14, 256, 3, 1), (1024, 14, 256, 1, 1), (256, 14, 1024, 1, 1), (512, 7, 512, 3, 1),
                   (2048, 7, 512, 1, 1), (512, 7, 2048, 1, 1), (3, 224, 64, 7, 2)]
-DTYPES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32"}
+DTYPES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "tf32": "float32"}  # tensors' dtype
+
+
+def _graph_precision(precision: str) -> str:
+    """What tefuse.build gets for a graph already in DTYPES[precision]: tf32 marks its float32
+    matrix products; the others are in their dtype already."""
+    return "tf32" if precision == "tf32" else "fp32"
+
+
+def _torch_math(torch, precision: str) -> None:
+    """PyTorch in the same precision: TF32 on for convolutions and matmuls under tf32 (PyTorch's
+    default for convolutions), off otherwise, so fp32 means strict float32."""
+    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
 # ||out - ref|| / ||ref|| a precision may reach before its timing means nothing (METHOD.md's ranges)
 TOLERANCE = {"fp32": 1e-5, "tf32": 1e-3, "fp16": 1e-2, "bf16": 3e-2}
 
@@ -91,7 +103,7 @@ def conv_case(c: int, hw: int, k: int, r: int, s: int, batch: int, precision: st
     plan = build_plan(f"conv2d(k={k},r={r},stride={s},pad={r // 2})+bias+batch_norm+relu", shape, dt, layout)
     vals = random_args(plan, np.random.default_rng(0))
     vals = {n: v.astype(np.float32) for n, v in vals.items()}
-    cg = build(plan.graph, "cuda", db=db)
+    cg = build(plan.graph, "cuda", db=db, precision=_graph_precision(precision))
     dev = cg.device
     tv = {n: tvm.runtime.tensor(_to_np(v, dt), dev) for n, v in vals.items()}
     got = cg.run(**tv)[0].astype(np.float32)
@@ -113,6 +125,7 @@ def conv_case(c: int, hw: int, k: int, r: int, s: int, batch: int, precision: st
     err = _rel(got, ref)
     ms = 1e3 * sum(cg.time_kernels(**tv))
     tdt = getattr(torch, dt)
+    _torch_math(torch, precision)
     x = torch.from_numpy(np.ascontiguousarray(vals["x"])).cuda().to(tdt).to(memory_format=torch.channels_last)
     wt = torch.from_numpy(np.ascontiguousarray(vals[w])).cuda().to(tdt).to(memory_format=torch.channels_last)
     peer = time_graph(lambda: torch.nn.functional.conv2d(x, wt, None, s, r // 2))
@@ -143,7 +156,8 @@ def gemm_case(m: int, n: int, k: int, precision: str, db=None) -> Row:
     bias = rng.standard_normal(n).astype(np.float32)
     b = GraphBuilder()
     x, wn, bn = b.input("a", (m, k), dt), b.input("w", (n, k), dt), b.input("b", (n,), dt)
-    cg = build(b.build(b.relu(b.bias_add(b.dense(x, wn), bn, axis=1))), "cuda", db=db)
+    cg = build(b.build(b.relu(b.bias_add(b.dense(x, wn), bn, axis=1))), "cuda", db=db,
+               precision=_graph_precision(precision))
     dev = cg.device
     args = {"a": a, "w": w, "b": bias}
     tv = {nm: tvm.runtime.tensor(_to_np(v, dt), dev) for nm, v in args.items()}
@@ -154,6 +168,7 @@ def gemm_case(m: int, n: int, k: int, precision: str, db=None) -> Row:
     err = _rel(got, ref)
     ms = 1e3 * sum(cg.time_kernels(**tv))
     tdt = getattr(torch, dt)
+    _torch_math(torch, precision)
     pa, pw, pb = (torch.from_numpy(v).cuda().to(tdt) for v in (a, w, bias))
     peer = time_graph(lambda: torch.relu(torch.addmm(pb, pa, pw.T)))
     tflops = 2 * m * n * k / (ms * 1e-3) / 1e12
@@ -189,6 +204,7 @@ def model_case(name: str, batch: int, precision: str, workdir: Path, db="default
     kernels_ms = 1e3 * sum(cg.time_kernels(input=xd, number=5, repeat=3, min_repeat_ms=0))
     run_ms = time_wall(lambda: cg.run(input=xd, as_numpy=False), cg.device.sync)
     tdt = getattr(torch, DTYPES[precision])
+    _torch_math(torch, precision)
     tm = _torch_model(name).cuda().to(tdt).to(memory_format=torch.channels_last).eval()
     tx = torch.from_numpy(x).cuda().to(tdt).to(memory_format=torch.channels_last)
     with torch.no_grad():

@@ -58,9 +58,9 @@ def _same_order(x: Node) -> bool:
 
 
 def auto_layout(precision: str, target_kind: str) -> Optional[str]:
-    """The build's default: NHWC where tensor-core templates serve the convs (fp16/bf16 on
-    CUDA), else None (the graph is left alone)."""
-    return "NHWC" if precision in ("fp16", "bf16") and target_kind == "cuda" else None
+    """The build's default: NHWC where tensor-core templates serve the convs (fp16/bf16/tf32
+    on CUDA), else None (the graph is left alone)."""
+    return "NHWC" if precision in ("fp16", "bf16", "tf32") and target_kind == "cuda" else None
 
 
 class _Rewriter:

@@ -10,7 +10,9 @@ What an engineer expects from `--precision fp16` (TensorRT's, torch.autocast's h
 - reductions and softmax run in float32: their inputs are cast up and their results cast back,
   so LayerNorm's statistics and softmax's sums do not lose bits;
 - a graph already in fp16 is taken as it is (nothing float32 to convert).
-`fp32` and `tf32` leave the graph alone (tf32 is a matter of the templates' arithmetic).
+`tf32` keeps float32 everywhere and marks every float32 matrix product (conv2d, dense, matmul)
+math='tf32': their operands are rounded to TF32 (what PyTorch does by default for convolutions),
+and the tensor-core template multiplies them with mma.sync .tf32. `fp32` leaves the graph alone.
 """
 from __future__ import annotations
 
@@ -86,7 +88,9 @@ class _Rewriter:
 
 def convert_precision(graph: Graph, precision: str) -> Graph:
     """The graph computing in `precision` with the same inputs and output dtypes."""
-    low = LOW.get(check_precision(precision))
+    if check_precision(precision) == "tf32":
+        return _mark_tf32(graph)
+    low = LOW.get(precision)
     if low is None:
         return graph
     rw = _Rewriter(graph, low)
@@ -104,3 +108,19 @@ def convert_precision(graph: Graph, precision: str) -> Graph:
             got = rw.cast(inner, o.dtype, o.name)
         outputs.append(got)
     return Graph(list(graph.inputs), outputs)
+
+
+def _mark_tf32(graph: Graph) -> Graph:
+    """Every float32 op that takes the `math` attribute (matrix products) set to math='tf32'."""
+    new: dict[int, Node] = {}
+    for n in graph.nodes:
+        if n.op in (INPUT, CONST):
+            new[id(n)] = n
+            continue
+        inputs = [new[id(i)] for i in n.inputs]
+        attrs = dict(n.attrs)
+        if "math" in get_op(n.op).optional and all(i.dtype == "float32" for i in inputs):
+            attrs["math"] = "tf32"
+        attrs, shape, dtype = infer(n.op, attrs, inputs, n.name)
+        new[id(n)] = Node(n.name, n.op, inputs, attrs, tuple(shape), dtype)
+    return Graph(list(graph.inputs), [new[id(o)] for o in graph.outputs])

@@ -15,7 +15,7 @@ from tvm import te, tirx as tir
 
 from ..errors import OpError
 from .registry import OpPattern, register_op
-from .value import Value, acc_dtype
+from .value import MATH, Value, acc_dtype, tf32_operand
 
 WEIGHT_LAYOUT = {"NCHW": "OIHW", "NHWC": "HWIO"}
 
@@ -193,10 +193,11 @@ def _geometry(in_shapes, out_shape, attrs: dict) -> Conv2dGeometry:
 
 @register_op("conv2d", OpPattern.OUT_ELEMWISE_FUSABLE, anchor="conv2d", num_inputs=2,
              attrs={"strides": 1, "padding": 0, "dilation": 1, "groups": 1, "layout": "NCHW"},
-             geometry=_geometry)
+             geometry=_geometry, optional=MATH)
 def conv2d(inputs: Sequence[Value], attrs: dict) -> Value:
-    """2-D convolution, accumulating in float32 for float16 inputs."""
-    data, weight = inputs
+    """2-D convolution, accumulating in float32 for float16 inputs; math='tf32' rounds float32
+    operands to TF32 first (tensor cores' tf32 mode)."""
+    data, weight = (tf32_operand(v, attrs) for v in inputs)
     if data.dtype != weight.dtype:
         raise OpError(f"conv2d: data dtype {data.dtype} differs from weight dtype {weight.dtype}")
     geo = conv2d_geometry(data.shape, weight.shape, attrs)

@@ -9,7 +9,7 @@ from tvm import te, tirx as tir
 
 from ..errors import OpError
 from .registry import OpPattern, register_op
-from .value import Value, acc_dtype, broadcast_shape, broadcast_to, lazy
+from .value import MATH, Value, acc_dtype, broadcast_shape, broadcast_to, lazy, tf32_operand
 
 
 def _finish(out: te.Tensor, dtype: str) -> Value:
@@ -54,9 +54,9 @@ def _matmul_geometry(in_shapes, out_shape, attrs: dict) -> GemmGeometry:
 
 
 @register_op("dense", OpPattern.OUT_ELEMWISE_FUSABLE, anchor="dense", num_inputs=2,
-             geometry=_dense_geometry)
+             geometry=_dense_geometry, optional=MATH)
 def dense(inputs: Sequence[Value], attrs: dict) -> Value:
-    """y[m, n] = sum_k x[m, k] * w[n, k]."""
+    """y[m, n] = sum_k x[m, k] * w[n, k]; math='tf32' rounds float32 operands to TF32 first."""
     x, w = inputs
     if x.ndim != 2 or w.ndim != 2:
         raise OpError(f"dense: expects 2-D data and weight, got {x.shape} and {w.shape}")
@@ -65,8 +65,8 @@ def dense(inputs: Sequence[Value], attrs: dict) -> Value:
     if x.dtype != w.dtype:
         raise OpError(f"dense: dtype mismatch {x.dtype} vs {w.dtype}")
     acc = acc_dtype(x.dtype)
-    xt = x.materialize("data_in")
-    wt = w.materialize("weight_in")
+    xt = tf32_operand(x, attrs).materialize("data_in")
+    wt = tf32_operand(w, attrs).materialize("weight_in")
     k = te.reduce_axis((0, x.shape[1]), "k")
     out = te.compute((x.shape[0], w.shape[0]),
                      lambda i, j: te.sum(tir.Cast(acc, xt[i, k]) * tir.Cast(acc, wt[j, k]), axis=k),
@@ -75,10 +75,11 @@ def dense(inputs: Sequence[Value], attrs: dict) -> Value:
 
 
 @register_op("matmul", OpPattern.OUT_ELEMWISE_FUSABLE, anchor="dense", num_inputs=2,
-             geometry=_matmul_geometry)
+             geometry=_matmul_geometry, optional=MATH)
 def matmul(inputs: Sequence[Value], attrs: dict) -> Value:
-    """numpy.matmul semantics for ranks >= 1 (1-D operands promoted and squeezed)."""
-    a, b = inputs
+    """numpy.matmul semantics for ranks >= 1 (1-D operands promoted and squeezed); math='tf32'
+    rounds float32 operands to TF32 first."""
+    a, b = (tf32_operand(v, attrs) for v in inputs)
     if a.dtype != b.dtype:
         raise OpError(f"matmul: dtype mismatch {a.dtype} vs {b.dtype}")
     if a.ndim == 0 or b.ndim == 0:

@@ -43,6 +43,9 @@ class OpDef:
     # an anchor's typed shape facts (Conv2dGeometry, GemmGeometry...): lowering hands them to
     # the template in KernelInfo.geometry, so templates never re-derive them from raw attrs
     geometry: Optional[GeometryFn] = None
+    # accepted, but kept out of a node's attrs while at their default, so adding one leaves
+    # every existing workload key (and tuning record) as it was; e.g. matrix products' `math`
+    optional: dict[str, Any] = field(default_factory=dict)
 
     def geometry_of(self, in_shapes: Sequence[Sequence[int]], out_shape: Sequence[int], attrs: dict):
         """This op's geometry for one node, or None when it declares none."""
@@ -61,12 +64,15 @@ class OpDef:
         return getattr(geo, "anchor_kind", None) or self.anchor
 
     def normalize_attrs(self, attrs: dict) -> dict:
-        unknown = set(attrs) - set(self.attrs)
+        unknown = set(attrs) - set(self.attrs) - set(self.optional)
         if unknown:
             raise OpError(f"{self.name}: unknown attribute(s) {sorted(unknown)}; "
-                          f"known: {sorted(self.attrs)}")
+                          f"known: {sorted({**self.attrs, **self.optional})}")
         out = dict(self.attrs)
         out.update(attrs)
+        for k, default in self.optional.items():
+            if out.get(k, default) == default:
+                out.pop(k, None)
         return out
 
 
@@ -75,7 +81,7 @@ _REGISTRY: dict[str, OpDef] = {}
 
 def register_op(name: str, pattern: OpPattern, *, anchor: Optional[str] = None,
                 num_inputs: Optional[int] = None, attrs: Optional[dict] = None,
-                geometry: Optional[GeometryFn] = None):
+                geometry: Optional[GeometryFn] = None, optional: Optional[dict] = None):
     """Decorator registering a compute function under `name`."""
     if anchor is not None and not isinstance(anchor, str):
         raise TypeError(f"op {name!r}: anchor must be a template family name, got {anchor!r}")
@@ -84,7 +90,7 @@ def register_op(name: str, pattern: OpPattern, *, anchor: Optional[str] = None,
         if name in _REGISTRY:
             raise ValueError(f"op {name!r} registered twice")
         _REGISTRY[name] = OpDef(name, pattern, fn, anchor, num_inputs, dict(attrs or {}),
-                                (fn.__doc__ or "").strip(), geometry)
+                                (fn.__doc__ or "").strip(), geometry, dict(optional or {}))
         return fn
 
     return deco

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional, Sequence
 
 from tvm.ir.expr import Expr as PrimExpr
-from tvm import te
+from tvm import te, tirx as tir
 
 from ..errors import OpError
 
@@ -51,6 +51,29 @@ class Value:
 def acc_dtype(dtype: str) -> str:
     """Where sums of products accumulate: float32 for half-width floats (tensor cores do the same)."""
     return "float32" if dtype in ("float16", "bfloat16") else dtype
+
+
+MATH = {"math": "fp32"}  # matrix products' optional attr: "tf32" rounds their operands first
+
+
+def round_tf32(x: PrimExpr) -> PrimExpr:
+    """x rounded to TF32 (10 mantissa bits, to nearest, ties away from zero: PTX's
+    cvt.rna.tf32.f32, what cuDNN and PyTorch's allow_tf32 feed the tensor cores); inf and NaN
+    pass unchanged. Products of rounded operands are exact in float32, so the llvm target
+    computes what tf32 tensor cores do, up to summation order."""
+    bits = tir.reinterpret("uint32", x)
+    rounded = tir.reinterpret("float32", (bits + tir.const(0x1000, "uint32")) & tir.const(0xFFFFE000, "uint32"))
+    finite = (bits & tir.const(0x7F800000, "uint32")) != tir.const(0x7F800000, "uint32")
+    return tir.Select(finite, rounded, x)
+
+
+def tf32_operand(v: "Value", attrs: dict) -> "Value":
+    """A matrix product's operand as its compute reads it: rounded to TF32 when attrs say so."""
+    if attrs.get("math", "fp32") != "tf32":
+        return v
+    if v.dtype != "float32":
+        raise OpError(f"math='tf32' applies to float32 operands, got {v.dtype}")
+    return Value(v.shape, v.dtype, lambda *i: round_tf32(v(*i)))
 
 
 def lazy(shape: Sequence[int], dtype: str, fn: Callable[..., PrimExpr]) -> Value:

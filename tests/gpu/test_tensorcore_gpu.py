@@ -18,7 +18,8 @@ from tefuse.fusion import fuse_graph
 from tefuse.runtime.executor import CompiledGraph
 from tefuse.schedules.cuda.tensorcore import TensorCoreGemm
 from tefuse.target import make_target
-from tests.schedules.cuda.test_tensorcore import CASES, NAME, _rand
+from tests.schedules.cuda.test_tensorcore import CASES, NAME, TF32_CASES, _rand
+from tefuse.graph.precision import convert_precision
 from tefuse.plan.spec import parse_chain
 
 pytestmark = pytest.mark.gpu
@@ -29,6 +30,8 @@ GPU_CASES.update({
                                           "float16", "NCHW"),
     "resnet_1x1_7x7_b1": lambda: parse_chain("conv2d(k=2048,r=1)+bias+add+relu", (1, 512, 7, 7), "float16", "NCHW"),
     "conv_bf16_nhwc": lambda: parse_chain("conv2d(k=64,r=3,pad=1)+bias+relu", (4, 14, 14, 32), "bfloat16", "NHWC"),
+    "resnet_3x3_b16_nhwc_tf32": lambda: convert_precision(parse_chain(
+        "conv2d(k=128,r=3,pad=1)+bias+batch_norm+relu", (16, 28, 28, 128), "float32", "NHWC"), "tf32"),
 })
 
 
@@ -85,3 +88,17 @@ def test_every_knob_value_computes_the_same(case, rng):
     for values in variants:
         kernel = build_group(group, target, choice=ScheduleChoice(t, space.from_values(values), "test"))
         _check(CompiledGraph(graph, target, [kernel]), graph, vals)
+
+
+@pytest.mark.parametrize("case", [*TF32_CASES, "resnet_3x3_b16_nhwc_tf32"])
+def test_tf32_matches_llvm_up_to_summation_order(case, rng):
+    """Both sides multiply the same TF32-rounded operands exactly (the tensor cores on the GPU,
+    float32 on llvm); what is left is float32 summation order."""
+    graph = GPU_CASES[case]()
+    cg = tefuse.build(graph, "cuda")
+    assert [k.template for k in cg.kernels] == [NAME]
+    vals = _inputs(graph, rng)
+    got = cg.run(**vals)[0]
+    want = tefuse.build(graph, "llvm").run(**vals)[0]
+    scale = np.abs(want).max()
+    assert np.abs(got - want).max() <= 2e-5 * scale, np.abs(got - want).max() / scale

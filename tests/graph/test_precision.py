@@ -8,6 +8,7 @@ import pytest
 import tefuse
 from tefuse.errors import BuildError, GraphError
 from tefuse.graph import GraphBuilder
+from tefuse.graph.ir import CONST
 from tefuse.graph.precision import convert_precision
 
 
@@ -69,12 +70,69 @@ def test_fp32_and_an_fp16_graph_are_left_alone():
     assert [n.dtype for n in convert_precision(h, "fp16").nodes] == ["float16", "float16"]
 
 
-def test_unknown_and_unsupported_precisions_are_refused_by_name():
+def test_unknown_precisions_are_refused_by_name():
     g, _ = _conv_chain(np.random.default_rng(3))
     with pytest.raises(GraphError, match="unknown precision 'fp8'"):
         tefuse.build(g, "llvm", precision="fp8")
-    with pytest.raises(BuildError, match="tf32 is not supported yet"):
-        tefuse.build(g, "llvm", precision="tf32")
+
+
+def tf32(a: np.ndarray) -> np.ndarray:
+    """numpy's TF32 rounding (to nearest, ties away from zero), written apart from the op's."""
+    a = np.asarray(a, np.float32)
+    mag = np.abs(a).astype(np.float64)
+    exp = np.floor(np.log2(np.where(mag > 0, mag, 1)))
+    ulp = 2.0 ** (exp - 10)
+    with np.errstate(invalid="ignore", over="ignore"):
+        r = np.sign(a) * np.floor(mag / ulp + 0.5) * ulp
+    return np.where(np.isfinite(a) & (mag > 0), r, a).astype(np.float32)
+
+
+@pytest.mark.parametrize("make", [_conv_chain, _mlp_softmax], ids=["conv_chain", "mlp_softmax"])
+def test_tf32_rounds_the_operands_of_matrix_products_only(make):
+    rng = np.random.default_rng(5)
+    g, shape = make(rng)
+    t = convert_precision(g, "tf32")
+    assert {n.attrs.get("math") for n in t.nodes if n.op in ("conv2d", "dense")} == {"tf32"}
+    assert all("math" not in n.attrs for n in t.nodes if n.op not in ("conv2d", "dense"))
+    assert [n.dtype for n in t.nodes] == [n.dtype for n in g.nodes]  # float32 throughout
+    x = rng.standard_normal(shape).astype("float32")
+    got = tefuse.build(g, "llvm", precision="tf32").run(x)[0]
+    # the same graph with its inputs and weights rounded by numpy, computed in fp32
+    consts = {np.asarray(n.value).ndim: np.asarray(n.value) for n in g.nodes if n.op == CONST}
+    want32 = tefuse.build(g, "llvm").run(x)[0]
+    b = GraphBuilder()
+    if make is _conv_chain:
+        xi = b.input("x", shape)
+        y = b.conv2d(xi, b.const(tf32(consts[4]), name="w"), padding=1)
+        y = b.relu(b.bias_add(y, b.const(consts[1], name="bias"), axis=1))
+        want = tefuse.build(b.build(y), "llvm").run(tf32(x))[0]
+    else:  # a second dense's input is the first's output: rounded inside the graph, not here
+        want = None
+    scale = np.abs(want32).max()
+    if want is not None:
+        assert np.abs(got - want).max() <= 1e-5 * scale
+    assert 0 < np.abs(got - want32).max() <= 1e-2 * scale  # tf32, not fp32, and close to it
+
+
+def test_tf32_round_matches_numpy_including_ties_inf_and_nan():
+    from tvm import te
+
+    import tvm
+    from tefuse.ops.value import round_tf32
+
+    vals = np.array([1.0, 1 + 2**-11, 1 + 3 * 2**-11, -(1 + 2**-11), 1 + 2**-12, 3.14159265, -2.7182817,
+                     1e-30, 6.1e-5, np.finfo(np.float32).max, np.inf, -np.inf, np.nan, 0.0, -0.0], np.float32)
+    x = te.placeholder(vals.shape, "float32", name="x")
+    y = te.compute(vals.shape, lambda i: round_tf32(x[i]), name="y")
+    f = tvm.compile(te.create_prim_func([x, y]), target="llvm")
+    out = tvm.runtime.empty(vals.shape, "float32", tvm.cpu())
+    f(tvm.runtime.tensor(vals, tvm.cpu()), out)
+    got = out.numpy()
+    want = tf32(vals)
+    assert got[9] == np.inf  # the largest float32 rounds past the largest TF32 value, as cvt.rna does
+    np.testing.assert_array_equal(got[~np.isnan(vals)], want[~np.isnan(vals)])
+    assert np.isnan(got[12])
+    assert got[1] == 1 + 2**-10 and got[3] == -(1 + 2**-10)  # ties away from zero
 
 
 def test_fusion_plan_compiles_to_one_fp16_kernel_with_float32_arguments():

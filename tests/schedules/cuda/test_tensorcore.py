@@ -1,6 +1,7 @@
 """The tensor-core template without a GPU: its CUDA and PTX hold mma/wmma and cp.async, its
 tiling and padding compute the right numbers (the same schedule, untensorized, run on llvm),
-and it is the untuned choice for fp16/bf16 GEMMs and convs only."""
+it is the untuned choice for fp16/bf16/tf32 GEMMs and convs only, and the tf32 fragment layouts
+are the ones the PTX ISA gives for mma.sync m16n8k8."""
 from __future__ import annotations
 
 import re
@@ -15,6 +16,7 @@ from tefuse.codegen.lower import lower_group
 from tefuse.codegen.ptx import compile_to_ptx, cuda_kernel_names
 from tefuse.fusion import fuse_graph
 from tefuse.graph import GraphBuilder
+from tefuse.graph.precision import convert_precision
 from tefuse.plan.spec import parse_chain
 from tefuse.schedules.cuda.tensorcore import TensorCoreGemm, pass_config
 from tefuse.target import make_target
@@ -41,7 +43,15 @@ CASES = {
     "dense_awkward_197": lambda: _dense(197, 96, 72, "float16"),
     "batched_matmul": lambda: _dense(37, 40, 24, "float16", batch=3),
     "dense_bf16": lambda: _dense(49, 64, 48, "bfloat16"),
+    # float32 graphs built with precision tf32 (operands rounded to TF32, mma.sync m16n8k8)
+    "conv_nchw_tf32": lambda: convert_precision(
+        parse_chain("conv2d(k=32,r=3,pad=1)+bias+batch_norm+relu", (2, 16, 10, 10), "float32", "NCHW"), "tf32"),
+    "conv_nhwc_tf32_c3": lambda: convert_precision(
+        parse_chain("conv2d(k=16,r=7,stride=2,pad=3)+bias+relu", (1, 30, 30, 3), "float32", "NHWC"), "tf32"),
+    "dense_awkward_197_tf32": lambda: convert_precision(_dense(197, 96, 72, "float32"), "tf32"),
+    "batched_matmul_tf32": lambda: convert_precision(_dense(37, 40, 24, "float32", batch=3), "tf32"),
 }
+TF32_CASES = sorted(c for c in CASES if c.endswith("tf32") or "_tf32_" in c)
 
 
 def _group(graph):
@@ -57,7 +67,9 @@ def test_cuda_and_ptx_use_tensor_cores_and_cp_async(case):
     src = k.source("cuda")
     assert "mma" in src and "cp.async" in src
     ptx = compile_to_ptx(src)
-    assert re.search(r"\bmma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.(f16\.f16|bf16\.bf16)\.f32", ptx), ptx[:400]
+    mma = (r"m16n8k8\.row\.col\.f32\.tf32\.tf32" if case in TF32_CASES
+           else r"m16n8k16\.row\.col\.f32\.(f16\.f16|bf16\.bf16)")
+    assert re.search(r"\bmma\.sync\.aligned\." + mma + r"\.f32", ptx), ptx[:400]
     assert "cp.async" in ptx
 
 
@@ -87,7 +99,7 @@ def _rand(shape, dtype, rng):
 
 
 @pytest.mark.parametrize("case", ["conv_nchw_bn_relu", "conv_nhwc_residual", "conv_c3_7x7_s2", "dense_awkward_197",
-                                  "batched_matmul"])
+                                  "batched_matmul", *TF32_CASES])
 def test_tiling_and_padding_compute_the_right_numbers_on_llvm(case):
     """The template's schedule with plain loops (llvm cannot run tensor-core intrinsics): every
     tile, pad and masked tail as on the GPU, compared with the CPU template's result."""
@@ -113,7 +125,8 @@ def test_tiling_and_padding_compute_the_right_numbers_on_llvm(case):
     want = tefuse.build(graph, "llvm").run(**{p.name: a for p, a in zip(lowered.params, args)})[0]
     got = outs[0].numpy().astype(np.float32)
     scale = np.abs(want.astype(np.float32)).max()
-    assert np.abs(got - want.astype(np.float32)).max() <= 1e-2 * scale
+    # tf32: both sides multiply the same rounded operands in float32; only summation order differs
+    assert np.abs(got - want.astype(np.float32)).max() <= (1e-5 if case in TF32_CASES else 1e-2) * scale
 
 
 def test_chosen_for_low_precision_only():
@@ -121,6 +134,8 @@ def test_chosen_for_low_precision_only():
         return [k.template for k in tefuse.build(graph, "cuda").kernels]
 
     assert templates(parse_chain("conv2d(k=32,r=3,pad=1)+relu", (1, 16, 8, 8), "float32", "NCHW")) != [NAME]
+    g32 = parse_chain("conv2d(k=32,r=3,pad=1)+relu", (1, 16, 8, 8), "float32", "NCHW")
+    assert [k.template for k in tefuse.build(g32, "cuda", precision="tf32").kernels] == [NAME]
     assert templates(parse_chain("conv2d(k=32,r=3,pad=1)+relu", (1, 16, 8, 8), "float16", "NCHW")) == [NAME]
     assert templates(parse_chain("conv2d(k=16,r=3,pad=1,depthwise=1)+relu", (1, 16, 8, 8), "float16",
                                  "NCHW")) != [NAME]
@@ -139,3 +154,42 @@ def test_cli_builds_one_tensor_core_kernel_for_an_fp16_chain(capsys):
     assert rc == 0
     assert len(cuda_kernel_names(out)) == 1  # definitions (TVM may also print a declaration)
     assert "mma.sync" in out and "cp.async" in out
+
+
+def test_tf32_fragment_layouts_follow_the_ptx_isa():
+    """Emulate mma.sync.m16n8k8 .tf32 with the PTX ISA's fragment description (written out
+    here, independently of tensor_intrin_tf32): lanes hold what the intrinsics' layouts say, and
+    the two instructions of a 16x16x8 tile produce A @ B in the accumulator layout."""
+    from tefuse.schedules.cuda import tensor_intrin_tf32 as L
+
+    rng = np.random.default_rng(0)
+    A, B = rng.standard_normal((16, 8)), rng.standard_normal((8, 16))
+    a_reg, b_reg, c_reg = np.zeros((32, 4)), np.zeros((32, 4)), np.zeros((32, 8))
+    for i in range(16):
+        for k in range(8):
+            a_reg[L.lay_a(i, k)] = A[i, k]
+    for k in range(8):
+        for n in range(16):
+            b_reg[L.lay_b(k, n)] = B[k, n]
+    for lane in range(32):  # the loads' per-lane addresses invert the layouts
+        for e in range(4):
+            assert a_reg[lane, e] == A[L._a_at(lane, e)] and b_reg[lane, e] == B[L._b_at(lane, e)]
+    for half in range(2):  # PTX ISA, "Matrix fragments for mma.m16n8k8" (.tf32), per instruction
+        for lane in range(32):
+            g, t = lane // 4, lane % 4
+            a = {(g, t): a_reg[lane, 0], (g + 8, t): a_reg[lane, 1], (g, t + 4): a_reg[lane, 2],
+                 (g + 8, t + 4): a_reg[lane, 3]}
+            b = {(t, g): b_reg[lane, 2 * half], (t + 4, g): b_reg[lane, 2 * half + 1]}
+            for (r, c), v in a.items():
+                assert v == A[r, c]
+            for (r, c), v in b.items():
+                assert v == B[r, 8 * half + c]
+        for lane in range(32):  # c0..c3 at rows g, g+8, columns 2t, 2t+1 of the n-half
+            g, t = lane // 4, lane % 4
+            for e, (r, c) in enumerate([(g, 2 * t), (g, 2 * t + 1), (g + 8, 2 * t), (g + 8, 2 * t + 1)]):
+                c_reg[lane, 4 * half + e] = A[r] @ B[:, 8 * half + c]
+    C = np.zeros((16, 16))
+    for i in range(16):
+        for j in range(16):
+            C[i, j] = c_reg[L.lay_c(i, j)]
+    np.testing.assert_allclose(C, A @ B, rtol=1e-12)
