@@ -163,7 +163,7 @@ def _mma(dtype: str):
                     C[lc, sc] = C[lc, sc] + widen(A[la, sa]) * widen(B[lb, sb])
 
     @T.prim_func(s_tir=True)
-    def impl_f16(a: T.handle, b: T.handle, c: T.handle) -> None:
+    def impl(a: T.handle, b: T.handle, c: T.handle) -> None:
         A = T.match_buffer(a, (LANES, SLOTS), dtype, scope="warp", offset_factor=1)
         B = T.match_buffer(b, (LANES, SLOTS), dtype, scope="warp", offset_factor=1)
         C = T.match_buffer(c, (LANES, SLOTS), "float32", scope="warp", offset_factor=1)
@@ -172,26 +172,17 @@ def _mma(dtype: str):
             T.writes(C[0:LANES, 0:SLOTS])
             tx = T.env_thread("threadIdx.x")
             T.launch_thread(tx, LANES)
-            C[tx, T.ramp(0, 1, SLOTS)] = T.call_llvm_pure_intrin(
-                T.llvm_lookup_intrinsic_id(intrin), A[tx, T.ramp(0, 1, SLOTS)], B[tx, T.ramp(0, 1, SLOTS)],
-                C[tx, T.ramp(0, 1, SLOTS)], T.int32(0), T.int32(0), T.int32(0), dtype="float32x4")
-
-    @T.prim_func(s_tir=True)
-    def impl_f32(a: T.handle, b: T.handle, c: T.handle) -> None:
-        A = T.match_buffer(a, (LANES, SLOTS), dtype, scope="warp", offset_factor=1)
-        B = T.match_buffer(b, (LANES, SLOTS), dtype, scope="warp", offset_factor=1)
-        C = T.match_buffer(c, (LANES, SLOTS), "float32", scope="warp", offset_factor=1)
-        with T.sblock("root"):
-            T.reads(A[0:LANES, 0:SLOTS], B[0:LANES, 0:SLOTS], C[0:LANES, 0:SLOTS])
-            T.writes(C[0:LANES, 0:SLOTS])
-            tx = T.env_thread("threadIdx.x")
-            T.launch_thread(tx, LANES)
-            for s in T.unroll(SLOTS):  # slot s: the reduction's columns 4 * (lane // 16) + s
+            if k == TILE:  # one instruction on the 4 slots (parsed statically: k is a Python int)
                 C[tx, T.ramp(0, 1, SLOTS)] = T.call_llvm_pure_intrin(
-                    T.llvm_lookup_intrinsic_id(intrin), A[tx, s], B[tx, s],
+                    T.llvm_lookup_intrinsic_id(intrin), A[tx, T.ramp(0, 1, SLOTS)], B[tx, T.ramp(0, 1, SLOTS)],
                     C[tx, T.ramp(0, 1, SLOTS)], T.int32(0), T.int32(0), T.int32(0), dtype="float32x4")
+            else:
+                for s in T.unroll(SLOTS):  # slot s: the reduction's columns 4 * (lane // 16) + s
+                    C[tx, T.ramp(0, 1, SLOTS)] = T.call_llvm_pure_intrin(
+                        T.llvm_lookup_intrinsic_id(intrin), A[tx, s], B[tx, s],
+                        C[tx, T.ramp(0, 1, SLOTS)], T.int32(0), T.int32(0), T.int32(0), dtype="float32x4")
 
-    return desc, (impl_f16 if k == TILE else impl_f32)
+    return desc, impl
 
 
 def _store():
