@@ -5,7 +5,9 @@ The conv is viewed as a GEMM as in the CUDA implicit-GEMM template (M = N*OH*OW,
 channels, reduction R = C*KH*KW; `transform_block_layout` + `reindex`): the im2col tile A[m, r]
 and the weight tile B[r, k] (stored transposed: the MFMA B operand is R-major) are the fills of
 the shared MFMA GEMM schedule (mfma_gemm.py: wavefronts, LDS, fallback, and why untuned builds
-do not pick it). Groups 1 and M, K, R multiples of 16 only: no padding yet.
+do not pick it). Groups 1. After the reindex, `pad_einsum` pads M, K and R to whole tiles, the
+pads becoming the fills (zeros past the end) and the padded outputs never stored: ResNet's 14x14
+and 7x7 layers at batch 1 and a first layer's C*KH*KW = 27 are exact.
 """
 from __future__ import annotations
 
@@ -16,7 +18,16 @@ from ..common import implicit_gemm_maps, inline_all, read_index
 from ..registry import DATA, WEIGHT, KernelInfo, register
 from ..space import Config
 from .mfma import TILE
-from .mfma_gemm import MfmaGemm
+from .mfma_gemm import MfmaGemm, inline_copies, padded_tiles
+
+
+def _through_pad(sch: s_tir.Schedule, fill, conv):
+    """The block that fills the GEMM's operand: the reindex inlined into its pad, if padded."""
+    (pad,) = sch.get_consumers(fill)
+    if sch.get(pad).name_hint == sch.get(conv).name_hint:
+        return fill
+    sch.compute_inline(fill)
+    return pad
 
 
 @register("rocm", "conv2d")
@@ -25,12 +36,11 @@ class Conv2dMfma(MfmaGemm):
 
     def accepts(self, info: KernelInfo) -> bool:
         g = info.geometry
-        return (info.dtype in self.dtypes and g is not None and g.groups == 1
-                and g.m % TILE == 0 and g.k % TILE == 0 and g.r % TILE == 0)
+        return info.dtype in self.dtypes and g is not None and g.groups == 1
 
     def tiles(self, info: KernelInfo) -> tuple[int, int, int, int]:
         g: Conv2dGeometry = info.geometry
-        return 1, g.m // TILE, g.k // TILE, g.r // TILE
+        return 1, padded_tiles(g.m, 4), padded_tiles(g.k, 4), padded_tiles(g.r, 2)
 
     def normalize(self, sch: s_tir.Schedule, info: KernelInfo, cfg: Config):
         g: Conv2dGeometry = info.geometry
@@ -51,4 +61,8 @@ class Conv2dMfma(MfmaGemm):
         transpose = lambda i, j: (j, i)  # noqa: E731
         sch.transform_layout(b_fill, ("write", 0), transpose)
         sch.transform_block_layout(b_fill, transpose)
+        _, tm, tn, tr = self.tiles(info)
+        sch.pad_einsum(conv, [TILE * tm, TILE * tn, TILE * tr])
+        a_fill, b_fill = _through_pad(sch, a_fill, conv), _through_pad(sch, b_fill, conv)
+        inline_copies(sch, conv, epilogue)
         return conv, a_fill, b_fill, epilogue

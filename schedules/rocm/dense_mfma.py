@@ -4,10 +4,9 @@ cast) computed from the accumulators' LDS tile.
 
 The GEMM is brought into the form the shared MFMA schedule takes (mfma_gemm.py) as the CUDA
 tensor-core template does it: `pad_einsum` pads M, N and K to whole tiles (zeros in, the padded
-outputs never stored: M = 1, ViT's 197 tokens, K = 72 are all exact), dlight's iter traits name
-the batch, M, N and K iterators, and `reindex` gives A[s, m, k] and B[s, k, n] (the MFMA B
-operand, R-major) as the LDS fills. M and N are padded to 16 and, past 4 tiles, to a multiple of
-4 tiles (so a workgroup can hold 2x2 wavefronts); K to 16, past 2 tiles to a multiple of 2.
+outputs never stored: M = 1, ViT's 197 tokens, K = 72 are all exact; before the reindex, as
+dlight's iter traits need M and N above 1), the traits name the batch, M, N and K iterators, and
+`reindex` gives A[s, m, k] and B[s, k, n] (the MFMA B operand, R-major) as the LDS fills.
 """
 from __future__ import annotations
 
@@ -19,29 +18,13 @@ from ..cuda.dense import gemm_dims
 from ..registry import DATA, WEIGHT, KernelInfo, register
 from ..space import Config
 from .mfma import TILE
-from .mfma_gemm import MfmaGemm
-
-
-def padded_tiles(extent: int, quantum: int) -> int:
-    """16-wide tiles covering `extent`, rounded up to a multiple of `quantum` past `quantum`."""
-    t = -(-extent // TILE)
-    return t if t <= quantum else -(-t // quantum) * quantum
+from .mfma_gemm import MfmaGemm, inline_copies, padded_tiles
 
 
 def _inline_producers(sch: s_tir.Schedule, block) -> None:
     """Inline the pad blocks feeding a fill: the fill reads the input, zero past its end."""
     for p in sch.get_producers(block):
         sch.compute_inline(p)
-
-
-def _inline_consumers(sch: s_tir.Schedule, block, keep: list[str]) -> None:
-    """Inline the copies between the GEMM and the epilogue (reindex, pad crop) into the latter."""
-    while True:
-        copies = [c for c in sch.get_consumers(block) if sch.get(c).name_hint not in keep]
-        if not copies:
-            return
-        for c in copies:
-            sch.compute_inline(c)
 
 
 @register("rocm", "dense")
@@ -85,5 +68,5 @@ class DenseMfma(MfmaGemm):
         _inline_producers(sch, a_fill)
         _inline_producers(sch, b_fill)
         epilogue = [b for b in info.output_blocks if b != anchor]
-        _inline_consumers(sch, block, epilogue)
+        inline_copies(sch, block, epilogue)
         return block, a_fill, b_fill, epilogue

@@ -82,6 +82,24 @@ def lds_bytes(bm: int, bn: int, kt: int, itemsize: int) -> int:
     return itemsize * (bm + bn) * TILE * kt * TILE + 4 * (bm * TILE) * (bn * TILE)
 
 
+def padded_tiles(extent: int, quantum: int) -> int:
+    """16-wide tiles covering `extent`, past `quantum` tiles rounded up to a multiple of it: M and N
+    by 4 (a workgroup can then hold 2x2 wavefronts), K by 2. `pad_einsum` pads to them."""
+    t = -(-extent // TILE)
+    return t if t <= quantum else -(-t // quantum) * quantum
+
+
+def inline_copies(sch: s_tir.Schedule, block, keep: list[str]) -> None:
+    """Inline the copies between the GEMM block and the epilogue (reindex, pad crop) into the
+    latter, which then reads the accumulators' buffer."""
+    while True:
+        copies = [c for c in sch.get_consumers(block) if sch.get(c).name_hint not in keep]
+        if not copies:
+            return
+        for c in copies:
+            sch.compute_inline(c)
+
+
 def copy_out_anchor(sch: s_tir.Schedule, info: KernelInfo) -> KernelInfo:
     """When the anchor's own result is a group output, compute it into an intermediate and copy
     it out in a block of its own (an epilogue block like the others)."""

@@ -1,7 +1,8 @@
 """The ROCm matrix-core conv template (schedules/rocm/conv2d_mfma.py) without AMD hardware:
-fused float16 and float32 conv chains tensorize to v_mfma in real gfx942/gfx90a code objects,
-one kernel with the epilogue; the same schedule untensorized computes the right numbers on
-llvm; what it accepts, and that untuned builds do not pick it unless asked to."""
+fused float16 and float32 conv chains, padded where M, N or R is no multiple of 16, tensorize
+to v_mfma in real gfx942/gfx90a code objects, one kernel with the epilogue; the same schedule
+untensorized computes the right numbers on llvm; what it accepts, and that untuned builds do not
+pick it unless asked to."""
 from __future__ import annotations
 
 import re
@@ -87,13 +88,15 @@ def check_on_llvm(graph, template, **values):
     assert np.abs(got - want).max() <= 1e-3 * np.abs(want).max(), np.abs(got - want).max()
 
 
-@pytest.mark.parametrize("arch,kind,layout,dtype", [("gfx942", "bn", "NCHW", "float16"),
-                                                    ("gfx90a", "bn", "NCHW", "float16"),
-                                                    ("gfx942", "residual", "NHWC", "float16"),
-                                                    ("gfx942", "bn", "NCHW", "float32"),
-                                                    ("gfx90a", "bn", "NCHW", "float32")])
-def test_conv_chain_is_one_kernel_on_matrix_cores(toolchain, objdump, tmp_path, arch, kind, layout, dtype):
-    g = conv_chain(kind=kind, layout=layout, dtype=dtype, c=64, k=64, hw=16)
+@pytest.mark.parametrize("arch,kind,layout,dtype,c,k,hw", [("gfx942", "bn", "NCHW", "float16", 64, 64, 16),
+                                                           ("gfx90a", "bn", "NCHW", "float16", 64, 64, 16),
+                                                           ("gfx942", "residual", "NHWC", "float16", 64, 64, 16),
+                                                           ("gfx942", "bn", "NCHW", "float32", 64, 64, 16),
+                                                           ("gfx90a", "bn", "NCHW", "float32", 64, 64, 16),
+                                                           ("gfx942", "bn", "NCHW", "float32", 3, 24, 14),
+                                                           ("gfx90a", "residual", "NHWC", "float16", 64, 64, 7)])
+def test_conv_chain_is_one_kernel_on_matrix_cores(toolchain, objdump, tmp_path, arch, kind, layout, dtype, c, k, hw):
+    g = conv_chain(kind=kind, layout=layout, dtype=dtype, c=c, k=k, hw=hw)
     cg, cfg = with_template(g, arch, tmp_path, "conv2d_mfma", unroll=0)
     assert cg.num_kernels == 1 and cg.kernels[0].template == "conv2d_mfma"
     assert mfma_count(cg, arch, objdump, dtype) == steps(cfg, dtype)  # a fragment and 16-wide step
@@ -106,13 +109,15 @@ def test_several_wavefronts_and_fragments(toolchain, objdump, tmp_path):
     assert mfma_count(cg, "gfx942", objdump, "float16") == 2 * 2 * 4
 
 
-@pytest.mark.parametrize("kind,layout,dtype,values", [
-    ("bn", "NCHW", "float16", {}),
-    ("bn", "NCHW", "float32", {"tile_m": (4, 2, 2), "tile_n": (1, 2, 2), "tile_k": (9, 4)}),
-    ("residual", "NHWC", "float32", {"tile_m": (2, 4, 2), "tile_n": (2, 1, 2), "tile_k": (18, 2)}),
+@pytest.mark.parametrize("kind,layout,dtype,c,k,hw,values", [
+    ("bn", "NCHW", "float16", 64, 64, 16, {}),
+    ("bn", "NCHW", "float32", 64, 64, 16, {"tile_m": (4, 2, 2), "tile_n": (1, 2, 2), "tile_k": (9, 4)}),
+    ("residual", "NHWC", "float32", 64, 64, 16, {"tile_m": (2, 4, 2), "tile_n": (2, 1, 2), "tile_k": (18, 2)}),
+    ("bn", "NCHW", "float32", 3, 24, 14, {"tile_m": (4, 2, 2)}),  # M = 196, N = 24, R = 27: all padded
+    ("residual", "NHWC", "float16", 64, 64, 7, {}),  # M = 49
 ])
-def test_the_schedule_computes_the_right_numbers_on_llvm(kind, layout, dtype, values):
-    check_on_llvm(conv_chain(kind=kind, layout=layout, dtype=dtype, c=64, k=64, hw=16), Conv2dMfma(), **values)
+def test_the_schedule_computes_the_right_numbers_on_llvm(kind, layout, dtype, c, k, hw, values):
+    check_on_llvm(conv_chain(kind=kind, layout=layout, dtype=dtype, c=c, k=k, hw=hw), Conv2dMfma(), **values)
 
 
 def test_what_the_template_takes_and_that_untuned_builds_keep_the_others(monkeypatch):
@@ -125,7 +130,8 @@ def test_what_the_template_takes_and_that_untuned_builds_keep_the_others(monkeyp
         assert task.fallback().index is not None and task.templates[0].name != "conv2d_mfma"
     m = Conv2dMfma()
     assert not m.accepts(extract_tasks(conv_chain(kind="bn", dtype="bfloat16", c=64, k=64, hw=16), t)[0].info)
-    assert not m.accepts(extract_tasks(conv_chain(kind="bn", dtype="float16", c=64, k=64, hw=14), t)[0].info)  # M=196
+    assert m.accepts(extract_tasks(conv_chain(kind="bn", dtype="float16", c=64, k=64, hw=14), t)[0].info)  # M=196
+    assert not m.accepts(extract_tasks(conv_chain(kind="bn", groups=2, c=64, k=64, hw=16), t)[0].info)
     monkeypatch.setenv(PREFER_ENV, "1")  # opted in: the untuned choice on matrix-core archs only
     g = conv_chain(kind="bn", dtype="float32", c=64, k=64, hw=16)
     assert extract_tasks(g, t)[0].templates[0].name == "conv2d_mfma"
