@@ -69,6 +69,7 @@ def check_on_llvm(graph, template, **values):
     every tile, pad, masked tail and fragment layout as on the GPU."""
     (group,) = fuse_graph(graph)
     lowered = lower_group(group)
+    assert template.accepts(lowered.info)
     rocm, llvm = make_target("rocm:gfx942"), make_target("llvm")
     space = template.space(lowered.info, rocm)
     cfg = space.from_values({**template.fallback(lowered.info, rocm, space).values, **values})

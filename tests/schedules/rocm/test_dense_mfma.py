@@ -17,6 +17,7 @@ from tefuse.schedules.rocm.mfma_gemm import PREFER_ENV, lds_bytes
 from tefuse.target import gpu_limits, make_target
 from tefuse.tune.task import extract_tasks
 from tests.codegen.test_rocm_codegen import objdump, toolchain  # noqa: F401  (fixtures)
+from tests.schedules.cuda import test_dense as cuda_dense
 from tests.schedules.rocm.test_conv2d_mfma import check_on_llvm, mfma_count, steps, task_names, with_template
 
 NAME = "dense_mfma"
@@ -61,6 +62,9 @@ def test_several_wavefronts_fragments_and_a_padded_tail(toolchain, objdump, tmp_
     (lambda: dense_chain(50, 40, 200, "float32"), {"tile_m": (1, 2, 2), "tile_k": (7, 2)}),
     (lambda: batched_matmul(3, 37, 40, 24, "float32"), {}),  # the anchor is the output: a copy-out
     (lambda: batched_matmul(2, 64, 48, 64, "float16"), {"tile_m": (1, 2, 2)}),
+    (lambda: cuda_dense.dense_chain(m=2, k=72, n=40, prologue="flatten"), {}),  # ResNet's flatten -> fc
+    (lambda: cuda_dense.dense_chain(m=20, k=40, n=24, dtype="float16", prologue="scale"), {}),
+    (lambda: cuda_dense.batched_matmul(batch=(2, 3), m=8, k=24, n=10), {}),  # b broadcast over the batch
 ])
 def test_the_schedule_computes_the_right_numbers_on_llvm(graph, values):
     check_on_llvm(graph(), DenseMfma(), **values)
