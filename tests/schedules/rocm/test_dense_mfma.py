@@ -10,10 +10,9 @@ import re
 import numpy as np
 import pytest
 
-import tefuse
 from tefuse.graph import GraphBuilder
-from tefuse.schedules.rocm.dense_mfma import DenseMfma, padded_tiles
-from tefuse.schedules.rocm.mfma_gemm import PREFER_ENV, lds_bytes
+from tefuse.schedules.rocm.dense_mfma import DenseMfma
+from tefuse.schedules.rocm.mfma_gemm import PREFER_ENV, lds_bytes, padded_tiles
 from tefuse.target import gpu_limits, make_target
 from tefuse.tune.task import extract_tasks
 from tests.codegen.test_rocm_codegen import objdump, toolchain  # noqa: F401  (fixtures)
