@@ -1,30 +1,56 @@
-"""Tensor intrinsics for one v_mfma_f32_16x16x16_f16 (float16 A and B, float32 accumulators).
+"""Tensor intrinsics for one 16x16x16 MFMA step (float16 or float32 A and B, float32 accumulators).
 
 A wavefront of 64 lanes holds each 16x16 operand as 4 values a lane (TVM's "warp" scope,
-buffers [64, 4]), in the instruction's layout (AMD's CDNA ISA guides):
+buffers [64, 4]), in the f16 instruction's layout (AMD's CDNA ISA guides):
 
     A[i, k]: lane i + 16 * (k // 4), slot k % 4   (lane l: row l % 16, columns 4 * (l // 16) + s)
     B[k, j]: lane j + 16 * (k // 4), slot k % 4   (lane l: column l % 16, rows 4 * (l // 16) + s)
     C[i, j]: lane j + 16 * (i // 4), slot i % 4   (lane l: column l % 16, rows 4 * (l // 16) + s)
 
-TVM 0.27 has the same intrinsics in tvm.s_tir.tensor_intrin.rocm, but importing that package
-parses every CUDA intrinsic too (24 s on a 2-core machine, inside a tuning build's timeout);
-these five parse in well under a second. Registered once per process, on first use.
+float16 is one `v_mfma_f32_16x16x16_f16`. float32 keeps the same layout and issues four
+`v_mfma_f32_16x16x4_f32`, the s-th on slot s of A and B: that instruction reads A[l % 16, l // 16]
+and B[l // 16, l % 16] from lane l, so step s pairs A's column 4 * (l // 16) + s with B's row of
+the same index, and the four steps sum all 16. Both write C in the same layout, so the schedule
+is one for either dtype. (CDNA's fp32 MFMA multiplies in full fp32, unlike a TF32 mode: it is
+no accuracy trade, hence no knob; gfx942's xf32 instructions are not used.)
+
+TVM 0.27 has similar intrinsics in tvm.s_tir.tensor_intrin.rocm (fp32 there as 16x4 tiles), but
+importing that package parses every CUDA intrinsic too (24 s on a 2-core machine, inside a
+tuning build's timeout); these parse in well under a second. Registered per dtype, on first use.
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from tvm.script import tirx as T
 
 TILE = 16
 LANES = 64
 SLOTS = TILE * TILE // LANES  # 4 values a lane
-MFMA = "llvm.amdgcn.mfma.f32.16x16x16f16"
+# in dtype -> (LLVM intrinsic, its k: steps a 16x16x16 tile takes TILE // k of them)
+MFMA = {"float16": ("llvm.amdgcn.mfma.f32.16x16x16f16", 16), "float32": ("llvm.amdgcn.mfma.f32.16x16x4f32", 4)}
+DTYPES = tuple(MFMA)
 
 FILL = "tefuse_rocm_mfma_fill_16x16_f32"
-LOAD_A = "tefuse_rocm_mfma_load_a_16x16_f16_shared"
-LOAD_B = "tefuse_rocm_mfma_load_b_16x16_f16_shared"
-MMA = "tefuse_rocm_mfma_f16f16f32_16x16x16"
 STORE = "tefuse_rocm_mfma_store_16x16_f32_shared"
+
+
+@dataclass(frozen=True)
+class Intrins:
+    """Names of the five intrinsics a 16x16x16 tile of one input dtype is tensorized with."""
+
+    fill: str
+    load_a: str
+    load_b: str
+    mma: str
+    store: str
+
+
+def names(dtype: str) -> Intrins:
+    short = {"float16": "f16", "float32": "f32"}[dtype]
+    return Intrins(FILL, f"tefuse_rocm_mfma_load_a_16x16_{short}_shared",
+                   f"tefuse_rocm_mfma_load_b_16x16_{short}_shared", f"tefuse_rocm_mfma_{short}{short}f32_16x16x16",
+                   STORE)
 
 
 def lane_a(i, k):
@@ -36,6 +62,16 @@ def lane_b(k, j):
 
 
 lane_c = lane_b  # the accumulator is laid out as B is
+
+
+def rows_a(lane, slot):
+    """The inverse of lane_a: the (row, column) of A a lane's slot holds."""
+    return lane % TILE, (lane // TILE) * SLOTS + slot
+
+
+def rows_b(lane, slot):
+    """The inverse of lane_b (and lane_c)."""
+    return (lane // TILE) * SLOTS + slot, lane % TILE
 
 
 def _fill():
@@ -67,22 +103,14 @@ def _fill():
     return desc, impl
 
 
-def _rows_a(lane, slot):
-    return lane % TILE, (lane // TILE) * SLOTS + slot
-
-
-def _rows_b(lane, slot):
-    return (lane // TILE) * SLOTS + slot, lane % TILE
-
-
-def _load(is_b: bool):
+def _load(dtype: str, is_b: bool):
     to_lane = lane_b if is_b else lane_a
-    from_lane = _rows_b if is_b else _rows_a
+    from_lane = rows_b if is_b else rows_a
 
     @T.prim_func(s_tir=True)
     def desc(r: T.handle, m: T.handle) -> None:
-        M = T.match_buffer(m, (TILE, TILE), "float16", scope="shared", offset_factor=1)
-        R = T.match_buffer(r, (LANES, SLOTS), "float16", scope="warp", offset_factor=1)
+        M = T.match_buffer(m, (TILE, TILE), dtype, scope="shared", offset_factor=1)
+        R = T.match_buffer(r, (LANES, SLOTS), dtype, scope="warp", offset_factor=1)
         with T.sblock("root"):
             T.reads(M[0:TILE, 0:TILE])
             T.writes(R[0:LANES, 0:SLOTS])
@@ -98,8 +126,8 @@ def _load(is_b: bool):
     def impl(r: T.handle, m: T.handle) -> None:
         s0 = T.int32()
         s1 = T.int32()
-        M = T.match_buffer(m, (TILE, TILE), "float16", scope="shared", offset_factor=1, strides=[s0, s1])
-        R = T.match_buffer(r, (LANES, SLOTS), "float16", scope="warp", offset_factor=1)
+        M = T.match_buffer(m, (TILE, TILE), dtype, scope="shared", offset_factor=1, strides=[s0, s1])
+        R = T.match_buffer(r, (LANES, SLOTS), dtype, scope="warp", offset_factor=1)
         with T.sblock("root"):
             T.reads(M[0:TILE, 0:TILE])
             T.writes(R[0:LANES, 0:SLOTS])
@@ -112,38 +140,47 @@ def _load(is_b: bool):
     return desc, impl
 
 
-def _mma():
+def _mma(dtype: str):
+    intrin, k = MFMA[dtype]
+    widen = (lambda v: v) if dtype == "float32" else (lambda v: T.Cast("float32", v))  # as the compute reads
+
     @T.prim_func(s_tir=True)
     def desc(a: T.handle, b: T.handle, c: T.handle) -> None:
-        A = T.match_buffer(a, (LANES, SLOTS), "float16", scope="warp", offset_factor=1)
-        B = T.match_buffer(b, (LANES, SLOTS), "float16", scope="warp", offset_factor=1)
+        A = T.match_buffer(a, (LANES, SLOTS), dtype, scope="warp", offset_factor=1)
+        B = T.match_buffer(b, (LANES, SLOTS), dtype, scope="warp", offset_factor=1)
         C = T.match_buffer(c, (LANES, SLOTS), "float32", scope="warp", offset_factor=1)
         with T.sblock("root"):
             T.reads(C[0:LANES, 0:SLOTS], A[0:LANES, 0:SLOTS], B[0:LANES, 0:SLOTS])
             T.writes(C[0:LANES, 0:SLOTS])
-            for i, j, k in T.grid(TILE, TILE, TILE):
+            for i, j, kk in T.grid(TILE, TILE, TILE):
                 with T.sblock("mma"):
-                    vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+                    vi, vj, vk = T.axis.remap("SSR", [i, j, kk])
                     lc, sc = T.meta_var(lane_c(vi, vj))
                     la, sa = T.meta_var(lane_a(vi, vk))
                     lb, sb = T.meta_var(lane_b(vk, vj))
                     T.reads(C[lc, sc], A[la, sa], B[lb, sb])
                     T.writes(C[lc, sc])
-                    C[lc, sc] = C[lc, sc] + T.Cast("float32", A[la, sa]) * T.Cast("float32", B[lb, sb])
+                    C[lc, sc] = C[lc, sc] + widen(A[la, sa]) * widen(B[lb, sb])
 
     @T.prim_func(s_tir=True)
     def impl(a: T.handle, b: T.handle, c: T.handle) -> None:
-        A = T.match_buffer(a, (LANES, SLOTS), "float16", scope="warp", offset_factor=1)
-        B = T.match_buffer(b, (LANES, SLOTS), "float16", scope="warp", offset_factor=1)
+        A = T.match_buffer(a, (LANES, SLOTS), dtype, scope="warp", offset_factor=1)
+        B = T.match_buffer(b, (LANES, SLOTS), dtype, scope="warp", offset_factor=1)
         C = T.match_buffer(c, (LANES, SLOTS), "float32", scope="warp", offset_factor=1)
         with T.sblock("root"):
             T.reads(A[0:LANES, 0:SLOTS], B[0:LANES, 0:SLOTS], C[0:LANES, 0:SLOTS])
             T.writes(C[0:LANES, 0:SLOTS])
             tx = T.env_thread("threadIdx.x")
             T.launch_thread(tx, LANES)
-            C[tx, T.ramp(0, 1, SLOTS)] = T.call_llvm_pure_intrin(
-                T.llvm_lookup_intrinsic_id(MFMA), A[tx, T.ramp(0, 1, SLOTS)], B[tx, T.ramp(0, 1, SLOTS)],
-                C[tx, T.ramp(0, 1, SLOTS)], T.int32(0), T.int32(0), T.int32(0), dtype="float32x4")
+            if k == TILE:  # one instruction on the 4 slots (parsed statically: k is a Python int)
+                C[tx, T.ramp(0, 1, SLOTS)] = T.call_llvm_pure_intrin(
+                    T.llvm_lookup_intrinsic_id(intrin), A[tx, T.ramp(0, 1, SLOTS)], B[tx, T.ramp(0, 1, SLOTS)],
+                    C[tx, T.ramp(0, 1, SLOTS)], T.int32(0), T.int32(0), T.int32(0), dtype="float32x4")
+            else:
+                for s in T.unroll(SLOTS):  # slot s: the reduction's columns 4 * (lane // 16) + s
+                    C[tx, T.ramp(0, 1, SLOTS)] = T.call_llvm_pure_intrin(
+                        T.llvm_lookup_intrinsic_id(intrin), A[tx, s], B[tx, s],
+                        C[tx, T.ramp(0, 1, SLOTS)], T.int32(0), T.int32(0), T.int32(0), dtype="float32x4")
 
     return desc, impl
 
@@ -176,26 +213,27 @@ def _store():
             tx = T.env_thread("threadIdx.x")
             T.launch_thread(tx, LANES)
             for s in T.serial(SLOTS):
-                row, col = T.meta_var(_rows_b(tx, s))
+                row, col = T.meta_var(rows_b(tx, s))
                 M[row, col] = C[tx, s]
 
     return desc, impl
 
 
-_REGISTERED = False
+_REGISTERED: set[str] = set()
 
 
-def register() -> None:
-    """Register the five intrinsics with TVM (idempotent)."""
-    global _REGISTERED
-    if _REGISTERED:
-        return
+def register(dtype: str) -> Intrins:
+    """Register the five intrinsics of one input dtype with TVM (idempotent); their names."""
+    n = names(dtype)
+    if dtype in _REGISTERED:
+        return n
     from tvm.s_tir import TensorIntrin
 
-    for name, make in ((FILL, _fill), (LOAD_A, lambda: _load(False)), (LOAD_B, lambda: _load(True)),
-                       (MMA, _mma), (STORE, _store)):
+    for name, make in ((n.fill, _fill), (n.load_a, lambda: _load(dtype, False)),
+                       (n.load_b, lambda: _load(dtype, True)), (n.mma, lambda: _mma(dtype)), (n.store, _store)):
         try:
             TensorIntrin.get(name)
         except Exception:  # noqa: BLE001 - not registered in this process yet
             TensorIntrin.register(name, *make())
-    _REGISTERED = True
+    _REGISTERED.add(dtype)
+    return n

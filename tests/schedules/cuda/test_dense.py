@@ -77,10 +77,10 @@ def cuda_source(task: Task, cfg) -> str:
 
 
 def test_dense_has_its_own_cuda_template():
-    # CUDA looks at its own family (tensor cores) first, then the GPU family; ROCm never sees the
-    # CUDA-only tensor-core template
+    # CUDA looks at its own family (tensor cores) first, then the GPU family; ROCm at its own
+    # (MFMA), never the CUDA-only tensor-core template
     assert [t.name for t in schedules.get_templates("cuda", "dense")] == ["tensorcore_gemm", "cuda_dense"]
-    assert [t.name for t in schedules.get_templates("rocm", "dense")] == ["cuda_dense"]
+    assert [t.name for t in schedules.get_templates("rocm", "dense")] == ["dense_mfma", "cuda_dense"]
 
 
 @pytest.mark.parametrize("kw", CHAINS)
