@@ -3,6 +3,8 @@
     tefuse tune "conv2d(k=64,r=3,pad=1)+bias+batch_norm+relu" --target cuda --trials 64 \\
         --tuner xgb --log tune.jsonl [--early-stopping 32]
 
+With `--batch 1,8,32` the kernels of every batch size are tuned, into the one log (what
+`tefuse build --batch 1,8,32` then finds).
 Rerunning the same command resumes: configs already in the log are not measured again.
 Measuring on several GPUs, each batch spread over them (one candidate per GPU at a time):
 
@@ -100,33 +102,40 @@ def run(args: argparse.Namespace) -> int:
     from ..tune.builder import LocalBuilder
     from ..tune.runner import LocalRunner
     from ..tune.loop import tune
-    from .build import load_graph, resolve_target
+    from .build import load_graph, load_graphs, resolve_target
 
     if args.trials < 1:
         raise UsageError("--trials must be at least 1")
     target = resolve_target(args.target)
-    graph = load_graph(args)
+    graphs = load_graphs(args) or {None: load_graph(args)}
     if args.precision != "fp32":
         from ..graph.precision import convert_precision
 
-        graph = convert_precision(graph, args.precision)  # tune the kernels `build --precision` makes
+        # tune the kernels `build --precision` makes
+        graphs = {b: convert_precision(g, args.precision) for b, g in graphs.items()}
     runner = _runner(args, target)
     progress, close_bars = _progress_bar()
     builder = LocalBuilder(n_parallel=args.parallel)
     runner = runner or LocalRunner()
+    results = []
     try:
-        results = tune(graph, target, trials=args.trials, tuner=args.tuner, log=args.log,
-                       early_stopping=args.early_stopping, seed=args.seed, builder=builder,
-                       runner=runner, progress=progress)
+        for k, (b, graph) in enumerate(graphs.items(), 1):
+            if b is not None:
+                log.info("batch %d (%d of %d)", b, k, len(graphs))
+            found = tune(graph, target, trials=args.trials, tuner=args.tuner, log=args.log,
+                         early_stopping=args.early_stopping, seed=args.seed, builder=builder,
+                         runner=runner, progress=progress)
+            results += [(b, r) for r in found]
     finally:
         close_bars()
         builder.close()
         runner.close()
     if hasattr(runner, "summary"):
         print(runner.summary())
-    for r in results:
+    for b, r in results:
         best = f"{r.best_cost * 1e3:.4f} ms (#{r.best_index})" if math.isfinite(r.best_cost) else "no valid config"
         errs = ", ".join(f"{k}: {v}" for k, v in sorted(r.errors.items())) or "no errors"
-        print(f"{r.task.name} [{r.template}]: best {best}; {r.measured} measured, "
+        where = "" if b is None else f"batch {b}: "
+        print(f"{where}{r.task.name} [{r.template}]: best {best}; {r.measured} measured, "
               f"{r.resumed} from the log; {errs}")
-    return 0 if any(math.isfinite(r.best_cost) for r in results) or not results else 1
+    return 0 if any(math.isfinite(r.best_cost) for _, r in results) or not results else 1
