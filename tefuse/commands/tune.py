@@ -45,20 +45,24 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
-def _progress_bar():
-    """(progress callback for tune(), close): one bar for the kernel being tuned, replaced by
-    the next kernel's; off when stderr is not a terminal or with --no-progress."""
-    from . import progress as P
+class _TuneBars:
+    """The progress callback for tune(): one bar for the kernel being tuned, left on the screen
+    at its last state when the next kernel's starts; off when stderr is not a terminal or with --no-progress. `label` (the batch size)
+    goes into the bar's description; `close` ends the bar, so the next batch's starts anew."""
 
-    if not P.enabled():
-        return None, lambda: None
-    state: dict = {}
+    def __init__(self) -> None:
+        from . import progress as P
 
-    def update(name: str, done: int, total: int, best: float) -> None:
-        if state.get("name") != name:
-            P.close(state.get("bar"))
-            state["name"], state["bar"] = name, P.bar(total, f"tuning {name[:40]}", unit="trial")
-        b = state["bar"]
+        self._p, self._bar, self._name, self.label = P, None, None, ""
+        self.update = self._update if P.enabled() else None
+
+    def _update(self, name: str, done: int, total: int, best: float) -> None:
+        if self._name != name or self._bar is None:
+            self.close()
+            # kept on the screen when done: one line per kernel with its best time
+            self._name, self._bar = name, self._p.bar(total, f"tuning {name[:40]}{self.label}", unit="trial",
+                                                      initial=done, leave=True)
+        b = self._bar
         if b is None:
             return
         b.total = total
@@ -66,7 +70,9 @@ def _progress_bar():
         b.set_postfix_str(f"best {best * 1e3:.4f} ms" if math.isfinite(best) else "best -", refresh=False)
         b.refresh()
 
-    return update, lambda: P.close(state.get("bar"))
+    def close(self) -> None:
+        self._p.close(self._bar)
+        self._bar = self._name = None
 
 
 def _runner(args: argparse.Namespace, target):
@@ -114,20 +120,22 @@ def run(args: argparse.Namespace) -> int:
         # tune the kernels `build --precision` makes
         graphs = {b: convert_precision(g, args.precision) for b, g in graphs.items()}
     runner = _runner(args, target)
-    progress, close_bars = _progress_bar()
+    bars = _TuneBars()
     builder = LocalBuilder(n_parallel=args.parallel)
     runner = runner or LocalRunner()
     results = []
     try:
         for k, (b, graph) in enumerate(graphs.items(), 1):
             if b is not None:
+                bars.close()
+                bars.label = f" (batch {b})"
                 log.info("batch %d (%d of %d)", b, k, len(graphs))
             found = tune(graph, target, trials=args.trials, tuner=args.tuner, log=args.log,
                          early_stopping=args.early_stopping, seed=args.seed, builder=builder,
-                         runner=runner, progress=progress)
+                         runner=runner, progress=bars.update)
             results += [(b, r) for r in found]
     finally:
-        close_bars()
+        bars.close()
         builder.close()
         runner.close()
     if hasattr(runner, "summary"):
