@@ -25,7 +25,6 @@ def add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--input", "-i", default=None, metavar="1x64x56x56",
                    help=f"input shape of a chain (default {DEFAULT_CHAIN_SHAPE}; same as --shape 1x64x56x56)")
     add_shape_option(p)
-    add_batch_option(p)
     p.add_argument("--dtype", default="float32", choices=["float32", "float16", "bfloat16"],
                    help="a chain's tensors (default float32); --precision converts a float32 model instead")
 
@@ -235,6 +234,7 @@ def add_parser(sub) -> None:
                        description="Fuse and compile a chain spec or an ONNX model; print the code or "
                                    "save a compiled artefact.")
     add_common(p)
+    add_batch_option(p)
     add_precision_option(p)
     p.add_argument("--emit", "-e", default="summary", choices=EMIT,
                    help="what to print (default summary); cuda and ptx need no GPU; graph (text) and dot "

@@ -24,10 +24,11 @@ log = logging.getLogger(__name__)
 
 
 def add_parser(sub) -> None:
-    from .build import add_common, add_precision_option
+    from .build import add_batch_option, add_common, add_precision_option
 
     p = sub.add_parser("tune", help="autotune the kernels of a chain spec or ONNX model")
     add_common(p)
+    add_batch_option(p)
     add_precision_option(p)
     p.add_argument("--trials", "-n", type=int, default=64, help="measurements per kernel (default 64)")
     p.add_argument("--tuner", default="xgb", choices=["xgb", "random", "grid"])
