@@ -24,25 +24,27 @@ _LAZY = {
     "make_target": ".target",
     "build": ".driver",
     "FusionPlan": ".plan", "TensorDesc": ".plan", "OperatorArgs": ".plan", "parse_chain": ".plan",
-    "import_onnx": ".frontend.onnx",
+    "import_onnx": ".frontend.onnx", "import_onnx_profiles": ".frontend.onnx",
+    "ProfiledGraph": ".runtime.profiles",
     "load": ".runtime.artifact", "save": ".runtime.artifact",
     "list_ops": ".ops",
 }
 
 __all__ = ["BuildError", "CompiledGraph", "FusionPlan", "Graph", "GraphBuilder", "GraphError",
-           "ModelImportError", "Node", "OpError", "OperatorArgs", "PlanStateError", "TefuseError",
-           "TensorDesc", "UnsupportedFusion", "build", "fuse_graph", "import_onnx", "list_ops", "load",
-           "make_target", "parse_chain", "save", "__version__"]
+           "ModelImportError", "Node", "OpError", "OperatorArgs", "PlanStateError", "ProfiledGraph", "TefuseError",
+           "TensorDesc", "UnsupportedFusion", "build", "fuse_graph", "import_onnx", "import_onnx_profiles",
+           "list_ops", "load", "make_target", "parse_chain", "save", "__version__"]
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time these come from __getattr__
     from .driver import build
-    from .frontend.onnx import import_onnx
+    from .frontend.onnx import import_onnx, import_onnx_profiles
     from .fusion import fuse_graph
     from .graph import Graph, GraphBuilder, Node
     from .ops import list_ops
     from .plan import FusionPlan, OperatorArgs, TensorDesc, parse_chain
     from .runtime import CompiledGraph
     from .runtime.artifact import load, save
+    from .runtime.profiles import ProfiledGraph
     from .target import make_target
 
 

@@ -11,7 +11,7 @@ import os
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, Optional, Union
+from typing import Callable, Mapping, Optional, Sequence, Union
 
 import tvm
 
@@ -27,6 +27,7 @@ from .graph.layout import auto_layout, convert_layout
 from .graph.precision import check_precision, convert_precision
 from .runtime.executor import CompiledGraph
 from .runtime.kernel import CompiledKernel
+from .runtime.profiles import ProfiledGraph, profiled
 from .target import TargetLike, make_target
 
 log = logging.getLogger(__name__)
@@ -208,11 +209,19 @@ def prepare_graph(graph: Graph, target, *, precision: str = "fp32", layout: Opti
     return convert_layout(graph, auto_layout(precision, kind) if layout is None else layout)
 
 
-def build(graph: Graph, target: TargetLike = "llvm", *, db: Union[BestRecordSource, str, None] = None,
+GraphSource = Union[Graph, Mapping[int, Graph], Callable[[int], Graph]]
+
+
+def build(graph: GraphSource, target: TargetLike = "llvm", *, db: Union[BestRecordSource, str, None] = None,
           cache=None, fuse: bool = True, prologue: bool = True, multi_output: bool = True,
           fold_bn: bool = False, jobs: Optional[int] = None, precision: str = "fp32",
-          layout: Optional[str] = None, progress: Optional[Callable[[int, int], None]] = None):
+          layout: Optional[str] = None, progress: Optional[Callable[[int, int], None]] = None,
+          batch_sizes: Optional[Sequence[int]] = None):
     """Fuse and compile a graph; returns a `CompiledGraph` ready to run.
+
+    Batch profiles: `graph` may be {batch: Graph} (e.g. `import_onnx_profiles(model, [1, 8])`),
+    or a function batch -> Graph with `batch_sizes=[1, 8]`; each is built in turn and a
+    `ProfiledGraph` comes back, whose `run` picks the profile by the inputs' shapes.
 
     fold_bn folds constant inference batch-norms into the preceding conv's weights first.
     db / cache: None (off, the default: builds stay hermetic), an object, or "default" for
@@ -227,6 +236,10 @@ def build(graph: Graph, target: TargetLike = "llvm", *, db: Union[BestRecordSour
     progress(done, total): called as each distinct kernel is compiled (a progress bar).
     Logs one INFO line for the whole build; per-kernel lines are at level VERBOSE (15).
     """
+    if batch_sizes is not None or not isinstance(graph, Graph):
+        kw = dict(db=db, cache=cache, fuse=fuse, prologue=prologue, multi_output=multi_output, fold_bn=fold_bn,
+                  jobs=jobs, precision=precision, layout=layout, progress=progress)
+        return build_profiles(_graphs_by_batch(graph, batch_sizes), target, **kw)
     tgt = make_target(target)
     graph = prepare_graph(graph, tgt, precision=precision, layout=layout, fold_bn=fold_bn)
     if db == "default":
@@ -242,3 +255,33 @@ def build(graph: Graph, target: TargetLike = "llvm", *, db: Union[BestRecordSour
     kernels = compile_groups(preps, tgt, cache=cache, jobs=jobs, progress=progress)
     log.info("%s", build_summary(kernels, sum(len(g.nodes) for g in groups), time.perf_counter() - t0))
     return CompiledGraph(graph, tgt, kernels)
+
+
+def _graphs_by_batch(graph: GraphSource, batch_sizes: Optional[Sequence[int]]) -> dict[int, Graph]:
+    if isinstance(graph, Mapping):
+        if batch_sizes is not None and sorted(batch_sizes) != sorted(graph):
+            raise BuildError(f"batch_sizes {list(batch_sizes)} differ from the graphs' batch sizes {sorted(graph)}")
+        graphs = dict(graph)
+    elif callable(graph) and not isinstance(graph, Graph):
+        if not batch_sizes:
+            raise BuildError("a function batch -> Graph needs batch_sizes, e.g. batch_sizes=[1, 8]")
+        graphs = {b: graph(b) for b in batch_sizes}
+    else:
+        raise BuildError("batch_sizes needs a graph per batch size: pass {batch: Graph} (e.g. "
+                         "tefuse.import_onnx_profiles(model, [1, 8])) or a function batch -> Graph")
+    bad = [b for b in graphs if isinstance(b, bool) or not isinstance(b, int) or b < 1]
+    if bad or not graphs:
+        raise BuildError(f"batch sizes must be positive integers, got {bad or 'none'}")
+    wrong = [b for b, g in graphs.items() if not isinstance(g, Graph)]
+    if wrong:
+        raise BuildError(f"batch {wrong[0]}: expected a Graph, got {type(graphs[wrong[0]]).__name__}")
+    return graphs
+
+
+def build_profiles(graphs: Mapping[int, Graph], target: TargetLike = "llvm", **build_kw) -> ProfiledGraph:
+    """One CompiledGraph per batch size ({batch: Graph}), built in turn into a ProfiledGraph."""
+    compiled = {}
+    for k, b in enumerate(sorted(graphs), 1):
+        log.info("batch profile %d (%d of %d)", b, k, len(graphs))
+        compiled[b] = build(graphs[b], target, **build_kw)
+    return profiled(compiled)

@@ -46,6 +46,63 @@ def add_shape_option(p: argparse.ArgumentParser) -> None:
                         "for a chain, its input shape (NAME= optional)")
 
 
+def add_batch_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--batch", default=None, metavar="1,8,32",
+                   help="batch profiles: build for each batch size (an ONNX model's dynamic leading dim, a "
+                        "chain's dim 0); -o saves them all in one artefact, whose run picks the profile "
+                        "by the inputs' shapes")
+
+
+def parse_batches(text: Optional[str]) -> Optional[list[int]]:
+    """--batch '1,8,32' -> [1, 8, 32] (ascending); None when not given."""
+    if text is None:
+        return None
+    parts = [t.strip() for t in text.split(",")]
+    if not all(re.fullmatch(r"[0-9]+", t) for t in parts) or any(int(t) < 1 for t in parts):
+        raise UsageError(f"--batch {text!r}: expected positive batch sizes such as 1,8,32")
+    sizes = [int(t) for t in parts]
+    if len(set(sizes)) != len(sizes):
+        raise UsageError(f"--batch {text!r}: a batch size given twice")
+    return sorted(sizes)
+
+
+def load_graphs(args: argparse.Namespace) -> Optional[dict]:
+    """{batch: graph} for --batch (the model imported, or the chain made, for each batch size),
+    else None (use load_graph)."""
+    batches = parse_batches(getattr(args, "batch", None))
+    if batches is None:
+        return None
+    if not args.spec.endswith(".onnx"):
+        from ..plan.spec import parse_chain
+
+        shape = chain_shape(args)
+        return {b: parse_chain(args.spec, (b, *shape[1:]), args.dtype, args.layout) for b in batches}
+    if getattr(args, "input", None):
+        raise UsageError("--input/-i is a chain's input shape; for an ONNX model use --shape NAME=DIMS")
+    from ..frontend.onnx import load_model
+
+    return onnx_batch_graphs(load_model(args.spec), batches, parse_shapes(getattr(args, "shape", [])))
+
+
+def onnx_batch_graphs(model, batches: list[int], shapes: dict[str, tuple[int, ...]]) -> dict:
+    """{batch: graph}: the ONNX model imported for each batch size (its dynamic leading dims
+    set to it); a model without one is a usage error."""
+    from ..errors import ModelImportError
+    from ..frontend.onnx import batch_input_shapes
+
+    init = {i.name for i in model.graph.initializer}
+    names = [i.name for i in model.graph.input if i.name not in init]
+    shapes = named_shapes(shapes, names)
+    graphs = {}
+    for b in batches:
+        try:
+            shapes_b = batch_input_shapes(model, b, shapes)
+        except ModelImportError as e:
+            raise UsageError(f"--batch: {e}") from None
+        graphs[b] = import_model(model, shapes_b, names)
+    return graphs
+
+
 def parse_dims(text: str, what: str, shown: Optional[str] = None) -> tuple[int, ...]:
     """'1x3x224x224' or '1,3,224,224' -> (1, 3, 224, 224); every dim a positive integer.
     A usage error names `what` and `shown` (the option's whole value; `text` by default)."""
@@ -136,16 +193,23 @@ def chain_shape(args: argparse.Namespace) -> tuple[int, ...]:
     return next(iter(shapes.values())) if shapes else parse_dims(args.input or DEFAULT_CHAIN_SHAPE, "--input")
 
 
+def named_shapes(shapes: dict[str, tuple[int, ...]], input_names: list[str]) -> dict[str, tuple[int, ...]]:
+    """A --shape without NAME= names the model's only input."""
+    if "" not in shapes:
+        return shapes
+    if len(input_names) != 1:
+        raise UsageError(f"the model has inputs {input_names}: name the one to shape, e.g. "
+                         f"--shape {input_names[0] if input_names else 'x'}=1x3x224x224")
+    rest = {k: v for k, v in shapes.items() if k}
+    return {input_names[0]: shapes[""]} | rest
+
+
 def import_model(model, shapes: dict[str, tuple[int, ...]], input_names: list[str]):
     """import_onnx with --shape values; unknown names or dims left unknown are usage errors
     that say which --shape to add."""
     from ..frontend.onnx import import_onnx
 
-    if "" in shapes:
-        if len(input_names) != 1:
-            raise UsageError(f"the model has inputs {input_names}: name the one to shape, e.g. "
-                             f"--shape {input_names[0] if input_names else 'x'}=1x3x224x224")
-        shapes = {input_names[0]: shapes.pop("")} | shapes
+    shapes = named_shapes(shapes, input_names)
     unknown = sorted(set(shapes) - set(input_names))
     if unknown:
         raise UsageError(f"--shape names unknown input(s) {unknown}; the model's inputs are {input_names}")
@@ -170,6 +234,7 @@ def add_parser(sub) -> None:
                        description="Fuse and compile a chain spec or an ONNX model; print the code or "
                                    "save a compiled artefact.")
     add_common(p)
+    add_batch_option(p)
     add_precision_option(p)
     p.add_argument("--emit", "-e", default="summary", choices=EMIT,
                    help="what to print (default summary); cuda and ptx need no GPU; graph (text) and dot "
@@ -199,12 +264,25 @@ def open_db_and_cache(args):
 
 
 def build_graph(graph, target, db, cache, jobs: Optional[int], precision: str = "fp32"):
-    """driver.build with a progress bar (when stderr is a terminal)."""
+    """driver.build with a progress bar (when stderr is a terminal); {batch: graph} builds a
+    ProfiledGraph, one bar per batch size."""
     from ..driver import build
     from .progress import build_progress
 
     if jobs is not None and jobs < 1:
         raise UsageError("--jobs must be at least 1")
+    if isinstance(graph, dict):
+        from ..runtime.profiles import profiled
+
+        built = {}
+        for k, (b, g) in enumerate(sorted(graph.items()), 1):
+            log.info("batch profile %d (%d of %d)", b, k, len(graph))
+            update, finish = build_progress(f"compiling kernels (batch {b})")
+            try:
+                built[b] = build(g, target, db=db, cache=cache, jobs=jobs, precision=precision, progress=update)
+            finally:
+                finish()
+        return profiled(built)
     update, finish = build_progress()
     try:
         return build(graph, target, db=db, cache=cache, jobs=jobs, precision=precision, progress=update)
@@ -248,14 +326,18 @@ def fusion_dot(graph, groups) -> str:
 
 
 def run(args) -> int:
-    graph = load_graph(args)
+    graphs = load_graphs(args)
+    graph = load_graph(args) if graphs is None else graphs
+    each = graphs.items() if graphs is not None else [(None, graph)]
     if args.emit == "graph":
-        print(graph.text())
+        for b, g in each:
+            print(g.text() if b is None else f"# batch {b}\n{g.text()}")
         return 0
     if args.emit == "dot":
         from ..fusion import fuse_graph
 
-        print(fusion_dot(graph, fuse_graph(graph)))
+        for b, g in each:  # several digraphs in one file: dot draws each
+            print(fusion_dot(g, fuse_graph(g)) if b is None else f"// batch {b}\n{fusion_dot(g, fuse_graph(g))}")
         return 0
     if args.emit == "ptx" and not args.target.startswith(("cuda", "gpu")):
         raise UsageError("--emit ptx needs a cuda target")
@@ -267,7 +349,11 @@ def run(args) -> int:
     elif args.emit == "ptx":
         from ..codegen.ptx import compile_to_ptx
 
-        print(compile_to_ptx(cg.source("cuda"), str(target.attrs.get("arch", "sm_90"))))
+        arch = str(target.attrs.get("arch", "sm_90"))
+        if graphs is None:
+            print(compile_to_ptx(cg.source("cuda"), arch))
+        for p in getattr(cg, "profiles", ()):
+            print(f"// ==== batch {p.batch} ====\n{compile_to_ptx(p.graph.source('cuda'), arch)}")
     else:
         print(cg.source(args.emit))
     if args.output:

@@ -32,13 +32,15 @@ def enabled() -> bool:
     return True
 
 
-def bar(total: Optional[int], desc: str, unit: str = "it"):
-    """A tqdm bar on stderr (closed by close_all at the latest), or None when bars are off."""
+def bar(total: Optional[int], desc: str, unit: str = "it", *, initial: int = 0, leave: bool = False):
+    """A tqdm bar on stderr (closed by close_all at the latest), or None when bars are off.
+    initial: steps done before the bar (not counted in its rate); leave: keep its last state
+    on the screen when it closes."""
     if not enabled():
         return None
     from tqdm import tqdm
 
-    b = tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, leave=False, dynamic_ncols=True)
+    b = tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, leave=leave, dynamic_ncols=True, initial=initial)
     with _lock:
         _bars.append(b)
     return b

@@ -16,6 +16,12 @@ Inputs: `--input NAME=FILE.npy` (repeatable), `--input NAME=FILE.npz` (the array
 or its only array), or `--input FILE.npz` (every array whose name is an input); the rest get
 seeded random values. `-o FILE.npz` saves the outputs, keyed by output name.
 
+Batch profiles: `--batch 1,8` builds the .onnx model for each batch size (its dynamic leading
+dim); an artefact saved with profiles (`tefuse build --batch 1,8 -o m.tefuse`) holds them. Each
+profile is run in turn, its lines under a `batch N:` line; `--batch` picks some of an artefact's
+profiles, and `--input` files pick the one their shapes match (none matching is an error that
+lists the batch sizes). `-o` then keys the outputs `batchN/NAME`.
+
 `--json FILE` writes everything printed, as one object (schema "tefuse-run/1"):
 
     {
@@ -41,6 +47,9 @@ seeded random values. `-o FILE.npz` saves the outputs, keyed by output name.
                           "ok": bool}],   # null errors: the shapes differ
       "ok": bool                          # false when a check failed (exit code 1)
     }
+
+With batch profiles the object is {"schema", "tefuse", "model", "target", "profiles": [one
+object as above, less schema/tefuse/model/target, plus "batch": int, per profile run], "ok"}.
 """
 from __future__ import annotations
 
@@ -55,7 +64,8 @@ from typing import Any, Optional
 
 from ..errors import TefuseError
 from . import UsageError
-from .build import add_db_options, add_precision_option, add_shape_option, open_db_and_cache, parse_shapes
+from .build import (add_batch_option, add_db_options, add_precision_option, add_shape_option, open_db_and_cache,
+                    parse_batches, parse_shapes)
 
 log = logging.getLogger(__name__)
 
@@ -116,6 +126,7 @@ def add_parser(sub) -> None:
                    help="input values: NAME=FILE.npy, NAME=FILE.npz, or one FILE.npz holding every input "
                         "(repeatable); seeded random values otherwise")
     add_shape_option(p)
+    add_batch_option(p)
     p.add_argument("--check", action="store_true", help="compare with onnxruntime (CPU)")
     p.add_argument("--rtol", type=float, default=1e-3, help="--check tolerance (default 1e-3)")
     p.add_argument("--atol", type=float, default=1e-4, help="--check tolerance (default 1e-4)")
@@ -334,10 +345,16 @@ def _load(args: argparse.Namespace, given: dict[str, Any]):
     init = {i.name for i in model.graph.initializer}
     input_names = [i.name for i in model.graph.input if i.name not in init]
     _check_input_names(given, input_names)  # before the build, which takes a while
-    for k, v in given.items():
-        if k in input_names and k not in shapes:
-            shapes[k] = tuple(v.shape)
-    graph = import_model(model, shapes, input_names)
+    batches = parse_batches(args.batch)
+    if batches is not None:  # the inputs given pick a profile; they do not shape the model
+        from .build import onnx_batch_graphs
+
+        graph = onnx_batch_graphs(model, batches, shapes)
+    else:
+        for k, v in given.items():
+            if k in input_names and k not in shapes:
+                shapes[k] = tuple(v.shape)
+        graph = import_model(model, shapes, input_names)
     db, cache = open_db_and_cache(args)
     cg = build_graph(graph, target, db, cache, args.jobs, args.precision)
     return cg, len(model.graph.node), model, time.perf_counter() - t0
@@ -378,9 +395,23 @@ def _time_runs(cg, feeds: dict[str, Any], warmup: int, iterations: Optional[int]
     return Timing(times, max(warmup, 1), batch)
 
 
-def run(args: argparse.Namespace) -> int:
-    import numpy as np
+def _chosen(loaded, args: argparse.Namespace, given: dict[str, Any]) -> list[tuple[Optional[int], Any]]:
+    """(batch or None, compiled graph) to run: a plain graph; the profile the --input files
+    match; the --batch profiles of an artefact; else every profile."""
+    from ..runtime.profiles import ProfiledGraph
 
+    if not isinstance(loaded, ProfiledGraph):
+        if args.batch is not None:
+            raise UsageError("--batch: this artefact has no batch profiles (build it with --batch)")
+        return [(None, loaded)]
+    if given:
+        picked = loaded.select(**given)
+        return [(next(p.batch for p in loaded.profiles if p.graph is picked), picked)]
+    batches = parse_batches(args.batch) or loaded.batch_sizes
+    return [(b, loaded.profile(b)) for b in batches]
+
+
+def run(args: argparse.Namespace) -> int:
     if args.warmup < 0:
         raise UsageError("--warmup must be 0 or more")
     if args.top < 0:
@@ -388,7 +419,37 @@ def run(args: argparse.Namespace) -> int:
     if args.duration is not None and args.duration <= 0:
         raise UsageError("--duration must be more than 0 seconds")
     given = load_inputs(args.input)
-    cg, onnx_nodes, model, build_seconds = _load(args, given)
+    loaded, onnx_nodes, model, build_seconds = _load(args, given)
+    chosen = _chosen(loaded, args, given)
+    reports, saved = [], {}
+    for batch, cg in chosen:
+        if batch is not None:
+            print(f"batch {batch}:")
+        report, outs = _run_graph(cg, args, given, onnx_nodes, model, build_seconds)
+        reports.append(report if batch is None else {"batch": batch, **report})
+        saved.update({n if batch is None else f"batch{batch}/{n}": o for n, o in outs.items()})
+    if args.output:
+        import numpy as np
+
+        np.savez(args.output, **saved)
+        log.info("saved %d output(s) to %s", len(saved), args.output)
+    ok = all(r["ok"] for r in reports)
+    if args.json:
+        from ..version import __version__
+
+        head = {"schema": SCHEMA, "tefuse": __version__, "model": args.model, "target": str(loaded.target)}
+        report = {**head, **reports[0]} if chosen[0][0] is None else {**head, "profiles": reports, "ok": ok}
+        Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
+        log.info("wrote %s", args.json)
+    return 0 if ok else 1
+
+
+def _run_graph(cg, args: argparse.Namespace, given: dict[str, Any], onnx_nodes: Optional[int], model,
+               build_seconds: Optional[float]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Run, time, profile and check one compiled graph, printing as it goes; (its part of the
+    JSON report, {output name: array})."""
+    import numpy as np
+
     _check_input_names(given, [i.name for i in cg.graph.inputs])
     print(fusion_summary(cg, onnx_nodes, args.verbose_groups))
 
@@ -404,9 +465,6 @@ def run(args: argparse.Namespace) -> int:
     out_names = [o.name for o in cg.graph.outputs]
     for name, o in zip(out_names, outs):
         print(f"output {name}: {o.dtype}{list(o.shape)} mean {float(np.mean(o)):.6g}")
-    if args.output:
-        np.savez(args.output, **dict(zip(out_names, outs)))
-        log.info("saved %d output(s) to %s", len(outs), args.output)
 
     checks = None
     if args.check:
@@ -423,25 +481,19 @@ def run(args: argparse.Namespace) -> int:
             print(f"check {c.name}: max abs err {c.max_abs:.3g}, max rel err {c.max_rel:.3g} "
                   f"-> {'OK' if c.ok else 'MISMATCH'} (rtol {args.rtol:g}, atol {args.atol:g})")
     ok = checks is None or all(c.ok for c in checks)
-    if args.json:
-        from ..version import __version__
-
-        tuned = sum(k.config_source == "tuned" for k in cg.kernels)
-        report = {
-            "schema": SCHEMA, "tefuse": __version__, "model": args.model, "target": str(cg.target),
-            "inputs": [{"name": i.name, "dtype": i.dtype, "shape": list(i.shape),
-                        "source": "file" if i.name in given else "random"} for i in cg.graph.inputs],
-            "build": {"kernels": cg.num_kernels, "ops": sum(len(k.group.nodes) for k in cg.kernels),
-                      "onnx_nodes": onnx_nodes, "tuned": tuned, "fallback": cg.num_kernels - tuned,
-                      "seconds": build_seconds},
-            "timing": timing.stats() if timing is not None else None,
-            "profile": rows,
-            "outputs": [{"name": n, "dtype": str(o.dtype), "shape": list(o.shape), "mean": float(np.mean(o))}
-                        for n, o in zip(out_names, outs)],
-            "check": None if checks is None else [{"name": c.name, "max_abs": _finite(c.max_abs),
-                                                   "max_rel": _finite(c.max_rel), "ok": c.ok} for c in checks],
-            "ok": ok,
-        }
-        Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
-        log.info("wrote %s", args.json)
-    return 0 if ok else 1
+    tuned = sum(k.config_source == "tuned" for k in cg.kernels)
+    report = {
+        "inputs": [{"name": i.name, "dtype": i.dtype, "shape": list(i.shape),
+                    "source": "file" if i.name in given else "random"} for i in cg.graph.inputs],
+        "build": {"kernels": cg.num_kernels, "ops": sum(len(k.group.nodes) for k in cg.kernels),
+                  "onnx_nodes": onnx_nodes, "tuned": tuned, "fallback": cg.num_kernels - tuned,
+                  "seconds": build_seconds},
+        "timing": timing.stats() if timing is not None else None,
+        "profile": rows,
+        "outputs": [{"name": n, "dtype": str(o.dtype), "shape": list(o.shape), "mean": float(np.mean(o))}
+                    for n, o in zip(out_names, outs)],
+        "check": None if checks is None else [{"name": c.name, "max_abs": _finite(c.max_abs),
+                                               "max_rel": _finite(c.max_rel), "ok": c.ok} for c in checks],
+        "ok": ok,
+    }
+    return report, dict(zip(out_names, outs))

@@ -3,6 +3,8 @@
     tefuse tune "conv2d(k=64,r=3,pad=1)+bias+batch_norm+relu" --target cuda --trials 64 \\
         --tuner xgb --log tune.jsonl [--early-stopping 32]
 
+With `--batch 1,8,32` the kernels of every batch size are tuned, into the one log (what
+`tefuse build --batch 1,8,32` then finds).
 Rerunning the same command resumes: configs already in the log are not measured again.
 Measuring on several GPUs, each batch spread over them (one candidate per GPU at a time):
 
@@ -22,10 +24,11 @@ log = logging.getLogger(__name__)
 
 
 def add_parser(sub) -> None:
-    from .build import add_common, add_precision_option
+    from .build import add_batch_option, add_common, add_precision_option
 
     p = sub.add_parser("tune", help="autotune the kernels of a chain spec or ONNX model")
     add_common(p)
+    add_batch_option(p)
     add_precision_option(p)
     p.add_argument("--trials", "-n", type=int, default=64, help="measurements per kernel (default 64)")
     p.add_argument("--tuner", default="xgb", choices=["xgb", "random", "grid"])
@@ -43,29 +46,37 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
-def _progress_bar():
-    """(progress callback for tune(), close): one bar over the trials of every kernel started
-    so far (several are tuned at once); off when stderr is not a terminal or with --no-progress."""
-    from . import progress as P
+class _TuneBars:
+    """The progress callback for tune(): one bar over the trials of every kernel started so far
+    (several kernels are tuned at once), left on the screen at its last state; `label` (the
+    batch size) goes into its description and `close` ends it, so the next batch's starts
+    anew. Off when stderr is not a terminal or with --no-progress."""
 
-    if not P.enabled():
-        return None, lambda: None
-    state: dict = {"bar": P.bar(None, "tuning", unit="trial"), "tasks": {}}
+    def __init__(self) -> None:
+        from . import progress as P
 
-    def update(name: str, done: int, total: int, best: float) -> None:
-        b = state["bar"]
+        self._p, self._bar, self._tasks, self.label = P, None, {}, ""
+        self.update = self._update if P.enabled() else None
+
+    def _update(self, name: str, done: int, total: int, best: float) -> None:
+        if self._bar is None:
+            self._bar = self._p.bar(None, f"tuning{self.label}", unit="trial", leave=True)
+        b = self._bar
         if b is None:
             return
-        state["tasks"][name] = (done, total)
-        b.total = sum(t for _, t in state["tasks"].values())
-        b.n = sum(d for d, _ in state["tasks"].values())
-        running = sum(d < t for d, t in state["tasks"].values())
+        self._tasks[name] = (done, total)
+        n = len(self._tasks)
+        b.set_description(f"tuning {n} kernel{'s' if n > 1 else ''}{self.label}", refresh=False)
+        b.total = sum(t for _, t in self._tasks.values())
+        b.n = sum(d for d, _ in self._tasks.values())
+        running = sum(d < t for d, t in self._tasks.values())
         best_s = f"{best * 1e3:.4f} ms" if math.isfinite(best) else "-"
-        b.set_postfix_str(f"{len(state['tasks'])} kernels, {running} running; {name[:32]} best {best_s}",
-                          refresh=False)
+        b.set_postfix_str(f"{running} running; {name[:32]} best {best_s}", refresh=False)
         b.refresh()
 
-    return update, lambda: P.close(state["bar"])
+    def close(self) -> None:
+        self._p.close(self._bar)
+        self._bar, self._tasks = None, {}
 
 
 def _runner(args: argparse.Namespace, target):
@@ -101,33 +112,41 @@ def run(args: argparse.Namespace) -> int:
     from ..tune.builder import LocalBuilder
     from ..tune.runner import LocalRunner
     from ..tune.loop import tune
-    from .build import load_graph, resolve_target
+    from .build import load_graph, load_graphs, resolve_target
 
     if args.trials < 1:
         raise UsageError("--trials must be at least 1")
     target = resolve_target(args.target)
-    graph = load_graph(args)
     from ..driver import prepare_graph
 
-    # the kernels `build --precision` makes: precision converted, and NHWC for fp16/bf16 on CUDA
-    graph = prepare_graph(graph, target, precision=args.precision)
+    # the kernels `build --precision` makes: precision converted, and NHWC for fp16/bf16/tf32 on CUDA
+    graphs = load_graphs(args) or {None: load_graph(args)}
+    graphs = {b: prepare_graph(g, target, precision=args.precision) for b, g in graphs.items()}
     runner = _runner(args, target)
-    progress, close_bars = _progress_bar()
+    bars = _TuneBars()
     builder = LocalBuilder(n_parallel=args.parallel)
     runner = runner or LocalRunner()
+    results = []
     try:
-        results = tune(graph, target, trials=args.trials, tuner=args.tuner, log=args.log,
-                       early_stopping=args.early_stopping, seed=args.seed, builder=builder,
-                       runner=runner, progress=progress)
+        for k, (b, graph) in enumerate(graphs.items(), 1):
+            if b is not None:
+                bars.close()
+                bars.label = f" (batch {b})"
+                log.info("batch %d (%d of %d)", b, k, len(graphs))
+            found = tune(graph, target, trials=args.trials, tuner=args.tuner, log=args.log,
+                         early_stopping=args.early_stopping, seed=args.seed, builder=builder,
+                         runner=runner, progress=bars.update)
+            results += [(b, r) for r in found]
     finally:
-        close_bars()
+        bars.close()
         builder.close()
         runner.close()
     if hasattr(runner, "summary"):
         print(runner.summary())
-    for r in results:
+    for b, r in results:
         best = f"{r.best_cost * 1e3:.4f} ms (#{r.best_index})" if math.isfinite(r.best_cost) else "no valid config"
         errs = ", ".join(f"{k}: {v}" for k, v in sorted(r.errors.items())) or "no errors"
-        print(f"{r.task.name} [{r.template}]: best {best}; {r.measured} measured, "
+        where = "" if b is None else f"batch {b}: "
+        print(f"{where}{r.task.name} [{r.template}]: best {best}; {r.measured} measured, "
               f"{r.resumed} from the log; {errs}")
-    return 0 if any(math.isfinite(r.best_cost) for r in results) or not results else 1
+    return 0 if any(math.isfinite(r.best_cost) for _, r in results) or not results else 1

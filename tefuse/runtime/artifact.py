@@ -3,7 +3,7 @@
 Why: building a whole network takes minutes with tuning; a saved artefact loads in
 milliseconds and runs through the same `CompiledGraph` executor, compiling nothing.
 
-Layout (a directory, or the same files in one tar archive):
+Layout of one compiled graph (a directory, or the same files in one tar archive):
     plan.json        format version, the tefuse and TVM versions that wrote it, target, graph
                      nodes (name, op, inputs, attrs, shape, dtype), graph inputs/outputs,
                      kernels in run order with their parameter and output node names, the size
@@ -12,6 +12,12 @@ Layout (a directory, or the same files in one tar archive):
     kernels/kNNN.so  each kernel's `module.export_library(...)`
     kernels/kNNN.tir the lowered TIR of each kernel (for `source("tir")`)
     kernels/kNNN.src its generated CUDA source or AMDGPU assembly, when it has one (for `source()`)
+
+A ProfiledGraph (batch profiles, version 3) saves each profile's graph in that layout in a
+folder `batch<N>/`, under a plan.json that lists the profiles ({"batch": N, "dir": "batch<N>"}),
+records the sha256 of each profile's plan.json and its own checksum; every profile is checked as
+a whole artefact is, and `load` gives a ProfiledGraph back. Version 2 artefacts (one graph, the
+same layout as version 3's) still load.
 
 A ROCm artefact saves without a GPU (its code objects are inside kNNN.so) but loads only where
 TVM has its ROCm runtime; elsewhere `load` says so in one line.
@@ -47,10 +53,12 @@ from ..fusion import FusedGroup
 from ..graph.ir import CONST, Graph, Node
 from ..ops import OpPattern
 from .executor import CompiledGraph
+from .profiles import Profile, ProfiledGraph
 
 log = logging.getLogger(__name__)
 
-FORMAT, VERSION = "tefuse-artifact", 2  # 2: versions, member checksums, plan checksum
+FORMAT, VERSION = "tefuse-artifact", 3  # 2: versions, member checksums, plan checksum; 3: batch profiles
+READS = (2, 3)  # version 2 is version 3 without profiles
 _RUNTIME = {"hip": "ROCm (HIP)", "cuda": "CUDA", "rocm": "ROCm"}
 PathLike = Union[str, os.PathLike]
 
@@ -67,6 +75,7 @@ class ArtifactInfo:
     num_kernels: int
     num_constants: int
     is_directory: bool
+    batch_sizes: tuple[int, ...] = ()  # the profiles' batch sizes; () for one graph
 
 
 def _jsonable(v: Any) -> Any:
@@ -136,6 +145,32 @@ def _write_library(kern: CompiledKernel, dest: Path) -> None:
         kern.module.export_library(str(dest))
 
 
+def _seal(root: Path, plan: dict, members: list[str]) -> None:
+    """Record every member's size and sha256 and the plan's own checksum; write plan.json."""
+    plan["files"] = {}
+    for m in members:
+        data = (root / m).read_bytes()
+        plan["files"][m] = {"size": len(data), "sha256": _sha256(data)}
+    plan["checksum"] = _plan_checksum(plan)
+    (root / "plan.json").write_text(json.dumps(plan, indent=1))
+
+
+def _write_profiles(pg: ProfiledGraph, root: Path) -> tuple[int, int]:
+    """Each profile as a whole artefact in batch<N>/, under an index plan that seals them."""
+    from ..version import __version__
+
+    nk = nc = 0
+    entries = []
+    for p in pg.profiles:
+        k, c = _write_dir(p.graph, root / f"batch{p.batch}")
+        nk, nc = nk + k, nc + c
+        entries.append({"batch": p.batch, "dir": f"batch{p.batch}"})
+    plan = {"format": FORMAT, "version": VERSION, "tefuse_version": __version__, "tvm_version": tvm.__version__,
+            "target": json.loads(str(pg.target)), "profiles": entries}
+    _seal(root, plan, [f"{e['dir']}/plan.json" for e in entries])
+    return nk, nc
+
+
 def _write_dir(cg: CompiledGraph, root: Path) -> tuple[int, int]:
     plan, consts = _plan(cg)
     (root / "kernels").mkdir(parents=True, exist_ok=True)
@@ -147,33 +182,33 @@ def _write_dir(cg: CompiledGraph, root: Path) -> tuple[int, int]:
     np.savez(root / "constants.npz", **consts)
     members = ["constants.npz"] + [e[k] for e in plan["kernels"] for k in ("file", "tir_file", "source_file")
                                    if e.get(k)]
-    plan["files"] = {}
-    for m in members:
-        data = (root / m).read_bytes()
-        plan["files"][m] = {"size": len(data), "sha256": _sha256(data)}
-    plan["checksum"] = _plan_checksum(plan)
-    (root / "plan.json").write_text(json.dumps(plan, indent=1))
+    _seal(root, plan, members)
     return len(plan["kernels"]), len(consts)
 
 
-def save(cg: CompiledGraph, path: PathLike, *, as_directory: Optional[bool] = None) -> ArtifactInfo:
-    """Save a compiled graph; a tar file unless `path` is (or ends like) a directory."""
+def save(cg: Union[CompiledGraph, ProfiledGraph], path: PathLike, *,
+         as_directory: Optional[bool] = None) -> ArtifactInfo:
+    """Save a compiled graph, or all profiles of a ProfiledGraph; a tar file unless `path` is (or
+    ends like) a directory."""
     path = Path(path)
     if as_directory is None:
         as_directory = path.is_dir() or str(path).endswith(os.sep)
+    write = _write_profiles if isinstance(cg, ProfiledGraph) else _write_dir
     if as_directory:
-        nk, nc = _write_dir(cg, path)
+        nk, nc = write(cg, path)
     else:
         with tempfile.TemporaryDirectory(prefix="tefuse-save-") as tmp:
-            nk, nc = _write_dir(cg, Path(tmp))
+            nk, nc = write(cg, Path(tmp))
             path.parent.mkdir(parents=True, exist_ok=True)
             part = path.with_name(path.name + ".part")
             with tarfile.open(part, "w") as tar:
                 for f in sorted(Path(tmp).rglob("*")):
                     tar.add(f, arcname=str(f.relative_to(tmp)), recursive=False)
             os.replace(part, path)
-    log.info("saved %d kernels and %d constants to %s", nk, nc, path)
-    return ArtifactInfo(path, nk, nc, as_directory)
+    batches = cg.batch_sizes if isinstance(cg, ProfiledGraph) else ()
+    log.info("saved %d kernels and %d constants to %s%s", nk, nc, path,
+             f" (batch profiles {', '.join(map(str, batches))})" if batches else "")
+    return ArtifactInfo(path, nk, nc, as_directory, batches)
 
 
 def _read_plan(root: Path) -> dict:
@@ -193,9 +228,10 @@ def _read_plan(root: Path) -> dict:
                             f"truncated or edited?") from None
     if not isinstance(plan, dict):
         raise ArtifactError(f"{where}: not a tefuse plan (a JSON {type(plan).__name__})")
-    if plan.get("format") != FORMAT or plan.get("version") != VERSION:
+    if plan.get("format") != FORMAT or plan.get("version") not in READS:
         raise ArtifactError(f"{where}: format {plan.get('format')!r} version {plan.get('version')!r}; "
-                            f"this tefuse reads {FORMAT!r} version {VERSION} (rebuild the artefact)")
+                            f"this tefuse reads {FORMAT!r} versions {' and '.join(map(str, READS))} "
+                            f"(rebuild the artefact)")
     if plan.get("checksum") != _plan_checksum(plan):
         raise ArtifactError(f"{where}: checksum mismatch: the plan was edited or damaged after it was "
                             f"saved (rebuild the artefact)")
@@ -288,8 +324,39 @@ def _kernel(entry: dict, root: Path, plan: dict, by_name: dict[str, Node]) -> Co
                           device_source=src, library=data)
 
 
-def _load_dir(root: Path, device_index: int) -> CompiledGraph:
+def _load_dir(root: Path, device_index: int) -> Union[CompiledGraph, ProfiledGraph]:
     plan = _read_plan(root)
+    if "profiles" in plan:
+        return _load_profiles(root, plan, device_index)
+    return _load_graph(root, plan, device_index)
+
+
+def _load_profiles(root: Path, plan: dict, device_index: int) -> ProfiledGraph:
+    """Each profile's plan.json checked against the index's sha256, then loaded as a whole artefact."""
+    where = root / "plan.json"
+    entries = plan["profiles"]
+    if plan.get("version", 0) < 3 or not isinstance(entries, list) or not entries:
+        raise ArtifactError(f"{where}: malformed plan (profiles: {entries!r})")
+    profiles = []
+    for e in entries:
+        try:
+            batch, sub = int(e["batch"]), str(e["dir"])
+        except (KeyError, TypeError, ValueError):
+            raise ArtifactError(f"{where}: malformed profile entry {e!r}") from None
+        if not re.fullmatch(r"batch[0-9]+", sub):  # a folder of this artefact, nothing outside it
+            raise ArtifactError(f"{where}: profile folder {sub!r} is not one tefuse writes")
+        _member(root, plan, f"{sub}/plan.json")
+        sub_plan = _read_plan(root / sub)
+        if "profiles" in sub_plan:
+            raise ArtifactError(f"{root / sub / 'plan.json'}: a profile holds profiles")
+        profiles.append(Profile(batch, _load_graph(root / sub, sub_plan, device_index)))
+    try:
+        return ProfiledGraph(tuple(profiles))
+    except TefuseError as e:
+        raise ArtifactError(f"{where}: {e}") from None
+
+
+def _load_graph(root: Path, plan: dict, device_index: int) -> CompiledGraph:
     try:
         consts = _constants(root, plan)
         graph = _graph(plan, consts)
@@ -303,8 +370,9 @@ def _load_dir(root: Path, device_index: int) -> CompiledGraph:
     return CompiledGraph(graph, target, kernels, device_index)
 
 
-def load(path: PathLike, *, device_index: int = 0) -> CompiledGraph:
-    """Load a saved artefact (directory or tar) into a runnable CompiledGraph; compiles nothing."""
+def load(path: PathLike, *, device_index: int = 0) -> Union[CompiledGraph, ProfiledGraph]:
+    """Load a saved artefact (directory or tar) into a runnable CompiledGraph, or a ProfiledGraph
+    when it was saved with batch profiles; compiles nothing."""
     path = Path(path)
     if path.is_dir():
         cg = _load_dir(path, device_index)
@@ -326,5 +394,7 @@ def load(path: PathLike, *, device_index: int = 0) -> CompiledGraph:
             shutil.rmtree(tmp, ignore_errors=True)
     else:
         raise ArtifactError(f"no artefact at {path}")
-    log.info("loaded %d kernels from %s", cg.num_kernels, path)
+    batches = cg.batch_sizes if isinstance(cg, ProfiledGraph) else ()
+    log.info("loaded %d kernels from %s%s", cg.num_kernels, path,
+             f" (batch profiles {', '.join(map(str, batches))})" if batches else "")
     return cg

@@ -5,7 +5,9 @@ TVM thread pool), kept for the whole tuning run so TVM is imported once per work
 per-candidate timeout that kills and replaces only the worker that hung, and workers that
 die with the tuner, even mid-build and even when it is SIGKILLed (procs.die_with_parent). Each worker runs the same
 compile path as `build()` (`codegen.compile.compile_kernel`); every failure becomes a
-BuildResult with an error kind, never an exception.
+BuildResult with an error kind, never an exception. What the workers write to stderr (TVM's
+native warnings) comes back as log lines at level 15 (`tefuse -v`): through logging, a line
+is printed above a progress bar instead of across it.
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ import logging
 import os
 import shutil
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from typing import Optional, Sequence
@@ -26,6 +29,22 @@ from .measure import COMPILE_ERROR, TIMEOUT, BuildResult, _last_line
 from .task import Task
 
 log = logging.getLogger(__name__)
+WORKER_OUTPUT = logging.INFO - 5  # the driver's VERBOSE: shown with `tefuse -v`
+
+
+def _stderr_pipe() -> int:
+    """The write end of a pipe whose lines are logged (at WORKER_OUTPUT) by a daemon thread,
+    until every writer has closed it."""
+    r, w = os.pipe()
+
+    def pump() -> None:
+        with os.fdopen(r, "r", errors="replace") as f:
+            for line in f:
+                if line.strip():
+                    log.log(WORKER_OUTPUT, "build worker: %s", line.rstrip())
+
+    threading.Thread(target=pump, name="tefuse-build-stderr", daemon=True).start()
+    return w
 
 
 @dataclass
@@ -101,14 +120,16 @@ class LocalBuilder:
         self._own_dir = workdir is None
         self.workdir = workdir or tempfile.mkdtemp(prefix="tefuse-build-")
         self._pool: Optional[PopenPoolExecutor] = None
+        self._stderr: Optional[int] = None  # the workers' stderr (see _stderr_pipe)
         self._count = itertools.count(1)  # candidate file names (build() may run from several threads)
 
     def _get_pool(self, target_kind: Optional[str] = None) -> PopenPoolExecutor:
         if self._pool is None:
             # the initializer (TVM and tefuse imports) runs before a worker's first task and
             # outside its timeout, so import time is not charged to the first builds
+            self._stderr = _stderr_pipe()
             self._pool = PopenPoolExecutor(self.n_parallel, timeout=self.timeout, initializer=_warm,
-                                           initargs=(os.getpid(), target_kind))
+                                           initargs=(os.getpid(), target_kind), stderr=self._stderr)
         return self._pool
 
     def warm(self, target_kind: Optional[str] = None) -> None:
@@ -145,6 +166,9 @@ class LocalBuilder:
         if self._pool is not None:
             self._pool.shutdown(wait=False)
             self._pool = None
+        if self._stderr is not None:  # the pump ends once the workers have gone too
+            os.close(self._stderr)
+            self._stderr = None
         if self._own_dir:
             shutil.rmtree(self.workdir, ignore_errors=True)
 

@@ -145,7 +145,10 @@ def test_debian_device_libraries_are_found_without_rocm_path(tmp_path, monkeypat
     (bc / "ocml.bc").write_bytes(b"BC")
     monkeypatch.setattr(target, "ROCM_BITCODE_DIRS", (str(tmp_path / "usr/lib/*/amdgcn/bitcode"),))
     monkeypatch.setattr(target, "_rocm_install", lambda: os.environ.get("ROCM_PATH"))
-    monkeypatch.delenv("ROCM_PATH", raising=False)
+    # set, then deleted: monkeypatch then also removes the ROCM_PATH that ensure_rocm_toolchain sets
+    # here, which would otherwise send this worker's later ROCm builds to this fake prefix
+    monkeypatch.setenv("ROCM_PATH", "")
+    monkeypatch.delenv("ROCM_PATH")
     target.ensure_rocm_toolchain()
     assert os.environ["ROCM_PATH"] == str(tmp_path / "usr" / "lib" / "x86_64-linux-gnu")
 

@@ -39,3 +39,22 @@ def two_inputs(path):
     g = helper.make_graph(nodes, "two_inputs", vi, out)
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), str(path))
     return path
+
+
+def dynamic_mlp(path, batch="N"):
+    """x[batch, 6] @ w[6, 3] + b -> relu, then flattened through a Reshape to [batch, 3] whose
+    shape is computed from Shape(x) (folded per batch size at import)."""
+    rng = np.random.default_rng(0)
+    w = numpy_helper.from_array(rng.standard_normal((6, 3)).astype("float32"), "w")
+    b = numpy_helper.from_array(rng.standard_normal(3).astype("float32"), "b")
+    idx = numpy_helper.from_array(np.array([0], np.int64), "i0")
+    minus1 = numpy_helper.from_array(np.array([-1], np.int64), "m1")
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["mm"]), helper.make_node("Add", ["mm", "b"], ["a"]),
+             helper.make_node("Relu", ["a"], ["r"]),
+             helper.make_node("Shape", ["x"], ["xs"]), helper.make_node("Gather", ["xs", "i0"], ["n"], axis=0),
+             helper.make_node("Concat", ["n", "m1"], ["shape"], axis=0),
+             helper.make_node("Reshape", ["r", "shape"], ["y"])]
+    g = helper.make_graph(nodes, "dynamic_mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, 6])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, 3])], [w, b, idx, minus1])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), str(path))
+    return path

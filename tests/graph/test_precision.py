@@ -84,7 +84,7 @@ def tf32(a: np.ndarray) -> np.ndarray:
     ulp = 2.0 ** (exp - 10)
     with np.errstate(invalid="ignore", over="ignore"):
         r = np.sign(a) * np.floor(mag / ulp + 0.5) * ulp
-    return np.where(np.isfinite(a) & (mag > 0), r, a).astype(np.float32)
+        return np.where(np.isfinite(a) & (mag > 0), r, a).astype(np.float32)
 
 
 @pytest.mark.parametrize("make", [_conv_chain, _mlp_softmax], ids=["conv_chain", "mlp_softmax"])
