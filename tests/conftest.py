@@ -36,3 +36,13 @@ def pytest_collection_modifyitems(config, items):
 def rng(request) -> np.random.Generator:
     """A numpy Generator seeded from the test's node id: reproducible, and distinct per test."""
     return np.random.default_rng(zlib.crc32(request.node.nodeid.encode()))
+
+
+@pytest.fixture
+def tefuse_dirs(tmp_path, monkeypatch):
+    """A test's own kernel cache and user tuning log under tmp_path, no shipped records: CLI
+    tests see neither the machine's files nor each other's."""
+    monkeypatch.setenv("TEFUSE_CACHE_DIR", str(tmp_path / "kernels"))
+    monkeypatch.setenv("TEFUSE_USER_DB", str(tmp_path / "user.jsonl"))
+    monkeypatch.setenv("TEFUSE_SYSTEM_DB", "")
+    return tmp_path

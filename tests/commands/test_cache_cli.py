@@ -9,10 +9,7 @@ from tefuse.cli import main
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_cache_info_and_clear(tmp_path, monkeypatch, capsys):
-    monkeypatch.setenv("TEFUSE_CACHE_DIR", str(tmp_path / "kernels"))
-    monkeypatch.setenv("TEFUSE_USER_DB", str(tmp_path / "user.jsonl"))
-    monkeypatch.setenv("TEFUSE_SYSTEM_DB", "")
+def test_cache_info_and_clear(tmp_path, monkeypatch, capsys, tefuse_dirs):
     assert main(["cache", "info"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0] == f"kernel cache:     {tmp_path / 'kernels'} (from $TEFUSE_CACHE_DIR): 0 kernels, 0 B"

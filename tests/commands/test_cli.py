@@ -79,10 +79,8 @@ def test_main_called_from_python_leaves_logging_as_it_was(tmp_path):
 
 
 @pytest.fixture
-def kernel_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("TEFUSE_CACHE_DIR", str(tmp_path / "kernels"))
-    monkeypatch.setenv("TEFUSE_USER_DB", str(tmp_path / "user.jsonl"))
-    monkeypatch.setenv("TEFUSE_SYSTEM_DB", "")
+def kernel_cache(tefuse_dirs):
+    return tefuse_dirs
 
 
 def test_a_build_logs_one_line_per_stage_and_v_a_line_per_kernel(tmp_path, capsys, kernel_cache):

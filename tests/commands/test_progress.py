@@ -20,10 +20,7 @@ class Terminal(io.StringIO):
 
 
 @pytest.fixture
-def env(tmp_path, monkeypatch):
-    monkeypatch.setenv("TEFUSE_CACHE_DIR", str(tmp_path / "kernels"))
-    monkeypatch.setenv("TEFUSE_SYSTEM_DB", "")
-    monkeypatch.setenv("TEFUSE_USER_DB", str(tmp_path / "user.jsonl"))
+def env(tmp_path, tefuse_dirs):
     yield tmp_path
     progress.configure(True)
 

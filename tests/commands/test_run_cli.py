@@ -56,10 +56,7 @@ from .models import small_cnn, two_inputs  # noqa: E402
 
 
 @pytest.fixture
-def cnn(tmp_path, monkeypatch):
-    monkeypatch.setenv("TEFUSE_CACHE_DIR", str(tmp_path / "kernels"))
-    monkeypatch.setenv("TEFUSE_SYSTEM_DB", "")
-    monkeypatch.setenv("TEFUSE_USER_DB", str(tmp_path / "user.jsonl"))
+def cnn(tmp_path, tefuse_dirs):
     return str(small_cnn(tmp_path / "cnn.onnx"))
 
 

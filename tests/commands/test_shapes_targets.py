@@ -15,10 +15,7 @@ CHAIN = "conv2d(k=8,r=1)+relu"
 
 
 @pytest.fixture
-def batch_n(tmp_path, monkeypatch):
-    monkeypatch.setenv("TEFUSE_CACHE_DIR", str(tmp_path / "kernels"))
-    monkeypatch.setenv("TEFUSE_SYSTEM_DB", "")
-    monkeypatch.setenv("TEFUSE_USER_DB", str(tmp_path / "user.jsonl"))
+def batch_n(tmp_path, tefuse_dirs):
     return str(small_cnn(tmp_path / "cnn_n.onnx", batch="N"))
 
 
