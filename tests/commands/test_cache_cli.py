@@ -9,7 +9,7 @@ from tefuse.cli import main
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_cache_info_and_clear(tmp_path, monkeypatch, capsys, tefuse_dirs):
+def test_cache_info_and_clear(tmp_path, capsys, tefuse_dirs):
     assert main(["cache", "info"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0] == f"kernel cache:     {tmp_path / 'kernels'} (from $TEFUSE_CACHE_DIR): 0 kernels, 0 B"
