@@ -36,7 +36,7 @@ def test_build_workers_preload_the_target_family_before_their_first_build(monkey
     seen = {}
 
     class Pool:
-        def __init__(self, n, timeout=None, initializer=None, initargs=()):
+        def __init__(self, n, timeout=None, initializer=None, initargs=(), **kw):
             seen["initializer"], seen["initargs"] = initializer, initargs
 
     monkeypatch.setattr(builder_mod, "PopenPoolExecutor", Pool)
