@@ -71,7 +71,9 @@ class _TuneBars:
         b.n = sum(d for d, _ in self._tasks.values())
         running = sum(d < t for d, t in self._tasks.values())
         best_s = f"{best * 1e3:.4f} ms" if math.isfinite(best) else "-"
-        b.set_postfix_str(f"{running} running; {name[:32]} best {best_s}", refresh=False)
+        # one kernel: its best; several: how many still run, and the best of the one just measured
+        b.set_postfix_str(f"best {best_s}" if n == 1 else f"{running} running; {name[:24]}: best {best_s}",
+                          refresh=False)
         b.refresh()
 
     def close(self) -> None:
