@@ -7,6 +7,8 @@ without a copy when already on the device, and outputs come back as the inputs' 
 """
 from __future__ import annotations
 
+import contextlib
+
 import logging
 import sys
 from typing import Any, Mapping, Optional, Sequence, Union
@@ -227,7 +229,7 @@ class CompiledGraph:
         return self._launches
 
     def run(self, *args, out: Union[Sequence[Any], Mapping[str, Any], None] = None,
-            as_numpy: Optional[bool] = None, **kwargs) -> list:
+            as_numpy: Optional[bool] = None, stream: Any = None, **kwargs) -> list:
         """Run on inputs given by position, by name, or as one {name: value} dict (ONNX
         Runtime's style); returns the graph outputs in order.
 
@@ -243,6 +245,11 @@ class CompiledGraph:
         - by default, tensors of the inputs' framework when the inputs are torch (or cupy...)
           tensors: new ones each run, on this graph's device, handed over through DLPack
           without a copy; numpy arrays otherwise.
+
+        stream=: the kernels launch on this stream (a raw cudaStream_t/hipStream_t as an int,
+        or an object with `.cuda_stream`, such as torch.cuda.Stream) instead of the device's
+        current one, so they order with the caller's work on it (and can be captured into the
+        caller's CUDA graph). Copies to and from the host stay synchronous.
 
         Not for concurrent use: runs share the graph's buffers.
         """
@@ -263,10 +270,11 @@ class CompiledGraph:
             buffers = [tvm.runtime.empty(o.shape, o.dtype, self.device) for o in outputs]
         direct = self._redirect(buffers) if buffers is not None else {}
         try:
-            for k, argv, holes in launches:
-                for i, key in holes:
-                    argv[i] = env[key]
-                k.function(*argv)  # a property, so that a kernel given a new module runs it
+            with _on_stream(self.device, stream):
+                for k, argv, holes in launches:
+                    for i, key in holes:
+                        argv[i] = env[key]
+                    k.function(*argv)  # a property, so that a kernel given a new module runs it
         finally:
             for _, argv, holes in launches:  # drop the references to this run's inputs
                 for i, _key in holes:
@@ -350,3 +358,18 @@ class CompiledGraph:
         return times
 
     __call__ = run
+
+
+def _on_stream(device, stream: Any):
+    """TVM's stream context for `stream` (see CompiledGraph.run), or a no-op for None."""
+    if stream is None:
+        return contextlib.nullcontext()
+    import tvm_ffi
+
+    handle = getattr(stream, "cuda_stream", stream)
+    if hasattr(handle, "value"):  # ctypes.c_void_p
+        handle = handle.value or 0
+    if not isinstance(handle, int) or isinstance(handle, bool):
+        raise TefuseError(f"stream=: expected a stream handle (int) or an object with .cuda_stream, "
+                          f"got {type(stream).__name__}")
+    return tvm_ffi.use_raw_stream(device, handle)

@@ -114,9 +114,10 @@ class ProfiledGraph:
                                 f"{self._listed()} ({expect})")
 
     def run(self, *args, **kwargs) -> list:
-        """CompiledGraph.run on the profile the inputs' shapes select (out=, as_numpy= as there)."""
-        out, as_numpy = kwargs.pop("out", None), kwargs.pop("as_numpy", None)
-        return self.select(*args, **kwargs).run(*args, out=out, as_numpy=as_numpy, **kwargs)
+        """CompiledGraph.run on the profile the inputs' shapes select (out=, as_numpy=, stream=
+        as there)."""
+        opts = {k: kwargs.pop(k) for k in ("out", "as_numpy", "stream") if k in kwargs}
+        return self.select(*args, **kwargs).run(*args, **opts, **kwargs)
 
     __call__ = run
 

@@ -277,3 +277,39 @@ def test_none_as_an_input_is_one_clear_error():
         cg.run(None)
     with pytest.raises(TefuseError, match="input 'x': got None"):
         cg.run({"x": None})
+
+
+class _StreamSpy:
+    """A kernel module whose function records the device's current stream at each launch."""
+
+    def __init__(self, mod, device, seen):
+        self.mod, self.device, self.seen = mod, device, seen
+
+    def __getitem__(self, name):
+        import tvm_ffi
+
+        f = self.mod[name]
+
+        def launch(*args):
+            self.seen.append(tvm_ffi.get_raw_stream(self.device))
+            return f(*args)
+
+        return launch
+
+
+def test_kernels_launch_on_the_stream_given(rng):
+    class TorchLikeStream:  # what torch.cuda.Stream offers
+        cuda_stream = 0x5EED
+
+    g, ws = _chain_of_dense(rng)
+    cg = tefuse.build(g, "llvm")
+    seen: list = []
+    for k in cg.kernels:
+        k.module = _StreamSpy(k.module, cg.device, seen)
+    x = rng.standard_normal((2, 8)).astype("float32")
+    np.testing.assert_allclose(cg.run(x, stream=0x1234)[0], _ref(x, ws), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(cg.run(x, stream=TorchLikeStream())[0], _ref(x, ws), rtol=1e-5, atol=1e-6)
+    cg.run(x)
+    assert seen == [0x1234] * 4 + [0x5EED] * 4 + [seen[-1]] * 4 and seen[-1] not in (0x1234, 0x5EED)
+    with pytest.raises(tefuse.TefuseError, match="stream=: expected a stream handle"):
+        cg.run(x, stream="default")
