@@ -106,9 +106,9 @@ def tune(graph_or_tasks, target=None, *, trials: int, tuner: str = "xgb",
     `log` count toward it. Returns one TuneResult per (task, template), in task order.
 
     `tasks_at_once` tasks are tuned concurrently (default: one more than the devices that
-    measure), so one task's candidates build on the CPUs while others' are measured: with
-    builds and measurements taking turns, a second device would only halve the measuring
-    part of each turn. Each device still measures one candidate at a time.
+    measure on a GPU, one on the CPU target), so one task's candidates build on the CPUs while
+    others' are measured: with builds and measurements taking turns, a second device would only
+    halve the measuring part of each turn. Each device still measures one candidate at a time.
     """
     tasks = as_tasks(graph_or_tasks, target if target is not None else "llvm")
     db = _as_db(log)
@@ -119,7 +119,7 @@ def tune(graph_or_tasks, target=None, *, trials: int, tuner: str = "xgb",
         parallelism = max(1, getattr(runner, "parallelism", 1))
         # a batch keeps every build worker and every measuring device busy
         batch_size = batch_size or max(builder.n_parallel, parallelism)
-        at_once = max(1, min(len(tasks), tasks_at_once or parallelism + 1))
+        at_once = max(1, min(len(tasks), tasks_at_once or _default_at_once(tasks, parallelism)))
         if at_once > 1 and not getattr(runner, "concurrent_runs", False):
             runner = _OneRunAtATime(runner)
         session = TuningSession(db, builder, runner, tuner, seed, batch_size, early_stopping, transfer,
@@ -145,6 +145,14 @@ def tune(graph_or_tasks, target=None, *, trials: int, tuner: str = "xgb",
         if own_runner:
             runner.close()
     return [r for rs in per_task for r in rs]
+
+
+def _default_at_once(tasks: list[Task], devices: int) -> int:
+    """devices + 1 kernels at once on a GPU; one at a time on the CPU target, whose
+    measurements would share the CPUs with the next kernel's builds (and time them too)."""
+    if tasks and tasks[0].target.kind.name == "llvm":
+        return 1
+    return devices + 1
 
 
 def _in_threads(fn, jobs: list, workers: int) -> list:

@@ -79,9 +79,9 @@ class FakeRunner:
         pass
 
 
-def _tune(tmp_path, at_once):
+def _tune(tmp_path, at_once, target="llvm"):
     timeline = Timeline()
-    tasks = as_tasks(_three_kernels(), "llvm")
+    tasks = as_tasks(_three_kernels(), target)
     assert len(tasks) == 3
     log = tmp_path / f"at{at_once}.jsonl"
     res = tune(tasks, trials=4, tuner="random", log=str(log), builder=FakeBuilder(timeline),
@@ -103,6 +103,12 @@ def test_one_task_at_a_time_takes_turns(tmp_path):
     _, _, recs, timeline = _tune(tmp_path, 1)
     assert not timeline.overlaps("build", "measure")
     assert len(recs) == 12
+
+
+def test_by_default_gpu_kernels_overlap_and_cpu_kernels_take_turns(tmp_path):
+    """On the CPU target the measurements would share the CPUs with builds: one at a time."""
+    assert not _tune(tmp_path, None, "llvm")[3].overlaps("build", "measure")
+    assert _tune(tmp_path / "gpu", None, "cuda")[3].overlaps("build", "measure")
 
 
 class ExclusiveSlot(Slot):
