@@ -69,7 +69,10 @@ def round_tf32(x: PrimExpr) -> PrimExpr:
 
 def tf32_operand(v: "Value", attrs: dict) -> "Value":
     """A matrix product's operand as its compute reads it: rounded to TF32 when attrs say so."""
-    if attrs.get("math", "fp32") != "tf32":
+    math = attrs.get("math", "fp32")
+    if math not in ("fp32", "tf32"):
+        raise OpError(f"math={math!r}: use 'fp32' or 'tf32'")
+    if math == "fp32":
         return v
     if v.dtype != "float32":
         raise OpError(f"math='tf32' applies to float32 operands, got {v.dtype}")

@@ -249,10 +249,12 @@ class CompiledGraph:
         stream=: the kernels launch on this stream (a raw cudaStream_t/hipStream_t as an int,
         or an object with `.cuda_stream`, such as torch.cuda.Stream) instead of the device's
         current one, so they order with the caller's work on it (and can be captured into the
-        caller's CUDA graph). Copies to and from the host stay synchronous.
+        caller's CUDA graph, with out= device tensors, as capture allows no allocation). Results
+        that must be copied (numpy, out= buffers TVM cannot use in place) wait for the stream.
 
         Not for concurrent use: runs share the graph's buffers.
         """
+        handle = None if stream is None else _stream_handle(stream)
         env = self.bind_inputs(args, kwargs)
         slots = self._slots_for_run()
         launches = self._launch_list()
@@ -270,7 +272,7 @@ class CompiledGraph:
             buffers = [tvm.runtime.empty(o.shape, o.dtype, self.device) for o in outputs]
         direct = self._redirect(buffers) if buffers is not None else {}
         try:
-            with _on_stream(self.device, stream):
+            with _on_stream(self.device, handle):
                 for k, argv, holes in launches:
                     for i, key in holes:
                         argv[i] = env[key]
@@ -283,6 +285,9 @@ class CompiledGraph:
                 for slot, where in self._out_uses.items():
                     for li, pos in where:
                         launches[li][1][pos] = slots[slot]
+        if handle is not None and ((buffers is None and as_numpy is not False)
+                                   or (buffers is not None and len(direct) < len(outputs))):
+            self.device.sync(handle)  # the copies below run on TVM's own stream: wait for the kernels
         res = []
         for j, o in enumerate(outputs):
             t = env[o] if o.op == INPUT else self._param(o) if o.op == CONST else slots[self._plan[o]]
@@ -360,16 +365,21 @@ class CompiledGraph:
     __call__ = run
 
 
-def _on_stream(device, stream: Any):
-    """TVM's stream context for `stream` (see CompiledGraph.run), or a no-op for None."""
-    if stream is None:
-        return contextlib.nullcontext()
-    import tvm_ffi
-
+def _stream_handle(stream: Any) -> int:
+    """The raw handle behind run()'s stream= (an int, or an object with .cuda_stream)."""
     handle = getattr(stream, "cuda_stream", stream)
     if hasattr(handle, "value"):  # ctypes.c_void_p
         handle = handle.value or 0
     if not isinstance(handle, int) or isinstance(handle, bool):
         raise TefuseError(f"stream=: expected a stream handle (int) or an object with .cuda_stream, "
                           f"got {type(stream).__name__}")
+    return handle
+
+
+def _on_stream(device, handle: Optional[int]):
+    """TVM's stream context for `handle` (see CompiledGraph.run), or a no-op for None."""
+    if handle is None:
+        return contextlib.nullcontext()
+    import tvm_ffi
+
     return tvm_ffi.use_raw_stream(device, handle)

@@ -120,10 +120,15 @@ class LocalBuilder:
         self._own_dir = workdir is None
         self.workdir = workdir or tempfile.mkdtemp(prefix="tefuse-build-")
         self._pool: Optional[PopenPoolExecutor] = None
+        self._pool_lock = threading.Lock()
         self._stderr: Optional[int] = None  # the workers' stderr (see _stderr_pipe)
         self._count = itertools.count(1)  # candidate file names (build() may run from several threads)
 
     def _get_pool(self, target_kind: Optional[str] = None) -> PopenPoolExecutor:
+        with self._pool_lock:  # kernels tuned at once build from several threads: one pool
+            return self._make_pool(target_kind)
+
+    def _make_pool(self, target_kind: Optional[str]) -> PopenPoolExecutor:
         if self._pool is None:
             # the initializer (TVM and tefuse imports) runs before a worker's first task and
             # outside its timeout, so import time is not charged to the first builds

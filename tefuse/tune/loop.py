@@ -92,6 +92,9 @@ class TuningSession:
     transfer: bool = True
     progress: Optional[Progress] = None
     tuner_options: dict = field(default_factory=dict)
+    # set when a concurrently tuned kernel failed or the user interrupted: every kernel stops
+    # after its batch in flight (whose records are written)
+    stop: threading.Event = field(default_factory=threading.Event)
 
 
 def tune(graph_or_tasks, target=None, *, trials: int, tuner: str = "xgb",
@@ -138,7 +141,7 @@ def tune(graph_or_tasks, target=None, *, trials: int, tuner: str = "xgb",
         if at_once == 1:
             per_task = [tune_task(k, task) for k, task in enumerate(tasks)]
         else:
-            per_task = _in_threads(tune_task, list(enumerate(tasks)), at_once)
+            per_task = _in_threads(tune_task, list(enumerate(tasks)), at_once, session.stop)
     finally:
         if own_builder:
             builder.close()
@@ -155,26 +158,38 @@ def _default_at_once(tasks: list[Task], devices: int) -> int:
     return devices + 1
 
 
-def _in_threads(fn, jobs: list, workers: int) -> list:
-    """fn(*job) for every job, `workers` at a time, results in job order; the first error
-    stops jobs not yet started and is raised once the running ones end."""
-    stop = threading.Event()
+def _in_threads(fn, jobs: list, workers: int, stop: threading.Event) -> list:
+    """fn(*job) for every job, `workers` at a time, results in job order. The first error (in
+    time) or an interrupt sets `stop`: jobs not started are dropped, running ones end after
+    their batch in flight (fn checks `stop`), and that first error is raised; later ones are
+    logged."""
+    errors: list[BaseException] = []
+    lock = threading.Lock()
 
     def guarded(*job):
         if stop.is_set():
             return None
         try:
             return fn(*job)
-        except BaseException:
+        except BaseException as e:
+            with lock:
+                errors.append(e)
             stop.set()
             raise
 
-    with ThreadPoolExecutor(workers, thread_name_prefix="tune") as pool:
-        futures = [pool.submit(guarded, *job) for job in jobs]
+    pool = ThreadPoolExecutor(workers, thread_name_prefix="tune")
+    futures = [pool.submit(guarded, *job) for job in jobs]
+    try:
         wait(futures)
-    for f in futures:
-        if f.exception() is not None:
-            raise f.exception()
+    except BaseException:  # KeyboardInterrupt: let running kernels finish their batch, then go
+        stop.set()
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
+    if errors:
+        for e in errors[1:]:
+            log.warning("also failed while tuning: %s: %s", type(e).__name__, e)
+        raise errors[0]
     return [f.result() for f in futures]
 
 
@@ -241,7 +256,7 @@ def _tune_template(session: TuningSession, task: Task, template: str, budget: in
             log.warning("%s: the fallback config does not build (%s); results go unchecked",
                         prefix, reference.error_msg)
     t0 = time.perf_counter()
-    while remaining > 0 and tuner.has_next():
+    while remaining > 0 and tuner.has_next() and not session.stop.is_set():
         batch = tuner.next_batch(min(session.batch_size, remaining))
         if not batch:
             break

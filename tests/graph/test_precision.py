@@ -153,3 +153,10 @@ def test_fusion_plan_compiles_to_one_fp16_kernel_with_float32_arguments():
     got = plan.compile("llvm", precision="fp16").execute(x, args)
     assert plan.compiled.num_kernels == 1 and got.dtype == np.float32
     assert 0 < np.abs(got - want).max() / np.abs(want).max() < 4e-3
+
+
+def test_an_unknown_math_mode_is_refused_by_name():
+    b = GraphBuilder()
+    x = b.input("x", (4, 8))
+    with pytest.raises(GraphError, match="math='TF32': use 'fp32' or 'tf32'"):
+        b.dense(x, b.const(np.ones((3, 8), "float32")), math="TF32")

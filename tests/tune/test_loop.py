@@ -6,6 +6,7 @@ import threading
 import time
 
 import numpy as np
+import pytest
 
 from tefuse import GraphBuilder
 from tefuse.tune.database import Database
@@ -146,3 +147,65 @@ def test_parallel_runner_shared_by_concurrent_runs_measures_one_candidate_per_de
     assert [s.clashes for s in slots] == [0, 0]
     assert all([m.index for m in outs[k]] == list(range(10)) for k in range(3))
     assert sum(runner.counts.values()) == 30 and all(s.n > 0 for s in slots)
+
+
+def test_the_first_error_in_time_stops_the_rest_and_is_raised(caplog):
+    from tefuse.tune.loop import _in_threads
+
+    started = []
+
+    def job(k, delay, fail):
+        started.append(k)
+        time.sleep(delay)
+        if fail:
+            raise fail(f"job {k}")
+        return k
+
+    jobs = [(0, 0.6, RuntimeError), (1, 0.1, ValueError), (2, 0.1, None), (3, 0.1, None), (4, 0.1, None)]
+    stop = threading.Event()
+    with pytest.raises(ValueError, match="job 1"):
+        _in_threads(job, jobs, 2, stop)
+    assert stop.is_set() and "job 0" in caplog.text  # the later error is logged, not lost
+    assert 4 not in started  # jobs queued after the error never start
+
+
+def test_an_interrupt_stops_queued_jobs_at_once():
+    import os
+    import signal
+
+    from tefuse.tune.loop import _in_threads
+
+    started = []
+
+    def job(k):
+        started.append(k)
+        time.sleep(0.3)
+        return k
+
+    threading.Timer(0.1, os.kill, (os.getpid(), signal.SIGINT)).start()  # Ctrl-C
+    t0 = time.perf_counter()
+    with pytest.raises(KeyboardInterrupt):
+        _in_threads(job, [(k,) for k in range(8)], 2, threading.Event())
+    assert time.perf_counter() - t0 < 1.0 and len(started) <= 3
+
+
+def test_concurrent_builds_share_one_worker_pool(monkeypatch):
+    from tefuse.tune import builder as builder_mod
+
+    made = []
+
+    class Pool:
+        def __init__(self, *a, **kw):
+            time.sleep(0.05)  # a slow start widens any race
+            made.append(self)
+
+    monkeypatch.setattr(builder_mod, "PopenPoolExecutor", Pool)
+    b = builder_mod.LocalBuilder(n_parallel=1)
+    threads = [threading.Thread(target=b._get_pool, args=("cuda",)) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    b._pool = None
+    b.close()
+    assert len(made) == 1
