@@ -218,6 +218,15 @@ def _locked(progress: Progress) -> Progress:
     return call
 
 
+def _fallback_index(task: Task, template: str, space, done: set) -> Optional[int]:
+    """The fallback config's index in `template`'s space when it is the template untuned builds
+    use and the log does not hold it yet."""
+    if template != task.templates[0].name:
+        return None
+    index = task.fallback(template).index
+    return index if 0 <= index < len(space) and index not in done else None
+
+
 def _tune_template(session: TuningSession, task: Task, template: str, budget: int, reference, prefix: str):
     db, builder, runner = session.db, session.builder, session.runner
     space = task.spaces[template]
@@ -255,9 +264,16 @@ def _tune_template(session: TuningSession, task: Task, template: str, budget: in
         if not reference.ok:
             log.warning("%s: the fallback config does not build (%s); results go unchecked",
                         prefix, reference.error_msg)
+    # the untuned build's config is measured first, so that a record never loses to no record
+    first = _fallback_index(task, template, space, done_idx) if remaining > 0 else None
+    if first is not None:
+        tuner.visited.add(first)
     t0 = time.perf_counter()
-    while remaining > 0 and tuner.has_next() and not session.stop.is_set():
-        batch = tuner.next_batch(min(session.batch_size, remaining))
+    while remaining > 0 and (first is not None or tuner.has_next()) and not session.stop.is_set():
+        n = min(session.batch_size, remaining)
+        k = n - (first is not None)
+        batch = ([first] if first is not None else []) + (tuner.next_batch(k) if k and tuner.has_next() else [])
+        first = None
         if not batch:
             break
         configs = [space.get(i) for i in batch]

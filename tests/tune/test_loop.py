@@ -213,3 +213,20 @@ def test_concurrent_builds_share_one_worker_pool(monkeypatch):
     b._pool = None
     b.close()
     assert len(made) == 1
+
+
+def test_the_fallback_config_is_measured_first_and_once(tmp_path):
+    """A record then never loses to the untuned build: the untuned build's config is one of them."""
+    timeline = Timeline()
+    tasks = as_tasks(_three_kernels(), "llvm")
+    log = tmp_path / "fb.jsonl"
+    for trials in (3, 6):  # the second call resumes from the log
+        tune(tasks, trials=trials, tuner="random", log=str(log), builder=FakeBuilder(timeline),
+             runner=FakeRunner(timeline), batch_size=2, tasks_at_once=1, seed=trials)
+    recs = Database(log).records()
+    for t in tasks:
+        mine = [r for r in recs if r.workload == t.workload and r.template == t.templates[0].name]
+        fb = t.fallback()
+        assert mine[0].config_index == fb.index and mine[0].config == fb.to_json()
+        assert [r.config_index for r in mine].count(fb.index) == 1
+        assert len({r.config_index for r in mine}) == len(mine)
