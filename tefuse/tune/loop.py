@@ -46,6 +46,15 @@ class TuneResult:
     errors: dict[str, int] = field(default_factory=dict)
     history: list[float] = field(default_factory=list)  # cost of each new trial, in order
 
+    def after(self, earlier: "TuneResult") -> "TuneResult":
+        """This result of a template's second round, counted together with its first."""
+        errors = dict(earlier.errors)
+        for k, v in self.errors.items():
+            errors[k] = errors.get(k, 0) + v
+        return TuneResult(self.task, self.template, self.best_index, self.best_cost, self.best_config,
+                          earlier.measured + self.measured, earlier.resumed, errors,
+                          earlier.history + self.history)
+
 
 def device_name(target_kind: str) -> str:
     """What the records say they were measured on."""
@@ -105,8 +114,9 @@ def tune(graph_or_tasks, target=None, *, trials: int, tuner: str = "xgb",
          tasks_at_once: Optional[int] = None) -> list[TuneResult]:
     """Tune every task (a Graph's fused groups, or given Tasks) for `trials` measurements each.
 
-    `trials` is the budget per task (split between its templates); measurements already in
-    `log` count toward it. Returns one TuneResult per (task, template), in task order.
+    `trials` is the budget per task: a few for each of its templates, the rest for the fastest
+    of them (`_template_budgets`); measurements already in `log` count toward it. Returns one
+    TuneResult per (task, template), in task order.
 
     `tasks_at_once` tasks are tuned concurrently (default: one more than the devices that
     measure on a GPU, one on the CPU target), so one task's candidates build on the CPUs while
@@ -131,11 +141,15 @@ def tune(graph_or_tasks, target=None, *, trials: int, tuner: str = "xgb",
 
         def tune_task(k: int, task: Task) -> list[TuneResult]:
             log_prefix = f"[task {k + 1}/{len(tasks)}] {task.name}"
-            per_template = max(1, trials // len(task.templates))
+            probe, rest = _template_budgets(trials, len(task.templates))
             reference, out = None, []
             for tmpl in task.templates:
-                res, reference = _tune_template(session, task, tmpl.name, per_template, reference, log_prefix)
+                res, reference = _tune_template(session, task, tmpl.name, probe, reference, log_prefix)
                 out.append(res)
+            if rest > 0 and not session.stop.is_set():  # the rest goes to the template that leads
+                best = min(range(len(out)), key=lambda i: out[i].best_cost)
+                more, _ = _tune_template(session, task, out[best].template, probe + rest, reference, log_prefix)
+                out[best] = more.after(out[best])
             return out
 
         if at_once == 1:
@@ -148,6 +162,17 @@ def tune(graph_or_tasks, target=None, *, trials: int, tuner: str = "xgb",
         if own_runner:
             runner.close()
     return [r for rs in per_task for r in rs]
+
+
+def _template_budgets(trials: int, templates: int) -> tuple[int, int]:
+    """(trials each template gets first, trials then given to the fastest of them): half the
+    budget finds the template, as MIOpen picks a solver before tuning it, the other half tunes
+    it. An even split would spend most trials on templates that cannot win (CUDA-core convs
+    beside a tensor-core GEMM)."""
+    if templates <= 1:
+        return trials, 0
+    probe = max(1, trials // (2 * templates))
+    return probe, max(0, trials - probe * templates)
 
 
 def _default_at_once(tasks: list[Task], devices: int) -> int:
