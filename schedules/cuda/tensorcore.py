@@ -69,12 +69,18 @@ def _last_index_kind(block, read_idx, kinds_by_var):
 
 
 def _global_last_dim(sch, block_rv):
-    """Innermost extent of the (single) global buffer read by block_rv (after inlining)."""
+    """Innermost extents of the global buffers block_rv reads (after inlining) along its
+    innermost iterator: those bound the copy's vector width. A read that does not move with
+    that iterator (a LayerNorm prologue's per-row mean and rstd) is one value per vector."""
+    from tvm.tirx.analysis import undefined_vars
+
     blk = sch.get(block_rv)
+    last = blk.iter_vars[-1].var
     exts = []
     for r in blk.reads:
         if r.source.scope() == "global":
-            exts.append(int(r.source.shape[-1]))
+            if any(v.same_as(last) for rg in r.region for v in undefined_vars(rg.min)):
+                exts.append(int(r.source.shape[-1]))
     return exts
 
 

@@ -88,8 +88,11 @@ def compile_module(mod: tvm.IRModule, target: tvm.target.Target, name: str = "",
 
             problems = rocm_toolchain().problems
             hint = f" (ROCm toolchain: {'; '.join(problems)})" if problems else ""
+        # the device compiler's last line counts errors; its first error lines say which
+        first = [ln.strip()[:200] for ln in msg[:-1] if ": error" in ln][:2]
         raise BuildError(f"group {name}: compiling for {target.kind.name} failed: "
-                         f"{msg[-1] if msg else type(e).__name__}{hint}") from e
+                         f"{msg[-1] if msg else type(e).__name__}{hint}"
+                         + "".join(f" | {ln}" for ln in first)) from e
 
 
 def compile_kernel(spec: KernelSpec, target: tvm.target.Target) -> tuple[tvm.IRModule, tvm.runtime.Module]:

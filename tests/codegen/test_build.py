@@ -83,6 +83,21 @@ def test_a_failing_group_names_itself_in_a_parallel_build(monkeypatch):
         tefuse.build(_mlp(), "llvm", jobs=3)
 
 
+def test_a_device_compiler_failure_names_its_first_errors(monkeypatch):
+    """nvcc ends with a count ("2 errors detected"); the line also carries the first errors."""
+    def nvcc_like(mod, target, pass_config=None):
+        raise RuntimeError("Compilation error:\nk.cu(3): error: identifier \"x_ptr\" is undefined\n"
+                           "k.cu(9): error: expected a \")\"\nk.cu(12): error: third\n"
+                           "3 errors detected in the compilation of \"k.cu\".")
+
+    monkeypatch.setattr(C, "device_compile", nvcc_like)
+    with pytest.raises(BuildError) as e:
+        tefuse.build(_mlp(), "llvm", jobs=1)
+    msg = str(e.value)
+    assert "\n" not in msg and "3 errors detected" in msg
+    assert 'identifier "x_ptr" is undefined' in msg and "expected a" in msg and "third" not in msg
+
+
 def test_build_jobs_from_environment(monkeypatch):
     monkeypatch.setenv("TEFUSE_BUILD_JOBS", "3")
     assert B.default_jobs() == 3
