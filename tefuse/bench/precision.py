@@ -277,6 +277,7 @@ def main(argv=None) -> int:
             log.error("%s %s %s b%d failed: %s", suite, case, prec, batch, msg)
             rows.append(Row(suite, case, prec, batch, math.nan, None, "", math.inf, False, [], {"error": msg}))
         print(line(rows[-1]), flush=True)
+        write_json(rows, args.json)
 
     for prec in args.precision:
         if args.suite == "conv":
@@ -292,17 +293,25 @@ def main(argv=None) -> int:
                 for b in args.batch:
                     attempt("models", name, prec, b,
                             lambda: model_case(name, b, prec, Path(args.workdir), db, not args.no_compile))
+    summary = write_json(rows, args.json)
+    for key, s in summary.items():
+        gm = s["geomean_ratio"]
+        print(f"{key}: geomean tefuse/peer {gm:.2f}x over {s['n']}" if gm else f"{key}: no ratio")
+    return 0 if all(r.ok for r in rows) else 1
+
+
+def write_json(rows: list, path: Optional[str]) -> dict:
+    """Rows and per-(suite, precision, batch) geomeans; written after every case, so a run cut
+    short keeps what it measured."""
     summary = {}
     for key in sorted({(r.suite, r.precision, r.batch) for r in rows}):
         sel = [r for r in rows if (r.suite, r.precision, r.batch) == key]
         summary["/".join(map(str, key))] = {"geomean_ratio": geomean(r.ratio for r in sel),
                                             "all_ok": all(r.ok for r in sel), "n": len(sel)}
-        gm = summary["/".join(map(str, key))]["geomean_ratio"]
-        print(f"{key}: geomean tefuse/peer {gm:.2f}x over {len(sel)}" if gm else f"{key}: no ratio")
-    if args.json:
-        Path(args.json).write_text(json.dumps({"rows": [{**asdict(r), "ratio": r.ratio} for r in rows],
-                                               "summary": summary}, indent=1, default=str))
-    return 0 if all(r.ok for r in rows) else 1
+    if path:
+        Path(path).write_text(json.dumps({"rows": [{**asdict(r), "ratio": r.ratio} for r in rows],
+                                          "summary": summary}, indent=1, default=str))
+    return summary
 
 
 def line(r: Row) -> str:

@@ -1,0 +1,29 @@
+"""The precision bench's bookkeeping (its timings need a GPU): ratios, geomeans, and a JSON
+that holds every case measured so far."""
+import json
+import math
+
+from tefuse.bench.precision import Row, line, write_json
+
+
+def _row(case, t, peer, ok=True):
+    return Row("conv", case, "fp16", 16, t, peer, "cuDNN", 1e-3, ok)
+
+
+def test_json_holds_rows_and_geomeans_after_each_case(tmp_path):
+    path = tmp_path / "out.json"
+    rows = [_row("a", 2.0, 1.0)]
+    write_json(rows, str(path))
+    assert json.loads(path.read_text())["summary"]["conv/fp16/16"]["n"] == 1
+    rows.append(_row("b", 0.5, 1.0, ok=False))
+    summary = write_json(rows, str(path))
+    data = json.loads(path.read_text())
+    assert [r["ratio"] for r in data["rows"]] == [2.0, 0.5]
+    assert math.isclose(summary["conv/fp16/16"]["geomean_ratio"], 1.0)
+    assert data["summary"]["conv/fp16/16"]["all_ok"] is False
+
+
+def test_line_says_failed_cases_and_mismatches():
+    failed = Row("models", "vit", "fp16", 1, math.nan, None, "", math.inf, False, [], {"error": "boom"})
+    assert line(failed).endswith("FAILED boom")
+    assert "MISMATCH" in line(_row("a", 2.0, 1.0, ok=False)) and "2.00x" in line(_row("a", 2.0, 1.0))
