@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 
 import tvm
-from tvm import tirx
+from tvm import s_tir, tirx
 from tvm.s_tir.dlight.gpu.matmul import (
     IterKind,
     auto_inline_producers,
@@ -82,6 +82,86 @@ def _global_last_dim(sch, block_rv):
             if any(v.same_as(last) for rg in r.region for v in undefined_vars(rg.min)):
                 exts.append(int(r.source.shape[-1]))
     return exts
+
+
+def _lanes_contiguous(sch, block_rv, loop_rv, vec: int) -> bool:
+    """Whether every `vec` consecutive iterations of loop_rv (a tile copy's fused loop) read
+    consecutive elements (or one element) of each global buffer they load. A copy whose
+    innermost index is gathered (a C=3 conv fed by a layout-changing prologue: `k % 3` and
+    strides) must stay scalar: vectorized, it becomes int32x8 index arithmetic that CUDA
+    codegen gets wrong. Checked by evaluating the indices over the loop's whole range (TVM's
+    simplifier cannot prove `(8a + lane) % 192 // 64` constant across lanes) with the outer
+    loops at their first value and, one at a time, at their last."""
+    loop, realize = sch.get(loop_rv), sch.get_sref(block_rv).parent.stmt.body
+    outer = [sch.get(lp) for lp in sch.get_loops(block_rv)]
+    outer = [lp for lp in outer if not lp.loop_var.same_as(loop.loop_var)]
+    if not isinstance(realize, s_tir.SBlockRealize) or not all(
+            isinstance(x, tirx.IntImm) for lp in [loop, *outer] for x in (lp.min, lp.extent)):
+        return False
+    first = {lp.loop_var.name: lp.min.value for lp in outer}
+    envs = [first] + [{**first, lp.loop_var.name: lp.min.value + lp.extent.value - 1}
+                      for lp in outer if lp.extent.value > 1]
+    loads = _global_loads(realize.block.body)
+    bind = list(zip(realize.block.iter_vars, realize.iter_values))
+    try:
+        for env in envs:
+            for q in range(loop.min.value, loop.min.value + loop.extent.value - vec + 1, vec):
+                at = []
+                for lane in range(vec):
+                    outer_env = {**env, loop.loop_var.name: q + lane}
+                    block_env = {iv.var.name: _eval(v, outer_env) for iv, v in bind}
+                    at.append([[_eval(i, block_env) for i in ld.indices] for ld in loads])
+                for k in range(len(loads)):
+                    i0 = at[0][k]
+                    steps = {tuple(a - b for a, b in zip(at[lane][k], i0)) for lane in range(vec)}
+                    if steps != {tuple(0 for _ in i0)} and steps != {(*[0] * (len(i0) - 1), lane)
+                                                                    for lane in range(vec)}:
+                        return False
+    except (KeyError, TypeError):  # an index the evaluator does not know: stay scalar
+        return False
+    return True
+
+
+_INT_OPS = {"Add": lambda a, b: a + b, "Sub": lambda a, b: a - b, "Mul": lambda a, b: a * b,
+            "FloorDiv": lambda a, b: a // b, "FloorMod": lambda a, b: a % b, "Min": min, "Max": max}
+
+
+def _eval(e, env: dict) -> int:
+    """An integer index expression's value (TVM 0.27 exposes no evaluator or substituter)."""
+    kind = type(e).__name__
+    if kind == "IntImm":
+        return e.value
+    if kind in ("Var", "SizeVar"):
+        return env[e.name]
+    if kind == "Cast":
+        return _eval(e.value, env)
+    if kind in _INT_OPS:
+        return _INT_OPS[kind](_eval(e.a, env), _eval(e.b, env))
+    raise TypeError(kind)
+
+
+def _loaded(load):
+    src = getattr(load, "source", None)
+    return load.buffer if src is None else src
+
+
+def _global_loads(node) -> list:
+    """The loads of global buffers in a block's body (TVM 0.27 exposes no expression visitor)."""
+    out, todo = [], [node]
+    while todo:
+        n = todo.pop()
+        if type(n).__name__ in ("TensorLoad", "BufferLoad") and _loaded(n).scope() == "global":
+            out.append(n)
+        for attr in ("a", "b", "value", "condition", "true_value", "false_value", "indices", "args", "seq"):
+            child = getattr(n, attr, None)
+            if isinstance(child, (tirx.Expr, tirx.Stmt)):
+                todo.append(child)
+            elif child is not None and not isinstance(child, (str, int, float)):
+                try:
+                    todo.extend(c for c in child if isinstance(c, (tirx.Expr, tirx.Stmt)))
+                except TypeError:
+                    pass
+    return out
 
 
 def _drop_unit_iters(sch, block) -> None:
@@ -191,6 +271,8 @@ def apply_tc_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
         if m_major:
             sch.reorder(cols, rows)
         fused = sch.fuse(*sch.get_loops(blk_read)[-2:])
+        while vec > 1 and not _lanes_contiguous(sch, blk_read, fused, vec):
+            vec //= 2
         _, f1, f2, f3 = sch.split(fused, [None, n_warps, 32, vec])
         if on_gpu:
             sch.bind(f2, "threadIdx.x")

@@ -116,6 +116,46 @@ def test_a_per_row_prologue_operand_keeps_the_tile_loads_vectorized():
     assert loads, "the x operand is not loaded 8 halves at a time"
 
 
+def _patch_embedding():
+    """ViT's patch embedding: a float32 NCHW conv with C=3, 16x16 stride 16, built in fp16 (so
+    NHWC, its input cast and transposed while the tiles load)."""
+    b = GraphBuilder()
+    w = np.random.default_rng(0).standard_normal((32, 3, 16, 16)).astype("float32") * 0.05
+    y = b.conv2d(b.input("x", (1, 3, 64, 64)), b.const(w, name="w"), strides=16)
+    return b.build(b.relu(y))
+
+
+def _vector_constructors(src: str):
+    """(lanes of the type, arguments given) for every make_int4/make_longlong4/... call."""
+    for m in re.finditer(r"\bmake_[a-z]+([1-4])\(", src):
+        depth, args, i = 1, 1, m.end()
+        while depth:
+            ch = src[i]
+            depth += ch == "("
+            depth -= ch == ")"
+            args += ch == "," and depth == 1
+            i += 1
+        yield int(m.group(1)), args
+
+
+def test_a_gathered_tile_copy_stays_scalar():
+    """Its A tile reads `k % 3` and strided rows: vectorizing that copy gave int32x8 index
+    arithmetic (`make_longlong4` with 8 arguments) that CUDA 12's nvcc refused; the H100 could
+    not build ViT. Only copies whose lanes read consecutive elements are vectorized."""
+    cg = tefuse.build(_patch_embedding(), "cuda", precision="fp16")
+    (k,) = [k for k in cg.kernels if k.template == NAME and "conv2d" in k.group.name]
+    src = k.source("cuda")
+    assert "longlong4" not in src
+    for n, args in _vector_constructors(src):
+        assert args == n, f"make_*{n} called with {args} arguments"
+    assert re.search(r"\*\(uint4\*\)\(in_w", src) or "cp.async" in src  # the weights still move 16 bytes at a time
+    compile_to_ptx(src)
+    x = np.random.default_rng(1).standard_normal((1, 3, 64, 64)).astype("float32")
+    want = tefuse.build(_patch_embedding(), "llvm").run(x=x)[0]
+    got = tefuse.build(_patch_embedding(), "llvm", precision="fp16").run(x=x)[0]
+    assert np.abs(got - want).max() <= 1e-2 * np.abs(want).max()
+
+
 @pytest.mark.parametrize("case", ["conv_nchw_bn_relu", "conv_nhwc_residual", "conv_c3_7x7_s2", "dense_awkward_197",
                                   "batched_matmul", "dense_normalized_prologue", *TF32_CASES])
 def test_tiling_and_padding_compute_the_right_numbers_on_llvm(case):
