@@ -60,6 +60,10 @@ tune-fp16)
   # the fp16 kernels `build --precision fp16` makes (NHWC), one log per model and batch under $OUT
   for m in ${MODELS:-resnet50 mobilenet_v2 vit_b_16}; do for b in ${BATCHES:-1 32}; do
     ONNX=/tmp/tefuse/${m}_b$b.onnx LOG="$OUT/fp16_${m}_b$b.jsonl"
+    # resume: what this machine tuned before, else what an earlier session brought back
+    for old in "/tmp/tefuse/fp16_${m}_b$b.jsonl" "${RESUME_DIR:-results/issue9/tune_fp16}/fp16_${m}_b$b.jsonl"; do
+      [ -f "$old" ] && { cat "$old" > "$LOG"; break; }
+    done
     python3 -c "from tefuse.bench.models import export_torchvision as e; from pathlib import Path; \
 e('$m', $b, Path('$ONNX'))" >/dev/null 2>&1 || { echo "$m b$b: export failed"; continue; }
     timeout "$TUNE_SECONDS" python3 -m tefuse tune "$ONNX" -t cuda --precision fp16 --trials "$MODEL_TRIALS" \
