@@ -12,6 +12,9 @@ activations, residual, cast) is computed and written once.
 from __future__ import annotations
 
 import math
+from typing import Optional
+
+import numpy as np
 
 import tvm
 from tvm import s_tir, tirx
@@ -102,32 +105,37 @@ def _lanes_contiguous(sch, block_rv, loop_rv, vec: int) -> bool:
     envs = [first] + [{**first, lp.loop_var.name: lp.min.value + lp.extent.value - 1}
                       for lp in outer if lp.extent.value > 1]
     loads = _global_loads(realize.block.body)
-    bind = list(zip(realize.block.iter_vars, realize.iter_values))
+    if loads is None:
+        return False
+    n = loop.extent.value // vec * vec
+    lanes = np.arange(vec)
     try:
-        for env in envs:
-            for q in range(loop.min.value, loop.min.value + loop.extent.value - vec + 1, vec):
-                at = []
-                for lane in range(vec):
-                    outer_env = {**env, loop.loop_var.name: q + lane}
-                    block_env = {iv.var.name: _eval(v, outer_env) for iv, v in bind}
-                    at.append([[_eval(i, block_env) for i in ld.indices] for ld in loads])
-                for k in range(len(loads)):
-                    i0 = at[0][k]
-                    steps = {tuple(a - b for a, b in zip(at[lane][k], i0)) for lane in range(vec)}
-                    if steps != {tuple(0 for _ in i0)} and steps != {(*[0] * (len(i0) - 1), lane)
-                                                                    for lane in range(vec)}:
-                        return False
+        for env in envs:  # every iteration of the loop at once, as numpy arrays
+            outer_env = {**env, loop.loop_var.name: loop.min.value + np.arange(n)}
+            block_env = {iv.var.name: _eval(v, outer_env) for iv, v in zip(realize.block.iter_vars,
+                                                                           realize.iter_values)}
+            for ld in loads:
+                idx = [np.broadcast_to(_eval(i, block_env), (n,)).reshape(-1, vec) for i in ld.indices]
+                if any((i - i[:, :1]).any() for i in idx[:-1]):
+                    return False  # the lanes move along an outer dimension
+                step = idx[-1] - idx[-1][:, :1]
+                same, contiguous = ~step.any(axis=1), (step == lanes).all(axis=1)
+                # a vector of 16 bytes starts on a multiple of its lanes (cp.async needs it aligned)
+                if not (same | (contiguous & (idx[-1][:, 0] % vec == 0))).all():
+                    return False
     except (KeyError, TypeError):  # an index the evaluator does not know: stay scalar
         return False
     return True
 
 
 _INT_OPS = {"Add": lambda a, b: a + b, "Sub": lambda a, b: a - b, "Mul": lambda a, b: a * b,
-            "FloorDiv": lambda a, b: a // b, "FloorMod": lambda a, b: a % b, "Min": min, "Max": max}
+            "FloorDiv": lambda a, b: a // b, "FloorMod": lambda a, b: a % b, "Min": np.minimum,
+            "Max": np.maximum}
 
 
-def _eval(e, env: dict) -> int:
-    """An integer index expression's value (TVM 0.27 exposes no evaluator or substituter)."""
+def _eval(e, env: dict):
+    """An integer index expression's value, elementwise over numpy arrays in `env` (TVM 0.27
+    exposes no evaluator or substituter)."""
     kind = type(e).__name__
     if kind == "IntImm":
         return e.value
@@ -145,11 +153,14 @@ def _loaded(load):
     return load.buffer if src is None else src
 
 
-def _global_loads(node) -> list:
-    """The loads of global buffers in a block's body (TVM 0.27 exposes no expression visitor)."""
+def _global_loads(node) -> Optional[list]:
+    """The loads of global buffers in a block's body (TVM 0.27 exposes no expression visitor);
+    None where it meets a node it cannot see through."""
     out, todo = [], [node]
     while todo:
         n = todo.pop()
+        if type(n).__name__ in ("Let", "LetStmt", "Ramp", "Shuffle"):
+            return None  # a binding or vector this walk does not follow: the caller stays scalar
         if type(n).__name__ in ("TensorLoad", "BufferLoad") and _loaded(n).scope() == "global":
             out.append(n)
         for attr in ("a", "b", "value", "condition", "true_value", "false_value", "indices", "args", "seq"):

@@ -17,6 +17,7 @@ import argparse
 import json
 import logging
 import math
+import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -308,9 +309,11 @@ def write_json(rows: list, path: Optional[str]) -> dict:
         sel = [r for r in rows if (r.suite, r.precision, r.batch) == key]
         summary["/".join(map(str, key))] = {"geomean_ratio": geomean(r.ratio for r in sel),
                                             "all_ok": all(r.ok for r in sel), "n": len(sel)}
-    if path:
-        Path(path).write_text(json.dumps({"rows": [{**asdict(r), "ratio": r.ratio} for r in rows],
-                                          "summary": summary}, indent=1, default=str))
+    if path:  # replaced whole: a kill mid-write leaves the previous version
+        tmp = Path(f"{path}.tmp")
+        tmp.write_text(json.dumps({"rows": [{**asdict(r), "ratio": r.ratio} for r in rows],
+                                   "summary": summary}, indent=1, default=str))
+        os.replace(tmp, path)
     return summary
 
 

@@ -6,6 +6,8 @@ milliseconds, before the device compiler is asked.
 """
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass
 from typing import Optional
 
@@ -81,7 +83,8 @@ def compile_module(mod: tvm.IRModule, target: tvm.target.Target, name: str = "",
     try:
         return device_compile(mod, target, pass_config)
     except Exception as e:  # noqa: BLE001 - TVM raises many kinds; name the group
-        msg = str(e).strip().splitlines()
+        # (NVRTC's log ends in a NUL; nvcc says "error:" and "catastrophic error:")
+        msg = [ln for ln in str(e).replace("\x00", "").strip().splitlines() if ln.strip()]
         hint = ""
         if target.kind.name == "rocm":  # say which piece of the ROCm toolchain is missing
             from ..target import rocm_toolchain
@@ -89,7 +92,8 @@ def compile_module(mod: tvm.IRModule, target: tvm.target.Target, name: str = "",
             problems = rocm_toolchain().problems
             hint = f" (ROCm toolchain: {'; '.join(problems)})" if problems else ""
         # the device compiler's last line counts errors; its first error lines say which
-        first = [ln.strip()[:200] for ln in msg[:-1] if ": error" in ln][:2]
+        first = [ln.strip()[:200] for ln in msg[:-1]
+                 if re.search(r"\berror\b:", ln) and not ln.lstrip().startswith("Compilation error")][:2]
         raise BuildError(f"group {name}: compiling for {target.kind.name} failed: "
                          f"{msg[-1] if msg else type(e).__name__}{hint}"
                          + "".join(f" | {ln}" for ln in first)) from e

@@ -252,3 +252,22 @@ def test_the_rest_of_the_budget_goes_to_the_fastest_template(tmp_path):
         assert all(len(v) == probe for tm, v in mine.items() if tm != leader)
         r = next(r for r in res if r.task is t and r.template == leader)
         assert r.measured == len(mine[leader]) and len(r.history) == r.measured
+
+
+def test_shipped_records_neither_use_the_budget_nor_replace_the_fallback(tmp_path):
+    """Records from the shipped logs were measured elsewhere: tuning measures its whole budget,
+    the fallback first, into the user's log."""
+    from tefuse.tune.database import LayeredDatabase
+
+    timeline = Timeline()
+    tasks = as_tasks(_three_kernels(), "llvm")[:1]
+    shipped = tmp_path / "shipped.jsonl"
+    tune(tasks, trials=4, tuner="random", log=str(shipped), builder=FakeBuilder(timeline),
+         runner=FakeRunner(timeline), batch_size=2, tasks_at_once=1)
+    user = tmp_path / "user.jsonl"
+    db = LayeredDatabase([Database(user), Database(shipped)])
+    tune(tasks, trials=4, tuner="random", log=db, builder=FakeBuilder(timeline),
+         runner=FakeRunner(timeline), batch_size=2, tasks_at_once=1, seed=1)
+    mine = Database(user).records()
+    assert len(mine) == max(4, len(tasks[0].templates))
+    assert mine[0].config_index == tasks[0].fallback().index

@@ -148,12 +148,23 @@ def test_a_gathered_tile_copy_stays_scalar():
     assert "longlong4" not in src
     for n, args in _vector_constructors(src):
         assert args == n, f"make_*{n} called with {args} arguments"
-    assert re.search(r"\*\(uint4\*\)\(in_w", src) or "cp.async" in src  # the weights still move 16 bytes at a time
+    assert re.search(r"ptx_cp_async\w*_16\w*\([^;]*in_w_ptr", src)  # the weights still move 16 bytes at a time
     compile_to_ptx(src)
     x = np.random.default_rng(1).standard_normal((1, 3, 64, 64)).astype("float32")
     want = tefuse.build(_patch_embedding(), "llvm").run(x=x)[0]
     got = tefuse.build(_patch_embedding(), "llvm", precision="fp16").run(x=x)[0]
     assert np.abs(got - want).max() <= 1e-2 * np.abs(want).max()
+
+
+def test_a_copy_that_starts_off_alignment_stays_scalar():
+    """A slice starting at column 1 reads consecutive elements, but its 16-byte vectors would
+    start 2 bytes off: cp.async needs its size's alignment."""
+    b = GraphBuilder()
+    x = b.slice(b.input("x", (256, 72), "float16"), starts=(1,), ends=(65,), axes=(1,))
+    (k,) = tefuse.build(b.build(b.dense(x, b.input("w", (32, 64), "float16"))), "cuda").kernels
+    src = k.source("cuda")
+    assert k.template == NAME
+    assert not re.search(r"ptx_cp_async\w*_16\w*\([^;]*in_x_ptr", src) and "(uint4*)(in_x_ptr" not in src
 
 
 @pytest.mark.parametrize("case", ["conv_nchw_bn_relu", "conv_nhwc_residual", "conv_c3_7x7_s2", "dense_awkward_197",
