@@ -241,6 +241,10 @@ def _tefuse_graph_ms(torch, cg, x: np.ndarray, like: np.ndarray) -> tuple:
         ms = time_graph(lambda: cg.run({"input": tin}, out=[tout], stream=torch.cuda.current_stream()))
     except Exception as e:  # noqa: BLE001 - recorded; the kernels' sum stands in
         return None, (str(e).strip().splitlines() or [type(e).__name__])[-1][:200]
+    replayed = tout.float().cpu().numpy()
+    if not np.allclose(replayed, like.astype(np.float32), rtol=1e-3, atol=1e-3):  # the same kernels, the same numbers
+        diff = float(np.abs(replayed - like).max())
+        return None, f"the replayed graph's output differs from the checked run's (max {diff:.3g})"
     return ms, None
 
 
