@@ -260,11 +260,10 @@ def _tune_template(session: TuningSession, task: Task, template: str, budget: in
     tuner = make_tuner(session.tuner, space, seed=session.seed, **session.tuner_options)
 
     # resume: what the log already holds for this workload/template
-    # (the user's layer only: shipped logs were measured on other machines, as measured_indices says)
+    # (the user's layer only, failures included: shipped logs were measured on other machines)
     own = getattr(db, "user", db)
     old = [r for r in own.records(task.workload, task.target_key) if r.template == template]
     done_idx = {r.config_index for r in old if 0 <= r.config_index < len(space)}
-    done_idx |= {i for i in db.measured_indices(task.workload, task.target_key, template) if 0 <= i < len(space)}
     by_idx: dict[int, float] = {}
     for r in old:
         if 0 <= r.config_index < len(space):
