@@ -87,35 +87,50 @@ def _global_last_dim(sch, block_rv):
     return exts
 
 
-def _lanes_contiguous(sch, block_rv, loop_rv, vec: int) -> bool:
-    """Whether every `vec` consecutive iterations of loop_rv (a tile copy's fused loop) read
-    consecutive elements (or one element) of each global buffer they load. A copy whose
-    innermost index is gathered (a C=3 conv fed by a layout-changing prologue: `k % 3` and
-    strides) must stay scalar: vectorized, it becomes int32x8 index arithmetic that CUDA
-    codegen gets wrong. Checked by evaluating the indices over the loop's whole range (TVM's
-    simplifier cannot prove `(8a + lane) % 192 // 64` constant across lanes) with the outer
-    loops at their first value and, one at a time, at their last."""
+def _lane_envs(sch, block_rv, loop_rv):
+    """(the block's realize, [env]) where each env maps the block's iterator names to numpy
+    arrays over every iteration of loop_rv (the block's innermost loop), with the outer loops
+    at their first value and, one at a time, at their last; None where the loops are not
+    constant (TVM's simplifier cannot prove `(8a + lane) % 192 // 64` constant across lanes,
+    so lanes are judged by evaluating the indices)."""
     loop, realize = sch.get(loop_rv), sch.get_sref(block_rv).parent.stmt.body
     outer = [sch.get(lp) for lp in sch.get_loops(block_rv)]
     outer = [lp for lp in outer if not lp.loop_var.same_as(loop.loop_var)]
     if not isinstance(realize, s_tir.SBlockRealize) or not all(
             isinstance(x, tirx.IntImm) for lp in [loop, *outer] for x in (lp.min, lp.extent)):
-        return False
+        return None
     first = {lp.loop_var.name: lp.min.value for lp in outer}
     envs = [first] + [{**first, lp.loop_var.name: lp.min.value + lp.extent.value - 1}
                       for lp in outer if lp.extent.value > 1]
+    out = []
+    for env in envs:  # every iteration of the loop at once, as numpy arrays
+        outer_env = {**env, loop.loop_var.name: loop.min.value + np.arange(loop.extent.value)}
+        out.append({iv.var.name: _eval(v, outer_env) for iv, v in zip(realize.block.iter_vars, realize.iter_values)})
+    return realize, out
+
+
+def _lanes_contiguous(sch, block_rv, loop_rv, vec: int) -> bool:
+    """Whether every `vec` consecutive iterations of loop_rv (a tile copy's fused loop) read
+    consecutive elements (or one element) of each global buffer they load. A copy whose
+    innermost index is gathered (a C=3 conv fed by a layout-changing prologue: `k % 3` and
+    strides) must stay scalar: vectorized, it becomes int32x8 index arithmetic that CUDA
+    codegen gets wrong."""
+    try:
+        lanes_env = _lane_envs(sch, block_rv, loop_rv)
+    except (KeyError, TypeError):
+        return False
+    if lanes_env is None:
+        return False
+    realize, envs = lanes_env
     loads = _global_loads(realize.block.body)
     if loads is None:
         return False
-    n = loop.extent.value // vec * vec
+    n = sch.get(loop_rv).extent.value // vec * vec
     lanes = np.arange(vec)
     try:
-        for env in envs:  # every iteration of the loop at once, as numpy arrays
-            outer_env = {**env, loop.loop_var.name: loop.min.value + np.arange(n)}
-            block_env = {iv.var.name: _eval(v, outer_env) for iv, v in zip(realize.block.iter_vars,
-                                                                           realize.iter_values)}
+        for block_env in envs:
             for ld in loads:
-                idx = [np.broadcast_to(_eval(i, block_env), (n,)).reshape(-1, vec) for i in ld.indices]
+                idx = [_lane_groups(_eval(i, block_env), n, vec) for i in ld.indices]
                 if any((i - i[:, :1]).any() for i in idx[:-1]):
                     return False  # the lanes move along an outer dimension
                 step = idx[-1] - idx[-1][:, :1]
@@ -126,6 +141,100 @@ def _lanes_contiguous(sch, block_rv, loop_rv, vec: int) -> bool:
     except (KeyError, TypeError):  # an index the evaluator does not know: stay scalar
         return False
     return True
+
+
+def _lane_groups(values, n: int, vec: int):
+    """An index's values over a loop's first n iterations as rows of `vec` lanes."""
+    return np.broadcast_to(values, (max(n, np.size(values)),))[:n].reshape(-1, vec)
+
+
+# the widest bool vector TVM's CUDA codegen can print (as ushort4): a select whose condition
+# differs between the lanes of a wider vector fails with "Cannot convert type T.boolx8"
+MAX_BOOL_LANES = 4
+
+
+def _bool_lanes_vary(sch, block_rv, loop_rv, vec: int) -> bool:
+    """Whether loop_rv, vectorized `vec` wide, would compute a boolean that differs between
+    the lanes of one vector: a select on loaded data (a ReLU, leaky ReLU or clip prologue or
+    epilogue: `x < 0 ? 0 : x`) or on an index that moves within the vector. if_then_else is
+    left out (TVM's vectorizer scalarizes it rather than making a bool vector), and so is the
+    block's predicate. Unknown expressions count as varying."""
+    try:
+        lanes_env = _lane_envs(sch, block_rv, loop_rv)
+    except (KeyError, TypeError):
+        return True
+    if lanes_env is None:
+        return True
+    realize, envs = lanes_env
+    conds = _bool_exprs(realize.block.body)
+    if conds is None:
+        return True
+    if not conds:
+        return False
+    n = sch.get(loop_rv).extent.value // vec * vec
+    try:
+        for block_env in envs:
+            for cond in conds:
+                for idx in _index_leaves(cond):
+                    v = _lane_groups(_eval(idx, block_env), n, vec)
+                    if (v - v[:, :1]).any():
+                        return True
+    except (KeyError, TypeError):
+        return True
+    return False
+
+
+def _children(n):
+    for attr in ("a", "b", "value", "condition", "true_value", "false_value", "indices", "args", "seq",
+                 "body", "then_case", "else_case"):
+        child = getattr(n, attr, None)
+        if isinstance(child, (tirx.Expr, tirx.Stmt)):
+            yield child
+        elif child is not None and not isinstance(child, (str, int, float)):
+            try:
+                yield from (c for c in child if isinstance(c, (tirx.Expr, tirx.Stmt)))
+            except TypeError:
+                pass
+
+
+def _dtype(e) -> str:
+    return str(e.dtype) if hasattr(e, "dtype") else str(e.ty)  # a Var's dtype may raise (TVM 0.27)
+
+
+def _bool_exprs(node) -> Optional[list]:
+    """The outermost boolean expressions of a block body (conditions of selects, comparisons
+    cast to numbers), not looking into if_then_else conditions; None where the walk meets a
+    node it cannot see through."""
+    out, todo = [], [node]
+    while todo:
+        n = todo.pop()
+        kind = type(n).__name__
+        if kind in ("Let", "LetStmt", "Ramp", "Shuffle"):
+            return None
+        if isinstance(n, tirx.Expr) and _dtype(n).startswith("bool"):
+            out.append(n)
+            continue
+        if kind == "Call" and str(getattr(n.op, "name", "")).endswith(".if_then_else"):
+            todo.extend(n.args[1:])
+            continue
+        todo.extend(_children(n))
+    return out
+
+
+def _index_leaves(expr) -> list:
+    """The integer expressions a boolean depends on: the indices of what it loads, and the
+    iterators it compares."""
+    out, todo = [], [expr]
+    while todo:
+        n = todo.pop()
+        kind = type(n).__name__
+        if kind in ("TensorLoad", "BufferLoad"):
+            out.extend(n.indices)
+        elif kind in ("Var", "SizeVar"):
+            out.append(n)
+        else:
+            todo.extend(_children(n))
+    return out
 
 
 _INT_OPS = {"Add": lambda a, b: a + b, "Sub": lambda a, b: a - b, "Mul": lambda a, b: a * b,
@@ -284,6 +393,8 @@ def apply_tc_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
         fused = sch.fuse(*sch.get_loops(blk_read)[-2:])
         while vec > 1 and not _lanes_contiguous(sch, blk_read, fused, vec):
             vec //= 2
+        if vec > MAX_BOOL_LANES and _bool_lanes_vary(sch, blk_read, fused, vec):
+            vec = MAX_BOOL_LANES  # a ReLU prologue's select, 8 wide, is a bool x8 CUDA lacks
         _, f1, f2, f3 = sch.split(fused, [None, n_warps, 32, vec])
         if on_gpu:
             sch.bind(f2, "threadIdx.x")
@@ -325,6 +436,8 @@ def apply_tc_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
         oi, oj = sch.get_loops(acc_sh)[-2:]
         sch.reorder(oj, oi)
     fused = sch.fuse(*sch.get_loops(acc_sh)[-2:])
+    if vec_out > MAX_BOOL_LANES and _bool_lanes_vary(sch, acc_sh, fused, vec_out):
+        vec_out = MAX_BOOL_LANES  # a ReLU epilogue's select, likewise
     _, f1, f2 = sch.split(fused, [None, 32, vec_out])
     if on_gpu:
         sch.bind(f1, "threadIdx.x")
