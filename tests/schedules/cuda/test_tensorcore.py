@@ -266,7 +266,6 @@ def test_tf32_fragment_layouts_follow_the_ptx_isa():
 
 def _relu_gemm_onnx(m, k, n, act="Relu", op="Gemm"):
     """x -> Relu (or LeakyRelu) -> Gemm (B as (N, K)) or MatMul: an activation prologue on the A operand."""
-    import onnx
     from onnx import TensorProto, helper, numpy_helper
 
     w = np.random.default_rng(3).standard_normal((n, k) if op == "Gemm" else (k, n)).astype("float32") / 8
