@@ -12,12 +12,9 @@ activations, residual, cast) is computed and written once.
 from __future__ import annotations
 
 import math
-from typing import Optional
-
-import numpy as np
 
 import tvm
-from tvm import s_tir, tirx
+from tvm import tirx
 from tvm.s_tir.dlight.gpu.matmul import (
     IterKind,
     auto_inline_producers,
@@ -28,6 +25,7 @@ from tvm.s_tir.dlight.gpu.matmul import (
 from ...target import gpu_limits
 from ..registry import KernelInfo, Template, register
 from ..space import Config, ConfigSpace
+from .lanes import MAX_BOOL_LANES, bool_lanes_vary as _bool_lanes_vary, lanes_contiguous as _lanes_contiguous
 from .tensor_intrin_bf16 import bf16_mma_group
 from .tensor_intrin_tf32 import tf32_mma_group
 
@@ -85,94 +83,6 @@ def _global_last_dim(sch, block_rv):
             if any(v.same_as(last) for rg in r.region for v in undefined_vars(rg.min)):
                 exts.append(int(r.source.shape[-1]))
     return exts
-
-
-def _lanes_contiguous(sch, block_rv, loop_rv, vec: int) -> bool:
-    """Whether every `vec` consecutive iterations of loop_rv (a tile copy's fused loop) read
-    consecutive elements (or one element) of each global buffer they load. A copy whose
-    innermost index is gathered (a C=3 conv fed by a layout-changing prologue: `k % 3` and
-    strides) must stay scalar: vectorized, it becomes int32x8 index arithmetic that CUDA
-    codegen gets wrong. Checked by evaluating the indices over the loop's whole range (TVM's
-    simplifier cannot prove `(8a + lane) % 192 // 64` constant across lanes) with the outer
-    loops at their first value and, one at a time, at their last."""
-    loop, realize = sch.get(loop_rv), sch.get_sref(block_rv).parent.stmt.body
-    outer = [sch.get(lp) for lp in sch.get_loops(block_rv)]
-    outer = [lp for lp in outer if not lp.loop_var.same_as(loop.loop_var)]
-    if not isinstance(realize, s_tir.SBlockRealize) or not all(
-            isinstance(x, tirx.IntImm) for lp in [loop, *outer] for x in (lp.min, lp.extent)):
-        return False
-    first = {lp.loop_var.name: lp.min.value for lp in outer}
-    envs = [first] + [{**first, lp.loop_var.name: lp.min.value + lp.extent.value - 1}
-                      for lp in outer if lp.extent.value > 1]
-    loads = _global_loads(realize.block.body)
-    if loads is None:
-        return False
-    n = loop.extent.value // vec * vec
-    lanes = np.arange(vec)
-    try:
-        for env in envs:  # every iteration of the loop at once, as numpy arrays
-            outer_env = {**env, loop.loop_var.name: loop.min.value + np.arange(n)}
-            block_env = {iv.var.name: _eval(v, outer_env) for iv, v in zip(realize.block.iter_vars,
-                                                                           realize.iter_values)}
-            for ld in loads:
-                idx = [np.broadcast_to(_eval(i, block_env), (n,)).reshape(-1, vec) for i in ld.indices]
-                if any((i - i[:, :1]).any() for i in idx[:-1]):
-                    return False  # the lanes move along an outer dimension
-                step = idx[-1] - idx[-1][:, :1]
-                same, contiguous = ~step.any(axis=1), (step == lanes).all(axis=1)
-                # a vector of 16 bytes starts on a multiple of its lanes (cp.async needs it aligned)
-                if not (same | (contiguous & (idx[-1][:, 0] % vec == 0))).all():
-                    return False
-    except (KeyError, TypeError):  # an index the evaluator does not know: stay scalar
-        return False
-    return True
-
-
-_INT_OPS = {"Add": lambda a, b: a + b, "Sub": lambda a, b: a - b, "Mul": lambda a, b: a * b,
-            "FloorDiv": lambda a, b: a // b, "FloorMod": lambda a, b: a % b, "Min": np.minimum,
-            "Max": np.maximum}
-
-
-def _eval(e, env: dict):
-    """An integer index expression's value, elementwise over numpy arrays in `env` (TVM 0.27
-    exposes no evaluator or substituter)."""
-    kind = type(e).__name__
-    if kind == "IntImm":
-        return e.value
-    if kind in ("Var", "SizeVar"):
-        return env[e.name]
-    if kind == "Cast":
-        return _eval(e.value, env)
-    if kind in _INT_OPS:
-        return _INT_OPS[kind](_eval(e.a, env), _eval(e.b, env))
-    raise TypeError(kind)
-
-
-def _loaded(load):
-    src = getattr(load, "source", None)
-    return load.buffer if src is None else src
-
-
-def _global_loads(node) -> Optional[list]:
-    """The loads of global buffers in a block's body (TVM 0.27 exposes no expression visitor);
-    None where it meets a node it cannot see through."""
-    out, todo = [], [node]
-    while todo:
-        n = todo.pop()
-        if type(n).__name__ in ("Let", "LetStmt", "Ramp", "Shuffle"):
-            return None  # a binding or vector this walk does not follow: the caller stays scalar
-        if type(n).__name__ in ("TensorLoad", "BufferLoad") and _loaded(n).scope() == "global":
-            out.append(n)
-        for attr in ("a", "b", "value", "condition", "true_value", "false_value", "indices", "args", "seq"):
-            child = getattr(n, attr, None)
-            if isinstance(child, (tirx.Expr, tirx.Stmt)):
-                todo.append(child)
-            elif child is not None and not isinstance(child, (str, int, float)):
-                try:
-                    todo.extend(c for c in child if isinstance(c, (tirx.Expr, tirx.Stmt)))
-                except TypeError:
-                    pass
-    return out
 
 
 def _drop_unit_iters(sch, block) -> None:
@@ -284,6 +194,8 @@ def apply_tc_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
         fused = sch.fuse(*sch.get_loops(blk_read)[-2:])
         while vec > 1 and not _lanes_contiguous(sch, blk_read, fused, vec):
             vec //= 2
+        if vec > MAX_BOOL_LANES and _bool_lanes_vary(sch, blk_read, fused, vec):
+            vec = MAX_BOOL_LANES  # a ReLU prologue's select, 8 wide, is a bool x8 CUDA lacks
         _, f1, f2, f3 = sch.split(fused, [None, n_warps, 32, vec])
         if on_gpu:
             sch.bind(f2, "threadIdx.x")
@@ -325,6 +237,8 @@ def apply_tc_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
         oi, oj = sch.get_loops(acc_sh)[-2:]
         sch.reorder(oj, oi)
     fused = sch.fuse(*sch.get_loops(acc_sh)[-2:])
+    if vec_out > MAX_BOOL_LANES and _bool_lanes_vary(sch, acc_sh, fused, vec_out):
+        vec_out = MAX_BOOL_LANES  # a ReLU epilogue's select, likewise
     _, f1, f2 = sch.split(fused, [None, 32, vec_out])
     if on_gpu:
         sch.bind(f1, "threadIdx.x")

@@ -113,13 +113,20 @@ def _nan_key(kind: str, it: str):
     return tir.max_value(it) if kind == "max" else tir.min_value(it)
 
 
+# the bits of +inf: a float is NaN exactly when its bits without the sign are above them
+_INF_BITS = {"float32": 0x7F800000, "float16": 0x7C00, "bfloat16": 0x7F80, "float64": 0x7FF0000000000000}
+
+
 def order_key(x, kind: str):
     """The integer whose max (kind 'max') or min ('min') is the key of the NaN-propagating
-    max/min of the floats."""
+    max/min of the floats. NaN is told from the bits (not tir.isnan, which makes TVM's
+    vectorizer give up on the whole loop: a vectorized NHWC max pool then loads one element at
+    a time)."""
     it, mag = _KEYS[_dt(x)]
     b = tir.reinterpret(it, x)
     k = tir.Select(b >= tir.const(0, it), b, tir.bitwise_xor(b, tir.const(mag, it)))
-    return tir.Select(_nan(x), _nan_key(kind, it), k)
+    nan = tir.bitwise_and(b, tir.const(mag, it)) > tir.const(_INF_BITS[_dt(x)], it)
+    return tir.Select(nan, _nan_key(kind, it), k)
 
 
 def from_key(k, dtype: str, kind: str):

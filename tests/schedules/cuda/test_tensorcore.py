@@ -262,3 +262,79 @@ def test_tf32_fragment_layouts_follow_the_ptx_isa():
         for j in range(16):
             C[i, j] = c_reg[L.lay_c(i, j)]
     np.testing.assert_allclose(C, A @ B, rtol=1e-12)
+
+
+def _relu_gemm_onnx(m, k, n, act="Relu", op="Gemm"):
+    """x -> Relu (or LeakyRelu) -> Gemm (B as (N, K)) or MatMul: an activation prologue on the A operand."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    w = np.random.default_rng(3).standard_normal((n, k) if op == "Gemm" else (k, n)).astype("float32") / 8
+    nodes = [helper.make_node(act, ["x"], ["r"], **({"alpha": 0.1} if act == "LeakyRelu" else {})),
+             helper.make_node(op, ["r", "w"], ["y"], **({"transB": 1} if op == "Gemm" else {}))]
+    g = helper.make_graph(nodes, "act_gemm", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [m, k])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [m, n])],
+                          [numpy_helper.from_array(w, "w")])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), w
+
+
+def _bool_vectors_wider_than_4(src: str) -> bool:
+    return "boolx" in src or re.search(r"\bushort(8|16)\b", src) is not None
+
+
+@pytest.mark.parametrize("m,k,n,act,op", [(64, 64, 64, "Relu", "Gemm"), (100, 72, 40, "Relu", "MatMul"),
+                                          (197, 96, 72, "LeakyRelu", "Gemm")])
+def test_a_select_prologue_builds_for_cuda(m, k, n, act, op):
+    """relu(x) feeding a GEMM in fp16: the A copy computes `x < 0 ? 0 : x` while loading. 8
+    wide, its condition was a bool x8, which TVM's CUDA codegen cannot print ("Cannot convert
+    type T.boolx8 to CUDA type"); such a copy is now vectorized 4 wide (ushort4 conditions)."""
+    model, w = _relu_gemm_onnx(m, k, n, act, op)
+    cg = tefuse.build(tefuse.import_onnx(model), "cuda", precision="fp16")
+    (kern,) = [kk for kk in cg.kernels if kk.template == NAME]
+    src = kern.source("cuda")
+    assert "in_x_ptr" in src and not _bool_vectors_wider_than_4(src)
+    assert re.search(r"\*\((float4|half4|uint2)\*\)\(in_x_ptr", src), "the A prologue's loads are no longer vectors"
+    compile_to_ptx(src)
+    # numerics of the same graph on llvm (the CPU template), and the template's own tiling on llvm
+    x = np.random.default_rng(4).standard_normal((m, k)).astype("float32")
+    r = np.where(x > 0, x, (0.1 if act == "LeakyRelu" else 0.0) * x)
+    want = r @ (w.T if op == "Gemm" else w)
+    got = tefuse.build(tefuse.import_onnx(model), "llvm", precision="fp16").run(x=x)[0]
+    assert np.abs(got - want).max() <= 1e-2 * np.abs(want).max()
+
+
+def _select_dense(m, n, k, prologue=True):
+    b = GraphBuilder()
+    x, w, bias = b.input("x", (m, k), "float16"), b.input("w", (n, k), "float16"), b.input("bias", (n,), "float16")
+    return b.build(b.relu(b.bias_add(b.dense(b.relu(x) if prologue else x, w), bias, axis=1)))
+
+
+@pytest.mark.parametrize("m,n", [(128, 128), (100, 72)])
+def test_select_prologue_and_epilogue_with_every_vector_width(m, n):
+    """Both the A copy (a ReLU prologue) and the epilogue store (a ReLU epilogue) under the
+    vec_out=8 knob: the CUDA source builds and its PTX compiles; the same schedule run on
+    llvm (plain loops) gives numpy's numbers."""
+    k = 64
+    group = _group(_select_dense(m, n, k))
+    lowered = lower_group(group)
+    cuda, llvm = make_target("cuda"), make_target("llvm")
+    t = TensorCoreGemm()
+    space = t.space(lowered.info, cuda)
+    cfg = space.from_values({**t.fallback(lowered.info, cuda, space).values, "vec_out": 8})
+    sch = s_tir.Schedule(lowered.func)
+    t.apply(sch, lowered.info, cfg, cuda)
+    with cuda, tvm.transform.PassContext(opt_level=3, config=pass_config(cfg["intrin"], cuda)):
+        src = tvm.compile(sch.mod, target=cuda).mod.imports[0].inspect_source()
+    assert not _bool_vectors_wider_than_4(src)
+    compile_to_ptx(src)
+
+    sch = s_tir.Schedule(lowered.func)
+    t.apply(sch, lowered.info, cfg, llvm)
+    lib = tvm.compile(sch.mod, target=llvm)
+    rng = np.random.default_rng(5)
+    x, w, bias = (rng.standard_normal(s).astype("float16") for s in ((m, k), (n, k), (n,)))
+    feed = {"x": x, "w": w, "bias": bias}
+    dev = tvm.cpu()
+    out = tvm.runtime.empty(group.outputs[0].shape, group.outputs[0].dtype, dev)
+    lib["main"](*[tvm.runtime.tensor(feed[p.name], dev) for p in lowered.params], out)
+    want = np.maximum(np.maximum(x.astype("float32"), 0) @ w.astype("float32").T + bias.astype("float32"), 0)
+    assert np.abs(out.numpy().astype("float32") - want).max() <= 1e-2 * np.abs(want).max()
