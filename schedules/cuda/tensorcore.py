@@ -192,6 +192,10 @@ def _pick_vec(vmax, *exts):
 
 
 def apply_tc_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
+    if (cfg or {}).get("intrin") == "wgmma":  # Hopper: its own warp tiling and shared layout
+        from .tensorcore_wgmma import apply_wgmma_gemm
+
+        return apply_wgmma_gemm(sch, gemm_block, epilogue_blocks, cfg, target)
     c = dict(DEFAULT_CFG)
     c.update(cfg or {})
     kind = _target_kind(target)
@@ -437,10 +441,14 @@ def pass_config(intrin: str, target) -> dict:
     """PassContext options the schedule needs: cp.async is emitted only with
     `tirx.use_async_copy`; for wmma, StorageRewrite may alias the fp32 staging tile into an fp16
     one ("tvm_access_ptr element type must match"), so it is off (MergeSharedMemoryAllocations
-    still reuses shared memory); mma needs it on (LowerWarpMemory)."""
+    still reuses shared memory); mma needs it on (LowerWarpMemory); wgmma needs TIR's CSE off."""
     cfg = {"tirx.use_async_copy": True}
     if _target_kind(target) == "cuda" and intrin == "wmma":
         cfg["tirx.disable_storage_rewrite"] = True
+    if _target_kind(target) == "cuda" and intrin == "wgmma":
+        # CSE would bind the accumulators' `threadIdx.x * 8` to a let variable before
+        # LowerWarpMemory, which then cannot tell that the wgmma call's &acc[...] is this lane's
+        cfg["tirx.disable_cse_tir"] = True
     return cfg
 
 
