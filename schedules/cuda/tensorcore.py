@@ -465,12 +465,21 @@ def _tf32(info: KernelInfo) -> bool:
     return info.dtype == "float32" and info.attrs.get("math") == "tf32"
 
 
-def _intrins(info: KernelInfo) -> list[str]:
+def _intrins(info: KernelInfo, target=None) -> list[str]:
     """Instruction families for the operands' type, preferred first: TVM's CUDA codegen has no
-    float32 wmma fragments, so tf32 is mma.sync only."""
+    float32 wmma fragments, so tf32 is mma.sync only. Hopper's wgmma (sm_90a targets only, so
+    the spaces of every other arch, and the tuning records indexing them, are unchanged) comes
+    last: opt-in through tuning or an explicit config, never the untuned choice (until measured);
+    it takes fp16/bf16 GEMMs with B stored (N, K) (a dense's weights), others fail to apply."""
     if _tf32(info):
         return ["mma"]
-    return ["mma", "wmma"] if info.dtype == "float16" else ["mma"]
+    out = ["mma", "wmma"] if info.dtype == "float16" else ["mma"]
+    if target is not None and info.anchor_kind == "dense" and info.dtype in TC_DTYPES:
+        from .tensorcore_wgmma import wgmma_capable
+
+        if wgmma_capable(target):
+            out.append("wgmma")
+    return out
 
 
 def _arch(target) -> int:
@@ -512,7 +521,7 @@ class TensorCoreGemm(Template):
         s.define_knob("tile", list(TILES))
         s.define_knob("bk", [32, 64])
         s.define_knob("stages", [3, 2, 4, 1])
-        s.define_knob("intrin", _intrins(info))
+        s.define_knob("intrin", _intrins(info, target))
         s.define_knob("vec_out", [4, 8])
         return s
 

@@ -157,6 +157,9 @@ def apply_wgmma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
     ii, ij = sch.get_loops(init_inner)[-2:]
     ij0, ij1 = sch.split(ij, [None, 16])
     sch.reorder(ij0, ii, ij1)
+    # the accumulators must stay registers (wgmma's "+f" operands): constant indices only
+    for lp in (ij0, ai0, aj0):
+        sch.unroll(lp)
 
     # ---------------------------------------------------------------- 6. tensorize
     if tensorize:
