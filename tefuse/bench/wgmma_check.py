@@ -102,7 +102,6 @@ def _rel(got, ref) -> float:
 
 
 def run_job(job: dict) -> dict:
-    import torch
     import tvm
 
     from ..driver import build
@@ -111,9 +110,11 @@ def run_job(job: dict) -> dict:
 
     m, n, k = _shape(job["shape"])
     flop = 2.0 * m * n * k
-    a, w, b, ta, tw, tb, ref = _data(job["shape"])
     res = dict(job)
     if job["variant"] == "cublas":
+        import torch
+
+        a, w, b, ta, tw, tb, ref = _data(job["shape"])
         torch.backends.cuda.matmul.allow_tf32 = False
         got = torch.relu(torch.addmm(tb, ta, tw.T)).float().cpu().numpy()
         res["rel_err"] = _rel(got, ref)
@@ -139,6 +140,7 @@ def run_job(job: dict) -> dict:
             src = cg.kernels[0].source("cuda")
             if "wgmma" not in src:
                 raise RuntimeError("the built kernel does not call wgmma (config not applied?)")
+        a, w, b, ta, tw, tb, ref = _data(job["shape"])
         dev = cg.device
         tv = {"a": tvm.runtime.tensor(a, dev), "w": tvm.runtime.tensor(w, dev), "b": tvm.runtime.tensor(b, dev)}
         got = cg.run(**tv)[0].astype(np.float32)
