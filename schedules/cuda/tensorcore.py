@@ -102,6 +102,10 @@ def _pick_vec(vmax, *exts):
 
 
 def apply_tc_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
+    if (cfg or {}).get("intrin") == "wgmma":  # Hopper: its own warp tiling and shared layout
+        from .tensorcore_wgmma import apply_wgmma_gemm
+
+        return apply_wgmma_gemm(sch, gemm_block, epilogue_blocks, cfg, target)
     c = dict(DEFAULT_CFG)
     c.update(cfg or {})
     kind = _target_kind(target)
@@ -351,10 +355,14 @@ def pass_config(intrin: str, target) -> dict:
     """PassContext options the schedule needs: cp.async is emitted only with
     `tirx.use_async_copy`; for wmma, StorageRewrite may alias the fp32 staging tile into an fp16
     one ("tvm_access_ptr element type must match"), so it is off (MergeSharedMemoryAllocations
-    still reuses shared memory); mma needs it on (LowerWarpMemory)."""
+    still reuses shared memory); mma needs it on (LowerWarpMemory); wgmma needs TIR's CSE off."""
     cfg = {"tirx.use_async_copy": True}
     if _target_kind(target) == "cuda" and intrin == "wmma":
         cfg["tirx.disable_storage_rewrite"] = True
+    if _target_kind(target) == "cuda" and intrin == "wgmma":
+        # CSE would bind the accumulators' `threadIdx.x * 8` to a let variable before
+        # LowerWarpMemory, which then cannot tell that the wgmma call's &acc[...] is this lane's
+        cfg["tirx.disable_cse_tir"] = True
     return cfg
 
 
@@ -371,12 +379,21 @@ def _tf32(info: KernelInfo) -> bool:
     return info.dtype == "float32" and info.attrs.get("math") == "tf32"
 
 
-def _intrins(info: KernelInfo) -> list[str]:
+def _intrins(info: KernelInfo, target=None) -> list[str]:
     """Instruction families for the operands' type, preferred first: TVM's CUDA codegen has no
-    float32 wmma fragments, so tf32 is mma.sync only."""
+    float32 wmma fragments, so tf32 is mma.sync only. Hopper's wgmma (sm_90a targets only, so
+    the spaces of every other arch, and the tuning records indexing them, are unchanged) comes
+    last: opt-in through tuning or an explicit config, never the untuned choice (until measured);
+    it takes fp16/bf16 GEMMs with B stored (N, K) (a dense's weights), others fail to apply."""
     if _tf32(info):
         return ["mma"]
-    return ["mma", "wmma"] if info.dtype == "float16" else ["mma"]
+    out = ["mma", "wmma"] if info.dtype == "float16" else ["mma"]
+    if target is not None and info.anchor_kind == "dense" and info.dtype in TC_DTYPES:
+        from .tensorcore_wgmma import wgmma_capable
+
+        if wgmma_capable(target):
+            out.append("wgmma")
+    return out
 
 
 def _arch(target) -> int:
@@ -418,7 +435,7 @@ class TensorCoreGemm(Template):
         s.define_knob("tile", list(TILES))
         s.define_knob("bk", [32, 64])
         s.define_knob("stages", [3, 2, 4, 1])
-        s.define_knob("intrin", _intrins(info))
+        s.define_knob("intrin", _intrins(info, target))
         s.define_knob("vec_out", [4, 8])
         return s
 

@@ -1,0 +1,178 @@
+"""Hopper wgmma tensor intrinsic (sm_90a): one warp's 16 x N x 64 slice of a warpgroup's
+wgmma.mma_async m64nNk16 (four k16 steps), fp16/bf16 operands read by the tensor cores straight
+from shared memory, float32 accumulators in registers.
+
+Layouts (PTX ISA 9.7.15 "Asynchronous Warpgroup Level Matrix Multiply-Accumulate"):
+
+- A [rows][64] and B [N][64] (both K-major) sit in shared memory in the 128-byte swizzle: row r
+  is 128 bytes, its 16-byte chunk c stored at chunk c ^ (r % 8) (`swizzle_128b`, applied to the
+  shared tiles by a layout transform, so the global -> shared copies write them that way), in
+  8-row atoms of 1024 bytes; the tiles start on 1024 bytes. The matrix descriptor: start
+  address >> 4 (bits 0-13), leading byte offset (unused for swizzled K-major; 1), stride byte
+  offset 1024 >> 4 (bits 32-45), swizzle mode 1 = 128B (bits 62-63). The k-th 16-wide step of
+  the 64-wide row is the same descriptor with the start address 32*k bytes on (the swizzle is
+  applied by the hardware on the address bits, as CUTLASS / DeepGEMM do).
+- The accumulator: warp w of the warpgroup holds rows 16w..16w+15 of the 64 x N tile, per lane
+  d[4j + 0/1] at (lane/4, 8j + 2(lane%4) + 0/1) and d[4j + 2/3] eight rows down; that is TVM's
+  16x16 mma accumulator layout (shared_16x16_to_ldmatrix_32x8_layout) for each 16-column
+  fragment, fragments one after another: a warp-scope buffer [N/16, 32, 8] is wgmma's d[N/2].
+  So the warp keeps TVM's mma fill/store intrinsics; only the product is new.
+
+All four warps of a warpgroup call the device function together (wgmma is warpgroup-collective);
+each passes its own A rows, and the function steps back to the warpgroup's first row. Every
+thread of the block calls it at the same point of the k loop (no divergence: tiles are padded).
+Synchronisation, simple first: `fence.proxy.async.shared::cta` + a block barrier (the tiles came
+in by cp.async, the generic proxy; wgmma reads through the async proxy), wgmma.fence, the four
+wgmma, commit, wait_group 0.
+"""
+from __future__ import annotations
+
+from tvm.s_tir import TensorIntrin
+from tvm.script import tirx as T
+
+WARP = 32
+BK = 64  # one 128-byte swizzle row of 16-bit elements
+PTX_TYPE = {"float16": "f16", "bfloat16": "bf16"}
+N_CHOICES = tuple(range(16, 257, 16))  # the per-warp tile is 16 x N; wgmma takes N % 8 == 0 up to 256
+
+
+def xor8(a, b):
+    """a ^ b of two values in [0, 8) (the 16-byte chunk of a 128-byte row, the row in its atom),
+    bit by bit in integer arithmetic: TVM's bound analysis gives tirx.bitwise_xor no range, and
+    transform_layout needs one to size the buffer."""
+    return (a + b) % 2 + (a // 2 + b // 2) % 2 * 2 + (a // 4 + b // 4) % 2 * 4
+
+
+def swizzle_dims(r, k):
+    """Where element (r, k) of a K-major 16-bit tile [rows][64 * kt] lives, as the dims
+    (k // 64, r // 8, r % 8, chunk, k % 8): 8-row atoms of 8 x 128 bytes, the 16-byte chunk
+    k % 64 // 8 stored at chunk (k % 64 // 8) ^ (r % 8). Flattened, that is the 128-byte
+    swizzle of a row-major [rows][64] tile; kept as dims so that the tensorized product reads a
+    warp's rows at an offset in dim r // 8 alone (a tensorize description can match that)."""
+    return k // BK, r // 8, r % 8, xor8(k % BK // 8, r % 8), k % 8
+
+
+def swizzle_index_map():
+    """transform_layout map for a shared tile [s, rows, k] (K-major, 16-bit)."""
+    from tvm import tirx
+
+    return tirx.IndexMap.from_func(lambda s, r, k: (s, *swizzle_dims(r, k)), ndim=3)
+
+
+def func_name(n: int, in_dtype: str) -> str:
+    return f"tefuse_wgmma_m64n{n}k16x4_{PTX_TYPE[in_dtype]}"
+
+
+def device_source(n: int, in_dtype: str) -> str:
+    """CUDA source of the device function the intrinsic calls (TVM's cuda func_call puts it
+    before the kernel): float* d (N/2 accumulators of this thread), A and B tile pointers."""
+    t = PTX_TYPE[in_dtype]
+    nreg = n // 2
+    regs = ", ".join(f"%{i}" for i in range(nreg))
+    outs = ", ".join(f'"+f"(d[{i}])' for i in range(nreg))
+    fence_regs = "\n".join(f'  asm volatile("" : "+f"(d[{i}]) :: "memory");' for i in range(nreg))
+    name = func_name(n, in_dtype)
+    return f"""
+#ifndef TEFUSE_WGMMA_DESC
+#define TEFUSE_WGMMA_DESC
+__device__ __forceinline__ unsigned long long tefuse_wgmma_desc_sw128(unsigned int addr) {{
+  unsigned long long d = (unsigned long long)((addr & 0x3FFFF) >> 4);
+  d |= 1ull << 16;                          // leading byte offset (unused: swizzled K-major)
+  d |= (unsigned long long)(1024 >> 4) << 32;  // stride byte offset: 8 rows x 128 B
+  d |= 1ull << 62;                          // 128-byte swizzle
+  return d;
+}}
+#endif
+__device__ __forceinline__ void {name}(float* d, const void* a_tile, const void* b_tile) {{
+  unsigned int a_addr = (unsigned int)__cvta_generic_to_shared(a_tile);
+  unsigned int b_addr = (unsigned int)__cvta_generic_to_shared(b_tile);
+  // this warp's A rows start 16 * (warp % 4) rows (of 128 B) into its warpgroup's 64
+  a_addr -= (((threadIdx.y * blockDim.x + threadIdx.x) >> 5) & 3) * (16 * 128);
+  // the tiles came in by cp.async (generic proxy); wgmma reads them through the async proxy
+  asm volatile("fence.proxy.async.shared::cta;\\n" ::: "memory");
+  __syncthreads();
+  unsigned long long da = tefuse_wgmma_desc_sw128(a_addr);
+  unsigned long long db = tefuse_wgmma_desc_sw128(b_addr);
+{fence_regs}
+  asm volatile("wgmma.fence.sync.aligned;\\n" ::: "memory");
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk) {{
+    asm volatile(
+      "{{\\n.reg .pred p;\\nsetp.ne.b32 p, 1, 0;\\n"
+      "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{t}.{t} "
+      "{{{regs}}}, %{nreg}, %{nreg + 1}, p, 1, 1, 0, 0;\\n}}\\n"
+      : {outs}
+      : "l"(da + 2 * kk), "l"(db + 2 * kk));
+  }}
+  asm volatile("wgmma.commit_group.sync.aligned;\\n" ::: "memory");
+  asm volatile("wgmma.wait_group.sync.aligned 0;\\n" ::: "memory");
+{fence_regs}
+}}
+"""
+
+
+def _lay_c(i, j):
+    """(lane, element) of C[i, j] in a 16x16 accumulator fragment (TVM's mma layout)."""
+    return 4 * (i % 8) + (j % 8) // 2, 4 * (j // 8) + (i // 8) * 2 + j % 2
+
+
+def _intrin(n: int, in_dtype: str, scope: str):
+    """desc: C[16 x n] += A[16 x 64] * B[n x 64]^T with A and B in their swizzled dims
+    (`swizzle_dims`: A (2, 8, 8, 8), B (n/8, 8, 8, 8)) and C in the warp's mma fragments
+    [n/16, 32, 8]; impl: the device function, given this thread's accumulators and the address
+    of the warp's first A row and of B's first row (both at chunk 0 of their atom's row)."""
+    from tvm.backend.cuda.op import cuda_func_call
+
+    nf, n8 = n // 16, n // 8
+    name, src = func_name(n, in_dtype), device_source(n, in_dtype)
+
+    @T.prim_func(s_tir=True)
+    def desc(a: T.handle, b: T.handle, c: T.handle) -> None:
+        A = T.match_buffer(a, (2, 8, 8, 8), in_dtype, align=64, offset_factor=1, scope=scope)
+        B = T.match_buffer(b, (n8, 8, 8, 8), in_dtype, align=64, offset_factor=1, scope=scope)
+        C = T.match_buffer(c, (nf, WARP, 8), "float32", align=64, offset_factor=1, scope="warp")
+        with T.sblock("root"):
+            T.reads(C[0:nf, 0:WARP, 0:8], A[0:2, 0:8, 0:8, 0:8], B[0:n8, 0:8, 0:8, 0:8])
+            T.writes(C[0:nf, 0:WARP, 0:8])
+            for i, j, k in T.grid(16, n, BK):
+                with T.sblock("C"):
+                    vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+                    tc, lc = T.meta_var(_lay_c(vi, vj % 16))
+                    _ak, a0, a1, a2, a3 = T.meta_var(swizzle_dims(vi, vk))
+                    _bk, b0, b1, b2, b3 = T.meta_var(swizzle_dims(vj, vk))
+                    T.reads(C[vj // 16, tc, lc], A[a0, a1, a2, a3], B[b0, b1, b2, b3])
+                    T.writes(C[vj // 16, tc, lc])
+                    C[vj // 16, tc, lc] = C[vj // 16, tc, lc] + T.Cast("float32", A[a0, a1, a2, a3]) * T.Cast(
+                        "float32", B[b0, b1, b2, b3])
+
+    @T.prim_func(s_tir=True)
+    def impl(a: T.handle, b: T.handle, c: T.handle) -> None:
+        A = T.match_buffer(a, (2, 8, 8, 8), in_dtype, align=64, offset_factor=1, scope=scope,
+                           strides=[T.int32(), T.int32(), T.int32(), T.int32()])
+        B = T.match_buffer(b, (n8, 8, 8, 8), in_dtype, align=64, offset_factor=1, scope=scope,
+                           strides=[T.int32(), T.int32(), T.int32(), T.int32()])
+        C = T.match_buffer(c, (nf, WARP, 8), "float32", align=64, offset_factor=1, scope="warp")
+        with T.sblock("root"):
+            T.reads(C[0:nf, 0:WARP, 0:8], A[0:2, 0:8, 0:8, 0:8], B[0:n8, 0:8, 0:8, 0:8])
+            T.writes(C[0:nf, 0:WARP, 0:8])
+            for tx in T.thread_binding(0, WARP, "threadIdx.x"):
+                T.evaluate(cuda_func_call(name, T.address_of(C[0, tx, 0]), A.access_ptr("r"),
+                                          B.access_ptr("r"), source_code=src))
+
+    return desc, impl
+
+
+_registered: set[str] = set()
+
+
+def wgmma_intrin(n: int, in_dtype: str, scope: str = "shared.dyn") -> str:
+    """Register (once) and name the intrinsic for a 16 x n x 64 per-warp product."""
+    if in_dtype not in PTX_TYPE:
+        raise ValueError(f"wgmma intrinsics here take float16/bfloat16, not {in_dtype}")
+    if n not in N_CHOICES:
+        raise ValueError(f"wgmma warp tile N must be a multiple of 16 up to 256, not {n}")
+    name = f"tefuse_wgmma_16x{n}x{BK}_{PTX_TYPE[in_dtype]}_{scope.replace('.', '_')}"
+    if name not in _registered:
+        TensorIntrin.register(name, *_intrin(n, in_dtype, scope), override=True)
+        _registered.add(name)
+    return name

@@ -1,0 +1,182 @@
+"""The tensor-core template's Hopper path (intrin="wgmma", sm_90a): fp16/bf16 GEMMs with B stored
+(N, K) on wgmma.mma_async instead of mma.sync.
+
+Same normalisation, padding, cp.async pipeline and fused epilogue as `apply_tc_gemm`; what
+differs (see tensor_intrin_wgmma.py for the layouts):
+- warps tile M only: warp w owns rows 16w..16w+15 and all BN columns (BM / 16 warps, BM a
+  multiple of 64: whole warpgroups); its accumulators are a warp-scope [BN/16, 32, 8] buffer
+  in TVM's mma layout, filled and stored by TVM's mma fill/store intrinsics;
+- BK = 64: the shared A [BM][64] and B [BN][64] tiles are exactly 128 bytes a row, no padding,
+  in the 128-byte swizzle (a layout transform on the shared buffers, so the cp.async copies write
+  them swizzled); the tensor cores read them from there, with no ldmatrix and no fragments;
+- each warp's 16 x BN x 64 product is one call of the wgmma device function (4 k16 steps).
+"""
+from __future__ import annotations
+
+from tvm.s_tir.dlight.gpu.matmul import (
+    IterKind,
+    auto_inline_producers,
+    detect_iter_traits,
+    make_iter_fusion_index_map,
+)
+
+from . import tensorcore as tc
+from .tensor_intrin_wgmma import BK, N_CHOICES, PTX_TYPE, swizzle_index_map, wgmma_intrin
+
+WGMMA_ARCHS = ("sm_90a",)  # wgmma exists on sm_90a only (not sm_90, not sm_100a)
+
+
+def wgmma_capable(target) -> bool:
+    if target is None or isinstance(target, (str, dict)):
+        arch = target.get("arch", "") if isinstance(target, dict) else ""
+    else:
+        arch = str(target.attrs.get("arch", ""))
+    return arch in WGMMA_ARCHS
+
+
+def apply_wgmma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
+    c = dict(tc.DEFAULT_CFG)
+    c.update(cfg or {})
+    kind = tc._target_kind(target)
+    on_gpu = kind == "cuda"
+    tensorize = bool(c["tensorize"]) and on_gpu
+    BM, BN = int(c["BM"]), int(c["BN"])
+    if int(c["BK"]) != BK:
+        raise ValueError(f"wgmma tiles are {BK} deep (one 128-byte swizzle row), not BK={c['BK']}")
+    if BM % 64:
+        raise ValueError(f"wgmma needs BM a multiple of 64 (whole warpgroups), not {BM}")
+    if BN not in N_CHOICES:
+        raise ValueError(f"wgmma needs BN a multiple of 16 up to 256, not {BN}")
+    warps_m = BM // 16
+    n_warps = warps_m
+    stages = int(c["stages"])
+
+    block = sch.get_sblock(gemm_block)
+    tc._drop_unit_iters(sch, block)
+    blk = sch.get(block)
+    in_dtype = c["in_dtype"] or blk.reads[0].source.dtype
+    if in_dtype not in PTX_TYPE:
+        raise ValueError(f"wgmma takes float16/bfloat16 operands, not {in_dtype}")
+    if blk.reads[1].source.dtype != in_dtype:
+        raise ValueError("wgmma needs both operands of one type")
+
+    # ---------------------------------------------------------------- 1. normalize
+    traits = detect_iter_traits(blk)
+    assert traits is not None, f"{gemm_block} is not a GEMM-like block"
+    A_tr, B_tr, C_tr, blk_tr = traits
+    kinds_by_var = {iv.var: t.kind for iv, t in zip(blk.iter_vars, blk_tr)}
+    a_last = tc._last_index_kind(blk, 0, kinds_by_var)
+    b_last = tc._last_index_kind(blk, 1, kinds_by_var)
+    if c.get("a_m_major") or IterKind.kIter_K not in a_last:
+        raise ValueError("wgmma path: A must be stored K-fastest (row-major [M, K])")
+    if IterKind.kIter_K not in b_last:
+        raise ValueError("wgmma path: B must be stored (N, K) (K-major); others use mma")
+    if c.get("c_m_major"):
+        raise ValueError("wgmma path: M-fastest (NCHW) outputs are not supported")
+
+    S, I, J, K = IterKind.kIter_S, IterKind.kIter_I, IterKind.kIter_J, IterKind.kIter_K
+    ra = sch.reindex(block, ("read", 0))
+    rb = sch.reindex(block, ("read", 1))
+    rc = sch.reindex(block, ("write", 0))
+    sch.transform_layout(ra, ("write", 0), make_iter_fusion_index_map(A_tr, [S, I, K]))
+    sch.transform_layout(rb, ("write", 0), make_iter_fusion_index_map(B_tr, [S, J, K]))
+    sch.transform_layout(rc, ("read", 0), make_iter_fusion_index_map(C_tr, [S, I, J]))
+    sch.transform_block_layout(block, make_iter_fusion_index_map(blk_tr, [S, I, J, K]))
+
+    # ---------------------------------------------------------------- 2. pad to tiles
+    sch.pad_einsum(block, [1, BM, BN, BK])
+
+    # ---------------------------------------------------------------- 3. tile
+    b, i, j, k = sch.get_loops(block)
+    i, i16 = sch.split(i, [None, 16])
+    j, jn = sch.split(j, [None, BN])
+    k, kb = sch.split(k, [None, BK])
+    sch.reorder(i, j, k, i16, jn, kb)
+    block_inner = block
+    block_outer = sch.blockize(i16)  # one warp's 16 x BN x 64 product
+    i0, i1 = sch.split(i, [None, warps_m])
+    sch.reorder(b, i0, j, i1, k)
+    k0, ty = k, i1
+    if on_gpu:
+        sch.bind(b, "blockIdx.z")
+        sch.bind(i0, "blockIdx.y")
+        sch.bind(j, "blockIdx.x")
+        sch.bind(ty, "threadIdx.y")
+
+    sh_scope = "shared.dyn" if on_gpu else "global"
+    frag_c = "warp" if on_gpu else "local"
+
+    # ---------------------------------------------------------------- 4. global -> shared
+    def fetch_to_shared(idx):
+        blk_read = sch.cache_read(block_outer, idx, sh_scope)
+        sch.compute_at(blk_read, k0)
+        auto_inline_producers(sch, blk_read)
+        exts = tc._global_last_dim(sch, blk_read)
+        vec = tc._pick_vec(int(c["vec"]), BK, *exts)
+        fused = sch.fuse(*sch.get_loops(blk_read)[-2:])
+        while vec > 1 and not tc._lanes_contiguous(sch, blk_read, fused, vec):
+            vec //= 2
+        _, f1, f2, f3 = sch.split(fused, [None, n_warps, 32, vec])
+        if on_gpu:
+            sch.bind(f2, "threadIdx.x")
+            sch.bind(f1, "threadIdx.y")
+        sch.vectorize(f3)
+        return blk_read, vec
+
+    a_g2s, vec_a = fetch_to_shared(0)
+    b_g2s, vec_b = fetch_to_shared(1)
+    # the shared tiles in the 128-byte swizzle (swizzle_dims): the copies write them so, and the
+    # product reads them so (the tensor cores undo the swizzle from the descriptor's mode bits)
+    for g2s in (a_g2s, b_g2s):
+        sch.transform_layout(g2s, ("write", 0), swizzle_index_map(), assume_injective_transform=True)
+
+    # ---------------------------------------------------------------- 5. accum -> shared -> epilogue
+    acc_sh = sch.cache_write(block_outer, 0, sh_scope)
+    acc = sch.cache_write(block_outer, 0, frag_c)
+    if c["smem_pad"]:
+        sch.storage_align(acc, 0, axis=-2, factor=32, offset=4)
+    sch.reverse_compute_at(acc, ty)
+    sch.reverse_compute_at(acc_sh, ty)
+    ai, aj = sch.get_loops(acc)[-2:]
+    ai0, ai1 = sch.split(ai, [None, 16])
+    aj0, aj1 = sch.split(aj, [None, 16])
+    sch.reorder(ai0, aj0, ai1, aj1)
+
+    tc._inline_epilogue(sch, acc_sh, epilogue_blocks)
+    out_blk = sch.get(acc_sh)
+    out_exts = [int(r.source.shape[-1]) for r in out_blk.writes]
+    vec_out = tc._pick_vec(int(c["vec_out"]), BN, *out_exts)
+    fused = sch.fuse(*sch.get_loops(acc_sh)[-2:])
+    _, f1, f2 = sch.split(fused, [None, 32, vec_out])
+    if on_gpu:
+        sch.bind(f1, "threadIdx.x")
+    sch.vectorize(f2)
+
+    init = sch.decompose_reduction(block_outer, k0)
+    init_inner = sch.get_child_blocks(init)[0]
+    ii, ij = sch.get_loops(init_inner)[-2:]
+    ij0, ij1 = sch.split(ij, [None, 16])
+    sch.reorder(ij0, ii, ij1)
+    # the accumulators must stay registers (wgmma's "+f" operands): constant indices only
+    for lp in (ij0, ai0, aj0):
+        sch.unroll(lp)
+
+    # ---------------------------------------------------------------- 6. tensorize
+    if tensorize:
+        from tvm.s_tir.tensor_intrin.cuda import shared_16x16_to_ldmatrix_32x8_layout as lay
+
+        sch.transform_layout(acc, ("read", 0),
+                             lambda b_, i_, j_: (b_, i_ // 16, j_ // 16, *lay(i_ % 16, j_ % 16)))
+        names = tc.intrin_names("mma", in_dtype, "float32", sh_scope, True)
+        sch.tensorize(sch.get_loops(init_inner)[-2], names["init"])
+        sch.tensorize(sch.get_loops(acc)[-2], names["store"])
+        sch.tensorize(sch.get_loops(block_inner)[-3], wgmma_intrin(BN, in_dtype, sh_scope))
+
+    # ---------------------------------------------------------------- 7. pipelining
+    if stages >= 2:
+        sch.annotate(k0, "software_pipeline_stage", [0, 0, stages - 1])
+        sch.annotate(k0, "software_pipeline_order", [0, 1, 2])
+        if on_gpu:
+            sch.annotate(k0, "software_pipeline_async_stages", [0])
+
+    return {"vec_a": vec_a, "vec_b": vec_b, "vec_out": vec_out, "b_nk": True, "n_warps": n_warps}

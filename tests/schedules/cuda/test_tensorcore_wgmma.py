@@ -1,0 +1,136 @@
+"""The tensor-core template's Hopper path (intrin="wgmma", sm_90a) without a GPU: offered only
+where it can run, its CUDA calls the wgmma device function and its PTX (nvcc here) holds
+wgmma.mma_async; the same schedule untensorized on llvm (swizzled shared tiles included) computes
+the right numbers; the swizzle and accumulator layouts are the ones the PTX ISA gives."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+import tvm
+from tvm import s_tir
+
+import tefuse
+from tefuse.codegen.lower import lower_group
+from tefuse.codegen.ptx import compile_to_ptx
+from tefuse.fusion import fuse_graph
+from tefuse.graph import GraphBuilder
+from tefuse.schedules.cuda.tensorcore import TensorCoreGemm, apply_tc_gemm, pass_config
+from tefuse.target import make_target
+
+from .test_tensorcore import _dense, _rand
+
+
+def _lowered(graph):
+    (group,) = fuse_graph(graph)
+    return group, lower_group(group)
+
+
+def _wgmma_cfg(bm, bn, stages=3, tensorize=True):
+    return dict(BM=bm, BN=bn, WM=16, WN=bn, BK=64, stages=stages, intrin="wgmma", vec_out=4, tensorize=tensorize)
+
+
+def _cuda_source(graph, bm, bn, arch="sm_90a", stages=3):
+    _, low = _lowered(graph)
+    target = make_target(f"cuda:{arch}")
+    sch = s_tir.Schedule(low.func)
+    apply_tc_gemm(sch, low.info.stage("accumulator"), low.info.epilogue, _wgmma_cfg(bm, bn, stages), target)
+    with target, tvm.transform.PassContext(opt_level=3, config=pass_config("wgmma", target)):
+        mod = tvm.compile(sch.mod, target=target).mod
+    return mod.imports[0].inspect_source()
+
+
+def test_offered_on_sm_90a_dense_only_and_never_the_fallback():
+    _, low = _lowered(_dense(197, 96, 72, "float16"))
+    t = TensorCoreGemm()
+    for arch, want in [("sm_90", ["mma", "wmma"]), ("sm_80", ["mma", "wmma"]), ("sm_90a", ["mma", "wmma", "wgmma"])]:
+        target = make_target(f"cuda:{arch}")
+        space = t.space(low.info, target)
+        (knob,) = [kn for kn in space.knobs if kn.name == "intrin"]
+        assert knob.candidates == want, arch
+        assert t.fallback(low.info, target, space)["intrin"] == "mma"
+    _, low32 = _lowered(_dense(64, 64, 64, "float32"))  # float32 dense: not a tensor-core GEMM at all
+    assert not t.accepts(low32.info)
+
+
+@pytest.mark.parametrize("dtype,bm,bn", [("float16", 128, 128), ("bfloat16", 64, 96)])
+def test_cuda_calls_wgmma_and_ptx_holds_wgmma_mma_async(dtype, bm, bn):
+    src = _cuda_source(_dense(197, 96 if bn == 96 else 256, 136, dtype), bm, bn)
+    t = {"float16": "f16", "bfloat16": "bf16"}[dtype]
+    fn = f"tefuse_wgmma_m64n{bn}k16x4_{t}"
+    assert re.search(fn + r"\(\(&\(\w+\[0\]\)\)", src), "the wgmma call does not take this lane's accumulators"
+    assert "fence.proxy.async.shared::cta" in src and "cp.async" in src
+    assert "ldmatrix" not in src and "mma.sync" not in src
+    ptx = compile_to_ptx(src, "sm_90a")
+    assert re.search(rf"wgmma\.mma_async\.sync\.aligned\.m64n{bn}k16\.f32\.{t}\.{t}\b", ptx)
+    assert "wgmma.commit_group.sync.aligned" in ptx and "wgmma.wait_group.sync.aligned" in ptx
+    assert "cp.async" in ptx
+    assert "ld.local" not in ptx and "st.local" not in ptx, "accumulators spilled to local memory"
+
+
+def test_wgmma_rejects_b_stored_k_by_n():
+    b = GraphBuilder()
+    x, w = b.input("x", (2, 64, 64), "float16"), b.input("w", (2, 64, 64), "float16")
+    _, low = _lowered(b.build(b.matmul(x, w)))
+    sch = s_tir.Schedule(low.func)
+    with pytest.raises(ValueError, match="B must be stored"):
+        apply_tc_gemm(sch, low.info.stage("accumulator"), low.info.epilogue, _wgmma_cfg(64, 64),
+                      make_target("cuda:sm_90a"))
+
+
+@pytest.mark.parametrize("m,n,k,bm,bn", [(197, 96, 72, 64, 96), (130, 256, 200, 128, 128)])
+def test_tiling_padding_and_swizzle_compute_the_right_numbers_on_llvm(m, n, k, bm, bn):
+    """The wgmma schedule with plain loops (swizzled shared tiles, 16 x BN warp tiles, padded
+    tails) on llvm against the CPU template."""
+    graph = _dense(m, n, k, "float16")
+    group, low = _lowered(graph)
+    sch = s_tir.Schedule(low.func)
+    llvm = make_target("llvm")
+    apply_tc_gemm(sch, low.info.stage("accumulator"), low.info.epilogue, _wgmma_cfg(bm, bn, tensorize=False), llvm)
+    # both operand tiles are in the swizzled layout (atoms of 8 rows x 8 chunks x 8 elements)
+    assert len(re.findall(r"alloc_buffer\(\(1, \d+, \d+, 8, 8, 8\), \"float16\"", sch.mod.script())) == 2
+    lib = tvm.compile(sch.mod, target=llvm)
+    rng = np.random.default_rng(0)
+    args = [_rand(p.shape, p.dtype, rng) * (0.2 if p.name == "w" else 1) for p in low.params]
+    dev = tvm.cpu()
+    outs = [tvm.runtime.empty(o.shape, o.dtype, dev) for o in group.outputs]
+    lib["main"](*[tvm.runtime.tensor(a, dev) for a in args], *outs)
+    want = tefuse.build(graph, "llvm").run(**{p.name: a for p, a in zip(low.params, args)})[0].astype(np.float32)
+    got = outs[0].numpy().astype(np.float32)
+    assert np.abs(got - want).max() <= 1e-2 * np.abs(want).max()
+
+
+def test_swizzle_is_the_128_byte_swizzle_wgmma_reads():
+    """Flattened, swizzle_dims puts element (r, k) of a [rows][64] 16-bit tile where wgmma's
+    K-major 128-byte-swizzle layout has it (8-row atoms of 1024 bytes: SBO 1024, 16-byte chunk
+    k // 8 at chunk (k // 8) ^ (r % 8) of row r's 128 bytes), for every row and k."""
+    from tefuse.schedules.cuda.tensor_intrin_wgmma import swizzle_index_map
+
+    rows = 128
+    imap = swizzle_index_map()
+    shape = [int(x) for x in imap.map_shape([1, rows, 64])]
+    assert shape == [1, 1, rows // 8, 8, 8, 8]
+    strides = np.cumprod([1] + shape[::-1][:-1])[::-1]
+    r, k = np.meshgrid(np.arange(rows), np.arange(64), indexing="ij")
+    got = np.zeros_like(r)
+    for rr in range(rows):
+        for kk in range(64):
+            idx = [int(v) for v in imap.map_indices([0, rr, kk])]
+            got[rr, kk] = int(np.dot(idx, strides))
+    want_bytes = (r // 8) * 1024 + (r % 8) * 128 + ((k // 8) ^ (r % 8)) * 16 + (k % 8) * 2
+    np.testing.assert_array_equal(got * 2, want_bytes)
+
+
+def test_accumulator_layout_is_wgmma_d_fragment():
+    """TVM's 16x16 mma accumulator layout, fragments along N one after another, is the
+    m64nNk16 D fragment of one warp (PTX ISA, wgmma .f32 accumulator: row 16 * warp + lane / 4
+    + 8 * (i / 2 % 2), column 8 * (i / 4) + 2 * (lane % 4) + i % 2 for d[i])."""
+    from tvm.s_tir.tensor_intrin.cuda import shared_16x16_to_ldmatrix_32x8_layout as lay
+
+    n = 256
+    for lane in range(32):
+        for i in range(n // 2):
+            row, col = lane // 4 + 8 * (i // 2 % 2), 8 * (i // 4) + 2 * (lane % 4) + i % 2
+            t, e = lay(row, col % 16)
+            assert (t, (col // 16) * 8 + e) == (lane, i)
