@@ -21,6 +21,7 @@ from tvm.s_tir.dlight.gpu.matmul import (
 )
 
 from . import tensorcore as tc
+from .lanes import MAX_BOOL_LANES, bool_lanes_vary
 from .tensor_intrin_wgmma import BK, N_CHOICES, PTX_TYPE, swizzle_index_map, wgmma_intrin
 
 WGMMA_ARCHS = ("sm_90a",)  # wgmma exists on sm_90a only (not sm_90, not sm_100a)
@@ -116,6 +117,8 @@ def apply_wgmma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
         fused = sch.fuse(*sch.get_loops(blk_read)[-2:])
         while vec > 1 and not tc._lanes_contiguous(sch, blk_read, fused, vec):
             vec //= 2
+        if vec > MAX_BOOL_LANES and bool_lanes_vary(sch, blk_read, fused, vec):
+            vec = MAX_BOOL_LANES  # a ReLU prologue's select: CUDA has no boolx8
         _, f1, f2, f3 = sch.split(fused, [None, n_warps, 32, vec])
         if on_gpu:
             sch.bind(f2, "threadIdx.x")
@@ -147,6 +150,8 @@ def apply_wgmma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
     out_exts = [int(r.source.shape[-1]) for r in out_blk.writes]
     vec_out = tc._pick_vec(int(c["vec_out"]), BN, *out_exts)
     fused = sch.fuse(*sch.get_loops(acc_sh)[-2:])
+    if vec_out > MAX_BOOL_LANES and bool_lanes_vary(sch, acc_sh, fused, vec_out):
+        vec_out = MAX_BOOL_LANES  # a ReLU epilogue's select, as in the mma path
     _, f1, f2 = sch.split(fused, [None, 32, vec_out])
     if on_gpu:
         sch.bind(f1, "threadIdx.x")

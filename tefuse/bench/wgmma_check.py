@@ -18,16 +18,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import math
 import os
 import subprocess
 import sys
 import tempfile
 import time
-import traceback
 from pathlib import Path
 
 import numpy as np
+
+log = logging.getLogger(__name__)
 
 SHAPES = ["4096x4096x4096", "197x2304x768", "6272x256x2304"]
 # (name, tile (BM, BN, WM, WN: the wgmma path uses BM x BN, warp tiles 16 x BN), stages)
@@ -170,8 +172,7 @@ def worker(jobs_path: str, out_path: str, start: int) -> int:
             except Exception as e:  # noqa: BLE001 - one variant's failure is a row, not the end
                 msg = " ".join(str(e).replace("\x00", "").split())[:400] or type(e).__name__
                 res = {**jobs[i], "ok": False, "error": f"{type(e).__name__}: {msg}"}
-                if os.environ.get("TEFUSE_WGMMA_TRACE"):
-                    traceback.print_exc()
+                log.debug("variant %s failed", jobs[i].get("variant"), exc_info=True)
                 fault = any(f.lower() in msg.lower() for f in CUDA_FAULT) and "build" not in msg.lower()
                 out.write(json.dumps({"done": i, "row": res}) + "\n")
                 out.flush()
