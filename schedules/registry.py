@@ -92,6 +92,11 @@ class Template:
     def apply(self, sch: s_tir.Schedule, info: KernelInfo, cfg: Config, target) -> None:
         raise NotImplementedError
 
+    def compile_target(self, info: KernelInfo, cfg: Config, target):
+        """The target a config is scheduled, checked and compiled for: `target` itself, unless the
+        config needs an arch-specific variant of it (Hopper's wgmma: sm_90a, 227 KB of shared memory)."""
+        return target
+
     def pass_config(self, info: KernelInfo, cfg: Config, target) -> dict:
         """TVM PassContext options the scheduled module must be compiled with (e.g. cp.async);
         the key TIR_PIPELINE names a registered TVM TIR pipeline to compile with instead."""

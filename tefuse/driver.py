@@ -24,6 +24,7 @@ from .fusion.workload import workload_key
 from .graph.fold_bn import fold_batch_norm
 from .graph.ir import Graph
 from .graph.layout import auto_layout, convert_layout
+from .graph.weights import transpose_matmul_weights
 from .graph.precision import check_precision, convert_precision
 from .runtime.executor import CompiledGraph
 from .runtime.kernel import CompiledKernel
@@ -69,8 +70,9 @@ def compile_group(prep: PreparedGroup, target: tvm.target.Target, cache=None) ->
         hit = module is not None
         src = cache.load_source(key, target, choice) if hit else ""
     if module is None:
-        module = compile_module(prep.mod, target, group.name,
-                                choice.template.pass_config(prep.lowered.info, choice.config, target))
+        info = prep.lowered.info
+        module = compile_module(prep.mod, choice.template.compile_target(info, choice.config, target), group.name,
+                                choice.template.pass_config(info, choice.config, target))
         src = device_source(module)
         if cache is not None:
             cache.store(key, target, choice, module, source=src)
@@ -206,6 +208,8 @@ def prepare_graph(graph: Graph, target, *, precision: str = "fp32", layout: Opti
         graph = fold_batch_norm(graph)
     graph = convert_precision(graph, precision)
     kind = make_target(target).kind.name
+    if kind == "cuda":  # tensor-core GEMMs read a Linear's weight [N, K] (graph/weights.py)
+        graph = transpose_matmul_weights(graph)
     return convert_layout(graph, auto_layout(precision, kind) if layout is None else layout)
 
 

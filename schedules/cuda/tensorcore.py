@@ -381,10 +381,10 @@ def _tf32(info: KernelInfo) -> bool:
 
 def _intrins(info: KernelInfo, target=None) -> list[str]:
     """Instruction families for the operands' type, preferred first: TVM's CUDA codegen has no
-    float32 wmma fragments, so tf32 is mma.sync only. Hopper's wgmma (sm_90a targets only, so
-    the spaces of every other arch, and the tuning records indexing them, are unchanged) comes
-    last: opt-in through tuning or an explicit config, never the untuned choice (until measured);
-    it takes fp16/bf16 GEMMs with B stored (N, K) (a dense's weights), others fail to apply."""
+    float32 wmma fragments, so tf32 is mma.sync only. Hopper's wgmma (compute capability 9.0
+    targets; records hold knob values, so appending it keeps theirs valid) comes last; it takes
+    fp16/bf16 GEMMs with B stored (N, K) (a dense's weights; the untuned choice for them, see
+    `fallback`), others fail to apply."""
     if _tf32(info):
         return ["mma"]
     out = ["mma", "wmma"] if info.dtype == "float16" else ["mma"]
@@ -408,6 +408,12 @@ def tc_shape(info: KernelInfo) -> tuple[int, int, int]:
     if info.anchor_kind == "conv2d":
         return g.m, g.k, g.r
     return g.batch * g.m, g.n, g.k
+
+
+def mma_fallback_values(m: int, n: int, sms: int) -> dict:
+    """The untuned mma.sync config (see TensorCoreGemm.fallback)."""
+    tile = (128, 128, 64, 64) if math.ceil(m / 128) * math.ceil(n / 128) >= sms else (64, 64, 32, 32)
+    return {"tile": tile, "bk": 32, "stages": 3, "intrin": "mma", "vec_out": 4}
 
 
 @register("cuda", "dense", "conv2d")  # mma.sync / wmma PTX: CUDA only (ROCm has its MFMA templates)
@@ -444,10 +450,11 @@ class TensorCoreGemm(Template):
         128x128 would leave most of the GPU idle (M or N small, ResNet's 7x7 layers at batch 1)."""
         m, n, k = tc_shape(info)
         sms = gpu_limits(target).sm_count
-        tile = (128, 128, 64, 64)
-        if math.ceil(m / 128) * math.ceil(n / 128) < sms:
-            tile = (64, 64, 32, 32)
-        return space.from_values({"tile": tile, "bk": 32, "stages": 3, "intrin": _intrins(info)[0], "vec_out": 4})
+        if "wgmma" in _intrins(info, target) and getattr(info.geometry, "b_nk", False):
+            from .tensorcore_wgmma import fallback_values
+
+            return space.from_values(fallback_values(m, n, sms))
+        return space.from_values({**mma_fallback_values(m, n, sms), "intrin": _intrins(info)[0]})
 
     def apply(self, sch, info: KernelInfo, cfg: Config, target) -> None:
         # prologues (pad, casts, layout changes) stay blocks here: the global -> shared copies
@@ -461,6 +468,13 @@ class TensorCoreGemm(Template):
                       dict(BM=bm, BN=bn, WM=wm, WN=wn, BK=cfg["bk"], stages=cfg["stages"], intrin=cfg["intrin"],
                            vec_out=vec_out, tensorize=_target_kind(target) == "cuda",
                            a_m_major=nchw, c_m_major=nchw), target)
+
+    def compile_target(self, info: KernelInfo, cfg: Config, target):
+        if cfg["intrin"] == "wgmma":
+            from .tensorcore_wgmma import wgmma_target
+
+            return wgmma_target(target)
+        return target
 
     def pass_config(self, info: KernelInfo, cfg: Config, target) -> dict:
         return pass_config(cfg["intrin"], target)

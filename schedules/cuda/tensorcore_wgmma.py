@@ -13,6 +13,8 @@ differs (see tensor_intrin_wgmma.py for the layouts):
 """
 from __future__ import annotations
 
+import math
+
 from tvm.s_tir.dlight.gpu.matmul import (
     IterKind,
     auto_inline_producers,
@@ -24,15 +26,43 @@ from . import tensorcore as tc
 from .lanes import MAX_BOOL_LANES, bool_lanes_vary
 from .tensor_intrin_wgmma import BK, N_CHOICES, PTX_TYPE, swizzle_index_map, wgmma_intrin
 
-WGMMA_ARCHS = ("sm_90a",)  # wgmma exists on sm_90a only (not sm_90, not sm_100a)
+# wgmma is an sm_90a instruction: a compute capability 9.0 target (H100, H200) gets it by compiling
+# the kernels that use it for sm_90a (`wgmma_target`); sm_100a and later have other instructions
+WGMMA_ARCHS = ("sm_90", "sm_90a")
+HOPPER_SMEM_OPTIN = 232448  # bytes of dynamic shared memory a block may opt into (227 KB)
+
+
+def _arch_of(target) -> str:
+    if target is None or isinstance(target, str):
+        return ""
+    if isinstance(target, dict):
+        return str(target.get("arch", ""))
+    return str(target.attrs.get("arch", ""))
 
 
 def wgmma_capable(target) -> bool:
-    if target is None or isinstance(target, (str, dict)):
-        arch = target.get("arch", "") if isinstance(target, dict) else ""
-    else:
-        arch = str(target.attrs.get("arch", ""))
-    return arch in WGMMA_ARCHS
+    return _arch_of(target) in WGMMA_ARCHS
+
+
+def wgmma_target(target):
+    """`target` as sm_90a with Hopper's opt-in shared memory: what a wgmma kernel compiles for
+    (the 48 KB default of tefuse's targets would hold no BK=64 pipeline)."""
+    import tvm
+
+    d = dict(target.export())
+    d.update(arch="sm_90a", max_shared_memory_per_block=max(HOPPER_SMEM_OPTIN,
+                                                            int(d.get("max_shared_memory_per_block", 0))))
+    return tvm.target.Target(d)
+
+
+def fallback_values(m: int, n: int, sms: int) -> dict:
+    """The untuned wgmma config, from the H100 sweep (results/issue9/session10/wgmma.json):
+    128x128 blocks, 3 stages, when they give every SM two blocks (4096^3: 0.28 ms, cuBLAS 0.20);
+    else 64x128 blocks, 4 stages, twice the blocks for short or narrow GEMMs (197x2304x768 at
+    0.89x cuBLAS's time, 6272x256x2304 at 1.00x, where 128x128 took 1.2-1.4x)."""
+    if math.ceil(m / 128) * math.ceil(n / 128) >= 2 * sms:
+        return {"tile": (128, 128, 64, 64), "bk": BK, "stages": 3, "intrin": "wgmma", "vec_out": 8}
+    return {"tile": (64, 128, 32, 64), "bk": BK, "stages": 4, "intrin": "wgmma", "vec_out": 8}
 
 
 def apply_wgmma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:

@@ -4,9 +4,10 @@ variant checked against torch (float64 reference, relative Frobenius error) and 
 
     python3 -m tefuse.bench.wgmma_check --json out.json [--shapes 4096x4096x4096 197x2304x768]
 
-Variants per shape: `mma-fallback` (target cuda = sm_90, the untuned config: what tefuse does
-today), `mma-db` (the shipped/user tuning records, if they hold the workload), and wgmma configs
-of the template's space (target cuda:sm_90a with the H100's 227 KB of shared memory per block).
+Variants per shape: `fallback` (target cuda = sm_90, the untuned config: wgmma since it was
+measured here), `mma-fallback` (the untuned mma.sync config, forced), `db` (the shipped/user tuning
+records, if they hold the workload), and wgmma configs of the template's space (target
+cuda:sm_90a with the H100's 227 KB of shared memory per block).
 cuBLAS is torch.addmm + relu, replayed as a CUDA graph.
 
 Robustness: the jobs run in a worker subprocess; a variant that fails to build prints its one-line
@@ -41,7 +42,6 @@ WGMMA_CONFIGS = [
     ("wgmma-64x128-s4", (64, 128, 32, 64), 4),
     ("wgmma-128x64-s4", (128, 64, 64, 32), 4),
 ]
-H100_SMEM = 232448  # bytes of shared memory a block may opt into on sm_90
 TOL = 1e-2  # fp16, float32 accumulation (precision.py's TOLERANCE["fp16"])
 CUDA_FAULT = ("illegal", "misaligned", "cudaerror", "cuda_error", "launch failed", "unspecified launch",
               "an illegal", "device-side", "hardware exception", "cuModuleLoad", "CUDA: ")
@@ -68,8 +68,9 @@ def jobs_for(shapes, configs) -> list[dict]:
     out = []
     for s in shapes:
         out.append({"shape": s, "variant": "cublas"})
+        out.append({"shape": s, "variant": "fallback"})
         out.append({"shape": s, "variant": "mma-fallback"})
-        out.append({"shape": s, "variant": "mma-db"})
+        out.append({"shape": s, "variant": "db"})
         for name, tile, stages in configs:
             out.append({"shape": s, "variant": name, "tile": list(tile), "stages": stages})
     return out
@@ -125,12 +126,20 @@ def run_job(job: dict) -> dict:
         gb = GraphBuilder()
         x, wn, bn = gb.input("a", (m, k), "float16"), gb.input("w", (n, k), "float16"), gb.input("b", (n,), "float16")
         graph = gb.build(gb.relu(gb.bias_add(gb.dense(x, wn), bn, axis=1)))
-        if job["variant"] == "mma-fallback":
+        if job["variant"] == "fallback":
             target, db = "cuda", None
-        elif job["variant"] == "mma-db":
+        elif job["variant"] == "mma-fallback":
+            from ..schedules.cuda.tensorcore import mma_fallback_values
+            from ..target import gpu_limits, make_target
+
+            target = "cuda"
+            db = ForcedConfig(mma_fallback_values(m, n, gpu_limits(make_target(target)).sm_count))
+        elif job["variant"] == "db":
             target, db = "cuda", "default"
         else:
-            target = {"kind": "cuda", "arch": "sm_90a", "max_shared_memory_per_block": H100_SMEM}
+            from ..schedules.cuda.tensorcore_wgmma import HOPPER_SMEM_OPTIN
+
+            target = {"kind": "cuda", "arch": "sm_90a", "max_shared_memory_per_block": HOPPER_SMEM_OPTIN}
             db = ForcedConfig({"tile": tuple(job["tile"]), "bk": 64, "stages": job["stages"], "intrin": "wgmma",
                                "vec_out": 8 if m % job["tile"][0] == 0 and n % job["tile"][1] == 0 else 4})
         t0 = time.perf_counter()
@@ -245,9 +254,10 @@ def summary(rows: list[dict]) -> list[dict]:
     for s in dict.fromkeys(r["shape"] for r in rows):
         rs = [r for r in rows if r["shape"] == s and r.get("ok")]
         best = lambda pre: min((r for r in rs if r["variant"].startswith(pre)), key=lambda r: r["ms"], default=None)  # noqa: E731
-        w, mf, md, cb = best("wgmma"), best("mma-fallback"), best("mma-db"), best("cublas")
+        w, f, mf, md, cb = best("wgmma"), best("fallback"), best("mma-fallback"), best("db"), best("cublas")
         out.append({"shape": s, "best_wgmma": w and w["variant"], "wgmma_ms": w and w["ms"],
-                    "mma_fallback_ms": mf and mf["ms"], "mma_db_ms": md and md["ms"], "cublas_ms": cb and cb["ms"],
+                    "fallback_ms": f and f["ms"], "fallback_vs_cublas": f and cb and f["ms"] / cb["ms"],
+                    "mma_fallback_ms": mf and mf["ms"], "db_ms": md and md["ms"], "cublas_ms": cb and cb["ms"],
                     "wgmma_tflops": w and w["tflops"], "cublas_tflops": cb and cb["tflops"]})
     return out
 

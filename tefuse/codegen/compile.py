@@ -48,8 +48,15 @@ def check_limits(mod: tvm.IRModule, target: tvm.target.Target) -> None:
             raise BuildError(f"{need} bytes of shared memory per block > {int(max_shared)}")
 
 
+def kernel_target(spec: KernelSpec, target: tvm.target.Target) -> tvm.target.Target:
+    """What this kernel is scheduled, checked and compiled for (the template may ask for an
+    arch-specific variant of `target`, as wgmma configs ask for sm_90a)."""
+    return spec.template.compile_target(spec.info, spec.config, target)
+
+
 def schedule_kernel(spec: KernelSpec, target: tvm.target.Target) -> tvm.IRModule:
     """Apply the template's config and check the result against the target's limits."""
+    target = kernel_target(spec, target)
     sch = s_tir.Schedule(spec.func)
     try:
         spec.template.apply(sch, spec.info, spec.config, target)
@@ -102,7 +109,7 @@ def compile_module(mod: tvm.IRModule, target: tvm.target.Target, name: str = "",
 def compile_kernel(spec: KernelSpec, target: tvm.target.Target) -> tuple[tvm.IRModule, tvm.runtime.Module]:
     """Schedule, check and compile in one call (what a tuning build worker runs)."""
     mod = schedule_kernel(spec, target)
-    return mod, compile_module(mod, target, spec.name, pass_config(spec, target))
+    return mod, compile_module(mod, kernel_target(spec, target), spec.name, pass_config(spec, target))
 
 
 def pass_config(spec: KernelSpec, target: tvm.target.Target) -> dict:

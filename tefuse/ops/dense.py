@@ -29,6 +29,7 @@ class GemmGeometry:
     n: int
     k: int
     stacked_rows_axis: Optional[int] = None
+    b_nk: bool = False  # B stored [N, K] (a dense's weight), as Hopper's wgmma reads it without a transpose
 
     @property
     def dims(self) -> tuple[int, int, int, int]:
@@ -37,11 +38,14 @@ class GemmGeometry:
 
 def _dense_geometry(in_shapes, out_shape, attrs: dict) -> GemmGeometry:
     (m, k), (n, _) = in_shapes
-    return GemmGeometry(1, m, n, k)
+    return GemmGeometry(1, m, n, k, b_nk=True)
 
 
 def _matmul_geometry(in_shapes, out_shape, attrs: dict) -> GemmGeometry:
     a, b = in_shapes
+    if attrs.get("trans_b"):  # b stored [N, K]: the GEMM is a's rows (batch dims included) by N
+        m = math.prod(a[:-1])
+        return GemmGeometry(1, m, b[0], b[1], b_nk=True)
     axis = stacked_rows_axis(a, b)
     if axis is not None and a[-1] == b[0]:  # the op computes it as one GEMM over a's rows
         return GemmGeometry(1, a[axis], b[1], a[-1], stacked_rows_axis=axis)
@@ -75,13 +79,16 @@ def dense(inputs: Sequence[Value], attrs: dict) -> Value:
 
 
 @register_op("matmul", OpPattern.OUT_ELEMWISE_FUSABLE, anchor="dense", num_inputs=2,
-             geometry=_matmul_geometry, optional=MATH)
+             geometry=_matmul_geometry, optional={**MATH, "trans_b": False})
 def matmul(inputs: Sequence[Value], attrs: dict) -> Value:
     """numpy.matmul semantics for ranks >= 1 (1-D operands promoted and squeezed); math='tf32'
-    rounds float32 operands to TF32 first."""
+    rounds float32 operands to TF32 first. trans_b=True: b is a 2-D [N, K] (a Linear's weight,
+    see graph/weights.py), a[..., K] @ b.T."""
     a, b = (tf32_operand(v, attrs) for v in inputs)
     if a.dtype != b.dtype:
         raise OpError(f"matmul: dtype mismatch {a.dtype} vs {b.dtype}")
+    if attrs.get("trans_b"):
+        return _matmul_nk(a, b)
     if a.ndim == 0 or b.ndim == 0:
         raise OpError("matmul: scalar operands are not allowed")
     axis = stacked_rows_axis(a.shape, b.shape)
@@ -116,6 +123,23 @@ def matmul(inputs: Sequence[Value], attrs: dict) -> Value:
 
         return lazy(shape, a.dtype, fn)
     return res
+
+
+def _matmul_nk(a: Value, b: Value) -> Value:
+    """a[..., K] @ b[N, K].T as one GEMM over all of a's rows: b is read [N, K] (K fastest, as
+    wgmma takes it) with no batch dims of its own, so a's batch dims are GEMM rows."""
+    if b.ndim != 2 or a.ndim < 2:
+        raise OpError(f"matmul(trans_b): expects a[..., K] and a 2-D b[N, K], got {a.shape} and {b.shape}")
+    if a.shape[-1] != b.shape[1]:
+        raise OpError(f"matmul(trans_b): inner dimensions differ: {a.shape} @ {b.shape}.T")
+    at = a.materialize("data_in")
+    bt = b.materialize("weight_in")
+    acc = acc_dtype(a.dtype)
+    k = te.reduce_axis((0, a.shape[-1]), "k")
+    out = te.compute(a.shape[:-1] + (b.shape[0],),
+                     lambda *i: te.sum(tir.Cast(acc, at(*i[:-1], k)) * tir.Cast(acc, bt(i[-1], k)), axis=k),
+                     name="matmul", tag="dense")
+    return _finish(out, a.dtype)
 
 
 def stacked_rows_axis(a_shape: Sequence[int], b_shape: Sequence[int]):

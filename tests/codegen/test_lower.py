@@ -170,4 +170,4 @@ def test_dense_roles_and_geometry():
     y = b.dense(b.relu(x), b.const(np.ones((32, 16), "float32"), name="w"))
     info = lower_group(only_group(b.build(b.relu(y)))).info
     assert info.stage("data") == "data_in" and info.stage("weight") is None
-    assert info.geometry == GemmGeometry(1, 8, 32, 16)
+    assert info.geometry == GemmGeometry(1, 8, 32, 16, b_nk=True)

@@ -16,8 +16,8 @@ from tefuse.codegen.schedule import ScheduleChoice
 from tefuse.driver import build_group
 from tefuse.fusion import fuse_graph
 from tefuse.runtime.executor import CompiledGraph
-from tefuse.schedules.cuda.tensorcore import TensorCoreGemm
-from tefuse.target import make_target
+from tefuse.schedules.cuda.tensorcore import TensorCoreGemm, mma_fallback_values, tc_shape
+from tefuse.target import gpu_limits, make_target
 from tests.schedules.cuda.test_tensorcore import CASES, NAME, TF32_CASES, _rand
 from tefuse.graph.precision import convert_precision
 from tefuse.plan.spec import parse_chain
@@ -63,16 +63,26 @@ def test_fallback_matches_llvm(case, rng):
     _check(cg, graph, _inputs(graph, rng))
 
 
+def _wgmma_admits(cfg) -> bool:
+    """wgmma configs are 64 deep with whole warpgroups of rows (others fail to apply, by design)."""
+    return cfg["intrin"] != "wgmma" or (cfg["bk"] == 64 and cfg["tile"][0] % 64 == 0)
+
+
 def _variants(info, target):
+    """One knob at a time away from the untuned mma config and, where the fallback is Hopper's
+    wgmma (a dense), away from that one too."""
     t = TensorCoreGemm()
     space = t.space(info, target)
-    base = t.fallback(info, target, space).values
+    fb = t.fallback(info, target, space).values
+    m, n, _ = tc_shape(info)
+    bases = [{**mma_fallback_values(m, n, gpu_limits(target).sm_count), "intrin": "mma"}, fb]
     seen = []
-    for knob in space.knobs:  # one knob at a time away from the fallback
-        for v in knob.candidates:
-            cfg = {**base, knob.name: v}
-            if cfg not in seen:
-                seen.append(cfg)
+    for base in bases:
+        for knob in space.knobs:
+            for v in knob.candidates:
+                cfg = {**base, knob.name: v}
+                if cfg not in seen and _wgmma_admits(cfg):
+                    seen.append(cfg)
     return t, space, seen
 
 

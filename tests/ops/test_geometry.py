@@ -40,9 +40,10 @@ def test_depthwise_kind_comes_from_the_geometry():
 
 
 def test_gemm_geometry_of_dense_matmul_and_stacked_rows():
-    assert geometry("dense", [(3, 1000), (100, 1000)], (3, 100)) == GemmGeometry(1, 3, 100, 1000)
+    assert geometry("dense", [(3, 1000), (100, 1000)], (3, 100)) == GemmGeometry(1, 3, 100, 1000, b_nk=True)
     assert geometry("matmul", [(2, 3, 8, 24), (3, 24, 10)], (2, 3, 8, 10)).dims == (6, 8, 10, 24)
     assert geometry("matmul", [(24,), (24, 10)], (10,)).dims == (1, 1, 10, 24)
+    assert not geometry("matmul", [(8, 24), (24, 10)], (8, 10)).b_nk  # B stored [K, N]
     g = geometry("matmul", [(197, 1, 96), (96, 288)], (197, 1, 288))
     assert g == GemmGeometry(1, 197, 288, 96, stacked_rows_axis=0)
 

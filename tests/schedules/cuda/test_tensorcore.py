@@ -68,14 +68,23 @@ def _group(graph):
     return group
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
-def test_cuda_and_ptx_use_tensor_cores_and_cp_async(case):
-    cg = tefuse.build(CASES[case](), "cuda")
+# fp16/bf16 dense GEMMs (B stored [N, K]): Hopper's untuned choice is wgmma (test_tensorcore_wgmma)
+WGMMA_CASES = {"dense_awkward_197", "dense_bf16", "dense_normalized_prologue"}
+
+
+@pytest.mark.parametrize("case,arch", [(c, "sm_90") for c in sorted(CASES)] + [(c, "sm_80") for c in sorted(WGMMA_CASES)])
+def test_cuda_and_ptx_use_tensor_cores_and_cp_async(case, arch):
+    cg = tefuse.build(CASES[case](), f"cuda:{arch}")
     (k,) = cg.kernels
     assert k.template == NAME
     src = k.source("cuda")
     assert "mma" in src and "cp.async" in src
-    ptx = compile_to_ptx(src)
+    if case in WGMMA_CASES and arch == "sm_90":
+        assert "tefuse_wgmma_m64n" in src and "mma.sync" not in src
+        assert re.search(r"\bwgmma\.mma_async\.sync\.aligned\.m64n\d+k16\.f32\.(f16\.f16|bf16\.bf16)",
+                         compile_to_ptx(src, "sm_90a"))
+        return
+    ptx = compile_to_ptx(src, arch)
     mma = (r"m16n8k8\.row\.col\.f32\.tf32\.tf32" if case in TF32_CASES
            else r"m16n8k16\.row\.col\.f32\.(f16\.f16|bf16\.bf16)")
     assert re.search(r"\bmma\.sync\.aligned\." + mma + r"\.f32", ptx), ptx[:400]
@@ -277,6 +286,11 @@ def _relu_gemm_onnx(m, k, n, act="Relu", op="Gemm"):
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), w
 
 
+def _ptx_arch(src: str) -> str:
+    """A Hopper wgmma kernel is compiled for sm_90a (its kernel target), the rest for sm_90."""
+    return "sm_90a" if "tefuse_wgmma_" in src else "sm_90"
+
+
 def _bool_vectors_wider_than_4(src: str) -> bool:
     return "boolx" in src or re.search(r"\bushort(8|16)\b", src) is not None
 
@@ -293,7 +307,7 @@ def test_a_select_prologue_builds_for_cuda(m, k, n, act, op):
     src = kern.source("cuda")
     assert "in_x_ptr" in src and not _bool_vectors_wider_than_4(src)
     assert re.search(r"\*\((float4|half4|uint2)\*\)\(in_x_ptr", src), "the A prologue's loads are no longer vectors"
-    compile_to_ptx(src)
+    compile_to_ptx(src, _ptx_arch(src))
     # numerics of the same graph on llvm (the CPU template), and the template's own tiling on llvm
     x = np.random.default_rng(4).standard_normal((m, k)).astype("float32")
     r = np.where(x > 0, x, (0.1 if act == "LeakyRelu" else 0.0) * x)
@@ -308,24 +322,27 @@ def _select_dense(m, n, k, prologue=True):
     return b.build(b.relu(b.bias_add(b.dense(b.relu(x) if prologue else x, w), bias, axis=1)))
 
 
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])  # mma.sync; wgmma (Hopper's untuned dense)
 @pytest.mark.parametrize("m,n", [(128, 128), (100, 72)])
-def test_select_prologue_and_epilogue_with_every_vector_width(m, n):
+def test_select_prologue_and_epilogue_with_every_vector_width(m, n, arch):
     """Both the A copy (a ReLU prologue) and the epilogue store (a ReLU epilogue) under the
     vec_out=8 knob: the CUDA source builds and its PTX compiles; the same schedule run on
     llvm (plain loops) gives numpy's numbers."""
     k = 64
     group = _group(_select_dense(m, n, k))
     lowered = lower_group(group)
-    cuda, llvm = make_target("cuda"), make_target("llvm")
+    llvm = make_target("llvm")
     t = TensorCoreGemm()
-    space = t.space(lowered.info, cuda)
-    cfg = space.from_values({**t.fallback(lowered.info, cuda, space).values, "vec_out": 8})
+    space = t.space(lowered.info, make_target(f"cuda:{arch}"))
+    cfg = space.from_values({**t.fallback(lowered.info, make_target(f"cuda:{arch}"), space).values, "vec_out": 8})
+    cuda = t.compile_target(lowered.info, cfg, make_target(f"cuda:{arch}"))
     sch = s_tir.Schedule(lowered.func)
     t.apply(sch, lowered.info, cfg, cuda)
     with cuda, tvm.transform.PassContext(opt_level=3, config=pass_config(cfg["intrin"], cuda)):
         src = tvm.compile(sch.mod, target=cuda).mod.imports[0].inspect_source()
     assert not _bool_vectors_wider_than_4(src)
-    compile_to_ptx(src)
+    assert ("tefuse_wgmma_" in src) == (arch == "sm_90")
+    compile_to_ptx(src, _ptx_arch(src) if arch == "sm_90" else arch)
 
     sch = s_tir.Schedule(lowered.func)
     t.apply(sch, lowered.info, cfg, llvm)

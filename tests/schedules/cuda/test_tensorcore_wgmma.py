@@ -41,17 +41,51 @@ def _cuda_source(graph, bm, bn, arch="sm_90a", stages=3):
     return mod.imports[0].inspect_source()
 
 
-def test_offered_on_sm_90a_dense_only_and_never_the_fallback():
+def test_offered_on_hopper_dense_and_the_fallback_for_a_dense_weight():
+    """Compute capability 9.0 targets (sm_90, sm_90a) get wgmma as the last knob value; the untuned
+    config of a dense (B stored [N, K]) is wgmma there, mma elsewhere; a float32 dense is no
+    tensor-core GEMM at all."""
     _, low = _lowered(_dense(197, 96, 72, "float16"))
     t = TensorCoreGemm()
-    for arch, want in [("sm_90", ["mma", "wmma"]), ("sm_80", ["mma", "wmma"]), ("sm_90a", ["mma", "wmma", "wgmma"])]:
+    for arch, want in [("sm_90", ["mma", "wmma", "wgmma"]), ("sm_80", ["mma", "wmma"]),
+                       ("sm_90a", ["mma", "wmma", "wgmma"]), ("sm_100a", ["mma", "wmma"])]:
         target = make_target(f"cuda:{arch}")
         space = t.space(low.info, target)
         (knob,) = [kn for kn in space.knobs if kn.name == "intrin"]
         assert knob.candidates == want, arch
-        assert t.fallback(low.info, target, space)["intrin"] == "mma"
+        cfg = t.fallback(low.info, target, space)
+        assert cfg["intrin"] == ("wgmma" if "wgmma" in want else "mma"), arch
+        assert str(t.compile_target(low.info, cfg, target).attrs["arch"]) == ("sm_90a" if "wgmma" in want else arch)
     _, low32 = _lowered(_dense(64, 64, 64, "float32"))  # float32 dense: not a tensor-core GEMM at all
     assert not t.accepts(low32.info)
+
+
+def test_fallback_tiles_follow_the_sm_count():
+    """Two 128x128 blocks per SM or more: 128x128, 3 stages; fewer: 64x128, 4 stages."""
+    from tefuse.schedules.cuda.tensorcore_wgmma import fallback_values
+
+    assert fallback_values(4096, 4096, 132)["tile"][:2] == (128, 128)
+    assert fallback_values(6272, 256, 132)["tile"][:2] == (64, 128)
+    assert fallback_values(197, 2304, 132)["stages"] == 4
+
+
+def test_matmul_keeps_mma_untuned_on_hopper():
+    """A matmul's B is stored [K, N], which this wgmma path does not read: its fallback stays mma."""
+    b = GraphBuilder()
+    x, w = b.input("x", (2, 64, 64), "float16"), b.input("w", (2, 64, 64), "float16")
+    _, low = _lowered(b.build(b.matmul(x, w)))
+    t = TensorCoreGemm()
+    target = make_target("cuda")
+    assert t.fallback(low.info, target, t.space(low.info, target))["intrin"] == "mma"
+
+
+def test_build_on_the_default_cuda_target_compiles_the_dense_for_sm_90a():
+    """`tefuse.build(..., "cuda")` (sm_90, untuned): the fp16 dense + bias + ReLU kernel calls
+    wgmma, and its source compiles (nvcc, sm_90a, as the kernel's own target) to wgmma.mma_async."""
+    (k,) = tefuse.build(_dense(256, 256, 128, "float16"), "cuda").kernels
+    src = k.source("cuda")
+    assert "tefuse_wgmma_m64n128k16x4_f16" in src and "mma.sync" not in src
+    assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n128k16\.f32\.f16\.f16", compile_to_ptx(src, "sm_90a"))
 
 
 @pytest.mark.parametrize("dtype,bm,bn", [("float16", 128, 128), ("bfloat16", 64, 96)])
@@ -149,3 +183,42 @@ def test_relu_epilogue_on_whole_tiles_builds_with_8_wide_stores_asked():
     with target, tvm.transform.PassContext(opt_level=3, config=pass_config("wgmma", target)):
         src = tvm.compile(sch.mod, target=target).mod.imports[0].inspect_source()
     assert "wgmma" in src
+
+
+def _linear_3d(batch, rows, k, n, dtype="float16"):
+    """A transformer projection as ONNX exports it: x[batch, rows, K] @ W.T[K, N] + bias."""
+    rng = np.random.default_rng(3)
+    b = GraphBuilder()
+    x = b.input("x", (batch, rows, k), dtype)
+    w = b.const((rng.standard_normal((k, n)) * 0.1).astype(dtype), name="w")
+    bias = b.const(rng.standard_normal(n).astype(dtype), name="bias")
+    return b.build(b.add(b.matmul(x, w), bias))
+
+
+def test_a_projection_of_a_3d_activation_takes_wgmma_after_the_weight_pass():
+    """The build's weight pass stores the constant [N, K], so the projection (all 2 x 197 rows as
+    one GEMM's M) is a wgmma kernel on the default cuda target."""
+    (k,) = tefuse.build(_linear_3d(2, 197, 64, 96), "cuda").kernels
+    src = k.source("cuda")
+    assert "tefuse_wgmma_m64n" in src
+    assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n\d+k16\.f32\.f16\.f16", compile_to_ptx(src, "sm_90a"))
+
+
+def test_wgmma_tiling_of_a_trans_b_matmul_computes_the_right_numbers_on_llvm():
+    from tefuse.graph.weights import transpose_matmul_weights
+
+    graph = transpose_matmul_weights(_linear_3d(2, 197, 72, 96))
+    group, low = _lowered(graph)
+    assert low.info.geometry.b_nk and low.info.geometry.m == 2 * 197
+    sch = s_tir.Schedule(low.func)
+    llvm = make_target("llvm")
+    apply_tc_gemm(sch, low.info.stage("accumulator"), low.info.epilogue, _wgmma_cfg(64, 96, tensorize=False), llvm)
+    lib = tvm.compile(sch.mod, target=llvm)
+    x = _rand((2, 197, 72), "float16", np.random.default_rng(4))
+    dev = tvm.cpu()
+    feed = {"x": x, **{n.name: n.value for n in group.inputs if n.value is not None}}  # w_nk, bias
+    outs = [tvm.runtime.empty(o.shape, o.dtype, dev) for o in group.outputs]
+    lib["main"](*[tvm.runtime.tensor(np.asarray(feed[p.name]), dev) for p in low.params], *outs)
+    want = tefuse.build(graph, "llvm").run(x=x)[0].astype(np.float32)
+    got = outs[0].numpy().astype(np.float32)
+    assert np.abs(got - want).max() <= 1e-2 * np.abs(want).max()
