@@ -86,7 +86,7 @@ def _variants(info, target):
     return t, space, seen
 
 
-@pytest.mark.parametrize("case", ["dense_awkward_197", "conv_nchw_bn_relu"])
+@pytest.mark.parametrize("case", ["dense_awkward_197", "conv_nchw_bn_relu", "dense_normalized_prologue"])
 def test_every_knob_value_computes_the_same(case, rng):
     graph = GPU_CASES[case]()
     (group,) = fuse_graph(graph)

@@ -19,7 +19,7 @@ from tefuse.graph import GraphBuilder
 from tefuse.schedules.cuda.tensorcore import TensorCoreGemm, apply_tc_gemm, pass_config
 from tefuse.target import make_target
 
-from .test_tensorcore import _dense, _rand
+from .test_tensorcore import _dense, _normalized_dense, _rand
 
 
 def _lowered(graph):
@@ -113,15 +113,35 @@ def test_wgmma_rejects_b_stored_k_by_n():
                       make_target("cuda:sm_90a"))
 
 
-@pytest.mark.parametrize("m,n,k,bm,bn", [(197, 96, 72, 64, 96), (130, 256, 200, 128, 128)])
-def test_tiling_padding_and_swizzle_compute_the_right_numbers_on_llvm(m, n, k, bm, bn):
+def _cast_dense(m, n, k):
+    """A float32 activation cast to fp16 inside the GEMM's A load (a precision-converted model's
+    first projection)."""
+    b = GraphBuilder()
+    x, w = b.input("x", (m, k), "float32"), b.input("w", (n, k), "float16")
+    return b.build(b.dense(b.cast(x, dtype="float16"), w))
+
+
+LLVM_CASES = {
+    "plain_197": (lambda: _dense(197, 96, 72, "float16"), 64, 96, 3),
+    "plain_130": (lambda: _dense(130, 256, 200, "float16"), 128, 128, 3),
+    "layernorm_prologue": (lambda: _normalized_dense(197, 64, 96, "float16"), 64, 64, 3),
+    "layernorm_prologue_2_stages": (lambda: _normalized_dense(130, 96, 128, "float16"), 128, 96, 2),
+    "layernorm_prologue_unpipelined": (lambda: _normalized_dense(70, 64, 64, "float16"), 64, 64, 1),
+    "cast_prologue": (lambda: _cast_dense(100, 80, 72), 64, 80, 4),
+}
+
+
+@pytest.mark.parametrize("case", sorted(LLVM_CASES))
+def test_tiling_padding_and_swizzle_compute_the_right_numbers_on_llvm(case):
     """The wgmma schedule with plain loops (swizzled shared tiles, 16 x BN warp tiles, padded
-    tails) on llvm against the CPU template."""
-    graph = _dense(m, n, k, "float16")
+    tails, a prologue computed from its staged raw tile) on llvm against the CPU template."""
+    make, bm, bn, stages = LLVM_CASES[case]
+    graph = make()
     group, low = _lowered(graph)
     sch = s_tir.Schedule(low.func)
     llvm = make_target("llvm")
-    apply_tc_gemm(sch, low.info.stage("accumulator"), low.info.epilogue, _wgmma_cfg(bm, bn, tensorize=False), llvm)
+    apply_tc_gemm(sch, low.info.stage("accumulator"), low.info.epilogue,
+                  _wgmma_cfg(bm, bn, stages=stages, tensorize=False), llvm)
     # both operand tiles are in the swizzled layout (atoms of 8 rows x 8 chunks x 8 elements)
     assert len(re.findall(r"alloc_buffer\(\(1, \d+, \d+, 8, 8, 8\), \"float16\"", sch.mod.script())) == 2
     lib = tvm.compile(sch.mod, target=llvm)
@@ -133,6 +153,17 @@ def test_tiling_padding_and_swizzle_compute_the_right_numbers_on_llvm(m, n, k, b
     want = tefuse.build(graph, "llvm").run(**{p.name: a for p, a in zip(low.params, args)})[0].astype(np.float32)
     got = outs[0].numpy().astype(np.float32)
     assert np.abs(got - want).max() <= 1e-2 * np.abs(want).max()
+
+
+@pytest.mark.parametrize("case", ["layernorm_prologue", "cast_prologue"])
+def test_a_computed_operand_is_staged_by_cp_async_and_computed_from_shared_memory(case):
+    """x comes in by cp.async a stage ahead (no synchronous global loads of it in the k loop);
+    the prologue (scale, gain, cast) is computed from the staged tile into the swizzled A tile."""
+    make, bm, bn, stages = LLVM_CASES[case]
+    src = _cuda_source(make(), bm, bn, stages=stages)
+    assert re.search(r"cp_async\w*\(buf_dyn_shmem_ptr, [^;]*, in_x_ptr,", src), "x is not copied by cp.async"
+    assert not re.search(r"=\s*\*\(\w+\*\)\(in_x_ptr|in_x_ptr\[", src), "x is still loaded synchronously"
+    assert "tefuse_wgmma_m64n" in src
 
 
 def test_swizzle_is_the_128_byte_swizzle_wgmma_reads():

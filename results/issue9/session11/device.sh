@@ -1,0 +1,38 @@
+#!/bin/bash
+# Session 11 device steps (H100, device tool), run from the repository root after
+#   bash .gpu/a/load.sh   (carry .gpu/a)   and then, within 30 s:
+#   source .gpu/b/env.sh && bash results/issue9/session11/device.sh STEP...   (carry .gpu/b)
+set -uo pipefail
+export TEFUSE_CACHE_DIR=/tmp/kc TVM_CUDA_COMPILE_MODE=nvcc TEFUSE_USER_DB=/tmp/tefuse/user.jsonl
+mkdir -p /tmp/tefuse
+# schedules/ imports as tefuse.schedules only once installed (a package-dir mapping)
+python3 -c "import tefuse.schedules" 2>/dev/null \
+  || python3 -m pip install -q --no-deps --no-build-isolation --no-index -e . >/dev/null 2>&1 \
+  || { echo "could not install tefuse (pip install -e .)"; exit 1; }
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+P="python3 -m tefuse.bench.precision"
+for step in "$@"; do
+  echo "=== $step $(date -u +%T)"
+  case $step in
+    build)   # the issue's Must show: one tensor-core kernel
+      python3 -m tefuse.cli build "conv2d(k=64,r=3,pad=1)+bias+batch_norm+relu" -i 16x64x56x56 \
+        --precision fp16 -t cuda -e cuda > $OUT/build_fp16.cu 2> $OUT/build_fp16.err
+      echo "rc $?; mma.sync/wgmma/wmma lines: $(grep -c -E 'mma.sync|wgmma|wmma::mma_sync' $OUT/build_fp16.cu); __global__: $(grep -c __global__ $OUT/build_fp16.cu)"
+      cat $OUT/build_fp16.err ;;
+    conv)    $P conv --precision fp16 bf16 --batch 1 16 --layout NHWC --workdir /tmp/tefuse \
+               --json $OUT/conv_fp16_bf16.json 2>&1 | tee $OUT/conv_fp16_bf16.log | tail -8 ;;
+    gemm)    $P gemm --precision fp16 bf16 --gemm 4096x4096x4096 197x2304x768 6272x256x2304 \
+               --workdir /tmp/tefuse --json $OUT/gemm_fp16_bf16.json 2>&1 | tee $OUT/gemm_fp16_bf16.log | tail -8 ;;
+    vit)     $P models --models vit_b_16 --precision fp16 --batch 1 32 --workdir /tmp/tefuse \
+               --json $OUT/models_fp16_vit.json 2>&1 | tee $OUT/models_fp16_vit.log | tail -30 ;;
+    resnet)  $P models --models resnet50 --precision fp16 --batch 1 32 --workdir /tmp/tefuse \
+               --json $OUT/models_fp16_resnet50.json 2>&1 | tee $OUT/models_fp16_resnet50.log | tail -30 ;;
+    tf32)    $P models --models resnet50 --precision tf32 --batch 32 --no-compile --workdir /tmp/tefuse \
+               --json $OUT/models_tf32_resnet50.json 2>&1 | tee $OUT/models_tf32_resnet50.log | tail -20 ;;
+    tctests) python3 -m pytest -m gpu tests/gpu/test_tensorcore_gpu.py -q -p no:cacheprovider -n 14 2>&1 \
+               | tee $OUT/gpu_tests_tensorcore.log | tail -8 ;;
+    tests)   python3 -m pytest -m gpu tests -q -p no:cacheprovider -n 14 --durations=8 2>&1 \
+               | tee $OUT/gpu_tests.log | tail -15 ;;
+    *) echo "unknown step $step"; exit 2 ;;
+  esac
+done
