@@ -65,12 +65,13 @@ def fallback_values(m: int, n: int, sms: int) -> dict:
     return {"tile": (64, 128, 32, 64), "bk": BK, "stages": 4, "intrin": "wgmma", "vec_out": 8}
 
 
-def _stage_prologue_operand(sch, g2s, k0, n_warps, sh_scope, on_gpu):
+def _stage_prologue_operand(sch, g2s, read_lanes, k0, n_warps, sh_scope, on_gpu):
     """A computed A operand (a LayerNorm's normalisation, a cast) loads its raw input tile by
     cp.async into a shared tile of its own, a pipeline stage ahead, and computes the operand tile
     from there: computed while loading from global memory it left every k step waiting on its
-    loads (ViT's LayerNorm-prologue fc1 took 3x a plain GEMM's time on the H100). Returns the
-    staging block, or None where the operand is a plain copy."""
+    loads (ViT's LayerNorm-prologue fc1 took 3x a plain GEMM's time on the H100). `read_lanes`:
+    the vector width the operand tile is computed in. Returns the staging block, or None where the
+    operand is a plain copy."""
     blk = sch.get(g2s)
     reads = [(k, r) for k, r in enumerate(blk.reads) if r.source.scope() == "global"]
     dtype = blk.writes[0].source.dtype
@@ -83,6 +84,11 @@ def _stage_prologue_operand(sch, g2s, k0, n_warps, sh_scope, on_gpu):
     raw = sch.cache_read(g2s, idx, sh_scope)
     sch.compute_at(raw, k0)
     vec = tc._pick_vec(128 // _bits(big.source.dtype), int(big.source.shape[-1]))  # 16-byte copies
+    if vec == read_lanes:
+        # a shared buffer read and written only in vectors of one width is retyped to that vector
+        # type by StorageRewrite, whose scalar store indices cp.async injection then rejects
+        # ("load->indices[0].ty().lanes() == store->indices[0].ty().lanes()")
+        vec //= 2
     fused = sch.fuse(*sch.get_loops(raw)[-2:])
     while vec > 1 and not tc._lanes_contiguous(sch, raw, fused, vec):
         vec //= 2
@@ -192,7 +198,7 @@ def apply_wgmma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
         return blk_read, vec
 
     a_g2s, vec_a = fetch_to_shared(0)
-    a_raw = _stage_prologue_operand(sch, a_g2s, k0, n_warps, sh_scope, on_gpu)
+    a_raw = _stage_prologue_operand(sch, a_g2s, vec_a, k0, n_warps, sh_scope, on_gpu)
     b_g2s, vec_b = fetch_to_shared(1)
     # the shared tiles in the 128-byte swizzle (swizzle_dims): the copies write them so, and the
     # product reads them so (the tensor cores undo the swizzle from the descriptor's mode bits)
