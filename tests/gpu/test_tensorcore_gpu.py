@@ -95,9 +95,14 @@ def test_every_knob_value_computes_the_same(case, rng):
     t, space, variants = _variants(info, target)
     vals = _inputs(graph, rng)
     assert len(variants) > 5
+    wrong = []
     for values in variants:
         kernel = build_group(group, target, choice=ScheduleChoice(t, space.from_values(values), "test"))
-        _check(CompiledGraph(graph, target, [kernel]), graph, vals)
+        try:
+            _check(CompiledGraph(graph, target, [kernel]), graph, vals)
+        except AssertionError as e:
+            wrong.append(f"{values}: {str(e).splitlines()[0]}")
+    assert not wrong, "\n".join(wrong)
 
 
 @pytest.mark.parametrize("case", [*TF32_CASES, "resnet_3x3_b16_nhwc_tf32"])
