@@ -65,61 +65,6 @@ def fallback_values(m: int, n: int, sms: int) -> dict:
     return {"tile": (64, 128, 32, 64), "bk": BK, "stages": 4, "intrin": "wgmma", "vec_out": 8}
 
 
-STATIC_SMEM = 48 * 1024  # bytes of static shared memory a CUDA kernel may have
-
-
-def _raw_operand(sch, g2s, bm, stages, on_gpu):
-    """The read of `g2s` (an operand tile's copy with its prologue inlined) to stage by cp.async,
-    or None where the tile is a plain copy (cp.async already) or its rows are not whole 16-byte
-    vectors. It is the biggest input: x itself, where the others are per-row or per-column
-    vectors (a LayerNorm's mean, rstd, gamma, beta)."""
-    blk = sch.get(g2s)
-    reads = [(k, r) for k, r in enumerate(blk.reads) if r.source.scope() == "global"]
-    dtype = blk.writes[0].source.dtype
-    if not reads or (len(reads) == 1 and reads[0][1].source.dtype == dtype):
-        return None
-    idx, big = max(reads, key=lambda kr: math.prod(int(d) for d in kr[1].source.shape))
-    if int(big.source.shape[-1]) * _bits(big.source.dtype) % 128:
-        return None
-    if on_gpu and bm * BK * _bits(big.source.dtype) // 8 * max(stages, 1) > STATIC_SMEM:
-        return None  # the staged tiles live in static shared memory (see _stage_prologue_operand)
-    return idx
-
-
-def _stage_prologue_operand(sch, g2s, idx, read_lanes, k0, n_warps, scope, on_gpu):
-    """A computed A operand (a LayerNorm's normalisation, a cast) loads its raw input tile by
-    cp.async into a shared tile of its own, a pipeline stage ahead, and computes the operand tile
-    from there. Computed while loading from global memory, it left every k step waiting on its
-    loads (ViT's LayerNorm-prologue fc1 took 3x a plain GEMM's time on the H100). The raw tiles
-    are static shared memory (`scope` "shared"): TVM's barrier insertion takes every dynamic
-    shared buffer for one (they are merged later), so raw reads and operand writes in one
-    dynamic buffer put a barrier in every iteration of the copy loop. Returns the staging block."""
-    raw = sch.cache_read(g2s, idx, scope)
-    sch.compute_at(raw, k0)
-    big = sch.get(raw).reads[0].source
-    vec = tc._pick_vec(128 // _bits(big.dtype), int(big.shape[-1]))  # 16-byte copies
-    if vec == read_lanes:
-        # a shared buffer read and written only in vectors of one width is retyped to that vector
-        # type by StorageRewrite, whose scalar store indices cp.async injection then rejects
-        # ("load->indices[0].ty().lanes() == store->indices[0].ty().lanes()")
-        vec //= 2
-    fused = sch.fuse(*sch.get_loops(raw)[-2:])
-    while vec > 1 and not tc._lanes_contiguous(sch, raw, fused, vec):
-        vec //= 2
-    _, f1, f2, f3 = sch.split(fused, [None, n_warps, 32, vec])
-    if on_gpu:
-        sch.bind(f2, "threadIdx.x")
-        sch.bind(f1, "threadIdx.y")
-    sch.vectorize(f3)
-    return raw
-
-
-def _bits(dtype) -> int:
-    import tvm
-
-    return tvm.DataType(str(dtype)).bits
-
-
 def apply_wgmma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
     c = dict(tc.DEFAULT_CFG)
     c.update(cfg or {})
@@ -194,8 +139,6 @@ def apply_wgmma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
 
     # ---------------------------------------------------------------- 4. global -> shared
     def fetch_to_shared(idx):
-        """The operand tile's copy (its prologue inlined), its vector width, and for a computed
-        operand the block staging its raw tile (_stage_prologue_operand)."""
         blk_read = sch.cache_read(block_outer, idx, sh_scope)
         sch.compute_at(blk_read, k0)
         auto_inline_producers(sch, blk_read)
@@ -211,13 +154,10 @@ def apply_wgmma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
             sch.bind(f2, "threadIdx.x")
             sch.bind(f1, "threadIdx.y")
         sch.vectorize(f3)
-        raw_idx = _raw_operand(sch, blk_read, BM, stages, on_gpu) if idx == 0 else None
-        raw = None if raw_idx is None else _stage_prologue_operand(
-            sch, blk_read, raw_idx, vec, k0, n_warps, "shared" if on_gpu else sh_scope, on_gpu)
-        return blk_read, vec, raw
+        return blk_read, vec
 
-    a_g2s, vec_a, a_raw = fetch_to_shared(0)
-    b_g2s, vec_b, _ = fetch_to_shared(1)
+    a_g2s, vec_a = fetch_to_shared(0)
+    b_g2s, vec_b = fetch_to_shared(1)
     # the shared tiles in the 128-byte swizzle (swizzle_dims): the copies write them so, and the
     # product reads them so (the tensor cores undo the swizzle from the descriptor's mode bits)
     for g2s in (a_g2s, b_g2s):
@@ -269,12 +209,8 @@ def apply_wgmma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
 
     # ---------------------------------------------------------------- 7. pipelining
     if stages >= 2:
-        if a_raw is None:  # [A copy, B copy, product]
-            sch.annotate(k0, "software_pipeline_stage", [0, 0, stages - 1])
-            sch.annotate(k0, "software_pipeline_order", [0, 1, 2])
-        else:  # [raw A copy, A prologue, B copy, product]: the prologue runs with the product
-            sch.annotate(k0, "software_pipeline_stage", [0, stages - 1, 0, stages - 1])
-            sch.annotate(k0, "software_pipeline_order", [0, 2, 1, 3])
+        sch.annotate(k0, "software_pipeline_stage", [0, 0, stages - 1])
+        sch.annotate(k0, "software_pipeline_order", [0, 1, 2])
         if on_gpu:
             sch.annotate(k0, "software_pipeline_async_stages", [0])
 

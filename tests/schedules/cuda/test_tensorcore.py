@@ -118,12 +118,12 @@ def _rand(shape, dtype, rng):
 
 def test_a_per_row_prologue_operand_keeps_the_tile_loads_vectorized():
     """mean and rstd of a LayerNorm prologue are one value per row: the A tile still loads
-    16 bytes at a time (ViT's fc1 ran 10x slower with element loads). On the mma path (sm_80);
-    Hopper's wgmma path stages x by cp.async instead (test_tensorcore_wgmma)."""
-    (k,) = tefuse.build(CASES["dense_normalized_prologue"](), "cuda:sm_80").kernels
-    src = k.source("cuda")
-    loads = re.findall(r"\*\(uint4\*\)\(in_x_ptr \+", src)
-    assert loads, "the x operand is not loaded 8 halves at a time"
+    16 bytes at a time (ViT's fc1 ran 10x slower with element loads), on the mma (sm_80) and
+    the wgmma (sm_90) paths."""
+    for arch in ("sm_80", "sm_90"):
+        (k,) = tefuse.build(CASES["dense_normalized_prologue"](), f"cuda:{arch}").kernels
+        loads = re.findall(r"\*\(uint4\*\)\(in_x_ptr \+", k.source("cuda"))
+        assert loads, f"{arch}: the x operand is not loaded 8 halves at a time"
 
 
 def _patch_embedding():
