@@ -40,10 +40,7 @@ def lanes_contiguous(sch, block_rv, loop_rv, vec: int) -> bool:
     innermost index is gathered (a C=3 conv fed by a layout-changing prologue: `k % 3` and
     strides) must stay scalar: vectorized, it becomes int32x8 index arithmetic that CUDA
     codegen gets wrong."""
-    try:
-        lanes_env = lane_envs(sch, block_rv, loop_rv)
-    except (KeyError, TypeError):
-        return False
+    lanes_env = _lane_envs_or_none(sch, block_rv, loop_rv)
     if lanes_env is None:
         return False
     realize, envs = lanes_env
@@ -53,14 +50,19 @@ def lanes_contiguous(sch, block_rv, loop_rv, vec: int) -> bool:
     return _contiguous([ld.indices for ld in loads], envs, sch.get(loop_rv).extent.value, vec)
 
 
+def _lane_envs_or_none(sch, block_rv, loop_rv):
+    """lane_envs, or None also where an index holds what the evaluator does not know."""
+    try:
+        return lane_envs(sch, block_rv, loop_rv)
+    except (KeyError, TypeError):
+        return None
+
+
 def stores_contiguous(sch, block_rv, loop_rv, vec: int) -> bool:
     """Whether every `vec` consecutive iterations of loop_rv write consecutive elements of the
     buffer the block stores to, starting on a multiple of `vec` (a vector store); a store
     through a layout change (an epilogue transposing back to NCHW) is not."""
-    try:
-        lanes_env = lane_envs(sch, block_rv, loop_rv)
-    except (KeyError, TypeError):
-        return False
+    lanes_env = _lane_envs_or_none(sch, block_rv, loop_rv)
     if lanes_env is None:
         return False
     realize, envs = lanes_env
@@ -106,10 +108,7 @@ def bool_lanes_vary(sch, block_rv, loop_rv, vec: int) -> bool:
     epilogue: `x < 0 ? 0 : x`) or on an index that moves within the vector. if_then_else is
     left out (TVM's vectorizer scalarizes it rather than making a bool vector), and so is the
     block's predicate. Unknown expressions count as varying."""
-    try:
-        lanes_env = lane_envs(sch, block_rv, loop_rv)
-    except (KeyError, TypeError):
-        return True
+    lanes_env = _lane_envs_or_none(sch, block_rv, loop_rv)
     if lanes_env is None:
         return True
     realize, envs = lanes_env
@@ -131,9 +130,13 @@ def bool_lanes_vary(sch, block_rv, loop_rv, vec: int) -> bool:
     return False
 
 
-def _children(n):
-    for attr in ("a", "b", "value", "condition", "true_value", "false_value", "indices", "args", "seq",
-                 "body", "then_case", "else_case"):
+ALL_FIELDS = ("a", "b", "value", "condition", "true_value", "false_value", "indices", "args", "seq",
+              "body", "then_case", "else_case")
+
+
+def _children(n, attrs=ALL_FIELDS):
+    """The expressions and statements among `n`'s fields `attrs` (each one, or an array of them)."""
+    for attr in attrs:
         child = getattr(n, attr, None)
         if isinstance(child, (tirx.Expr, tirx.Stmt)):
             yield child
@@ -219,15 +222,8 @@ def _global_loads(node) -> Optional[list]:
             return None  # a binding or vector this walk does not follow: the caller stays scalar
         if type(n).__name__ in ("TensorLoad", "BufferLoad") and _loaded(n).scope() == "global":
             out.append(n)
-        for attr in ("a", "b", "value", "condition", "true_value", "false_value", "indices", "args", "seq"):
-            child = getattr(n, attr, None)
-            if isinstance(child, (tirx.Expr, tirx.Stmt)):
-                todo.append(child)
-            elif child is not None and not isinstance(child, (str, int, float)):
-                try:
-                    todo.extend(c for c in child if isinstance(c, (tirx.Expr, tirx.Stmt)))
-                except TypeError:
-                    pass
+        todo.extend(_children(n, ("a", "b", "value", "condition", "true_value", "false_value", "indices",
+                                  "args", "seq")))
     return out
 
 
@@ -248,14 +244,6 @@ def widest_value_bytes(sch, block_rv) -> int:
             bits = "".join(ch for ch in dt.split("x")[0] if ch.isdigit())
             if bits and not dt.startswith(("bool", "handle")):
                 widest = max(widest, int(bits) // 8)
-        for attr in ("a", "b", "value", "condition", "true_value", "false_value", "args", "seq",
-                     "body", "then_case", "else_case"):  # not "indices"
-            child = getattr(n, attr, None)
-            if isinstance(child, (tirx.Expr, tirx.Stmt)):
-                todo.append(child)
-            elif child is not None and not isinstance(child, (str, int, float)):
-                try:
-                    todo.extend(c for c in child if isinstance(c, (tirx.Expr, tirx.Stmt)))
-                except TypeError:
-                    pass
+        todo.extend(_children(n, ("a", "b", "value", "condition", "true_value", "false_value", "args", "seq",
+                                  "body", "then_case", "else_case")))  # not "indices"
     return widest

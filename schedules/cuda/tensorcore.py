@@ -171,10 +171,7 @@ def apply_tc_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
     sch.reorder(b, i0, j0, i1, j1, k0, k1, i2, j2)
     ty = sch.fuse(i1, j1)
     if on_gpu:
-        sch.bind(b, "blockIdx.z")
-        sch.bind(i0, "blockIdx.y")
-        sch.bind(j0, "blockIdx.x")
-        sch.bind(ty, "threadIdx.y")
+        bind_grid(sch, b, i0, j0, ty)
 
     sh_scope = "shared.dyn" if on_gpu else "global"
     if intrin == "wmma":
@@ -219,34 +216,9 @@ def apply_tc_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
     sch.compute_at(b_frag, k1)
 
     # ---------------------------------------------------------------- 6. accum -> shared -> epilogue
-    acc_sh = sch.cache_write(block_outer, 0, sh_scope)
-    acc = sch.cache_write(block_outer, 0, frag_c)
-    if c["smem_pad"]:
-        # `acc` is the block that writes the fp32 staging tile in shared memory
-        sch.storage_align(acc, 0, axis=-2, factor=32, offset=4)
-    sch.reverse_compute_at(acc, ty)
-    sch.reverse_compute_at(acc_sh, ty)
-    ai, aj = sch.get_loops(acc)[-2:]
-    ai0, ai1 = sch.split(ai, [None, 16])
-    aj0, aj1 = sch.split(aj, [None, 16])
-    sch.reorder(ai0, aj0, ai1, aj1)
-
-    # fuse the epilogue (pad-crop, reindex write-back, user blocks) into the acc_sh stage
-    _inline_epilogue(sch, acc_sh, epilogue_blocks)
-    out_blk = sch.get(acc_sh)
-    out_exts = [int(r.source.shape[-1]) for r in out_blk.writes]
-    c_m_major = bool(c.get("c_m_major"))  # the output runs along M too (NCHW): store M-fastest
-    vec_out = 1 if c_m_major else _pick_vec(int(c["vec_out"]), WN, *out_exts)
-    if c_m_major:
-        oi, oj = sch.get_loops(acc_sh)[-2:]
-        sch.reorder(oj, oi)
-    fused = sch.fuse(*sch.get_loops(acc_sh)[-2:])
-    if vec_out > MAX_BOOL_LANES and _bool_lanes_vary(sch, acc_sh, fused, vec_out):
-        vec_out = MAX_BOOL_LANES  # a ReLU epilogue's select, likewise
-    _, f1, f2 = sch.split(fused, [None, 32, vec_out])
-    if on_gpu:
-        sch.bind(f1, "threadIdx.x")
-    sch.vectorize(f2)
+    acc_sh, acc, _, _ = stage_accumulators(sch, block_outer, ty, sh_scope, frag_c, c["smem_pad"])
+    # the output runs along M too (NCHW): stored M-fastest
+    vec_out = store_epilogue(sch, acc_sh, epilogue_blocks, int(c["vec_out"]), WN, on_gpu, bool(c.get("c_m_major")))
 
     init = sch.decompose_reduction(block_outer, k0)
     init_inner = sch.get_child_blocks(init)[0]
@@ -306,6 +278,52 @@ def apply_tc_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
             sch.annotate(k0, "software_pipeline_async_stages", [0])
 
     return {"vec_a": vec_a, "vec_b": vec_b, "vec_out": vec_out, "b_nk": b_nk, "n_warps": n_warps}
+
+
+def bind_grid(sch, b, i0, j0, ty) -> None:
+    """Batch, M and N tiles on the grid (z, y, x); the warps on threadIdx.y."""
+    sch.bind(b, "blockIdx.z")
+    sch.bind(i0, "blockIdx.y")
+    sch.bind(j0, "blockIdx.x")
+    sch.bind(ty, "threadIdx.y")
+
+
+def stage_accumulators(sch, block_outer, ty, sh_scope, frag_c, smem_pad):
+    """The accumulators' two stages at the warp's loop `ty`: the per-warp fragments (`frag_c`,
+    in 16x16 tiles) and the fp32 staging tile in shared memory that the epilogue reads. Returns
+    the staging block, the fragment block and its two tile loops."""
+    acc_sh = sch.cache_write(block_outer, 0, sh_scope)
+    acc = sch.cache_write(block_outer, 0, frag_c)
+    if smem_pad:
+        # `acc` is the block that writes the fp32 staging tile in shared memory
+        sch.storage_align(acc, 0, axis=-2, factor=32, offset=4)
+    sch.reverse_compute_at(acc, ty)
+    sch.reverse_compute_at(acc_sh, ty)
+    ai, aj = sch.get_loops(acc)[-2:]
+    ai0, ai1 = sch.split(ai, [None, 16])
+    aj0, aj1 = sch.split(aj, [None, 16])
+    sch.reorder(ai0, aj0, ai1, aj1)
+    return acc_sh, acc, ai0, aj0
+
+
+def store_epilogue(sch, acc_sh, epilogue_blocks, vec_max, width, on_gpu, m_major=False) -> int:
+    """Fuse the epilogue (pad crop, reindex write-back, user blocks) into the staging tile's
+    read and store it up to `vec_max` wide (scalar for an M-fastest NCHW output, 4 wide where a
+    ReLU's select would be a bool x8 CUDA lacks). Returns the store's vector width."""
+    _inline_epilogue(sch, acc_sh, epilogue_blocks)
+    out_exts = [int(r.source.shape[-1]) for r in sch.get(acc_sh).writes]
+    vec_out = 1 if m_major else _pick_vec(vec_max, width, *out_exts)
+    if m_major:
+        oi, oj = sch.get_loops(acc_sh)[-2:]
+        sch.reorder(oj, oi)
+    fused = sch.fuse(*sch.get_loops(acc_sh)[-2:])
+    if vec_out > MAX_BOOL_LANES and _bool_lanes_vary(sch, acc_sh, fused, vec_out):
+        vec_out = MAX_BOOL_LANES
+    _, f1, f2 = sch.split(fused, [None, 32, vec_out])
+    if on_gpu:
+        sch.bind(f1, "threadIdx.x")
+    sch.vectorize(f2)
+    return vec_out
 
 
 def _inline_epilogue(sch, acc_sh, epilogue_blocks):

@@ -129,10 +129,7 @@ def apply_wgmma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
     sch.reorder(b, i0, j, i1, k)
     k0, ty = k, i1
     if on_gpu:
-        sch.bind(b, "blockIdx.z")
-        sch.bind(i0, "blockIdx.y")
-        sch.bind(j, "blockIdx.x")
-        sch.bind(ty, "threadIdx.y")
+        tc.bind_grid(sch, b, i0, j, ty)
 
     sh_scope = "shared.dyn" if on_gpu else "global"
     frag_c = "warp" if on_gpu else "local"
@@ -164,28 +161,8 @@ def apply_wgmma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
         sch.transform_layout(g2s, ("write", 0), swizzle_index_map(), assume_injective_transform=True)
 
     # ---------------------------------------------------------------- 5. accum -> shared -> epilogue
-    acc_sh = sch.cache_write(block_outer, 0, sh_scope)
-    acc = sch.cache_write(block_outer, 0, frag_c)
-    if c["smem_pad"]:
-        sch.storage_align(acc, 0, axis=-2, factor=32, offset=4)
-    sch.reverse_compute_at(acc, ty)
-    sch.reverse_compute_at(acc_sh, ty)
-    ai, aj = sch.get_loops(acc)[-2:]
-    ai0, ai1 = sch.split(ai, [None, 16])
-    aj0, aj1 = sch.split(aj, [None, 16])
-    sch.reorder(ai0, aj0, ai1, aj1)
-
-    tc._inline_epilogue(sch, acc_sh, epilogue_blocks)
-    out_blk = sch.get(acc_sh)
-    out_exts = [int(r.source.shape[-1]) for r in out_blk.writes]
-    vec_out = tc._pick_vec(int(c["vec_out"]), BN, *out_exts)
-    fused = sch.fuse(*sch.get_loops(acc_sh)[-2:])
-    if vec_out > MAX_BOOL_LANES and bool_lanes_vary(sch, acc_sh, fused, vec_out):
-        vec_out = MAX_BOOL_LANES  # a ReLU epilogue's select, as in the mma path
-    _, f1, f2 = sch.split(fused, [None, 32, vec_out])
-    if on_gpu:
-        sch.bind(f1, "threadIdx.x")
-    sch.vectorize(f2)
+    acc_sh, acc, ai0, aj0 = tc.stage_accumulators(sch, block_outer, ty, sh_scope, frag_c, c["smem_pad"])
+    vec_out = tc.store_epilogue(sch, acc_sh, epilogue_blocks, int(c["vec_out"]), BN, on_gpu)
 
     init = sch.decompose_reduction(block_outer, k0)
     init_inner = sch.get_child_blocks(init)[0]

@@ -31,6 +31,12 @@ for step in "$@"; do
                --json $OUT/models_tf32_resnet50.json 2>&1 | tee $OUT/models_tf32_resnet50.log | tail -20 ;;
     tctests) python3 -m pytest -m gpu tests/gpu/test_tensorcore_gpu.py -q -p no:cacheprovider -n 14 2>&1 \
                | tee $OUT/gpu_tests_tensorcore.log | tail -8 ;;
+    tunevit) # fp16 records for ViT-B/16's kernels since the weight pass (new GEMM workloads)
+             MODELS=vit_b_16 BATCHES="1 32" MODEL_TRIALS=8 TUNE_SECONDS=${TUNE_SECONDS:-200} \
+               bash tefuse/bench/gpu_session.sh tune-fp16 ;;
+    vittuned) TEFUSE_SYSTEM_DB=$PWD/tuning_logs:/tmp/tefuse/fp16_vit_b_16_b1.jsonl:/tmp/tefuse/fp16_vit_b_16_b32.jsonl \
+             $P models --models vit_b_16 --precision fp16 --batch 1 32 --workdir /tmp/tefuse \
+               --json $OUT/models_fp16_vit_tuned.json 2>&1 | tee $OUT/models_fp16_vit_tuned.log | tail -6 ;;
     tests)   python3 -m pytest -m gpu tests -q -p no:cacheprovider -n 14 --durations=8 2>&1 \
                | tee $OUT/gpu_tests.log | tail -15 ;;
     *) echo "unknown step $step"; exit 2 ;;
