@@ -10,7 +10,7 @@ templates falls back to the family chain's generic ("*") ones.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from tvm import s_tir
 
@@ -125,6 +125,31 @@ def register(family: str, *anchor_kinds: str, priority: int = 0):
         return cls
 
     return deco
+
+
+# target family -> rules that may keep an elementwise/injective producer out of an anchor's
+# kernel (prologue fusion): what a family's templates cannot read well as a computed operand
+_PROLOGUE_RULES: dict[str, list[Callable[[Any, Any], bool]]] = {}
+
+
+def register_prologue_rule(family: str):
+    """Decorator for rule(candidate: tefuse.fusion.PrologueCandidate, target) -> bool; a
+    candidate is fused only where every rule of the target's families says True."""
+
+    def deco(fn):
+        _PROLOGUE_RULES.setdefault(family, []).append(fn)
+        return fn
+
+    return deco
+
+
+def prologue_policy(target, prologue=True):
+    """What the fusion pass's `prologue` argument becomes for `target`: True, the target's rules
+    (see register_prologue_rule) as a predicate; False or a caller's predicate, unchanged."""
+    if prologue is not True:
+        return prologue
+    rules = [r for fam in families(target) for r in _PROLOGUE_RULES.get(fam, [])]
+    return lambda candidate: all(r(candidate, target) for r in rules)
 
 
 def template_names() -> set[str]:

@@ -19,7 +19,7 @@ from .codegen.compile import compile_module, device_source
 from .codegen.lower import LoweredGroup, lower_group
 from .codegen.schedule import BestRecordSource, ScheduleChoice, apply_schedule, choose_schedule
 from .errors import BuildError
-from .fusion import FusedGroup, fuse_graph
+from .fusion import FusedGroup, ProloguePolicy, fuse_graph
 from .fusion.workload import workload_key
 from .graph.fold_bn import fold_batch_norm
 from .graph.ir import Graph
@@ -29,6 +29,7 @@ from .graph.precision import check_precision, convert_precision
 from .runtime.executor import CompiledGraph
 from .runtime.kernel import CompiledKernel
 from .runtime.profiles import ProfiledGraph, profiled
+from .schedules import prologue_policy
 from .target import TargetLike, make_target
 
 log = logging.getLogger(__name__)
@@ -217,7 +218,7 @@ GraphSource = Union[Graph, Mapping[int, Graph], Callable[[int], Graph]]
 
 
 def build(graph: GraphSource, target: TargetLike = "llvm", *, db: Union[BestRecordSource, str, None] = None,
-          cache=None, fuse: bool = True, prologue: bool = True, multi_output: bool = True,
+          cache=None, fuse: bool = True, prologue: ProloguePolicy = True, multi_output: bool = True,
           fold_bn: bool = False, jobs: Optional[int] = None, precision: str = "fp32",
           layout: Optional[str] = None, progress: Optional[Callable[[int, int], None]] = None,
           batch_sizes: Optional[Sequence[int]] = None):
@@ -227,6 +228,9 @@ def build(graph: GraphSource, target: TargetLike = "llvm", *, db: Union[BestReco
     or a function batch -> Graph with `batch_sizes=[1, 8]`; each is built in turn and a
     `ProfiledGraph` comes back, whose `run` picks the profile by the inputs' shapes.
 
+    prologue: True fuses producers into an anchor's input read where the target's templates read
+    them well (schedules.prologue_policy), False nowhere, a predicate of a
+    `tefuse.fusion.PrologueCandidate` where it says so (lambda c: True: everywhere).
     fold_bn folds constant inference batch-norms into the preceding conv's weights first.
     db / cache: None (off, the default: builds stay hermetic), an object, or "default" for
     the user + shipped tuning logs / the on-disk kernel cache (what the CLI passes).
@@ -252,7 +256,7 @@ def build(graph: GraphSource, target: TargetLike = "llvm", *, db: Union[BestReco
     if cache == "default":
         from .codegen.cache import default_cache
         cache = default_cache()
-    groups = fuse_graph(graph, fuse=fuse, prologue=prologue, multi_output=multi_output)
+    groups = fuse_graph(graph, fuse=fuse, prologue=prologue_policy(tgt, prologue), multi_output=multi_output)
     t0 = time.perf_counter()
     # scheduling is Python-heavy and quick: one group after another, on this thread
     preps = [prepare_group(g, tgt, db=db) for g in groups]

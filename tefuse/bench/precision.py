@@ -178,7 +178,12 @@ def gemm_case(m: int, n: int, k: int, precision: str, db=None) -> Row:
                {"tefuse_tflops": tflops, "peer_tflops": 2 * m * n * k / (peer * 1e-3) / 1e12})
 
 
-def model_case(name: str, batch: int, precision: str, workdir: Path, db="default", compile_peer: bool = True) -> Row:
+# --prologue: the target's rules (build's default), or every prologue fused (before those rules)
+PROLOGUES = {"rules": True, "all": lambda candidate: True}
+
+
+def model_case(name: str, batch: int, precision: str, workdir: Path, db="default", compile_peer: bool = True,
+               prologue: str = "rules") -> Row:
     """A torchvision model exported in float32, built by tefuse with `precision`, checked against
     onnxruntime (float32), timed against PyTorch in the same precision (channels_last)."""
     import onnx
@@ -193,7 +198,7 @@ def model_case(name: str, batch: int, precision: str, workdir: Path, db="default
     path = export_torchvision(name, batch, workdir / f"{name}_b{batch}.onnx")
     model = onnx.load(str(path))
     t0 = time.perf_counter()
-    cg = build(import_onnx(model), "cuda", db=db, precision=precision)
+    cg = build(import_onnx(model), "cuda", db=db, precision=precision, prologue=PROLOGUES[prologue])
     build_s = time.perf_counter() - t0
     x = np.random.default_rng(0).standard_normal((batch, 3, 224, 224)).astype("float32")
     got = cg.run(input=x)[0]
@@ -212,7 +217,8 @@ def model_case(name: str, batch: int, precision: str, workdir: Path, db="default
     with torch.no_grad():
         peer_graph = time_graph(lambda: tm(tx))
     extra = {"build_s": build_s, "run_ms": run_ms, "kernels_ms": kernels_ms, "graph_ms": graph_ms,
-             "top1_agreement": top1, "kernels": cg.num_kernels, "peer_graph_ms": peer_graph}
+             "top1_agreement": top1, "kernels": cg.num_kernels, "peer_graph_ms": peer_graph,
+             "prologue": prologue}
     if graph_error:
         extra["graph_error"] = graph_error
     if compile_peer:
@@ -223,9 +229,10 @@ def model_case(name: str, batch: int, precision: str, workdir: Path, db="default
         except Exception as e:  # noqa: BLE001 - torch.compile failing is the peer's problem, noted
             extra["peer_compile_error"] = str(e).splitlines()[0][:200]
     best = min(v for v in (peer_graph, extra.get("peer_compile_ms")) if v)
-    slowest = sorted(zip(cg.kernels, cg.time_kernels(input=xd, number=5, repeat=3, min_repeat_ms=0)),
-                     key=lambda kt: -kt[1])[:8]
-    extra["slowest"] = [(k.group.name, k.template, round(1e3 * t, 4)) for k, t in slowest]
+    profile = sorted(zip(cg.kernels, cg.time_kernels(input=xd, number=5, repeat=3, min_repeat_ms=0)),
+                     key=lambda kt: -kt[1])
+    extra["profile"] = [(k.group.name, k.template, round(1e3 * t, 4)) for k, t in profile]  # every kernel
+    extra["slowest"] = extra["profile"][:8]
     # one run as the peer's is timed: launches replayed from a CUDA graph (else the kernels' sum)
     return Row("models", name, precision, batch, graph_ms or kernels_ms, best,
                f"torch {precision} channels_last, best of CUDA graph and torch.compile", err,
@@ -263,6 +270,8 @@ def main(argv=None) -> int:
     p.add_argument("--models", nargs="+", default=["resnet50", "vit_b_16"])
     p.add_argument("--gemm", nargs="+", default=["4096x4096x4096"], help="MxNxK")
     p.add_argument("--no-compile", action="store_true", help="models: skip the torch.compile peer")
+    p.add_argument("--prologue", nargs="+", default=["rules"], choices=list(PROLOGUES),
+                   help="models: prologue fusion by the target's rules (default), or everywhere; each is a row")
     p.add_argument("--no-db", action="store_true")
     p.add_argument("--workdir", default="/tmp")
     p.add_argument("--json", default=None)
@@ -296,8 +305,10 @@ def main(argv=None) -> int:
         else:
             for name in args.models:
                 for b in args.batch:
-                    attempt("models", name, prec, b,
-                            lambda: model_case(name, b, prec, Path(args.workdir), db, not args.no_compile))
+                    for pro in args.prologue:
+                        case = name if pro == "rules" else f"{name} prologue={pro}"
+                        attempt("models", case, prec, b, lambda: model_case(
+                            name, b, prec, Path(args.workdir), db, not args.no_compile, pro))
     summary = write_json(rows, args.json)
     for key, s in summary.items():
         gm = s["geomean_ratio"]

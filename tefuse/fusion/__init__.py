@@ -1,4 +1,4 @@
 """The operator-fusion pass."""
-from .fuse_ops import FusedGroup, fuse_graph
+from .fuse_ops import FusedGroup, PrologueCandidate, ProloguePolicy, fuse_graph
 
-__all__ = ["FusedGroup", "fuse_graph"]
+__all__ = ["FusedGroup", "PrologueCandidate", "ProloguePolicy", "fuse_graph"]

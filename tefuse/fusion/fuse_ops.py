@@ -3,7 +3,8 @@
 Follows Relay's FuseOps (post-dominator based, so a value with several consumers only
 fuses where every path allows it), with two extensions:
 - prologue fusion: injective producers of an anchor's input (pad, cast, normalise, layout
-  change) join the anchor's group and are computed inside its input read;
+  change) join the anchor's group and are computed inside its input read, where the target's
+  templates can read a computed operand well (a `PrologueRule`, schedules/registry.py);
 - multi-output elementwise groups: connected elementwise groups of one shape merge into one
   kernel with several outputs (an Adam step updates param, m and v in one launch).
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Callable, Optional, Union
 
 from ..graph.ir import Graph, Node
 from ..ops import OpPattern
@@ -21,6 +22,19 @@ log = logging.getLogger(__name__)
 
 ANCHOR_PATTERNS = (OpPattern.OUT_ELEMWISE_FUSABLE, OpPattern.COMM_REDUCE)
 MAX_GROUP_SIZE = 256
+
+
+@dataclass(frozen=True, eq=False)
+class PrologueCandidate:
+    """A producer group that prologue fusion would compute inside an anchor's input read."""
+
+    anchor: Node
+    producer: Node  # the producer group's op that feeds the anchor's group
+    pattern: OpPattern  # the producer group's: up to BROADCAST it computes, INJECTIVE moves data
+
+
+# whether a candidate prologue joins its anchor; True fuses every one
+ProloguePolicy = Union[bool, Callable[[PrologueCandidate], bool]]
 
 
 @dataclass(eq=False)
@@ -69,7 +83,7 @@ class FusedGroup:
 
 
 class _Fuser:
-    def __init__(self, graph: Graph, prologue: bool, multi_output: bool):
+    def __init__(self, graph: Graph, prologue: ProloguePolicy, multi_output: bool):
         self.graph = graph
         self.ops = [n for n in graph.nodes if n.is_op]
         self.consumers = {n: [c for c in cs if c.is_op] for n, cs in graph.consumers().items()}
@@ -158,7 +172,7 @@ class _Fuser:
             if phase == 1 and (dom.pattern <= OpPattern.INJECTIVE or dom.pattern == OpPattern.COMM_REDUCE):
                 if self._check_path(n, sink, fcond):
                     self._commit(n, sink)
-            elif phase == 2 and self.prologue and sink_pat in ANCHOR_PATTERNS:
+            elif phase == 2 and sink_pat in ANCHOR_PATTERNS and self._prologue_ok(n, sink, g.pattern):
                 # prologue: an elementwise producer (cast, scale, normalise) of an anchor's
                 # input is computed inside the anchor's input read, like injective ones below
                 if self._check_path(n, sink, fcond):
@@ -167,12 +181,22 @@ class _Fuser:
             if phase == 1 and dom.pattern <= OpPattern.INJECTIVE:
                 if self._check_path(n, sink, lambda k, is_sink: k <= OpPattern.INJECTIVE):
                     self._commit(n, sink)
-            elif phase == 2 and self.prologue and sink_pat in ANCHOR_PATTERNS:
+            elif phase == 2 and sink_pat in ANCHOR_PATTERNS and self._prologue_ok(n, sink, g.pattern):
                 # beyond Relay: injective producer computed inside the anchor's input read
                 def fcond(k, is_sink):
                     return k <= OpPattern.INJECTIVE or (is_sink and k in ANCHOR_PATTERNS)
                 if self._check_path(n, sink, fcond):
                     self._commit(n, sink)
+
+    def _prologue_ok(self, n: Node, sink: Node, pattern: OpPattern) -> bool:
+        if isinstance(self.prologue, bool):
+            return self.prologue
+        root = self.groups[sink].root()
+        anchor = next(m for m in self.ops if self.groups[m].root() is root and m.pattern in ANCHOR_PATTERNS)
+        ok = self.prologue(PrologueCandidate(anchor, n, pattern))
+        if not ok:
+            log.debug("prologue %s kept out of %s's kernel", n.name, anchor.name)
+        return ok
 
     def _anchor_nhwc(self, n: Node) -> bool:
         root = self.groups[n].root()
@@ -279,11 +303,13 @@ def _to_nchw(n: Node) -> bool:
     return n.op == "transpose" and tuple(n.attrs.get("axes") or ()) == (0, 3, 1, 2)
 
 
-def fuse_graph(graph: Graph, *, fuse: bool = True, prologue: bool = True,
+def fuse_graph(graph: Graph, *, fuse: bool = True, prologue: ProloguePolicy = True,
                multi_output: bool = True) -> list[FusedGroup]:
     """Fused groups of `graph` in an order that respects their dependencies.
 
     fuse=False gives one group per op: the unfused baseline that benchmarks compare with.
+    prologue: True fuses every prologue, False none, a function decides each candidate (the
+    driver passes the target's rules, schedules.prologue_policy).
     """
     fuser = _Fuser(graph, prologue, multi_output)
     groups = fuser._reindex(fuser.run() if fuse else fuser._collect())

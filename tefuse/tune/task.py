@@ -12,11 +12,11 @@ from typing import Optional, Sequence
 
 import tvm
 
-from ..schedules import KernelInfo, Template
+from ..schedules import KernelInfo, Template, prologue_policy
 
 from ..codegen.lower import LoweredGroup, lower_group
 from ..codegen.schedule import find_template
-from ..fusion import FusedGroup, fuse_graph
+from ..fusion import FusedGroup, ProloguePolicy, fuse_graph
 from ..graph.ir import Graph
 from ..target import TargetLike, make_target, target_key
 from ..schedules.space import Config, ConfigSpace
@@ -92,12 +92,12 @@ def task_from_group(group: FusedGroup, target: TargetLike) -> Task:
     return Task(workload_key(group), group, lowered, tgt, templates, spaces)
 
 
-def extract_tasks(graph: Graph, target: TargetLike, *, prologue: bool = True,
+def extract_tasks(graph: Graph, target: TargetLike, *, prologue: ProloguePolicy = True,
                   multi_output: bool = True) -> list[Task]:
     """One task per unique workload key among the graph's fused groups, in graph order."""
     tgt = make_target(target)
     tasks: dict[str, Task] = {}
-    for g in fuse_graph(graph, prologue=prologue, multi_output=multi_output):
+    for g in fuse_graph(graph, prologue=prologue_policy(tgt, prologue), multi_output=multi_output):
         key = workload_key(g)
         if key in tasks:
             tasks[key].weight += 1

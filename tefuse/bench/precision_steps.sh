@@ -1,7 +1,9 @@
 #!/bin/bash
-# Session 11 device steps (H100, device tool), run from the repository root after
-#   bash .gpu/a/load.sh   (carry .gpu/a)   and then, within 30 s:
-#   source .gpu/b/env.sh && bash results/issue9/session11/device.sh STEP...   (carry .gpu/b)
+# Issue 9's device steps (tensor cores; H100 through the device tool), run from the repository
+# root after   bash .gpu/a/load.sh   (carry .gpu/a)   and then, within 30 s:
+#   source .gpu/b/env.sh && bash tefuse/bench/precision_steps.sh STEP...   (carry .gpu/b)
+# (sessions 11 and later; each session's COMMANDS.md under results/issue9/ says which steps made
+# which files, at which commit)
 set -uo pipefail
 export TEFUSE_CACHE_DIR=/tmp/kc TVM_CUDA_COMPILE_MODE=nvcc TEFUSE_USER_DB=/tmp/tefuse/user.jsonl
 mkdir -p /tmp/tefuse
@@ -25,6 +27,10 @@ for step in "$@"; do
                --workdir /tmp/tefuse --json $OUT/gemm_fp16_bf16.json 2>&1 | tee $OUT/gemm_fp16_bf16.log | tail -8 ;;
     vit)     $P models --models vit_b_16 --precision fp16 --batch 1 32 --workdir /tmp/tefuse \
                --json $OUT/models_fp16_vit.json 2>&1 | tee $OUT/models_fp16_vit.log | tail -30 ;;
+    vitall)  # ViT with every prologue fused (the fusion before the target's prologue rules), no compile peer
+             $P models --models vit_b_16 --precision fp16 --batch 1 32 --workdir /tmp/tefuse --prologue all \
+               --no-compile --json $OUT/models_fp16_vit_prologue_all.json 2>&1 \
+               | tee $OUT/models_fp16_vit_prologue_all.log | tail -30 ;;
     resnet)  $P models --models resnet50 --precision fp16 --batch 1 32 --workdir /tmp/tefuse \
                --json $OUT/models_fp16_resnet50.json 2>&1 | tee $OUT/models_fp16_resnet50.log | tail -30 ;;
     tf32)    $P models --models resnet50 --precision tf32 --batch 32 --no-compile --workdir /tmp/tefuse \

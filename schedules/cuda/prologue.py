@@ -1,0 +1,34 @@
+"""Which prologues CUDA's templates read well inside a GEMM's operand loads (a prologue rule,
+see schedules.registry.register_prologue_rule).
+
+Hopper's wgmma path (tensorcore_wgmma.py), the untuned choice for fp16/bf16 GEMMs whose B is
+stored [N, K], streams both operands global -> shared by cp.async, a pipeline stage ahead. An
+elementwise prologue (LayerNorm's normalisation, a cast) turns the A copy into loads computed in
+registers, which cp.async cannot do, so the pipeline stalls on them; staging the raw tile and
+computing it from shared memory was tried and was slower (results/issue9/session11). Such a
+prologue runs as its own elementwise kernel instead, as PyTorch and cuBLAS do it. Injective
+prologues (reshapes, layout changes) only move the copy's indices and stay fused.
+"""
+from __future__ import annotations
+
+from ...fusion import PrologueCandidate
+from ...ops import OpPattern, get_op
+from ..registry import register_prologue_rule
+from .tensorcore import MIN_MN, TC_DTYPES
+from .tensorcore_wgmma import wgmma_capable
+
+
+def streams_operands(anchor, target) -> bool:
+    """Whether the anchor's GEMM runs on wgmma when untuned: a dense of fp16/bf16 operands,
+    B stored [N, K], M and N big enough for tensor cores, an sm_90 target."""
+    if anchor.anchor_kind != "dense" or not wgmma_capable(target):
+        return False
+    if any(i.dtype not in TC_DTYPES for i in anchor.inputs[:2]):
+        return False
+    geo = get_op(anchor.op).geometry_of([i.shape for i in anchor.inputs], anchor.shape, anchor.attrs)
+    return bool(getattr(geo, "b_nk", False)) and geo.m >= MIN_MN and geo.n >= MIN_MN
+
+
+@register_prologue_rule("cuda")
+def computed_operand_rule(c: PrologueCandidate, target) -> bool:
+    return c.pattern > OpPattern.BROADCAST or not streams_operands(c.anchor, target)

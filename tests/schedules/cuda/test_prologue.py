@@ -1,0 +1,84 @@
+"""CUDA's prologue rule: an elementwise prologue stays out of an fp16/bf16 GEMM that Hopper's
+wgmma runs (its operands stream by cp.async), and stays fused everywhere else; the split graph
+computes what the fused one does, and its GEMM takes wgmma."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tefuse
+from tefuse.codegen.lower import lower_group
+from tefuse.codegen.schedule import choose_schedule
+from tefuse.driver import prepare_graph
+from tefuse.fusion import fuse_graph
+from tefuse.graph import GraphBuilder
+from tefuse.schedules import prologue_policy
+from tefuse.target import make_target
+
+RNG = np.random.default_rng(0)
+
+
+def _layernorm_linear(m=197, k=96, n=64):
+    """LayerNorm (statistics, then the normalisation) feeding a Linear with bias and GELU, as in
+    a transformer block; float32, so a precision pass decides the GEMM's dtype."""
+    b = GraphBuilder()
+    x = b.input("x", (1, m, k))
+    d = b.sub(x, b.reduce_mean(x, axes=[-1], keepdims=True))
+    var = b.reduce_mean(b.mul(d, d), axes=[-1], keepdims=True)
+    y = b.div(d, b.sqrt(b.add(var, b.const(np.float32(1e-6)))))
+    y = b.add(b.mul(y, b.const(RNG.standard_normal(k).astype("f4"))), b.const(RNG.standard_normal(k).astype("f4")))
+    w = b.const((RNG.standard_normal((k, n)) / np.sqrt(k)).astype("f4"))
+    return b.build(b.gelu(b.add(b.matmul(y, w), b.const(RNG.standard_normal(n).astype("f4")))))
+
+
+def _groups(graph, target, precision="fp16"):
+    tgt = make_target(target)
+    return fuse_graph(prepare_graph(graph, tgt, precision=precision), prologue=prologue_policy(tgt))
+
+
+def _gemm_group(groups):
+    (g,) = [g for g in groups if g.anchor is not None and g.anchor.op == "matmul"]
+    return g
+
+
+@pytest.mark.parametrize("target,precision,fused", [
+    ("cuda:sm_90", "fp16", False), ("cuda:sm_90a", "bf16", False),  # wgmma streams its operands
+    ("cuda:sm_80", "fp16", True),  # mma.sync computes the prologue while loading tiles
+    ("cuda:sm_90", "fp32", True),  # a float32 GEMM is no tensor-core GEMM
+    ("llvm", "fp16", True),
+])
+def test_elementwise_prologue_kept_out_of_wgmma_gemms_only(target, precision, fused):
+    groups = _groups(_layernorm_linear(), target, precision)
+    gemm = _gemm_group(groups)
+    ops = [n.op for n in gemm.prologue]
+    assert ("add" in ops and "mul" in ops) == fused, [g.describe() for g in groups]
+    if not fused:  # the normalisation is a kernel of its own, the GEMM keeps its epilogue
+        assert [n.op for n in gemm.nodes][0] == "matmul" and "gelu" in [n.op for n in gemm.nodes]
+        assert any({"mul", "add"} <= {n.op for n in g.nodes} and g.anchor is None for g in groups)
+
+
+def test_injective_prologue_stays_fused_into_a_wgmma_gemm():
+    """A reshape only moves the copy's indices: still read inside the GEMM's tile load."""
+    b = GraphBuilder()
+    x = b.input("x", (2, 98, 96), "float16")
+    w = b.const((RNG.standard_normal((64, 96)) / 10).astype("float16"))
+    g = b.build(b.op("matmul", b.reshape(x, shape=(196, 96)), w, trans_b=True))
+    gemm = _gemm_group(fuse_graph(g, prologue=prologue_policy(make_target("cuda:sm_90"))))
+    assert [n.op for n in gemm.prologue] == ["reshape"]
+
+
+def test_the_split_gemm_runs_wgmma_untuned():
+    groups = _groups(_layernorm_linear(), "cuda:sm_90")
+    choice = choose_schedule(lower_group(_gemm_group(groups)), make_target("cuda:sm_90"), None)
+    assert (choice.template.name, choice.config["intrin"]) == ("tensorcore_gemm", "wgmma")
+
+
+def test_split_and_fused_graphs_compute_the_same():
+    """The rule only moves a kernel boundary: on llvm, prologue=False (every prologue its own
+    kernel, as the rule does on Hopper) and the default agree with numpy's float32 answer."""
+    graph = _layernorm_linear(m=37)
+    x = RNG.standard_normal((1, 37, 96)).astype("f4")
+    outs = [tefuse.build(graph, "llvm", prologue=p, precision="fp16").run(x=x)[0] for p in (True, False)]
+    np.testing.assert_allclose(outs[0], outs[1], rtol=2e-3, atol=2e-3)
+    ref = tefuse.build(graph, "llvm").run(x=x)[0]
+    np.testing.assert_allclose(outs[1], ref, rtol=3e-2, atol=3e-2)
