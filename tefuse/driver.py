@@ -30,6 +30,7 @@ from .runtime.executor import CompiledGraph
 from .runtime.kernel import CompiledKernel
 from .runtime.profiles import ProfiledGraph, profiled
 from .schedules import prologue_policy
+from .schedules.cuda.tensorcore_wgmma import wgmma_capable
 from .target import TargetLike, make_target
 
 log = logging.getLogger(__name__)
@@ -208,10 +209,12 @@ def prepare_graph(graph: Graph, target, *, precision: str = "fp32", layout: Opti
     if fold_bn:
         graph = fold_batch_norm(graph)
     graph = convert_precision(graph, precision)
-    kind = make_target(target).kind.name
-    if kind == "cuda":  # tensor-core GEMMs read a Linear's weight [N, K] (graph/weights.py)
-        graph = transpose_matmul_weights(graph)
-    return convert_layout(graph, auto_layout(precision, kind) if layout is None else layout)
+    tgt = make_target(target)
+    kind = tgt.kind.name
+    graph = convert_layout(graph, auto_layout(precision, kind) if layout is None else layout)
+    if kind == "cuda":  # tensor-core GEMMs read a Linear's weight [N, K], on Hopper a conv's too (graph/weights.py)
+        graph = transpose_matmul_weights(graph, convs=wgmma_capable(tgt))
+    return graph
 
 
 GraphSource = Union[Graph, Mapping[int, Graph], Callable[[int], Graph]]

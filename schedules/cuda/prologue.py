@@ -2,7 +2,7 @@
 see schedules.registry.register_prologue_rule).
 
 Hopper's wgmma path (tensorcore_wgmma.py), the untuned choice for fp16/bf16 GEMMs whose B is
-stored [N, K], streams both operands global -> shared by cp.async, a pipeline stage ahead. An
+stored [N, K] (Linear weights, OHWI conv weights: graph/weights.py), streams both operands global -> shared by cp.async, a pipeline stage ahead. An
 elementwise prologue (LayerNorm's normalisation, a cast) turns the A copy into loads computed in
 registers, which cp.async cannot do, so the pipeline stalls on them; staging the raw tile and
 computing it from shared memory was tried and was slower (results/issue9/session11). Such a
@@ -12,23 +12,27 @@ prologues (reshapes, layout changes) only move the copy's indices and stay fused
 from __future__ import annotations
 
 from ...fusion import PrologueCandidate
-from ...ops import OpPattern, get_op
+from ...ops import get_op
 from ..registry import register_prologue_rule
 from .tensorcore import MIN_MN, TC_DTYPES
 from .tensorcore_wgmma import wgmma_capable
 
 
 def streams_operands(anchor, target) -> bool:
-    """Whether the anchor's GEMM runs on wgmma when untuned: a dense of fp16/bf16 operands,
-    B stored [N, K], M and N big enough for tensor cores, an sm_90 target."""
-    if anchor.anchor_kind != "dense" or not wgmma_capable(target):
+    """Whether the anchor's GEMM runs on wgmma when untuned: a dense or conv of fp16/bf16
+    operands, B stored [N, K] (a Linear's weight, an OHWI conv weight), M and N big enough for
+    tensor cores, an sm_90 target."""
+    if anchor.anchor_kind not in ("dense", "conv2d") or not wgmma_capable(target):
         return False
     if any(i.dtype not in TC_DTYPES for i in anchor.inputs[:2]):
         return False
     geo = get_op(anchor.op).geometry_of([i.shape for i in anchor.inputs], anchor.shape, anchor.attrs)
-    return bool(getattr(geo, "b_nk", False)) and geo.m >= MIN_MN and geo.n >= MIN_MN
+    if not getattr(geo, "b_nk", False):
+        return False
+    m, n = (geo.m, geo.k) if anchor.anchor_kind == "conv2d" else (geo.m, geo.n)
+    return m >= MIN_MN and n >= MIN_MN
 
 
 @register_prologue_rule("cuda")
 def computed_operand_rule(c: PrologueCandidate, target) -> bool:
-    return c.pattern > OpPattern.BROADCAST or not streams_operands(c.anchor, target)
+    return not c.computes or not streams_operands(c.anchor, target)

@@ -401,12 +401,13 @@ def _intrins(info: KernelInfo, target=None) -> list[str]:
     """Instruction families for the operands' type, preferred first: TVM's CUDA codegen has no
     float32 wmma fragments, so tf32 is mma.sync only. Hopper's wgmma (compute capability 9.0
     targets; records hold knob values, so appending it keeps theirs valid) comes last; it takes
-    fp16/bf16 GEMMs with B stored (N, K) (a dense's weights; the untuned choice for them, see
-    `fallback`), others fail to apply."""
+    fp16/bf16 GEMMs with B stored (N, K) (a dense's weights, an NHWC conv's OHWI weights; the
+    untuned choice for them, see `fallback`), others fail to apply."""
     if _tf32(info):
         return ["mma"]
     out = ["mma", "wmma"] if info.dtype == "float16" else ["mma"]
-    if target is not None and info.anchor_kind == "dense" and info.dtype in TC_DTYPES:
+    if target is not None and info.dtype in TC_DTYPES and (
+            info.anchor_kind == "dense" or getattr(info.geometry, "b_nk", False)):
         from .tensorcore_wgmma import wgmma_capable
 
         if wgmma_capable(target):

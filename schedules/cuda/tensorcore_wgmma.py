@@ -59,7 +59,12 @@ def fallback_values(m: int, n: int, sms: int) -> dict:
     """The untuned wgmma config, from the H100 sweep (results/issue9/session10/wgmma.json):
     128x128 blocks, 3 stages, when they give every SM two blocks (4096^3: 0.28 ms, cuBLAS 0.20);
     else 64x128 blocks, 4 stages, twice the blocks for short or narrow GEMMs (197x2304x768 at
-    0.89x cuBLAS's time, 6272x256x2304 at 1.00x, where 128x128 took 1.2-1.4x)."""
+    0.89x cuBLAS's time, 6272x256x2304 at 1.00x, where 128x128 took 1.2-1.4x). N <= 64 takes
+    64-wide tiles."""
+    if n <= 64:  # ResNet's 64-channel convs: a 128-wide tile would be half padding
+        if math.ceil(m / 128) * math.ceil(n / 64) >= 2 * sms:
+            return {"tile": (128, 64, 64, 32), "bk": BK, "stages": 3, "intrin": "wgmma", "vec_out": 8}
+        return {"tile": (64, 64, 32, 32), "bk": BK, "stages": 4, "intrin": "wgmma", "vec_out": 8}
     if math.ceil(m / 128) * math.ceil(n / 128) >= 2 * sms:
         return {"tile": (128, 128, 64, 64), "bk": BK, "stages": 3, "intrin": "wgmma", "vec_out": 8}
     return {"tile": (64, 128, 32, 64), "bk": BK, "stages": 4, "intrin": "wgmma", "vec_out": 8}

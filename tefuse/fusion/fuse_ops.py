@@ -29,8 +29,13 @@ class PrologueCandidate:
     """A producer group that prologue fusion would compute inside an anchor's input read."""
 
     anchor: Node
-    producer: Node  # the producer group's op that feeds the anchor's group
-    pattern: OpPattern  # the producer group's: up to BROADCAST it computes, INJECTIVE moves data
+    producers: tuple[Node, ...]  # the producer group's ops (elementwise ones may have joined a transpose)
+
+    @property
+    def computes(self) -> bool:
+        """Arithmetic (an elementwise op: a cast, LayerNorm's normalisation), not only data
+        movement (reshapes, transposes, pads: a copy's index)."""
+        return any(p.pattern <= OpPattern.BROADCAST for p in self.producers)
 
 
 # whether a candidate prologue joins its anchor; True fuses every one
@@ -172,7 +177,7 @@ class _Fuser:
             if phase == 1 and (dom.pattern <= OpPattern.INJECTIVE or dom.pattern == OpPattern.COMM_REDUCE):
                 if self._check_path(n, sink, fcond):
                     self._commit(n, sink)
-            elif phase == 2 and sink_pat in ANCHOR_PATTERNS and self._prologue_ok(n, sink, g.pattern):
+            elif phase == 2 and sink_pat in ANCHOR_PATTERNS and self._prologue_ok(n, sink):
                 # prologue: an elementwise producer (cast, scale, normalise) of an anchor's
                 # input is computed inside the anchor's input read, like injective ones below
                 if self._check_path(n, sink, fcond):
@@ -181,19 +186,19 @@ class _Fuser:
             if phase == 1 and dom.pattern <= OpPattern.INJECTIVE:
                 if self._check_path(n, sink, lambda k, is_sink: k <= OpPattern.INJECTIVE):
                     self._commit(n, sink)
-            elif phase == 2 and sink_pat in ANCHOR_PATTERNS and self._prologue_ok(n, sink, g.pattern):
+            elif phase == 2 and sink_pat in ANCHOR_PATTERNS and self._prologue_ok(n, sink):
                 # beyond Relay: injective producer computed inside the anchor's input read
                 def fcond(k, is_sink):
                     return k <= OpPattern.INJECTIVE or (is_sink and k in ANCHOR_PATTERNS)
                 if self._check_path(n, sink, fcond):
                     self._commit(n, sink)
 
-    def _prologue_ok(self, n: Node, sink: Node, pattern: OpPattern) -> bool:
+    def _prologue_ok(self, n: Node, sink: Node) -> bool:
         if isinstance(self.prologue, bool):
             return self.prologue
-        root = self.groups[sink].root()
+        root, mine = self.groups[sink].root(), self.groups[n].root()
         anchor = next(m for m in self.ops if self.groups[m].root() is root and m.pattern in ANCHOR_PATTERNS)
-        ok = self.prologue(PrologueCandidate(anchor, n, pattern))
+        ok = self.prologue(PrologueCandidate(anchor, tuple(m for m in self.ops if self.groups[m].root() is mine)))
         if not ok:
             log.debug("prologue %s kept out of %s's kernel", n.name, anchor.name)
         return ok

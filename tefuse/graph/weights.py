@@ -1,11 +1,17 @@
-"""Weight layout: a matmul by a constant 2-D weight stored [N, K], as a Linear keeps it.
+"""Weight layout: GEMM weights stored [N, K] (K fastest), as Hopper's wgmma reads B.
 
+A matmul by a constant 2-D weight reads it [N, K], as a Linear keeps it:
 ONNX exporters write a Linear over a 3-D activation (a transformer's projections and MLP) as
 MatMul(x[..., K], W.T[K, N]) with the transposed weight as an initializer. Hopper's wgmma reads
 B from shared memory K-major only for 16-bit types in tefuse's template, so such a matmul would
 fall back to mma.sync. Like TensorRT, which picks its weights' layout at build time, this pass
 transposes the constant once here and marks the matmul `trans_b`: the GEMM then reads B [N, K]
 (K fastest) and all of x's rows form its M (batch dims included).
+
+An NHWC conv's constant HWIO weight becomes OHWI (`weight_layout="OHWI"`): its implicit GEMM's
+B is then [K_out, ky*kx*C], K-major, in the order its A (the NHWC input) is read; cuDNN keeps
+channels-last weights the same way (KRSC). Only where wgmma runs (`convs=True`, sm_90) and only
+convs whose tile copies move 16 bytes (C a multiple of 8), so other templates keep HWIO.
 """
 from __future__ import annotations
 
@@ -15,6 +21,8 @@ from .ir import CONST, Graph, Node, fresh_name, infer
 
 
 TENSOR_CORE_DTYPES = ("float16", "bfloat16")  # what the wgmma path multiplies
+HWIO_TO_OHWI = (3, 0, 1, 2)
+MIN_MN = 16  # below it the tensor-core template takes no GEMM (schedules/cuda/tensorcore.py)
 
 
 def _candidate(n: Node) -> bool:
@@ -24,9 +32,20 @@ def _candidate(n: Node) -> bool:
     return b.op == CONST and len(b.shape) == 2 and len(a.shape) >= 2 and b.dtype in TENSOR_CORE_DTYPES
 
 
-def transpose_matmul_weights(graph: Graph) -> Graph:
-    """The graph with every fp16/bf16 matmul by a constant 2-D weight reading it as [N, K]."""
-    if not any(_candidate(n) for n in graph.nodes):
+def _conv_candidate(n: Node) -> bool:
+    if n.op != "conv2d" or n.attrs.get("layout") != "NHWC" or n.attrs.get("weight_layout"):
+        return False
+    x, w = n.inputs
+    if w.op != CONST or w.dtype not in TENSOR_CORE_DTYPES or n.attrs.get("groups", 1) != 1:
+        return False
+    m = n.shape[0] * n.shape[1] * n.shape[2]
+    return x.shape[3] % 8 == 0 and w.shape[3] >= MIN_MN and m >= MIN_MN
+
+
+def transpose_matmul_weights(graph: Graph, *, convs: bool = False) -> Graph:
+    """The graph with every fp16/bf16 matmul by a constant 2-D weight reading it as [N, K], and
+    with convs=True every fp16/bf16 NHWC conv's constant weight as OHWI."""
+    if not any(_candidate(n) or (convs and _conv_candidate(n)) for n in graph.nodes):
         return graph
     names = {n.name for n in graph.nodes}
     new: dict[int, Node] = {}
@@ -37,14 +56,18 @@ def transpose_matmul_weights(graph: Graph) -> Graph:
             continue
         inputs = [new[id(i)] for i in n.inputs]
         attrs = dict(n.attrs)
-        if _candidate(n):
+        if _candidate(n) or (convs and _conv_candidate(n)):
             w = inputs[1]
             if id(w) not in transposed:
-                v = np.ascontiguousarray(np.asarray(w.value).T)
+                v = np.asarray(w.value)
+                v = np.ascontiguousarray(v.T if n.op == "matmul" else v.transpose(HWIO_TO_OHWI))
                 transposed[id(w)] = Node(fresh_name(names, f"{w.name}_nk"), CONST, [], {}, tuple(v.shape),
                                          w.dtype, v)
             inputs[1] = transposed[id(w)]
-            attrs["trans_b"] = True
+            if n.op == "matmul":
+                attrs["trans_b"] = True
+            else:
+                attrs["weight_layout"] = "OHWI"
         attrs, shape, dtype = infer(n.op, attrs, inputs, n.name)
         new[id(n)] = Node(n.name, n.op, inputs, attrs, tuple(shape), dtype)
     return Graph(list(graph.inputs), [new[id(o)] for o in graph.outputs])

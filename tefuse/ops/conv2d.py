@@ -1,5 +1,6 @@
-"""conv2d in NCHW (OIHW weights) and NHWC (HWIO weights): stride, asymmetric padding,
-dilation, groups (depthwise when groups == in_channels).
+"""conv2d in NCHW (OIHW weights) and NHWC (HWIO weights, or OHWI with weight_layout="OHWI": the
+implicit GEMM's B stored [N, K], as Hopper's wgmma reads it; graph/weights.py): stride,
+asymmetric padding, dilation, groups (depthwise when groups == in_channels).
 
 The data read goes through a `pad_temp` stage that schedules inline or cache in shared
 memory; any injective prologue arriving as a lazy value is folded into that stage.
@@ -17,7 +18,8 @@ from ..errors import OpError
 from .registry import OpPattern, register_op
 from .value import MATH, Value, acc_dtype, tf32_operand
 
-WEIGHT_LAYOUT = {"NCHW": "OIHW", "NHWC": "HWIO"}
+WEIGHT_LAYOUT = {"NCHW": "OIHW", "NHWC": "HWIO"}  # each layout's default
+WEIGHT_LAYOUTS = {"NCHW": ("OIHW",), "NHWC": ("HWIO", "OHWI")}  # what each layout reads
 
 
 def _is_int(x) -> bool:
@@ -76,6 +78,12 @@ class Conv2dGeometry:
     dilation: tuple[int, int]
     oh: int
     ow: int
+    weight_layout: str = ""  # the layout's default (WEIGHT_LAYOUT) when empty
+
+    @property
+    def b_nk(self) -> bool:
+        """The implicit GEMM's B stored [N, K] (K = ky, kx, c fastest): an OHWI weight."""
+        return self.weight_layout == "OHWI"
 
     @property
     def depthwise(self) -> bool:
@@ -133,16 +141,19 @@ def conv2d_geometry(data_shape, weight_shape, attrs: dict) -> Conv2dGeometry:
         raise OpError(f"conv2d: layout must be NCHW or NHWC, got {layout!r}")
     if len(data_shape) != 4 or len(weight_shape) != 4:
         raise OpError(f"conv2d: data and weight must be 4-D, got {tuple(data_shape)} and {tuple(weight_shape)}")
+    wl = attrs.get("weight_layout") or WEIGHT_LAYOUT[layout]
+    if wl not in WEIGHT_LAYOUTS[layout]:
+        raise OpError(f"conv2d: a {layout} conv2d reads its weight as {' or '.join(WEIGHT_LAYOUTS[layout])}, "
+                      f"not {wl!r}")
     if layout == "NCHW":
         n, c, h, w = data_shape
         k, cg, kh, kw = weight_shape
     else:
         n, h, w, c = data_shape
-        kh, kw, cg, k = weight_shape
+        kh, kw, cg, k = weight_shape if wl == "HWIO" else (*weight_shape[1:3], weight_shape[3], weight_shape[0])
     if not _is_int(attrs["groups"]) or attrs["groups"] < 1:
         raise OpError(f"conv2d: groups must be a positive integer, got {attrs['groups']!r}")
     g = int(attrs["groups"])
-    wl = WEIGHT_LAYOUT[layout]
     if g < 1 or c % g or k % g:
         raise OpError(f"conv2d: groups={g} must divide in_channels={c} and out_channels={k} "
                       f"(weight {tuple(weight_shape)} read as {wl})"
@@ -161,7 +172,8 @@ def conv2d_geometry(data_shape, weight_shape, attrs: dict) -> Conv2dGeometry:
     if oh < 1 or ow < 1:
         raise OpError(f"conv2d: kernel {kh}x{kw} (dilation {dh}x{dw}) does not fit input {h}x{w} "
                       f"padded by {pad}")
-    return Conv2dGeometry(layout, n, c, h, w, k, kh, kw, g, (sh, sw), pad, (dh, dw), oh, ow)
+    return Conv2dGeometry(layout, n, c, h, w, k, kh, kw, g, (sh, sw), pad, (dh, dw), oh, ow,
+                          "" if wl == WEIGHT_LAYOUT[layout] else wl)
 
 
 def pad_stage(x: Value, layout: str, pad: tuple[int, int, int, int], name: str = "pad_temp") -> te.Tensor:
@@ -193,7 +205,7 @@ def _geometry(in_shapes, out_shape, attrs: dict) -> Conv2dGeometry:
 
 @register_op("conv2d", OpPattern.OUT_ELEMWISE_FUSABLE, anchor="conv2d", num_inputs=2,
              attrs={"strides": 1, "padding": 0, "dilation": 1, "groups": 1, "layout": "NCHW"},
-             geometry=_geometry, optional=MATH)
+             geometry=_geometry, optional={**MATH, "weight_layout": ""})
 def conv2d(inputs: Sequence[Value], attrs: dict) -> Value:
     """2-D convolution, accumulating in float32 for float16 inputs; math='tf32' rounds float32
     operands to TF32 first (tensor cores' tf32 mode)."""
@@ -218,9 +230,11 @@ def conv2d(inputs: Sequence[Value], attrs: dict) -> Value:
                           * cast(wt[k, rc, ry, rx]), axis=[rc, ry, rx])
         shape = (geo.n, geo.k, geo.oh, geo.ow)
     else:
+        w_at = (lambda k: wt[k, ry, rx, rc]) if geo.b_nk else (lambda k: wt[ry, rx, rc, k])
+
         def body(n, y, x, k):
             return te.sum(cast(padded[n, y * sh + ry * dh, x * sw + rx * dw, ch(k)])
-                          * cast(wt[ry, rx, rc, k]), axis=[ry, rx, rc])
+                          * cast(w_at(k)), axis=[ry, rx, rc])
         shape = (geo.n, geo.oh, geo.ow, geo.k)
     out = te.compute(shape, body, name="conv2d", tag="conv2d")
     if acc != data.dtype:

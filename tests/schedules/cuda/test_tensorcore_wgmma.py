@@ -67,6 +67,7 @@ def test_fallback_tiles_follow_the_sm_count():
     assert fallback_values(4096, 4096, 132)["tile"][:2] == (128, 128)
     assert fallback_values(6272, 256, 132)["tile"][:2] == (64, 128)
     assert fallback_values(197, 2304, 132)["stages"] == 4
+    assert fallback_values(6272, 64, 132)["tile"][:2] == (64, 64)  # 64 channels: no half-padded tiles
 
 
 def test_matmul_keeps_mma_untuned_on_hopper():
@@ -86,6 +87,22 @@ def test_build_on_the_default_cuda_target_compiles_the_dense_for_sm_90a():
     src = k.source("cuda")
     assert "tefuse_wgmma_m64n128k16x4_f16" in src and "mma.sync" not in src
     assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n128k16\.f32\.f16\.f16", compile_to_ptx(src, "sm_90a"))
+
+
+def test_build_on_the_default_cuda_target_runs_a_model_conv_on_wgmma():
+    """An NCHW model's fp16 3x3 conv on `cuda` (sm_90): prepared as NHWC with its constant weight
+    OHWI, untuned it calls wgmma and loads its padded input tile by predicated (zero-filling)
+    cp.async."""
+    rng = np.random.default_rng(0)
+    b = GraphBuilder()
+    x = b.input("x", (2, 64, 14, 14))
+    w = b.const((rng.standard_normal((64, 64, 3, 3)) / 24).astype("float32"))
+    cg = tefuse.build(b.build(b.relu(b.conv2d(b.relu(x), w, padding=1))), "cuda", precision="fp16")
+    conv = [k for k in cg.kernels if "conv2d" in k.group.name]
+    assert len(conv) == 1 and conv[0].group.anchor.attrs.get("weight_layout") == "OHWI"
+    src = conv[0].source("cuda")
+    assert "tefuse_wgmma_m64n64k16x4_f16" in src and "mma.sync" not in src  # 64 channels: 64-wide tiles
+    assert "ptx_cp_async_legacy_pred_cg_16" in src  # the padding: a predicated 16-byte copy
 
 
 @pytest.mark.parametrize("dtype,bm,bn", [("float16", 128, 128), ("bfloat16", 64, 96)])
@@ -121,7 +138,18 @@ def _cast_dense(m, n, k):
     return b.build(b.dense(b.cast(x, dtype="float16"), w))
 
 
+def _ohwi_conv(n, hw, c, k, r, stride=1):
+    """An NHWC conv reading an OHWI weight (B stored [N, K], graph/weights.py) + bias + ReLU."""
+    b = GraphBuilder()
+    x, w = b.input("x", (n, hw, hw, c), "float16"), b.input("w", (k, r, r, c), "float16")
+    y = b.conv2d(x, w, strides=stride, padding=r // 2, layout="NHWC", weight_layout="OHWI")
+    return b.build(b.relu(b.bias_add(y, b.input("bias", (k,), "float16"), axis=3)))
+
+
 LLVM_CASES = {
+    "conv_ohwi_3x3_padded": (lambda: _ohwi_conv(2, 7, 64, 96, 3), 64, 96, 3),
+    "conv_ohwi_3x3_stride2": (lambda: _ohwi_conv(1, 9, 16, 64, 3, stride=2), 64, 64, 2),
+    "conv_ohwi_1x1": (lambda: _ohwi_conv(2, 10, 72, 128, 1), 128, 128, 4),
     "plain_197": (lambda: _dense(197, 96, 72, "float16"), 64, 96, 3),
     "plain_130": (lambda: _dense(130, 256, 200, "float16"), 128, 128, 3),
     "layernorm_prologue": (lambda: _normalized_dense(197, 64, 96, "float16"), 64, 64, 3),
