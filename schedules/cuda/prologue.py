@@ -7,7 +7,8 @@ elementwise prologue (LayerNorm's normalisation, a cast) turns the A copy into l
 registers, which cp.async cannot do, so the pipeline stalls on them; staging the raw tile and
 computing it from shared memory was tried and was slower (results/issue9/session11). Such a
 prologue runs as its own elementwise kernel instead, as PyTorch and cuBLAS do it. Injective
-prologues (reshapes, layout changes) only move the copy's indices and stay fused.
+prologues (reshapes, layout changes) only move the copy's indices and stay fused, except a pad of
+the channel axis, which would split the copy's vectors.
 """
 from __future__ import annotations
 
@@ -33,6 +34,12 @@ def streams_operands(anchor, target) -> bool:
     return m >= MIN_MN and n >= MIN_MN
 
 
+def _pads_channels(c: PrologueCandidate) -> bool:
+    """A pad of the last (channel) axis (graph/weights.py's alignment pad of an image's channels):
+    read inside the copy, it would split its 16-byte vectors again."""
+    return any(p.op == "pad" and p.attrs["pads"][len(p.shape) - 1 + len(p.shape)] for p in c.producers)
+
+
 @register_prologue_rule("cuda")
 def computed_operand_rule(c: PrologueCandidate, target) -> bool:
-    return not c.computes or not streams_operands(c.anchor, target)
+    return not (c.computes or _pads_channels(c)) or not streams_operands(c.anchor, target)

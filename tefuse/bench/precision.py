@@ -104,16 +104,18 @@ def conv_case(c: int, hw: int, k: int, r: int, s: int, batch: int, precision: st
     plan = build_plan(f"conv2d(k={k},r={r},stride={s},pad={r // 2})+bias+batch_norm+relu", shape, dt, layout)
     vals = random_args(plan, np.random.default_rng(0))
     vals = {n: v.astype(np.float32) for n, v in vals.items()}
-    cg = build(plan.graph, "cuda", db=db, precision=_graph_precision(precision))
+    w = [i.name for i in plan.graph.inputs if i.name.endswith("_weight")][0]
+    # the weight a build-time constant, as in a model (graph/weights.py may relayout it)
+    graph = plan.graph.with_constants({w: _to_np(vals[w], dt)})
+    cg = build(graph, "cuda", db=db, precision=_graph_precision(precision))
     dev = cg.device
-    tv = {n: tvm.runtime.tensor(_to_np(v, dt), dev) for n, v in vals.items()}
+    tv = {n: tvm.runtime.tensor(_to_np(v, dt), dev) for n, v in vals.items() if n != w}
     got = cg.run(**tv)[0].astype(np.float32)
     if layout == "NHWC":  # compare in NCHW: torch's reference below is NCHW
         got = got.transpose(0, 3, 1, 2)
         vals = {**vals, "x": vals["x"].transpose(0, 3, 1, 2)}
         vals.update({n: v.transpose(3, 2, 0, 1) for n, v in vals.items() if n.endswith("_weight")})
     t = {n: torch.from_numpy(np.ascontiguousarray(v)).cuda().double() for n, v in vals.items()}
-    w = [i.name for i in plan.graph.inputs if i.name.endswith("_weight")][0]
     bn = {suffix: [i.name for i in plan.graph.inputs if i.name.endswith(suffix)][0]
           for suffix in ("_gamma", "_beta", "_mean", "_var")}
     bias = [i.name for i in plan.graph.inputs if i.name.endswith("_bias")][0]

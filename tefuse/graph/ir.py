@@ -102,6 +102,26 @@ class Graph:
     def constants(self) -> list[Node]:
         return [n for n in self.nodes if n.op == CONST]
 
+    def with_constants(self, values: dict) -> "Graph":
+        """The graph with the named inputs bound to constant arrays (a FusionPlan's weights known
+        at build time, as ONNX initializers are), so weight passes may rewrite them."""
+        unknown = set(values) - {i.name for i in self.inputs}
+        if unknown:
+            raise GraphError(f"with_constants: no graph input named {sorted(unknown)}")
+        new: dict[int, Node] = {}
+        for n in self.nodes:
+            if n.op == INPUT and n.name in values:
+                v = np.asarray(values[n.name])
+                if str(v.dtype) != n.dtype or tuple(v.shape) != n.shape:
+                    raise GraphError(f"with_constants: input {n.name!r} is {n.type_str()}, "
+                                     f"got {v.dtype}{list(v.shape)}")
+                new[id(n)] = Node(n.name, CONST, [], {}, n.shape, n.dtype, v)
+            elif n.is_op:
+                new[id(n)] = Node(n.name, n.op, [new[id(i)] for i in n.inputs], n.attrs, n.shape, n.dtype)
+            else:
+                new[id(n)] = n
+        return Graph([i for i in self.inputs if i.name not in values], [new[id(o)] for o in self.outputs])
+
     def text(self) -> str:
         """Readable form, one node a line, e.g. `%relu_0 = relu(%conv2d_0) : float32[1,8,8,8]`."""
         ins = ", ".join(f"%{n.name}: {n.type_str()}" for n in self.inputs)

@@ -11,7 +11,8 @@ transposes the constant once here and marks the matmul `trans_b`: the GEMM then 
 An NHWC conv's constant HWIO weight becomes OHWI (`weight_layout="OHWI"`): its implicit GEMM's
 B is then [K_out, ky*kx*C], K-major, in the order its A (the NHWC input) is read; cuDNN keeps
 channels-last weights the same way (KRSC). Only where wgmma runs (`convs=True`, sm_90) and only
-convs whose tile copies move 16 bytes (C a multiple of 8), so other templates keep HWIO.
+convs whose tile copies move 16 bytes (C a multiple of 8), so other templates keep HWIO; an
+image's 3 (or up to 7) channels are zero-padded to 8 first (`_pad_channels`).
 """
 from __future__ import annotations
 
@@ -39,7 +40,16 @@ def _conv_candidate(n: Node) -> bool:
     if w.op != CONST or w.dtype not in TENSOR_CORE_DTYPES or n.attrs.get("groups", 1) != 1:
         return False
     m = n.shape[0] * n.shape[1] * n.shape[2]
-    return x.shape[3] % 8 == 0 and w.shape[3] >= MIN_MN and m >= MIN_MN
+    c = x.shape[3]
+    return (c % 8 == 0 or c < 8) and w.shape[3] >= MIN_MN and m >= MIN_MN
+
+
+def _pad_channels(x: Node, c8: int, names: set) -> Node:
+    """x [N, H, W, C] zero-padded to C8 channels: an image's 3 channels become 8 (16 bytes a
+    pixel), so the conv's tile copies move whole vectors, as TensorRT and cuDNN pad a first layer."""
+    pads = (0, 0, 0, 0, 0, 0, 0, c8 - x.shape[3])
+    attrs, shape, dtype = infer("pad", {"pads": pads}, [x], x.name)
+    return Node(fresh_name(names, f"{x.name}_c{c8}"), "pad", [x], attrs, tuple(shape), dtype)
 
 
 def transpose_matmul_weights(graph: Graph, *, convs: bool = False) -> Graph:
@@ -58,8 +68,13 @@ def transpose_matmul_weights(graph: Graph, *, convs: bool = False) -> Graph:
         attrs = dict(n.attrs)
         if _candidate(n) or (convs and _conv_candidate(n)):
             w = inputs[1]
+            c8 = -(-w.shape[2] // 8) * 8 if n.op == "conv2d" else 0
+            if c8 and c8 != w.shape[2]:  # an image's channels: the input padded, the weight zero-extended
+                inputs[0] = _pad_channels(inputs[0], c8, names)
             if id(w) not in transposed:
                 v = np.asarray(w.value)
+                if n.op == "conv2d":
+                    v = np.pad(v, ((0, 0), (0, 0), (0, c8 - v.shape[2]), (0, 0)))
                 v = np.ascontiguousarray(v.T if n.op == "matmul" else v.transpose(HWIO_TO_OHWI))
                 transposed[id(w)] = Node(fresh_name(names, f"{w.name}_nk"), CONST, [], {}, tuple(v.shape),
                                          w.dtype, v)

@@ -238,3 +238,18 @@ def test_consumers_and_lookup():
     assert [n.name for n in g.constants] == ["w", "bias"]
     with pytest.raises(GraphError, match="nope"):
         g.node("nope")
+
+
+def test_with_constants_binds_inputs_and_checks_them():
+    b = GraphBuilder()
+    x, w = b.input("x", (2, 3)), b.input("w", (3, 4))
+    g = b.build(b.matmul(x, w))
+    wv = np.arange(12, dtype="float32").reshape(3, 4)
+    got = g.with_constants({"w": wv})
+    assert [i.name for i in got.inputs] == ["x"] and [c.name for c in got.constants] == ["w"]
+    xv = np.ones((2, 3), "float32")
+    np.testing.assert_allclose(tefuse.build(got, "llvm").run(x=xv)[0], xv @ wv)
+    with pytest.raises(GraphError, match="input 'w' is float32\\[3,4\\], got float64"):
+        g.with_constants({"w": wv.astype("float64")})
+    with pytest.raises(GraphError, match="no graph input named \\['v'\\]"):
+        g.with_constants({"v": wv})

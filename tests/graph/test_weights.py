@@ -45,3 +45,35 @@ def test_trans_b_needs_a_2d_weight():
     x, w = b.input("x", (2, 8, 16), "float16"), b.input("w", (2, 8, 16), "float16")
     with pytest.raises(GraphError, match=r"trans_b.*2-D b\[N, K\]"):
         b.matmul(x, w, trans_b=True)
+
+
+def _nhwc_conv(c, k=64, dtype="float16", groups=1, r=3, rng=None):
+    rng = rng or np.random.default_rng(0)
+    b = GraphBuilder()
+    x = b.input("x", (2, 12, 12, c), dtype)
+    w = b.const((rng.standard_normal((r, r, c // groups, k)) * 0.1).astype(dtype), name="w")
+    return b.build(b.relu(b.conv2d(x, w, strides=2, padding=r // 2, groups=groups, layout="NHWC")))
+
+
+@pytest.mark.parametrize("c", [64, 3])
+def test_nhwc_convs_read_ohwi_weights_where_asked_and_compute_the_same(c):
+    """convs=True (Hopper): the HWIO constant becomes OHWI, an image's 3 channels are padded to
+    8 (input and weight); the llvm result is unchanged. Without convs=True nothing changes."""
+    rng = np.random.default_rng(2)
+    g = _nhwc_conv(c, rng=rng)
+    assert transpose_matmul_weights(g) is g
+    got = transpose_matmul_weights(g, convs=True)
+    (conv,) = [n for n in got.nodes if n.op == "conv2d"]
+    assert conv.attrs["weight_layout"] == "OHWI" and conv.inputs[1].shape == (64, 3, 3, max(c, 8))
+    assert (conv.inputs[0].op == "pad") == (c == 3)
+    x = rng.standard_normal((2, 12, 12, c)).astype("float16")
+    want = tefuse.build(g, "llvm").run(x=x)[0].astype(np.float32)
+    out = tefuse.build(got, "llvm").run(x=x)[0].astype(np.float32)
+    assert np.abs(out - want).max() <= 1e-2 * np.abs(want).max()
+
+
+@pytest.mark.parametrize("kw", [dict(c=12), dict(c=64, dtype="float32"), dict(c=64, groups=2)])
+def test_convs_wgmma_cannot_stream_keep_hwio(kw):
+    """12 channels (not whole 16-byte vectors, not an image), float32, grouped: left alone."""
+    g = _nhwc_conv(**kw)
+    assert transpose_matmul_weights(g, convs=True) is g

@@ -82,3 +82,17 @@ def test_split_and_fused_graphs_compute_the_same():
     np.testing.assert_allclose(outs[0], outs[1], rtol=2e-3, atol=2e-3)
     ref = tefuse.build(graph, "llvm").run(x=x)[0]
     np.testing.assert_allclose(outs[1], ref, rtol=3e-2, atol=3e-2)
+
+
+def test_an_images_channel_pad_is_a_kernel_of_its_own_before_a_wgmma_conv():
+    """An fp16 model's first conv on Hopper: cast, layout change and the pad of its 3 channels to
+    8 run as one injective kernel; the conv reads whole 16-byte pixels and takes wgmma."""
+    rng = np.random.default_rng(0)
+    b = GraphBuilder()
+    x = b.input("x", (2, 3, 32, 32))
+    w = b.const((rng.standard_normal((64, 3, 7, 7)) / 10).astype("f4"))
+    groups = _groups(b.build(b.relu(b.conv2d(x, w, strides=2, padding=3))), "cuda:sm_90")
+    assert [[n.op for n in g.nodes] for g in groups] == [["cast", "transpose", "pad"],
+                                                         ["conv2d", "relu", "cast", "transpose"]]
+    choice = choose_schedule(lower_group(groups[1]), make_target("cuda:sm_90"), None)
+    assert choice.config["intrin"] == "wgmma"

@@ -74,7 +74,8 @@ WGMMA_CASES = {"dense_awkward_197", "dense_bf16", "dense_normalized_prologue"}
 
 @pytest.mark.parametrize("case,arch", [(c, "sm_90") for c in sorted(CASES)] + [(c, "sm_80") for c in sorted(WGMMA_CASES)])
 def test_cuda_and_ptx_use_tensor_cores_and_cp_async(case, arch):
-    cg = tefuse.build(CASES[case](), f"cuda:{arch}")
+    # every prologue fused, also where Hopper's rule would give it a kernel of its own (test_prologue)
+    cg = tefuse.build(CASES[case](), f"cuda:{arch}", prologue=lambda candidate: True)
     (k,) = cg.kernels
     assert k.template == NAME
     src = k.source("cuda")
@@ -303,7 +304,8 @@ def test_a_select_prologue_builds_for_cuda(m, k, n, act, op):
     wide, its condition was a bool x8, which TVM's CUDA codegen cannot print ("Cannot convert
     type T.boolx8 to CUDA type"); such a copy is now vectorized 4 wide (ushort4 conditions)."""
     model, w = _relu_gemm_onnx(m, k, n, act, op)
-    cg = tefuse.build(tefuse.import_onnx(model), "cuda", precision="fp16")
+    # the ReLU fused as a prologue (on sm_90 the prologue rule would run it as its own kernel)
+    cg = tefuse.build(tefuse.import_onnx(model), "cuda", precision="fp16", prologue=lambda candidate: True)
     (kern,) = [kk for kk in cg.kernels if kk.template == NAME]
     src = kern.source("cuda")
     assert "in_x_ptr" in src and not _bool_vectors_wider_than_4(src)
