@@ -119,3 +119,20 @@ def test_tf32_matches_llvm_up_to_summation_order(case, rng):
     want = tefuse.build(graph, "llvm").run(**vals)[0]
     scale = np.abs(want).max()
     assert np.abs(got - want).max() <= 2e-5 * scale, np.abs(got - want).max() / scale
+
+
+@pytest.mark.parametrize("c,k,r,stride", [(64, 64, 3, 1), (3, 64, 7, 2), (256, 128, 1, 1)])
+def test_model_conv_on_wgmma_matches_llvm(c, k, r, stride, rng):
+    """An NCHW model's conv + ReLU in fp16 on the H100: NHWC with its constant weight OHWI (an
+    image's 3 channels padded to 8), untuned on wgmma, against the float32 llvm build."""
+    b = tefuse.GraphBuilder()
+    x = b.input("x", (4, c, 28, 28))
+    w = b.const((rng.standard_normal((k, c, r, r)) / np.sqrt(c * r * r)).astype("float32"))
+    graph = b.build(b.relu(b.conv2d(x, w, strides=stride, padding=r // 2)))
+    cg = tefuse.build(graph, "cuda", precision="fp16")
+    (conv,) = [kk for kk in cg.kernels if kk.group.anchor is not None]
+    assert conv.group.anchor.attrs.get("weight_layout") == "OHWI" and "tefuse_wgmma_" in conv.source("cuda")
+    xv = rng.standard_normal((4, c, 28, 28)).astype("float32")
+    got = cg.run(x=xv)[0]
+    want = tefuse.build(graph, "llvm").run(x=xv)[0]
+    assert np.abs(got - want).max() <= 1e-2 * np.abs(want).max()
