@@ -99,3 +99,27 @@ def test_light_model_random_weights_vs_onnxruntime(name, rtol, atol):
         # float32 reassociation over deep nets: relative to the output's scale
         np.testing.assert_allclose(got, ref, rtol=1e-3, atol=1e-4 * float(np.abs(ref).max()))
     print(f"{name}: {cg.num_kernels} kernels for {len(model.graph.node)} ONNX nodes, built in {build_s:.1f}s")
+
+
+@pytest.mark.parametrize("name,rtol,atol", _params([m for m in MODELS if m[0] in ("squeezenet", "resnet50",
+                                                                               "bvlc_alexnet", "shufflenet")]))
+def test_light_model_as_hopper_builds_it_in_fp16(name, rtol, atol):
+    """The graph `build(..., "cuda", precision="fp16")` compiles on sm_90 (NHWC, OHWI conv weights,
+    an image's channels padded to 8, matmul weights [N, K]), run on llvm: the passes keep the
+    model's answer (fp16 tolerance, same top-1) and convert its convs (grouped ones stay HWIO)."""
+    from tefuse.driver import prepare_graph
+    from tefuse.target import make_target
+
+    model = randomized(onnx.load(model_path(name)), seed=1)
+    graph = prepare_graph(import_onnx(model), make_target("cuda"), precision="fp16")
+    convs = [n for n in graph.nodes if n.op == "conv2d"]
+    ohwi = [n for n in convs if n.attrs.get("weight_layout") == "OHWI"]
+    assert ohwi and all(n.attrs["groups"] > 1 for n in convs if n not in ohwi)
+    assert sum(n.op == "pad" and n.shape[-1] == 8 for n in graph.nodes) == 1  # the RGB input, once
+    (vi,) = real_inputs(model)
+    x = np.random.default_rng(2).random(tuple(d.dim_value for d in vi.type.tensor_type.shape.dim), dtype=np.float32)
+    got = tefuse.build(graph, "llvm").run(**{vi.name: x})[0]
+    want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(
+        None, {vi.name: x})[0].reshape(got.shape)
+    assert np.abs(got - want).max() <= 1e-2 * np.abs(want).max()
+    assert (got.reshape(len(got), -1).argmax(-1) == want.reshape(len(want), -1).argmax(-1)).all()
