@@ -149,6 +149,8 @@ def prologue_policy(target, prologue=True):
     if prologue is not True:
         return prologue
     rules = [r for fam in families(target) for r in _PROLOGUE_RULES.get(fam, [])]
+    if not rules:
+        return True
     return lambda candidate: all(r(candidate, target) for r in rules)
 
 

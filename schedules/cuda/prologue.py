@@ -37,7 +37,11 @@ def streams_operands(anchor, target) -> bool:
 def _pads_channels(c: PrologueCandidate) -> bool:
     """A pad of the last (channel) axis (graph/weights.py's alignment pad of an image's channels):
     read inside the copy, it would split its 16-byte vectors again."""
-    return any(p.op == "pad" and p.attrs["pads"][len(p.shape) - 1 + len(p.shape)] for p in c.producers)
+    def pads_last(p) -> bool:  # ONNX-style pads: begins, then ends
+        rank = len(p.shape)
+        return bool(p.attrs["pads"][rank - 1] or p.attrs["pads"][2 * rank - 1])
+
+    return any(p.op == "pad" and pads_last(p) for p in c.producers)
 
 
 @register_prologue_rule("cuda")

@@ -56,7 +56,9 @@ def _fold(bn: Node, inputs: list[Node], consumers, out_ids) -> Node | None:
     gamma, beta, mean, var = (i.value.astype(np.float64) for i in inputs[1:])
     scale = gamma / np.sqrt(var + bn.attrs["epsilon"])
     w = conv.inputs[1].value.astype(np.float64)
-    w = w * (scale.reshape(-1, 1, 1, 1) if layout == "NCHW" else scale.reshape(1, 1, 1, -1))
+    # the output channel is the weight's first axis in OIHW and OHWI (graph/weights.py), last in HWIO
+    k_first = layout == "NCHW" or conv.attrs.get("weight_layout") == "OHWI"
+    w = w * (scale.reshape(-1, 1, 1, 1) if k_first else scale.reshape(1, 1, 1, -1))
     b = ((bias if bias is not None else 0.0) - mean) * scale + beta
     dt = conv.dtype
     wnode = dataclasses.replace(conv.inputs[1], name=conv.inputs[1].name + "_bnfolded",

@@ -96,3 +96,16 @@ def test_an_images_channel_pad_is_a_kernel_of_its_own_before_a_wgmma_conv():
                                                          ["conv2d", "relu", "cast", "transpose"]]
     choice = choose_schedule(lower_group(groups[1]), make_target("cuda:sm_90"), None)
     assert choice.config["intrin"] == "wgmma"
+
+
+def test_a_channel_pad_alone_stays_out_of_a_wgmma_conv():
+    """An fp16 NHWC image (no cast, no layout change before it): the pad of its 3 channels to 8
+    computes nothing, yet read inside the conv's copy it would split the 16-byte vectors again, so
+    the rule keeps it a kernel of its own on Hopper; other targets fuse it."""
+    rng = np.random.default_rng(1)
+    b = GraphBuilder()
+    x = b.input("x", (2, 32, 32, 3), "float16")
+    w = b.const((rng.standard_normal((7, 7, 3, 64)) / 10).astype("float16"))
+    g = b.build(b.relu(b.conv2d(x, w, strides=2, padding=3, layout="NHWC")))
+    for target, want in [("cuda:sm_90", [["pad"], ["conv2d", "relu"]]), ("cuda:sm_80", [["conv2d", "relu"]])]:
+        assert [[n.op for n in grp.nodes] for grp in _groups(g, target)] == want, target
