@@ -11,6 +11,18 @@ def cuda_kernel_names(source: str) -> list[str]:
     return _KERNEL_DEF.findall(source)
 
 
+# instructions only an arch-specific target (sm_90a) accepts; Hopper's wgmma kernels use them
+ARCH_SPECIFIC = ("wgmma.",)
+
+
+def ptx_arch(source: str, arch: str) -> str:
+    """The arch to compile `source` for: sm_90 code holding arch-specific instructions (wgmma,
+    which tefuse compiles for sm_90a: schedules/cuda/tensorcore_wgmma.py) needs sm_90a."""
+    if arch == "sm_90" and any(s in source for s in ARCH_SPECIFIC):
+        return "sm_90a"
+    return arch
+
+
 def compile_to_ptx(source: str, arch: str = "sm_90") -> str:
     """CUDA source -> PTX text with the local nvcc (no GPU needed)."""
     import tvm

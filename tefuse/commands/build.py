@@ -325,6 +325,17 @@ def fusion_dot(graph, groups) -> str:
     return "\n".join(lines)
 
 
+def _ptx(cg, arch: str) -> str:
+    """Each kernel's PTX, compiled for the arch it is built for (a wgmma kernel: sm_90a)."""
+    from ..codegen.ptx import compile_to_ptx, ptx_arch
+
+    out = []
+    for k in cg.kernels:
+        src = k.source("cuda")
+        out.append(f"// ---- {k.group.name} ----\n{compile_to_ptx(src, ptx_arch(src, arch))}")
+    return "\n".join(out)
+
+
 def run(args) -> int:
     graphs = load_graphs(args)
     graph = load_graph(args) if graphs is None else graphs
@@ -334,10 +345,16 @@ def run(args) -> int:
             print(g.text() if b is None else f"# batch {b}\n{g.text()}")
         return 0
     if args.emit == "dot":
+        from ..driver import prepare_graph
         from ..fusion import fuse_graph
+        from ..schedules import prologue_policy
 
+        # the kernels a build for this target and precision makes (layout, weights, prologue rules)
+        target = resolve_target(args.target)
         for b, g in each:  # several digraphs in one file: dot draws each
-            print(fusion_dot(g, fuse_graph(g)) if b is None else f"// batch {b}\n{fusion_dot(g, fuse_graph(g))}")
+            g = prepare_graph(g, target, precision=args.precision)
+            dot = fusion_dot(g, fuse_graph(g, prologue=prologue_policy(target)))
+            print(dot if b is None else f"// batch {b}\n{dot}")
         return 0
     if args.emit == "ptx" and not args.target.startswith(("cuda", "gpu")):
         raise UsageError("--emit ptx needs a cuda target")
@@ -347,13 +364,11 @@ def run(args) -> int:
     if args.emit == "summary":
         print(cg.summary())
     elif args.emit == "ptx":
-        from ..codegen.ptx import compile_to_ptx
-
         arch = str(target.attrs.get("arch", "sm_90"))
         if graphs is None:
-            print(compile_to_ptx(cg.source("cuda"), arch))
+            print(_ptx(cg, arch))
         for p in getattr(cg, "profiles", ()):
-            print(f"// ==== batch {p.batch} ====\n{compile_to_ptx(p.graph.source('cuda'), arch)}")
+            print(f"// ==== batch {p.batch} ====\n{_ptx(p.graph, arch)}")
     else:
         print(cg.source(args.emit))
     if args.output:

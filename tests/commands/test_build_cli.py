@@ -1,4 +1,5 @@
 """`tefuse build`: chain specs to CUDA source / PTX / summary through the real CLI entry."""
+import re
 import shutil
 
 import pytest
@@ -24,6 +25,26 @@ def test_build_emits_ptx(capsys):
     ptx = capsys.readouterr().out
     assert ".target sm_90" in ptx
     assert ptx.count(".entry") == 1
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+def test_build_emits_ptx_of_a_model_with_a_wgmma_kernel(tmp_path, capsys):
+    """An fp16 ONNX conv on sm_90: its conv is a wgmma kernel, whose PTX only sm_90a accepts; each
+    kernel's PTX is compiled for its own arch (one source for sm_90 failed with nvcc's errors)."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    w = (np.random.default_rng(0).standard_normal((64, 64, 3, 3)) / 24).astype("float32")
+    g = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 64, 14, 14])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 64, 14, 14])],
+                          [numpy_helper.from_array(w, "w")])
+    path = tmp_path / "conv.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), str(path))
+    assert main(["build", str(path), "--precision", "fp16", "-t", "cuda", "-e", "ptx", "--no-db", "--no-cache"]) == 0
+    ptx = capsys.readouterr().out
+    assert re.search(r"\.target sm_90a\b", ptx) and "wgmma.mma_async" in ptx
 
 
 def test_build_summary_cpu(capsys):

@@ -13,7 +13,7 @@ from tvm import s_tir
 
 import tefuse
 from tefuse.codegen.lower import lower_group
-from tefuse.codegen.ptx import compile_to_ptx, cuda_kernel_names
+from tefuse.codegen.ptx import compile_to_ptx, ptx_arch, cuda_kernel_names
 from tefuse.fusion import fuse_graph
 from tefuse.graph import GraphBuilder
 from tefuse.graph.precision import convert_precision
@@ -293,7 +293,7 @@ def _relu_gemm_onnx(m, k, n, act="Relu", op="Gemm"):
 
 def _ptx_arch(src: str) -> str:
     """A Hopper wgmma kernel is compiled for sm_90a (its kernel target), the rest for sm_90."""
-    return "sm_90a" if "tefuse_wgmma_" in src else "sm_90"
+    return ptx_arch(src, "sm_90")
 
 
 def _bool_vectors_wider_than_4(src: str) -> bool:
