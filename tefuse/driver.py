@@ -24,7 +24,7 @@ from .fusion.workload import workload_key
 from .graph.fold_bn import fold_batch_norm
 from .graph.ir import Graph
 from .graph.layout import auto_layout, convert_layout
-from .graph.weights import transpose_matmul_weights
+from .graph.weights import nk_gemm_weights
 from .graph.precision import check_precision, convert_precision
 from .runtime.executor import CompiledGraph
 from .runtime.kernel import CompiledKernel
@@ -213,7 +213,7 @@ def prepare_graph(graph: Graph, target, *, precision: str = "fp32", layout: Opti
     kind = tgt.kind.name
     graph = convert_layout(graph, auto_layout(precision, kind) if layout is None else layout)
     if kind == "cuda":  # tensor-core GEMMs read a Linear's weight [N, K], on Hopper a conv's too (graph/weights.py)
-        graph = transpose_matmul_weights(graph, convs=wgmma_capable(tgt))
+        graph = nk_gemm_weights(graph, convs=wgmma_capable(tgt))
     return graph
 
 

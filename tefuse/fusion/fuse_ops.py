@@ -4,7 +4,7 @@ Follows Relay's FuseOps (post-dominator based, so a value with several consumers
 fuses where every path allows it), with two extensions:
 - prologue fusion: injective producers of an anchor's input (pad, cast, normalise, layout
   change) join the anchor's group and are computed inside its input read, where the target's
-  templates can read a computed operand well (a `PrologueRule`, schedules/registry.py);
+  templates read that operand well (schedules.registry.register_prologue_rule);
 - multi-output elementwise groups: connected elementwise groups of one shape merge into one
   kernel with several outputs (an Adam step updates param, m and v in one launch).
 """

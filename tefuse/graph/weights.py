@@ -1,7 +1,6 @@
 """Weight layout: GEMM weights stored [N, K] (K fastest), as Hopper's wgmma reads B.
 
-A matmul by a constant 2-D weight reads it [N, K], as a Linear keeps it:
-ONNX exporters write a Linear over a 3-D activation (a transformer's projections and MLP) as
+A matmul by a constant 2-D weight reads it [N, K], as a Linear keeps it. ONNX exporters write a Linear over a 3-D activation (a transformer's projections and MLP) as
 MatMul(x[..., K], W.T[K, N]) with the transposed weight as an initializer. Hopper's wgmma reads
 B from shared memory K-major only for 16-bit types in tefuse's template, so such a matmul would
 fall back to mma.sync. Like TensorRT, which picks its weights' layout at build time, this pass
@@ -52,10 +51,13 @@ def _pad_channels(x: Node, c8: int, names: set) -> Node:
     return Node(fresh_name(names, f"{x.name}_c{c8}"), "pad", [x], attrs, tuple(shape), dtype)
 
 
-def transpose_matmul_weights(graph: Graph, *, convs: bool = False) -> Graph:
+def nk_gemm_weights(graph: Graph, *, convs: bool = False) -> Graph:
     """The graph with every fp16/bf16 matmul by a constant 2-D weight reading it as [N, K], and
     with convs=True every fp16/bf16 NHWC conv's constant weight as OHWI."""
-    if not any(_candidate(n) or (convs and _conv_candidate(n)) for n in graph.nodes):
+    def wanted(n: Node) -> bool:
+        return _candidate(n) or (convs and _conv_candidate(n))
+
+    if not any(wanted(n) for n in graph.nodes):
         return graph
     names = {n.name for n in graph.nodes}
     new: dict[int, Node] = {}
@@ -66,7 +68,7 @@ def transpose_matmul_weights(graph: Graph, *, convs: bool = False) -> Graph:
             continue
         inputs = [new[id(i)] for i in n.inputs]
         attrs = dict(n.attrs)
-        if _candidate(n) or (convs and _conv_candidate(n)):
+        if wanted(n):
             w = inputs[1]
             c8 = -(-w.shape[2] // 8) * 8 if n.op == "conv2d" else 0
             if c8 and c8 != w.shape[2]:  # an image's channels: the input padded, the weight zero-extended

@@ -7,7 +7,7 @@ import pytest
 import tefuse
 from tefuse.errors import GraphError
 from tefuse.graph import GraphBuilder
-from tefuse.graph.weights import transpose_matmul_weights
+from tefuse.graph.weights import nk_gemm_weights
 
 
 def _linear_pair(dtype, rng):
@@ -24,7 +24,7 @@ def _linear_pair(dtype, rng):
 def test_fp16_matmuls_read_one_transposed_copy_of_a_shared_weight():
     rng = np.random.default_rng(0)
     g, w = _linear_pair("float16", rng)
-    got = transpose_matmul_weights(g)
+    got = nk_gemm_weights(g)
     mms = [n for n in got.nodes if n.op == "matmul"]
     assert [bool(n.attrs.get("trans_b")) for n in mms] == [True, True, False]
     assert mms[0].inputs[1] is mms[1].inputs[1], "the shared weight was copied twice"
@@ -37,7 +37,7 @@ def test_fp16_matmuls_read_one_transposed_copy_of_a_shared_weight():
 
 def test_float32_matmuls_are_left_alone():
     g, _ = _linear_pair("float32", np.random.default_rng(1))
-    assert transpose_matmul_weights(g) is g
+    assert nk_gemm_weights(g) is g
 
 
 def test_trans_b_needs_a_2d_weight():
@@ -61,8 +61,8 @@ def test_nhwc_convs_read_ohwi_weights_where_asked_and_compute_the_same(c):
     8 (input and weight); the llvm result is unchanged. Without convs=True nothing changes."""
     rng = np.random.default_rng(2)
     g = _nhwc_conv(c, rng=rng)
-    assert transpose_matmul_weights(g) is g
-    got = transpose_matmul_weights(g, convs=True)
+    assert nk_gemm_weights(g) is g
+    got = nk_gemm_weights(g, convs=True)
     (conv,) = [n for n in got.nodes if n.op == "conv2d"]
     assert conv.attrs["weight_layout"] == "OHWI" and conv.inputs[1].shape == (64, 3, 3, max(c, 8))
     assert (conv.inputs[0].op == "pad") == (c == 3)
@@ -76,4 +76,4 @@ def test_nhwc_convs_read_ohwi_weights_where_asked_and_compute_the_same(c):
 def test_convs_wgmma_cannot_stream_keep_hwio(kw):
     """12 channels (not whole 16-byte vectors, not an image), float32, grouped: left alone."""
     g = _nhwc_conv(**kw)
-    assert transpose_matmul_weights(g, convs=True) is g
+    assert nk_gemm_weights(g, convs=True) is g

@@ -254,9 +254,9 @@ def test_a_projection_of_a_3d_activation_takes_wgmma_after_the_weight_pass():
 
 
 def test_wgmma_tiling_of_a_trans_b_matmul_computes_the_right_numbers_on_llvm():
-    from tefuse.graph.weights import transpose_matmul_weights
+    from tefuse.graph.weights import nk_gemm_weights
 
-    graph = transpose_matmul_weights(_linear_3d(2, 197, 72, 96))
+    graph = nk_gemm_weights(_linear_3d(2, 197, 72, 96))
     group, low = _lowered(graph)
     assert low.info.geometry.b_nk and low.info.geometry.m == 2 * 197
     sch = s_tir.Schedule(low.func)
