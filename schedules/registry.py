@@ -89,6 +89,12 @@ class Template:
     def fallback(self, info: KernelInfo, target, space: ConfigSpace) -> Config:
         return space.get(0)
 
+    def prepare(self, func, info: KernelInfo, cfg: Config, target):
+        """The unscheduled func a config schedules: `func` itself, unless the config's instructions
+        do part of its arithmetic themselves (tf32 wgmma truncates its operands, so the op's
+        rounding is taken out)."""
+        return func
+
     def apply(self, sch: s_tir.Schedule, info: KernelInfo, cfg: Config, target) -> None:
         raise NotImplementedError
 

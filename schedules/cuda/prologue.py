@@ -22,11 +22,12 @@ from .tensorcore_wgmma import wgmma_capable
 
 def streams_operands(anchor, target) -> bool:
     """Whether the anchor's GEMM runs on wgmma when untuned: a dense or conv of fp16/bf16
-    operands, B stored [N, K] (a Linear's weight, an OHWI conv weight), M and N big enough for
-    tensor cores, an sm_90 target."""
+    operands (or float32 ones with math='tf32'), B stored [N, K] (a Linear's weight, an OHWI conv
+    weight), M and N big enough for tensor cores, an sm_90 target."""
     if anchor.anchor_kind not in ("dense", "conv2d") or not wgmma_capable(target):
         return False
-    if any(i.dtype not in TC_DTYPES for i in anchor.inputs[:2]):
+    tf32 = anchor.attrs.get("math") == "tf32"
+    if any(i.dtype not in TC_DTYPES and not (tf32 and i.dtype == "float32") for i in anchor.inputs[:2]):
         return False
     geo = get_op(anchor.op).geometry_of([i.shape for i in anchor.inputs], anchor.shape, anchor.attrs)
     if not getattr(geo, "b_nk", False):

@@ -1,16 +1,20 @@
-"""Hopper wgmma tensor intrinsic (sm_90a): one warp's 16 x N x 64 slice of a warpgroup's
-wgmma.mma_async m64nNk16 (four k16 steps), fp16/bf16 operands read by the tensor cores straight
-from shared memory, float32 accumulators in registers.
+"""Hopper wgmma tensor intrinsic (sm_90a): one warp's 16 x N x BK slice of a warpgroup's
+wgmma.mma_async, operands read by the tensor cores straight from shared memory, float32
+accumulators in registers. fp16/bf16: m64nNk16, BK = 64; tf32 (float32 operands): m64nNk8,
+BK = 32. Either way a tile row is 128 bytes and one instruction takes 32 bytes of it, four
+instructions a row. tf32 wgmma reads a float32's top 19 bits (truncation; cuBLAS's and cuDNN's
+Hopper TF32 kernels read their operands the same way), so its schedule streams the raw float32
+operands (`tensorcore_wgmma.truncate_tf32_operands`).
 
 Layouts (PTX ISA 9.7.15 "Asynchronous Warpgroup Level Matrix Multiply-Accumulate"):
 
-- A [rows][64] and B [N][64] (both K-major) sit in shared memory in the 128-byte swizzle: row r
-  is 128 bytes, its 16-byte chunk c stored at chunk c ^ (r % 8) (`swizzle_128b`, applied to the
-  shared tiles by a layout transform, so the global -> shared copies write them that way), in
-  8-row atoms of 1024 bytes; the tiles start on 1024 bytes. The matrix descriptor: start
+- A [rows][BK] and B [N][BK] (both K-major) sit in shared memory in the 128-byte swizzle: row r
+  is 128 bytes, its 16-byte chunk c stored at chunk c ^ (r % 8) (applied to the shared tiles by
+  a layout transform, so the global -> shared copies write them that way), in 8-row atoms of
+  1024 bytes; the tiles start on 1024 bytes. The matrix descriptor: start
   address >> 4 (bits 0-13), leading byte offset (unused for swizzled K-major; 1), stride byte
-  offset 1024 >> 4 (bits 32-45), swizzle mode 1 = 128B (bits 62-63). The k-th 16-wide step of
-  the 64-wide row is the same descriptor with the start address 32*k bytes on (the swizzle is
+  offset 1024 >> 4 (bits 32-45), swizzle mode 1 = 128B (bits 62-63). The k-th instruction of
+  the row is the same descriptor with the start address 32*k bytes on (the swizzle is
   applied by the hardware on the address bits, as CUTLASS / DeepGEMM do).
 - The accumulator: warp w of the warpgroup holds rows 16w..16w+15 of the 64 x N tile, per lane
   d[4j + 0/1] at (lane/4, 8j + 2(lane%4) + 0/1) and d[4j + 2/3] eight rows down; that is TVM's
@@ -31,8 +35,8 @@ from tvm.s_tir import TensorIntrin
 from tvm.script import tirx as T
 
 WARP = 32
-BK = 64  # one 128-byte swizzle row of 16-bit elements
-PTX_TYPE = {"float16": "f16", "bfloat16": "bf16"}
+PTX_TYPE = {"float16": "f16", "bfloat16": "bf16", "float32": "tf32"}
+ELEM_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4}
 N_CHOICES = tuple(range(16, 257, 16))  # the per-warp tile is 16 x N; wgmma takes N % 8 == 0 up to 256
 
 
@@ -43,30 +47,50 @@ def xor8(a, b):
     return (a + b) % 2 + (a // 2 + b // 2) % 2 * 2 + (a // 4 + b // 4) % 2 * 4
 
 
-def swizzle_dims(r, k):
-    """Where element (r, k) of a K-major 16-bit tile [rows][64 * kt] lives, as the dims
-    (k // 64, r // 8, r % 8, chunk, k % 8): 8-row atoms of 8 x 128 bytes, the 16-byte chunk
-    k % 64 // 8 stored at chunk (k % 64 // 8) ^ (r % 8). Flattened, that is the 128-byte
-    swizzle of a row-major [rows][64] tile; kept as dims so that the tensorized product reads a
-    warp's rows at an offset in dim r // 8 alone (a tensorize description can match that)."""
-    return k // BK, r // 8, r % 8, xor8(k % BK // 8, r % 8), k % 8
+def chunk_elems(dtype: str = "float16") -> int:
+    """Elements in a 16-byte chunk (a cp.async vector): 8 of 16 bits, 4 of 32."""
+    return 16 // ELEM_BYTES[dtype]
 
 
-def swizzle_index_map():
-    """transform_layout map for a shared tile [s, rows, k] (K-major, 16-bit)."""
+def bk_of(dtype: str = "float16") -> int:
+    """The tile depth: one 128-byte swizzle row (64 fp16/bf16 elements, 32 float32)."""
+    return 8 * chunk_elems(dtype)
+
+
+def k_step(dtype: str = "float16") -> int:
+    """K of one wgmma instruction (32 bytes of a row): k16 for 16-bit types, k8 for tf32."""
+    return bk_of(dtype) // 4
+
+
+def swizzle_dims(r, k, dtype: str = "float16"):
+    """Where element (r, k) of a K-major tile [rows][BK * kt] lives, as the dims
+    (k // BK, r // 8, r % 8, chunk, k % E) (E elements a 16-byte chunk): 8-row atoms of
+    8 x 128 bytes, the chunk k % BK // E stored at chunk (k % BK // E) ^ (r % 8). Flattened,
+    that is the 128-byte swizzle of a row-major [rows][BK] tile; kept as dims so that the
+    tensorized product reads a warp's rows at an offset in dim r // 8 alone (a tensorize
+    description can match that)."""
+    e, bk = chunk_elems(dtype), bk_of(dtype)
+    return k // bk, r // 8, r % 8, xor8(k % bk // e, r % 8), k % e
+
+
+def swizzle_index_map(dtype: str = "float16"):
+    """transform_layout map for a shared tile [s, rows, k] (K-major)."""
     from tvm import tirx
 
-    return tirx.IndexMap.from_func(lambda s, r, k: (s, *swizzle_dims(r, k)), ndim=3)
+    return tirx.IndexMap.from_func(lambda s, r, k: (s, *swizzle_dims(r, k, dtype)), ndim=3)
 
 
 def func_name(n: int, in_dtype: str) -> str:
-    return f"tefuse_wgmma_m64n{n}k16x4_{PTX_TYPE[in_dtype]}"
+    return f"tefuse_wgmma_m64n{n}k{k_step(in_dtype)}x4_{PTX_TYPE[in_dtype]}"
 
 
 def device_source(n: int, in_dtype: str) -> str:
     """CUDA source of the device function the intrinsic calls (TVM's cuda func_call puts it
     before the kernel): float* d (N/2 accumulators of this thread), A and B tile pointers."""
     t = PTX_TYPE[in_dtype]
+    ks = k_step(in_dtype)
+    # 16-bit types take imm-trans-a/b (0: K-major); tf32 reads K-major only and has no such operands
+    trans = "" if in_dtype == "float32" else ", 0, 0"
     nreg = n // 2
     regs = ", ".join(f"%{i}" for i in range(nreg))
     outs = ", ".join(f'"+f"(d[{i}])' for i in range(nreg))
@@ -99,8 +123,8 @@ __device__ __forceinline__ void {name}(float* d, const void* a_tile, const void*
   for (int kk = 0; kk < 4; ++kk) {{
     asm volatile(
       "{{\\n.reg .pred p;\\nsetp.ne.b32 p, 1, 0;\\n"
-      "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{t}.{t} "
-      "{{{regs}}}, %{nreg}, %{nreg + 1}, p, 1, 1, 0, 0;\\n}}\\n"
+      "wgmma.mma_async.sync.aligned.m64n{n}k{ks}.f32.{t}.{t} "
+      "{{{regs}}}, %{nreg}, %{nreg + 1}, p, 1, 1{trans};\\n}}\\n"
       : {outs}
       : "l"(da + 2 * kk), "l"(db + 2 * kk));
   }}
@@ -117,43 +141,49 @@ def _lay_c(i, j):
 
 
 def _intrin(n: int, in_dtype: str, scope: str):
-    """desc: C[16 x n] += A[16 x 64] * B[n x 64]^T with A and B in their swizzled dims
-    (`swizzle_dims`: A (2, 8, 8, 8), B (n/8, 8, 8, 8)) and C in the warp's mma fragments
+    """desc: C[16 x n] += A[16 x BK] * B[n x BK]^T with A and B in their swizzled dims
+    (`swizzle_dims`: A (2, 8, 8, E), B (n/8, 8, 8, E)) and C in the warp's mma fragments
     [n/16, 32, 8]; impl: the device function, given this thread's accumulators and the address
     of the warp's first A row and of B's first row (both at chunk 0 of their atom's row)."""
     from tvm.backend.cuda.op import cuda_func_call
 
     nf, n8 = n // 16, n // 8
+    e, bk = chunk_elems(in_dtype), bk_of(in_dtype)
     name, src = func_name(n, in_dtype), device_source(n, in_dtype)
+    if in_dtype == "float32":  # the GEMM block multiplies float32 operands as they are
+        def prod(a, b):
+            return a * b
+    else:
+        def prod(a, b):
+            return T.Cast("float32", a) * T.Cast("float32", b)
 
     @T.prim_func(s_tir=True)
     def desc(a: T.handle, b: T.handle, c: T.handle) -> None:
-        A = T.match_buffer(a, (2, 8, 8, 8), in_dtype, align=64, offset_factor=1, scope=scope)
-        B = T.match_buffer(b, (n8, 8, 8, 8), in_dtype, align=64, offset_factor=1, scope=scope)
+        A = T.match_buffer(a, (2, 8, 8, e), in_dtype, align=64, offset_factor=1, scope=scope)
+        B = T.match_buffer(b, (n8, 8, 8, e), in_dtype, align=64, offset_factor=1, scope=scope)
         C = T.match_buffer(c, (nf, WARP, 8), "float32", align=64, offset_factor=1, scope="warp")
         with T.sblock("root"):
-            T.reads(C[0:nf, 0:WARP, 0:8], A[0:2, 0:8, 0:8, 0:8], B[0:n8, 0:8, 0:8, 0:8])
+            T.reads(C[0:nf, 0:WARP, 0:8], A[0:2, 0:8, 0:8, 0:e], B[0:n8, 0:8, 0:8, 0:e])
             T.writes(C[0:nf, 0:WARP, 0:8])
-            for i, j, k in T.grid(16, n, BK):
+            for i, j, k in T.grid(16, n, bk):
                 with T.sblock("C"):
                     vi, vj, vk = T.axis.remap("SSR", [i, j, k])
                     tc, lc = T.meta_var(_lay_c(vi, vj % 16))
-                    _ak, a0, a1, a2, a3 = T.meta_var(swizzle_dims(vi, vk))
-                    _bk, b0, b1, b2, b3 = T.meta_var(swizzle_dims(vj, vk))
+                    _ak, a0, a1, a2, a3 = T.meta_var(swizzle_dims(vi, vk, in_dtype))
+                    _bk, b0, b1, b2, b3 = T.meta_var(swizzle_dims(vj, vk, in_dtype))
                     T.reads(C[vj // 16, tc, lc], A[a0, a1, a2, a3], B[b0, b1, b2, b3])
                     T.writes(C[vj // 16, tc, lc])
-                    C[vj // 16, tc, lc] = C[vj // 16, tc, lc] + T.Cast("float32", A[a0, a1, a2, a3]) * T.Cast(
-                        "float32", B[b0, b1, b2, b3])
+                    C[vj // 16, tc, lc] = C[vj // 16, tc, lc] + prod(A[a0, a1, a2, a3], B[b0, b1, b2, b3])
 
     @T.prim_func(s_tir=True)
     def impl(a: T.handle, b: T.handle, c: T.handle) -> None:
-        A = T.match_buffer(a, (2, 8, 8, 8), in_dtype, align=64, offset_factor=1, scope=scope,
+        A = T.match_buffer(a, (2, 8, 8, e), in_dtype, align=64, offset_factor=1, scope=scope,
                            strides=[T.int32(), T.int32(), T.int32(), T.int32()])
-        B = T.match_buffer(b, (n8, 8, 8, 8), in_dtype, align=64, offset_factor=1, scope=scope,
+        B = T.match_buffer(b, (n8, 8, 8, e), in_dtype, align=64, offset_factor=1, scope=scope,
                            strides=[T.int32(), T.int32(), T.int32(), T.int32()])
         C = T.match_buffer(c, (nf, WARP, 8), "float32", align=64, offset_factor=1, scope="warp")
         with T.sblock("root"):
-            T.reads(C[0:nf, 0:WARP, 0:8], A[0:2, 0:8, 0:8, 0:8], B[0:n8, 0:8, 0:8, 0:8])
+            T.reads(C[0:nf, 0:WARP, 0:8], A[0:2, 0:8, 0:8, 0:e], B[0:n8, 0:8, 0:8, 0:e])
             T.writes(C[0:nf, 0:WARP, 0:8])
             for tx in T.thread_binding(0, WARP, "threadIdx.x"):
                 T.evaluate(cuda_func_call(name, T.address_of(C[0, tx, 0]), A.access_ptr("r"),
@@ -166,12 +196,12 @@ _registered: set[str] = set()
 
 
 def wgmma_intrin(n: int, in_dtype: str, scope: str = "shared.dyn") -> str:
-    """Register (once) and name the intrinsic for a 16 x n x 64 per-warp product."""
+    """Register (once) and name the intrinsic for a 16 x n x BK per-warp product."""
     if in_dtype not in PTX_TYPE:
-        raise ValueError(f"wgmma intrinsics here take float16/bfloat16, not {in_dtype}")
+        raise ValueError(f"wgmma intrinsics here take float16/bfloat16/float32 (tf32), not {in_dtype}")
     if n not in N_CHOICES:
         raise ValueError(f"wgmma warp tile N must be a multiple of 16 up to 256, not {n}")
-    name = f"tefuse_wgmma_16x{n}x{BK}_{PTX_TYPE[in_dtype]}_{scope.replace('.', '_')}"
+    name = f"tefuse_wgmma_16x{n}x{bk_of(in_dtype)}_{PTX_TYPE[in_dtype]}_{scope.replace('.', '_')}"
     if name not in _registered:
         TensorIntrin.register(name, *_intrin(n, in_dtype, scope), override=True)
         _registered.add(name)

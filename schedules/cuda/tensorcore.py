@@ -399,14 +399,12 @@ def _tf32(info: KernelInfo) -> bool:
 
 def _intrins(info: KernelInfo, target=None) -> list[str]:
     """Instruction families for the operands' type, preferred first: TVM's CUDA codegen has no
-    float32 wmma fragments, so tf32 is mma.sync only. Hopper's wgmma (compute capability 9.0
-    targets; records hold knob values, so appending it keeps theirs valid) comes last; it takes
-    fp16/bf16 GEMMs with B stored (N, K) (a dense's weights, an NHWC conv's OHWI weights; the
-    untuned choice for them, see `fallback`), others fail to apply."""
-    if _tf32(info):
-        return ["mma"]
+    float32 wmma fragments, so tf32 is mma.sync (or wgmma) only. Hopper's wgmma (compute
+    capability 9.0 targets; records hold knob values, so appending it keeps theirs valid) comes
+    last; it takes fp16/bf16/tf32 GEMMs with B stored (N, K) (a dense's weights, an NHWC conv's
+    OHWI weights; the untuned choice for them, see `fallback`), others fail to apply."""
     out = ["mma", "wmma"] if info.dtype == "float16" else ["mma"]
-    if target is not None and info.dtype in TC_DTYPES and (
+    if target is not None and (info.dtype in TC_DTYPES or _tf32(info)) and (
             info.anchor_kind == "dense" or getattr(info.geometry, "b_nk", False)):
         from .tensorcore_wgmma import wgmma_capable
 
@@ -472,7 +470,7 @@ class TensorCoreGemm(Template):
         if "wgmma" in _intrins(info, target) and getattr(info.geometry, "b_nk", False):
             from .tensorcore_wgmma import fallback_values
 
-            return space.from_values(fallback_values(m, n, sms))
+            return space.from_values(fallback_values(m, n, sms, info.dtype))
         return space.from_values({**mma_fallback_values(m, n, sms), "intrin": _intrins(info)[0]})
 
     def apply(self, sch, info: KernelInfo, cfg: Config, target) -> None:
@@ -487,6 +485,13 @@ class TensorCoreGemm(Template):
                       dict(BM=bm, BN=bn, WM=wm, WN=wn, BK=cfg["bk"], stages=cfg["stages"], intrin=cfg["intrin"],
                            vec_out=vec_out, tensorize=_target_kind(target) == "cuda",
                            a_m_major=nchw, c_m_major=nchw), target)
+
+    def prepare(self, func, info: KernelInfo, cfg: Config, target):
+        if cfg["intrin"] == "wgmma" and _tf32(info):
+            from .tensorcore_wgmma import truncate_tf32_operands
+
+            return truncate_tf32_operands(func)
+        return func
 
     def compile_target(self, info: KernelInfo, cfg: Config, target):
         if cfg["intrin"] == "wgmma":

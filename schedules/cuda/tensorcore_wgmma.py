@@ -1,15 +1,18 @@
-"""The tensor-core template's Hopper path (intrin="wgmma", sm_90a): fp16/bf16 GEMMs with B stored
-(N, K) on wgmma.mma_async instead of mma.sync.
+"""The tensor-core template's Hopper path (intrin="wgmma", sm_90a): fp16/bf16 and tf32 GEMMs with
+B stored (N, K) on wgmma.mma_async instead of mma.sync.
 
 Same normalisation, padding, cp.async pipeline and fused epilogue as `apply_tc_gemm`; what
 differs (see tensor_intrin_wgmma.py for the layouts):
 - warps tile M only: warp w owns rows 16w..16w+15 and all BN columns (BM / 16 warps, BM a
   multiple of 64: whole warpgroups); its accumulators are a warp-scope [BN/16, 32, 8] buffer
   in TVM's mma layout, filled and stored by TVM's mma fill/store intrinsics;
-- BK = 64: the shared A [BM][64] and B [BN][64] tiles are exactly 128 bytes a row, no padding,
-  in the 128-byte swizzle (a layout transform on the shared buffers, so the cp.async copies write
+- BK = 64 (fp16/bf16) or 32 (tf32): the shared A [BM][BK] and B [BN][BK] tiles are exactly 128
+  bytes a row, no padding, in the 128-byte swizzle (a layout transform on the shared buffers, so the cp.async copies write
   them swizzled); the tensor cores read them from there, with no ldmatrix and no fragments;
-- each warp's 16 x BN x 64 product is one call of the wgmma device function (4 k16 steps).
+- each warp's 16 x BN x BK product is one call of the wgmma device function (4 instructions);
+- tf32: the tensor cores read the float32 operands' top 19 bits themselves, so the op's rounding
+  (ops.value.round_tf32, which would make the tile copies computed loads) is taken out of the
+  kernel before scheduling (`truncate_tf32_operands`) and cp.async streams the raw operands.
 """
 from __future__ import annotations
 
@@ -24,7 +27,8 @@ from tvm.s_tir.dlight.gpu.matmul import (
 
 from . import tensorcore as tc
 from .lanes import MAX_BOOL_LANES, bool_lanes_vary
-from .tensor_intrin_wgmma import BK, N_CHOICES, PTX_TYPE, swizzle_index_map, wgmma_intrin
+from ...ops.value import unround_tf32
+from .tensor_intrin_wgmma import N_CHOICES, PTX_TYPE, bk_of, chunk_elems, swizzle_index_map, wgmma_intrin
 
 # wgmma is an sm_90a instruction: a compute capability 9.0 target (H100, H200) gets it by compiling
 # the kernels that use it for sm_90a (`wgmma_target`); sm_100a and later have other instructions
@@ -55,19 +59,30 @@ def wgmma_target(target):
     return tvm.target.Target(d)
 
 
-def fallback_values(m: int, n: int, sms: int) -> dict:
+def fallback_values(m: int, n: int, sms: int, dtype: str = "float16") -> dict:
     """The untuned wgmma config, from the H100 sweep (results/issue9/session10/wgmma.json):
     128x128 blocks, 3 stages, when they give every SM two blocks (4096^3: 0.28 ms, cuBLAS 0.20);
     else 64x128 blocks, 4 stages, twice the blocks for short or narrow GEMMs (197x2304x768 at
     0.89x cuBLAS's time, 6272x256x2304 at 1.00x, where 128x128 took 1.2-1.4x). N <= 64 takes
-    64-wide tiles."""
+    64-wide tiles. A tf32 tile row holds 32 elements in the same 128 bytes, so the same stages fit."""
+    common = {"bk": bk_of(dtype), "intrin": "wgmma", "vec_out": 8}
     if n <= 64:  # ResNet's 64-channel convs: a 128-wide tile would be half padding
         if math.ceil(m / 128) * math.ceil(n / 64) >= 2 * sms:
-            return {"tile": (128, 64, 64, 32), "bk": BK, "stages": 3, "intrin": "wgmma", "vec_out": 8}
-        return {"tile": (64, 64, 32, 32), "bk": BK, "stages": 4, "intrin": "wgmma", "vec_out": 8}
+            return {"tile": (128, 64, 64, 32), "stages": 3, **common}
+        return {"tile": (64, 64, 32, 32), "stages": 4, **common}
     if math.ceil(m / 128) * math.ceil(n / 128) >= 2 * sms:
-        return {"tile": (128, 128, 64, 64), "bk": BK, "stages": 3, "intrin": "wgmma", "vec_out": 8}
-    return {"tile": (64, 128, 32, 64), "bk": BK, "stages": 4, "intrin": "wgmma", "vec_out": 8}
+        return {"tile": (128, 128, 64, 64), "stages": 3, **common}
+    return {"tile": (64, 128, 32, 64), "stages": 4, **common}
+
+
+def truncate_tf32_operands(func):
+    """`func` with the TF32 rounding of its GEMM operands taken out: tf32 wgmma reads a float32's
+    top 19 bits from shared memory (truncation, within one TF32 ulp of the rounding), and the
+    rounding inside the tile copies would keep cp.async from streaming them."""
+    from tvm import tirx
+    from tvm_ffi import structural_map
+
+    return structural_map(func, (tirx.Select, unround_tf32))
 
 
 def apply_wgmma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
@@ -77,8 +92,6 @@ def apply_wgmma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
     on_gpu = kind == "cuda"
     tensorize = bool(c["tensorize"]) and on_gpu
     BM, BN = int(c["BM"]), int(c["BN"])
-    if int(c["BK"]) != BK:
-        raise ValueError(f"wgmma tiles are {BK} deep (one 128-byte swizzle row), not BK={c['BK']}")
     if BM % 64:
         raise ValueError(f"wgmma needs BM a multiple of 64 (whole warpgroups), not {BM}")
     if BN not in N_CHOICES:
@@ -92,9 +105,12 @@ def apply_wgmma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
     blk = sch.get(block)
     in_dtype = c["in_dtype"] or blk.reads[0].source.dtype
     if in_dtype not in PTX_TYPE:
-        raise ValueError(f"wgmma takes float16/bfloat16 operands, not {in_dtype}")
+        raise ValueError(f"wgmma takes float16/bfloat16/float32 (tf32) operands, not {in_dtype}")
     if blk.reads[1].source.dtype != in_dtype:
         raise ValueError("wgmma needs both operands of one type")
+    BK = bk_of(in_dtype)
+    if int(c["BK"]) != BK:
+        raise ValueError(f"wgmma {in_dtype} tiles are {BK} deep (one 128-byte swizzle row), not BK={c['BK']}")
 
     # ---------------------------------------------------------------- 1. normalize
     traits = detect_iter_traits(blk)
@@ -129,7 +145,7 @@ def apply_wgmma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
     k, kb = sch.split(k, [None, BK])
     sch.reorder(i, j, k, i16, jn, kb)
     block_inner = block
-    block_outer = sch.blockize(i16)  # one warp's 16 x BN x 64 product
+    block_outer = sch.blockize(i16)  # one warp's 16 x BN x BK product
     i0, i1 = sch.split(i, [None, warps_m])
     sch.reorder(b, i0, j, i1, k)
     k0, ty = k, i1
@@ -145,7 +161,7 @@ def apply_wgmma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
         sch.compute_at(blk_read, k0)
         auto_inline_producers(sch, blk_read)
         exts = tc._global_last_dim(sch, blk_read)
-        vec = tc._pick_vec(int(c["vec"]), BK, *exts)
+        vec = tc._pick_vec(min(int(c["vec"]), chunk_elems(in_dtype)), BK, *exts)
         fused = sch.fuse(*sch.get_loops(blk_read)[-2:])
         while vec > 1 and not tc._lanes_contiguous(sch, blk_read, fused, vec):
             vec //= 2
@@ -163,7 +179,8 @@ def apply_wgmma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
     # the shared tiles in the 128-byte swizzle (swizzle_dims): the copies write them so, and the
     # product reads them so (the tensor cores undo the swizzle from the descriptor's mode bits)
     for g2s in (a_g2s, b_g2s):
-        sch.transform_layout(g2s, ("write", 0), swizzle_index_map(), assume_injective_transform=True)
+        sch.transform_layout(g2s, ("write", 0), swizzle_index_map(in_dtype),
+                             assume_injective_transform=True)
 
     # ---------------------------------------------------------------- 5. accum -> shared -> epilogue
     acc_sh, acc, ai0, aj0 = tc.stage_accumulators(sch, block_outer, ty, sh_scope, frag_c, c["smem_pad"])

@@ -57,8 +57,8 @@ def kernel_target(spec: KernelSpec, target: tvm.target.Target) -> tvm.target.Tar
 def schedule_kernel(spec: KernelSpec, target: tvm.target.Target) -> tvm.IRModule:
     """Apply the template's config and check the result against the target's limits."""
     target = kernel_target(spec, target)
-    sch = s_tir.Schedule(spec.func)
     try:
+        sch = s_tir.Schedule(spec.template.prepare(spec.func, spec.info, spec.config, target))
         spec.template.apply(sch, spec.info, spec.config, target)
     except Exception as e:  # noqa: BLE001 - ScheduleError, TVM FFI errors, template bugs
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__

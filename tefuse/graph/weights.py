@@ -10,8 +10,12 @@ transposes the constant once here and marks the matmul `trans_b`: the GEMM then 
 An NHWC conv's constant HWIO weight becomes OHWI (`weight_layout="OHWI"`): its implicit GEMM's
 B is then [K_out, ky*kx*C], K-major, in the order its A (the NHWC input) is read; cuDNN keeps
 channels-last weights the same way (KRSC). Only where wgmma runs (`convs=True`, sm_90) and only
-convs whose tile copies move 16 bytes (C a multiple of 8), so other templates keep HWIO; an
-image's 3 (or up to 7) channels are zero-padded to 8 first (`_pad_channels`).
+convs whose tile copies move 16 bytes (C a multiple of 8, or of 4 in float32), so other
+templates keep HWIO; an image's 3 channels are zero-padded to 8 (4 in float32) first
+(`_pad_channels`).
+
+The same holds for float32 products built with math='tf32' (`--precision tf32`): Hopper's wgmma
+reads tf32 operands K-major only.
 """
 from __future__ import annotations
 
@@ -20,40 +24,50 @@ import numpy as np
 from .ir import CONST, Graph, Node, fresh_name, infer
 
 
-TENSOR_CORE_DTYPES = ("float16", "bfloat16")  # what the wgmma path multiplies
+TENSOR_CORE_DTYPES = ("float16", "bfloat16")  # what the wgmma path multiplies (and tf32 float32)
 HWIO_TO_OHWI = (3, 0, 1, 2)
 MIN_MN = 16  # below it the tensor-core template takes no GEMM (schedules/cuda/tensorcore.py)
+
+
+def _tensor_core_operand(n: Node, w: Node) -> bool:
+    return w.dtype in TENSOR_CORE_DTYPES or (w.dtype == "float32" and n.attrs.get("math") == "tf32")
+
+
+def vector_lanes(dtype: str) -> int:
+    """Elements in 16 bytes, what one cp.async moves: 8 of 16 bits, 4 float32s."""
+    return 16 // np.dtype("float16" if dtype == "bfloat16" else dtype).itemsize
 
 
 def _candidate(n: Node) -> bool:
     if n.op != "matmul" or n.attrs.get("trans_b") or len(n.inputs) != 2:
         return False
     a, b = n.inputs
-    return b.op == CONST and len(b.shape) == 2 and len(a.shape) >= 2 and b.dtype in TENSOR_CORE_DTYPES
+    return b.op == CONST and len(b.shape) == 2 and len(a.shape) >= 2 and _tensor_core_operand(n, b)
 
 
 def _conv_candidate(n: Node) -> bool:
     if n.op != "conv2d" or n.attrs.get("layout") != "NHWC" or n.attrs.get("weight_layout"):
         return False
     x, w = n.inputs
-    if w.op != CONST or w.dtype not in TENSOR_CORE_DTYPES or n.attrs.get("groups", 1) != 1:
+    if w.op != CONST or not _tensor_core_operand(n, w) or n.attrs.get("groups", 1) != 1:
         return False
     m = n.shape[0] * n.shape[1] * n.shape[2]
-    c = x.shape[3]
-    return (c % 8 == 0 or c < 8) and w.shape[3] >= MIN_MN and m >= MIN_MN
+    c, lanes = x.shape[3], vector_lanes(w.dtype)
+    return (c % lanes == 0 or c < lanes) and w.shape[3] >= MIN_MN and m >= MIN_MN
 
 
 def _pad_channels(x: Node, c8: int, names: set) -> Node:
-    """x [N, H, W, C] zero-padded to C8 channels: an image's 3 channels become 8 (16 bytes a
-    pixel), so the conv's tile copies move whole vectors, as TensorRT and cuDNN pad a first layer."""
+    """x [N, H, W, C] zero-padded to C8 channels: an image's 3 channels become 8 (4 in float32:
+    16 bytes a pixel), so the conv's tile copies move whole vectors, as TensorRT and cuDNN pad a
+    first layer."""
     pads = (0, 0, 0, 0, 0, 0, 0, c8 - x.shape[3])
     attrs, shape, dtype = infer("pad", {"pads": pads}, [x], x.name)
     return Node(fresh_name(names, f"{x.name}_c{c8}"), "pad", [x], attrs, tuple(shape), dtype)
 
 
 def nk_gemm_weights(graph: Graph, *, convs: bool = False) -> Graph:
-    """The graph with every fp16/bf16 matmul by a constant 2-D weight reading it as [N, K], and
-    with convs=True every fp16/bf16 NHWC conv's constant weight as OHWI."""
+    """The graph with every fp16/bf16 (or tf32) matmul by a constant 2-D weight reading it as
+    [N, K], and with convs=True every such NHWC conv's constant weight as OHWI."""
     def wanted(n: Node) -> bool:
         return _candidate(n) or (convs and _conv_candidate(n))
 
@@ -70,7 +84,8 @@ def nk_gemm_weights(graph: Graph, *, convs: bool = False) -> Graph:
         attrs = dict(n.attrs)
         if wanted(n):
             w = inputs[1]
-            c8 = -(-w.shape[2] // 8) * 8 if n.op == "conv2d" else 0
+            lanes = vector_lanes(w.dtype)
+            c8 = -(-w.shape[2] // lanes) * lanes if n.op == "conv2d" else 0
             if c8 and c8 != w.shape[2]:  # an image's channels: the input padded, the weight zero-extended
                 inputs[0] = _pad_channels(inputs[0], c8, names)
             if id(w) not in transposed:

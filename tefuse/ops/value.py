@@ -67,6 +67,16 @@ def round_tf32(x: PrimExpr) -> PrimExpr:
     return tir.Select(finite, rounded, x)
 
 
+def unround_tf32(e: PrimExpr) -> PrimExpr:
+    """x where `e` is round_tf32(x), else e: for hardware that truncates float32 operands to TF32
+    itself (Hopper's wgmma reading shared memory), the rounding is work it cannot use."""
+    from tvm_ffi import structural_equal
+
+    if isinstance(e, tir.Select) and structural_equal(e, round_tf32(e.false_value)):
+        return e.false_value
+    return e
+
+
 def tf32_operand(v: "Value", attrs: dict) -> "Value":
     """A matrix product's operand as its compute reads it: rounded to TF32 when attrs say so."""
     math = attrs.get("math", "fp32")

@@ -68,8 +68,8 @@ def _group(graph):
     return group
 
 
-# fp16/bf16 dense GEMMs (B stored [N, K]): Hopper's untuned choice is wgmma (test_tensorcore_wgmma)
-WGMMA_CASES = {"dense_awkward_197", "dense_bf16", "dense_normalized_prologue"}
+# fp16/bf16/tf32 dense GEMMs (B stored [N, K]): Hopper's untuned choice is wgmma (test_tensorcore_wgmma)
+WGMMA_CASES = {"dense_awkward_197", "dense_bf16", "dense_normalized_prologue", "dense_awkward_197_tf32"}
 
 
 @pytest.mark.parametrize("case,arch", [(c, "sm_90") for c in sorted(CASES)] + [(c, "sm_80") for c in sorted(WGMMA_CASES)])
@@ -82,7 +82,7 @@ def test_cuda_and_ptx_use_tensor_cores_and_cp_async(case, arch):
     assert "mma" in src and "cp.async" in src
     if case in WGMMA_CASES and arch == "sm_90":
         assert "tefuse_wgmma_m64n" in src and "mma.sync" not in src
-        assert re.search(r"\bwgmma\.mma_async\.sync\.aligned\.m64n\d+k16\.f32\.(f16\.f16|bf16\.bf16)",
+        assert re.search(r"\bwgmma\.mma_async\.sync\.aligned\.m64n\d+(k16\.f32\.(f16\.f16|bf16\.bf16)|k8\.f32\.tf32\.tf32)",
                          compile_to_ptx(src, "sm_90a"))
         return
     ptx = compile_to_ptx(src, arch)

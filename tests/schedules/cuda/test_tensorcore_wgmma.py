@@ -138,12 +138,12 @@ def _cast_dense(m, n, k):
     return b.build(b.dense(b.cast(x, dtype="float16"), w))
 
 
-def _ohwi_conv(n, hw, c, k, r, stride=1):
+def _ohwi_conv(n, hw, c, k, r, stride=1, dtype="float16"):
     """An NHWC conv reading an OHWI weight (B stored [N, K], graph/weights.py) + bias + ReLU."""
     b = GraphBuilder()
-    x, w = b.input("x", (n, hw, hw, c), "float16"), b.input("w", (k, r, r, c), "float16")
+    x, w = b.input("x", (n, hw, hw, c), dtype), b.input("w", (k, r, r, c), dtype)
     y = b.conv2d(x, w, strides=stride, padding=r // 2, layout="NHWC", weight_layout="OHWI")
-    return b.build(b.relu(b.bias_add(y, b.input("bias", (k,), "float16"), axis=3)))
+    return b.build(b.relu(b.bias_add(y, b.input("bias", (k,), dtype), axis=3)))
 
 
 LLVM_CASES = {
@@ -272,3 +272,111 @@ def test_wgmma_tiling_of_a_trans_b_matmul_computes_the_right_numbers_on_llvm():
     got = outs[0].numpy().astype(np.float32)
     assert np.abs(got - want).max() <= 1e-2 * np.abs(want).max()
 
+
+
+# ------------------------------------------------------------------ tf32 (float32 operands, k8)
+def _tf32(graph):
+    from tefuse.graph.precision import convert_precision
+
+    return convert_precision(graph, "tf32")
+
+
+ROUNDING = "2139095040"  # 0x7F800000: round_tf32's finite test, in a kernel that still rounds
+
+
+def test_tf32_offered_on_hopper_with_32_deep_tiles():
+    """A tf32 dense (B [N, K]): mma, then wgmma on sm_90; the untuned config is wgmma with
+    BK = 32 (one 128-byte row of float32). sm_80 keeps mma alone."""
+    _, low = _lowered(_tf32(_dense(197, 96, 72, "float32")))
+    t = TensorCoreGemm()
+    for arch, want in [("sm_90", ["mma", "wgmma"]), ("sm_80", ["mma"])]:
+        target = make_target(f"cuda:{arch}")
+        space = t.space(low.info, target)
+        (knob,) = [kn for kn in space.knobs if kn.name == "intrin"]
+        assert knob.candidates == want, arch
+        cfg = t.fallback(low.info, target, space)
+        assert cfg["intrin"] == want[-1] and (cfg["bk"] == 32 or arch == "sm_80"), arch
+
+
+def test_tf32_wgmma_streams_raw_operands_and_ptx_holds_k8_tf32():
+    """The built tf32 kernel on sm_90: wgmma m64nNk8 .tf32 in its PTX (nvcc, sm_90a), operands
+    by cp.async, and no TF32 rounding left in it (the tensor cores truncate); a BK = 64 config
+    is refused by name."""
+    graph = _tf32(_dense(256, 128, 136, "float32"))
+    (k,) = tefuse.build(graph, "cuda").kernels
+    src = k.source("cuda")
+    assert "tefuse_wgmma_m64n128k8x4_tf32" in src and "mma.sync" not in src
+    assert "cp.async" in src and ROUNDING not in src
+    ptx = compile_to_ptx(src, "sm_90a")
+    assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n128k8\.f32\.tf32\.tf32\b", ptx)
+    assert "ld.local" not in ptx and "st.local" not in ptx, "accumulators spilled to local memory"
+    _, low = _lowered(graph)
+    with pytest.raises(ValueError, match="float32 tiles are 32 deep"):
+        apply_tc_gemm(s_tir.Schedule(low.func), low.info.stage("accumulator"), low.info.epilogue,
+                      _wgmma_cfg(64, 128), make_target("cuda:sm_90a"))
+
+
+def test_tf32_rounding_is_taken_out_only_for_wgmma():
+    """The template's prepare: a wgmma config gets the func without round_tf32 (the copies are
+    plain loads), an mma config the func as lowered."""
+    _, low = _lowered(_tf32(_dense(64, 64, 64, "float32")))
+    t = TensorCoreGemm()
+    target = make_target("cuda")
+    space = t.space(low.info, target)
+    assert ROUNDING in low.func.script()
+    wg = t.prepare(low.func, low.info, space.from_values({**t.fallback(low.info, target, space).values}), target)
+    assert ROUNDING not in wg.script()
+    mma = space.from_values({**t.fallback(low.info, target, space).values, "intrin": "mma", "bk": 32})
+    assert t.prepare(low.func, low.info, mma, target).same_as(low.func)
+
+
+TF32_LLVM_CASES = {
+    "dense_197": (lambda: _dense(197, 96, 72, "float32"), 64, 96, 3),
+    "conv_ohwi_3x3_padded": (lambda: _ohwi_conv(2, 7, 64, 96, 3, dtype="float32"), 64, 96, 3),
+    "conv_ohwi_c4_7x7_stride2": (lambda: _ohwi_conv(1, 15, 4, 64, 7, stride=2, dtype="float32"), 64, 64, 2),
+}
+
+
+@pytest.mark.parametrize("case", sorted(TF32_LLVM_CASES))
+def test_tf32_tiling_padding_and_swizzle_compute_the_right_numbers_on_llvm(case):
+    """The tf32 wgmma schedule, plain loops on llvm (float32 tiles swizzled in 4-element chunks,
+    rounding taken out by the template as on the GPU), against numpy in float64: within what
+    TF32 operands allow (2^-10 relative each)."""
+    make, bm, bn, stages = TF32_LLVM_CASES[case]
+    graph = _tf32(make())
+    group, low = _lowered(graph)
+    t = TensorCoreGemm()
+    llvm = make_target("llvm")
+    space = t.space(low.info, make_target("cuda"))
+    cfg = space.from_values({**t.fallback(low.info, make_target("cuda"), space).values})
+    sch = s_tir.Schedule(t.prepare(low.func, low.info, cfg, llvm))
+    apply_tc_gemm(sch, low.info.stage("accumulator"), low.info.epilogue,
+                  {**_wgmma_cfg(bm, bn, stages=stages, tensorize=False), "BK": 32}, llvm)
+    assert len(re.findall(r"alloc_buffer\(\(1, \d+, \d+, 8, 8, 4\)\)", sch.mod.script())) == 2
+    lib = tvm.compile(sch.mod, target=llvm)
+    rng = np.random.default_rng(0)
+    args = [_rand(p.shape, p.dtype, rng) * (0.2 if p.name == "w" else 1) for p in low.params]
+    dev = tvm.cpu()
+    outs = [tvm.runtime.empty(o.shape, o.dtype, dev) for o in group.outputs]
+    lib["main"](*[tvm.runtime.tensor(a, dev) for a in args], *outs)
+    want = tefuse.build(graph, "llvm").run(**{p.name: a for p, a in zip(low.params, args)})[0]
+    got = outs[0].numpy()
+    assert np.abs(got - want).max() <= 4e-3 * np.abs(want).max()
+    exact = tefuse.build(make(), "llvm").run(**{p.name: a for p, a in zip(low.params, args)})[0]
+    assert np.abs(got - exact).max() <= 1e-5 * np.abs(exact).max(), "the rounding was not taken out"
+
+
+def test_tf32_swizzle_is_the_128_byte_swizzle_in_4_byte_elements():
+    """float32 tiles: a row is 32 elements (128 bytes), chunk k // 4 stored at (k // 4) ^ (r % 8)."""
+    from tefuse.schedules.cuda.tensor_intrin_wgmma import swizzle_index_map
+
+    rows = 64
+    imap = swizzle_index_map("float32")
+    shape = [int(x) for x in imap.map_shape([1, rows, 32])]
+    assert shape == [1, 1, rows // 8, 8, 8, 4]
+    strides = np.cumprod([1] + shape[::-1][:-1])[::-1]
+    got = np.array([[int(np.dot([int(v) for v in imap.map_indices([0, r, k])], strides)) for k in range(32)]
+                    for r in range(rows)])
+    r, k = np.meshgrid(np.arange(rows), np.arange(32), indexing="ij")
+    want_bytes = (r // 8) * 1024 + (r % 8) * 128 + ((k // 4) ^ (r % 8)) * 16 + (k % 4) * 4
+    np.testing.assert_array_equal(got * 4, want_bytes)
