@@ -91,8 +91,8 @@ class Template:
 
     def prepare(self, func, info: KernelInfo, cfg: Config, target):
         """The unscheduled func a config schedules: `func` itself, unless the config's instructions
-        do part of its arithmetic themselves (tf32 wgmma truncates its operands, so the op's
-        rounding is taken out)."""
+        do part of its arithmetic elsewhere (tf32 wgmma rounds its operands in shared memory, so
+        the op's rounding is taken out of the tile copies)."""
         return func
 
     def apply(self, sch: s_tir.Schedule, info: KernelInfo, cfg: Config, target) -> None:

@@ -2,9 +2,12 @@
 wgmma.mma_async, operands read by the tensor cores straight from shared memory, float32
 accumulators in registers. fp16/bf16: m64nNk16, BK = 64; tf32 (float32 operands): m64nNk8,
 BK = 32. Either way a tile row is 128 bytes and one instruction takes 32 bytes of it, four
-instructions a row. tf32 wgmma reads a float32's top 19 bits (truncation; cuBLAS's and cuDNN's
-Hopper TF32 kernels read their operands the same way), so its schedule streams the raw float32
-operands (`tensorcore_wgmma.truncate_tf32_operands`).
+instructions a row. tf32 wgmma reads a float32's top 19 bits (truncation); the op rounds them to
+nearest (ops.value.round_tf32) and truncation instead drifted ResNet-50's output by 2% (H100,
+session 13). The copies cannot round (cp.async moves bytes), so the schedule streams the raw
+float32 operands (`tensorcore_wgmma.defer_tf32_rounding`) and the device function rounds the
+landed tiles in shared memory (cvt.rna.tf32.f32) before the tensor cores read them: the kernel
+multiplies exactly the operands llvm does.
 
 Layouts (PTX ISA 9.7.15 "Asynchronous Warpgroup Level Matrix Multiply-Accumulate"):
 
@@ -96,7 +99,9 @@ def device_source(n: int, in_dtype: str) -> str:
     outs = ", ".join(f'"+f"(d[{i}])' for i in range(nreg))
     fence_regs = "\n".join(f'  asm volatile("" : "+f"(d[{i}]) :: "memory");' for i in range(nreg))
     name = func_name(n, in_dtype)
-    return f"""
+    rounding = _TF32_ROUND.format(n8=n * 8) if in_dtype == "float32" else ""
+    helpers = _TF32_HELPERS if in_dtype == "float32" else ""
+    return f"""{helpers}
 #ifndef TEFUSE_WGMMA_DESC
 #define TEFUSE_WGMMA_DESC
 __device__ __forceinline__ unsigned long long tefuse_wgmma_desc_sw128(unsigned int addr) {{
@@ -112,7 +117,7 @@ __device__ __forceinline__ void {name}(float* d, const void* a_tile, const void*
   unsigned int b_addr = (unsigned int)__cvta_generic_to_shared(b_tile);
   // this warp's A rows start 16 * (warp % 4) rows (of 128 B) into its warpgroup's 64
   a_addr -= (((threadIdx.y * blockDim.x + threadIdx.x) >> 5) & 3) * (16 * 128);
-  // the tiles came in by cp.async (generic proxy); wgmma reads them through the async proxy
+{rounding}  // the tiles came in by cp.async (generic proxy); wgmma reads them through the async proxy
   asm volatile("fence.proxy.async.shared::cta;\\n" ::: "memory");
   __syncthreads();
   unsigned long long da = tefuse_wgmma_desc_sw128(a_addr);
@@ -132,6 +137,35 @@ __device__ __forceinline__ void {name}(float* d, const void* a_tile, const void*
   asm volatile("wgmma.wait_group.sync.aligned 0;\\n" ::: "memory");
 {fence_regs}
 }}
+"""
+
+
+# tf32: round the landed tiles to TF32 in place (every thread of the block is here, after the
+# barrier that follows cp.async's wait): a warpgroup its own 64 A rows (8 KB, 4 float4 a
+# thread), the block B's n rows together; the fence and barrier below publish the writes
+_TF32_HELPERS = """#ifndef TEFUSE_ROUND_TF32X4
+#define TEFUSE_ROUND_TF32X4
+__device__ __forceinline__ float tefuse_rna_tf32(float x) {
+  unsigned int u;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(u) : "f"(x));
+  return __uint_as_float(u);
+}
+__device__ __forceinline__ void tefuse_round_tf32x4(float4* p) {
+  float4 v = *p;
+  v.x = tefuse_rna_tf32(v.x); v.y = tefuse_rna_tf32(v.y);
+  v.z = tefuse_rna_tf32(v.z); v.w = tefuse_rna_tf32(v.w);
+  *p = v;
+}
+#endif
+"""
+_TF32_ROUND = """  {{
+    const unsigned int tid = threadIdx.y * blockDim.x + threadIdx.x;
+    float4* a4 = (float4*)((const char*)a_tile - ((tid >> 5) & 3) * (16 * 128));
+#pragma unroll
+    for (int i = 0; i < 4; ++i) tefuse_round_tf32x4(a4 + (tid & 127) + 128 * i);
+    float4* b4 = (float4*)b_tile;
+    for (unsigned int i = tid; i < {n8}; i += blockDim.x * blockDim.y) tefuse_round_tf32x4(b4 + i);
+  }}
 """
 
 

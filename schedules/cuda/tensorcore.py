@@ -488,9 +488,9 @@ class TensorCoreGemm(Template):
 
     def prepare(self, func, info: KernelInfo, cfg: Config, target):
         if cfg["intrin"] == "wgmma" and _tf32(info):
-            from .tensorcore_wgmma import truncate_tf32_operands
+            from .tensorcore_wgmma import defer_tf32_rounding
 
-            return truncate_tf32_operands(func)
+            return defer_tf32_rounding(func)
         return func
 
     def compile_target(self, info: KernelInfo, cfg: Config, target):

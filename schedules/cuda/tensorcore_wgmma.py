@@ -10,9 +10,9 @@ differs (see tensor_intrin_wgmma.py for the layouts):
   bytes a row, no padding, in the 128-byte swizzle (a layout transform on the shared buffers, so the cp.async copies write
   them swizzled); the tensor cores read them from there, with no ldmatrix and no fragments;
 - each warp's 16 x BN x BK product is one call of the wgmma device function (4 instructions);
-- tf32: the tensor cores read the float32 operands' top 19 bits themselves, so the op's rounding
-  (ops.value.round_tf32, which would make the tile copies computed loads) is taken out of the
-  kernel before scheduling (`truncate_tf32_operands`) and cp.async streams the raw operands.
+- tf32: the op's rounding (ops.value.round_tf32) would make the tile copies computed loads, so it
+  is taken out of the func before scheduling (`defer_tf32_rounding`), cp.async streams the raw
+  float32 operands, and the wgmma device function rounds the landed tiles in shared memory.
 """
 from __future__ import annotations
 
@@ -75,10 +75,11 @@ def fallback_values(m: int, n: int, sms: int, dtype: str = "float16") -> dict:
     return {"tile": (64, 128, 32, 64), "stages": 4, **common}
 
 
-def truncate_tf32_operands(func):
-    """`func` with the TF32 rounding of its GEMM operands taken out: tf32 wgmma reads a float32's
-    top 19 bits from shared memory (truncation, within one TF32 ulp of the rounding), and the
-    rounding inside the tile copies would keep cp.async from streaming them."""
+def defer_tf32_rounding(func):
+    """`func` with the TF32 rounding of its GEMM operands taken out, for the wgmma intrinsic to do
+    on the tiles in shared memory (tensor_intrin_wgmma): inside the tile copies it would keep
+    cp.async from streaming them. Only the wgmma schedule may use it: the func alone no longer
+    rounds."""
     from tvm import tirx
     from tvm_ffi import structural_map
 

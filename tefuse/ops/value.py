@@ -68,8 +68,8 @@ def round_tf32(x: PrimExpr) -> PrimExpr:
 
 
 def unround_tf32(e: PrimExpr) -> PrimExpr:
-    """x where `e` is round_tf32(x), else e: for hardware that truncates float32 operands to TF32
-    itself (Hopper's wgmma reading shared memory), the rounding is work it cannot use."""
+    """x where `e` is round_tf32(x), else e: for a schedule that rounds elsewhere (Hopper's tf32
+    wgmma rounds the tiles in shared memory, since its cp.async copies cannot compute)."""
     from tvm_ffi import structural_equal
 
     if isinstance(e, tir.Select) and structural_equal(e, round_tf32(e.false_value)):

@@ -300,8 +300,8 @@ def test_tf32_offered_on_hopper_with_32_deep_tiles():
 
 def test_tf32_wgmma_streams_raw_operands_and_ptx_holds_k8_tf32():
     """The built tf32 kernel on sm_90: wgmma m64nNk8 .tf32 in its PTX (nvcc, sm_90a), operands
-    by cp.async, and no TF32 rounding left in it (the tensor cores truncate); a BK = 64 config
-    is refused by name."""
+    by cp.async with no TF32 rounding in the copies, the tiles rounded in shared memory
+    (cvt.rna) before wgmma reads them; a BK = 64 config is refused by name."""
     graph = _tf32(_dense(256, 128, 136, "float32"))
     (k,) = tefuse.build(graph, "cuda").kernels
     src = k.source("cuda")
@@ -309,6 +309,7 @@ def test_tf32_wgmma_streams_raw_operands_and_ptx_holds_k8_tf32():
     assert "cp.async" in src and ROUNDING not in src
     ptx = compile_to_ptx(src, "sm_90a")
     assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n128k8\.f32\.tf32\.tf32\b", ptx)
+    assert "cvt.rna.tf32.f32" in ptx and ptx.index("cvt.rna.tf32.f32") < ptx.index("wgmma.mma_async")
     assert "ld.local" not in ptx and "st.local" not in ptx, "accumulators spilled to local memory"
     _, low = _lowered(graph)
     with pytest.raises(ValueError, match="float32 tiles are 32 deep"):
