@@ -2,13 +2,14 @@
 
 A space is an ordered list of knobs, each with an ordered list of candidates; an index is
 the mixed-radix number of the chosen candidates (first knob fastest), so the index of a
-config is stable as long as the template and workload are.
+config is stable as long as the template and workload are. Rules (`constrain`) mark the
+combinations a template cannot apply; they leave the indices alone.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Optional, Sequence
+from typing import Any, Callable, Iterator, Optional, Sequence
 
 
 def factorizations(extent: int, parts: int, max_inner: Optional[int] = None) -> list[tuple[int, ...]]:
@@ -52,6 +53,10 @@ class Config:
 @dataclass
 class ConfigSpace:
     knobs: list[Knob] = field(default_factory=list)
+    # rules a config's values must meet to be worth building: the product of the knobs holds
+    # combinations a template refuses (Hopper's wgmma with a tile depth other than one 128-byte
+    # row); tuners skip them instead of spending trials on them. Indices do not change.
+    rules: list[Callable[[dict], bool]] = field(default_factory=list)
 
     def define_split(self, name: str, extent: int, parts: int, *,
                      filter=None, max_inner: Optional[int] = None) -> None:
@@ -62,6 +67,17 @@ class ConfigSpace:
 
     def define_knob(self, name: str, candidates: Sequence[Any]) -> None:
         self.knobs.append(Knob(name, list(candidates)))
+
+    def constrain(self, rule: Callable[[dict], bool]) -> None:
+        """Add a rule over a config's values (True: the template can apply it)."""
+        self.rules.append(rule)
+
+    def admits(self, index: int) -> bool:
+        """Whether the config at `index` meets every rule."""
+        if not self.rules:
+            return True
+        values = self.get(index).values
+        return all(rule(values) for rule in self.rules)
 
     def __len__(self) -> int:
         return math.prod(len(k.candidates) for k in self.knobs)

@@ -460,6 +460,10 @@ class TensorCoreGemm(Template):
         s.define_knob("stages", [3, 2, 4, 1])
         s.define_knob("intrin", _intrins(info, target))
         s.define_knob("vec_out", [4, 8])
+        if "wgmma" in _intrins(info, target):
+            from .tensorcore_wgmma import wgmma_admits
+
+            s.constrain(lambda v: wgmma_admits(v, info.dtype))
         return s
 
     def fallback(self, info: KernelInfo, target, space: ConfigSpace) -> Config:

@@ -75,6 +75,12 @@ def fallback_values(m: int, n: int, sms: int, dtype: str = "float16") -> dict:
     return {"tile": (64, 128, 32, 64), "stages": 4, **common}
 
 
+def wgmma_admits(values: dict, dtype: str) -> bool:
+    """Whether a tensor-core config is one apply_wgmma_gemm takes (any mma/wmma config is): tiles
+    one 128-byte row deep (bk 64 for fp16/bf16, 32 for tf32), whole warpgroups of rows."""
+    return values["intrin"] != "wgmma" or (values["bk"] == bk_of(dtype) and values["tile"][0] % 64 == 0)
+
+
 def defer_tf32_rounding(func):
     """`func` with the TF32 rounding of its GEMM operands taken out, for the wgmma intrinsic to do
     on the tiles in shared memory (tensor_intrin_wgmma): inside the tile copies it would keep

@@ -16,7 +16,6 @@ from tefuse.codegen.schedule import ScheduleChoice
 from tefuse.driver import build_group
 from tefuse.fusion import fuse_graph
 from tefuse.runtime.executor import CompiledGraph
-from tefuse.schedules.cuda.tensor_intrin_wgmma import bk_of
 from tefuse.schedules.cuda.tensorcore import TensorCoreGemm, mma_fallback_values, tc_shape
 from tefuse.target import gpu_limits, make_target
 from tests.schedules.cuda.test_tensorcore import CASES, NAME, TF32_CASES, _rand
@@ -65,12 +64,6 @@ def test_fallback_matches_llvm(case, rng):
     _check(cg, graph, _inputs(graph, rng))
 
 
-def _wgmma_admits(cfg, dtype) -> bool:
-    """wgmma configs are one 128-byte row deep (64 fp16/bf16, 32 tf32) with whole warpgroups of
-    rows (others fail to apply, by design)."""
-    return cfg["intrin"] != "wgmma" or (cfg["bk"] == bk_of(dtype) and cfg["tile"][0] % 64 == 0)
-
-
 def _variants(info, target):
     """One knob at a time away from the untuned mma config and, where the fallback is Hopper's
     wgmma (a dense), away from that one too."""
@@ -84,7 +77,7 @@ def _variants(info, target):
         for knob in space.knobs:
             for v in knob.candidates:
                 cfg = {**base, knob.name: v}
-                if cfg not in seen and _wgmma_admits(cfg, info.dtype):
+                if cfg not in seen and space.admits(space.index_of(cfg)):
                     seen.append(cfg)
     return t, space, seen
 

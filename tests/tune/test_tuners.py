@@ -71,6 +71,25 @@ def test_tuners_propose_valid_unique_indices_and_exhaust_small_space(name):
     assert tuner.next_batch(4) == []
 
 
+@pytest.mark.parametrize("name", ["random", "grid", "xgb"])
+def test_tuners_skip_what_the_space_rules_out_without_a_trial(name):
+    """A rule (u == 64 needs t's inner factor >= 4): the tuners propose every admitted config once
+    and none of the others, which never reach a measurement; the indices stay the same."""
+    space = small_space()
+    before = [space.get(i).values for i in range(len(space))]
+    space.constrain(lambda v: v["u"] != 64 or v["t"][1] >= 4)
+    admitted = [i for i in range(len(space)) if space.admits(i)]
+    assert 0 < len(admitted) < len(space) and [space.get(i).values for i in range(len(space))] == before
+    tuner = make_tuner(name, space, seed=5, **({"min_train": 4, "sa_chains": 16, "sa_steps": 10}
+                                                 if name == "xgb" else {}))
+    seen: list[int] = []
+    while tuner.has_next():
+        batch = tuner.next_batch(3)
+        tuner.update(batch, [1.0 + space.get(i)["t"][0] for i in batch])
+        seen += batch
+    assert sorted(seen) == admitted
+
+
 def test_tuners_are_deterministic_with_a_seed():
     space = conv_like_space()
     cost = synthetic_cost(space)

@@ -31,10 +31,17 @@ class Tuner:
         return len(self.visited) < len(self.space)
 
     def next_batch(self, n: int) -> list[int]:
-        """Up to n unique, unvisited indices; they count as visited from now on."""
-        out = self._propose(min(n, len(self.space) - len(self.visited)))
-        assert len(set(out)) == len(out) and not self.visited.intersection(out)
-        self.visited.update(out)
+        """Up to n unique, unvisited indices the space admits; they count as visited from now on.
+        Proposals the space's rules refuse count as visited too, unmeasured: no trial is spent on
+        a config the template would refuse to apply."""
+        out: list[int] = []
+        while len(out) < n and self.has_next():
+            got = self._propose(min(n - len(out), len(self.space) - len(self.visited)))
+            assert len(set(got)) == len(got) and not self.visited.intersection(got)
+            if not got:
+                break
+            self.visited.update(got)
+            out += [i for i in got if self.space.admits(i)]
         return out
 
     def _propose(self, n: int) -> list[int]:

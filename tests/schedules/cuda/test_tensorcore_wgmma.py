@@ -60,6 +60,30 @@ def test_offered_on_hopper_dense_and_the_fallback_for_a_dense_weight():
     assert not t.accepts(low32.info)
 
 
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_the_space_rules_out_the_wgmma_configs_apply_refuses(dtype):
+    """Tuners skip wgmma configs of the wrong depth (64 for fp16, 32 for tf32) instead of spending
+    trials on them: the space's rule refuses exactly what apply_wgmma_gemm raises on."""
+    graph = _dense(256, 128, 128, dtype)
+    _, low = _lowered(_tf32(graph) if dtype == "float32" else graph)
+    t = TensorCoreGemm()
+    target = make_target("cuda")
+    space = t.space(low.info, target)
+    fb = t.fallback(low.info, target, space).values
+    for bk in (32, 64):
+        cfg = space.from_values({**fb, "bk": bk})
+        admitted = space.admits(cfg.index)
+        assert admitted == (bk == (32 if dtype == "float32" else 64))
+        sch = s_tir.Schedule(t.prepare(low.func, low.info, cfg, target))
+        if admitted:
+            t.apply(sch, low.info, cfg, target)
+        else:
+            with pytest.raises(ValueError, match="deep"):
+                t.apply(sch, low.info, cfg, target)
+    mma = [i for i in range(len(space)) if space.get(i)["intrin"] == "mma"]
+    assert all(space.admits(i) for i in mma)
+
+
 def test_fallback_tiles_follow_the_sm_count():
     """Two 128x128 blocks per SM or more: 128x128, 3 stages; fewer: 64x128, 4 stages."""
     from tefuse.schedules.cuda.tensorcore_wgmma import fallback_values
