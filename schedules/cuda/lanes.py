@@ -11,6 +11,8 @@ from typing import Optional
 import numpy as np
 from tvm import s_tir, tirx
 
+from ...ops.value import expr_dtype
+
 
 def lane_envs(sch, block_rv, loop_rv):
     """(the block's realize, [env]) where each env maps the block's iterator names to numpy
@@ -147,8 +149,7 @@ def _children(n, attrs=ALL_FIELDS):
                 pass
 
 
-def _dtype(e) -> str:
-    return str(e.dtype) if hasattr(e, "dtype") else str(e.ty)  # a Var's dtype may raise (TVM 0.27)
+_dtype = expr_dtype  # a Var's dtype may raise (TVM 0.27)
 
 
 def _bool_exprs(node) -> Optional[list]:

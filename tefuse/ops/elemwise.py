@@ -14,14 +14,9 @@ from tvm import tirx as tir
 from ..errors import OpError
 from .nanprop import clip_with, fmax, fmin, max_with
 from .registry import OpPattern, register_op
-from .value import Value, broadcast_shape, broadcast_to, lazy
+from .value import Value, broadcast_shape, broadcast_to, expr_dtype as _dt, lazy
 
 Scalar = Callable[..., PrimExpr]
-
-
-def _dt(e) -> str:
-    """dtype of a TIR expression or tensor element."""
-    return str(e.dtype) if hasattr(e, "dtype") else str(e.ty)
 
 
 def _c(v: float, dtype: str) -> PrimExpr:

@@ -9,9 +9,7 @@ from __future__ import annotations
 import numpy as np
 from tvm import te, tirx as tir
 
-
-def _dt(e) -> str:
-    return str(e.dtype) if hasattr(e, "dtype") else str(e.ty)
+from .value import expr_dtype as _dt
 
 
 def is_float(e) -> bool:

@@ -48,6 +48,12 @@ class Value:
         return te.compute(self.shape, lambda *i: self.fn(*i), name=name, tag=tag)
 
 
+def expr_dtype(e) -> str:
+    """dtype of a TIR expression or tensor element (TVM 0.27's Select and some Vars carry it as
+    `ty`, not `dtype`)."""
+    return str(e.dtype) if hasattr(e, "dtype") else str(e.ty)
+
+
 def acc_dtype(dtype: str) -> str:
     """Where sums of products accumulate: float32 for half-width floats (tensor cores do the same)."""
     return "float32" if dtype in ("float16", "bfloat16") else dtype
@@ -72,7 +78,8 @@ def unround_tf32(e: PrimExpr) -> PrimExpr:
     wgmma rounds the tiles in shared memory, since its cp.async copies cannot compute)."""
     from tvm_ffi import structural_equal
 
-    if isinstance(e, tir.Select) and structural_equal(e, round_tf32(e.false_value)):
+    if (isinstance(e, tir.Select) and expr_dtype(e) == "float32"
+            and structural_equal(e, round_tf32(e.false_value))):
         return e.false_value
     return e
 

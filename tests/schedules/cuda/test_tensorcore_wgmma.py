@@ -310,7 +310,7 @@ def _tf32(graph):
     return convert_precision(graph, "tf32")
 
 
-ROUNDING = "2139095040"  # 0x7F800000: round_tf32's finite test, in a kernel that still rounds
+ROUNDING = "4294959104"  # 0xFFFFE000: round_tf32's mask, in a kernel that still rounds
 
 
 def test_tf32_offered_on_hopper_with_32_deep_tiles():
@@ -405,3 +405,25 @@ def test_tf32_swizzle_is_the_128_byte_swizzle_in_4_byte_elements():
     r, k = np.meshgrid(np.arange(rows), np.arange(32), indexing="ij")
     want_bytes = (r // 8) * 1024 + (r % 8) * 128 + ((k // 4) ^ (r % 8)) * 16 + (k % 4) * 4
     np.testing.assert_array_equal(got * 4, want_bytes)
+
+
+@pytest.mark.parametrize("epilogue", ["cast_leaky_relu", "fp_encode", "where"])
+def test_tf32_wgmma_keeps_the_other_selects_of_its_kernel(epilogue):
+    """Taking the rounding out touches float32 round_tf32 selects only: a GEMM whose epilogue has
+    selects of other types (a float16 leaky ReLU, an 8-bit encoding, an int32 where) builds on
+    wgmma (it failed with "Reinterpret requires size match" when every select was tried)."""
+    rng = np.random.default_rng(7)
+    b = GraphBuilder()
+    x = b.input("x", (96, 64), "float32")
+    y = b.matmul(x, b.const((rng.standard_normal((64, 80)) * 0.1).astype("float32"), name="w"))
+    if epilogue == "cast_leaky_relu":
+        out = b.leaky_relu(b.cast(y, dtype="float16"), alpha=0.1)
+    elif epilogue == "fp_encode":
+        out = b.fp_encode(y)
+    else:
+        out = b.where(b.greater(y, b.const(np.zeros((1,), "float32"))), b.cast(y, dtype="int32"),
+                      b.const(np.full((1,), -1, "int32")))
+    graph = _tf32(b.build(out))
+    (k,) = [kk for kk in tefuse.build(graph, "cuda").kernels if kk.group.anchor is not None]
+    src = k.source("cuda")
+    assert re.search(r"tefuse_wgmma_m64n\d+k8x4_tf32\(", src) and ROUNDING not in src
