@@ -10,6 +10,9 @@ from tvm import s_tir
 from .registry import KernelInfo
 
 THREAD_AXES = ("threadIdx.z", "threadIdx.y", "threadIdx.x")
+# anchors computed row by row with dependent reductions and an output per row (softmax's max then
+# exp-sum; layer_norm's sum then centred sum of squares): one block a row, nothing fused after
+ROWWISE_ANCHORS = ("softmax", "norm")
 _SHARED_ALLOC = re.compile(r'T\.sblock_alloc_buffer\(\(([\d,\s]*)\)(?:,\s*"(\w+)")?'
                            r'(?:,\s*strides=\(([\d,\s]*)\))?,\s*scope="shared"\)')
 

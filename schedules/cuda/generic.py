@@ -6,7 +6,7 @@ from tvm import s_tir
 
 from ..space import Config, ConfigSpace
 
-from ..common import attach_epilogue, bind_threads, inline_all, outer_nests, spatial_reduce_loops
+from ..common import ROWWISE_ANCHORS, attach_epilogue, bind_threads, inline_all, outer_nests, spatial_reduce_loops
 from ..registry import KernelInfo, Template, register
 
 
@@ -22,7 +22,7 @@ class CudaGenericReduction(Template):
 
     def apply(self, sch: s_tir.Schedule, info: KernelInfo, cfg: Config, target) -> None:
         inline_all(sch, info)
-        fused_epilogue = len(info.reduce_blocks) == 1 and info.anchor_kind != "softmax"
+        fused_epilogue = len(info.reduce_blocks) == 1 and info.anchor_kind not in ROWWISE_ANCHORS
         if fused_epilogue:
             block = sch.get_sblock(info.reduce_blocks[0])
             sp, rd = spatial_reduce_loops(sch, block)

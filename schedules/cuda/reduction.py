@@ -1,4 +1,4 @@
-"""CUDA cross-thread reduction template for `reduce`, `softmax`, `pool` and `lrn` anchors.
+"""CUDA cross-thread reduction template for `reduce`, `softmax`, `norm`, `pool` and `lrn` anchors.
 
 Each output row (one reduced value: a sum/mean/max over axes, a pooling window, a softmax
 row) is reduced by `red_threads` threads together: the reduction loops are fused, split
@@ -10,7 +10,8 @@ broadcast result, bound to the same threads.
 
 softmax / log_softmax stay one kernel: max, exp-sum and the output of a row are computed
 in one block (the two reduction stages are computed at the row loop, both cross-thread,
-their results in registers).
+their results in registers). layer_norm (anchor `norm`) the same way: sum, centred sum of
+squares, output.
 
 `red_threads` of 1 (reduce and pool only) is the serial mode: one thread per row, like the
 generic template, `rows` threads per block; it is what the fallback picks for short
@@ -31,7 +32,7 @@ from tvm import s_tir
 from ...target import GpuLimits, gpu_limits
 from ..space import Config, ConfigSpace
 
-from ..common import annotate_unroll, inline_all, loop_depth, spatial_reduce_loops
+from ..common import ROWWISE_ANCHORS, annotate_unroll, inline_all, loop_depth, spatial_reduce_loops
 from ..registry import KernelInfo, Template, register
 
 log = logging.getLogger(__name__)
@@ -83,7 +84,7 @@ def _spread(sch: s_tir.Schedule, block, outer, threads: int) -> Optional[tuple]:
     return lo, li
 
 
-@register("gpu", "reduce", "softmax", "pool", "lrn")
+@register("gpu", "reduce", "softmax", "norm", "pool", "lrn")
 class CudaCrossThreadReduction(Template):
     name = "cuda_cross_thread_reduction"
 
@@ -94,7 +95,7 @@ class CudaCrossThreadReduction(Template):
         cands = [t for t in CROSS_THREADS if t <= top]
         if red < warp:
             cands += [t for t in SUB_WARP if t < warp and t >= _pow2_ceil(red) // 2]
-        if info.anchor_kind != "softmax":
+        if info.anchor_kind not in ROWWISE_ANCHORS:
             cands.append(1)
         return cands
 
@@ -140,7 +141,7 @@ class CudaCrossThreadReduction(Template):
         tx = int(cfg["red_threads"])
         rows = max(1, min(int(cfg["rows"]), gpu_limits(target).max_threads_per_block // max(tx, 1)))
         inline_all(sch, info)
-        if info.anchor_kind == "softmax":
+        if info.anchor_kind in ROWWISE_ANCHORS:
             self._apply_rowwise(sch, info, tx, rows, cfg["unroll"])
         else:
             self._apply_single(sch, info, tx, rows, cfg["unroll"])
@@ -191,7 +192,7 @@ class CudaCrossThreadReduction(Template):
             _spread(sch, b, row, tx)
 
     def _apply_rowwise(self, sch: s_tir.Schedule, info: KernelInfo, tx: int, rows: int, unroll: int) -> None:
-        """softmax: per row, max then exp-sum then the output, in one thread block."""
+        """softmax / layer_norm: per row, the two reductions then the output, in one thread block."""
         out_name = info.output_blocks[0]
         out = sch.get_sblock(out_name)
         loops = sch.get_loops(out)

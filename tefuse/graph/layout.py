@@ -39,7 +39,7 @@ OIHW_TO_HWIO = (2, 3, 1, 0)
 # an NCHW axis -> the same dim's axis in NHWC
 AXIS = {0: 0, 1: 3, 2: 1, 3: 2}
 # ops that keep the tag with a remapped channel/other axis attr ("axis" int or "axes" list)
-AXIS_OPS = ("bias_add", "batch_norm", "lrn", "softmax", "log_softmax")
+AXIS_OPS = ("bias_add", "batch_norm", "lrn", "softmax", "log_softmax", "layer_norm")
 POOLS = ("max_pool2d", "avg_pool2d", "global_avg_pool2d", "global_max_pool2d")
 # ops that depend on their input's element order only (not its layout)
 FLAT_ORDER_OPS = ("reshape", "flatten", "squeeze")

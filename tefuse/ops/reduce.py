@@ -155,3 +155,43 @@ def softmax(inputs: Sequence[Value], attrs: dict) -> Value:
 def log_softmax(inputs: Sequence[Value], attrs: dict) -> Value:
     """log(softmax(x)) along `axis`."""
     return _softmax(inputs, attrs, log=True)
+
+
+@register_op("layer_norm", OpPattern.OPAQUE, anchor="norm", num_inputs=3, attrs={"axis": -1, "epsilon": 1e-5},
+             geometry=_softmax_geometry)
+def layer_norm(inputs: Sequence[Value], attrs: dict) -> Value:
+    """(x - mean) * rsqrt(var + epsilon) * scale + bias along one axis, as one row-wise kernel
+    (mean, then the centred variance, then the output, per row in one thread block, like
+    softmax); statistics in float32 whatever x's dtype, the result in x's dtype. ONNX's
+    LayerNormalization decomposed into reductions took three kernels."""
+    x, scale, bias = inputs
+    ax = attrs["axis"] + x.ndim if attrs["axis"] < 0 else attrs["axis"]
+    if not 0 <= ax < x.ndim:
+        raise OpError(f"layer_norm: axis {attrs['axis']} out of range for rank {x.ndim}")
+    n = x.shape[ax]
+    for name, v in (("scale", scale), ("bias", bias)):
+        if v.shape != (n,):
+            raise OpError(f"layer_norm: {name} must have shape ({n},), got {v.shape}")
+    acc = "float32" if x.dtype in ("float16", "bfloat16") else x.dtype
+    xin = x.materialize("norm_in") if x.is_lazy else x.tensor
+    red_shape = tuple(s for a, s in enumerate(x.shape) if a != ax)
+
+    def at(i, k):
+        j = list(i)
+        j.insert(ax, k)
+        return tir.Cast(acc, xin(*j))
+
+    inv_n = tir.const(1.0 / n, acc)
+    k1 = te.reduce_axis((0, n), "k1")
+    total = te.compute(red_shape, lambda *i: te.sum(at(i, k1), axis=k1), name="norm_sum", tag="norm")
+    k2 = te.reduce_axis((0, n), "k2")
+    sq = te.compute(red_shape, lambda *i: te.sum(tir.power(at(i, k2) - total(*i) * inv_n, 2), axis=k2),
+                    name="norm_sqsum", tag="norm")
+    eps = tir.const(float(attrs["epsilon"]), acc)
+
+    def fn(*i):
+        r = [i[a] for a in range(x.ndim) if a != ax]
+        z = (tir.Cast(acc, xin(*i)) - total(*r) * inv_n) * tir.rsqrt(sq(*r) * inv_n + eps)
+        return tir.Cast(x.dtype, z * tir.Cast(acc, scale(i[ax])) + tir.Cast(acc, bias(i[ax])))
+
+    return lazy(x.shape, x.dtype, fn)

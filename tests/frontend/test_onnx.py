@@ -268,8 +268,20 @@ def test_layer_normalization(axis, bias, rng):
     node = helper.make_node("LayerNormalization", inputs, ["y"], axis=axis, epsilon=1e-3)
     inits = {"g": rnd(rng, *norm), **({"b": rnd(rng, *norm)} if bias else {})}
     x = rnd(rng, *shape) * 3 + 1  # a mean and scale far from 0 and 1
-    _, cg = check(make_model([node], {"x": shape}, {"y": None}, inits, opset=17), {"x": x})
-    assert cg.num_kernels == 3  # mean, variance, normalise
+    graph, cg = check(make_model([node], {"x": shape}, {"y": None}, inits, opset=17), {"x": x})
+    if len(norm) == 1:  # the last axis alone: one layer_norm kernel (a missing bias is zeros)
+        assert [n.op for n in graph.nodes if n.is_op] == ["layer_norm"] and cg.num_kernels == 1
+    else:  # several axes: mean, variance, normalise
+        assert cg.num_kernels == 3
+
+
+def test_layer_normalization_with_its_statistics_asked_is_decomposed(rng):
+    """Mean and InvStdDev are outputs too: the reductions stay nodes of their own (three kernels)."""
+    node = helper.make_node("LayerNormalization", ["x", "g", "b"], ["y", "mean", "inv_std"], axis=-1)
+    inits = {"g": rnd(rng, 8), "b": rnd(rng, 8)}
+    model = make_model([node], {"x": (2, 5, 8)}, {"y": None, "mean": None, "inv_std": None}, inits, opset=17)
+    graph, cg = check(model, {"x": rnd(rng, 2, 5, 8) * 3 + 1})
+    assert "layer_norm" not in [n.op for n in graph.nodes] and cg.num_kernels == 3
 
 
 def test_layer_normalization_fp16_keeps_float32_statistics(rng):
@@ -281,7 +293,7 @@ def test_layer_normalization_fp16_keeps_float32_statistics(rng):
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=10)
     x = (rnd(rng, 2, 5, 8) * 3 + 1).astype(np.float16)
     _, cg = check(m, {"x": x}, rtol=2e-3, atol=4e-3)
-    assert cg.num_kernels == 3
+    assert cg.num_kernels == 1
 
 
 def attention_block(rng, batch: int = 2, t: int = 6, d: int = 8):

@@ -24,11 +24,17 @@ SHFL = re.compile(r"__shfl_(down_)?sync")
 
 
 def chain(op, shape, dtype="float32", **attrs):
-    """scale (prologue) -> op -> relu (epilogue); softmax alone (it fuses with nothing)."""
+    """scale (prologue) -> op -> relu (epilogue); softmax and layer_norm alone (they fuse with
+    nothing)."""
     b = GraphBuilder()
     x = b.input("x", shape, dtype)
     if op.endswith("softmax"):
         return b.build(b.op(op, x, **attrs))
+    if op == "layer_norm":
+        d = shape[attrs.get("axis", -1)]
+        rng = np.random.default_rng(0)
+        scale, bias = (b.const(rng.standard_normal(d).astype(dtype)) for _ in range(2))
+        return b.build(b.op(op, x, scale, bias, **attrs))
     y = b.op(op, b.mul(x, b.const(np.array(0.5, dtype))), **attrs)
     return b.build(b.relu(y))
 
@@ -46,7 +52,10 @@ CHAINS = [
     pytest.param(("log_softmax", (5, 40), dict()), id="log_softmax"),
     pytest.param(("softmax", (8, 96), dict(), "float16"), id="softmax_fp16"),
     pytest.param(("global_avg_pool2d", (1, 256, 7, 7), dict()), id="global_avg_pool"),
+    pytest.param(("layer_norm", (2, 197, 768), dict()), id="layer_norm_vit"),
+    pytest.param(("layer_norm", (16, 96), dict(), "float16"), id="layer_norm_fp16"),
 ]
+ALONE = ("softmax", "log_softmax", "layer_norm")  # no relu epilogue in their chains
 
 
 def _unpack(case):
@@ -80,8 +89,8 @@ def test_chain_is_one_cross_thread_kernel(built, case):
     assert SHFL.search(src), "no warp-shuffle allreduce in the kernel"
     # the kernel reads the input and writes the output: no global buffer in between
     params = re.search(rf"\b{name}\s*\(([^)]*)\)\s*\{{", src).group(1)
-    assert len(re.findall(r"\*", params)) == 2, params
-    if not case[0].endswith("softmax"):  # the relu epilogue runs in the kernel
+    assert len(re.findall(r"\*", params)) == (4 if case[0] == "layer_norm" else 2), params  # + scale, bias
+    if case[0] not in ALONE:  # the relu epilogue runs in the kernel
         # relu is max(x, 0) or, NaN-propagating, x < 0 ? 0 : x (a select / condval)
         assert re.search(r"= max\(.*0x0p\+0f|< (__float2half_rn\()?0x0p\+0f", src), "no relu in the kernel"
 
@@ -93,6 +102,16 @@ def test_softmax_is_two_allreduces_in_one_kernel(built):
     # max then exp-sum, each reduced across threads, then the output, in one kernel
     assert len(re.findall(r"__shfl_down_sync\(mask\w*\[0\], \w+\[0\], 16, 32\)", src)) >= 2
     assert "expf" in src and "__syncthreads" in src
+
+
+def test_layer_norm_is_two_allreduces_in_one_kernel(built):
+    """The row's sum, then its centred sum of squares, each reduced across threads, then the
+    output (rsqrt, scale, bias), in one kernel."""
+    _, cg = built(("layer_norm", (2, 197, 768), {}))
+    src = cg.source("cuda")
+    assert len(cuda_kernel_names(src)) == 1
+    assert len(re.findall(r"__shfl_down_sync\(mask\w*\[0\], \w+\[0\], 16, 32\)", src)) >= 2
+    assert "rsqrtf" in src
 
 
 def test_mean_epilogue_in_kernel(built):
@@ -127,6 +146,7 @@ SAMPLED = [
     ("reduce_max", (6, 5, 33), {"axes": (0, 2)}),
     ("softmax", (7, 100), {}),
     ("softmax", (4, 10, 6), {"axis": 1}),
+    ("layer_norm", (6, 200), {}),
     ("max_pool2d", (1, 8, 9, 9), {"kernel": 3, "strides": 2, "padding": 1}),
     ("global_avg_pool2d", (1, 7, 7, 64), {"layout": "NHWC"}),
 ]

@@ -244,16 +244,20 @@ converter("LogSoftmax", attrs=["axis"])(_softmax_converter("log_softmax"))
 
 @converter("LayerNormalization", attrs=["axis", "epsilon", "stash_type"])
 def _layer_norm(ctx, n):
-    """Decomposed into reductions and elementwise ops: mean, centred variance, scale and shift.
-
-    Three kernels after fusion (two reductions and the normalising epilogue), statistics in
-    float32 as stash_type=1 asks, whatever the input's dtype. The optional Mean and InvStdDev
-    outputs are those statistics (keepdims shape, stash dtype).
+    """One `layer_norm` op (one row-wise kernel, statistics in float32) where the normalisation
+    runs over the last axis alone with a per-element scale and bias and only Y is used: a
+    transformer's LayerNorm. Otherwise decomposed into reductions and elementwise ops (mean,
+    centred variance, scale and shift: three kernels after fusion), statistics in float32 as
+    stash_type=1 asks, whatever the input's dtype; the optional Mean and InvStdDev outputs are
+    those statistics (keepdims shape, stash dtype).
     """
     x = _x(ctx, n)
     nd = len(x.shape)
     axes = tuple(range(_axis_attr(n, nd, -1), nd))
     stash = "float32" if int(n.attr("stash_type", 1)) == 1 else x.dtype
+    fused = _fused_layer_norm(ctx, n, x, axes, stash)
+    if fused is not None:
+        return [fused]
 
     def xs() -> Node:
         # one cast (and below, one x - mean) per use: each copy fuses into its consumer's kernel,
@@ -274,6 +278,23 @@ def _layer_norm(ctx, n):
     if has_bias:
         y = ctx.emit("add", [y, _operand(ctx, n.input(2), x.dtype)], n.outputs[0])
     return [y, mean, inv_std]
+
+
+def _fused_layer_norm(ctx, n, x: Node, axes: tuple, stash: str) -> Optional[Node]:
+    """The `layer_norm` node for a LayerNormalization it computes exactly, else None."""
+    wants_stats = any(k < len(n.outputs) and n.outputs[k] for k in (1, 2))
+    if wants_stats or len(axes) != 1 or stash != "float32" or x.dtype not in ("float32", "float16", "bfloat16"):
+        return None
+    d = x.shape[-1]
+    scale = _operand(ctx, n.input(1), x.dtype)
+    if n.input(2) is not None:
+        bias = _operand(ctx, n.input(2), x.dtype)
+    else:
+        bias = ctx.b.const(np.zeros((d,), x.dtype), dtype=x.dtype, name=ctx.fresh(f"{n.outputs[0]}_bias"))
+    if tuple(scale.shape) != (d,) or tuple(bias.shape) != (d,):
+        return None
+    return ctx.emit("layer_norm", [x, scale, bias], n.outputs[0], axis=len(x.shape) - 1,
+                    epsilon=float(n.attr("epsilon", 1e-5)))
 
 
 # -- reductions ------------------------------------------------------------------------------
