@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import ClassVar, Sequence
+from typing import Callable, ClassVar, Sequence
 
 from tvm import te, tirx as tir
 
@@ -114,19 +114,36 @@ for _k in _REDUCERS:
     _register_reduce(_k)
 
 
-def _softmax(inputs: Sequence[Value], attrs: dict, log: bool) -> Value:
-    (x,) = inputs
+@dataclass(frozen=True)
+class _Rows:
+    """A row-wise op's view of x along `axis`: its rows (red_shape) and `at(row, k)`, the row's
+    k-th element in the float32 (for half types) the statistics are computed in."""
+
+    ax: int
+    acc: str
+    red_shape: tuple
+    at: Callable
+
+
+def _rows(x: Value, attrs: dict, op: str) -> _Rows:
     ax = attrs["axis"] + x.ndim if attrs["axis"] < 0 else attrs["axis"]
     if not 0 <= ax < x.ndim:
-        raise OpError(f"softmax: axis {attrs['axis']} out of range for rank {x.ndim}")
-    acc = "float32" if x.dtype == "float16" else x.dtype
-    xin = x.materialize("softmax_in") if x.is_lazy else x.tensor
-    red_shape = tuple(s for a, s in enumerate(x.shape) if a != ax)
+        raise OpError(f"{op}: axis {attrs['axis']} out of range for rank {x.ndim}")
+    acc = acc_dtype(x.dtype)
+    xin = x.materialize(f"{op}_in") if x.is_lazy else x.tensor
 
     def at(i, k):
         j = list(i)
         j.insert(ax, k)
         return tir.Cast(acc, xin(*j))
+
+    return _Rows(ax, acc, tuple(s for a, s in enumerate(x.shape) if a != ax), at)
+
+
+def _softmax(inputs: Sequence[Value], attrs: dict, log: bool) -> Value:
+    (x,) = inputs
+    rows = _rows(x, attrs, "softmax")
+    ax, red_shape, at = rows.ax, rows.red_shape, rows.at
 
     k1 = te.reduce_axis((0, x.shape[ax]), "k1")
     mx = te.compute(red_shape, lambda *i: te.max(at(i, k1), axis=k1), name="softmax_max", tag="softmax")
@@ -136,7 +153,7 @@ def _softmax(inputs: Sequence[Value], attrs: dict, log: bool) -> Value:
 
     def fn(*i):
         r = [i[a] for a in range(x.ndim) if a != ax]
-        z = tir.Cast(acc, xin(*i)) - mx(*r)
+        z = at(r, i[ax]) - mx(*r)
         out = z - tir.log(den(*r)) if log else tir.exp(z) / den(*r)
         return tir.Cast(x.dtype, out)
 
@@ -165,22 +182,12 @@ def layer_norm(inputs: Sequence[Value], attrs: dict) -> Value:
     softmax); statistics in float32 whatever x's dtype, the result in x's dtype. ONNX's
     LayerNormalization decomposed into reductions took three kernels."""
     x, scale, bias = inputs
-    ax = attrs["axis"] + x.ndim if attrs["axis"] < 0 else attrs["axis"]
-    if not 0 <= ax < x.ndim:
-        raise OpError(f"layer_norm: axis {attrs['axis']} out of range for rank {x.ndim}")
+    rows = _rows(x, attrs, "layer_norm")
+    ax, acc, red_shape, at = rows.ax, rows.acc, rows.red_shape, rows.at
     n = x.shape[ax]
     for name, v in (("scale", scale), ("bias", bias)):
         if v.shape != (n,):
             raise OpError(f"layer_norm: {name} must have shape ({n},), got {v.shape}")
-    acc = "float32" if x.dtype in ("float16", "bfloat16") else x.dtype
-    xin = x.materialize("norm_in") if x.is_lazy else x.tensor
-    red_shape = tuple(s for a, s in enumerate(x.shape) if a != ax)
-
-    def at(i, k):
-        j = list(i)
-        j.insert(ax, k)
-        return tir.Cast(acc, xin(*j))
-
     inv_n = tir.const(1.0 / n, acc)
     k1 = te.reduce_axis((0, n), "k1")
     total = te.compute(red_shape, lambda *i: te.sum(at(i, k1), axis=k1), name="norm_sum", tag="norm")
@@ -191,7 +198,7 @@ def layer_norm(inputs: Sequence[Value], attrs: dict) -> Value:
 
     def fn(*i):
         r = [i[a] for a in range(x.ndim) if a != ax]
-        z = (tir.Cast(acc, xin(*i)) - total(*r) * inv_n) * tir.rsqrt(sq(*r) * inv_n + eps)
+        z = (at(r, i[ax]) - total(*r) * inv_n) * tir.rsqrt(sq(*r) * inv_n + eps)
         return tir.Cast(x.dtype, z * tir.Cast(acc, scale(i[ax])) + tir.Cast(acc, bias(i[ax])))
 
     return lazy(x.shape, x.dtype, fn)
