@@ -38,7 +38,7 @@ class KernelInfo:
     block names or re-derive shapes from raw attrs.
     """
 
-    anchor_kind: str  # conv2d, depthwise_conv2d, dense, pool, reduce, softmax, injective
+    anchor_kind: str  # conv2d, depthwise_conv2d, dense, pool, reduce, softmax, norm, injective
     anchor_block: Optional[str]  # the main reduction block, if any
     inline_blocks: list[str]  # intermediate stages to inline or cache (pad_temp, data_in...)
     reduce_blocks: list[str]  # every block with a reduction (anchor included)

@@ -10,7 +10,7 @@ topological order and tags each value it holds in NHWC ("a 4-D NCHW value, store
 - layout-agnostic ops keep the tag: elementwise unary ops (and cast); broadcast binaries,
   `where` and `sum_n` whose other operands are tagged values of the same shape or constants
   (scalars, per-channel [C,1,1] / [1,C,1,1] vectors and any other broadcastable constant are
-  converted here); bias_add, batch_norm, lrn, softmax/log_softmax, concat and keepdims
+  converted here); bias_add, batch_norm, lrn, softmax/log_softmax, layer_norm, concat and keepdims
   reductions with their axes remapped; pools and global pools by their `layout` attr;
 - everything else (flatten, reshape, transpose, dense, pad, slice, non-keepdims reductions,
   mixed-layout operands, unknown ops) reads NCHW: its tagged input gets a `transpose` node

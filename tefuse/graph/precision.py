@@ -8,7 +8,8 @@ What an engineer expects from `--precision fp16` (TensorRT's, torch.autocast's h
 - matrix products and convolutions take fp16/bf16 operands and accumulate in float32 (the
   ops' own `acc_dtype`), so tensor-core templates can serve them;
 - reductions and softmax run in float32: their inputs are cast up and their results cast back,
-  so LayerNorm's statistics and softmax's sums do not lose bits;
+  so LayerNorm's statistics and softmax's sums do not lose bits (the layer_norm op keeps its own
+  statistics in float32 and is left in the low precision);
 - a graph already in fp16 is taken as it is (nothing float32 to convert).
 `tf32` keeps float32 everywhere and marks every float32 matrix product (conv2d, dense, matmul)
 math='tf32': their operands are rounded to TF32 (what PyTorch does by default for convolutions),

@@ -192,7 +192,12 @@ def layer_norm(inputs: Sequence[Value], attrs: dict) -> Value:
     k1 = te.reduce_axis((0, n), "k1")
     total = te.compute(red_shape, lambda *i: te.sum(at(i, k1), axis=k1), name="norm_sum", tag="norm")
     k2 = te.reduce_axis((0, n), "k2")
-    sq = te.compute(red_shape, lambda *i: te.sum(tir.power(at(i, k2) - total(*i) * inv_n, 2), axis=k2),
+
+    def centred_square(i, k):
+        d = at(i, k) - total(*i) * inv_n
+        return d * d
+
+    sq = te.compute(red_shape, lambda *i: te.sum(centred_square(i, k2), axis=k2),
                     name="norm_sqsum", tag="norm")
     eps = tir.const(float(attrs["epsilon"]), acc)
 

@@ -35,7 +35,7 @@ class OpDef:
     name: str
     pattern: OpPattern
     compute: Compute
-    # schedule-template family for anchors ("conv2d", "dense", "pool", "lrn", "reduce", "softmax")
+    # schedule-template family for anchors ("conv2d", "dense", "pool", "lrn", "reduce", "softmax", "norm")
     anchor: Optional[str] = None
     num_inputs: Optional[int] = None  # None: variadic
     attrs: dict[str, Any] = field(default_factory=dict)  # defaults; unknown attrs are refused
