@@ -11,7 +11,7 @@ from typing import Optional
 import numpy as np
 from tvm import s_tir, tirx
 
-from ...ops.value import expr_dtype
+from ...ops.value import expr_dtype as _dtype  # a Var's dtype may raise (TVM 0.27)
 
 
 def lane_envs(sch, block_rv, loop_rv):
@@ -147,9 +147,6 @@ def _children(n, attrs=ALL_FIELDS):
                 yield from (c for c in child if isinstance(c, (tirx.Expr, tirx.Stmt)))
             except TypeError:
                 pass
-
-
-_dtype = expr_dtype  # a Var's dtype may raise (TVM 0.27)
 
 
 def _bool_exprs(node) -> Optional[list]:

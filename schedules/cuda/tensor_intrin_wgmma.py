@@ -37,9 +37,10 @@ from __future__ import annotations
 from tvm.s_tir import TensorIntrin
 from tvm.script import tirx as T
 
+from ..common import dtype_bytes
+
 WARP = 32
 PTX_TYPE = {"float16": "f16", "bfloat16": "bf16", "float32": "tf32"}
-ELEM_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4}
 N_CHOICES = tuple(range(16, 257, 16))  # the per-warp tile is 16 x N; wgmma takes N % 8 == 0 up to 256
 
 
@@ -52,7 +53,7 @@ def xor8(a, b):
 
 def chunk_elems(dtype: str = "float16") -> int:
     """Elements in a 16-byte chunk (a cp.async vector): 8 of 16 bits, 4 of 32."""
-    return 16 // ELEM_BYTES[dtype]
+    return 16 // dtype_bytes(dtype)
 
 
 def bk_of(dtype: str = "float16") -> int:

@@ -458,9 +458,10 @@ class TensorCoreGemm(Template):
         s.define_knob("tile", list(TILES))
         s.define_knob("bk", [32, 64])
         s.define_knob("stages", [3, 2, 4, 1])
-        s.define_knob("intrin", _intrins(info, target))
+        intrins = _intrins(info, target)
+        s.define_knob("intrin", intrins)
         s.define_knob("vec_out", [4, 8])
-        if "wgmma" in _intrins(info, target):
+        if "wgmma" in intrins:
             from .tensorcore_wgmma import wgmma_admits
 
             s.constrain(lambda v: wgmma_admits(v, info.dtype))

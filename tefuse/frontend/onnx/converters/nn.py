@@ -286,13 +286,13 @@ def _fused_layer_norm(ctx, n, x: Node, axes: tuple, stash: str) -> Optional[Node
     if wants_stats or len(axes) != 1 or stash != "float32" or x.dtype not in ("float32", "float16", "bfloat16"):
         return None
     d = x.shape[-1]
+    if any(k is not None and ctx.shape(k) != (d,) for k in (n.input(1), n.input(2))):
+        return None
     scale = _operand(ctx, n.input(1), x.dtype)
     if n.input(2) is not None:
         bias = _operand(ctx, n.input(2), x.dtype)
     else:
         bias = ctx.b.const(np.zeros((d,), x.dtype), dtype=x.dtype, name=ctx.fresh(f"{n.outputs[0]}_bias"))
-    if tuple(scale.shape) != (d,) or tuple(bias.shape) != (d,):
-        return None
     return ctx.emit("layer_norm", [x, scale, bias], n.outputs[0], axis=len(x.shape) - 1,
                     epsilon=float(n.attr("epsilon", 1e-5)))
 
