@@ -31,6 +31,8 @@ for step in "$@"; do
              $P models --models vit_b_16 --precision fp16 --batch 1 32 --workdir /tmp/tefuse --prologue all \
                --no-compile --json $OUT/models_fp16_vit_prologue_all.json 2>&1 \
                | tee $OUT/models_fp16_vit_prologue_all.log | tail -30 ;;
+    mobilenet) $P models --models mobilenet_v2 --precision fp16 --batch 1 32 --workdir /tmp/tefuse \
+               --json $OUT/models_fp16_mobilenet_v2.json 2>&1 | tee $OUT/models_fp16_mobilenet_v2.log | tail -20 ;;
     resnet)  $P models --models resnet50 --precision fp16 --batch 1 32 --workdir /tmp/tefuse \
                --json $OUT/models_fp16_resnet50.json 2>&1 | tee $OUT/models_fp16_resnet50.log | tail -30 ;;
     tf32)    $P models --models resnet50 --precision tf32 --batch 32 --no-compile --workdir /tmp/tefuse \
