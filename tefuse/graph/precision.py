@@ -7,9 +7,11 @@ What an engineer expects from `--precision fp16` (TensorRT's, torch.autocast's h
 - float32 constants (weights) are converted once, here, not at every run;
 - matrix products and convolutions take fp16/bf16 operands and accumulate in float32 (the
   ops' own `acc_dtype`), so tensor-core templates can serve them;
-- reductions and softmax run in float32: their inputs are cast up and their results cast back,
-  so LayerNorm's statistics and softmax's sums do not lose bits (the layer_norm op keeps its own
-  statistics in float32 and is left in the low precision);
+- reductions run in float32: their inputs are cast up and their results cast back, so sums do
+  not lose bits. softmax and layer_norm keep their statistics (max, sum, mean, variance) in
+  float32 inside the op and are left in the low precision, as PyTorch's fp16 softmax is: a
+  float32 softmax between attention's two matrix products doubled the bytes of the scores
+  written, read, written and read again (ViT-B/16: 197x197 per head);
 - a graph already in fp16 is taken as it is (nothing float32 to convert).
 `tf32` keeps float32 everywhere and marks every float32 matrix product (conv2d, dense, matmul)
 math='tf32': their operands are rounded to TF32 (what PyTorch does by default for convolutions),
@@ -21,13 +23,14 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import GraphError
-from ..ops import get_op
+from ..ops import OpPattern, get_op
 from .ir import CONST, INPUT, Graph, Node, fresh_name, infer
 
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
 LOW = {"fp16": "float16", "bf16": "bfloat16"}
-# anchors whose arithmetic stays in float32 (statistics); matched by the op registry's anchor kind
-FLOAT32_ANCHORS = ("reduce", "softmax")
+# anchors whose arithmetic stays in float32 (statistics); matched by the op registry's anchor kind.
+# softmax and layer_norm are not here: they compute their statistics in float32 themselves
+FLOAT32_ANCHORS = ("reduce",)
 
 
 def check_precision(precision: str) -> str:
@@ -44,8 +47,11 @@ def _np_dtype(dtype: str):
     return np.dtype(dtype)
 
 
-def _keeps_float32(op: str) -> bool:
-    return get_op(op).anchor in FLOAT32_ANCHORS
+def _keeps_float32(op: str, is_output: bool) -> bool:
+    """Statistics ops; and an opaque op (softmax, layer_norm) whose result is a float32 graph
+    output: its kernel takes no epilogue, so the output cast would be a kernel of its own."""
+    d = get_op(op)
+    return d.anchor in FLOAT32_ANCHORS or (is_output and d.pattern == OpPattern.OPAQUE)
 
 
 class _Rewriter:
@@ -77,7 +83,7 @@ class _Rewriter:
         attrs = dict(n.attrs)
         if n.op == "cast" and attrs.get("dtype") == "float32":
             attrs["dtype"] = low  # the working precision of a float32 model
-        if _keeps_float32(n.op):
+        if _keeps_float32(n.op, id(n) in self.outputs):
             inputs = [self.cast(i, "float32") if i.dtype == low else i for i in inputs]
             attrs, shape, dtype = infer(n.op, attrs, inputs, n.name)
             if id(n) in self.outputs or dtype != "float32":  # an output stays float32: no round trip

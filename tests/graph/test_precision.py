@@ -48,8 +48,17 @@ def test_low_precision_matches_fp32_within_tolerance(make, precision):
     assert cg.num_kernels == tefuse.build(g, "llvm").num_kernels  # the casts fused, no kernel of their own
 
 
-def test_conversion_keeps_interface_converts_weights_and_keeps_softmax_in_float32():
-    g, _ = _mlp_softmax(np.random.default_rng(1))
+def _mlp_softmax_inside(rng):
+    """softmax between two products (attention's place for it), not the graph's output."""
+    b = GraphBuilder()
+    x = b.input("x", (4, 64))
+    h = b.dense(x, b.const(rng.standard_normal((48, 64)).astype("float32") * 0.2, name="w1"))
+    p = b.softmax(h, axis=-1)
+    return b.build(b.dense(p, b.const(rng.standard_normal((10, 48)).astype("float32") * 0.2, name="w2")))
+
+
+def test_conversion_keeps_interface_converts_weights_and_leaves_softmax_in_fp16():
+    g = _mlp_softmax_inside(np.random.default_rng(1))
     h = convert_precision(g, "fp16")
     assert [i.dtype for i in h.inputs] == ["float32"] and [o.dtype for o in h.outputs] == ["float32"]
     assert [o.name for o in h.outputs] == [o.name for o in g.outputs]
@@ -57,8 +66,22 @@ def test_conversion_keeps_interface_converts_weights_and_keeps_softmax_in_float3
     assert consts["w1"].dtype == "float16" and consts["w1"].value.dtype == np.float16
     dense = [n for n in h.nodes if n.op == "dense"]
     assert all(n.dtype == "float16" for n in dense)
+    # softmax keeps its statistics in float32 itself (tests/ops/test_reduce.py): fp16 in and out
     (sm,) = [n for n in h.nodes if n.op == "softmax"]
-    assert sm.dtype == "float32" and sm.inputs[0].op == "cast"
+    assert sm.dtype == "float16" and sm.inputs[0].op == "dense"
+    x = np.random.default_rng(2).standard_normal((4, 64)).astype("float32")
+    want = tefuse.build(g, "llvm").run(x)[0]
+    got = tefuse.build(g, "llvm", precision="fp16").run(x)[0]
+    assert 0 < np.abs(got - want).max() <= 4e-3 * np.abs(want).max()
+
+
+def test_a_softmax_output_stays_float32_without_a_cast_kernel():
+    """softmax is opaque (no epilogue): as the graph's float32 output it computes in float32
+    (its input cast fuses into the dense before it) rather than leave a cast kernel after it."""
+    g, _ = _mlp_softmax(np.random.default_rng(1))
+    h = convert_precision(g, "fp16")
+    (sm,) = [n for n in h.nodes if n.op == "softmax"]
+    assert sm.dtype == "float32" and sm.inputs[0].op == "cast" and h.outputs == [sm]
 
 
 def test_fp32_and_an_fp16_graph_are_left_alone():

@@ -42,3 +42,14 @@ def test_softmax_float16(rng, op):
     y = run_op(op, x)
     assert y.dtype == np.float16
     assert_close(y, (softmax if op == "softmax" else log_softmax)(x), "float16")
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_softmax_sums_in_float32(dtype):
+    """4096 equal scores: each is 1/4096. Summed in fp16 the total stops at 2048 (2048 + 1 rounds
+    back to 2048), giving 1/2048; precision.py leaves softmax in fp16 relying on this."""
+    import ml_dtypes
+
+    npd = np.float16 if dtype == "float16" else ml_dtypes.bfloat16
+    y = run_op("softmax", np.zeros((2, 4096), npd)).astype(np.float32)
+    np.testing.assert_allclose(y, np.full((2, 4096), 1 / 4096, np.float32), rtol=4e-3)
