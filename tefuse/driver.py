@@ -24,6 +24,8 @@ from .fusion.workload import workload_key
 from .graph.fold_bn import fold_batch_norm
 from .graph.ir import Graph
 from .graph.layout import auto_layout, convert_layout
+from .graph.scales import hoist_product_scales
+from .graph.views import clone_shared_views
 from .graph.weights import nk_gemm_weights
 from .graph.precision import check_precision, convert_precision
 from .runtime.executor import CompiledGraph
@@ -208,6 +210,8 @@ def prepare_graph(graph: Graph, target, *, precision: str = "fp32", layout: Opti
     check_precision(precision)
     if fold_bn:
         graph = fold_batch_norm(graph)
+    # attention as exporters write it: scaled operands and a shared q/k/v split (graph/scales.py, views.py)
+    graph = clone_shared_views(hoist_product_scales(graph))
     graph = convert_precision(graph, precision)
     tgt = make_target(target)
     kind = tgt.kind.name

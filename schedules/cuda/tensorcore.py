@@ -69,6 +69,44 @@ def _last_index_kind(block, read_idx, kinds_by_var):
     return set()
 
 
+def _k_axis(block, read_idx, kinds_by_var):
+    """Which axis of the read buffer the GEMM's K iterator indexes, else None."""
+    from tvm.tirx.analysis import undefined_vars
+
+    for pos, r in enumerate(block.reads[read_idx].region):
+        if any(kinds_by_var.get(v) == IterKind.kIter_K for v in undefined_vars(r.min)):
+            return pos
+    return None
+
+
+def operand_k_major(sch, block_rv, read_idx, kinds_by_var, lanes: int = 8) -> bool:
+    """Whether operand `read_idx` is stored K fastest: its buffer's last index is K, or, read
+    through its inlined prologue, the global data it comes from runs along K and not along its
+    buffer's last axis. Attention's K^T is the second case: a transpose of [.., N, K] data. Read
+    as (K, N), its tile copy would gather one element per row; staged [N, K] it streams 16
+    bytes a thread. Judged on a copy of the schedule (cache_read + inlining, then the lanes of
+    the K loop evaluated), which is thrown away."""
+    blk = sch.get(block_rv)
+    if IterKind.kIter_K in _last_index_kind(blk, read_idx, kinds_by_var):
+        return True
+    pos = _k_axis(blk, read_idx, kinds_by_var)
+    if pos is None:
+        return False
+    probe = sch.copy()
+    try:
+        rd = probe.cache_read(block_rv, read_idx, "global")
+        auto_inline_producers(probe, rd)
+        loops = probe.get_loops(rd)
+        ndim = len(blk.reads[read_idx].region)
+        if len(loops) < ndim:
+            return False
+        axes = loops[len(loops) - ndim:]
+        return (_lanes_contiguous(probe, rd, axes[pos], lanes)
+                and not _lanes_contiguous(probe, rd, axes[-1], lanes))
+    except tvm.TVMError:
+        return False
+
+
 def _global_last_dim(sch, block_rv):
     """Innermost extents of the global buffers block_rv reads (after inlining) along its
     innermost iterator: those bound the copy's vector width. A read that does not move with
@@ -137,11 +175,11 @@ def apply_tc_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
     A_tr, B_tr, C_tr, blk_tr = traits
     kinds_by_var = {iv.var: t.kind for iv, t in zip(blk.iter_vars, blk_tr)}
     a_last = _last_index_kind(blk, 0, kinds_by_var)
-    b_last = _last_index_kind(blk, 1, kinds_by_var)
     # A whose memory runs along M (NCHW data: consecutive output pixels) is copied M-fastest, so a
     # warp's loads coalesce; the shared tile stays [M, K] for ldmatrix, filled element by element
     a_m_major = bool(c.get("a_m_major")) or IterKind.kIter_K not in a_last
-    b_nk = IterKind.kIter_K in b_last  # B stored (N, K) -> "trans_b"
+    # B stored (N, K), or computed from (N, K) data (attention's K^T) -> "trans_b"
+    b_nk = operand_k_major(sch, block, 1, kinds_by_var, 4 if in_dtype == "float32" else 8)
 
     S, I, J, K = IterKind.kIter_S, IterKind.kIter_I, IterKind.kIter_J, IterKind.kIter_K
     ra = sch.reindex(block, ("read", 0))

@@ -125,10 +125,9 @@ def apply_wgmma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
     A_tr, B_tr, C_tr, blk_tr = traits
     kinds_by_var = {iv.var: t.kind for iv, t in zip(blk.iter_vars, blk_tr)}
     a_last = tc._last_index_kind(blk, 0, kinds_by_var)
-    b_last = tc._last_index_kind(blk, 1, kinds_by_var)
     if c.get("a_m_major") or IterKind.kIter_K not in a_last:
         raise ValueError("wgmma path: A must be stored K-fastest (row-major [M, K])")
-    if IterKind.kIter_K not in b_last:
+    if not tc.operand_k_major(sch, block, 1, kinds_by_var, chunk_elems(in_dtype)):
         raise ValueError("wgmma path: B must be stored (N, K) (K-major); others use mma")
     if c.get("c_m_major"):
         raise ValueError("wgmma path: M-fastest (NCHW) outputs are not supported")

@@ -41,6 +41,13 @@ def _normalized_dense(m, n, k, dtype):
     return b.build(b.dense(b.mul(b.mul(x, s), g), b.input("w", (n, k), dtype)))
 
 
+def _scores(m, n, k, dtype, batch=3):
+    """Attention's q @ k^T: B reaches the GEMM through a transpose of [.., N, K] data."""
+    b = GraphBuilder()
+    q, kk = b.input("q", (batch, m, k), dtype), b.input("k", (batch, n, k), dtype)
+    return b.build(b.matmul(q, b.transpose(kk, axes=(0, 2, 1))))
+
+
 CASES = {
     "conv_nchw_bn_relu": lambda: parse_chain("conv2d(k=32,r=3,pad=1)+bias+batch_norm+relu", (2, 16, 10, 10),
                                              "float16", "NCHW"),
@@ -51,6 +58,7 @@ CASES = {
     "dense_awkward_197": lambda: _dense(197, 96, 72, "float16"),
     "batched_matmul": lambda: _dense(37, 40, 24, "float16", batch=3),
     "dense_bf16": lambda: _dense(49, 64, 48, "bfloat16"),
+    "attention_scores": lambda: _scores(37, 40, 24, "float16"),
     "dense_normalized_prologue": lambda: _normalized_dense(197, 64, 96, "float16"),
     # float32 graphs built with precision tf32 (operands rounded to TF32, mma.sync m16n8k8)
     "conv_nchw_tf32": lambda: convert_precision(
@@ -59,6 +67,7 @@ CASES = {
         parse_chain("conv2d(k=16,r=7,stride=2,pad=3)+bias+relu", (1, 30, 30, 3), "float32", "NHWC"), "tf32"),
     "dense_awkward_197_tf32": lambda: convert_precision(_dense(197, 96, 72, "float32"), "tf32"),
     "batched_matmul_tf32": lambda: convert_precision(_dense(37, 40, 24, "float32", batch=3), "tf32"),
+    "attention_scores_tf32": lambda: convert_precision(_scores(37, 40, 24, "float32"), "tf32"),
 }
 TF32_CASES = sorted(c for c in CASES if c.endswith("tf32") or "_tf32_" in c)
 
@@ -106,6 +115,19 @@ def test_wmma_variant_compiles_to_wmma():
     src = mod.imports[0].inspect_source()
     assert "wmma::mma_sync" in src
     assert "wmma.mma.sync" in compile_to_ptx(src)
+
+
+@pytest.mark.parametrize("case,trans", [("attention_scores", False), ("batched_matmul", True)])
+def test_a_transposed_b_is_staged_n_by_k_and_streamed(case, trans):
+    """q @ k^T reads k's rows (K fastest) through the transpose: B is staged [N, K] and copied by
+    16-byte cp.async like A, so no ldmatrix transposes it. A true (K, N) B (batched_matmul) is
+    staged (K, N) and transposed by ldmatrix .trans. Read as (K, N), the scores' B copy had loaded
+    one element per 3 KB row (ViT-B/16's QK^T: 0.093 ms a layer at batch 32)."""
+    (k,) = tefuse.build(CASES[case](), "cuda:sm_80").kernels
+    src = k.source("cuda")
+    assert ("ldmatrix.sync.aligned.m8n8.x4.trans" in src) == trans
+    copies = re.findall(r"ptx_cp_async\w*_16\w*\(buf_dyn_shmem_ptr, [^;]*in_(\w+?)_ptr", src)
+    assert {"q", "k"} <= set(copies) if case == "attention_scores" else copies
 
 
 def _rand(shape, dtype, rng):
@@ -182,7 +204,7 @@ def test_a_copy_that_starts_off_alignment_stays_scalar():
 
 
 @pytest.mark.parametrize("case", ["conv_nchw_bn_relu", "conv_nhwc_residual", "conv_c3_7x7_s2", "dense_awkward_197",
-                                  "batched_matmul", "dense_normalized_prologue", *TF32_CASES])
+                                  "batched_matmul", "attention_scores", "dense_normalized_prologue", *TF32_CASES])
 def test_tiling_and_padding_compute_the_right_numbers_on_llvm(case):
     """The template's schedule with plain loops (llvm cannot run tensor-core intrinsics): every
     tile, pad and masked tail as on the GPU, compared with the CPU template's result."""

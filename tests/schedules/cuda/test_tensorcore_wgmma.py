@@ -19,7 +19,7 @@ from tefuse.graph import GraphBuilder
 from tefuse.schedules.cuda.tensorcore import TensorCoreGemm, apply_tc_gemm, pass_config
 from tefuse.target import make_target
 
-from .test_tensorcore import _dense, _normalized_dense, _rand
+from .test_tensorcore import _dense, _normalized_dense, _rand, _scores
 
 
 def _lowered(graph):
@@ -180,6 +180,8 @@ LLVM_CASES = {
     "layernorm_prologue_2_stages": (lambda: _normalized_dense(130, 96, 128, "float16"), 128, 96, 2),
     "layernorm_prologue_unpipelined": (lambda: _normalized_dense(70, 64, 64, "float16"), 64, 64, 1),
     "cast_prologue": (lambda: _cast_dense(100, 80, 72), 64, 80, 4),
+    # attention's q @ k^T: B read [N, K] through the transpose (tensorcore.operand_k_major)
+    "attention_scores": (lambda: _scores(70, 40, 64, "float16"), 64, 48, 3),
 }
 
 
@@ -196,7 +198,7 @@ def test_tiling_padding_and_swizzle_compute_the_right_numbers_on_llvm(case):
     apply_tc_gemm(sch, low.info.stage("accumulator"), low.info.epilogue,
                   _wgmma_cfg(bm, bn, stages=stages, tensorize=False), llvm)
     # both operand tiles are in the swizzled layout (atoms of 8 rows x 8 chunks x 8 elements)
-    assert len(re.findall(r"alloc_buffer\(\(1, \d+, \d+, 8, 8, 8\), \"float16\"", sch.mod.script())) == 2
+    assert len(re.findall(r"alloc_buffer\(\(\d+, \d+, \d+, 8, 8, 8\), \"float16\"", sch.mod.script())) == 2
     feed, got = _run_on_llvm(sch, group, low)
     want = tefuse.build(graph, "llvm").run(**feed)[0].astype(np.float32)
     assert np.abs(got.astype(np.float32) - want).max() <= 1e-2 * np.abs(want).max()

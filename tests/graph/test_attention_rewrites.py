@@ -1,0 +1,92 @@
+"""Attention as torch.onnx writes it, rewritten before fusion: the operands' scalar scales moved
+to the product's output (graph/scales.py), the shared q/k/v split cloned per consumer
+(graph/views.py). Both keep the numbers and change what the kernels read."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tefuse
+from tefuse.graph import GraphBuilder
+from tefuse.graph.scales import hoist_product_scales
+from tefuse.graph.views import clone_shared_views
+
+L, B, H, D = 9, 2, 2, 8  # tokens, batch, heads, head dim
+E = H * D
+
+
+def _attention(scale_by="mul", weight_after=False):
+    """x [L*B, 3E] (an in-projection's output) -> q, k, v split as torch's MultiheadAttention
+    does -> softmax(q s @ (k^T s)) @ v, as torch.onnx exports scaled dot-product attention."""
+    b = GraphBuilder()
+    x = b.input("x", (L * B, 3 * E))
+    qkv = b.reshape(x, shape=(L, B, 3, E))
+    qkv = b.expand_dims(qkv, axes=(0,))
+    qkv = b.transpose(qkv, axes=(3, 1, 2, 0, 4))
+    qkv = b.squeeze(qkv, axes=(3,))  # [3, L, B, E], read by three slices
+
+    def head(i):
+        t = b.slice(qkv, starts=(i,), ends=(i + 1,), axes=(0,))
+        t = b.reshape(t, shape=(L, B * H, D))
+        return b.reshape(b.transpose(t, axes=(1, 0, 2)), shape=(B, H, L, D))
+
+    q, k, v = head(0), head(1), head(2)
+    s = b.const(np.float32(D ** -0.25), name="s")
+    if scale_by == "mul":
+        qs, kt = b.mul(q, s), b.mul(b.transpose(k, axes=(0, 1, 3, 2)), s)
+    else:
+        qs, kt = b.div(q, b.const(np.float32(D ** 0.25))), b.transpose(k, axes=(0, 1, 3, 2))
+    p = b.softmax(b.matmul(qs, kt, name="scores"), axis=-1)
+    out = b.matmul(p, v, name="context")
+    if weight_after:  # a product by a weight keeps its scaled operand (its producer's epilogue)
+        w = b.const(np.random.default_rng(3).standard_normal((D, 4)).astype("float32"), name="w")
+        out = b.matmul(b.mul(out, s), w, name="proj")
+    return b.build(out)
+
+
+def _run(graph, x, **kw):
+    return tefuse.build(graph, "llvm", **kw).run(x)[0]
+
+
+@pytest.mark.parametrize("scale_by", ["mul", "div"])
+def test_scales_move_to_the_scores_output_with_the_same_numbers(scale_by):
+    g = _attention(scale_by)
+    h = hoist_product_scales(g)
+    scores = h.node("scores")
+    assert scores.op == "mul"
+    (prod,) = [i for i in scores.inputs if i.op == "matmul"]
+    assert [i.op for i in prod.inputs] == ["reshape", "transpose"]  # the operands unscaled
+    (c,) = [i for i in scores.inputs if i.op == "constant"]
+    want_factor = D ** -0.5 if scale_by == "mul" else D ** -0.25  # both operands, or q alone
+    assert abs(float(c.value) - want_factor) <= 1e-6 * want_factor
+    x = np.random.default_rng(0).standard_normal((L * B, 3 * E)).astype("float32")
+    np.testing.assert_allclose(_run(h, x, fuse=False), _run(g, x, fuse=False), rtol=1e-5, atol=1e-6)
+
+
+def test_a_product_by_a_weight_keeps_its_scaled_operand():
+    g = _attention(weight_after=True)
+    h = hoist_product_scales(g)
+    assert h.node("proj").op == "matmul" and h.node("proj").inputs[0].op == "mul"
+
+
+def test_shared_views_are_cloned_so_the_split_is_no_kernel_of_its_own():
+    g = _attention()
+    h = clone_shared_views(g)
+    squeezes = [n for n in h.nodes if n.op == "squeeze"]
+    assert len(squeezes) == 3 and all(len(h.consumers()[s]) == 1 for s in squeezes)
+    x = np.random.default_rng(1).standard_normal((L * B, 3 * E)).astype("float32")
+    # without the pass the [3, L, B, E] copy is a kernel; with it each product reads x itself
+    from tefuse.fusion import fuse_graph
+
+    assert len(fuse_graph(h)) == len(fuse_graph(g)) - 1
+    built = tefuse.build(g, "llvm")  # build runs the pass itself (driver.prepare_graph)
+    assert built.num_kernels == len(fuse_graph(h))
+    np.testing.assert_allclose(built.run(x)[0], _run(g, x, fuse=False), rtol=1e-5, atol=1e-6)
+
+
+def test_a_view_read_by_elementwise_kernels_stays_shared():
+    b = GraphBuilder()
+    x = b.input("x", (4, 6))
+    t = b.transpose(x, axes=(1, 0))
+    g = b.build([b.relu(t), b.sigmoid(t)])
+    assert clone_shared_views(g) is g
