@@ -47,11 +47,11 @@ def _np_dtype(dtype: str):
     return np.dtype(dtype)
 
 
-def _keeps_float32(op: str, is_output: bool) -> bool:
+def _keeps_float32(n: Node, is_output: bool) -> bool:
     """Statistics ops; and an opaque op (softmax, layer_norm) whose result is a float32 graph
     output: its kernel takes no epilogue, so the output cast would be a kernel of its own."""
-    d = get_op(op)
-    return d.anchor in FLOAT32_ANCHORS or (is_output and d.pattern == OpPattern.OPAQUE)
+    d = get_op(n.op)
+    return d.anchor in FLOAT32_ANCHORS or (is_output and n.dtype == "float32" and d.pattern == OpPattern.OPAQUE)
 
 
 class _Rewriter:
@@ -60,6 +60,7 @@ class _Rewriter:
         self.outputs = {id(o) for o in graph.outputs}
         self.names = {n.name for n in graph.nodes}
         self.new: dict[int, Node] = {}
+        self.float32_outputs: set[int] = set()  # (original) outputs computed in float32
 
     def fresh(self, base: str) -> str:
         return fresh_name(self.names, base)
@@ -70,6 +71,17 @@ class _Rewriter:
         attrs, shape, out = infer("cast", {"dtype": dtype}, [x], name or x.name)
         return Node(name or self.fresh(f"{x.name}_to_{dtype}"), "cast", [x], attrs, tuple(shape), out)
 
+    def operand(self, orig: Node, float32: bool) -> Node:
+        """`orig`'s rewritten value as a consumer computing in float32 or in the low precision
+        reads it: a float32 constant as it was (not rounded and cast back, a kernel of its own),
+        a float32 output also read inside the graph cast down for its other consumers."""
+        x = self.new[id(orig)]
+        if float32:
+            if orig.op == CONST and orig.dtype == "float32":
+                return orig
+            return self.cast(x, "float32") if x.dtype == self.low else x
+        return self.cast(x, self.low) if id(orig) in self.float32_outputs else x
+
     def node(self, n: Node) -> Node:
         low = self.low
         if n.op == INPUT:
@@ -79,17 +91,20 @@ class _Rewriter:
                 return n
             value = np.asarray(n.value).astype(_np_dtype(low))
             return Node(n.name, CONST, [], {}, n.shape, low, value)
-        inputs = [self.new[id(i)] for i in n.inputs]
         attrs = dict(n.attrs)
         if n.op == "cast" and attrs.get("dtype") == "float32":
             attrs["dtype"] = low  # the working precision of a float32 model
-        if _keeps_float32(n.op, id(n) in self.outputs):
-            inputs = [self.cast(i, "float32") if i.dtype == low else i for i in inputs]
+        is_output = id(n) in self.outputs
+        if _keeps_float32(n, is_output):
+            inputs = [self.operand(i, float32=True) for i in n.inputs]
             attrs, shape, dtype = infer(n.op, attrs, inputs, n.name)
-            if id(n) in self.outputs or dtype != "float32":  # an output stays float32: no round trip
+            if is_output or dtype != "float32":  # an output stays float32: no round trip
+                if dtype == "float32":
+                    self.float32_outputs.add(id(n))
                 return Node(n.name, n.op, inputs, attrs, tuple(shape), dtype)
             out = Node(self.fresh(f"{n.name}_f32"), n.op, inputs, attrs, tuple(shape), dtype)
             return self.cast(out, low, n.name)
+        inputs = [self.operand(i, float32=False) for i in n.inputs]
         attrs, shape, dtype = infer(n.op, attrs, inputs, n.name)
         return Node(n.name, n.op, inputs, attrs, tuple(shape), dtype)
 

@@ -1,13 +1,15 @@
-"""Scalar factors of a matrix product's operands moved to its output:
-matmul(a * s, b * t) = matmul(a, b) * (s * t).
+"""Scalar factors of a matrix product's operands folded into the product:
+matmul(a * s, b * t) = matmul(a, b, alpha=s * t).
 
 Why: torch.onnx writes scaled dot-product attention with Q and K^T each multiplied by
 sqrt(1 / sqrt(d)) before the product (ViT, BERT). Left there, the multiplications are computed
 inside the GEMM's operand loads, so the tile copies cannot stream by cp.async
-(schedules/cuda/prologue.py). On the output they join the fused epilogue, applied once per result
-to the float32 accumulator, which in fp16 is also closer to the exact product than scaling two
+(schedules/cuda/prologue.py). As the product's `alpha` they are applied once per result to the
+float32 accumulator, before any cast to fp16 (so the unscaled scores never have to fit in fp16,
+and s * t is never an fp16 constant), which is also closer to the exact product than scaling two
 rounded operands. onnxruntime's attention fusion folds the scale into the product the same way.
-Only products of two computed operands (attention's): in x * c @ W the multiplication is
+Only products of two computed operands (attention's; not a weight, constant or graph input):
+in x * c @ W the multiplication is
 already the epilogue of x's kernel (a GELU's final * 0.5 before an MLP's second Linear), and
 moving it would only change that kernel and this one, and their tuning records.
 """
@@ -17,7 +19,7 @@ from typing import Optional
 
 import numpy as np
 
-from .ir import CONST, Graph, Node, fresh_name, infer
+from .ir import CONST, Graph, Node, infer
 
 PRODUCTS = ("matmul", "dense")
 
@@ -42,9 +44,8 @@ def _unscaled(x: Node) -> tuple[Node, float]:
 
 
 def hoist_product_scales(graph: Graph) -> Graph:
-    """The graph with scalar factors of every matmul/dense operand applied to its output instead
-    (the product keeps its name; the scaled operand stays for any other consumer)."""
-    names = {n.name for n in graph.nodes}
+    """The graph with scalar factors of every matmul/dense operand folded into its alpha (the
+    scaled operand stays for any other consumer)."""
     new: dict[int, Node] = {}
     changed = False
     for n in graph.nodes:
@@ -52,18 +53,15 @@ def hoist_product_scales(graph: Graph) -> Graph:
             new[id(n)] = n
             continue
         inputs = [new[id(i)] for i in n.inputs]
-        if n.op in PRODUCTS and n.dtype.startswith(("float", "bfloat")) and all(i.op != CONST for i in n.inputs):
+        if n.op in PRODUCTS and n.dtype.startswith(("float", "bfloat")) and all(i.is_op for i in n.inputs):
             parts = [_unscaled(i) for i in inputs]
             factor = float(np.prod([f for _, f in parts]))
-            if any(f != 1.0 for _, f in parts):
+            if factor != 1.0 or any(v is not i for (v, _), i in zip(parts, inputs)):
                 changed = True
-                ops = [v for v, _ in parts]
-                attrs, shape, dtype = infer(n.op, n.attrs, ops, n.name)
-                prod = Node(fresh_name(names, f"{n.name}_unscaled"), n.op, ops, attrs, tuple(shape), dtype)
-                c = Node(fresh_name(names, f"{n.name}_scale"), CONST, [], {}, (),
-                         dtype, np.asarray(factor, _np(dtype)))
-                attrs, shape, dtype = infer("mul", {}, [prod, c], n.name)
-                new[id(n)] = Node(n.name, "mul", [prod, c], attrs, tuple(shape), dtype)
+                inputs = [v for v, _ in parts]
+                attrs = {**n.attrs, "alpha": float(n.attrs.get("alpha", 1.0)) * factor}
+                attrs, shape, dtype = infer(n.op, attrs, inputs, n.name)
+                new[id(n)] = Node(n.name, n.op, inputs, attrs, tuple(shape), dtype)
                 continue
         attrs, shape, dtype = infer(n.op, n.attrs, inputs, n.name)
         new[id(n)] = Node(n.name, n.op, inputs, attrs, tuple(shape), dtype)
@@ -71,10 +69,3 @@ def hoist_product_scales(graph: Graph) -> Graph:
         return graph
     return Graph(list(graph.inputs), [new[id(o)] for o in graph.outputs])
 
-
-def _np(dtype: str):
-    if dtype == "bfloat16":
-        import ml_dtypes
-
-        return ml_dtypes.bfloat16
-    return np.dtype(dtype)

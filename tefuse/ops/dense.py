@@ -12,9 +12,17 @@ from .registry import OpPattern, register_op
 from .value import MATH, Value, acc_dtype, broadcast_shape, broadcast_to, lazy, tf32_operand
 
 
-def _finish(out: te.Tensor, dtype: str) -> Value:
+def _finish(out: te.Tensor, dtype: str, attrs: dict) -> Value:
+    """The accumulator times `alpha` (a product's folded scalar factor, graph/scales.py; ONNX
+    Gemm's alpha), computed in the accumulator's float32 before the cast to the op's dtype: scaled
+    after an fp16 cast, attention's unscaled scores could overflow."""
+    alpha = float(attrs.get("alpha", 1.0))
+    shape = tuple(int(s) for s in out.shape)
+    if alpha != 1.0:
+        a = tir.const(alpha, str(out.dtype))
+        return Value(shape, dtype, lambda *i: tir.Cast(dtype, out(*i) * a))
     if str(out.dtype) != dtype:
-        return Value(tuple(int(s) for s in out.shape), dtype, lambda *i: tir.Cast(dtype, out(*i)))
+        return Value(shape, dtype, lambda *i: tir.Cast(dtype, out(*i)))
     return Value.of_tensor(out)
 
 
@@ -58,9 +66,9 @@ def _matmul_geometry(in_shapes, out_shape, attrs: dict) -> GemmGeometry:
 
 
 @register_op("dense", OpPattern.OUT_ELEMWISE_FUSABLE, anchor="dense", num_inputs=2,
-             geometry=_dense_geometry, optional=MATH)
+             geometry=_dense_geometry, optional={**MATH, "alpha": 1.0})
 def dense(inputs: Sequence[Value], attrs: dict) -> Value:
-    """y[m, n] = sum_k x[m, k] * w[n, k]; math='tf32' rounds float32 operands to TF32 first."""
+    """y[m, n] = alpha * sum_k x[m, k] * w[n, k]; math='tf32' rounds float32 operands to TF32 first."""
     x, w = inputs
     if x.ndim != 2 or w.ndim != 2:
         raise OpError(f"dense: expects 2-D data and weight, got {x.shape} and {w.shape}")
@@ -75,20 +83,20 @@ def dense(inputs: Sequence[Value], attrs: dict) -> Value:
     out = te.compute((x.shape[0], w.shape[0]),
                      lambda i, j: te.sum(tir.Cast(acc, xt[i, k]) * tir.Cast(acc, wt[j, k]), axis=k),
                      name="dense", tag="dense")
-    return _finish(out, x.dtype)
+    return _finish(out, x.dtype, attrs)
 
 
 @register_op("matmul", OpPattern.OUT_ELEMWISE_FUSABLE, anchor="dense", num_inputs=2,
-             geometry=_matmul_geometry, optional={**MATH, "trans_b": False})
+             geometry=_matmul_geometry, optional={**MATH, "trans_b": False, "alpha": 1.0})
 def matmul(inputs: Sequence[Value], attrs: dict) -> Value:
-    """numpy.matmul semantics for ranks >= 1 (1-D operands promoted and squeezed); math='tf32'
-    rounds float32 operands to TF32 first. trans_b=True: b is a 2-D [N, K] (a Linear's weight,
+    """numpy.matmul semantics for ranks >= 1 (1-D operands promoted and squeezed), times alpha;
+    math='tf32' rounds float32 operands to TF32 first. trans_b=True: b is a 2-D [N, K] (a Linear's weight,
     see graph/weights.py), a[..., K] @ b.T."""
     a, b = (tf32_operand(v, attrs) for v in inputs)
     if a.dtype != b.dtype:
         raise OpError(f"matmul: dtype mismatch {a.dtype} vs {b.dtype}")
     if attrs.get("trans_b"):
-        return _matmul_nk(a, b)
+        return _matmul_nk(a, b, attrs)
     if a.ndim == 0 or b.ndim == 0:
         raise OpError("matmul: scalar operands are not allowed")
     axis = stacked_rows_axis(a.shape, b.shape)
@@ -110,7 +118,7 @@ def matmul(inputs: Sequence[Value], attrs: dict) -> Value:
     out = te.compute(batch + (m, n),
                      lambda *i: te.sum(tir.Cast(acc, at(*i[:-1], k)) * tir.Cast(acc, bt(*i[:-2], k, i[-1])),
                                        axis=k), name="matmul", tag="dense")
-    res = _finish(out, a.dtype)
+    res = _finish(out, a.dtype, attrs)
     if squeeze_a or squeeze_b:
         shape = batch + ((m,) if not squeeze_a else ()) + ((n,) if not squeeze_b else ())
 
@@ -125,7 +133,7 @@ def matmul(inputs: Sequence[Value], attrs: dict) -> Value:
     return res
 
 
-def _matmul_nk(a: Value, b: Value) -> Value:
+def _matmul_nk(a: Value, b: Value, attrs: dict) -> Value:
     """a[..., K] @ b[N, K].T as one GEMM over all of a's rows: b is read [N, K] (K fastest, as
     wgmma takes it) with no batch dims of its own, so a's batch dims are GEMM rows."""
     if b.ndim != 2 or a.ndim < 2:
@@ -139,7 +147,7 @@ def _matmul_nk(a: Value, b: Value) -> Value:
     out = te.compute(a.shape[:-1] + (b.shape[0],),
                      lambda *i: te.sum(tir.Cast(acc, at(*i[:-1], k)) * tir.Cast(acc, bt(i[-1], k)), axis=k),
                      name="matmul", tag="dense")
-    return _finish(out, a.dtype)
+    return _finish(out, a.dtype, attrs)
 
 
 def stacked_rows_axis(a_shape: Sequence[int], b_shape: Sequence[int]):

@@ -49,24 +49,46 @@ def _run(graph, x, **kw):
 
 
 @pytest.mark.parametrize("scale_by", ["mul", "div"])
-def test_scales_move_to_the_scores_output_with_the_same_numbers(scale_by):
+def test_scales_fold_into_the_scores_alpha_with_the_same_numbers(scale_by):
     g = _attention(scale_by)
     h = hoist_product_scales(g)
     scores = h.node("scores")
-    assert scores.op == "mul"
-    (prod,) = [i for i in scores.inputs if i.op == "matmul"]
-    assert [i.op for i in prod.inputs] == ["reshape", "transpose"]  # the operands unscaled
-    (c,) = [i for i in scores.inputs if i.op == "constant"]
+    assert scores.op == "matmul"
+    assert [i.op for i in scores.inputs] == ["reshape", "transpose"]  # the operands unscaled
     want_factor = D ** -0.5 if scale_by == "mul" else D ** -0.25  # both operands, or q alone
-    assert abs(float(c.value) - want_factor) <= 1e-6 * want_factor
+    assert abs(scores.attrs["alpha"] - want_factor) <= 1e-6 * want_factor
     x = np.random.default_rng(0).standard_normal((L * B, 3 * E)).astype("float32")
     np.testing.assert_allclose(_run(h, x, fuse=False), _run(g, x, fuse=False), rtol=1e-5, atol=1e-6)
+
+
+def test_in_fp16_the_scale_applies_before_the_scores_are_rounded():
+    """q = k = 40 over D = 64: unscaled scores are 102400, past fp16's 65504; scaled, 12800.
+    The factor applies to the float32 accumulator, so nothing overflows and every row of the
+    softmax is uniform (scaled after the cast to fp16 it was inf, and softmax NaN)."""
+    b = GraphBuilder()
+    q, k = b.input("q", (1, 8, 64)), b.input("k", (1, 8, 64))
+    s = b.const(np.float32(64 ** -0.25), name="s")
+    g = b.build(b.softmax(b.matmul(b.mul(q, s), b.mul(b.transpose(k, axes=(0, 2, 1)), s)), axis=-1))
+    x = np.full((1, 8, 64), 40, np.float32)
+    for precision in ("fp16", "bf16"):
+        got = tefuse.build(g, "llvm", precision=precision).run(x, x)[0]
+        np.testing.assert_allclose(got, np.full((1, 8, 8), 1 / 8, np.float32), rtol=1e-3)
+
+
+def test_factors_that_are_not_scalars_or_divide_by_the_operand_are_left():
+    b = GraphBuilder()
+    q, k = b.input("q", (2, 4, 8)), b.input("k", (2, 8, 4))
+    row = b.const(np.linspace(1, 2, 8).astype("float32"))  # one factor per column: not a scalar
+    recip = b.div(b.const(np.float32(2.0)), k)  # 2 / k: not k times a factor
+    g = b.build([b.matmul(b.mul(q, row), k, name="p1"), b.matmul(q, recip, name="p2")])
+    h = hoist_product_scales(g)
+    assert h is g
 
 
 def test_a_product_by_a_weight_keeps_its_scaled_operand():
     g = _attention(weight_after=True)
     h = hoist_product_scales(g)
-    assert h.node("proj").op == "matmul" and h.node("proj").inputs[0].op == "mul"
+    assert h.node("proj").inputs[0].op == "mul" and "alpha" not in h.node("proj").attrs
 
 
 def test_shared_views_are_cloned_so_the_split_is_no_kernel_of_its_own():

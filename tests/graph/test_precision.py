@@ -183,3 +183,40 @@ def test_an_unknown_math_mode_is_refused_by_name():
     x = b.input("x", (4, 8))
     with pytest.raises(GraphError, match="math='TF32': use 'fp32' or 'tf32'"):
         b.dense(x, b.const(np.ones((3, 8), "float32")), math="TF32")
+
+
+def _dense_layer_norm(rng, dtype="float32", consumed=False):
+    """dense -> layer_norm as the graph's output (a transformer's last hidden state), optionally
+    also read by a second dense (hidden states returned at every layer)."""
+    b = GraphBuilder()
+    x = b.input("x", (4, 32), dtype)
+    h = b.dense(x, b.const((rng.standard_normal((32, 32)) * 0.2).astype(dtype), name="w1"))
+    ln = b.layer_norm(h, b.const(rng.standard_normal(32).astype(dtype), name="g"),
+                      b.const(rng.standard_normal(32).astype(dtype), name="beta"))
+    outs = [ln]
+    if consumed:
+        outs.append(b.dense(ln, b.const((rng.standard_normal((8, 32)) * 0.2).astype(dtype), name="w2")))
+    return b.build(outs)
+
+
+@pytest.mark.parametrize("consumed", [False, True], ids=["output", "output_and_consumed"])
+def test_a_float32_layer_norm_output_costs_no_extra_kernel(consumed):
+    """Kept float32 as an output, layer_norm reads its float32 constants as they were (no fp16
+    round trip, no cast kernel each) and a consumer inside the graph gets it cast down."""
+    rng = np.random.default_rng(7)
+    g = _dense_layer_norm(rng, consumed=consumed)
+    x = rng.standard_normal((4, 32)).astype("float32")
+    fp32 = tefuse.build(g, "llvm")
+    cg = tefuse.build(g, "llvm", precision="fp16")
+    assert cg.num_kernels == fp32.num_kernels
+    assert [o.dtype for o in convert_precision(g, "fp16").outputs] == ["float32"] * len(g.outputs)
+    for got, want in zip(cg.run(x), fp32.run(x)):
+        assert got.dtype == np.float32
+        assert np.abs(got - want).max() <= 1e-2 * np.abs(want).max()
+
+
+def test_an_fp16_graph_ending_in_layer_norm_is_taken_as_it_is():
+    g = _dense_layer_norm(np.random.default_rng(8), dtype="float16")
+    h = convert_precision(g, "fp16")
+    assert all(n.dtype == "float16" for n in h.nodes) and not any(n.op == "cast" for n in h.nodes)
+    assert tefuse.build(g, "llvm", precision="fp16").num_kernels == tefuse.build(g, "llvm").num_kernels
