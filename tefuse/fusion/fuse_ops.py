@@ -163,6 +163,14 @@ class _Fuser:
             if phase == 0 and dom.pattern == OpPattern.ELEMWISE:
                 if self._check_path(n, sink, lambda k, is_sink: k <= OpPattern.BROADCAST):
                     self._commit(n, sink)
+            elif phase == 0 and _keeps_rows(sink) and self._anchor_kind(n) == "dense":
+                # a GEMM's rows written to permuted places (a transformer's [L*B, E] output back
+                # to [B, L, E]): each row stays whole and contiguous, so the epilogue's stores stay
+                # vectors; its residual add then joins the epilogue too, no kernel of its own
+                def fcond(k, is_sink):
+                    return k <= OpPattern.BROADCAST or (is_sink and k == OpPattern.INJECTIVE)
+                if self._check_path(n, sink, fcond):
+                    self._commit(n, sink)
             elif phase == 0 and _to_nchw(sink) and self._anchor_nhwc(n):
                 # a layout change back to NCHW (graph/layout.py) is written by the NHWC
                 # anchor's store, as its last epilogue step
@@ -202,6 +210,11 @@ class _Fuser:
         if not ok:
             log.debug("prologue %s kept out of %s's kernel", n.name, anchor.name)
         return ok
+
+    def _anchor_kind(self, n: Node):
+        root = self.groups[n].root()
+        return next((m.anchor_kind for m in self.ops
+                     if self.groups[m].root() is root and m.pattern in ANCHOR_PATTERNS), None)
 
     def _anchor_nhwc(self, n: Node) -> bool:
         root = self.groups[n].root()
@@ -301,6 +314,23 @@ class _Fuser:
             done.add(id(g))
             ordered.append(g)
         return [self._make_group(k, g.nodes) for k, g in enumerate(ordered)]
+
+
+def _keeps_rows(n: Node) -> bool:
+    """A reshape, transpose, squeeze or expand_dims that leaves the last axis where it is, whole:
+    it only moves rows."""
+    if not n.inputs or n.op not in ("reshape", "transpose", "squeeze", "expand_dims"):
+        return False
+    src = n.inputs[0].shape
+    if not src or not n.shape or src[-1] != n.shape[-1]:
+        return False
+    if n.op == "transpose":
+        axes = tuple(n.attrs.get("axes") or reversed(range(len(src))))
+        return axes[-1] == len(src) - 1
+    if n.op in ("squeeze", "expand_dims"):
+        rank = len(src) if n.op == "squeeze" else len(n.shape)
+        return all(a % rank != rank - 1 for a in (n.attrs.get("axes") or ()))
+    return True
 
 
 def _to_nchw(n: Node) -> bool:

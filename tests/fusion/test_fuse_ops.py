@@ -7,6 +7,7 @@ import pytest
 
 import tefuse
 from tefuse import GraphBuilder
+from tefuse.fusion import fuse_graph
 from tests.reference import assert_close, batch_norm, conv2d, sigmoid, softmax
 
 
@@ -402,3 +403,31 @@ def test_groups_are_topologically_ordered(rng):
             if i.is_op:
                 assert id(i) in seen, f"{gr.name} reads {i.name} before it is produced"
         seen |= {id(n) for n in gr.nodes}
+
+
+def _projection_back_to_batch_first(rng, axes=(1, 0, 2)):
+    """A seq-first attention's output projection: [L*B, E] rows back to [B, L, E], plus the
+    residual (torch's MultiheadAttention under a batch-first encoder, as ViT exports it)."""
+    L, B, E = 5, 3, 8
+    b = GraphBuilder()
+    x, res = b.input("x", (L * B, E)), b.input("res", (B, L, E) if axes[-1] == 2 else (B, E, L))
+    w = b.const(rng.standard_normal((E, E)).astype("float32"))
+    y = b.reshape(b.bias_add(b.dense(x, w), b.const(rng.standard_normal(E).astype("float32")), axis=1),
+                  shape=(L, B, E))
+    return b.build(b.add(b.transpose(y, axes=axes), res)), (L * B, E), res.shape
+
+
+def test_a_gemm_epilogue_takes_a_row_permutation_and_the_residual(rng):
+    g, xs, rs = _projection_back_to_batch_first(rng)
+    groups = fuse_graph(g)
+    assert ops_of(groups) == [["dense", "bias_add", "reshape", "transpose", "add"]]
+    feeds = (rng.standard_normal(xs).astype("float32"), rng.standard_normal(rs).astype("float32"))
+    check_against_unfused(g, feeds)
+
+
+def test_a_transpose_that_moves_the_gemm_columns_stays_out_of_its_epilogue(rng):
+    g, xs, rs = _projection_back_to_batch_first(rng, axes=(1, 2, 0))
+    groups = ops_of(fuse_graph(g))
+    assert groups[0] == ["dense", "bias_add", "reshape"] and "transpose" not in groups[0]
+    feeds = (rng.standard_normal(xs).astype("float32"), rng.standard_normal(rs).astype("float32"))
+    check_against_unfused(g, feeds)

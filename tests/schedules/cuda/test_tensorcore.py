@@ -48,6 +48,15 @@ def _scores(m, n, k, dtype, batch=3):
     return b.build(b.matmul(q, b.transpose(kk, axes=(0, 2, 1))))
 
 
+def _rows_permuted(l, bsz, e, dtype):
+    """An output projection whose rows go back to batch-first [B, L, E] with the residual, all in
+    the epilogue (fusion's row permutation: each row stays whole, so stores stay vectors)."""
+    b = GraphBuilder()
+    x, w = b.input("x", (l * bsz, e), dtype), b.input("w", (e, e), dtype)
+    y = b.reshape(b.bias_add(b.dense(x, w), b.input("bias", (e,), dtype), axis=1), shape=(l, bsz, e))
+    return b.build(b.add(b.transpose(y, axes=(1, 0, 2)), b.input("res", (bsz, l, e), dtype)))
+
+
 CASES = {
     "conv_nchw_bn_relu": lambda: parse_chain("conv2d(k=32,r=3,pad=1)+bias+batch_norm+relu", (2, 16, 10, 10),
                                              "float16", "NCHW"),
@@ -59,6 +68,7 @@ CASES = {
     "batched_matmul": lambda: _dense(37, 40, 24, "float16", batch=3),
     "dense_bf16": lambda: _dense(49, 64, 48, "bfloat16"),
     "attention_scores": lambda: _scores(37, 40, 24, "float16"),
+    "dense_rows_permuted": lambda: _rows_permuted(37, 3, 64, "float16"),
     "dense_normalized_prologue": lambda: _normalized_dense(197, 64, 96, "float16"),
     # float32 graphs built with precision tf32 (operands rounded to TF32, mma.sync m16n8k8)
     "conv_nchw_tf32": lambda: convert_precision(
@@ -78,7 +88,8 @@ def _group(graph):
 
 
 # fp16/bf16/tf32 dense GEMMs (B stored [N, K]): Hopper's untuned choice is wgmma (test_tensorcore_wgmma)
-WGMMA_CASES = {"dense_awkward_197", "dense_bf16", "dense_normalized_prologue", "dense_awkward_197_tf32"}
+WGMMA_CASES = {"dense_awkward_197", "dense_bf16", "dense_normalized_prologue", "dense_awkward_197_tf32",
+               "dense_rows_permuted"}
 
 
 @pytest.mark.parametrize("case,arch", [(c, "sm_90") for c in sorted(CASES)] + [(c, "sm_80") for c in sorted(WGMMA_CASES)])
@@ -128,6 +139,14 @@ def test_a_transposed_b_is_staged_n_by_k_and_streamed(case, trans):
     assert ("ldmatrix.sync.aligned.m8n8.x4.trans" in src) == trans
     copies = re.findall(r"ptx_cp_async\w*_16\w*\(buf_dyn_shmem_ptr, [^;]*in_(\w+?)_ptr", src)
     assert {"q", "k"} <= set(copies) if case == "attention_scores" else copies
+
+
+def test_the_permuted_rows_are_stored_as_vectors():
+    """The epilogue writes each row of the permuted output as vectors (sm_80's mma and sm_90's
+    wgmma; 4 halves where the masked tail limits the store, 8 elsewhere)."""
+    for arch in ("sm_80", "sm_90"):
+        (k,) = tefuse.build(CASES["dense_rows_permuted"](), f"cuda:{arch}").kernels
+        assert re.search(r"\*\((uint4|half4)\*\)\(out_\w+_ptr \+", k.source("cuda")), arch
 
 
 def _rand(shape, dtype, rng):
@@ -204,7 +223,8 @@ def test_a_copy_that_starts_off_alignment_stays_scalar():
 
 
 @pytest.mark.parametrize("case", ["conv_nchw_bn_relu", "conv_nhwc_residual", "conv_c3_7x7_s2", "dense_awkward_197",
-                                  "batched_matmul", "attention_scores", "dense_normalized_prologue", *TF32_CASES])
+                                  "batched_matmul", "attention_scores", "dense_rows_permuted",
+                                  "dense_normalized_prologue", *TF32_CASES])
 def test_tiling_and_padding_compute_the_right_numbers_on_llvm(case):
     """The template's schedule with plain loops (llvm cannot run tensor-core intrinsics): every
     tile, pad and masked tail as on the GPU, compared with the CPU template's result."""
