@@ -202,3 +202,40 @@ def test_lrn_is_its_own_anchor_kind():
     task = _task(("lrn", (1, 8, 4, 4), {}))
     assert task.info.anchor_kind == "lrn" and task.template().name == TEMPLATE
     assert task.info.geometry.window and task.fallback()["red_threads"] == 1
+
+
+@pytest.mark.parametrize("shape", [(2, 12, 197, 197), (6, 4, 10, 33), (2, 4, 8, 16)],
+                         ids=["vit_scores", "three_row_axes", "powers_of_two"])
+def test_row_splits_tvm_refuses_are_refused_by_the_space(shape):
+    """Over three row axes, a config the space admits applies (exactly the refused ones fail on
+    ViT's scores; the rule may refuse a few that would work elsewhere), on CUDA's warps of 32 and
+    ROCm's of 64; the fallback is admitted."""
+    from tefuse.schedules.cuda.reduction import CudaCrossThreadReduction
+    from tefuse.codegen.lower import lower_group
+    from tefuse.fusion import fuse_graph
+    from tefuse.target import make_target
+
+    (group,) = fuse_graph(chain("softmax", shape))
+    low = lower_group(group)
+    tmpl = CudaCrossThreadReduction()
+    for target in (make_target("cuda"), make_target("rocm")):
+        space = tmpl.space(low.info, target)
+        refused = failed = 0
+        for i in range(len(space)):
+            cfg = space.get(i)
+            if cfg["unroll"] not in (0, 16):  # unrolling does not change whether it applies
+                continue
+            try:
+                tmpl.apply(s_tir.Schedule(low.func), low.info, cfg, target)
+                ok = True
+            except Exception:
+                ok = False
+            admitted = space.admits(i)
+            assert ok or not admitted, f"{target.kind.name}: {cfg.values} admitted but refused by TVM"
+            refused += not admitted
+            failed += not ok
+        if shape == (2, 12, 197, 197):
+            assert refused == failed > 0
+        fb = tmpl.fallback(low.info, target, space)
+        assert space.admits(fb.index)
+        tmpl.apply(s_tir.Schedule(low.func), low.info, fb, target)
