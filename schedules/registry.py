@@ -89,6 +89,12 @@ class Template:
     def fallback(self, info: KernelInfo, target, space: ConfigSpace) -> Config:
         return space.get(0)
 
+    def fallback_alternatives(self, info: KernelInfo, target, space: ConfigSpace, cfg: Config):
+        """Configs to try, in order, where the fallback `cfg` does not apply (TVM refusing a
+        schedule no space rule foresaw): an untuned build then takes the nearest one that does,
+        rather than failing. None by default."""
+        return ()
+
     def prepare(self, func, info: KernelInfo, cfg: Config, target):
         """The unscheduled func a config schedules: `func` itself, unless the config's instructions
         do part of its arithmetic elsewhere (tf32 wgmma rounds its operands in shared memory, so

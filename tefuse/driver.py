@@ -17,7 +17,7 @@ import tvm
 
 from .codegen.compile import compile_module, device_source
 from .codegen.lower import LoweredGroup, lower_group
-from .codegen.schedule import BestRecordSource, ScheduleChoice, apply_schedule, choose_schedule
+from .codegen.schedule import BestRecordSource, ScheduleChoice, apply_choice, choose_schedule
 from .errors import BuildError
 from .fusion import FusedGroup, ProloguePolicy, fuse_graph
 from .fusion.workload import workload_key
@@ -55,8 +55,7 @@ def prepare_group(group: FusedGroup, target: tvm.target.Target, db: Optional[Bes
                   choice: Optional[ScheduleChoice] = None) -> PreparedGroup:
     t0 = time.perf_counter()
     lowered: LoweredGroup = lower_group(group)
-    choice = choice or choose_schedule(lowered, target, db)
-    mod = apply_schedule(lowered, target, choice)
+    mod, choice = apply_choice(lowered, target, choice or choose_schedule(lowered, target, db))
     return PreparedGroup(group, lowered, choice, mod, workload_key(group), time.perf_counter() - t0)
 
 

@@ -91,9 +91,10 @@ def rows_split_ok(rows: int, row_dims) -> bool:
     blocks' bindings (computed at the split loop) into a form it then does not prove
     quasi-affine, and `bind` refuses the schedule: 2 or 4 rows of ViT's [B, 12, 197] (56 of the
     144 softmax configs, the ROCm fallback among them), 4 or 8 of [6, 4, 10]. Such configs are
-    refused before they are tried. The rule is exact or stricter on every three-axis shape swept
-    (tests/schedules/cuda/test_reduction.py); other ranks keep every config (four axes fail in
-    patterns this rule does not capture, left to the tuner's failed trials)."""
+    refused before they are tried. TVM refuses other splits too, in patterns not captured here
+    (a multiple of a short last row extent: 8 rows of [12, 197, 2]; most of four row axes): the
+    tuner records those as failed trials, and an untuned build takes fewer rows instead
+    (`fallback_alternatives`)."""
     dims = [d for d in row_dims if d > 1]
     if rows <= 1 or len(dims) != 3 or dims[-1] % rows == 0:
         return True
@@ -165,6 +166,14 @@ class CudaCrossThreadReduction(Template):
         while vals["rows"] > 1 and not space.admits(space.index_of(vals)):
             vals["rows"] //= 2  # a split TVM refuses (rows_split_ok)
         return space.from_values(vals)
+
+    def fallback_alternatives(self, info: KernelInfo, target, space: ConfigSpace, cfg: Config):
+        """Fewer rows a block, down to one: a row split TVM refuses (see rows_split_ok; not every
+        pattern is known) is a neighbour's that applies."""
+        vals = dict(cfg.values)
+        while vals["rows"] > 1:
+            vals["rows"] //= 2
+            yield space.from_values(vals)
 
     # -- apply ------------------------------------------------------------------------
     def apply(self, sch: s_tir.Schedule, info: KernelInfo, cfg: Config, target) -> None:

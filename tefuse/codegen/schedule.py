@@ -80,3 +80,27 @@ def kernel_spec(lowered: LoweredGroup, choice: ScheduleChoice) -> KernelSpec:
 def apply_schedule(lowered: LoweredGroup, target: tvm.target.Target, choice: ScheduleChoice) -> tvm.IRModule:
     """The chosen config applied to a lowered group, checked against the target's limits."""
     return schedule_kernel(kernel_spec(lowered, choice), target)
+
+
+def apply_choice(lowered: LoweredGroup, target: tvm.target.Target,
+                 choice: ScheduleChoice) -> tuple[tvm.IRModule, ScheduleChoice]:
+    """apply_schedule, and for an untuned config that does not apply, the template's
+    alternatives in turn (Template.fallback_alternatives); the choice returned is the one
+    applied. A tuned config that does not apply is an error: its record says it did."""
+    try:
+        return apply_schedule(lowered, target, choice), choice
+    except BuildError as first:
+        if choice.source != "fallback":
+            raise
+        space = choice.template.space(lowered.info, target)
+        for cfg in choice.template.fallback_alternatives(lowered.info, target, space, choice.config):
+            alt = ScheduleChoice(choice.template, cfg, "fallback")
+            try:
+                mod = apply_schedule(lowered, target, alt)
+            except BuildError:
+                continue
+            log.info("%s: fallback config #%d of %s does not apply; took #%d instead (%s)",
+                     lowered.group.name, choice.config.index, choice.template.name, cfg.index,
+                     str(first).split(": ", 1)[-1])
+            return mod, alt
+        raise

@@ -207,9 +207,9 @@ def test_lrn_is_its_own_anchor_kind():
 @pytest.mark.parametrize("shape", [(2, 12, 197, 197), (6, 4, 10, 33), (2, 4, 8, 16)],
                          ids=["vit_scores", "three_row_axes", "powers_of_two"])
 def test_row_splits_tvm_refuses_are_refused_by_the_space(shape):
-    """Over three row axes, a config the space admits applies (exactly the refused ones fail on
-    ViT's scores; the rule may refuse a few that would work elsewhere), on CUDA's warps of 32 and
-    ROCm's of 64; the fallback is admitted."""
+    """On these shapes of three row axes a config the space admits applies (exactly the refused
+    ones fail on ViT's scores; the rule may refuse a few that would work elsewhere), on CUDA's
+    warps of 32 and ROCm's of 64; the fallback is admitted."""
     from tefuse.schedules.cuda.reduction import CudaCrossThreadReduction
     from tefuse.codegen.lower import lower_group
     from tefuse.fusion import fuse_graph
@@ -239,3 +239,30 @@ def test_row_splits_tvm_refuses_are_refused_by_the_space(shape):
         fb = tmpl.fallback(low.info, target, space)
         assert space.admits(fb.index)
         tmpl.apply(s_tir.Schedule(low.func), low.info, fb, target)
+
+
+@pytest.mark.parametrize("op,shape,axis", [("softmax", (12, 197, 2, 33), 3), ("layer_norm", (3, 24, 7, 2), 0),
+                                           ("softmax", (64, 5, 8, 16), 2)])
+def test_an_untuned_build_takes_fewer_rows_where_the_fallback_split_is_refused(op, shape, axis):
+    """Splits TVM refuses that no space rule captures (found by review): the fallback does not
+    apply, and the build takes the same config with fewer rows a block instead of failing."""
+    from tefuse.codegen.lower import lower_group
+    from tefuse.codegen.schedule import ScheduleChoice, apply_choice
+    from tefuse.errors import BuildError
+    from tefuse.fusion import fuse_graph
+    from tefuse.schedules.cuda.reduction import CudaCrossThreadReduction
+    from tefuse.target import make_target
+
+    (group,) = fuse_graph(chain(op, shape, axis=axis))
+    low = lower_group(group)
+    tmpl = CudaCrossThreadReduction()
+    target = make_target("cuda")
+    fb = tmpl.fallback(low.info, target, tmpl.space(low.info, target))
+    with pytest.raises(Exception):
+        tmpl.apply(s_tir.Schedule(low.func), low.info, fb, target)
+    _, used = apply_choice(low, target, ScheduleChoice(tmpl, fb, "fallback"))
+    assert used.config["rows"] < fb["rows"] and used.config["red_threads"] == fb["red_threads"]
+    with pytest.raises(BuildError, match="failed to apply"):  # a tuned record is taken as it is
+        apply_choice(low, target, ScheduleChoice(tmpl, fb, "tuned"))
+    for tgt in ("cuda", "rocm"):
+        assert tefuse.build(chain(op, shape, axis=axis), tgt).num_kernels == 1
