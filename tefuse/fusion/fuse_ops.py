@@ -326,7 +326,7 @@ def _keeps_rows(n: Node) -> bool:
         return False
     if n.op == "transpose":
         axes = tuple(n.attrs.get("axes") or reversed(range(len(src))))
-        return axes[-1] == len(src) - 1
+        return axes[-1] % len(src) == len(src) - 1
     if n.op in ("squeeze", "expand_dims"):
         rank = len(src) if n.op == "squeeze" else len(n.shape)
         return all(a % rank != rank - 1 for a in (n.attrs.get("axes") or ()))

@@ -410,15 +410,16 @@ def _projection_back_to_batch_first(rng, axes=(1, 0, 2)):
     residual (torch's MultiheadAttention under a batch-first encoder, as ViT exports it)."""
     L, B, E = 5, 3, 8
     b = GraphBuilder()
-    x, res = b.input("x", (L * B, E)), b.input("res", (B, L, E) if axes[-1] == 2 else (B, E, L))
+    x, res = b.input("x", (L * B, E)), b.input("res", (B, L, E) if axes[-1] % 3 == 2 else (B, E, L))
     w = b.const(rng.standard_normal((E, E)).astype("float32"))
     y = b.reshape(b.bias_add(b.dense(x, w), b.const(rng.standard_normal(E).astype("float32")), axis=1),
                   shape=(L, B, E))
     return b.build(b.add(b.transpose(y, axes=axes), res)), (L * B, E), res.shape
 
 
-def test_a_gemm_epilogue_takes_a_row_permutation_and_the_residual(rng):
-    g, xs, rs = _projection_back_to_batch_first(rng)
+@pytest.mark.parametrize("axes", [(1, 0, 2), (1, 0, -1)])
+def test_a_gemm_epilogue_takes_a_row_permutation_and_the_residual(rng, axes):
+    g, xs, rs = _projection_back_to_batch_first(rng, axes)
     groups = fuse_graph(g)
     assert ops_of(groups) == [["dense", "bias_add", "reshape", "transpose", "add"]]
     feeds = (rng.standard_normal(xs).astype("float32"), rng.standard_normal(rs).astype("float32"))
