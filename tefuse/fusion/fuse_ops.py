@@ -204,22 +204,24 @@ class _Fuser:
     def _prologue_ok(self, n: Node, sink: Node) -> bool:
         if isinstance(self.prologue, bool):
             return self.prologue
-        root, mine = self.groups[sink].root(), self.groups[n].root()
-        anchor = next(m for m in self.ops if self.groups[m].root() is root and m.pattern in ANCHOR_PATTERNS)
+        anchor, mine = self._anchor(sink), self.groups[n].root()
         ok = self.prologue(PrologueCandidate(anchor, tuple(m for m in self.ops if self.groups[m].root() is mine)))
         if not ok:
             log.debug("prologue %s kept out of %s's kernel", n.name, anchor.name)
         return ok
 
-    def _anchor_kind(self, n: Node):
+    def _anchor(self, n: Node) -> Optional[Node]:
+        """The anchor op of n's group (a group holds at most one), else None."""
         root = self.groups[n].root()
-        return next((m.anchor_kind for m in self.ops
-                     if self.groups[m].root() is root and m.pattern in ANCHOR_PATTERNS), None)
+        return next((m for m in self.ops if self.groups[m].root() is root and m.pattern in ANCHOR_PATTERNS), None)
+
+    def _anchor_kind(self, n: Node) -> Optional[str]:
+        anchor = self._anchor(n)
+        return anchor.anchor_kind if anchor is not None else None
 
     def _anchor_nhwc(self, n: Node) -> bool:
-        root = self.groups[n].root()
-        return any(self.groups[m].root() is root and m.pattern in ANCHOR_PATTERNS
-                   and m.attrs.get("layout") == "NHWC" for m in self.ops)
+        anchor = self._anchor(n)
+        return anchor is not None and anchor.attrs.get("layout") == "NHWC"
 
     # -- result ---------------------------------------------------------------------------
     def _collect(self) -> list[FusedGroup]:
