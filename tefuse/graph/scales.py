@@ -9,9 +9,9 @@ float32 accumulator, before any cast to fp16 (so the unscaled scores never have 
 and s * t is never an fp16 constant), which is also closer to the exact product than scaling two
 rounded operands. onnxruntime's attention fusion folds the scale into the product the same way.
 Only products of two computed operands (attention's; not a weight, constant or graph input):
-in x * c @ W the multiplication is
-already the epilogue of x's kernel (a GELU's final * 0.5 before an MLP's second Linear), and
-moving it would only change that kernel and this one, and their tuning records.
+in x * c @ W the multiplication is already the epilogue of x's kernel (a GELU's final * 0.5
+before an MLP's second Linear), and moving it would only change that kernel and this one, and
+their tuning records.
 """
 from __future__ import annotations
 
