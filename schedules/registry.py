@@ -83,6 +83,12 @@ class Template:
         registration order): a measured rule of thumb for which untuned fallback is faster."""
         return 0
 
+    def supports(self, geometry, dtype: str, target) -> bool:
+        """Whether the template builds an op of this geometry and dtype, asked before the op
+        exists: graph passes that form a fused op (graph/attention.py) only form it where a
+        template of its own anchor kind says yes (see op_supported)."""
+        return True
+
     def space(self, info: KernelInfo, target) -> ConfigSpace:
         return ConfigSpace()
 
@@ -186,6 +192,13 @@ def preload(target) -> None:
             if fam in fams and id(t) not in seen:
                 seen.add(id(t))
                 t.preload()
+
+
+def op_supported(target, anchor_kind: str, geometry, dtype: str) -> bool:
+    """Whether a template registered for `anchor_kind` itself (the generic '*' ones do not count)
+    along the target's families builds an op of this geometry and dtype."""
+    return any(t.supports(geometry, dtype, target)
+               for fam in families(target) for t in _TEMPLATES.get((fam, anchor_kind), []))
 
 
 def get_templates(target, anchor_kind: str) -> list[Template]:

@@ -21,6 +21,7 @@ from .codegen.schedule import BestRecordSource, ScheduleChoice, apply_choice, ch
 from .errors import BuildError
 from .fusion import FusedGroup, ProloguePolicy, fuse_graph
 from .fusion.workload import workload_key
+from .graph.attention import fuse_attention
 from .graph.fold_bn import fold_batch_norm
 from .graph.ir import Graph
 from .graph.layout import auto_layout, convert_layout
@@ -31,7 +32,7 @@ from .graph.precision import check_precision, convert_precision
 from .runtime.executor import CompiledGraph
 from .runtime.kernel import CompiledKernel
 from .runtime.profiles import ProfiledGraph, profiled
-from .schedules import prologue_policy
+from .schedules import op_supported, prologue_policy
 from .schedules.cuda.tensorcore_wgmma import wgmma_capable
 from .target import TargetLike, make_target
 
@@ -217,7 +218,8 @@ def prepare_graph(graph: Graph, target, *, precision: str = "fp32", layout: Opti
     graph = convert_layout(graph, auto_layout(precision, kind) if layout is None else layout)
     if kind == "cuda":  # tensor-core GEMMs read a Linear's weight [N, K], on Hopper a conv's too (graph/weights.py)
         graph = nk_gemm_weights(graph, convs=wgmma_capable(tgt))
-    return graph
+    # after precision: whether a template takes the fused op depends on its dtype
+    return fuse_attention(graph, lambda geo, dtype: op_supported(tgt, "attention", geo, dtype))
 
 
 GraphSource = Union[Graph, Mapping[int, Graph], Callable[[int], Graph]]

@@ -75,6 +75,22 @@ SM_COUNT: dict[str, int] = {
 }
 DEFAULT_SM_COUNT = 132
 
+# dynamic shared memory a CUDA block may opt into (cudaFuncAttributeMaxDynamicSharedMemorySize;
+# CUDA programming guide, compute capabilities table), beyond the 48 KB tefuse's targets declare
+SMEM_OPTIN: dict[str, int] = {
+    "sm_70": 98304, "sm_75": 65536, "sm_80": 166912, "sm_86": 101376, "sm_87": 166912,
+    "sm_89": 101376, "sm_90": 232448, "sm_90a": 232448, "sm_100": 232448,
+}
+
+
+def optin_target(target: tvm.target.Target) -> tvm.target.Target:
+    """`target` declaring its arch's opt-in shared memory (SMEM_OPTIN): what a kernel that
+    needs more than 48 KB a block is checked and compiled for (TVM's runtime opts in at launch)."""
+    d = dict(target.export())
+    d["max_shared_memory_per_block"] = max(SMEM_OPTIN.get(str(d.get("arch", "")), 0),
+                                           int(d.get("max_shared_memory_per_block", 0)))
+    return tvm.target.Target(d)
+
 
 @dataclass(frozen=True)
 class GpuLimits:

@@ -9,7 +9,7 @@ from ..common import inline_all, outer_nests
 from ..registry import KernelInfo, Template, register
 
 
-@register("cpu", "*")
+@register("cpu", "*", "attention")  # attention: the fused op too, so CPU builds check its numerics
 class CpuGeneric(Template):
     name = "cpu_generic"
 

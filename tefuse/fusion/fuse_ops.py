@@ -163,7 +163,7 @@ class _Fuser:
             if phase == 0 and dom.pattern == OpPattern.ELEMWISE:
                 if self._check_path(n, sink, lambda k, is_sink: k <= OpPattern.BROADCAST):
                     self._commit(n, sink)
-            elif phase == 0 and _keeps_rows(sink) and self._anchor_kind(n) == "dense":
+            elif phase == 0 and _keeps_rows(sink) and self._anchor_kind(n) in ROW_ANCHORS:
                 # a GEMM's rows written to permuted places (a transformer's [L*B, E] output back
                 # to [B, L, E]): each row stays whole and contiguous, so the epilogue's stores stay
                 # vectors; its residual add then joins the epilogue too, no kernel of its own
@@ -316,6 +316,11 @@ class _Fuser:
             done.add(id(g))
             ordered.append(g)
         return [self._make_group(k, g.nodes) for k, g in enumerate(ordered)]
+
+
+# anchors whose output rows (last axis) are written whole by their epilogue's stores: GEMMs, and
+# attention (its head merge, [B, H, L, D] -> [L, B, H, D], written by its kernel)
+ROW_ANCHORS = ("dense", "attention")
 
 
 def _keeps_rows(n: Node) -> bool:

@@ -1,0 +1,200 @@
+"""CUDA tensor-core template for the fused attention op (ops/attention.py), fp16 on wmma.
+
+One thread block per (batch entry, tile of 16 * warps query rows); warp w owns 16 rows:
+1. the block's q rows and all of k and v are copied to shared memory (their prologues, a
+   transformer's head split, computed in the copy; padding rows zero);
+2. each warp multiplies its q rows by k^T on tensor cores into a float32 score tile in shared
+   memory (16 x Lk_pad);
+3. a warp per 16 rows takes each row's max and exp-sum across its lanes, and writes the
+   probabilities in fp16 (zeros past Lk), as the unfused softmax does;
+4. each warp multiplies its probability rows by v on tensor cores, and its 16 x Dv result goes
+   out through a float32 tile in shared memory, cast, with the epilogue (the head merge's
+   transpose) computed in the store.
+The scores never leave the chip, which is the point (graph/attention.py). The whole key length
+sits in shared memory, so the template takes sequences whose tiles fit the arch's opt-in shared
+memory (ViT's 197 tokens: about 90 KB a block once TVM reuses dead buffers); longer ones keep
+the unfused kernels.
+"""
+from __future__ import annotations
+
+import tvm
+from tvm.s_tir.dlight.gpu.matmul import auto_inline_producers
+
+from ...ops.attention import BLOCKS, AttentionGeometry
+from ...target import SMEM_OPTIN, optin_target
+from ..registry import KernelInfo, Template, register
+from ..space import Config, ConfigSpace
+from .lanes import lanes_contiguous
+from .tensorcore import _arch, _inline_epilogue, _target_kind
+
+SCOPE = "shared.dyn"
+PAD_HALF = 8  # storage_align offsets: fp16 rows padded by 16 bytes, float32 rows by 16 bytes
+PAD_FLOAT = 4
+WARPS = (4, 2)  # warps a block (16 query rows each); the op pads q rows to a multiple of 64
+
+
+def shared_bytes(geo: AttentionGeometry, warps: int) -> int:
+    """Every shared buffer of a block at once (an upper bound: TVM's allocator reuses the q/k
+    tiles and the scores once dead)."""
+    rows, lk = 16 * warps, geo.lk_pad
+    half = (rows * (geo.d + PAD_HALF) + lk * (geo.d + PAD_HALF) + lk * (geo.dv + PAD_HALF)
+            + rows * (lk + PAD_HALF))
+    flt = rows * (lk + PAD_FLOAT) + rows * (geo.dv + PAD_FLOAT) + 2 * rows
+    return 2 * half + 4 * flt
+
+
+@register("cuda", "attention")
+class TensorCoreAttention(Template):
+    name = "tensorcore_attention"
+
+    def supports(self, geometry, dtype: str, target) -> bool:
+        arch = str(target.attrs.get("arch", ""))
+        return (dtype == "float16" and _arch(target) >= 70 and geometry.d % 16 == 0
+                and geometry.dv % 16 == 0 and geometry.lq >= 16
+                and shared_bytes(geometry, min(WARPS)) <= SMEM_OPTIN.get(arch, 0))
+
+    def accepts(self, info: KernelInfo) -> bool:
+        return isinstance(info.geometry, AttentionGeometry) and info.dtype == "float16"
+
+    def space(self, info: KernelInfo, target) -> ConfigSpace:
+        s = ConfigSpace()
+        limit = SMEM_OPTIN.get(str(target.attrs.get("arch", "")), 0)
+        s.define_knob("warps", [w for w in WARPS if shared_bytes(info.geometry, w) <= limit] or [min(WARPS)])
+        s.define_knob("vec_out", [4, 8])
+        return s
+
+    def fallback(self, info: KernelInfo, target, space: ConfigSpace) -> Config:
+        return space.get(0)
+
+    def compile_target(self, info: KernelInfo, cfg: Config, target):
+        return optin_target(target)
+
+    def pass_config(self, info: KernelInfo, cfg: Config, target) -> dict:
+        # wmma: StorageRewrite may alias the float32 tiles with fp16 ones (see tensorcore.pass_config)
+        return {"tirx.disable_storage_rewrite": True} if _target_kind(target) == "cuda" else {}
+
+    def preload(self) -> None:
+        import tvm.s_tir.tensor_intrin.cuda  # noqa: F401
+
+    def apply(self, sch, info: KernelInfo, cfg: Config, target) -> None:
+        apply_attention(sch, info, int(cfg["warps"]), int(cfg["vec_out"]))
+
+
+def apply_attention(sch, info: KernelInfo, warps: int, vec_out: int) -> None:
+    from tvm.s_tir.tensor_intrin.cuda import get_wmma_intrin_group
+
+    g = sch.get_sblock
+    ctx, scores, probs = g(BLOCKS.context), g(BLOCKS.scores), g(BLOCKS.probs)
+    out = g(BLOCKS.out)
+    epilogue = [b for b in info.output_blocks if b != BLOCKS.out]
+    if epilogue:  # the head merge (a transpose) and elementwise ops: computed in the store
+        _inline_epilogue(sch, out, epilogue)
+
+    # ---- context GEMM (probs @ v): grid over (batch, row tile); warp w: 16 rows x Dv
+    *batch, i, d, j = sch.get_loops(ctx)
+    bx = sch.fuse(*batch) if len(batch) > 1 else batch[0]
+    qt, wi, i16 = sch.split(i, [None, warps, 16])
+    d0, d16 = sch.split(d, [None, 16])
+    j0, j16 = sch.split(j, [None, 16])
+    sch.reorder(bx, qt, wi, j0, d0, i16, d16, j16)
+    sch.bind(bx, "blockIdx.y")
+    sch.bind(qt, "blockIdx.x")
+    sch.bind(wi, "threadIdx.y")
+    ctx_outer = sch.blockize(i16)
+    sch.set_scope(ctx_outer, 0, SCOPE)
+    ctx_acc = sch.cache_write(ctx_outer, 0, "wmma.accumulator")
+    sch.reverse_compute_at(ctx_acc, wi)
+
+    # ---- softmax statistics, probabilities and scores: per row tile, in shared memory
+    for name in (BLOCKS.probs, BLOCKS.sum, BLOCKS.max, BLOCKS.scores):
+        sch.compute_at(g(name), qt)
+    sch.set_scope(probs, 0, SCOPE)
+    sch.set_scope(scores, 0, SCOPE)
+    for name in (BLOCKS.max, BLOCKS.sum):
+        blk = g(name)
+        sch.set_scope(blk, 0, "shared")
+        rows, r = sch.get_loops(blk)[-2:]
+        w, _ = sch.split(rows, [warps, None])
+        _, lane = sch.split(r, [None, 32])
+        sch.bind(w, "threadIdx.y")
+        sch.bind(lane, "threadIdx.x")  # a warp-shuffle reduction per row
+    _, ty, tx = sch.split(sch.fuse(*sch.get_loops(probs)[-2:]), [None, warps, 32])
+    sch.bind(ty, "threadIdx.y")
+    sch.bind(tx, "threadIdx.x")
+    sch.storage_align(probs, 0, axis=-2, factor=32, offset=PAD_HALF)
+
+    # ---- scores GEMM (q @ k^T): warp w: 16 rows x Lk_pad
+    i, j, r = sch.get_loops(scores)[-3:]
+    swi, si16 = sch.split(i, [warps, 16])
+    sj0, sj16 = sch.split(j, [None, 16])
+    sr0, sr16 = sch.split(r, [None, 16])
+    sch.reorder(swi, sj0, sr0, si16, sj16, sr16)
+    sch.bind(swi, "threadIdx.y")
+    scores_outer = sch.blockize(si16)
+    scores_acc = sch.cache_write(scores_outer, 0, "wmma.accumulator")
+    sch.reverse_compute_at(scores_acc, sj0)
+    sch.storage_align(scores_acc, 0, axis=-2, factor=32, offset=PAD_FLOAT)
+    sch.storage_align(ctx_acc, 0, axis=-2, factor=32, offset=PAD_FLOAT)
+
+    # ---- operand tiles: global -> shared, prologues computed in the copy
+    for name in (BLOCKS.q, BLOCKS.k, BLOCKS.v):
+        _copy_to_shared(sch, g(name), qt, warps)
+    frags = [(scores_outer, 0, sr0), (scores_outer, 1, sr0), (ctx_outer, 0, j0), (ctx_outer, 1, d0)]
+    frag_blocks = []
+    for blk, idx, at in frags:
+        f = sch.cache_read(blk, idx, "wmma.matrix_a" if idx == 0 else "wmma.matrix_b")
+        sch.compute_at(f, at)
+        frag_blocks.append(f)
+
+    # ---- output rows of a warp: float32 tile -> cast (+ epilogue) -> global (attached last:
+    # its row mask, attached earlier, broke the region cover the scores' attachment checks)
+    sch.reverse_compute_at(out, wi)
+    fused = sch.fuse(*sch.get_loops(out)[-2:])
+    vec = vec_out
+    while vec > 1 and not _stores_ok(sch, out, fused, vec):
+        vec //= 2
+    _, tx, vv = sch.split(fused, [None, 32, vec])
+    sch.bind(tx, "threadIdx.x")
+    sch.vectorize(vv)
+
+    # ---- tensor cores
+    gs = get_wmma_intrin_group(SCOPE, SCOPE, "float16", "float32", True)  # k stored [Lk, D]: B^T
+    go = get_wmma_intrin_group(SCOPE, SCOPE, "float16", "float32", False)
+    for f, name in zip(frag_blocks, (gs["load_a"], gs["load_b"], go["load_a"], go["load_b"])):
+        sch.tensorize(sch.get_loops(f)[-2], name)
+    scores_inner = sch.get_child_blocks(scores_outer)[0]
+    ctx_inner = sch.get_child_blocks(ctx_outer)[0]
+    s_init = sch.decompose_reduction(scores_outer, sr0)
+    c_init = sch.decompose_reduction(ctx_outer, j0)
+    sch.tensorize(sch.get_loops(sch.get_child_blocks(s_init)[0])[-2], gs["init"])
+    sch.tensorize(sch.get_loops(sch.get_child_blocks(c_init)[0])[-2], go["init"])
+    sch.tensorize(sch.get_loops(scores_inner)[-3], gs["compute"])
+    sch.tensorize(sch.get_loops(ctx_inner)[-3], go["compute"])
+    sch.tensorize(sch.get_loops(scores_acc)[-2], gs["store"])
+    ai, aj = sch.get_loops(ctx_acc)[-2:]
+    aj0, _ = sch.split(aj, [None, 16])
+    sch.reorder(aj0, ai)
+    sch.tensorize(ai, go["store"])
+
+
+def _stores_ok(sch, block, loop, vec: int) -> bool:
+    from .lanes import stores_contiguous
+
+    return stores_contiguous(sch, block, loop, vec)
+
+
+def _copy_to_shared(sch, blk, at, warps: int) -> None:
+    """A padded operand tile copied into shared memory under loop `at`, 8 fp16 a thread where
+    the source runs contiguous (16 bytes), rows padded against bank conflicts."""
+    sch.compute_at(blk, at)
+    sch.set_scope(blk, 0, SCOPE)
+    auto_inline_producers(sch, blk)
+    fused = sch.fuse(*sch.get_loops(blk)[-2:])
+    vec = 8
+    while vec > 1 and not lanes_contiguous(sch, blk, fused, vec):
+        vec //= 2
+    _, ty, tx, vv = sch.split(fused, [None, warps, 32, vec])
+    sch.bind(ty, "threadIdx.y")
+    sch.bind(tx, "threadIdx.x")
+    sch.vectorize(vv)
+    sch.storage_align(blk, 0, axis=-2, factor=32, offset=PAD_HALF)

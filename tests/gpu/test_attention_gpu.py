@@ -1,0 +1,65 @@
+"""The fused attention op on the H100's tensor cores (schedules/cuda/attention.py), every config
+of its space, against float64 numpy; and torch's MultiheadAttention export at ViT-B/16's sizes,
+attention fused, against onnxruntime.
+
+Deselected by default; run with  python -m pytest -m gpu tests/gpu/test_attention_gpu.py -q
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tefuse
+from tefuse.codegen.schedule import ScheduleChoice
+from tefuse.driver import build_group
+from tefuse.frontend.onnx import import_onnx
+from tefuse.fusion import fuse_graph
+from tefuse.runtime.executor import CompiledGraph
+from tefuse.target import make_target
+from tefuse.tune.task import task_from_group
+from tests import reference as R
+from tests.ops.test_attention import attention_ref
+
+pytestmark = pytest.mark.gpu
+
+TEMPLATE = "tensorcore_attention"
+CASES = [
+    pytest.param((2, 12, 197, 64), (2, 12, 197, 64), (2, 12, 197, 64), 0.125, id="vit_heads"),
+    pytest.param((3, 50, 32), (3, 77, 32), (3, 77, 48), 0.2, id="lq50_lk77_dv48"),
+    pytest.param((1, 2, 16, 128), (1, 2, 16, 128), (1, 2, 16, 128), 0.09, id="d128_one_tile"),
+    pytest.param((70, 64), (300, 64), (300, 16), 0.125, id="no_batch_lk300"),
+]
+
+
+@pytest.mark.parametrize("qs,ks,vs,alpha", CASES)
+def test_every_config_matches_numpy(rng, qs, ks, vs, alpha):
+    q, k, v = (rng.standard_normal(s).astype("float16") for s in (qs, ks, vs))
+    g, feeds = R.build_op("attention", q, k, v, alpha=alpha)
+    tgt = make_target("cuda")
+    (group,) = fuse_graph(g)
+    task = task_from_group(group, tgt)
+    assert task.template(TEMPLATE).name == TEMPLATE
+    space = task.space(TEMPLATE)
+    want = attention_ref(q, k, v, alpha)
+    for i in range(len(space)):
+        cfg = space.get(i)
+        kernel = build_group(group, tgt, choice=ScheduleChoice(task.template(TEMPLATE), cfg, "tuned"))
+        (y,) = CompiledGraph(g, tgt, [kernel]).run(*feeds)
+        R.assert_close(y, want, "float16", rtol=1e-2, atol=1e-2, what=f"attention {qs} {cfg.values}")
+
+
+def test_vit_sized_mha_export_matches_onnxruntime(rng, monkeypatch):
+    """One ViT-B/16 attention block (197 tokens, 12 heads of 64) as torch.onnx exports it, fp16:
+    the attention is one tensor-core kernel and the block agrees with onnxruntime's fp32."""
+    ort = pytest.importorskip("onnxruntime")
+    import tests.frontend.test_onnx_attention as mha
+
+    for name, value in dict(B=2, L=197, H=12, D=64, E=768).items():
+        monkeypatch.setattr(mha, name, value)
+    model = mha.mha_block(rng)
+    x = rng.standard_normal((2, 197, 768)).astype(np.float32)
+    want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    cg = tefuse.build(import_onnx(model), "cuda", precision="fp16")
+    assert [k.template for k in cg.kernels].count(TEMPLATE) == 1
+    got = cg.run(x)[0]
+    assert np.abs(got - want).max() <= 1e-2 * np.abs(want).max()
