@@ -20,7 +20,7 @@ from __future__ import annotations
 import tvm
 from tvm.s_tir.dlight.gpu.matmul import auto_inline_producers
 
-from ...ops.attention import BLOCKS, AttentionGeometry
+from ...ops.attention import BLOCKS, KEY_TILE, AttentionGeometry
 from ...target import SMEM_OPTIN, optin_target
 from ..registry import KernelInfo, Template, register
 from ..space import Config, ConfigSpace
@@ -30,6 +30,7 @@ from .tensorcore import _arch, _inline_epilogue, _target_kind
 SCOPE = "shared.dyn"
 PAD_HALF = 8  # storage_align offsets: fp16 rows padded by 16 bytes, float32 rows by 16 bytes
 PAD_FLOAT = 4
+STATIC_SMEM = 48 * 1024
 WARPS = (4, 2)  # warps a block (16 query rows each); the op pads q rows to a multiple of 64
 
 
@@ -37,10 +38,20 @@ def shared_bytes(geo: AttentionGeometry, warps: int) -> int:
     """Every shared buffer of a block at once (an upper bound: TVM's allocator reuses the q/k
     tiles and the scores once dead)."""
     rows, lk = 16 * warps, geo.lk_pad
-    half = (rows * (geo.d + PAD_HALF) + lk * (geo.d + PAD_HALF) + lk * (geo.dv + PAD_HALF)
-            + rows * (lk + PAD_HALF))
-    flt = rows * (lk + PAD_FLOAT) + rows * (geo.dv + PAD_FLOAT) + 2 * rows
-    return 2 * half + 4 * flt
+    half = rows * (geo.d + PAD_HALF) + lk * (geo.d + PAD_HALF) + lk * (geo.dv + PAD_HALF)
+    flt = rows * (lk + PAD_FLOAT) + rows * (geo.dv + PAD_FLOAT)
+    return 2 * half + 4 * flt + static_bytes(geo, warps)
+
+
+def static_bytes(geo: AttentionGeometry, warps: int) -> int:
+    """The static shared memory: the fp16 probabilities and each row's max and sum (at most
+    48 KB, CUDA's static limit)."""
+    rows = 16 * warps
+    return 2 * rows * (geo.lk_pad + PAD_HALF) + 4 * 2 * rows
+
+
+def _fits(geo: AttentionGeometry, warps: int, arch: str) -> bool:
+    return shared_bytes(geo, warps) <= SMEM_OPTIN.get(arch, 0) and static_bytes(geo, warps) <= STATIC_SMEM
 
 
 @register("cuda", "attention")
@@ -48,18 +59,20 @@ class TensorCoreAttention(Template):
     name = "tensorcore_attention"
 
     def supports(self, geometry, dtype: str, target) -> bool:
+        """fp16, head dims of whole fragments, tiles within the arch's shared memory; more than one
+        key tile (a single one, Lk <= 16, gave wrong results on the H100, session 15: refused)."""
         arch = str(target.attrs.get("arch", ""))
         return (dtype == "float16" and _arch(target) >= 70 and geometry.d % 16 == 0
-                and geometry.dv % 16 == 0 and geometry.lq >= 16
-                and shared_bytes(geometry, min(WARPS)) <= SMEM_OPTIN.get(arch, 0))
+                and geometry.dv % 16 == 0 and geometry.lq >= 16 and geometry.lk > KEY_TILE
+                and any(_fits(geometry, w, arch) for w in WARPS))
 
     def accepts(self, info: KernelInfo) -> bool:
         return isinstance(info.geometry, AttentionGeometry) and info.dtype == "float16"
 
     def space(self, info: KernelInfo, target) -> ConfigSpace:
         s = ConfigSpace()
-        limit = SMEM_OPTIN.get(str(target.attrs.get("arch", "")), 0)
-        s.define_knob("warps", [w for w in WARPS if shared_bytes(info.geometry, w) <= limit] or [min(WARPS)])
+        arch = str(target.attrs.get("arch", ""))
+        s.define_knob("warps", [w for w in WARPS if _fits(info.geometry, w, arch)] or [min(WARPS)])
         s.define_knob("vec_out", [4, 8])
         return s
 
@@ -108,14 +121,17 @@ def apply_attention(sch, info: KernelInfo, warps: int, vec_out: int) -> None:
     # ---- softmax statistics, probabilities and scores: per row tile, in shared memory
     for name in (BLOCKS.probs, BLOCKS.sum, BLOCKS.max, BLOCKS.scores):
         sch.compute_at(g(name), qt)
-    sch.set_scope(probs, 0, SCOPE)
+    # the probabilities in static shared memory: a loop reading and writing the one merged
+    # dynamic buffer gets a barrier every iteration (TVM cannot tell the tiles apart there)
+    sch.set_scope(probs, 0, "shared")
     sch.set_scope(scores, 0, SCOPE)
     for name in (BLOCKS.max, BLOCKS.sum):
         blk = g(name)
         sch.set_scope(blk, 0, "shared")
         rows, r = sch.get_loops(blk)[-2:]
         w, _ = sch.split(rows, [warps, None])
-        _, lane = sch.split(r, [None, 32])
+        steps, lane = sch.split(r, [None, 32])
+        sch.unroll(steps)  # the row's loads issued together
         sch.bind(w, "threadIdx.y")
         sch.bind(lane, "threadIdx.x")  # a warp-shuffle reduction per row
     _, ty, tx = sch.split(sch.fuse(*sch.get_loops(probs)[-2:]), [None, warps, 32])
@@ -128,18 +144,21 @@ def apply_attention(sch, info: KernelInfo, warps: int, vec_out: int) -> None:
     swi, si16 = sch.split(i, [warps, 16])
     sj0, sj16 = sch.split(j, [None, 16])
     sr0, sr16 = sch.split(r, [None, 16])
-    sch.reorder(swi, sj0, sr0, si16, sj16, sr16)
+    # K steps outside, key tiles inside: the warp's whole score row stays in accumulator
+    # fragments (Lk_pad / 16 of them) and is stored after the loop, so the loop only reads shared
+    # memory (a store to the merged dynamic buffer inside it costs a barrier an iteration)
+    sch.reorder(swi, sr0, sj0, si16, sj16, sr16)
     sch.bind(swi, "threadIdx.y")
     scores_outer = sch.blockize(si16)
     scores_acc = sch.cache_write(scores_outer, 0, "wmma.accumulator")
-    sch.reverse_compute_at(scores_acc, sj0)
+    sch.reverse_compute_at(scores_acc, swi)
     sch.storage_align(scores_acc, 0, axis=-2, factor=32, offset=PAD_FLOAT)
     sch.storage_align(ctx_acc, 0, axis=-2, factor=32, offset=PAD_FLOAT)
 
     # ---- operand tiles: global -> shared, prologues computed in the copy
     for name in (BLOCKS.q, BLOCKS.k, BLOCKS.v):
         _copy_to_shared(sch, g(name), qt, warps)
-    frags = [(scores_outer, 0, sr0), (scores_outer, 1, sr0), (ctx_outer, 0, j0), (ctx_outer, 1, d0)]
+    frags = [(scores_outer, 0, sr0), (scores_outer, 1, sj0), (ctx_outer, 0, j0), (ctx_outer, 1, d0)]
     frag_blocks = []
     for blk, idx, at in frags:
         f = sch.cache_read(blk, idx, "wmma.matrix_a" if idx == 0 else "wmma.matrix_b")
@@ -160,7 +179,8 @@ def apply_attention(sch, info: KernelInfo, warps: int, vec_out: int) -> None:
     # ---- tensor cores
     gs = get_wmma_intrin_group(SCOPE, SCOPE, "float16", "float32", True)  # k stored [Lk, D]: B^T
     go = get_wmma_intrin_group(SCOPE, SCOPE, "float16", "float32", False)
-    for f, name in zip(frag_blocks, (gs["load_a"], gs["load_b"], go["load_a"], go["load_b"])):
+    p_load = get_wmma_intrin_group("shared", SCOPE, "float16", "float32", False)["load_a"]
+    for f, name in zip(frag_blocks, (gs["load_a"], gs["load_b"], p_load, go["load_b"])):
         sch.tensorize(sch.get_loops(f)[-2], name)
     scores_inner = sch.get_child_blocks(scores_outer)[0]
     ctx_inner = sch.get_child_blocks(ctx_outer)[0]
@@ -170,11 +190,11 @@ def apply_attention(sch, info: KernelInfo, warps: int, vec_out: int) -> None:
     sch.tensorize(sch.get_loops(sch.get_child_blocks(c_init)[0])[-2], go["init"])
     sch.tensorize(sch.get_loops(scores_inner)[-3], gs["compute"])
     sch.tensorize(sch.get_loops(ctx_inner)[-3], go["compute"])
-    sch.tensorize(sch.get_loops(scores_acc)[-2], gs["store"])
-    ai, aj = sch.get_loops(ctx_acc)[-2:]
-    aj0, _ = sch.split(aj, [None, 16])
-    sch.reorder(aj0, ai)
-    sch.tensorize(ai, go["store"])
+    for acc, name in ((scores_acc, gs["store"]), (ctx_acc, go["store"])):  # 16 x 16 tiles
+        ai, aj = sch.get_loops(acc)[-2:]
+        aj0, _ = sch.split(aj, [None, 16])
+        sch.reorder(aj0, ai)
+        sch.tensorize(ai, name)
 
 
 def _stores_ok(sch, block, loop, vec: int) -> bool:
@@ -193,7 +213,8 @@ def _copy_to_shared(sch, blk, at, warps: int) -> None:
     vec = 8
     while vec > 1 and not lanes_contiguous(sch, blk, fused, vec):
         vec //= 2
-    _, ty, tx, vv = sch.split(fused, [None, warps, 32, vec])
+    steps, ty, tx, vv = sch.split(fused, [None, warps, 32, vec])
+    sch.unroll(steps)  # every load of the tile in flight at once
     sch.bind(ty, "threadIdx.y")
     sch.bind(tx, "threadIdx.x")
     sch.vectorize(vv)

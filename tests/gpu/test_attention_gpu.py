@@ -26,7 +26,7 @@ TEMPLATE = "tensorcore_attention"
 CASES = [
     pytest.param((2, 12, 197, 64), (2, 12, 197, 64), (2, 12, 197, 64), 0.125, id="vit_heads"),
     pytest.param((3, 50, 32), (3, 77, 32), (3, 77, 48), 0.2, id="lq50_lk77_dv48"),
-    pytest.param((1, 2, 16, 128), (1, 2, 16, 128), (1, 2, 16, 128), 0.09, id="d128_one_tile"),
+    pytest.param((1, 2, 16, 128), (1, 2, 40, 128), (1, 2, 40, 128), 0.09, id="d128_lq16_lk40"),
     pytest.param((70, 64), (300, 64), (300, 16), 0.125, id="no_batch_lk300"),
 ]
 
@@ -57,7 +57,9 @@ def test_vit_sized_mha_export_matches_onnxruntime(rng, monkeypatch):
     for name, value in dict(B=2, L=197, H=12, D=64, E=768).items():
         monkeypatch.setattr(mha, name, value)
     model = mha.mha_block(rng)
-    x = rng.standard_normal((2, 197, 768)).astype(np.float32)
+    # the block's random weights (0.3 * N(0, 1)) make 768-wide rows large: inputs of 0.1 keep the
+    # scores at a trained model's scale (fp16 rounding of peaked softmaxes is what else is tested)
+    x = (0.1 * rng.standard_normal((2, 197, 768))).astype(np.float32)
     want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
     cg = tefuse.build(import_onnx(model), "cuda", precision="fp16")
     assert [k.template for k in cg.kernels].count(TEMPLATE) == 1
