@@ -21,7 +21,7 @@ from .codegen.schedule import BestRecordSource, ScheduleChoice, apply_choice, ch
 from .errors import BuildError
 from .fusion import FusedGroup, ProloguePolicy, fuse_graph
 from .fusion.workload import workload_key
-from .graph.attention import fuse_attention
+from .graph.attention import fuse_attention as form_attention
 from .graph.fold_bn import fold_batch_norm
 from .graph.ir import Graph
 from .graph.layout import auto_layout, convert_layout
@@ -204,7 +204,7 @@ def build_summary(kernels: list[CompiledKernel], num_ops: int, seconds: float) -
 
 
 def prepare_graph(graph: Graph, target, *, precision: str = "fp32", layout: Optional[str] = None,
-                  fold_bn: bool = False) -> Graph:
+                  fold_bn: bool = False, fuse_attention: bool = False) -> Graph:
     """The graph `build` fuses: batch-norms folded, precision and layout converted (see build).
     `tefuse tune` calls it too, so the kernels it tunes are the ones a build then looks up."""
     check_precision(precision)
@@ -218,8 +218,9 @@ def prepare_graph(graph: Graph, target, *, precision: str = "fp32", layout: Opti
     graph = convert_layout(graph, auto_layout(precision, kind) if layout is None else layout)
     if kind == "cuda":  # tensor-core GEMMs read a Linear's weight [N, K], on Hopper a conv's too (graph/weights.py)
         graph = nk_gemm_weights(graph, convs=wgmma_capable(tgt))
-    # after precision: whether a template takes the fused op depends on its dtype
-    return fuse_attention(graph, lambda geo, dtype: op_supported(tgt, "attention", geo, dtype))
+    if fuse_attention:  # after precision: whether a template takes the fused op depends on its dtype
+        graph = form_attention(graph, lambda geo, dtype: op_supported(tgt, "attention", geo, dtype))
+    return graph
 
 
 GraphSource = Union[Graph, Mapping[int, Graph], Callable[[int], Graph]]
@@ -228,6 +229,7 @@ GraphSource = Union[Graph, Mapping[int, Graph], Callable[[int], Graph]]
 def build(graph: GraphSource, target: TargetLike = "llvm", *, db: Union[BestRecordSource, str, None] = None,
           cache=None, fuse: bool = True, prologue: ProloguePolicy = True, multi_output: bool = True,
           fold_bn: bool = False, jobs: Optional[int] = None, precision: str = "fp32",
+          fuse_attention: bool = False,
           layout: Optional[str] = None, progress: Optional[Callable[[int, int], None]] = None,
           batch_sizes: Optional[Sequence[int]] = None):
     """Fuse and compile a graph; returns a `CompiledGraph` ready to run.
@@ -240,6 +242,9 @@ def build(graph: GraphSource, target: TargetLike = "llvm", *, db: Union[BestReco
     them well (schedules.prologue_policy), False nowhere, a predicate of a
     `tefuse.fusion.PrologueCandidate` where it says so (lambda c: True: everywhere).
     fold_bn folds constant inference batch-norms into the preceding conv's weights first.
+    fuse_attention: matmul -> softmax -> matmul as one attention kernel where the target has a
+    template for it (graph/attention.py). Off by default: on the H100 the fused fp16 kernel is
+    slower than the three tuned ones at ViT-B/16's batch 32 (results/issue9/session15).
     db / cache: None (off, the default: builds stay hermetic), an object, or "default" for
     the user + shipped tuning logs / the on-disk kernel cache (what the CLI passes).
     jobs: kernels compiled at once (default: `default_jobs()`); 1 compiles one at a time.
@@ -254,10 +259,12 @@ def build(graph: GraphSource, target: TargetLike = "llvm", *, db: Union[BestReco
     """
     if batch_sizes is not None or not isinstance(graph, Graph):
         kw = dict(db=db, cache=cache, fuse=fuse, prologue=prologue, multi_output=multi_output, fold_bn=fold_bn,
+                  fuse_attention=fuse_attention,
                   jobs=jobs, precision=precision, layout=layout, progress=progress)
         return build_profiles(_graphs_by_batch(graph, batch_sizes), target, **kw)
     tgt = make_target(target)
-    graph = prepare_graph(graph, tgt, precision=precision, layout=layout, fold_bn=fold_bn)
+    graph = prepare_graph(graph, tgt, precision=precision, layout=layout, fold_bn=fold_bn,
+                          fuse_attention=fuse_attention)
     if db == "default":
         from .tune.database import default_database
         db = default_database()

@@ -34,24 +34,38 @@ STATIC_SMEM = 48 * 1024
 WARPS = (4, 2)  # warps a block (16 query rows each); the op pads q rows to a multiple of 64
 
 
+def _tiles(geo: AttentionGeometry, warps: int) -> dict:
+    """Bytes of each shared tile of a block (rows padded as the schedule pads them)."""
+    rows, lk = 16 * warps, geo.lk_pad
+    return dict(q=2 * rows * (geo.d + PAD_HALF), k=2 * lk * (geo.d + PAD_HALF), v=2 * lk * (geo.dv + PAD_HALF),
+                scores=4 * rows * (lk + PAD_FLOAT), ctx=4 * rows * (geo.dv + PAD_FLOAT),
+                probs=2 * rows * (lk + PAD_HALF), stats=4 * 2 * rows)
+
+
 def shared_bytes(geo: AttentionGeometry, warps: int) -> int:
     """Every shared buffer of a block at once (an upper bound: TVM's allocator reuses the q/k
     tiles and the scores once dead)."""
-    rows, lk = 16 * warps, geo.lk_pad
-    half = rows * (geo.d + PAD_HALF) + lk * (geo.d + PAD_HALF) + lk * (geo.dv + PAD_HALF)
-    flt = rows * (lk + PAD_FLOAT) + rows * (geo.dv + PAD_FLOAT)
-    return 2 * half + 4 * flt + static_bytes(geo, warps)
+    return sum(_tiles(geo, warps).values())
 
 
-def static_bytes(geo: AttentionGeometry, warps: int) -> int:
-    """The static shared memory: the fp16 probabilities and each row's max and sum (at most
-    48 KB, CUDA's static limit)."""
-    rows = 16 * warps
-    return 2 * rows * (geo.lk_pad + PAD_HALF) + 4 * 2 * rows
+def probs_static(geo: AttentionGeometry, warps: int) -> bool:
+    """Whether the probabilities go to static shared memory. Why: a loop that reads and writes
+    the one merged dynamic buffer gets a barrier every iteration (TVM cannot tell its tiles
+    apart), and the probabilities' loop reads the scores. But TVM's runtime opts a kernel into
+    more than 48 KB only for its dynamic part, when that alone reaches 48 KB: static + dynamic
+    past 48 KB with less than 48 KB dynamic fails to launch. So static only when the whole
+    block fits 48 KB, or when the dynamic buffers (at best reused: the tiles live at once in
+    the scores GEMM, the softmax, the context GEMM) surely reach 48 KB."""
+    t = _tiles(geo, warps)
+    static = t["probs"] + t["stats"]
+    if static > STATIC_SMEM:
+        return False
+    dynamic_min = max(t["q"] + t["k"], t["scores"], t["v"] + t["ctx"])
+    return shared_bytes(geo, warps) <= STATIC_SMEM or dynamic_min >= STATIC_SMEM
 
 
 def _fits(geo: AttentionGeometry, warps: int, arch: str) -> bool:
-    return shared_bytes(geo, warps) <= SMEM_OPTIN.get(arch, 0) and static_bytes(geo, warps) <= STATIC_SMEM
+    return shared_bytes(geo, warps) <= SMEM_OPTIN.get(arch, 0)
 
 
 @register("cuda", "attention")
@@ -94,6 +108,7 @@ class TensorCoreAttention(Template):
 
 
 def apply_attention(sch, info: KernelInfo, warps: int, vec_out: int) -> None:
+    p_scope = "shared" if probs_static(info.geometry, warps) else SCOPE
     from tvm.s_tir.tensor_intrin.cuda import get_wmma_intrin_group
 
     g = sch.get_sblock
@@ -121,9 +136,7 @@ def apply_attention(sch, info: KernelInfo, warps: int, vec_out: int) -> None:
     # ---- softmax statistics, probabilities and scores: per row tile, in shared memory
     for name in (BLOCKS.probs, BLOCKS.sum, BLOCKS.max, BLOCKS.scores):
         sch.compute_at(g(name), qt)
-    # the probabilities in static shared memory: a loop reading and writing the one merged
-    # dynamic buffer gets a barrier every iteration (TVM cannot tell the tiles apart there)
-    sch.set_scope(probs, 0, "shared")
+    sch.set_scope(probs, 0, p_scope)  # see probs_static
     sch.set_scope(scores, 0, SCOPE)
     for name in (BLOCKS.max, BLOCKS.sum):
         blk = g(name)
@@ -179,7 +192,7 @@ def apply_attention(sch, info: KernelInfo, warps: int, vec_out: int) -> None:
     # ---- tensor cores
     gs = get_wmma_intrin_group(SCOPE, SCOPE, "float16", "float32", True)  # k stored [Lk, D]: B^T
     go = get_wmma_intrin_group(SCOPE, SCOPE, "float16", "float32", False)
-    p_load = get_wmma_intrin_group("shared", SCOPE, "float16", "float32", False)["load_a"]
+    p_load = get_wmma_intrin_group(p_scope, SCOPE, "float16", "float32", False)["load_a"]
     for f, name in zip(frag_blocks, (gs["load_a"], gs["load_b"], p_load, go["load_b"])):
         sch.tensorize(sch.get_loops(f)[-2], name)
     scores_inner = sch.get_child_blocks(scores_outer)[0]
