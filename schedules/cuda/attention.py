@@ -31,6 +31,7 @@ SCOPE = "shared.dyn"
 PAD_HALF = 8  # storage_align offsets: fp16 rows padded by 16 bytes, float32 rows by 16 bytes
 PAD_FLOAT = 4
 STATIC_SMEM = 48 * 1024
+MAX_HEAD_DIM = 64  # see TensorCoreAttention.supports
 WARPS = (4, 2)  # warps a block (16 query rows each); the op pads q rows to a multiple of 64
 
 
@@ -73,11 +74,12 @@ class TensorCoreAttention(Template):
     name = "tensorcore_attention"
 
     def supports(self, geometry, dtype: str, target) -> bool:
-        """fp16, head dims of whole fragments, tiles within the arch's shared memory; more than one
-        key tile (a single one, Lk <= 16, gave wrong results on the H100, session 15: refused)."""
+        """fp16, head dims of whole fragments up to 64, tiles within the arch's shared memory; more
+        than one key tile. Refused, from wrong results on the H100 (session 15, cause not found):
+        a single key tile (Lk <= 16); head dim 128 with 40 keys (with 197 keys it was right)."""
         arch = str(target.attrs.get("arch", ""))
         return (dtype == "float16" and _arch(target) >= 70 and geometry.d % 16 == 0
-                and geometry.dv % 16 == 0 and geometry.lq >= 16 and geometry.lk > KEY_TILE
+                and geometry.dv % 16 == 0 and max(geometry.d, geometry.dv) <= MAX_HEAD_DIM and geometry.lq >= 16 and geometry.lk > KEY_TILE
                 and any(_fits(geometry, w, arch) for w in WARPS))
 
     def accepts(self, info: KernelInfo) -> bool:

@@ -63,6 +63,7 @@ def test_vit_attention_compiles_to_ptx_with_mma(vit_block):
     (VIT, "float32", "cuda", False),    # CUDA cores: the unfused kernels
     (AttentionGeometry(1, 197, 16, 64, 64, 1.0), "float16", "cuda", False),   # one key tile
     (AttentionGeometry(1, 197, 197, 72, 64, 1.0), "float16", "cuda", False),  # head dim not x16
+    (AttentionGeometry(1, 16, 40, 128, 128, 1.0), "float16", "cuda", False),  # head dim 128: wrong on the H100
     (AttentionGeometry(1, 512, 4096, 64, 64, 1.0), "float16", "cuda", False),  # keys past shared memory
     (VIT, "float16", "cuda:sm_86", False),  # 99 KB of shared memory: the bound is past it
     (AttentionGeometry(1, 128, 128, 64, 64, 1.0), "float16", "cuda:sm_86", True),
