@@ -17,15 +17,15 @@ the unfused kernels.
 """
 from __future__ import annotations
 
-import tvm
 from tvm.s_tir.dlight.gpu.matmul import auto_inline_producers
 
 from ...ops.attention import BLOCKS, KEY_TILE, AttentionGeometry
 from ...target import SMEM_OPTIN, optin_target
 from ..registry import KernelInfo, Template, register
 from ..space import Config, ConfigSpace
-from .lanes import lanes_contiguous
+from .lanes import lanes_contiguous, stores_contiguous
 from .tensorcore import _arch, _inline_epilogue, _target_kind
+from .tensorcore_wgmma import _arch_of
 
 SCOPE = "shared.dyn"
 PAD_HALF = 8  # storage_align offsets: fp16 rows padded by 16 bytes, float32 rows by 16 bytes
@@ -77,17 +77,18 @@ class TensorCoreAttention(Template):
         """fp16, head dims of whole fragments up to 64, tiles within the arch's shared memory; more
         than one key tile. Refused, from wrong results on the H100 (session 15, cause not found):
         a single key tile (Lk <= 16); head dim 128 with 40 keys (with 197 keys it was right)."""
-        arch = str(target.attrs.get("arch", ""))
-        return (dtype == "float16" and _arch(target) >= 70 and geometry.d % 16 == 0
-                and geometry.dv % 16 == 0 and max(geometry.d, geometry.dv) <= MAX_HEAD_DIM and geometry.lq >= 16 and geometry.lk > KEY_TILE
-                and any(_fits(geometry, w, arch) for w in WARPS))
+        return (dtype == "float16" and _arch(target) >= 70
+                and geometry.d % 16 == 0 and geometry.dv % 16 == 0
+                and max(geometry.d, geometry.dv) <= MAX_HEAD_DIM
+                and geometry.lq >= 16 and geometry.lk > KEY_TILE
+                and any(_fits(geometry, w, _arch_of(target)) for w in WARPS))
 
     def accepts(self, info: KernelInfo) -> bool:
         return isinstance(info.geometry, AttentionGeometry) and info.dtype == "float16"
 
     def space(self, info: KernelInfo, target) -> ConfigSpace:
         s = ConfigSpace()
-        arch = str(target.attrs.get("arch", ""))
+        arch = _arch_of(target)
         s.define_knob("warps", [w for w in WARPS if _fits(info.geometry, w, arch)] or [min(WARPS)])
         s.define_knob("vec_out", [4, 8])
         return s
@@ -185,7 +186,7 @@ def apply_attention(sch, info: KernelInfo, warps: int, vec_out: int) -> None:
     sch.reverse_compute_at(out, wi)
     fused = sch.fuse(*sch.get_loops(out)[-2:])
     vec = vec_out
-    while vec > 1 and not _stores_ok(sch, out, fused, vec):
+    while vec > 1 and not stores_contiguous(sch, out, fused, vec):
         vec //= 2
     _, tx, vv = sch.split(fused, [None, 32, vec])
     sch.bind(tx, "threadIdx.x")
@@ -210,12 +211,6 @@ def apply_attention(sch, info: KernelInfo, warps: int, vec_out: int) -> None:
         aj0, _ = sch.split(aj, [None, 16])
         sch.reorder(aj0, ai)
         sch.tensorize(ai, name)
-
-
-def _stores_ok(sch, block, loop, vec: int) -> bool:
-    from .lanes import stores_contiguous
-
-    return stores_contiguous(sch, block, loop, vec)
 
 
 def _copy_to_shared(sch, blk, at, warps: int) -> None:

@@ -28,12 +28,13 @@ from tvm.s_tir.dlight.gpu.matmul import (
 from . import tensorcore as tc
 from .lanes import MAX_BOOL_LANES, bool_lanes_vary
 from ...ops.value import unround_tf32
+from ...target import SMEM_OPTIN, optin_target
 from .tensor_intrin_wgmma import N_CHOICES, PTX_TYPE, bk_of, chunk_elems, swizzle_index_map, wgmma_intrin
 
 # wgmma is an sm_90a instruction: a compute capability 9.0 target (H100, H200) gets it by compiling
 # the kernels that use it for sm_90a (`wgmma_target`); sm_100a and later have other instructions
 WGMMA_ARCHS = ("sm_90", "sm_90a")
-HOPPER_SMEM_OPTIN = 232448  # bytes of dynamic shared memory a block may opt into (227 KB)
+HOPPER_SMEM_OPTIN = SMEM_OPTIN["sm_90a"]  # bytes of dynamic shared memory a block may opt into (227 KB)
 
 
 def _arch_of(target) -> str:
@@ -53,10 +54,7 @@ def wgmma_target(target):
     (the 48 KB default of tefuse's targets would hold no BK=64 pipeline)."""
     import tvm
 
-    d = dict(target.export())
-    d.update(arch="sm_90a", max_shared_memory_per_block=max(HOPPER_SMEM_OPTIN,
-                                                            int(d.get("max_shared_memory_per_block", 0))))
-    return tvm.target.Target(d)
+    return optin_target(tvm.target.Target({**target.export(), "arch": "sm_90a"}))
 
 
 def fallback_values(m: int, n: int, sms: int, dtype: str = "float16") -> dict:

@@ -13,6 +13,7 @@ dtype before the second product, as the unfused fp16 graph does.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -67,10 +68,7 @@ class AttentionGeometry:
 
 def _geometry(in_shapes, out_shape, attrs: dict) -> AttentionGeometry:
     q, k, v = in_shapes
-    batch = 1
-    for s in q[:-2]:
-        batch *= s
-    return AttentionGeometry(batch, q[-2], k[-2], q[-1], v[-1], float(attrs.get("alpha", 1.0)))
+    return AttentionGeometry(math.prod(q[:-2]), q[-2], k[-2], q[-1], v[-1], float(attrs.get("alpha", 1.0)))
 
 
 def _check(q: Value, k: Value, v: Value, alpha: float) -> None:
