@@ -26,6 +26,7 @@ from .graph.fold_bn import fold_batch_norm
 from .graph.ir import Graph
 from .graph.layout import auto_layout, convert_layout
 from .graph.scales import hoist_product_scales
+from .graph.split_k import SplitPolicy, split_k as split_reductions
 from .graph.views import clone_shared_views
 from .graph.weights import nk_gemm_weights
 from .graph.precision import check_precision, convert_precision
@@ -33,8 +34,9 @@ from .runtime.executor import CompiledGraph
 from .runtime.kernel import CompiledKernel
 from .runtime.profiles import ProfiledGraph, profiled
 from .schedules import op_supported, prologue_policy
+from .schedules.cuda.tensorcore import mma_capable
 from .schedules.cuda.tensorcore_wgmma import wgmma_capable
-from .target import TargetLike, make_target
+from .target import TargetLike, gpu_limits, make_target
 
 log = logging.getLogger(__name__)
 VERBOSE = logging.INFO - 5  # per-kernel detail (`tefuse -v`); INFO is one line per stage
@@ -204,7 +206,7 @@ def build_summary(kernels: list[CompiledKernel], num_ops: int, seconds: float) -
 
 
 def prepare_graph(graph: Graph, target, *, precision: str = "fp32", layout: Optional[str] = None,
-                  fold_bn: bool = False, fuse_attention: bool = False) -> Graph:
+                  fold_bn: bool = False, fuse_attention: bool = False, split_k: bool = True) -> Graph:
     """The graph `build` fuses: batch-norms folded, precision and layout converted (see build).
     `tefuse tune` calls it too, so the kernels it tunes are the ones a build then looks up."""
     check_precision(precision)
@@ -220,6 +222,8 @@ def prepare_graph(graph: Graph, target, *, precision: str = "fp32", layout: Opti
         graph = nk_gemm_weights(graph, convs=wgmma_capable(tgt))
     if fuse_attention:  # after precision: whether a template takes the fused op depends on its dtype
         graph = form_attention(graph, lambda geo, dtype: op_supported(tgt, "attention", geo, dtype))
+    if split_k and mma_capable(tgt):  # after layout and weights: it splits NHWC tensor-core convs
+        graph = split_reductions(graph, SplitPolicy(gpu_limits(tgt).sm_count))
     return graph
 
 
@@ -229,7 +233,7 @@ GraphSource = Union[Graph, Mapping[int, Graph], Callable[[int], Graph]]
 def build(graph: GraphSource, target: TargetLike = "llvm", *, db: Union[BestRecordSource, str, None] = None,
           cache=None, fuse: bool = True, prologue: ProloguePolicy = True, multi_output: bool = True,
           fold_bn: bool = False, jobs: Optional[int] = None, precision: str = "fp32",
-          fuse_attention: bool = False,
+          fuse_attention: bool = False, split_k: bool = True,
           layout: Optional[str] = None, progress: Optional[Callable[[int, int], None]] = None,
           batch_sizes: Optional[Sequence[int]] = None):
     """Fuse and compile a graph; returns a `CompiledGraph` ready to run.
@@ -245,6 +249,9 @@ def build(graph: GraphSource, target: TargetLike = "llvm", *, db: Union[BestReco
     fuse_attention: matmul -> softmax -> matmul as one attention kernel where the target has a
     template for it (graph/attention.py). Off by default: on the H100 the fused fp16 kernel is
     slower than the three tuned ones at ViT-B/16's batch 32 (results/issue9/session15).
+    split_k: on CUDA, a tensor-core conv whose output gives too few tiles for the GPU's SMs
+    computes partial sums over channel slices, added up by a second kernel with the epilogue
+    (graph/split_k.py); False keeps every conv one kernel.
     db / cache: None (off, the default: builds stay hermetic), an object, or "default" for
     the user + shipped tuning logs / the on-disk kernel cache (what the CLI passes).
     jobs: kernels compiled at once (default: `default_jobs()`); 1 compiles one at a time.
@@ -259,12 +266,12 @@ def build(graph: GraphSource, target: TargetLike = "llvm", *, db: Union[BestReco
     """
     if batch_sizes is not None or not isinstance(graph, Graph):
         kw = dict(db=db, cache=cache, fuse=fuse, prologue=prologue, multi_output=multi_output, fold_bn=fold_bn,
-                  fuse_attention=fuse_attention,
+                  fuse_attention=fuse_attention, split_k=split_k,
                   jobs=jobs, precision=precision, layout=layout, progress=progress)
         return build_profiles(_graphs_by_batch(graph, batch_sizes), target, **kw)
     tgt = make_target(target)
     graph = prepare_graph(graph, tgt, precision=precision, layout=layout, fold_bn=fold_bn,
-                          fuse_attention=fuse_attention)
+                          fuse_attention=fuse_attention, split_k=split_k)
     if db == "default":
         from .tune.database import default_database
         db = default_database()

@@ -31,6 +31,9 @@ def _rc_extent(info: KernelInfo) -> int:
 class Conv2dDirect(Template):
     name = "conv2d_direct"
 
+    def accepts(self, info: KernelInfo) -> bool:
+        return info.geometry.split_k == 1  # split-K partials are the tensor-core template's
+
     def space(self, info: KernelInfo, target) -> ConfigSpace:
         s = ConfigSpace()
         for k, extent in enumerate(info.out_shape[1:]):

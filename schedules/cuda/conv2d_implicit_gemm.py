@@ -136,7 +136,7 @@ class Conv2dImplicitGemm(Template):
         return 0 if g.n == 1 and g.k <= 64 else 1
 
     def accepts(self, info: KernelInfo) -> bool:
-        return info.geometry.groups == 1
+        return info.geometry.groups == 1 and info.geometry.split_k == 1
 
     def space(self, info: KernelInfo, target) -> ConfigSpace:
         g = gemm_shape(info)

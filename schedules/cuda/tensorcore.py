@@ -457,11 +457,17 @@ def _arch(target) -> int:
     return int(digits or 90)
 
 
+def mma_capable(target) -> bool:
+    """Whether the target runs this template's mma.sync path (CUDA, sm_80 and later)."""
+    return _target_kind(target) == "cuda" and _arch(target) >= MIN_ARCH["mma"]
+
+
 def tc_shape(info: KernelInfo) -> tuple[int, int, int]:
-    """(M, N, K) of the GEMM the anchor computes (a conv's implicit GEMM)."""
+    """(M, N, K) of the GEMM the anchor computes (a conv's implicit GEMM; a split-K conv's
+    slices count as M, as a batch does)."""
     g = info.geometry
     if info.anchor_kind == "conv2d":
-        return g.m, g.k, g.r
+        return g.split_k * g.m, g.k, g.r_split
     return g.batch * g.m, g.n, g.k
 
 

@@ -36,7 +36,7 @@ class Conv2dMfma(MfmaGemm):
 
     def accepts(self, info: KernelInfo) -> bool:
         g = info.geometry
-        return info.dtype in self.dtypes and g is not None and g.groups == 1
+        return info.dtype in self.dtypes and g is not None and g.groups == 1 and g.split_k == 1
 
     def tiles(self, info: KernelInfo) -> tuple[int, int, int, int]:
         g: Conv2dGeometry = info.geometry

@@ -89,9 +89,10 @@ def _templates(cg) -> list:
 
 
 def conv_case(c: int, hw: int, k: int, r: int, s: int, batch: int, precision: str, db=None,
-              layout: str = "NCHW") -> Row:
+              layout: str = "NCHW", split_k: bool = True) -> Row:
     """tefuse's fused conv+bias+BN+ReLU in `precision` (inputs already in `precision`, tensors in
-    `layout`) vs cuDNN's conv alone, channels_last."""
+    `layout`) vs cuDNN's conv alone, channels_last; split_k as build's (a split conv's time
+    includes its second kernel, the sum with the epilogue)."""
     import tvm
 
     from ..driver import build
@@ -107,10 +108,11 @@ def conv_case(c: int, hw: int, k: int, r: int, s: int, batch: int, precision: st
     w = [i.name for i in plan.graph.inputs if i.name.endswith("_weight")][0]
     # the weight a build-time constant, as in a model (graph/weights.py may relayout it)
     graph = plan.graph.with_constants({w: _to_np(vals[w], dt)})
-    cg = build(graph, "cuda", db=db, precision=_graph_precision(precision))
+    cg = build(graph, "cuda", db=db, precision=_graph_precision(precision), split_k=split_k)
     dev = cg.device
     tv = {n: tvm.runtime.tensor(_to_np(v, dt), dev) for n, v in vals.items() if n != w}
-    got = cg.run(**tv)[0].astype(np.float32)
+    out = cg.run(**tv)[0]
+    got = out.astype(np.float32)
     if layout == "NHWC":  # compare in NCHW: torch's reference below is NCHW
         got = got.transpose(0, 3, 1, 2)
         vals = {**vals, "x": vals["x"].transpose(0, 3, 1, 2)}
@@ -126,14 +128,25 @@ def conv_case(c: int, hw: int, k: int, r: int, s: int, batch: int, precision: st
                                              False, 0.0, eps)
         ref = torch.relu(ref).cpu().numpy()
     err = _rel(got, ref)
-    ms = 1e3 * sum(cg.time_kernels(**tv))
+    kernels_ms = 1e3 * sum(cg.time_kernels(**tv))
+    # timed as the peer is: one run captured into a CUDA graph and replayed (a split conv's two
+    # launches included); the kernels' sum where capture fails
     tdt = getattr(torch, dt)
+    feeds = {n: torch.from_numpy(np.ascontiguousarray(a.numpy().astype(np.float32))).cuda().to(tdt)
+             for n, a in tv.items()}
+    graph_ms, graph_error = _tefuse_graph_ms(torch, cg, feeds, out)
     _torch_math(torch, precision)
     x = torch.from_numpy(np.ascontiguousarray(vals["x"])).cuda().to(tdt).to(memory_format=torch.channels_last)
     wt = torch.from_numpy(np.ascontiguousarray(vals[w])).cuda().to(tdt).to(memory_format=torch.channels_last)
     peer = time_graph(lambda: torch.nn.functional.conv2d(x, wt, None, s, r // 2))
-    return Row("conv", f"{c}x{hw}x{hw}->{k} {r}x{r}/{s} {layout}", precision, batch, ms, peer,
-               f"cuDNN conv alone, {precision}, channels_last", err, err <= TOLERANCE[precision], _templates(cg))
+    splits = [n.attrs["split_k"] for n in cg.graph.nodes if n.attrs.get("split_k", 1) > 1]
+    extra = {"kernels": cg.num_kernels, "split_k": splits[0] if splits else 1, "kernels_ms": kernels_ms,
+             "graph_ms": graph_ms}
+    if graph_error:
+        extra["graph_error"] = graph_error
+    return Row("conv", f"{c}x{hw}x{hw}->{k} {r}x{r}/{s} {layout}", precision, batch, graph_ms or kernels_ms, peer,
+               f"cuDNN conv alone, {precision}, channels_last", err, err <= TOLERANCE[precision], _templates(cg),
+               extra)
 
 
 def _to_np(v: np.ndarray, dt: str):
@@ -169,8 +182,13 @@ def gemm_case(m: int, n: int, k: int, precision: str, db=None) -> Row:
     with torch.no_grad():
         ref = torch.relu(ta["a"] @ ta["w"].T + ta["b"]).cpu().numpy()
     err = _rel(got, ref)
-    ms = 1e3 * sum(cg.time_kernels(**tv))
+    kernels_ms = 1e3 * sum(cg.time_kernels(**tv))
+    # timed as the peer is: one run captured into a CUDA graph and replayed (a split conv's two
+    # launches included); the kernels' sum where capture fails
     tdt = getattr(torch, dt)
+    feeds = {n: torch.from_numpy(np.ascontiguousarray(a.numpy().astype(np.float32))).cuda().to(tdt)
+             for n, a in tv.items()}
+    graph_ms, graph_error = _tefuse_graph_ms(torch, cg, feeds, out)
     _torch_math(torch, precision)
     pa, pw, pb = (torch.from_numpy(v).cuda().to(tdt) for v in (a, w, bias))
     peer = time_graph(lambda: torch.relu(torch.addmm(pb, pa, pw.T)))
@@ -185,7 +203,7 @@ PROLOGUES = {"rules": True, "all": lambda candidate: True}
 
 
 def model_case(name: str, batch: int, precision: str, workdir: Path, db="default", compile_peer: bool = True,
-               prologue: str = "rules") -> Row:
+               prologue: str = "rules", split_k: bool = True) -> Row:
     """A torchvision model exported in float32, built by tefuse with `precision`, checked against
     onnxruntime (float32), timed against PyTorch in the same precision (channels_last)."""
     import onnx
@@ -200,7 +218,8 @@ def model_case(name: str, batch: int, precision: str, workdir: Path, db="default
     path = export_torchvision(name, batch, workdir / f"{name}_b{batch}.onnx")
     model = onnx.load(str(path))
     t0 = time.perf_counter()
-    cg = build(import_onnx(model), "cuda", db=db, precision=precision, prologue=PROLOGUES[prologue])
+    cg = build(import_onnx(model), "cuda", db=db, precision=precision, prologue=PROLOGUES[prologue],
+               split_k=split_k)
     build_s = time.perf_counter() - t0
     x = np.random.default_rng(0).standard_normal((batch, 3, 224, 224)).astype("float32")
     got = cg.run(input=x)[0]
@@ -211,7 +230,7 @@ def model_case(name: str, batch: int, precision: str, workdir: Path, db="default
     xd = tvm.runtime.tensor(x, cg.device)
     kernels_ms = 1e3 * sum(cg.time_kernels(input=xd, number=5, repeat=3, min_repeat_ms=0))
     run_ms = time_wall(lambda: cg.run(input=xd, as_numpy=False), cg.device.sync)
-    graph_ms, graph_error = _tefuse_graph_ms(torch, cg, x, got)
+    graph_ms, graph_error = _tefuse_graph_ms(torch, cg, {"input": torch.from_numpy(x).cuda()}, got)
     tdt = getattr(torch, DTYPES[precision])
     _torch_math(torch, precision)
     tm = _torch_model(name).cuda().to(tdt).to(memory_format=torch.channels_last).eval()
@@ -220,7 +239,8 @@ def model_case(name: str, batch: int, precision: str, workdir: Path, db="default
         peer_graph = time_graph(lambda: tm(tx))
     extra = {"build_s": build_s, "run_ms": run_ms, "kernels_ms": kernels_ms, "graph_ms": graph_ms,
              "top1_agreement": top1, "kernels": cg.num_kernels, "peer_graph_ms": peer_graph,
-             "prologue": prologue}
+             "prologue": prologue, "split_k": split_k,
+             "split_convs": sum(1 for n in cg.graph.nodes if n.attrs.get("split_k", 1) > 1)}
     if graph_error:
         extra["graph_error"] = graph_error
     if compile_peer:
@@ -241,17 +261,18 @@ def model_case(name: str, batch: int, precision: str, workdir: Path, db="default
                err <= 1e-2 and top1 == 1.0, _templates(cg), extra)
 
 
-def _tefuse_graph_ms(torch, cg, x: np.ndarray, like: np.ndarray) -> tuple:
-    """tefuse's run captured into a torch CUDA graph (run(stream=) with out= buffers) and
-    replayed, timed as the peers are; (None, why) when capture fails."""
-    tin = torch.from_numpy(x).cuda()
-    tout = torch.empty(like.shape, dtype=getattr(torch, str(like.dtype)), device="cuda")
+def _tefuse_graph_ms(torch, cg, feeds: dict, like: np.ndarray) -> tuple:
+    """tefuse's run on torch tensors `feeds` captured into a torch CUDA graph (run(stream=) with
+    out= buffers) and replayed, timed as the peers are; (None, why) when capture fails."""
+    tdtype = getattr(torch, "bfloat16" if str(like.dtype) == "bfloat16" else str(like.dtype))
+    tout = torch.empty(like.shape, dtype=tdtype, device="cuda")
     try:
-        ms = time_graph(lambda: cg.run({"input": tin}, out=[tout], stream=torch.cuda.current_stream()))
+        ms = time_graph(lambda: cg.run(feeds, out=[tout], stream=torch.cuda.current_stream()))
     except Exception as e:  # noqa: BLE001 - recorded; the kernels' sum stands in
         return None, (str(e).strip().splitlines() or [type(e).__name__])[-1][:200]
     replayed = tout.float().cpu().numpy()
-    if not np.allclose(replayed, like.astype(np.float32), rtol=1e-3, atol=1e-3):  # the same kernels, the same numbers
+    like = like.astype(np.float32)
+    if not np.allclose(replayed, like, rtol=1e-3, atol=1e-3):  # the same kernels, the same numbers
         diff = float(np.abs(replayed - like).max())
         return None, f"the replayed graph's output differs from the checked run's (max {diff:.3g})"
     return ms, None
@@ -274,6 +295,7 @@ def main(argv=None) -> int:
     p.add_argument("--no-compile", action="store_true", help="models: skip the torch.compile peer")
     p.add_argument("--prologue", nargs="+", default=["rules"], choices=list(PROLOGUES),
                    help="models: prologue fusion by the target's rules (default), or everywhere; each is a row")
+    p.add_argument("--no-split-k", action="store_true", help="conv, models: build with split_k=False")
     p.add_argument("--no-db", action="store_true")
     p.add_argument("--workdir", default="/tmp")
     p.add_argument("--json", default=None)
@@ -300,7 +322,8 @@ def main(argv=None) -> int:
             shapes = [RESNET50_CONVS[i] for i in args.shapes] if args.shapes is not None else RESNET50_CONVS
             for b in args.batch:
                 for shp in shapes:
-                    attempt("conv", str(shp), prec, b, lambda: conv_case(*shp, b, prec, db, args.layout))
+                    attempt("conv", str(shp), prec, b, lambda: conv_case(*shp, b, prec, db, args.layout,
+                                                                           not args.no_split_k))
         elif args.suite == "gemm":
             for g in args.gemm:
                 attempt("gemm", g, prec, 0, lambda: gemm_case(*map(int, g.split("x")), prec, db))
@@ -310,7 +333,8 @@ def main(argv=None) -> int:
                     for pro in args.prologue:
                         case = name if pro == "rules" else f"{name} prologue={pro}"
                         attempt("models", case, prec, b, lambda: model_case(
-                            name, b, prec, Path(args.workdir), db, not args.no_compile, pro))
+                            name, b, prec, Path(args.workdir), db, not args.no_compile, pro,
+                            not args.no_split_k))
     summary = write_json(rows, args.json)
     for key, s in summary.items():
         gm = s["geomean_ratio"]

@@ -23,6 +23,15 @@ for step in "$@"; do
       cat $OUT/build_fp16.err ;;
     conv)    $P conv --precision fp16 bf16 --batch 1 16 --layout NHWC --workdir /tmp/tefuse \
                --json $OUT/conv_fp16_bf16.json 2>&1 | tee $OUT/conv_fp16_bf16.log | tail -8 ;;
+    convnosplit)  # the same with every conv one kernel (build's split_k=False): split-K's baseline
+             $P conv --precision fp16 bf16 --batch 1 16 --layout NHWC --workdir /tmp/tefuse --no-split-k \
+               --json $OUT/conv_fp16_bf16_nosplit.json 2>&1 | tee $OUT/conv_fp16_bf16_nosplit.log | tail -8 ;;
+    resnet1) for sk in "" --no-split-k; do  # ResNet-50 fp16 batch 1 with and without split-K
+               $P models --models resnet50 --precision fp16 --batch 1 --no-compile --workdir /tmp/tefuse $sk \
+                 --json $OUT/models_fp16_resnet50_b1${sk:+_nosplit}.json 2>&1 \
+                 | tee $OUT/models_fp16_resnet50_b1${sk:+_nosplit}.log | tail -3; done ;;
+    splittests) python3 -m pytest -m gpu tests/gpu/test_tensorcore_gpu.py -k split -q -p no:cacheprovider -n 6 2>&1 \
+               | tee $OUT/gpu_tests_split.log | tail -8 ;;
     gemm)    $P gemm --precision fp16 bf16 --gemm 4096x4096x4096 197x2304x768 6272x256x2304 \
                --workdir /tmp/tefuse --json $OUT/gemm_fp16_bf16.json 2>&1 | tee $OUT/gemm_fp16_bf16.log | tail -8 ;;
     vit)     $P models --models vit_b_16 --precision fp16 --batch 1 32 --workdir /tmp/tefuse \

@@ -107,11 +107,19 @@ def _kernel_info(group: FusedGroup, func: tir.PrimFunc, n_out: int) -> KernelInf
         attrs=dict(a.attrs) if a is not None else {},
         out_shape=tuple(a.shape if a is not None else group.outputs[0].shape),
         in_shapes=[tuple(i.shape) for i in a.inputs] if a is not None else [],
-        dtype=(a or group.outputs[0]).dtype,
+        dtype=_compute_dtype(a, group),
         geometry=_geometry(a),
         stages=stages,
         operands=operands,
     )
+
+
+def _compute_dtype(anchor: Node | None, group) -> str:
+    """The type a template computes in: the anchor's output type, except a split-K product's,
+    whose float32 output holds partial sums of its operands' type (ops/split_k.py)."""
+    if anchor is not None and anchor.attrs.get("split_k", 1) > 1:
+        return anchor.inputs[0].dtype
+    return (anchor or group.outputs[0]).dtype
 
 
 def _geometry(anchor: Node | None):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Optional, Sequence
+from typing import Any, Callable, Iterable, Optional, Sequence
 
 import numpy as np
 from tvm import te
@@ -159,6 +159,32 @@ def fresh_name(taken: set[str], base: str) -> str:
         name, k = f"{base}_{k}", k + 1
     taken.add(name)
     return name
+
+
+# a rewrite's rule: (the node, its already-rewritten inputs, the graph's names) -> its
+# replacement, or None to keep the node (on the rewritten inputs)
+RewriteRule = Callable[[Node, list[Node], set[str]], Optional[Node]]
+
+
+def op_node(name: str, op: str, inputs: Sequence[Node], attrs: dict) -> Node:
+    """A new op node, attrs normalised and shape/dtype inferred (errors name `name`)."""
+    attrs, shape, dtype = infer(op, attrs, inputs, name)
+    return Node(name, op, list(inputs), attrs, tuple(shape), dtype)
+
+
+def rewrite(graph: Graph, rule: RewriteRule) -> Graph:
+    """The graph rebuilt in topological order with each op node replaced as `rule` says; graph
+    passes (attention, split-K) share this walk instead of each keeping one."""
+    names = {n.name for n in graph.nodes}
+    new: dict[int, Node] = {}
+    for n in graph.nodes:
+        if not n.is_op:
+            new[id(n)] = n
+            continue
+        inputs = [new[id(i)] for i in n.inputs]
+        out = rule(n, inputs, names)
+        new[id(n)] = out if out is not None else Node(n.name, n.op, inputs, n.attrs, n.shape, n.dtype)
+    return Graph(list(graph.inputs), [new[id(o)] for o in graph.outputs])
 
 
 def topo_order(outputs: Iterable[Node]) -> list[Node]:

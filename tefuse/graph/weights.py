@@ -29,7 +29,7 @@ HWIO_TO_OHWI = (3, 0, 1, 2)
 MIN_MN = 16  # below it the tensor-core template takes no GEMM (schedules/cuda/tensorcore.py)
 
 
-def _tensor_core_operand(n: Node, w: Node) -> bool:
+def tensor_core_operand(n: Node, w: Node) -> bool:
     return w.dtype in TENSOR_CORE_DTYPES or (w.dtype == "float32" and n.attrs.get("math") == "tf32")
 
 
@@ -42,14 +42,14 @@ def _candidate(n: Node) -> bool:
     if n.op != "matmul" or n.attrs.get("trans_b") or len(n.inputs) != 2:
         return False
     a, b = n.inputs
-    return b.op == CONST and len(b.shape) == 2 and len(a.shape) >= 2 and _tensor_core_operand(n, b)
+    return b.op == CONST and len(b.shape) == 2 and len(a.shape) >= 2 and tensor_core_operand(n, b)
 
 
 def _conv_candidate(n: Node) -> bool:
     if n.op != "conv2d" or n.attrs.get("layout") != "NHWC" or n.attrs.get("weight_layout"):
         return False
     x, w = n.inputs
-    if w.op != CONST or not _tensor_core_operand(n, w) or n.attrs.get("groups", 1) != 1:
+    if w.op != CONST or not tensor_core_operand(n, w) or n.attrs.get("groups", 1) != 1:
         return False
     m = n.shape[0] * n.shape[1] * n.shape[2]
     c, lanes = x.shape[3], vector_lanes(w.dtype)

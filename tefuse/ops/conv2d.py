@@ -79,6 +79,7 @@ class Conv2dGeometry:
     oh: int
     ow: int
     weight_layout: str = ""  # the layout's default (WEIGHT_LAYOUT) when empty
+    split_k: int = 1  # > 1: partial sums over that many input-channel slices (graph/split_k.py)
 
     @property
     def b_nk(self) -> bool:
@@ -112,6 +113,11 @@ class Conv2dGeometry:
     @property
     def r(self) -> int:
         return self.channels_per_group * self.kh * self.kw
+
+    @property
+    def r_split(self) -> int:
+        """The reduction extent of one split-K slice (r itself without a split)."""
+        return self.r // self.split_k
 
     @property
     def rc_axis(self) -> int:
@@ -172,8 +178,12 @@ def conv2d_geometry(data_shape, weight_shape, attrs: dict) -> Conv2dGeometry:
     if oh < 1 or ow < 1:
         raise OpError(f"conv2d: kernel {kh}x{kw} (dilation {dh}x{dw}) does not fit input {h}x{w} "
                       f"padded by {pad}")
+    split = attrs.get("split_k", 1)
+    if not _is_int(split) or split < 1 or (split > 1 and (layout != "NHWC" or g != 1 or c % split)):
+        raise OpError(f"conv2d: split_k={split!r} must be a positive integer dividing in_channels={c} "
+                      f"(split_k > 1: NHWC, groups=1 only)")
     return Conv2dGeometry(layout, n, c, h, w, k, kh, kw, g, (sh, sw), pad, (dh, dw), oh, ow,
-                          "" if wl == WEIGHT_LAYOUT[layout] else wl)
+                          "" if wl == WEIGHT_LAYOUT[layout] else wl, int(split))
 
 
 def pad_stage(x: Value, layout: str, pad: tuple[int, int, int, int], name: str = "pad_temp") -> te.Tensor:
@@ -205,10 +215,12 @@ def _geometry(in_shapes, out_shape, attrs: dict) -> Conv2dGeometry:
 
 @register_op("conv2d", OpPattern.OUT_ELEMWISE_FUSABLE, anchor="conv2d", num_inputs=2,
              attrs={"strides": 1, "padding": 0, "dilation": 1, "groups": 1, "layout": "NCHW"},
-             geometry=_geometry, optional={**MATH, "weight_layout": ""})
+             geometry=_geometry, optional={**MATH, "weight_layout": "", "split_k": 1})
 def conv2d(inputs: Sequence[Value], attrs: dict) -> Value:
     """2-D convolution, accumulating in float32 for float16 inputs; math='tf32' rounds float32
-    operands to TF32 first (tensor cores' tf32 mode)."""
+    operands to TF32 first (tensor cores' tf32 mode). split_k=S (NHWC, groups=1) gives S partial
+    sums over C/S input channels each, [S, N, OH, OW, K] in the accumulator's dtype, for a
+    `split_sum` to add up: S times the blocks where the output alone would leave SMs idle."""
     data, weight = (tf32_operand(v, attrs) for v in inputs)
     if data.dtype != weight.dtype:
         raise OpError(f"conv2d: data dtype {data.dtype} differs from weight dtype {weight.dtype}")
@@ -218,6 +230,8 @@ def conv2d(inputs: Sequence[Value], attrs: dict) -> Value:
     wt = weight.materialize("weight_in") if weight.is_lazy else weight.tensor
     cg, kg = geo.c // geo.groups, geo.k // geo.groups
     (sh, sw), (dh, dw) = geo.stride, geo.dilation
+    if geo.split_k > 1:
+        return _split_conv(padded, wt, geo, acc)
     rc = te.reduce_axis((0, cg), "rc")
     ry = te.reduce_axis((0, geo.kh), "ry")
     rx = te.reduce_axis((0, geo.kw), "rx")
@@ -240,3 +254,22 @@ def conv2d(inputs: Sequence[Value], attrs: dict) -> Value:
     if acc != data.dtype:
         return Value(shape, data.dtype, lambda *i: tir.Cast(data.dtype, out(*i)))
     return Value.of_tensor(out)
+
+
+def _split_conv(padded: te.Tensor, wt: te.Tensor, geo: Conv2dGeometry, acc: str) -> Value:
+    """NHWC conv2d as split_k partial products: slice s reduces input channels [s*C/S, (s+1)*C/S),
+    so the implicit GEMM gains a leading batch axis the tensor-core template tiles like any."""
+    cs = geo.c // geo.split_k
+    (sh, sw), (dh, dw) = geo.stride, geo.dilation
+    rc = te.reduce_axis((0, cs), "rc")
+    ry = te.reduce_axis((0, geo.kh), "ry")
+    rx = te.reduce_axis((0, geo.kw), "rx")
+    cast = (lambda e: tir.Cast(acc, e)) if acc != padded.dtype else (lambda e: e)
+    w_at = (lambda s, k: wt[k, ry, rx, s * cs + rc]) if geo.b_nk else (lambda s, k: wt[ry, rx, s * cs + rc, k])
+
+    def body(s, n, y, x, k):
+        return te.sum(cast(padded[n, y * sh + ry * dh, x * sw + rx * dw, s * cs + rc]) * cast(w_at(s, k)),
+                      axis=[ry, rx, rc])
+
+    shape = (geo.split_k, geo.n, geo.oh, geo.ow, geo.k)
+    return Value.of_tensor(te.compute(shape, body, name="conv2d", tag="conv2d"))

@@ -138,3 +138,22 @@ def test_model_conv_on_wgmma_matches_llvm(c, k, r, stride, precision, rng):
     if precision == "tf32":  # the same TF32-rounded operands as llvm's tf32 build: summation order only
         exact = tefuse.build(graph, "llvm", precision="tf32").run(x=xv)[0]
         assert np.abs(got - exact).max() <= 2e-5 * np.abs(exact).max()
+
+
+@pytest.mark.parametrize("precision", ["fp16", "bf16", "tf32"])
+@pytest.mark.parametrize("c,k,r,hw", [(512, 512, 3, 7), (1024, 256, 1, 14)])
+def test_split_k_conv_matches_llvm(c, k, r, hw, precision, rng):
+    """ResNet-50's small-grid convs at batch 1 on the H100: split into channel slices on wgmma
+    (graph/split_k.py) and summed by a second kernel with the ReLU, against llvm's build in the
+    same precision (unsplit: summation order, and fp16/bf16's rounding of the sum)."""
+    b = tefuse.GraphBuilder()
+    x = b.input("x", (1, c, hw, hw))
+    w = b.const((rng.standard_normal((k, c, r, r)) / np.sqrt(c * r * r)).astype("float32"))
+    graph = b.build(b.relu(b.conv2d(x, w, padding=r // 2)))
+    cg = tefuse.build(graph, "cuda", precision=precision)
+    (part,) = [kk for kk in cg.kernels if kk.group.anchor is not None and kk.group.anchor.op == "conv2d"]
+    assert part.group.anchor.attrs.get("split_k", 1) > 1 and "tefuse_wgmma_" in part.source("cuda")
+    xv = rng.standard_normal((1, c, hw, hw)).astype("float32")
+    got = cg.run(x=xv)[0]
+    want = tefuse.build(graph, "llvm", precision=precision).run(x=xv)[0]
+    assert np.abs(got - want).max() <= (2e-5 if precision == "tf32" else 1e-2) * np.abs(want).max()

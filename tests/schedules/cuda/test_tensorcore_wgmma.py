@@ -129,6 +129,25 @@ def test_build_on_the_default_cuda_target_runs_a_model_conv_on_wgmma():
     assert "ptx_cp_async_legacy_pred_cg_16" in src  # the padding: a predicated 16-byte copy
 
 
+def test_build_on_the_default_cuda_target_splits_a_small_grid_conv():
+    """ResNet-50's batch-1 2048 -> 512 1x1 conv on `cuda` (sm_90, 132 SMs): four 64 x 128 tiles
+    alone, so the build splits it into 8 channel slices on wgmma (PTX: wgmma.mma_async) and a
+    second kernel that sums them with the bias and ReLU; split_k=False keeps one kernel."""
+    rng = np.random.default_rng(0)
+    b = GraphBuilder()
+    x = b.input("x", (1, 7, 7, 2048), "float16")
+    w = b.const((rng.standard_normal((1, 1, 2048, 512)) / 45).astype("float16"))
+    graph = b.build(b.relu(b.bias_add(b.conv2d(x, w, layout="NHWC"), b.input("bias", (512,), "float16"), axis=3)))
+    cg = tefuse.build(graph, "cuda")
+    part, total = cg.kernels
+    assert part.group.anchor.attrs["split_k"] == 8 and part.template == "tensorcore_gemm"
+    assert total.group.anchor.op == "split_sum" and [n.op for n in total.group.nodes] == ["split_sum", "bias_add", "relu"]
+    assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n128k16\.f32\.f16\.f16",
+                     compile_to_ptx(part.source("cuda"), "sm_90a"))
+    (one,) = tefuse.build(graph, "cuda", split_k=False).kernels
+    assert one.group.anchor.attrs.get("split_k") is None
+
+
 @pytest.mark.parametrize("dtype,bm,bn", [("float16", 128, 128), ("bfloat16", 64, 96)])
 def test_cuda_calls_wgmma_and_ptx_holds_wgmma_mma_async(dtype, bm, bn):
     src = _cuda_source(_dense(197, 96 if bn == 96 else 256, 136, dtype), bm, bn)
@@ -170,10 +189,20 @@ def _ohwi_conv(n, hw, c, k, r, stride=1, dtype="float16"):
     return b.build(b.relu(b.bias_add(y, b.input("bias", (k,), dtype), axis=3)))
 
 
+def _split_conv(n, hw, c, k, r, splits, dtype="float16"):
+    """The partial products of a split-K OHWI conv (graph/split_k.py): [S, N, OH, OW, K] float32."""
+    b = GraphBuilder()
+    x, w = b.input("x", (n, hw, hw, c), dtype), b.input("w", (k, r, r, c), dtype)
+    return b.build(b.conv2d(x, w, padding=r // 2, layout="NHWC", weight_layout="OHWI", split_k=splits))
+
+
 LLVM_CASES = {
     "conv_ohwi_3x3_padded": (lambda: _ohwi_conv(2, 7, 64, 96, 3), 64, 96, 3),
     "conv_ohwi_3x3_stride2": (lambda: _ohwi_conv(1, 9, 16, 64, 3, stride=2), 64, 64, 2),
     "conv_ohwi_1x1": (lambda: _ohwi_conv(2, 10, 72, 128, 1), 128, 128, 4),
+    # split-K: the slices are a batch axis of the implicit GEMM, each reading its channels
+    "conv_ohwi_split_3x3": (lambda: _split_conv(1, 7, 64, 96, 3, 4), 64, 96, 3),
+    "conv_ohwi_split_1x1": (lambda: _split_conv(1, 6, 128, 64, 1, 2), 64, 64, 2),
     "plain_197": (lambda: _dense(197, 96, 72, "float16"), 64, 96, 3),
     "plain_130": (lambda: _dense(130, 256, 200, "float16"), 128, 128, 3),
     "layernorm_prologue": (lambda: _normalized_dense(197, 64, 96, "float16"), 64, 64, 3),

@@ -1,0 +1,81 @@
+"""Split-K for convs whose output gives the GPU too few tiles (ResNet's 7x7 and 14x14 layers at
+small batches): the conv computes S partial sums over slices of its input channels
+(conv2d `split_k`, [S, N, OH, OW, K] in float32) and a `split_sum` adds them up, its epilogue
+fused. cuBLAS and cuDNN pick split-K kernels for such shapes the same way.
+
+Why: at batch 1, ResNet-50's 512-channel 3x3 conv is a 49 x 512 x 4608 implicit GEMM, four
+64x128 tiles for 132 SMs, each walking a 4608-deep reduction. Sixteen slices give 64 tiles of
+288; the partials cost 1.6 MB of float32 traffic. Decided per conv from the GPU's SM count and
+the tensor-core template's untuned tiles (`SplitPolicy`), only for tensor-core dtypes in NHWC.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .ir import Graph, Node, fresh_name, op_node, rewrite
+from .weights import tensor_core_operand, vector_lanes
+
+
+@dataclass(frozen=True)
+class SplitPolicy:
+    """When and how far to split. sms: the GPU's SMs (a split aims at a block for each);
+    min_total: the shortest reduction split at all (16 of the template's 64-deep steps: a
+    shorter one is over too soon for the slices to pay for the second kernel's launch and
+    traffic); min_depth: reduction elements a slice keeps at least (four steps, so its copy
+    pipeline still overlaps); max_splits bounds the float32 partials' traffic."""
+
+    sms: int
+    min_total: int = 1024
+    min_depth: int = 256
+    max_splits: int = 16
+
+    def blocks(self, m: int, n: int) -> int:
+        """Tiles of the tensor-core template's untuned config for a small grid (64 x 64 where
+        N <= 64, else 64 x 128: tensorcore_wgmma.fallback_values)."""
+        return math.ceil(m / 64) * math.ceil(n / (64 if n <= 64 else 128))
+
+    def splits(self, m: int, n: int, depth: int, channels: int, lanes: int) -> int:
+        """The fewest slices (a power of two) that give every SM a block, as many as the depth
+        and the channels' 16-byte chunks allow; 1 where the grid is already half full."""
+        blocks = self.blocks(m, n)
+        if 2 * blocks > self.sms or depth < self.min_total:
+            return 1
+        best, s = 1, 2
+        while (s <= self.max_splits and channels % s == 0 and (channels // s) % lanes == 0
+               and depth // s >= self.min_depth):
+            best = s
+            if blocks * s >= self.sms:
+                break
+            s *= 2
+        return best
+
+
+def conv_splits(n: Node, policy: SplitPolicy) -> int:
+    """How many slices `policy` gives conv node `n` (1: none)."""
+    if (n.op != "conv2d" or n.attrs.get("layout") != "NHWC" or n.attrs.get("groups", 1) != 1
+            or n.attrs.get("split_k", 1) != 1):
+        return 1
+    x, w = n.inputs
+    if not tensor_core_operand(n, w):
+        return 1
+    batch, oh, ow, k = n.shape
+    c = x.shape[3]
+    kh, kw = (w.shape[1], w.shape[2]) if n.attrs.get("weight_layout") == "OHWI" else (w.shape[0], w.shape[1])
+    return policy.splits(batch * oh * ow, k, kh * kw * c, c, vector_lanes(w.dtype))
+
+
+def split_k(graph: Graph, policy: SplitPolicy) -> Graph:
+    """The graph with each conv that `policy` splits as conv2d(split_k=S) -> split_sum."""
+    chosen = {id(n): s for n in graph.nodes if n.is_op and (s := conv_splits(n, policy)) > 1}
+    if not chosen:
+        return graph
+
+    def rule(n: Node, inputs: list[Node], names: set) -> Node | None:
+        s = chosen.get(id(n))
+        if s is None:
+            return None
+        partial = op_node(fresh_name(names, f"{n.name}_split"), n.op, inputs, {**n.attrs, "split_k": s})
+        return op_node(n.name, "split_sum", [partial], {"dtype": n.dtype})
+
+    return rewrite(graph, rule)

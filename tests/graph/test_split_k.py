@@ -1,0 +1,87 @@
+"""graph/split_k.py: which convs split and how far (ResNet-50's shapes on 132 SMs), the rewrite
+(conv2d(split_k) -> split_sum under the conv's name, consumers rewired, nothing else touched),
+and the built graph on llvm: two kernels, the same numbers as the unsplit one."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tefuse
+from tefuse.graph import GraphBuilder
+from tefuse.graph.split_k import SplitPolicy, conv_splits, split_k
+
+H100 = SplitPolicy(sms=132)
+
+
+def _conv(n, hw, c, k, r, dtype="float16", layout="NHWC", groups=1, math=None, const=True):
+    rng = np.random.default_rng(0)
+    b = GraphBuilder()
+    x = b.input("x", (n, hw, hw, c) if layout == "NHWC" else (n, c, hw, hw), dtype)
+    wshape = (r, r, c // groups, k) if layout == "NHWC" else (k, c // groups, r, r)
+    wv = (rng.standard_normal(wshape) / np.sqrt(c * r * r)).astype(dtype)
+    w = b.const(wv) if const else b.input("w", wshape, dtype)
+    attrs = {"math": math} if math else {}
+    y = b.conv2d(x, w, padding=r // 2, layout=layout, groups=groups, name="conv", **attrs)
+    bias = b.input("bias", (k,), dtype)
+    return b.build(b.relu(b.bias_add(y, bias, axis=-1 if layout == "NHWC" else 1), name="out"))
+
+
+@pytest.mark.parametrize("shape,want", [
+    ((1, 7, 512, 512, 3), 16),  # 4 tiles of a 4608-deep reduction
+    ((1, 7, 2048, 512, 1), 8),
+    ((1, 14, 256, 256, 3), 8),
+    ((1, 14, 1024, 256, 1), 4),  # 1024 deep: slices keep 256
+    ((1, 28, 128, 128, 3), 4),
+    ((1, 7, 512, 2048, 1), 1),  # 512 deep: over too soon to pay for a second kernel
+    ((16, 7, 512, 512, 3), 4),  # 52 tiles at batch 16
+    ((1, 56, 64, 64, 3), 1),  # 49 tiles of 64 x 64, but 576 deep
+    ((1, 14, 256, 1024, 1), 1),  # 256 deep: nothing to split
+    ((16, 14, 1024, 256, 1), 1),  # 98 tiles: the grid is more than half full
+    ((32, 7, 512, 512, 3), 1),
+])
+def test_resnet50_shapes_on_an_h100(shape, want):
+    n, hw, c, k, r = shape
+    conv = _conv(n, hw, c, k, r).node("conv")
+    assert conv_splits(conv, H100) == want
+
+
+@pytest.mark.parametrize("kw,why", [
+    (dict(dtype="float32"), "float32 without math='tf32' is no tensor-core product"),
+    (dict(layout="NCHW"), "NCHW"),
+    (dict(groups=2), "grouped"),
+])
+def test_left_alone(kw, why):
+    g = _conv(1, 7, 512, 512, 3, **kw)
+    assert split_k(g, H100) is g, why
+
+
+def test_tf32_convs_split_with_4_channel_chunks():
+    conv = _conv(1, 7, 512, 512, 3, dtype="float32", math="tf32").node("conv")
+    assert conv_splits(conv, H100) == 16
+
+
+def test_the_rewrite_keeps_the_name_and_rewires_the_epilogue():
+    g = _conv(1, 7, 512, 512, 3, const=False)
+    s = split_k(g, H100)
+    total = s.node("conv")
+    assert total.op == "split_sum" and total.dtype == "float16" and total.shape == (1, 7, 7, 512)
+    (part,) = total.inputs
+    assert part.op == "conv2d" and part.attrs["split_k"] == 16 and part.shape == (16, 1, 7, 7, 512)
+    assert part.dtype == "float32" and part.inputs[1].name == "w"
+    assert s.node("out").inputs[0].inputs[0] is total
+    assert [n.op for n in s.nodes if n.is_op] == ["conv2d", "split_sum", "bias_add", "relu"]
+
+
+def test_built_on_llvm_two_kernels_with_the_unsplit_numbers():
+    g = _conv(1, 7, 256, 64, 3, const=False)
+    s = split_k(g, SplitPolicy(sms=132, min_depth=64, min_total=512))
+    assert s.node("conv").inputs[0].attrs["split_k"] == 16
+    rng = np.random.default_rng(1)
+    feed = {"x": rng.standard_normal((1, 7, 7, 256)).astype("float16"),
+            "w": (rng.standard_normal((3, 3, 256, 64)) / 48).astype("float16"),
+            "bias": rng.standard_normal(64).astype("float16")}
+    split_cg = tefuse.build(s, "llvm")
+    assert len(split_cg.kernels) == 2  # the partial products; their sum with the epilogue
+    got = split_cg.run(**feed)[0].astype(np.float32)
+    want = tefuse.build(g, "llvm").run(**feed)[0].astype(np.float32)
+    assert np.abs(got - want).max() <= 2e-3 * np.abs(want).max()

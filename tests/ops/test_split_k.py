@@ -1,0 +1,69 @@
+"""ops: conv2d(split_k=S) gives S float32 partial sums over channel slices, split_sum adds them up;
+together they compute the conv (llvm, against numpy), and bad attributes are refused by name."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tefuse
+from tefuse.errors import GraphError
+from tefuse.graph import GraphBuilder
+
+from ..reference import conv2d
+
+
+def _nhwc_conv(dtype, split, weight_layout="HWIO", n=2, hw=5, c=16, k=8, r=3):
+    rng = np.random.default_rng(0)
+    b = GraphBuilder()
+    x = b.input("x", (n, hw, hw, c), dtype)
+    wshape = (r, r, c, k) if weight_layout == "HWIO" else (k, r, r, c)
+    w = b.input("w", wshape, dtype)
+    attrs = dict(padding=r // 2, layout="NHWC")
+    if weight_layout != "HWIO":
+        attrs["weight_layout"] = weight_layout
+    if split > 1:
+        part = b.conv2d(x, w, split_k=split, **attrs)
+        y = b.split_sum(part, dtype=dtype)
+    else:
+        y = b.conv2d(x, w, **attrs)
+    feed = {"x": rng.standard_normal((n, hw, hw, c)).astype(dtype),
+            "w": (rng.standard_normal(wshape) / np.sqrt(c * r * r)).astype(dtype)}
+    return b.build(y), feed
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+@pytest.mark.parametrize("weight_layout", ["HWIO", "OHWI"])
+@pytest.mark.parametrize("split", [2, 4])
+def test_split_partials_sum_to_the_conv(dtype, weight_layout, split):
+    graph, feed = _nhwc_conv(dtype, split, weight_layout)
+    part = graph.outputs[0].inputs[0]
+    assert part.shape == (split, 2, 5, 5, 8) and part.dtype == "float32"
+    got = tefuse.build(graph, "llvm").run(**feed)[0]
+    assert got.dtype == np.dtype(dtype) and got.shape == (2, 5, 5, 8)
+    hwio = feed["w"] if weight_layout == "HWIO" else feed["w"].transpose(1, 2, 3, 0)
+    want = conv2d(feed["x"], hwio, padding=1, layout="NHWC")
+    tol = 2e-3 if dtype == "float16" else 1e-5
+    assert np.abs(got.astype(np.float64) - want).max() <= tol * np.abs(want).max()
+
+
+@pytest.mark.parametrize("attrs,what", [
+    (dict(split_k=3, layout="NHWC"), "split_k=3"),  # 16 channels: 3 does not divide them
+    (dict(split_k=2, layout="NCHW"), "NHWC, groups=1 only"),
+    (dict(split_k=0, layout="NHWC"), "positive integer"),
+])
+def test_bad_split_is_refused_naming_the_node(attrs, what):
+    b = GraphBuilder()
+    c = 16
+    x = b.input("x", (1, 4, 4, c) if attrs["layout"] == "NHWC" else (1, c, 4, 4), "float16")
+    w = b.input("w", (3, 3, c, 8) if attrs["layout"] == "NHWC" else (8, c, 3, 3), "float16")
+    with pytest.raises(GraphError, match=what) as e:
+        b.conv2d(x, w, name="c1", **attrs)
+    assert "'c1'" in str(e.value)
+
+
+def test_split_sum_takes_float32_partials_only():
+    b = GraphBuilder()
+    with pytest.raises(GraphError, match="float32 partials"):
+        b.split_sum(b.input("p", (2, 4, 4), "float16"), dtype="float16")
+    with pytest.raises(GraphError, match="dtype must be"):
+        b.split_sum(b.input("q", (2, 4, 4), "float32"), dtype="int8")
