@@ -70,6 +70,8 @@ def fallback_values(m: int, n: int, sms: int, dtype: str = "float16") -> dict:
         return {"tile": (64, 64, 32, 32), "stages": 4, **common}
     if math.ceil(m / 128) * math.ceil(n / 128) >= 2 * sms:
         return {"tile": (128, 128, 64, 64), "stages": 3, **common}
+    if 2 * math.ceil(m / 64) * math.ceil(n / 128) <= sms:  # most SMs idle even so: twice the blocks again
+        return {"tile": (64, 64, 32, 32), "stages": 4, **common}
     return {"tile": (64, 128, 32, 64), "stages": 4, **common}
 
 

@@ -134,11 +134,11 @@ def conv_case(c: int, hw: int, k: int, r: int, s: int, batch: int, precision: st
     tdt = getattr(torch, dt)
     feeds = {n: torch.from_numpy(np.ascontiguousarray(a.numpy().astype(np.float32))).cuda().to(tdt)
              for n, a in tv.items()}
-    graph_ms, graph_error = _tefuse_graph_ms(torch, cg, feeds, out)
+    graph_ms, graph_error, run = _tefuse_graph_ms(torch, cg, feeds, out)
     _torch_math(torch, precision)
     x = torch.from_numpy(np.ascontiguousarray(vals["x"])).cuda().to(tdt).to(memory_format=torch.channels_last)
     wt = torch.from_numpy(np.ascontiguousarray(vals[w])).cuda().to(tdt).to(memory_format=torch.channels_last)
-    peer = time_graph(lambda: torch.nn.functional.conv2d(x, wt, None, s, r // 2))
+    graph_ms, peer = alternate(run, lambda: torch.nn.functional.conv2d(x, wt, None, s, r // 2), graph_ms)
     splits = [n.attrs["split_k"] for n in cg.graph.nodes if n.attrs.get("split_k", 1) > 1]
     extra = {"kernels": cg.num_kernels, "split_k": splits[0] if splits else 1, "kernels_ms": kernels_ms,
              "graph_ms": graph_ms}
@@ -177,25 +177,28 @@ def gemm_case(m: int, n: int, k: int, precision: str, db=None) -> Row:
     dev = cg.device
     args = {"a": a, "w": w, "b": bias}
     tv = {nm: tvm.runtime.tensor(_to_np(v, dt), dev) for nm, v in args.items()}
-    got = cg.run(**tv)[0].astype(np.float32)
+    out = cg.run(**tv)[0]
+    got = out.astype(np.float32)
     ta = {nm: torch.from_numpy(_to_np(v, dt).astype(np.float32)).cuda().double() for nm, v in args.items()}
     with torch.no_grad():
         ref = torch.relu(ta["a"] @ ta["w"].T + ta["b"]).cpu().numpy()
     err = _rel(got, ref)
     kernels_ms = 1e3 * sum(cg.time_kernels(**tv))
-    # timed as the peer is: one run captured into a CUDA graph and replayed (a split conv's two
-    # launches included); the kernels' sum where capture fails
     tdt = getattr(torch, dt)
-    feeds = {n: torch.from_numpy(np.ascontiguousarray(a.numpy().astype(np.float32))).cuda().to(tdt)
-             for n, a in tv.items()}
-    graph_ms, graph_error = _tefuse_graph_ms(torch, cg, feeds, out)
+    feeds = {nm: torch.from_numpy(np.ascontiguousarray(t.numpy().astype(np.float32))).cuda().to(tdt)
+             for nm, t in tv.items()}
+    graph_ms, graph_error, run = _tefuse_graph_ms(torch, cg, feeds, out)
     _torch_math(torch, precision)
     pa, pw, pb = (torch.from_numpy(v).cuda().to(tdt) for v in (a, w, bias))
-    peer = time_graph(lambda: torch.relu(torch.addmm(pb, pa, pw.T)))
+    graph_ms, peer = alternate(run, lambda: torch.relu(torch.addmm(pb, pa, pw.T)), graph_ms)
+    ms = graph_ms or kernels_ms
     tflops = 2 * m * n * k / (ms * 1e-3) / 1e12
+    extra = {"tefuse_tflops": tflops, "peer_tflops": 2 * m * n * k / (peer * 1e-3) / 1e12,
+             "kernels_ms": kernels_ms, "graph_ms": graph_ms}
+    if graph_error:
+        extra["graph_error"] = graph_error
     return Row("gemm", f"{m}x{n}x{k}", precision, m, ms, peer, f"cuBLAS addmm+relu, {precision}", err,
-               err <= TOLERANCE[precision], _templates(cg),
-               {"tefuse_tflops": tflops, "peer_tflops": 2 * m * n * k / (peer * 1e-3) / 1e12})
+               err <= TOLERANCE[precision], _templates(cg), extra)
 
 
 # --prologue: the target's rules (build's default), or every prologue fused (before those rules)
@@ -230,7 +233,7 @@ def model_case(name: str, batch: int, precision: str, workdir: Path, db="default
     xd = tvm.runtime.tensor(x, cg.device)
     kernels_ms = 1e3 * sum(cg.time_kernels(input=xd, number=5, repeat=3, min_repeat_ms=0))
     run_ms = time_wall(lambda: cg.run(input=xd, as_numpy=False), cg.device.sync)
-    graph_ms, graph_error = _tefuse_graph_ms(torch, cg, {"input": torch.from_numpy(x).cuda()}, got)
+    graph_ms, graph_error, _ = _tefuse_graph_ms(torch, cg, {"input": torch.from_numpy(x).cuda()}, got)
     tdt = getattr(torch, DTYPES[precision])
     _torch_math(torch, precision)
     tm = _torch_model(name).cuda().to(tdt).to(memory_format=torch.channels_last).eval()
@@ -263,19 +266,37 @@ def model_case(name: str, batch: int, precision: str, workdir: Path, db="default
 
 def _tefuse_graph_ms(torch, cg, feeds: dict, like: np.ndarray) -> tuple:
     """tefuse's run on torch tensors `feeds` captured into a torch CUDA graph (run(stream=) with
-    out= buffers) and replayed, timed as the peers are; (None, why) when capture fails."""
+    out= buffers) and replayed, timed as the peers are: (ms, None, the run) once its replayed
+    output is checked; (None, why, None) when capture fails."""
     tdtype = getattr(torch, "bfloat16" if str(like.dtype) == "bfloat16" else str(like.dtype))
     tout = torch.empty(like.shape, dtype=tdtype, device="cuda")
+
+    def run():
+        cg.run(feeds, out=[tout], stream=torch.cuda.current_stream())
+
     try:
-        ms = time_graph(lambda: cg.run(feeds, out=[tout], stream=torch.cuda.current_stream()))
+        ms = time_graph(run)
     except Exception as e:  # noqa: BLE001 - recorded; the kernels' sum stands in
-        return None, (str(e).strip().splitlines() or [type(e).__name__])[-1][:200]
+        return None, (str(e).strip().splitlines() or [type(e).__name__])[-1][:200], None
     replayed = tout.float().cpu().numpy()
     like = like.astype(np.float32)
     if not np.allclose(replayed, like, rtol=1e-3, atol=1e-3):  # the same kernels, the same numbers
         diff = float(np.abs(replayed - like).max())
-        return None, f"the replayed graph's output differs from the checked run's (max {diff:.3g})"
-    return ms, None
+        return None, f"the replayed graph's output differs from the checked run's (max {diff:.3g})", None
+    return ms, None, run
+
+
+def alternate(run, peer_fn, run_ms: Optional[float], rounds: int = 3) -> tuple:
+    """(tefuse's ms, the peer's ms), each the best of `rounds` CUDA-graph timings taken in turn
+    with the other's: a clock ramp or a neighbour's cache state one side meets, the other meets
+    too (microsecond kernels; one timing of each had given single peers 3-4x their usual time).
+    `run` None (no graph): the peer alone."""
+    peer = time_graph(peer_fn)
+    for _ in range(rounds - 1):
+        if run is not None:
+            run_ms = min(run_ms, time_graph(run))
+        peer = min(peer, time_graph(peer_fn))
+    return run_ms, peer
 
 
 def geomean(xs) -> Optional[float]:

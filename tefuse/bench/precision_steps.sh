@@ -30,6 +30,11 @@ for step in "$@"; do
                $P models --models resnet50 --precision fp16 --batch 1 --no-compile --workdir /tmp/tefuse $sk \
                  --json $OUT/models_fp16_resnet50_b1${sk:+_nosplit}.json 2>&1 \
                  | tee $OUT/models_fp16_resnet50_b1${sk:+_nosplit}.log | tail -3; done ;;
+    vit1)    # ViT-B/16 fp16 batch 1 with split-K (torch.compile a peer too), then without (CUDA-graph peer)
+             $P models --models vit_b_16 --precision fp16 --batch 1 --workdir /tmp/tefuse \
+               --json $OUT/models_fp16_vit_b1.json 2>&1 | tee $OUT/models_fp16_vit_b1.log | tail -3
+             $P models --models vit_b_16 --precision fp16 --batch 1 --no-compile --workdir /tmp/tefuse --no-split-k \
+               --json $OUT/models_fp16_vit_b1_nosplit.json 2>&1 | tee $OUT/models_fp16_vit_b1_nosplit.log | tail -3 ;;
     splittests) python3 -m pytest -m gpu tests/gpu/test_tensorcore_gpu.py -k split -q -p no:cacheprovider -n 6 2>&1 \
                | tee $OUT/gpu_tests_split.log | tail -8 ;;
     gemm)    $P gemm --precision fp16 bf16 --gemm 4096x4096x4096 197x2304x768 6272x256x2304 \

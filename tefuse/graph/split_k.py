@@ -1,12 +1,14 @@
-"""Split-K for convs whose output gives the GPU too few tiles (ResNet's 7x7 and 14x14 layers at
-small batches): the conv computes S partial sums over slices of its input channels
-(conv2d `split_k`, [S, N, OH, OW, K] in float32) and a `split_sum` adds them up, its epilogue
-fused. cuBLAS and cuDNN pick split-K kernels for such shapes the same way.
+"""Split-K for convs and Linears whose output gives the GPU too few tiles (ResNet's 7x7 and 14x14
+layers at small batches, ViT's MLP down-projection at batch 1): the product computes S partial
+sums over slices of its reduction (conv2d's input channels, a Linear's K: `split_k`, a leading
+[S] axis in float32) and a `split_sum` adds them up, its epilogue fused. cuBLAS and cuDNN pick
+split-K kernels for such shapes the same way.
 
 Why: at batch 1, ResNet-50's 512-channel 3x3 conv is a 49 x 512 x 4608 implicit GEMM, four
 64x128 tiles for 132 SMs, each walking a 4608-deep reduction. Sixteen slices give 64 tiles of
 288; the partials cost 1.6 MB of float32 traffic. Decided per conv from the GPU's SM count and
-the tensor-core template's untuned tiles (`SplitPolicy`), only for tensor-core dtypes in NHWC.
+the tensor-core template's untuned tiles (`SplitPolicy`), only for tensor-core dtypes (NHWC convs,
+Linears reading their weight [N, K]).
 """
 from __future__ import annotations
 
@@ -31,8 +33,9 @@ class SplitPolicy:
     max_splits: int = 16
 
     def blocks(self, m: int, n: int) -> int:
-        """Tiles of the tensor-core template's untuned config for a small grid (64 x 64 where
-        N <= 64, else 64 x 128: tensorcore_wgmma.fallback_values)."""
+        """Tiles of 64 x 128 (64 x 64 where N <= 64), the tensor-core template's untuned config
+        for a small grid (tensorcore_wgmma.fallback_values; its 64 x 64 for grids under half
+        the SMs is not counted: the split policy was measured against 64 x 128)."""
         return math.ceil(m / 64) * math.ceil(n / (64 if n <= 64 else 128))
 
     def splits(self, m: int, n: int, depth: int, channels: int, lanes: int) -> int:
@@ -65,9 +68,24 @@ def conv_splits(n: Node, policy: SplitPolicy) -> int:
     return policy.splits(batch * oh * ow, k, kh * kw * c, c, vector_lanes(w.dtype))
 
 
+def matmul_splits(n: Node, policy: SplitPolicy) -> int:
+    """How many slices `policy` gives a Linear (matmul by a [N, K] weight, graph/weights.py)."""
+    if n.op != "matmul" or not n.attrs.get("trans_b") or n.attrs.get("split_k", 1) != 1:
+        return 1
+    a, w = n.inputs
+    if not tensor_core_operand(n, w) or float(n.attrs.get("alpha", 1.0)) != 1.0:
+        return 1
+    k = w.shape[1]
+    return policy.splits(math.prod(a.shape[:-1]), w.shape[0], k, k, vector_lanes(w.dtype))
+
+
+SPLITTERS = {"conv2d": conv_splits, "matmul": matmul_splits}  # op -> its slice count
+
+
 def split_k(graph: Graph, policy: SplitPolicy) -> Graph:
-    """The graph with each conv that `policy` splits as conv2d(split_k=S) -> split_sum."""
-    chosen = {id(n): s for n in graph.nodes if n.is_op and (s := conv_splits(n, policy)) > 1}
+    """The graph with each conv or Linear that `policy` splits as op(split_k=S) -> split_sum."""
+    chosen = {id(n): s for n in graph.nodes
+              if n.op in SPLITTERS and (s := SPLITTERS[n.op](n, policy)) > 1}
     if not chosen:
         return graph
 

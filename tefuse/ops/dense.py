@@ -53,7 +53,8 @@ def _matmul_geometry(in_shapes, out_shape, attrs: dict) -> GemmGeometry:
     a, b = in_shapes
     if attrs.get("trans_b"):  # b stored [N, K]: the GEMM is a's rows (batch dims included) by N
         m = math.prod(a[:-1])
-        return GemmGeometry(1, m, b[0], b[1], b_nk=True)
+        splits = int(attrs.get("split_k", 1))  # split-K slices: a batch of K/S-deep GEMMs
+        return GemmGeometry(splits, m, b[0], b[1] // splits, b_nk=True)
     axis = stacked_rows_axis(a, b)
     if axis is not None and a[-1] == b[0]:  # the op computes it as one GEMM over a's rows
         return GemmGeometry(1, a[axis], b[1], a[-1], stacked_rows_axis=axis)
@@ -87,16 +88,19 @@ def dense(inputs: Sequence[Value], attrs: dict) -> Value:
 
 
 @register_op("matmul", OpPattern.OUT_ELEMWISE_FUSABLE, anchor="dense", num_inputs=2,
-             geometry=_matmul_geometry, optional={**MATH, "trans_b": False, "alpha": 1.0})
+             geometry=_matmul_geometry, optional={**MATH, "trans_b": False, "alpha": 1.0, "split_k": 1})
 def matmul(inputs: Sequence[Value], attrs: dict) -> Value:
     """numpy.matmul semantics for ranks >= 1 (1-D operands promoted and squeezed), times alpha;
     math='tf32' rounds float32 operands to TF32 first. trans_b=True: b is a 2-D [N, K] (a Linear's weight,
-    see graph/weights.py), a[..., K] @ b.T."""
+    see graph/weights.py), a[..., K] @ b.T; with split_k=S (alpha 1) S float32 partial products
+    over K/S each, [S, ..., N], for a `split_sum` to add up (graph/split_k.py)."""
     a, b = (tf32_operand(v, attrs) for v in inputs)
     if a.dtype != b.dtype:
         raise OpError(f"matmul: dtype mismatch {a.dtype} vs {b.dtype}")
     if attrs.get("trans_b"):
         return _matmul_nk(a, b, attrs)
+    if attrs.get("split_k", 1) != 1:
+        raise OpError("matmul: split_k needs trans_b (b a 2-D [N, K] weight)")
     if a.ndim == 0 or b.ndim == 0:
         raise OpError("matmul: scalar operands are not allowed")
     axis = stacked_rows_axis(a.shape, b.shape)
@@ -143,11 +147,31 @@ def _matmul_nk(a: Value, b: Value, attrs: dict) -> Value:
     at = a.materialize("data_in")
     bt = b.materialize("weight_in")
     acc = acc_dtype(a.dtype)
+    splits = attrs.get("split_k", 1)
+    if splits != 1:
+        return _matmul_nk_split(at, bt, splits, acc, attrs)
     k = te.reduce_axis((0, a.shape[-1]), "k")
     out = te.compute(a.shape[:-1] + (b.shape[0],),
                      lambda *i: te.sum(tir.Cast(acc, at(*i[:-1], k)) * tir.Cast(acc, bt(i[-1], k)), axis=k),
                      name="matmul", tag="dense")
     return _finish(out, a.dtype, attrs)
+
+
+def _matmul_nk_split(at: te.Tensor, bt: te.Tensor, splits, acc: str, attrs: dict) -> Value:
+    """a[..., K] @ b[N, K].T as `splits` partial products over K/S each, [S, ..., N] in the
+    accumulator's dtype: the slices are a batch axis of the GEMM the tensor-core template tiles."""
+    kk = int(at.shape[-1])
+    if not isinstance(splits, int) or splits < 1 or kk % splits:
+        raise OpError(f"matmul: split_k={splits!r} must be a positive integer dividing K={kk}")
+    if float(attrs.get("alpha", 1.0)) != 1.0:
+        raise OpError("matmul: split_k with alpha != 1 (the scale belongs after the sum)")
+    ks = kk // splits
+    k = te.reduce_axis((0, ks), "k")
+    shape = (splits,) + tuple(int(d) for d in at.shape[:-1]) + (int(bt.shape[0]),)
+    out = te.compute(shape, lambda s, *i: te.sum(tir.Cast(acc, at(*i[:-1], s * ks + k))
+                                                 * tir.Cast(acc, bt(i[-1], s * ks + k)), axis=k),
+                     name="matmul", tag="dense")
+    return Value.of_tensor(out)
 
 
 def stacked_rows_axis(a_shape: Sequence[int], b_shape: Sequence[int]):

@@ -157,3 +157,21 @@ def test_split_k_conv_matches_llvm(c, k, r, hw, precision, rng):
     got = cg.run(x=xv)[0]
     want = tefuse.build(graph, "llvm", precision=precision).run(x=xv)[0]
     assert np.abs(got - want).max() <= (2e-5 if precision == "tf32" else 1e-2) * np.abs(want).max()
+
+
+@pytest.mark.parametrize("precision", ["fp16", "tf32"])
+def test_split_k_linear_matches_llvm(precision, rng):
+    """ViT-B/16's MLP down-projection at batch 1 (a float32 Linear over [1, 197, 3072], weight
+    transposed once to [N, K]) split into 8 slices on wgmma on the H100, against llvm's build in
+    the same precision."""
+    b = tefuse.GraphBuilder()
+    x = b.input("x", (1, 197, 3072))
+    w = b.const((rng.standard_normal((3072, 768)) / 55).astype("float32"))
+    graph = b.build(b.add(b.matmul(x, w), b.const(rng.standard_normal(768).astype("float32"))))
+    cg = tefuse.build(graph, "cuda", precision=precision)
+    (part,) = [kk for kk in cg.kernels if kk.group.anchor is not None and kk.group.anchor.op == "matmul"]
+    assert part.group.anchor.attrs.get("split_k", 1) == 8 and "tefuse_wgmma_" in part.source("cuda")
+    xv = rng.standard_normal((1, 197, 3072)).astype("float32")
+    got = cg.run(x=xv)[0]
+    want = tefuse.build(graph, "llvm", precision=precision).run(x=xv)[0]
+    assert np.abs(got - want).max() <= (2e-5 if precision == "tf32" else 1e-2) * np.abs(want).max()

@@ -1,4 +1,5 @@
-"""graph/split_k.py: which convs split and how far (ResNet-50's shapes on 132 SMs), the rewrite
+"""graph/split_k.py: which convs and Linears split and how far (ResNet-50's and ViT-B/16's shapes
+on 132 SMs), the rewrite
 (conv2d(split_k) -> split_sum under the conv's name, consumers rewired, nothing else touched),
 and the built graph on llvm: two kernels, the same numbers as the unsplit one."""
 from __future__ import annotations
@@ -8,7 +9,7 @@ import pytest
 
 import tefuse
 from tefuse.graph import GraphBuilder
-from tefuse.graph.split_k import SplitPolicy, conv_splits, split_k
+from tefuse.graph.split_k import SplitPolicy, conv_splits, matmul_splits, split_k
 
 H100 = SplitPolicy(sms=132)
 
@@ -83,5 +84,46 @@ def test_built_on_llvm_two_kernels_with_the_unsplit_numbers():
     split_cg = tefuse.build(s, "llvm")
     assert len(split_cg.kernels) == 2  # the partial products; their sum with the epilogue
     got = split_cg.run(**feed)[0].astype(np.float32)
+    want = tefuse.build(g, "llvm").run(**feed)[0].astype(np.float32)
+    assert np.abs(got - want).max() <= 2e-3 * np.abs(want).max()
+
+
+def _linear(rows, k, n, dtype="float16", alpha=None):
+    """ViT's MLP down-projection as graph/weights.py leaves it: x[1, rows, K] @ w[N, K].T + bias."""
+    rng = np.random.default_rng(0)
+    b = GraphBuilder()
+    x = b.input("x", (1, rows, k), dtype)
+    w = b.const((rng.standard_normal((n, k)) / np.sqrt(k)).astype(dtype))
+    attrs = {"alpha": alpha} if alpha else {}
+    y = b.matmul(x, w, trans_b=True, name="fc", **attrs)
+    return b.build(b.add(y, b.input("bias", (n,), dtype), name="out"))
+
+
+@pytest.mark.parametrize("rows,k,n,want", [
+    (197, 3072, 768, 8),  # ViT-B/16's fc2 at batch 1: 24 tiles
+    (197, 768, 3072, 1),  # fc1: 96 tiles, 768 deep
+    (197, 768, 768, 1),  # the attention's output projection: 768 deep
+    (32 * 197, 3072, 768, 1),  # batch 32: plenty of tiles
+])
+def test_vit_linears_on_an_h100(rows, k, n, want):
+    assert matmul_splits(_linear(rows, k, n).node("fc"), H100) == want
+
+
+def test_a_scaled_product_is_left_alone():
+    g = _linear(197, 3072, 768, alpha=0.5)
+    assert split_k(g, H100) is g
+
+
+def test_a_split_linear_built_on_llvm_matches_the_unsplit_one():
+    g = _linear(40, 512, 64)
+    s = split_k(g, SplitPolicy(sms=132, min_depth=64, min_total=512))
+    part = s.node("fc").inputs[0]
+    assert part.attrs["split_k"] == 8 and part.shape == (8, 1, 40, 64)
+    rng = np.random.default_rng(2)
+    feed = {"x": rng.standard_normal((1, 40, 512)).astype("float16"),
+            "bias": rng.standard_normal(64).astype("float16")}
+    cg = tefuse.build(s, "llvm")
+    assert len(cg.kernels) == 2
+    got = cg.run(**feed)[0].astype(np.float32)
     want = tefuse.build(g, "llvm").run(**feed)[0].astype(np.float32)
     assert np.abs(got - want).max() <= 2e-3 * np.abs(want).max()

@@ -67,3 +67,30 @@ def test_split_sum_takes_float32_partials_only():
         b.split_sum(b.input("p", (2, 4, 4), "float16"), dtype="float16")
     with pytest.raises(GraphError, match="dtype must be"):
         b.split_sum(b.input("q", (2, 4, 4), "float32"), dtype="int8")
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_split_linear_partials_sum_to_the_product(dtype):
+    rng = np.random.default_rng(3)
+    b = GraphBuilder()
+    x, w = b.input("x", (2, 5, 64), dtype), b.input("w", (24, 64), dtype)
+    part = b.matmul(x, w, trans_b=True, split_k=4)
+    graph = b.build(b.split_sum(part, dtype=dtype))
+    assert part.shape == (4, 2, 5, 24) and part.dtype == "float32"
+    feed = {"x": rng.standard_normal((2, 5, 64)).astype(dtype), "w": rng.standard_normal((24, 64)).astype(dtype)}
+    got = tefuse.build(graph, "llvm").run(**feed)[0].astype(np.float64)
+    want = feed["x"].astype(np.float64) @ feed["w"].astype(np.float64).T
+    assert np.abs(got - want).max() <= (2e-3 if dtype == "float16" else 1e-5) * np.abs(want).max()
+
+
+@pytest.mark.parametrize("attrs,what", [
+    (dict(trans_b=True, split_k=3), "dividing K=64"),
+    (dict(trans_b=True, split_k=2, alpha=0.5), "alpha"),
+    (dict(split_k=2), "needs trans_b"),
+])
+def test_bad_linear_split_is_refused(attrs, what):
+    b = GraphBuilder()
+    x = b.input("x", (5, 64), "float16")
+    w = b.input("w", (24, 64) if attrs.get("trans_b") else (64, 24), "float16")
+    with pytest.raises(GraphError, match=what):
+        b.matmul(x, w, name="fc", **attrs)

@@ -85,13 +85,16 @@ def test_the_space_rules_out_the_wgmma_configs_apply_refuses(dtype):
 
 
 def test_fallback_tiles_follow_the_sm_count():
-    """Two 128x128 blocks per SM or more: 128x128, 3 stages; fewer: 64x128, 4 stages."""
+    """Two 128x128 blocks per SM or more: 128x128, 3 stages; fewer: 64x128, 4 stages; 64x64 where
+    64x128 would leave half the SMs idle."""
     from tefuse.schedules.cuda.tensorcore_wgmma import fallback_values
 
     assert fallback_values(4096, 4096, 132)["tile"][:2] == (128, 128)
     assert fallback_values(6272, 256, 132)["tile"][:2] == (64, 128)
     assert fallback_values(197, 2304, 132)["stages"] == 4
     assert fallback_values(6272, 64, 132)["tile"][:2] == (64, 64)  # 64 channels: no half-padded tiles
+    assert fallback_values(784, 128, 132)["tile"][:2] == (64, 64)  # 13 blocks of 64x128
+    assert fallback_values(784, 1024, 132)["tile"][:2] == (64, 128)  # 104 blocks
 
 
 def test_matmul_keeps_mma_untuned_on_hopper():
@@ -106,11 +109,12 @@ def test_matmul_keeps_mma_untuned_on_hopper():
 
 def test_build_on_the_default_cuda_target_compiles_the_dense_for_sm_90a():
     """`tefuse.build(..., "cuda")` (sm_90, untuned): the fp16 dense + bias + ReLU kernel calls
-    wgmma, and its source compiles (nvcc, sm_90a, as the kernel's own target) to wgmma.mma_async."""
+    wgmma (64x64 tiles: 8 blocks of 64x128 would leave most SMs idle), and its source compiles
+    (nvcc, sm_90a, as the kernel's own target) to wgmma.mma_async."""
     (k,) = tefuse.build(_dense(256, 256, 128, "float16"), "cuda").kernels
     src = k.source("cuda")
-    assert "tefuse_wgmma_m64n128k16x4_f16" in src and "mma.sync" not in src
-    assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n128k16\.f32\.f16\.f16", compile_to_ptx(src, "sm_90a"))
+    assert "tefuse_wgmma_m64n64k16x4_f16" in src and "mma.sync" not in src
+    assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n64k16\.f32\.f16\.f16", compile_to_ptx(src, "sm_90a"))
 
 
 def test_build_on_the_default_cuda_target_runs_a_model_conv_on_wgmma():
@@ -142,10 +146,24 @@ def test_build_on_the_default_cuda_target_splits_a_small_grid_conv():
     part, total = cg.kernels
     assert part.group.anchor.attrs["split_k"] == 8 and part.template == "tensorcore_gemm"
     assert total.group.anchor.op == "split_sum" and [n.op for n in total.group.nodes] == ["split_sum", "bias_add", "relu"]
-    assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n128k16\.f32\.f16\.f16",
+    assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n64k16\.f32\.f16\.f16",
                      compile_to_ptx(part.source("cuda"), "sm_90a"))
     (one,) = tefuse.build(graph, "cuda", split_k=False).kernels
     assert one.group.anchor.attrs.get("split_k") is None
+
+
+def test_build_on_the_default_cuda_target_splits_vits_mlp_down_projection_at_batch_1():
+    """ViT-B/16's fc2 at batch 1 (197 x 768 x 3072 + bias + residual, the weight read [N, K]):
+    24 tiles alone, so 8 slices of 384 on wgmma and a sum kernel with the epilogue."""
+    rng = np.random.default_rng(0)
+    b = GraphBuilder()
+    x, res = b.input("x", (1, 197, 3072), "float16"), b.input("res", (1, 197, 768), "float16")
+    w = b.const((rng.standard_normal((768, 3072)) / 55).astype("float16"))
+    y = b.matmul(x, w, trans_b=True)
+    graph = b.build(b.add(b.add(y, b.input("bias", (768,), "float16")), res))
+    part, total = tefuse.build(graph, "cuda").kernels
+    assert part.group.anchor.attrs["split_k"] == 8 and "tefuse_wgmma_" in part.source("cuda")
+    assert [n.op for n in total.group.nodes] == ["split_sum", "add", "add"]
 
 
 @pytest.mark.parametrize("dtype,bm,bn", [("float16", 128, 128), ("bfloat16", 64, 96)])
@@ -196,6 +214,13 @@ def _split_conv(n, hw, c, k, r, splits, dtype="float16"):
     return b.build(b.conv2d(x, w, padding=r // 2, layout="NHWC", weight_layout="OHWI", split_k=splits))
 
 
+def _split_linear(rows, k, n, splits, dtype="float16"):
+    """The partial products of a split-K Linear (graph/split_k.py): [S, 1, rows, N] float32."""
+    b = GraphBuilder()
+    x, w = b.input("x", (1, rows, k), dtype), b.input("w", (n, k), dtype)
+    return b.build(b.matmul(x, w, trans_b=True, split_k=splits))
+
+
 LLVM_CASES = {
     "conv_ohwi_3x3_padded": (lambda: _ohwi_conv(2, 7, 64, 96, 3), 64, 96, 3),
     "conv_ohwi_3x3_stride2": (lambda: _ohwi_conv(1, 9, 16, 64, 3, stride=2), 64, 64, 2),
@@ -203,6 +228,7 @@ LLVM_CASES = {
     # split-K: the slices are a batch axis of the implicit GEMM, each reading its channels
     "conv_ohwi_split_3x3": (lambda: _split_conv(1, 7, 64, 96, 3, 4), 64, 96, 3),
     "conv_ohwi_split_1x1": (lambda: _split_conv(1, 6, 128, 64, 1, 2), 64, 64, 2),
+    "linear_split": (lambda: _split_linear(70, 256, 96, 4), 64, 96, 3),
     "plain_197": (lambda: _dense(197, 96, 72, "float16"), 64, 96, 3),
     "plain_130": (lambda: _dense(130, 256, 200, "float16"), 128, 128, 3),
     "layernorm_prologue": (lambda: _normalized_dense(197, 64, 96, "float16"), 64, 64, 3),
@@ -365,10 +391,10 @@ def test_tf32_wgmma_streams_raw_operands_and_ptx_holds_k8_tf32():
     graph = _tf32(_dense(256, 128, 136, "float32"))
     (k,) = tefuse.build(graph, "cuda").kernels
     src = k.source("cuda")
-    assert "tefuse_wgmma_m64n128k8x4_tf32" in src and "mma.sync" not in src
+    assert "tefuse_wgmma_m64n64k8x4_tf32" in src and "mma.sync" not in src
     assert "cp.async" in src and ROUNDING not in src
     ptx = compile_to_ptx(src, "sm_90a")
-    assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n128k8\.f32\.tf32\.tf32\b", ptx)
+    assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n64k8\.f32\.tf32\.tf32\b", ptx)
     assert "cvt.rna.tf32.f32" in ptx and ptx.index("cvt.rna.tf32.f32") < ptx.index("wgmma.mma_async")
     assert "ld.local" not in ptx and "st.local" not in ptx, "accumulators spilled to local memory"
     _, low = _lowered(graph)
