@@ -57,31 +57,22 @@ def wgmma_target(target):
     return optin_target(tvm.target.Target({**target.export(), "arch": "sm_90a"}))
 
 
-def fallback_values(m: int, n: int, sms: int, dtype: str = "float16", k: int = 0) -> dict:
+def fallback_values(m: int, n: int, sms: int, dtype: str = "float16") -> dict:
     """The untuned wgmma config, from the H100 sweep (results/issue9/session10/wgmma.json):
     128x128 blocks, 3 stages, when they give every SM two blocks (4096^3: 0.28 ms, cuBLAS 0.20);
     else 64x128 blocks, 4 stages, twice the blocks for short or narrow GEMMs (197x2304x768 at
-    0.89x cuBLAS's time, 6272x256x2304 at 1.00x, where 128x128 took 1.2-1.4x); 64x64 where even
-    64x128 leaves half the SMs idle (ResNet-50's unsplit 1x1 convs at batch 1: their tuned H100
-    records are all 64x64). N <= 64 takes 64-wide tiles. A big grid over a shallow reduction
-    (K <= SHALLOW_K: ResNet's 1x1 convs at batch 16 and more, which move more bytes than they
-    multiply) takes 128x64 blocks of 2 stages, as the H100 records of ResNet-50's batch-32 1x1
-    convs mostly do. A tf32 tile row holds 32 elements in the same 128 bytes, so the same stages fit."""
+    0.89x cuBLAS's time, 6272x256x2304 at 1.00x, where 128x128 took 1.2-1.4x). N <= 64 takes
+    64-wide tiles. A tf32 tile row holds 32 elements in the same 128 bytes, so the same stages fit."""
     common = {"bk": bk_of(dtype), "intrin": "wgmma", "vec_out": 8}
     if n <= 64:  # ResNet's 64-channel convs: a 128-wide tile would be half padding
         if math.ceil(m / 128) * math.ceil(n / 64) >= 2 * sms:
             return {"tile": (128, 64, 64, 32), "stages": 3, **common}
         return {"tile": (64, 64, 32, 32), "stages": 4, **common}
     if math.ceil(m / 128) * math.ceil(n / 128) >= 2 * sms:
-        if 0 < k <= SHALLOW_K:  # bound by loads and stores: half the shared memory, more blocks resident
-            return {"tile": (128, 64, 64, 32), "stages": 2, **common}
         return {"tile": (128, 128, 64, 64), "stages": 3, **common}
     if 2 * math.ceil(m / 64) * math.ceil(n / 128) <= sms:  # most SMs idle even so: twice the blocks again
         return {"tile": (64, 64, 32, 32), "stages": 4, **common}
     return {"tile": (64, 128, 32, 64), "stages": 4, **common}
-
-
-SHALLOW_K = 512  # a reduction of a few 64-deep steps: the GEMM is bound by its loads and stores
 
 
 def wgmma_admits(values: dict, dtype: str) -> bool:
