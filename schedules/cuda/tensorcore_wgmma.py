@@ -61,8 +61,11 @@ def fallback_values(m: int, n: int, sms: int, dtype: str = "float16") -> dict:
     """The untuned wgmma config, from the H100 sweep (results/issue9/session10/wgmma.json):
     128x128 blocks, 3 stages, when they give every SM two blocks (4096^3: 0.28 ms, cuBLAS 0.20);
     else 64x128 blocks, 4 stages, twice the blocks for short or narrow GEMMs (197x2304x768 at
-    0.89x cuBLAS's time, 6272x256x2304 at 1.00x, where 128x128 took 1.2-1.4x). N <= 64 takes
-    64-wide tiles. A tf32 tile row holds 32 elements in the same 128 bytes, so the same stages fit."""
+    0.89x cuBLAS's time, 6272x256x2304 at 1.00x, where 128x128 took 1.2-1.4x); 64x64 where even
+    64x128 leaves half the SMs idle (ResNet-50's unsplit 1x1 convs at batch 1: their tuned H100
+    records are all 64x64). N <= 64 takes 64-wide tiles. (128x64 blocks of 2 stages for shallow
+    reductions, as ResNet-50's batch-32 records of 1x1 convs have, made its batch-16 1x1 convs
+    5-12% slower on the H100: results/issue9/session16.) A tf32 tile row holds 32 elements in the same 128 bytes, so the same stages fit."""
     common = {"bk": bk_of(dtype), "intrin": "wgmma", "vec_out": 8}
     if n <= 64:  # ResNet's 64-channel convs: a 128-wide tile would be half padding
         if math.ceil(m / 128) * math.ceil(n / 64) >= 2 * sms:
