@@ -30,6 +30,8 @@ for step in "$@"; do
                $P models --models resnet50 --precision fp16 --batch 1 --no-compile --workdir /tmp/tefuse $sk \
                  --json $OUT/models_fp16_resnet50_b1${sk:+_nosplit}.json 2>&1 \
                  | tee $OUT/models_fp16_resnet50_b1${sk:+_nosplit}.log | tail -3; done ;;
+    resnet1c) $P models --models resnet50 --precision fp16 --batch 1 --workdir /tmp/tefuse \
+               --json $OUT/models_fp16_resnet50_b1_compile.json 2>&1 | tee $OUT/models_fp16_resnet50_b1_compile.log | tail -3 ;;
     vit1)    # ViT-B/16 fp16 batch 1 with split-K (torch.compile a peer too), then without (CUDA-graph peer)
              $P models --models vit_b_16 --precision fp16 --batch 1 --workdir /tmp/tefuse \
                --json $OUT/models_fp16_vit_b1.json 2>&1 | tee $OUT/models_fp16_vit_b1.log | tail -3
