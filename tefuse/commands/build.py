@@ -38,6 +38,9 @@ def add_precision_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--precision", default="fp32", choices=["fp32", "tf32", "fp16", "bf16"],
                    help="arithmetic of the kernels: fp16/bf16 on tensor cores with float32 accumulation, "
                         "the model's float32 inputs and outputs kept (default fp32)")
+    p.add_argument("--no-split-k", dest="split_k", action="store_false",
+                   help="keep every tensor-core conv and Linear one kernel (by default, on CUDA, one whose "
+                        "output gives too few tiles for the GPU sums partial products in a second kernel)")
 
 
 def add_shape_option(p: argparse.ArgumentParser) -> None:
@@ -263,7 +266,7 @@ def open_db_and_cache(args):
     return db, cache
 
 
-def build_graph(graph, target, db, cache, jobs: Optional[int], precision: str = "fp32"):
+def build_graph(graph, target, db, cache, jobs: Optional[int], precision: str = "fp32", split_k: bool = True):
     """driver.build with a progress bar (when stderr is a terminal); {batch: graph} builds a
     ProfiledGraph, one bar per batch size."""
     from ..driver import build
@@ -279,13 +282,15 @@ def build_graph(graph, target, db, cache, jobs: Optional[int], precision: str = 
             log.info("batch profile %d (%d of %d)", b, k, len(graph))
             update, finish = build_progress(f"compiling kernels (batch {b})")
             try:
-                built[b] = build(g, target, db=db, cache=cache, jobs=jobs, precision=precision, progress=update)
+                built[b] = build(g, target, db=db, cache=cache, jobs=jobs, precision=precision, split_k=split_k,
+                                 progress=update)
             finally:
                 finish()
         return profiled(built)
     update, finish = build_progress()
     try:
-        return build(graph, target, db=db, cache=cache, jobs=jobs, precision=precision, progress=update)
+        return build(graph, target, db=db, cache=cache, jobs=jobs, precision=precision, split_k=split_k,
+                     progress=update)
     finally:
         finish()
 
@@ -352,7 +357,7 @@ def run(args) -> int:
         # the kernels a build for this target and precision makes (layout, weights, prologue rules)
         target = resolve_target(args.target)
         for b, g in each:  # several digraphs in one file: dot draws each
-            g = prepare_graph(g, target, precision=args.precision)
+            g = prepare_graph(g, target, precision=args.precision, split_k=args.split_k)
             dot = fusion_dot(g, fuse_graph(g, prologue=prologue_policy(target)))
             print(dot if b is None else f"// batch {b}\n{dot}")
         return 0
@@ -360,7 +365,7 @@ def run(args) -> int:
         raise UsageError("--emit ptx needs a cuda target")
     target = resolve_target(args.target)
     db, cache = open_db_and_cache(args)
-    cg = build_graph(graph, target, db, cache, args.jobs, args.precision)
+    cg = build_graph(graph, target, db, cache, args.jobs, args.precision, args.split_k)
     if args.emit == "summary":
         print(cg.summary())
     elif args.emit == "ptx":

@@ -356,7 +356,7 @@ def _load(args: argparse.Namespace, given: dict[str, Any]):
                 shapes[k] = tuple(v.shape)
         graph = import_model(model, shapes, input_names)
     db, cache = open_db_and_cache(args)
-    cg = build_graph(graph, target, db, cache, args.jobs, args.precision)
+    cg = build_graph(graph, target, db, cache, args.jobs, args.precision, args.split_k)
     return cg, len(model.graph.node), model, time.perf_counter() - t0
 
 

@@ -123,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
 
     # the kernels `build --precision` makes: precision converted, and NHWC for fp16/bf16/tf32 on CUDA
     graphs = load_graphs(args) or {None: load_graph(args)}
-    graphs = {b: prepare_graph(g, target, precision=args.precision) for b, g in graphs.items()}
+    graphs = {b: prepare_graph(g, target, precision=args.precision, split_k=args.split_k) for b, g in graphs.items()}
     runner = _runner(args, target)
     bars = _TuneBars()
     builder = LocalBuilder(n_parallel=args.parallel)

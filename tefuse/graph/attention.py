@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ..ops.attention import AttentionGeometry
-from .ir import Graph, Node, fresh_name, infer
+from .ir import Graph, Node, fresh_name, op_node, rewrite
 
 # (geometry, dtype) -> whether the target's templates build the fused op
 Supported = Callable[[AttentionGeometry, str], bool]
@@ -57,34 +57,28 @@ def _match(ctx: Node, consumers) -> tuple[Node, Node, Node, float] | None:
 def fuse_attention(graph: Graph, supported: Supported) -> Graph:
     """The graph with every matched attention that `supported` accepts as one op."""
     consumers = graph.consumers()
-    found = {}
+    alphas = {}  # id(context product) -> its scores' alpha
     for n in graph.nodes:
         m = _match(n, consumers) if n.is_op else None
         if m is not None:
             q, kt, v, alpha = m
             geo = AttentionGeometry(1, q.shape[-2], kt.shape[-1], q.shape[-1], v.shape[-1], alpha)
             if supported(geo, q.dtype):
-                found[id(n)] = m
-    if not found:
+                alphas[id(n)] = alpha
+    if not alphas:
         return graph
-    names = {n.name for n in graph.nodes}
-    new: dict[int, Node] = {}
-    for n in graph.nodes:
-        if not n.is_op:
-            new[id(n)] = n
-            continue
-        if id(n) in found:
-            q, kt, v, alpha = (new[id(x)] if isinstance(x, Node) else x for x in found[id(n)])
-            if _swaps_last_two(kt):
-                k = kt.inputs[0]
-            else:
-                rank = len(kt.shape)
-                axes = [*range(rank - 2), rank - 1, rank - 2]
-                attrs, shape, dtype = infer("transpose", {"axes": axes}, [kt], n.name)
-                k = Node(fresh_name(names, f"{n.name}_k"), "transpose", [kt], attrs, tuple(shape), dtype)
-            attrs, shape, dtype = infer("attention", {"alpha": alpha}, [q, k, v], n.name)
-            new[id(n)] = Node(n.name, "attention", [q, k, v], attrs, tuple(shape), dtype)
-            continue
-        inputs = [new[id(i)] for i in n.inputs]
-        new[id(n)] = Node(n.name, n.op, inputs, n.attrs, n.shape, n.dtype)
-    return Graph(list(graph.inputs), [new[id(o)] for o in graph.outputs])
+
+    def rule(n: Node, inputs: list[Node], names: set) -> Node | None:
+        if id(n) not in alphas:
+            return None
+        probs, v = inputs  # the rebuilt softmax and scores: read through, then dropped
+        q, kt = probs.inputs[0].inputs
+        if _swaps_last_two(kt):
+            k = kt.inputs[0]
+        else:
+            rank = len(kt.shape)
+            k = op_node(fresh_name(names, f"{n.name}_k"), "transpose", [kt],
+                        {"axes": [*range(rank - 2), rank - 1, rank - 2]})
+        return op_node(n.name, "attention", [q, k, v], {"alpha": alphas[id(n)]})
+
+    return rewrite(graph, rule)

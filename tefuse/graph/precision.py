@@ -24,7 +24,7 @@ import numpy as np
 
 from ..errors import GraphError
 from ..ops import OpPattern, get_op
-from .ir import CONST, INPUT, Graph, Node, fresh_name, infer
+from .ir import CONST, INPUT, Graph, Node, fresh_name, infer, op_node, rewrite
 
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
 LOW = {"fp16": "float16", "bf16": "bfloat16"}
@@ -135,15 +135,9 @@ def convert_precision(graph: Graph, precision: str) -> Graph:
 
 def _mark_tf32(graph: Graph) -> Graph:
     """Every float32 op that takes the `math` attribute (matrix products) set to math='tf32'."""
-    new: dict[int, Node] = {}
-    for n in graph.nodes:
-        if n.op in (INPUT, CONST):
-            new[id(n)] = n
-            continue
-        inputs = [new[id(i)] for i in n.inputs]
-        attrs = dict(n.attrs)
+    def rule(n: Node, inputs: list[Node], names: set) -> Node | None:
         if "math" in get_op(n.op).optional and all(i.dtype == "float32" for i in inputs):
-            attrs["math"] = "tf32"
-        attrs, shape, dtype = infer(n.op, attrs, inputs, n.name)
-        new[id(n)] = Node(n.name, n.op, inputs, attrs, tuple(shape), dtype)
-    return Graph(list(graph.inputs), [new[id(o)] for o in graph.outputs])
+            return op_node(n.name, n.op, inputs, {**n.attrs, "math": "tf32"})
+        return None
+
+    return rewrite(graph, rule)

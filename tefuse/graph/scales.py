@@ -19,7 +19,7 @@ from typing import Optional
 
 import numpy as np
 
-from .ir import CONST, Graph, Node, infer
+from .ir import CONST, Graph, Node, op_node, rewrite
 
 PRODUCTS = ("matmul", "dense")
 
@@ -46,26 +46,19 @@ def _unscaled(x: Node) -> tuple[Node, float]:
 def hoist_product_scales(graph: Graph) -> Graph:
     """The graph with scalar factors of every matmul/dense operand folded into its alpha (the
     scaled operand stays for any other consumer)."""
-    new: dict[int, Node] = {}
-    changed = False
-    for n in graph.nodes:
-        if not n.is_op:
-            new[id(n)] = n
-            continue
-        inputs = [new[id(i)] for i in n.inputs]
-        if n.op in PRODUCTS and n.dtype.startswith(("float", "bfloat")) and all(i.is_op for i in n.inputs):
-            parts = [_unscaled(i) for i in inputs]
-            factor = float(np.prod([f for _, f in parts]))
-            if factor != 1.0 or any(v is not i for (v, _), i in zip(parts, inputs)):
-                changed = True
-                inputs = [v for v, _ in parts]
-                attrs = {**n.attrs, "alpha": float(n.attrs.get("alpha", 1.0)) * factor}
-                attrs, shape, dtype = infer(n.op, attrs, inputs, n.name)
-                new[id(n)] = Node(n.name, n.op, inputs, attrs, tuple(shape), dtype)
-                continue
-        attrs, shape, dtype = infer(n.op, n.attrs, inputs, n.name)
-        new[id(n)] = Node(n.name, n.op, inputs, attrs, tuple(shape), dtype)
-    if not changed:
-        return graph
-    return Graph(list(graph.inputs), [new[id(o)] for o in graph.outputs])
+    hoisted = []
+
+    def rule(n: Node, inputs: list[Node], names: set) -> Node | None:
+        if n.op not in PRODUCTS or not n.dtype.startswith(("float", "bfloat")) or not all(i.is_op for i in n.inputs):
+            return None
+        parts = [_unscaled(i) for i in inputs]
+        factor = float(np.prod([f for _, f in parts]))
+        if factor == 1.0 and all(v is i for (v, _), i in zip(parts, inputs)):
+            return None
+        hoisted.append(n.name)
+        return op_node(n.name, n.op, [v for v, _ in parts],
+                       {**n.attrs, "alpha": float(n.attrs.get("alpha", 1.0)) * factor})
+
+    out = rewrite(graph, rule)
+    return out if hoisted else graph
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .ir import CONST, Graph, Node, fresh_name, infer
+from .ir import CONST, Graph, Node, fresh_name, op_node, rewrite
 
 
 TENSOR_CORE_DTYPES = ("float16", "bfloat16")  # what the wgmma path multiplies (and tf32 float32)
@@ -61,8 +61,7 @@ def _pad_channels(x: Node, c8: int, names: set) -> Node:
     16 bytes a pixel), so the conv's tile copies move whole vectors, as TensorRT and cuDNN pad a
     first layer."""
     pads = (0, 0, 0, 0, 0, 0, 0, c8 - x.shape[3])
-    attrs, shape, dtype = infer("pad", {"pads": pads}, [x], x.name)
-    return Node(fresh_name(names, f"{x.name}_c{c8}"), "pad", [x], attrs, tuple(shape), dtype)
+    return op_node(fresh_name(names, f"{x.name}_c{c8}"), "pad", [x], {"pads": pads})
 
 
 def nk_gemm_weights(graph: Graph, *, convs: bool = False) -> Graph:
@@ -73,33 +72,24 @@ def nk_gemm_weights(graph: Graph, *, convs: bool = False) -> Graph:
 
     if not any(wanted(n) for n in graph.nodes):
         return graph
-    names = {n.name for n in graph.nodes}
-    new: dict[int, Node] = {}
-    transposed: dict[int, Node] = {}  # one [N, K] copy per weight, however many matmuls read it
-    for n in graph.nodes:
-        if not n.is_op:
-            new[id(n)] = n
-            continue
-        inputs = [new[id(i)] for i in n.inputs]
-        attrs = dict(n.attrs)
-        if wanted(n):
-            w = inputs[1]
-            lanes = vector_lanes(w.dtype)
-            c8 = -(-w.shape[2] // lanes) * lanes if n.op == "conv2d" else 0
-            if c8 and c8 != w.shape[2]:  # an image's channels: the input padded, the weight zero-extended
-                inputs[0] = _pad_channels(inputs[0], c8, names)
-            if id(w) not in transposed:
-                v = np.asarray(w.value)
-                if n.op == "conv2d":
-                    v = np.pad(v, ((0, 0), (0, 0), (0, c8 - v.shape[2]), (0, 0)))
-                v = np.ascontiguousarray(v.T if n.op == "matmul" else v.transpose(HWIO_TO_OHWI))
-                transposed[id(w)] = Node(fresh_name(names, f"{w.name}_nk"), CONST, [], {}, tuple(v.shape),
-                                         w.dtype, v)
-            inputs[1] = transposed[id(w)]
-            if n.op == "matmul":
-                attrs["trans_b"] = True
-            else:
-                attrs["weight_layout"] = "OHWI"
-        attrs, shape, dtype = infer(n.op, attrs, inputs, n.name)
-        new[id(n)] = Node(n.name, n.op, inputs, attrs, tuple(shape), dtype)
-    return Graph(list(graph.inputs), [new[id(o)] for o in graph.outputs])
+    transposed: dict[int, Node] = {}  # one [N, K] copy per weight, however many products read it
+
+    def rule(n: Node, inputs: list[Node], names: set) -> Node | None:
+        if not wanted(n):
+            return None
+        w = inputs[1]
+        lanes = vector_lanes(w.dtype)
+        c8 = -(-w.shape[2] // lanes) * lanes if n.op == "conv2d" else 0
+        if c8 and c8 != w.shape[2]:  # an image's channels: the input padded, the weight zero-extended
+            inputs[0] = _pad_channels(inputs[0], c8, names)
+        if id(w) not in transposed:
+            v = np.asarray(w.value)
+            if n.op == "conv2d":
+                v = np.pad(v, ((0, 0), (0, 0), (0, c8 - v.shape[2]), (0, 0)))
+            v = np.ascontiguousarray(v.T if n.op == "matmul" else v.transpose(HWIO_TO_OHWI))
+            transposed[id(w)] = Node(fresh_name(names, f"{w.name}_nk"), CONST, [], {}, tuple(v.shape), w.dtype, v)
+        inputs[1] = transposed[id(w)]
+        layout = {"trans_b": True} if n.op == "matmul" else {"weight_layout": "OHWI"}
+        return op_node(n.name, n.op, inputs, {**n.attrs, **layout})
+
+    return rewrite(graph, rule)

@@ -47,6 +47,19 @@ def test_build_emits_ptx_of_a_model_with_a_wgmma_kernel(tmp_path, capsys):
     assert re.search(r"\.target sm_90a\b", ptx) and "wgmma.mma_async" in ptx
 
 
+def test_split_k_and_no_split_k(capsys):
+    """ResNet-50's 512-channel 3x3 conv at batch 1 on cuda: the conv's partial products and their
+    sum with the epilogue (two kernels); --no-split-k keeps one."""
+    args = ["build", "conv2d(k=512,r=3,pad=1)+bias+relu", "-i", "1x7x7x512", "--layout", "NHWC", "--dtype",
+            "float16", "-t", "cuda", "-e", "summary", "--no-db", "--no-cache"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "2 kernels for 4 ops" in out and "[split_sum, bias_add, relu]" in out
+    assert main([*args, "--no-split-k"]) == 0
+    out = capsys.readouterr().out
+    assert "1 kernels for 3 ops" in out and "split_sum" not in out
+
+
 def test_build_summary_cpu(capsys):
     assert main(["build", "conv2d(k=8,r=1)+relu", "-i", "1x4x8x8", "--no-db", "--no-cache"]) == 0
     assert "1 kernels for 2 ops on llvm" in capsys.readouterr().out
