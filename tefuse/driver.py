@@ -207,8 +207,9 @@ def build_summary(kernels: list[CompiledKernel], num_ops: int, seconds: float) -
 
 def prepare_graph(graph: Graph, target, *, precision: str = "fp32", layout: Optional[str] = None,
                   fold_bn: bool = False, fuse_attention: bool = False, split_k: bool = True) -> Graph:
-    """The graph `build` fuses: batch-norms folded, precision and layout converted (see build).
-    `tefuse tune` calls it too, so the kernels it tunes are the ones a build then looks up."""
+    """The graph `build` fuses: batch-norms folded, precision and layout converted, weights laid
+    out for the tensor cores, small-grid products split (see build). `tefuse tune` calls it too,
+    so the kernels it tunes are the ones a build then looks up."""
     check_precision(precision)
     if fold_bn:
         graph = fold_batch_norm(graph)
@@ -222,7 +223,7 @@ def prepare_graph(graph: Graph, target, *, precision: str = "fp32", layout: Opti
         graph = nk_gemm_weights(graph, convs=wgmma_capable(tgt))
     if fuse_attention:  # after precision: whether a template takes the fused op depends on its dtype
         graph = form_attention(graph, lambda geo, dtype: op_supported(tgt, "attention", geo, dtype))
-    if split_k and mma_capable(tgt):  # after layout and weights: it splits NHWC tensor-core convs
+    if split_k and mma_capable(tgt):  # after layout and weights: it splits NHWC convs and [N, K] Linears
         graph = split_reductions(graph, SplitPolicy(gpu_limits(tgt).sm_count))
     return graph
 

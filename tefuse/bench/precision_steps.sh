@@ -58,6 +58,9 @@ for step in "$@"; do
     tunevit) # fp16 records for ViT-B/16's kernels since the weight pass (new GEMM workloads)
              MODELS=vit_b_16 BATCHES="1 32" MODEL_TRIALS=8 TUNE_SECONDS=${TUNE_SECONDS:-200} \
                bash tefuse/bench/gpu_session.sh tune-fp16 ;;
+    tunesplit) # fp16 records for the split-K kernels (new workloads since session 16) at batch 1
+             MODELS="resnet50 vit_b_16" BATCHES="1" MODEL_TRIALS=8 TUNE_SECONDS=${TUNE_SECONDS:-240} \
+               bash tefuse/bench/gpu_session.sh tune-fp16 ;;
     vittuned) TEFUSE_SYSTEM_DB=$PWD/tuning_logs:/tmp/tefuse/fp16_vit_b_16_b1.jsonl:/tmp/tefuse/fp16_vit_b_16_b32.jsonl \
              $P models --models vit_b_16 --precision fp16 --batch 1 32 --workdir /tmp/tefuse \
                --json $OUT/models_fp16_vit_tuned.json 2>&1 | tee $OUT/models_fp16_vit_tuned.log | tail -6 ;;

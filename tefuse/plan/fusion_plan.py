@@ -241,7 +241,9 @@ class FusionPlan:
     # -- compile and run --------------------------------------------------------------------
     def compile(self, target: TargetLike = "llvm", *, precision: str = "fp32", **build_kwargs) -> "FusionPlan":
         """Build the plan's single kernel (expensive: do it once). precision: fp32, fp16 or bf16
-        (float32 accumulation; arguments and results stay in the plan's dtype)."""
+        (float32 accumulation; arguments and results stay in the plan's dtype). No split-K: a
+        plan is one kernel, so a small-grid conv stays whole (graph/split_k.py)."""
+        build_kwargs.setdefault("split_k", False)
         self._compiled = build(self.graph, target, precision=precision, **build_kwargs)
         self._compiled_steps = len(self._steps)
         return self
