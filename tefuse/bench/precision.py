@@ -128,23 +128,14 @@ def conv_case(c: int, hw: int, k: int, r: int, s: int, batch: int, precision: st
                                              False, 0.0, eps)
         ref = torch.relu(ref).cpu().numpy()
     err = _rel(got, ref)
-    kernels_ms = 1e3 * sum(cg.time_kernels(**tv))
-    # timed as the peer is: one run captured into a CUDA graph and replayed (a split conv's two
-    # launches included); the kernels' sum where capture fails
     tdt = getattr(torch, dt)
-    feeds = {n: torch.from_numpy(np.ascontiguousarray(a.numpy().astype(np.float32))).cuda().to(tdt)
-             for n, a in tv.items()}
-    graph_ms, graph_error, run = _tefuse_graph_ms(torch, cg, feeds, out)
-    _torch_math(torch, precision)
     x = torch.from_numpy(np.ascontiguousarray(vals["x"])).cuda().to(tdt).to(memory_format=torch.channels_last)
     wt = torch.from_numpy(np.ascontiguousarray(vals[w])).cuda().to(tdt).to(memory_format=torch.channels_last)
-    graph_ms, peer = alternate(run, lambda: torch.nn.functional.conv2d(x, wt, None, s, r // 2), graph_ms)
+    ms, peer, timing = _time_against(torch, cg, tv, out, precision,
+                                     lambda: torch.nn.functional.conv2d(x, wt, None, s, r // 2))
     splits = [n.attrs["split_k"] for n in cg.graph.nodes if n.attrs.get("split_k", 1) > 1]
-    extra = {"kernels": cg.num_kernels, "split_k": splits[0] if splits else 1, "kernels_ms": kernels_ms,
-             "graph_ms": graph_ms}
-    if graph_error:
-        extra["graph_error"] = graph_error
-    return Row("conv", f"{c}x{hw}x{hw}->{k} {r}x{r}/{s} {layout}", precision, batch, graph_ms or kernels_ms, peer,
+    extra = {"kernels": cg.num_kernels, "split_k": splits[0] if splits else 1, **timing}
+    return Row("conv", f"{c}x{hw}x{hw}->{k} {r}x{r}/{s} {layout}", precision, batch, ms, peer,
                f"cuDNN conv alone, {precision}, channels_last", err, err <= TOLERANCE[precision], _templates(cg),
                extra)
 
@@ -183,20 +174,10 @@ def gemm_case(m: int, n: int, k: int, precision: str, db=None) -> Row:
     with torch.no_grad():
         ref = torch.relu(ta["a"] @ ta["w"].T + ta["b"]).cpu().numpy()
     err = _rel(got, ref)
-    kernels_ms = 1e3 * sum(cg.time_kernels(**tv))
-    tdt = getattr(torch, dt)
-    feeds = {nm: torch.from_numpy(np.ascontiguousarray(t.numpy().astype(np.float32))).cuda().to(tdt)
-             for nm, t in tv.items()}
-    graph_ms, graph_error, run = _tefuse_graph_ms(torch, cg, feeds, out)
-    _torch_math(torch, precision)
-    pa, pw, pb = (torch.from_numpy(v).cuda().to(tdt) for v in (a, w, bias))
-    graph_ms, peer = alternate(run, lambda: torch.relu(torch.addmm(pb, pa, pw.T)), graph_ms)
-    ms = graph_ms or kernels_ms
+    pa, pw, pb = (torch.from_numpy(v).cuda().to(getattr(torch, dt)) for v in (a, w, bias))
+    ms, peer, timing = _time_against(torch, cg, tv, out, precision, lambda: torch.relu(torch.addmm(pb, pa, pw.T)))
     tflops = 2 * m * n * k / (ms * 1e-3) / 1e12
-    extra = {"tefuse_tflops": tflops, "peer_tflops": 2 * m * n * k / (peer * 1e-3) / 1e12,
-             "kernels_ms": kernels_ms, "graph_ms": graph_ms}
-    if graph_error:
-        extra["graph_error"] = graph_error
+    extra = {"tefuse_tflops": tflops, "peer_tflops": 2 * m * n * k / (peer * 1e-3) / 1e12, **timing}
     return Row("gemm", f"{m}x{n}x{k}", precision, m, ms, peer, f"cuBLAS addmm+relu, {precision}", err,
                err <= TOLERANCE[precision], _templates(cg), extra)
 
@@ -284,6 +265,23 @@ def _tefuse_graph_ms(torch, cg, feeds: dict, like: np.ndarray) -> tuple:
         diff = float(np.abs(replayed - like).max())
         return None, f"the replayed graph's output differs from the checked run's (max {diff:.3g})", None
     return ms, None, run
+
+
+def _time_against(torch, cg, tv: dict, out: np.ndarray, precision: str, peer_fn) -> tuple:
+    """(tefuse's ms, the peer's ms, timing extras) for a checked build `cg` fed `tv`: tefuse timed
+    as the peer is, one run captured into a CUDA graph and replayed (a split product's two
+    launches included), in turn with the peer (`alternate`); the kernels' sum where capture fails."""
+    kernels_ms = 1e3 * sum(cg.time_kernels(**tv))
+    tdt = getattr(torch, DTYPES[precision])
+    feeds = {nm: torch.from_numpy(np.ascontiguousarray(t.numpy().astype(np.float32))).cuda().to(tdt)
+             for nm, t in tv.items()}
+    graph_ms, graph_error, run = _tefuse_graph_ms(torch, cg, feeds, out)
+    _torch_math(torch, precision)
+    graph_ms, peer = alternate(run, peer_fn, graph_ms)
+    extra = {"kernels_ms": kernels_ms, "graph_ms": graph_ms}
+    if graph_error:
+        extra["graph_error"] = graph_error
+    return graph_ms or kernels_ms, peer, extra
 
 
 def alternate(run, peer_fn, run_ms: Optional[float], rounds: int = 3) -> tuple:
