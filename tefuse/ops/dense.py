@@ -9,7 +9,7 @@ from tvm import te, tirx as tir
 
 from ..errors import OpError
 from .registry import OpPattern, register_op
-from .value import MATH, Value, acc_dtype, broadcast_shape, broadcast_to, lazy, tf32_operand
+from .value import MATH, Value, acc_dtype, broadcast_shape, lazy, tf32_operand
 
 
 def _finish(out: te.Tensor, dtype: str, attrs: dict) -> Value:
