@@ -224,7 +224,7 @@ def model_case(name: str, batch: int, precision: str, workdir: Path, db="default
     extra = {"build_s": build_s, "run_ms": run_ms, "kernels_ms": kernels_ms, "graph_ms": graph_ms,
              "top1_agreement": top1, "kernels": cg.num_kernels, "peer_graph_ms": peer_graph,
              "prologue": prologue, "split_k": split_k,
-             "split_convs": sum(1 for n in cg.graph.nodes if n.attrs.get("split_k", 1) > 1)}
+             "split_products": sum(1 for n in cg.graph.nodes if n.attrs.get("split_k", 1) > 1)}
     if graph_error:
         extra["graph_error"] = graph_error
     if compile_peer:
@@ -249,8 +249,7 @@ def _tefuse_graph_ms(torch, cg, feeds: dict, like: np.ndarray) -> tuple:
     """tefuse's run on torch tensors `feeds` captured into a torch CUDA graph (run(stream=) with
     out= buffers) and replayed, timed as the peers are: (ms, None, the run) once its replayed
     output is checked; (None, why, None) when capture fails."""
-    tdtype = getattr(torch, "bfloat16" if str(like.dtype) == "bfloat16" else str(like.dtype))
-    tout = torch.empty(like.shape, dtype=tdtype, device="cuda")
+    tout = torch.empty(like.shape, dtype=getattr(torch, str(like.dtype)), device="cuda")
 
     def run():
         cg.run(feeds, out=[tout], stream=torch.cuda.current_stream())

@@ -40,7 +40,9 @@ def find_template(target: tvm.target.Target, anchor_kind: str, name: Optional[st
     if info is not None:
         temps = sorted((t for t in temps if t.accepts(info)), key=lambda t: -t.preference(info, target))
     if not temps:
-        raise BuildError(f"no schedule template for target {target.kind.name!r}, anchor {anchor_kind!r}")
+        split = info is not None and info.attrs.get("split_k", 1) > 1
+        hint = "; a split-K product takes only the tensor-core template (build with split_k=False)" if split else ""
+        raise BuildError(f"no schedule template for target {target.kind.name!r}, anchor {anchor_kind!r}{hint}")
     if name is not None:
         temps = [t for t in temps if t.name == name]
     return temps

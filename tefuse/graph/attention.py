@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ..ops.attention import AttentionGeometry
-from .ir import Graph, Node, fresh_name, op_node, rewrite
+from .ir import Graph, Node, RewriteContext, fresh_name, op_node, rewrite
 
 # (geometry, dtype) -> whether the target's templates build the fused op
 Supported = Callable[[AttentionGeometry, str], bool]
@@ -57,28 +57,28 @@ def _match(ctx: Node, consumers) -> tuple[Node, Node, Node, float] | None:
 def fuse_attention(graph: Graph, supported: Supported) -> Graph:
     """The graph with every matched attention that `supported` accepts as one op."""
     consumers = graph.consumers()
-    alphas = {}  # id(context product) -> its scores' alpha
+    found = {}  # id(context product) -> (q, k^T, alpha), nodes of the graph as given
     for n in graph.nodes:
         m = _match(n, consumers) if n.is_op else None
         if m is not None:
             q, kt, v, alpha = m
             geo = AttentionGeometry(1, q.shape[-2], kt.shape[-1], q.shape[-1], v.shape[-1], alpha)
             if supported(geo, q.dtype):
-                alphas[id(n)] = alpha
-    if not alphas:
+                found[id(n)] = (q, kt, alpha)
+    if not found:
         return graph
 
-    def rule(n: Node, inputs: list[Node], names: set) -> Node | None:
-        if id(n) not in alphas:
+    def rule(n: Node, inputs: list[Node], ctx: RewriteContext) -> Node | None:
+        if id(n) not in found:
             return None
-        probs, v = inputs  # the rebuilt softmax and scores: read through, then dropped
-        q, kt = probs.inputs[0].inputs
+        q, kt, alpha = found[id(n)]
+        q, kt, v = ctx.new(q), ctx.new(kt), inputs[1]  # the scores and softmax between: dropped
         if _swaps_last_two(kt):
             k = kt.inputs[0]
         else:
             rank = len(kt.shape)
-            k = op_node(fresh_name(names, f"{n.name}_k"), "transpose", [kt],
+            k = op_node(fresh_name(ctx.names, f"{n.name}_k"), "transpose", [kt],
                         {"axes": [*range(rank - 2), rank - 1, rank - 2]})
-        return op_node(n.name, "attention", [q, k, v], {"alpha": alphas[id(n)]})
+        return op_node(n.name, "attention", [q, k, v], {"alpha": alpha})
 
     return rewrite(graph, rule)

@@ -161,9 +161,21 @@ def fresh_name(taken: set[str], base: str) -> str:
     return name
 
 
-# a rewrite's rule: (the node, its already-rewritten inputs, the graph's names) -> its
-# replacement, or None to keep the node (on the rewritten inputs)
-RewriteRule = Callable[[Node, list[Node], set[str]], Optional[Node]]
+@dataclass
+class RewriteContext:
+    """What a rewrite rule may use beside the node: the graph's names (for `fresh_name`) and the
+    rebuilt counterpart of any node already visited (`new`)."""
+
+    names: set[str]
+    rebuilt: dict[int, "Node"] = field(default_factory=dict)
+
+    def new(self, old: "Node") -> "Node":
+        return self.rebuilt[id(old)]
+
+
+# a rewrite's rule: (the node, its rebuilt inputs, the context) -> its replacement, or None to
+# keep the node (on the rebuilt inputs)
+RewriteRule = Callable[[Node, list[Node], RewriteContext], Optional[Node]]
 
 
 def op_node(name: str, op: str, inputs: Sequence[Node], attrs: dict) -> Node:
@@ -175,14 +187,14 @@ def op_node(name: str, op: str, inputs: Sequence[Node], attrs: dict) -> Node:
 def rewrite(graph: Graph, rule: RewriteRule) -> Graph:
     """The graph rebuilt in topological order with each op node replaced as `rule` says; graph
     passes (attention, split-K) share this walk instead of each keeping one."""
-    names = {n.name for n in graph.nodes}
-    new: dict[int, Node] = {}
+    ctx = RewriteContext({n.name for n in (*graph.nodes, *graph.inputs)})
+    new = ctx.rebuilt
     for n in graph.nodes:
         if not n.is_op:
             new[id(n)] = n
             continue
         inputs = [new[id(i)] for i in n.inputs]
-        out = rule(n, inputs, names)
+        out = rule(n, inputs, ctx)
         new[id(n)] = out if out is not None else Node(n.name, n.op, inputs, n.attrs, n.shape, n.dtype)
     return Graph(list(graph.inputs), [new[id(o)] for o in graph.outputs])
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..errors import GraphError
 from ..ops import OpPattern, get_op
-from .ir import CONST, INPUT, Graph, Node, fresh_name, infer, op_node, rewrite
+from .ir import CONST, INPUT, Graph, Node, RewriteContext, fresh_name, infer, op_node, rewrite
 
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
 LOW = {"fp16": "float16", "bf16": "bfloat16"}
@@ -135,7 +135,7 @@ def convert_precision(graph: Graph, precision: str) -> Graph:
 
 def _mark_tf32(graph: Graph) -> Graph:
     """Every float32 op that takes the `math` attribute (matrix products) set to math='tf32'."""
-    def rule(n: Node, inputs: list[Node], names: set) -> Node | None:
+    def rule(n: Node, inputs: list[Node], ctx: RewriteContext) -> Node | None:
         if "math" in get_op(n.op).optional and all(i.dtype == "float32" for i in inputs):
             return op_node(n.name, n.op, inputs, {**n.attrs, "math": "tf32"})
         return None

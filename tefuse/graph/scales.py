@@ -19,7 +19,7 @@ from typing import Optional
 
 import numpy as np
 
-from .ir import CONST, Graph, Node, op_node, rewrite
+from .ir import CONST, Graph, Node, RewriteContext, op_node, rewrite
 
 PRODUCTS = ("matmul", "dense")
 
@@ -48,7 +48,7 @@ def hoist_product_scales(graph: Graph) -> Graph:
     scaled operand stays for any other consumer)."""
     hoisted = []
 
-    def rule(n: Node, inputs: list[Node], names: set) -> Node | None:
+    def rule(n: Node, inputs: list[Node], ctx: RewriteContext) -> Node | None:
         if n.op not in PRODUCTS or not n.dtype.startswith(("float", "bfloat")) or not all(i.is_op for i in n.inputs):
             return None
         parts = [_unscaled(i) for i in inputs]

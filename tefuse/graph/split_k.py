@@ -15,8 +15,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .ir import Graph, Node, fresh_name, op_node, rewrite
-from .weights import tensor_core_operand, vector_lanes
+from .ir import Graph, Node, RewriteContext, fresh_name, op_node, rewrite
+from .weights import MIN_MN, tensor_core_operand, vector_lanes
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,8 @@ class SplitPolicy:
     def splits(self, m: int, n: int, depth: int, channels: int, lanes: int) -> int:
         """The fewest slices (a power of two) that give every SM a block, as many as the depth
         and the channels' 16-byte chunks allow; 1 where the grid is already half full."""
+        if m < MIN_MN or n < MIN_MN:  # a GEMV (an SE block's 1x1 conv, a decode step): no tensor-core tile
+            return 1
         blocks = self.blocks(m, n)
         if 2 * blocks > self.sms or depth < self.min_total:
             return 1
@@ -89,11 +91,11 @@ def split_k(graph: Graph, policy: SplitPolicy) -> Graph:
     if not chosen:
         return graph
 
-    def rule(n: Node, inputs: list[Node], names: set) -> Node | None:
+    def rule(n: Node, inputs: list[Node], ctx: RewriteContext) -> Node | None:
         s = chosen.get(id(n))
         if s is None:
             return None
-        partial = op_node(fresh_name(names, f"{n.name}_split"), n.op, inputs, {**n.attrs, "split_k": s})
+        partial = op_node(fresh_name(ctx.names, f"{n.name}_split"), n.op, inputs, {**n.attrs, "split_k": s})
         return op_node(n.name, "split_sum", [partial], {"dtype": n.dtype})
 
     return rewrite(graph, rule)

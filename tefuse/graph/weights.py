@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .ir import CONST, Graph, Node, fresh_name, op_node, rewrite
+from .ir import CONST, Graph, Node, RewriteContext, fresh_name, op_node, rewrite
 
 
 TENSOR_CORE_DTYPES = ("float16", "bfloat16")  # what the wgmma path multiplies (and tf32 float32)
@@ -74,20 +74,20 @@ def nk_gemm_weights(graph: Graph, *, convs: bool = False) -> Graph:
         return graph
     transposed: dict[int, Node] = {}  # one [N, K] copy per weight, however many products read it
 
-    def rule(n: Node, inputs: list[Node], names: set) -> Node | None:
+    def rule(n: Node, inputs: list[Node], ctx: RewriteContext) -> Node | None:
         if not wanted(n):
             return None
         w = inputs[1]
         lanes = vector_lanes(w.dtype)
         c8 = -(-w.shape[2] // lanes) * lanes if n.op == "conv2d" else 0
         if c8 and c8 != w.shape[2]:  # an image's channels: the input padded, the weight zero-extended
-            inputs[0] = _pad_channels(inputs[0], c8, names)
+            inputs[0] = _pad_channels(inputs[0], c8, ctx.names)
         if id(w) not in transposed:
             v = np.asarray(w.value)
             if n.op == "conv2d":
                 v = np.pad(v, ((0, 0), (0, 0), (0, c8 - v.shape[2]), (0, 0)))
             v = np.ascontiguousarray(v.T if n.op == "matmul" else v.transpose(HWIO_TO_OHWI))
-            transposed[id(w)] = Node(fresh_name(names, f"{w.name}_nk"), CONST, [], {}, tuple(v.shape), w.dtype, v)
+            transposed[id(w)] = Node(fresh_name(ctx.names, f"{w.name}_nk"), CONST, [], {}, tuple(v.shape), w.dtype, v)
         inputs[1] = transposed[id(w)]
         layout = {"trans_b": True} if n.op == "matmul" else {"weight_layout": "OHWI"}
         return op_node(n.name, n.op, inputs, {**n.attrs, **layout})

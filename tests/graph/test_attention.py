@@ -77,3 +77,20 @@ def test_fused_build_matches_onnxruntime_and_is_one_kernel_less_twice(rng, preci
     assert len(fused.kernels) == len(plain.kernels) - 2
     got = fused.run(x)[0]
     assert np.abs(got - want).max() <= tol * np.abs(want).max()
+
+
+def test_an_attention_whose_output_is_another_ones_scores():
+    """ctx1 = attention(q, k, v) and softmax(ctx1) @ v2: the outer one is formed from ctx1's own
+    operands (its softmax and scores come back unfused), with the numbers of the unfused graph."""
+    rng = np.random.default_rng(0)
+    b = GraphBuilder()
+    q, kt = b.relu(b.input("q", (2, 16, 16))), b.relu(b.input("kt", (2, 16, 16)))
+    v, v2 = b.relu(b.input("v", (2, 16, 16))), b.relu(b.input("v2", (2, 16, 8)))
+    ctx1 = b.matmul(b.softmax(b.matmul(q, kt), axis=-1), v, name="ctx1")
+    g = b.build(b.matmul(b.softmax(ctx1, axis=-1), v2, name="ctx2"))
+    f = fuse_attention(g, ALWAYS)
+    assert f.node("ctx2").op == "attention" and sum(n.op == "attention" for n in f.nodes) == 1
+    feed = {n: rng.standard_normal((2, 16, 8 if n == "v2" else 16)).astype("float32") for n in ("q", "kt", "v", "v2")}
+    want = tefuse.build(g, "llvm").run(**feed)[0]
+    got = tefuse.build(f, "llvm").run(**feed)[0]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)

@@ -253,3 +253,25 @@ def test_with_constants_binds_inputs_and_checks_them():
         g.with_constants({"w": wv.astype("float64")})
     with pytest.raises(GraphError, match="no graph input named \\['v'\\]"):
         g.with_constants({"v": wv})
+
+
+def test_rewrite_replaces_as_the_rule_says_and_names_clear_every_input():
+    """`rewrite`: a rule's replacement is wired into every consumer and output; a fresh name
+    avoids the graph's inputs, the unused ones too."""
+    from tefuse.graph.ir import fresh_name, op_node, rewrite
+
+    b = GraphBuilder()
+    x = b.input("x", (4,))
+    b.input("y_neg", (4,))  # unused by any op
+    y = b.relu(x, name="y")
+    g = b.build([b.add(y, y, name="z"), y])
+
+    def rule(n, inputs, ctx):
+        if n.name != "y":
+            return None
+        neg = op_node(fresh_name(ctx.names, "y_neg"), "neg", inputs, {})
+        return op_node("y", "neg", [neg], {})
+
+    r = rewrite(g, rule)
+    assert r.node("z").inputs == [r.outputs[1], r.outputs[1]] and r.outputs[1].op == "neg"
+    assert r.outputs[1].inputs[0].name == "y_neg_1"

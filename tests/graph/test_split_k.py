@@ -127,3 +127,23 @@ def test_a_split_linear_built_on_llvm_matches_the_unsplit_one():
     got = cg.run(**feed)[0].astype(np.float32)
     want = tefuse.build(g, "llvm").run(**feed)[0].astype(np.float32)
     assert np.abs(got - want).max() <= 2e-3 * np.abs(want).max()
+
+
+@pytest.mark.parametrize("shape", [
+    (1, 1, 1152, 48, 1),  # EfficientNet-B0's squeeze-excitation conv at batch 1: M = 1
+    (1, 14, 1024, 8, 3),  # 8 output channels: no tensor-core tile on N
+])
+def test_gemv_like_convs_are_not_split(shape):
+    n, hw, c, k, r = shape
+    g = _conv(n, hw, c, k, r)
+    assert conv_splits(g.node("conv"), H100) == 1 and split_k(g, H100) is g
+
+
+def test_a_decode_step_linear_is_not_split():
+    assert matmul_splits(_linear(1, 4096, 4096).node("fc"), H100) == 1
+
+
+def test_an_se_conv_still_builds_for_cuda():
+    """Split, its slices (M = 1) had no template that takes them: the build failed."""
+    (k,) = tefuse.build(_conv(1, 1, 1152, 48, 1), "cuda").kernels
+    assert k.group.anchor.attrs.get("split_k") is None
