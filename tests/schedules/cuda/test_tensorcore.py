@@ -57,7 +57,16 @@ def _rows_permuted(l, bsz, e, dtype):
     return b.build(b.add(b.transpose(y, axes=(1, 0, 2)), b.input("res", (bsz, l, e), dtype)))
 
 
+def _split_hwio_conv(n, hw, c, k, splits, dtype="float16"):
+    """A split-K conv's partial products with its weight a runtime HWIO operand (a chain's; B is
+    [K, N], so mma.sync, not wgmma): [S, N, OH, OW, K] float32 (graph/split_k.py)."""
+    b = GraphBuilder()
+    x, w = b.input("x", (n, hw, hw, c), dtype), b.input("w", (3, 3, c, k), dtype)
+    return b.build(b.conv2d(x, w, padding=1, layout="NHWC", split_k=splits))
+
+
 CASES = {
+    "conv_nhwc_split_hwio": lambda: _split_hwio_conv(1, 7, 64, 32, 4),
     "conv_nchw_bn_relu": lambda: parse_chain("conv2d(k=32,r=3,pad=1)+bias+batch_norm+relu", (2, 16, 10, 10),
                                              "float16", "NCHW"),
     "conv_nhwc_residual": lambda: parse_chain("conv2d(k=32,r=3,pad=1)+bias+add+relu", (2, 10, 10, 16), "float16",
@@ -223,7 +232,7 @@ def test_a_copy_that_starts_off_alignment_stays_scalar():
 
 
 @pytest.mark.parametrize("case", ["conv_nchw_bn_relu", "conv_nhwc_residual", "conv_c3_7x7_s2", "dense_awkward_197",
-                                  "batched_matmul", "attention_scores", "dense_rows_permuted",
+                                  "conv_nhwc_split_hwio", "batched_matmul", "attention_scores", "dense_rows_permuted",
                                   "dense_normalized_prologue", *TF32_CASES])
 def test_tiling_and_padding_compute_the_right_numbers_on_llvm(case):
     """The template's schedule with plain loops (llvm cannot run tensor-core intrinsics): every
