@@ -27,3 +27,30 @@ def test_line_says_failed_cases_and_mismatches():
     failed = Row("models", "vit", "fp16", 1, math.nan, None, "", math.inf, False, [], {"error": "boom"})
     assert line(failed).endswith("FAILED boom")
     assert "MISMATCH" in line(_row("a", 2.0, 1.0, ok=False)) and "2.00x" in line(_row("a", 2.0, 1.0))
+
+
+def test_alternate_takes_each_sides_best_timing_in_turn(monkeypatch):
+    """tefuse's and the peer's CUDA-graph timings are taken in turn and the best of each counts:
+    a slow first timing of either side (a clock ramp) does not stand."""
+    from tefuse.bench import precision
+
+    calls = []
+    times = {"run": iter([0.9, 0.5]), "peer": iter([4.0, 1.2, 1.0])}
+
+    def fake_time_graph(fn):
+        calls.append(fn.__name__)
+        return next(times[fn.__name__])
+
+    def run():
+        pass
+
+    def peer():
+        pass
+
+    monkeypatch.setattr(precision, "time_graph", fake_time_graph)
+    assert precision.alternate(run, peer, 2.0) == (0.5, 1.0)
+    assert calls == ["peer", "run", "peer", "run", "peer"]
+    calls.clear()
+    times["peer"] = iter([3.0, 2.0, 2.5])
+    assert precision.alternate(None, peer, None) == (None, 2.0)  # no graph: the peer alone
+    assert calls == ["peer"] * 3
