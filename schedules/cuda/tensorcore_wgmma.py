@@ -65,7 +65,8 @@ def fallback_values(m: int, n: int, sms: int, dtype: str = "float16") -> dict:
     64x128 leaves half the SMs idle (ResNet-50's unsplit 1x1 convs at batch 1: their tuned H100
     records are all 64x64). N <= 64 takes 64-wide tiles. (128x64 blocks of 2 stages for shallow
     reductions, as ResNet-50's batch-32 records of 1x1 convs have, made its batch-16 1x1 convs
-    5-12% slower on the H100: results/issue9/session16.) A tf32 tile row holds 32 elements in the same 128 bytes, so the same stages fit."""
+    1-13% slower on the H100: results/issue9/session16.) A tf32 tile row holds 32 elements in the
+    same 128 bytes, so the same stages fit."""
     common = {"bk": bk_of(dtype), "intrin": "wgmma", "vec_out": 8}
     if n <= 64:  # ResNet's 64-channel convs: a 128-wide tile would be half padding
         if math.ceil(m / 128) * math.ceil(n / 64) >= 2 * sms:

@@ -230,9 +230,7 @@ def conv2d(inputs: Sequence[Value], attrs: dict) -> Value:
     wt = weight.materialize("weight_in") if weight.is_lazy else weight.tensor
     cg, kg = geo.c // geo.groups, geo.k // geo.groups
     (sh, sw), (dh, dw) = geo.stride, geo.dilation
-    if geo.split_k > 1:
-        return _split_conv(padded, wt, geo, acc)
-    rc = te.reduce_axis((0, cg), "rc")
+    rc = te.reduce_axis((0, cg // geo.split_k), "rc")
     ry = te.reduce_axis((0, geo.kh), "ry")
     rx = te.reduce_axis((0, geo.kw), "rx")
     cast = (lambda e: tir.Cast(acc, e)) if acc != data.dtype else (lambda e: e)
@@ -244,32 +242,24 @@ def conv2d(inputs: Sequence[Value], attrs: dict) -> Value:
                           * cast(wt[k, rc, ry, rx]), axis=[rc, ry, rx])
         shape = (geo.n, geo.k, geo.oh, geo.ow)
     else:
-        w_at = (lambda k: wt[k, ry, rx, rc]) if geo.b_nk else (lambda k: wt[ry, rx, rc, k])
+        w_at = (lambda k, c: wt[k, ry, rx, c]) if geo.b_nk else (lambda k, c: wt[ry, rx, c, k])
+
+        def nhwc(n, y, x, k, data_c, weight_c):
+            return te.sum(cast(padded[n, y * sh + ry * dh, x * sw + rx * dw, data_c])
+                          * cast(w_at(k, weight_c)), axis=[ry, rx, rc])
+
+        if geo.split_k > 1:  # slice s reduces input channels [s*C/S, (s+1)*C/S): a leading batch axis
+            cs = geo.c // geo.split_k
+            shape = (geo.split_k, geo.n, geo.oh, geo.ow, geo.k)
+            # the partial sums stay in the accumulator's dtype, for split_sum to add up
+            def sliced(s, n, y, x, k):
+                return nhwc(n, y, x, k, s * cs + rc, s * cs + rc)
+            return Value.of_tensor(te.compute(shape, sliced, name="conv2d", tag="conv2d"))
 
         def body(n, y, x, k):
-            return te.sum(cast(padded[n, y * sh + ry * dh, x * sw + rx * dw, ch(k)])
-                          * cast(w_at(k)), axis=[ry, rx, rc])
+            return nhwc(n, y, x, k, ch(k), rc)
         shape = (geo.n, geo.oh, geo.ow, geo.k)
     out = te.compute(shape, body, name="conv2d", tag="conv2d")
     if acc != data.dtype:
         return Value(shape, data.dtype, lambda *i: tir.Cast(data.dtype, out(*i)))
     return Value.of_tensor(out)
-
-
-def _split_conv(padded: te.Tensor, wt: te.Tensor, geo: Conv2dGeometry, acc: str) -> Value:
-    """NHWC conv2d as split_k partial products: slice s reduces input channels [s*C/S, (s+1)*C/S),
-    so the implicit GEMM gains a leading batch axis the tensor-core template tiles like any."""
-    cs = geo.c // geo.split_k
-    (sh, sw), (dh, dw) = geo.stride, geo.dilation
-    rc = te.reduce_axis((0, cs), "rc")
-    ry = te.reduce_axis((0, geo.kh), "ry")
-    rx = te.reduce_axis((0, geo.kw), "rx")
-    cast = (lambda e: tir.Cast(acc, e)) if acc != padded.dtype else (lambda e: e)
-    w_at = (lambda s, k: wt[k, ry, rx, s * cs + rc]) if geo.b_nk else (lambda s, k: wt[ry, rx, s * cs + rc, k])
-
-    def body(s, n, y, x, k):
-        return te.sum(cast(padded[n, y * sh + ry * dh, x * sw + rx * dw, s * cs + rc]) * cast(w_at(s, k)),
-                      axis=[ry, rx, rc])
-
-    shape = (geo.split_k, geo.n, geo.oh, geo.ow, geo.k)
-    return Value.of_tensor(te.compute(shape, body, name="conv2d", tag="conv2d"))
