@@ -44,6 +44,13 @@ class Node:
             return None
         return get_op(self.op).anchor_kind([i.shape for i in self.inputs], self.shape, self.attrs)
 
+    @property
+    def geometry(self) -> Any:
+        """The op's typed shape facts (Conv2dGeometry, GemmGeometry...), None without them."""
+        if not self.is_op:
+            return None
+        return get_op(self.op).geometry_of([i.shape for i in self.inputs], self.shape, self.attrs)
+
     def __repr__(self) -> str:
         return f"%{self.name}"
 

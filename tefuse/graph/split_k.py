@@ -61,24 +61,22 @@ def conv_splits(n: Node, policy: SplitPolicy) -> int:
     if (n.op != "conv2d" or n.attrs.get("layout") != "NHWC" or n.attrs.get("groups", 1) != 1
             or n.attrs.get("split_k", 1) != 1):
         return 1
-    x, w = n.inputs
+    w = n.inputs[1]
     if not tensor_core_operand(n, w):
         return 1
-    batch, oh, ow, k = n.shape
-    c = x.shape[3]
-    kh, kw = (w.shape[1], w.shape[2]) if n.attrs.get("weight_layout") == "OHWI" else (w.shape[0], w.shape[1])
-    return policy.splits(batch * oh * ow, k, kh * kw * c, c, vector_lanes(w.dtype))
+    g = n.geometry  # its implicit GEMM: M pixels, K output channels, R = ky * kx * C deep
+    return policy.splits(g.m, g.k, g.r, g.c, vector_lanes(w.dtype))
 
 
 def matmul_splits(n: Node, policy: SplitPolicy) -> int:
     """How many slices `policy` gives a Linear (matmul by a [N, K] weight, graph/weights.py)."""
     if n.op != "matmul" or not n.attrs.get("trans_b") or n.attrs.get("split_k", 1) != 1:
         return 1
-    a, w = n.inputs
+    w = n.inputs[1]
     if not tensor_core_operand(n, w) or float(n.attrs.get("alpha", 1.0)) != 1.0:
         return 1
-    k = w.shape[1]
-    return policy.splits(math.prod(a.shape[:-1]), w.shape[0], k, k, vector_lanes(w.dtype))
+    g = n.geometry  # a's rows (batch dims included) by N, K deep
+    return policy.splits(g.m, g.n, g.k, g.k, vector_lanes(w.dtype))
 
 
 SPLITTERS = {"conv2d": conv_splits, "matmul": matmul_splits}  # op -> its slice count
