@@ -133,11 +133,16 @@ def conv_case(c: int, hw: int, k: int, r: int, s: int, batch: int, precision: st
     wt = torch.from_numpy(np.ascontiguousarray(vals[w])).cuda().to(tdt).to(memory_format=torch.channels_last)
     ms, peer, timing = _time_against(torch, cg, tv, out, precision,
                                      lambda: torch.nn.functional.conv2d(x, wt, None, s, r // 2))
-    splits = [n.attrs["split_k"] for n in cg.graph.nodes if n.attrs.get("split_k", 1) > 1]
+    splits = _split_products(cg)
     extra = {"kernels": cg.num_kernels, "split_k": splits[0] if splits else 1, **timing}
     return Row("conv", f"{c}x{hw}x{hw}->{k} {r}x{r}/{s} {layout}", precision, batch, ms, peer,
                f"cuDNN conv alone, {precision}, channels_last", err, err <= TOLERANCE[precision], _templates(cg),
                extra)
+
+
+def _split_products(cg) -> list[int]:
+    """The slice count of every split-K product the build made (graph/split_k.py)."""
+    return [n.attrs["split_k"] for n in cg.graph.nodes if n.attrs.get("split_k", 1) > 1]
 
 
 def _to_np(v: np.ndarray, dt: str):
@@ -224,7 +229,7 @@ def model_case(name: str, batch: int, precision: str, workdir: Path, db="default
     extra = {"build_s": build_s, "run_ms": run_ms, "kernels_ms": kernels_ms, "graph_ms": graph_ms,
              "top1_agreement": top1, "kernels": cg.num_kernels, "peer_graph_ms": peer_graph,
              "prologue": prologue, "split_k": split_k,
-             "split_products": sum(1 for n in cg.graph.nodes if n.attrs.get("split_k", 1) > 1)}
+             "split_products": len(_split_products(cg))}
     if graph_error:
         extra["graph_error"] = graph_error
     if compile_peer:
