@@ -136,7 +136,7 @@ ALL_FIELDS = ("a", "b", "value", "condition", "true_value", "false_value", "indi
               "body", "then_case", "else_case")
 
 
-def _children(n, attrs=ALL_FIELDS):
+def children(n, attrs=ALL_FIELDS):
     """The expressions and statements among `n`'s fields `attrs` (each one, or an array of them)."""
     for attr in attrs:
         child = getattr(n, attr, None)
@@ -165,7 +165,7 @@ def _bool_exprs(node) -> Optional[list]:
         if kind == "Call" and str(getattr(n.op, "name", "")).endswith(".if_then_else"):
             todo.extend(n.args[1:])
             continue
-        todo.extend(_children(n))
+        todo.extend(children(n))
     return out
 
 
@@ -181,7 +181,7 @@ def _index_leaves(expr) -> list:
         elif kind in ("Var", "SizeVar"):
             out.append(n)
         else:
-            todo.extend(_children(n))
+            todo.extend(children(n))
     return out
 
 
@@ -220,7 +220,7 @@ def _global_loads(node) -> Optional[list]:
             return None  # a binding or vector this walk does not follow: the caller stays scalar
         if type(n).__name__ in ("TensorLoad", "BufferLoad") and _loaded(n).scope() == "global":
             out.append(n)
-        todo.extend(_children(n, ("a", "b", "value", "condition", "true_value", "false_value", "indices",
+        todo.extend(children(n, ("a", "b", "value", "condition", "true_value", "false_value", "indices",
                                   "args", "seq")))
     return out
 
@@ -242,6 +242,6 @@ def widest_value_bytes(sch, block_rv) -> int:
             bits = "".join(ch for ch in dt.split("x")[0] if ch.isdigit())
             if bits and not dt.startswith(("bool", "handle")):
                 widest = max(widest, int(bits) // 8)
-        todo.extend(_children(n, ("a", "b", "value", "condition", "true_value", "false_value", "args", "seq",
+        todo.extend(children(n, ("a", "b", "value", "condition", "true_value", "false_value", "args", "seq",
                                   "body", "then_case", "else_case")))  # not "indices"
     return widest

@@ -25,7 +25,8 @@ from tvm.s_tir.dlight.gpu.matmul import (
 from ...target import gpu_limits
 from ..registry import KernelInfo, Template, register
 from ..space import Config, ConfigSpace
-from .lanes import MAX_BOOL_LANES, bool_lanes_vary as _bool_lanes_vary, lanes_contiguous as _lanes_contiguous
+from .lanes import MAX_BOOL_LANES, bool_lanes_vary as _bool_lanes_vary, children as _lane_children
+from .lanes import lanes_contiguous as _lanes_contiguous
 from .tensor_intrin_bf16 import bf16_mma_group
 from .tensor_intrin_tf32 import tf32_mma_group
 
@@ -346,22 +347,55 @@ def stage_accumulators(sch, block_outer, ty, sh_scope, frag_c, smem_pad):
 
 def store_epilogue(sch, acc_sh, epilogue_blocks, vec_max, width, on_gpu, m_major=False) -> int:
     """Fuse the epilogue (pad crop, reindex write-back, user blocks) into the staging tile's
-    read and store it up to `vec_max` wide (scalar for an M-fastest NCHW output, 4 wide where a
-    ReLU's select would be a bool x8 CUDA lacks). Returns the store's vector width."""
+    read and store it up to `vec_max` wide (scalar for an M-fastest NCHW output). Where the
+    epilogue cannot be computed that wide (a ReLU's select: CUDA has no bool x8; erf, which TVM's
+    vectorizer scalarizes together with the store), it is computed narrower into registers and
+    stored from there at full width: a scalarized store writes 2 bytes a lane, at a quarter of
+    the bandwidth. Returns the store's vector width."""
     _inline_epilogue(sch, acc_sh, epilogue_blocks)
     out_exts = [int(r.source.shape[-1]) for r in sch.get(acc_sh).writes]
     vec_out = 1 if m_major else _pick_vec(vec_max, width, *out_exts)
+    oi, oj = sch.get_loops(acc_sh)[-2:]
     if m_major:
-        oi, oj = sch.get_loops(acc_sh)[-2:]
         sch.reorder(oj, oi)
-    fused = sch.fuse(*sch.get_loops(acc_sh)[-2:])
-    if vec_out > MAX_BOOL_LANES and _bool_lanes_vary(sch, acc_sh, fused, vec_out):
-        vec_out = MAX_BOOL_LANES
-    _, f1, f2 = sch.split(fused, [None, 32, vec_out])
+    lanes = vec_out  # how wide the epilogue is computed (the vectors run along oj)
+    if lanes > 1 and scalarizing_calls(sch.get(acc_sh).body):
+        lanes = 1
+    elif lanes > MAX_BOOL_LANES and _bool_lanes_vary(sch, acc_sh, oj, lanes):
+        lanes = MAX_BOOL_LANES
+    if lanes == vec_out:
+        fused = sch.fuse(*sch.get_loops(acc_sh)[-2:])
+        _, f1, f2 = sch.split(fused, [None, 32, vec_out])
+        if on_gpu:
+            sch.bind(f1, "threadIdx.x")
+        sch.vectorize(f2)
+        return vec_out
+    oj0, vec = sch.split(oj, [None, vec_out])
+    _, f1 = sch.split(sch.fuse(oi, oj0), [None, 32])
     if on_gpu:
         sch.bind(f1, "threadIdx.x")
-    sch.vectorize(f2)
+    for w in range(len(sch.get(acc_sh).writes)):  # the stores: registers -> global, full width
+        store = sch.cache_write(acc_sh, w, "local")
+        sch.reverse_compute_at(store, f1)
+        sch.vectorize(sch.get_loops(store)[-1])
+    if lanes > 1:
+        sch.vectorize(sch.split(vec, [None, lanes])[1])
+    else:
+        sch.unroll(vec)
     return vec_out
+
+
+def scalarizing_calls(body) -> bool:
+    """Whether a block body calls an op TVM's vectorizer does not vectorize (erf, rsqrt,
+    if_then_else: ops without the TVectorizable attribute); it then computes and stores the
+    whole vector loop lane by lane."""
+    todo = [body]
+    while todo:
+        n = todo.pop()
+        if isinstance(n, tvm.ir.Call) and isinstance(n.op, tvm.ir.Op) and not n.op.get_attr("TVectorizable"):
+            return True
+        todo.extend(_lane_children(n))
+    return False
 
 
 def _inline_epilogue(sch, acc_sh, epilogue_blocks):

@@ -49,7 +49,9 @@ def batch_norm(inputs: Sequence[Value], attrs: dict) -> Value:
         ch = i[ax]
         acc = acc_dtype(x.dtype)
         f = lambda e: tir.Cast(acc, e) if acc != x.dtype else e  # noqa: E731
-        scale = f(gamma(ch)) * tir.rsqrt(f(var(ch)) + tir.const(eps, acc))
+        # a division, not rsqrt: TVM's vectorizer has no vector rsqrt and would scalarize the
+        # whole fused store (tensor-core epilogues: one 2-byte store and five loads an element)
+        scale = f(gamma(ch)) / tir.sqrt(f(var(ch)) + tir.const(eps, acc))
         out = (f(x(*i)) - f(mean(ch))) * scale + f(beta(ch))
         return tir.Cast(x.dtype, out) if acc != x.dtype else out
 

@@ -33,6 +33,13 @@ def _dense(m, n, k, dtype, batch=None):
     return b.build(b.relu(b.bias_add(b.dense(x, w), bias, axis=1)))
 
 
+def _gelu_dense(m, n, k, dtype="float16"):
+    """ViT's MLP fc1: GELU's erf is an op TVM's vectorizer scalarizes."""
+    b = GraphBuilder()
+    x, w, bias = b.input("x", (m, k), dtype), b.input("w", (n, k), dtype), b.input("bias", (n,), dtype)
+    return b.build(b.gelu(b.bias_add(b.dense(x, w), bias, axis=1)))
+
+
 def _normalized_dense(m, n, k, dtype):
     """A LayerNorm-like prologue: a per-row scale (one value per vector of a row) and a
     per-column gain computed while the tiles load."""
@@ -74,6 +81,9 @@ CASES = {
     "conv_c3_7x7_s2": lambda: parse_chain("conv2d(k=16,r=7,stride=2,pad=3)+bias+relu", (1, 3, 30, 30), "float16",
                                           "NCHW"),
     "dense_awkward_197": lambda: _dense(197, 96, 72, "float16"),
+    "dense_gelu_197": lambda: _gelu_dense(197, 96, 72),
+    "conv_nhwc_bn_relu": lambda: parse_chain("conv2d(k=32,r=1)+bias+batch_norm+relu", (2, 10, 10, 16), "float16",
+                                             "NHWC"),
     "batched_matmul": lambda: _dense(37, 40, 24, "float16", batch=3),
     "dense_bf16": lambda: _dense(49, 64, 48, "bfloat16"),
     "attention_scores": lambda: _scores(37, 40, 24, "float16"),
@@ -98,7 +108,7 @@ def _group(graph):
 
 # fp16/bf16/tf32 dense GEMMs (B stored [N, K]): Hopper's untuned choice is wgmma (test_tensorcore_wgmma)
 WGMMA_CASES = {"dense_awkward_197", "dense_bf16", "dense_normalized_prologue", "dense_awkward_197_tf32",
-               "dense_rows_permuted"}
+               "dense_rows_permuted", "dense_gelu_197"}
 
 
 @pytest.mark.parametrize("case,arch", [(c, "sm_90") for c in sorted(CASES)] + [(c, "sm_80") for c in sorted(WGMMA_CASES)])
@@ -412,3 +422,36 @@ def test_select_prologue_and_epilogue_with_every_vector_width(m, n, arch):
     lib["main"](*[tvm.runtime.tensor(feed[p.name], dev) for p in lowered.params], out)
     want = np.maximum(np.maximum(x.astype("float32"), 0) @ w.astype("float32").T + bias.astype("float32"), 0)
     assert np.abs(out.numpy().astype("float32") - want).max() <= 1e-2 * np.abs(want).max()
+
+
+def _output_stores(src: str, out: str):
+    """The statements of a CUDA source that store to the output buffer `out`: (vector, scalar)."""
+    vector = re.findall(r"\*\((?:half[248]|uint[24]|ushort[24])\*\)\(" + out + r"_ptr \+", src)
+    scalar = re.findall(out + r"_ptr\[[^\]]*\] =", src)
+    return vector, scalar
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("case,out,vec_out", [("gelu", "out_gelu_2", 4), ("gelu", "out_gelu_2", 8),
+                                             ("bn_relu", "out_s3_relu", 8)])
+def test_an_epilogue_computed_narrower_is_still_stored_in_vectors(case, out, vec_out, arch):
+    """GELU's erf has no vector form in TVM, and a ReLU's select no bool x8 in CUDA: the epilogue
+    is computed lane by lane (or 4 wide) into registers, and the output still stored `vec_out`
+    wide, never an element (2 bytes) a thread; the PTX compiles."""
+    graph = (_gelu_dense(128, 128, 64) if case == "gelu" else
+             parse_chain("conv2d(k=128,r=1)+bias+batch_norm+relu", (2, 8, 8, 64), "float16", "NHWC"))
+    lowered = lower_group(_group(graph))
+    t = TensorCoreGemm()
+    target = make_target(f"cuda:{arch}")
+    space = t.space(lowered.info, target)
+    cfg = space.from_values({**t.fallback(lowered.info, target, space).values, "vec_out": vec_out})
+    cuda = t.compile_target(lowered.info, cfg, target)
+    sch = s_tir.Schedule(lowered.func)
+    t.apply(sch, lowered.info, cfg, cuda)
+    with cuda, tvm.transform.PassContext(opt_level=3, config=pass_config(cfg["intrin"], cuda)):
+        src = tvm.compile(sch.mod, target=cuda).mod.imports[0].inspect_source()
+    vector, scalar = _output_stores(src, out)
+    assert vector and not scalar, (vector, scalar)
+    assert ("(uint4*)(" + out) in src if vec_out == 8 else ("(half4*)(" + out) in src
+    assert not _bool_vectors_wider_than_4(src)
+    compile_to_ptx(src, _ptx_arch(src) if arch == "sm_90" else arch)

@@ -307,17 +307,20 @@ def test_accumulator_layout_is_wgmma_d_fragment():
 
 def test_relu_epilogue_on_whole_tiles_builds_with_8_wide_stores_asked():
     """Whole tiles let the epilogue store ask for 8 lanes; a ReLU's select over them would be a
-    boolx8 CUDA cannot declare (seen on the H100 for 4096^3), so the store drops to 4 lanes."""
+    boolx8 CUDA cannot declare (seen on the H100 for 4096^3), so the epilogue is computed 4 lanes
+    at a time into registers and stored 8 wide (16 bytes) from there."""
     graph = _dense(256, 256, 128, "float16")
     _, low = _lowered(graph)
     target = make_target("cuda:sm_90a")
     sch = s_tir.Schedule(low.func)
     cfg = {**_wgmma_cfg(128, 128), "vec_out": 8}
     got = apply_tc_gemm(sch, low.info.stage("accumulator"), low.info.epilogue, cfg, target)
-    assert got["vec_out"] == 4
+    assert got["vec_out"] == 8
     with target, tvm.transform.PassContext(opt_level=3, config=pass_config("wgmma", target)):
         src = tvm.compile(sch.mod, target=target).mod.imports[0].inspect_source()
     assert "wgmma" in src
+    assert re.search(r"\*\(uint4\*\)\(out_\w*relu\w*_ptr \+", src)
+    assert "boolx8" not in src and "ushort8" not in src
 
 
 def _linear_3d(batch, rows, k, n, dtype="float16"):
