@@ -14,6 +14,15 @@ convs whose tile copies move 16 bytes (C a multiple of 8, or of 4 in float32), s
 templates keep HWIO; an image's 3 channels are zero-padded to 8 (4 in float32) first
 (`_pad_channels`).
 
+A conv with few channels and wide taps (the 7x7 stem's 8 padded channels) also gets its kernel
+rows widened with zero taps to a power of two (7 -> 8, `row_taps`): its K (ky, kx, c) then steps
+through whole 16-byte chunks and whole kernel rows, so the tile copy's padding test is the same
+for the 8 lanes of a chunk and the copy is one predicated cp.async; with 7 taps a row the test
+is `(64 j + 8 t + lane) // 56`, which TVM cannot prove lane-invariant, and the copy went element
+by element, synchronously (3.5x cuDNN's time on the H100 at batch 16). Only where the padded
+reduction takes no more 64-deep steps than before (the stem: 392 and 448 both take 7). The extra
+tap reads a pixel or padding times a zero weight: an infinite input pixel there would give NaN.
+
 The same holds for float32 products built with math='tf32' (`--precision tf32`): Hopper's wgmma
 reads tf32 operands K-major only.
 """
@@ -64,6 +73,20 @@ def _pad_channels(x: Node, c8: int, names: set) -> Node:
     return op_node(fresh_name(names, f"{x.name}_c{c8}"), "pad", [x], {"pads": pads})
 
 
+K_STEP_BYTES = 128  # a wgmma tile row: 64 fp16/bf16 or 32 tf32 elements of K per step
+
+
+def row_taps(kh: int, kw: int, c: int, itemsize: int, dilation: int = 1) -> int:
+    """Kernel width to compute a conv with (>= kw; extra taps zero): the next power of two where a
+    kernel row (kw * c elements) is neither a whole number of K steps nor fits one evenly, c is
+    a power of two below a step, and the padded reduction takes no more steps."""
+    step = K_STEP_BYTES // itemsize
+    if kh * kw == 1 or dilation != 1 or c >= step or c & (c - 1) or (kw * c) & (kw * c - 1) == 0:
+        return kw
+    wide = 1 << (kw - 1).bit_length()
+    return wide if -(-kh * wide * c // step) <= -(-kh * kw * c // step) else kw
+
+
 def nk_gemm_weights(graph: Graph, *, convs: bool = False) -> Graph:
     """The graph with every fp16/bf16 (or tf32) matmul by a constant 2-D weight reading it as
     [N, K], and with convs=True every such NHWC conv's constant weight as OHWI."""
@@ -82,14 +105,23 @@ def nk_gemm_weights(graph: Graph, *, convs: bool = False) -> Graph:
         c8 = -(-w.shape[2] // lanes) * lanes if n.op == "conv2d" else 0
         if c8 and c8 != w.shape[2]:  # an image's channels: the input padded, the weight zero-extended
             inputs[0] = _pad_channels(inputs[0], c8, ctx.names)
-        if id(w) not in transposed:
+        kw = extra = 0
+        if n.op == "conv2d":
+            kh, kw = w.shape[:2]
+            dil = n.geometry.dilation[1]
+            extra = row_taps(kh, kw, c8, np.dtype("float16" if w.dtype == "bfloat16" else w.dtype).itemsize, dil) - kw
+        if (id(w), extra) not in transposed:
             v = np.asarray(w.value)
             if n.op == "conv2d":
-                v = np.pad(v, ((0, 0), (0, 0), (0, c8 - v.shape[2]), (0, 0)))
+                v = np.pad(v, ((0, 0), (0, extra), (0, c8 - v.shape[2]), (0, 0)))
             v = np.ascontiguousarray(v.T if n.op == "matmul" else v.transpose(HWIO_TO_OHWI))
-            transposed[id(w)] = Node(fresh_name(ctx.names, f"{w.name}_nk"), CONST, [], {}, tuple(v.shape), w.dtype, v)
-        inputs[1] = transposed[id(w)]
+            transposed[id(w), extra] = Node(fresh_name(ctx.names, f"{w.name}_nk"), CONST, [], {}, tuple(v.shape),
+                                            w.dtype, v)
+        inputs[1] = transposed[id(w), extra]
         layout = {"trans_b": True} if n.op == "matmul" else {"weight_layout": "OHWI"}
+        if extra:  # the wider kernel's window ends `extra` pixels further right: as much more padding
+            t, left, b, r = n.geometry.padding
+            layout["padding"] = (t, left, b, r + extra)
         return op_node(n.name, n.op, inputs, {**n.attrs, **layout})
 
     return rewrite(graph, rule)

@@ -7,7 +7,7 @@ import pytest
 import tefuse
 from tefuse.errors import GraphError
 from tefuse.graph import GraphBuilder
-from tefuse.graph.weights import nk_gemm_weights
+from tefuse.graph.weights import nk_gemm_weights, row_taps
 
 
 def _linear_pair(dtype, rng):
@@ -64,7 +64,8 @@ def test_nhwc_convs_read_ohwi_weights_where_asked_and_compute_the_same(c):
     assert nk_gemm_weights(g) is g
     got = nk_gemm_weights(g, convs=True)
     (conv,) = [n for n in got.nodes if n.op == "conv2d"]
-    assert conv.attrs["weight_layout"] == "OHWI" and conv.inputs[1].shape == (64, 3, 3, max(c, 8))
+    # an image's 3x3 kernel rows are widened to 4 taps of 8 channels (row_taps): 2 K steps either way
+    assert conv.attrs["weight_layout"] == "OHWI" and conv.inputs[1].shape == (64, 3, 3 if c == 64 else 4, max(c, 8))
     assert (conv.inputs[0].op == "pad") == (c == 3)
     x = rng.standard_normal((2, 12, 12, c)).astype("float16")
     want = tefuse.build(g, "llvm").run(x=x)[0].astype(np.float32)
@@ -83,7 +84,7 @@ def test_tf32_convs_read_ohwi_weights_and_an_image_is_padded_to_4_channels(c):
     got = nk_gemm_weights(g, convs=True)
     (conv,) = [n for n in got.nodes if n.op == "conv2d"]
     assert conv.attrs["weight_layout"] == "OHWI" and conv.attrs["math"] == "tf32"
-    assert conv.inputs[1].shape == (64, 3, 3, max(c, 4)) and (conv.inputs[0].op == "pad") == (c == 3)
+    assert conv.inputs[1].shape == (64, 3, 3 if c == 64 else 4, max(c, 4)) and (conv.inputs[0].op == "pad") == (c == 3)
     x = rng.standard_normal((2, 12, 12, c)).astype("float32")
     want = tefuse.build(g, "llvm").run(x=x)[0]
     np.testing.assert_allclose(tefuse.build(got, "llvm").run(x=x)[0], want, rtol=1e-5, atol=1e-5)
@@ -104,3 +105,42 @@ def test_convs_wgmma_cannot_stream_keep_hwio(kw):
     alone."""
     g = _nhwc_conv(**kw)
     assert nk_gemm_weights(g, convs=True) is g
+
+
+@pytest.mark.parametrize("kh,kw,c,itemsize,want", [
+    (7, 7, 8, 2, 8),    # the stem: 392 -> 448 deep, 7 steps of 64 either way
+    (7, 7, 4, 4, 8),    # its tf32 form: 4 channels, steps of 32
+    (3, 3, 16, 2, 4),   # 144 -> 192: 3 steps either way
+    (3, 3, 32, 2, 3),   # 288 -> 384 would take 6 steps, not 5: kept
+    (3, 3, 64, 2, 3),   # whole steps a tap already
+    (1, 1, 8, 2, 1),
+    (1, 7, 8, 2, 8),
+    (3, 3, 12, 2, 3),   # 12 channels: no power of two
+])
+def test_row_taps_widens_kernel_rows_only_where_no_step_is_added(kh, kw, c, itemsize, want):
+    assert row_taps(kh, kw, c, itemsize) == want
+    assert row_taps(kh, kw, c, itemsize, dilation=2) == kw
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_a_7x7_stem_computes_the_same_with_its_rows_widened(dtype):
+    """ResNet's stem (3 channels, 7x7, stride 2, pad 3): padded to 8 (4) channels and 8 taps a
+    row, one more pixel of padding on the right; the llvm result is unchanged."""
+    from tefuse.graph.precision import convert_precision
+
+    rng = np.random.default_rng(7)
+    b = GraphBuilder()
+    x = b.input("x", (2, 30, 30, 3), dtype)
+    w = b.const((rng.standard_normal((7, 7, 3, 32)) * 0.1).astype(dtype), name="w")
+    g = b.build(b.relu(b.conv2d(x, w, strides=2, padding=3, layout="NHWC")))
+    if dtype == "float32":
+        g = convert_precision(g, "tf32")
+    got = nk_gemm_weights(g, convs=True)
+    (conv,) = [n for n in got.nodes if n.op == "conv2d"]
+    assert conv.inputs[1].shape == (32, 7, 8, 8 if dtype == "float16" else 4)
+    assert conv.geometry.padding == (3, 3, 3, 4) and conv.shape == (2, 15, 15, 32)
+    np.testing.assert_array_equal(conv.inputs[1].value[:, :, 7], 0)
+    xv = rng.standard_normal((2, 30, 30, 3)).astype(dtype)
+    want = tefuse.build(g, "llvm").run(x=xv)[0].astype(np.float32)
+    out = tefuse.build(got, "llvm").run(x=xv)[0].astype(np.float32)
+    assert np.abs(out - want).max() <= (1e-2 if dtype == "float16" else 1e-5) * np.abs(want).max()

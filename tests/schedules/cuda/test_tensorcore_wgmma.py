@@ -487,3 +487,20 @@ def test_tf32_wgmma_keeps_the_other_selects_of_its_kernel(epilogue):
     (k,) = [kk for kk in tefuse.build(graph, "cuda").kernels if kk.group.anchor is not None]
     src = k.source("cuda")
     assert re.search(r"tefuse_wgmma_m64n\d+k8x4_tf32\(", src) and ROUNDING not in src
+
+
+def test_the_7x7_stem_copies_its_input_tiles_with_cp_async():
+    """ResNet's stem after the weight pass (8 channels, kernel rows widened to 8 taps): each
+    16-byte chunk of the A tile is one tap, its padding test the same for all 8 lanes, so the copy
+    is one predicated cp.async a chunk, not a loop of 2-byte loads and shared stores."""
+    rng = np.random.default_rng(4)
+    b = GraphBuilder()
+    x = b.input("x", (2, 64, 64, 3), "float16")
+    w = b.const((rng.standard_normal((7, 7, 3, 64)) * 0.1).astype("float16"), name="w")
+    g = b.build(b.relu(b.conv2d(x, w, strides=2, padding=3, layout="NHWC")))
+    conv = [k for k in tefuse.build(g, "cuda:sm_90", split_k=False).kernels if k.template == "tensorcore_gemm"]
+    (k,) = conv
+    src = k.source("cuda")
+    assert re.search(r"ptx_cp_async\w*pred\w*_16\w*\(buf_dyn_shmem_ptr, [^;]*in_x_c8_ptr", src)
+    assert not re.search(r"\w+_s(_\d+)? = 0", src), "a copy or store loop was scalarized"
+    assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n64k16\.f32\.f16\.f16", compile_to_ptx(src, "sm_90a"))
