@@ -89,13 +89,15 @@ def _templates(cg) -> list:
 
 
 def conv_case(c: int, hw: int, k: int, r: int, s: int, batch: int, precision: str, db=None,
-              layout: str = "NCHW", split_k: bool = True) -> Row:
+              layout: str = "NCHW", split_k: bool = True, tune_trials: int = 0) -> Row:
     """tefuse's fused conv+bias+BN+ReLU in `precision` (inputs already in `precision`, tensors in
     `layout`) vs cuDNN's conv alone, channels_last; split_k as build's (a split conv's time
-    includes its second kernel, the sum with the epilogue)."""
+    includes its second kernel, the sum with the epilogue). tune_trials > 0: its kernels are tuned
+    first (xgb, that many measurements each, `db="default"` only), into the user database the
+    build then reads, as `tefuse tune` would."""
     import tvm
 
-    from ..driver import build
+    from ..driver import build, prepare_graph
     from ..plan.spec import build_plan
     from .chain import random_args
 
@@ -108,6 +110,13 @@ def conv_case(c: int, hw: int, k: int, r: int, s: int, batch: int, precision: st
     w = [i.name for i in plan.graph.inputs if i.name.endswith("_weight")][0]
     # the weight a build-time constant, as in a model (graph/weights.py may relayout it)
     graph = plan.graph.with_constants({w: _to_np(vals[w], dt)})
+    if tune_trials:
+        if db != "default":
+            raise ValueError("tuning writes to the user database: tune with the default database")
+        from ..tune.loop import tune
+
+        tune(prepare_graph(graph, "cuda", precision=_graph_precision(precision), split_k=split_k), "cuda",
+             trials=tune_trials)
     cg = build(graph, "cuda", db=db, precision=_graph_precision(precision), split_k=split_k)
     dev = cg.device
     tv = {n: tvm.runtime.tensor(_to_np(v, dt), dev) for n, v in vals.items() if n != w}
@@ -320,6 +329,8 @@ def main(argv=None) -> int:
                    help="models: prologue fusion by the target's rules (default), or everywhere; each is a row")
     p.add_argument("--no-split-k", action="store_true", help="conv, models: build with split_k=False")
     p.add_argument("--no-db", action="store_true")
+    p.add_argument("--tune", type=int, default=0, metavar="TRIALS",
+                   help="conv: tune each case's kernels first (TRIALS measurements each) into the user database")
     p.add_argument("--workdir", default="/tmp")
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
@@ -346,7 +357,7 @@ def main(argv=None) -> int:
             for b in args.batch:
                 for shp in shapes:
                     attempt("conv", str(shp), prec, b, lambda: conv_case(*shp, b, prec, db, args.layout,
-                                                                           not args.no_split_k))
+                                                                           not args.no_split_k, args.tune))
         elif args.suite == "gemm":
             for g in args.gemm:
                 attempt("gemm", g, prec, 0, lambda: gemm_case(*map(int, g.split("x")), prec, db))

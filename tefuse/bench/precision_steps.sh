@@ -23,6 +23,10 @@ for step in "$@"; do
       cat $OUT/build_fp16.err ;;
     conv)    $P conv --precision fp16 bf16 --batch 1 16 --layout NHWC --workdir /tmp/tefuse \
                --json $OUT/conv_fp16_bf16.json 2>&1 | tee $OUT/conv_fp16_bf16.log | tail -8 ;;
+    convtune) # the fp16 batch-16 cases tuned first (TRIALS a kernel, xgb) into the user database, then timed
+             $P conv --precision ${PRECISIONS:-fp16} --batch 16 --layout NHWC --workdir /tmp/tefuse --tune ${TRIALS:-12} \
+               --json $OUT/conv_b16_tuned.json 2>&1 | tee $OUT/conv_b16_tuned.log | grep -v "INFO\|Warning\|warn" | tail -18
+             cp $TEFUSE_USER_DB $OUT/conv_b16_tuning.jsonl ;;
     convnosplit)  # the same with every conv one kernel (build's split_k=False): split-K's baseline
              $P conv --precision fp16 bf16 --batch 1 16 --layout NHWC --workdir /tmp/tefuse --no-split-k \
                --json $OUT/conv_fp16_bf16_nosplit.json 2>&1 | tee $OUT/conv_fp16_bf16_nosplit.log | tail -8 ;;
