@@ -3,6 +3,6 @@
 Importing this package registers every template; `schedules.registry` looks them up.
 """
 from . import cpu, cuda, rocm  # noqa: F401  (registration)
-from .registry import KernelInfo, Template, get_templates, op_supported, preload, prologue_policy, register
+from .registry import DOMINANT, KernelInfo, Template, get_templates, op_supported, preload, prologue_policy, register
 
-__all__ = ["KernelInfo", "Template", "get_templates", "op_supported", "preload", "prologue_policy", "register"]
+__all__ = ["DOMINANT", "KernelInfo", "Template", "get_templates", "op_supported", "preload", "prologue_policy", "register"]

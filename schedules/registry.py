@@ -80,7 +80,9 @@ class Template:
 
     def preference(self, info: KernelInfo, target) -> int:
         """Rank among a key's templates when no tuning record exists (highest wins, then
-        registration order): a measured rule of thumb for which untuned fallback is faster."""
+        registration order): a measured rule of thumb for which untuned fallback is faster.
+        DOMINANT or more: it computes on units the others do not use (tensor cores), so none
+        of them can win and tuning gives them no trials."""
         return 0
 
     def supports(self, geometry, dtype: str, target) -> bool:
@@ -128,6 +130,9 @@ class Template:
 FAMILIES: dict[str, tuple[str, ...]] = {"cuda": ("cuda", "gpu"), "rocm": ("rocm", "gpu"), "llvm": ("cpu",)}
 
 _TEMPLATES: dict[tuple[str, str], list[Template]] = {}
+
+
+DOMINANT = 10  # a preference no template of another kind can beat by tuning (Template.preference)
 
 
 def register(family: str, *anchor_kinds: str, priority: int = 0):

@@ -23,7 +23,7 @@ from tvm.s_tir.dlight.gpu.matmul import (
 )
 
 from ...target import gpu_limits
-from ..registry import KernelInfo, Template, register
+from ..registry import DOMINANT, KernelInfo, Template, register
 from ..space import Config, ConfigSpace
 from .lanes import MAX_BOOL_LANES, bool_lanes_vary as _bool_lanes_vary, children as _lane_children
 from .lanes import lanes_contiguous as _lanes_contiguous
@@ -529,7 +529,7 @@ class TensorCoreGemm(Template):
         return m >= MIN_MN and n >= MIN_MN  # a GEMV (ViT's classifier at batch 1) is CUDA cores' work
 
     def preference(self, info: KernelInfo, target) -> int:
-        return 10 if _arch(target) >= MIN_ARCH["mma"] else -10
+        return DOMINANT if _arch(target) >= MIN_ARCH["mma"] else -10
 
     def space(self, info: KernelInfo, target) -> ConfigSpace:
         s = ConfigSpace()

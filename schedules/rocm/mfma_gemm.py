@@ -41,7 +41,7 @@ from tvm import s_tir, tirx
 
 from ...target import gpu_limits
 from ..common import annotate_unroll, dtype_bytes, read_index
-from ..registry import TIR_PIPELINE, KernelInfo, Template
+from ..registry import DOMINANT, TIR_PIPELINE, KernelInfo, Template
 from ..space import Config, ConfigSpace
 from . import mfma
 from .mfma import LANES, TILE
@@ -214,7 +214,7 @@ class MfmaGemm(Template):
         """Below the CUDA-family templates (unmeasured on hardware), unless $TEFUSE_ROCM_MFMA=1
         opts in for an arch with matrix cores (to read or try the MFMA code untuned)."""
         opted = os.environ.get(PREFER_ENV) == "1" and str(target.attrs.get("mcpu", "")) in ARCHS
-        return 10 if opted else -1
+        return DOMINANT if opted else -1
 
     def space(self, info: KernelInfo, target) -> ConfigSpace:
         lim = gpu_limits(target)

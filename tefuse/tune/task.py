@@ -12,7 +12,7 @@ from typing import Optional, Sequence
 
 import tvm
 
-from ..schedules import KernelInfo, Template, prologue_policy
+from ..schedules import DOMINANT, KernelInfo, Template, prologue_policy
 
 from ..codegen.lower import LoweredGroup, lower_group
 from ..codegen.schedule import find_template
@@ -88,6 +88,9 @@ def task_from_group(group: FusedGroup, target: TargetLike) -> Task:
     tgt = make_target(target)
     lowered = lower_group(group)
     templates = find_template(tgt, lowered.info.anchor_kind, info=lowered.info)
+    prefs = [t.preference(lowered.info, tgt) for t in templates]
+    if prefs[0] >= DOMINANT:  # tensor cores: CUDA-core templates only take trials (5-100x slower, H100)
+        templates = [t for t, p in zip(templates, prefs) if p >= DOMINANT]
     spaces = {t.name: t.space(lowered.info, tgt) for t in templates}
     return Task(workload_key(group), group, lowered, tgt, templates, spaces)
 

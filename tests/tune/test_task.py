@@ -1,0 +1,26 @@
+"""Tuning tasks: which templates a task tunes."""
+from __future__ import annotations
+
+import numpy as np
+
+from tefuse.graph import GraphBuilder
+from tefuse.tune.task import extract_tasks
+
+
+def _conv(dtype: str):
+    b = GraphBuilder()
+    x = b.input("x", (2, 14, 14, 64), dtype)
+    w = b.const((np.random.default_rng(0).standard_normal((3, 3, 64, 64)) * 0.1).astype(dtype), name="w")
+    return b.build(b.relu(b.conv2d(x, w, padding=1, layout="NHWC")))
+
+
+def test_a_tensor_core_task_tunes_only_the_tensor_core_template():
+    """fp16 on sm_90: CUDA-core conv templates cannot win (5-100x slower on the H100), so they
+    get no trials; float32 keeps every template that accepts the conv."""
+    (fp16,) = extract_tasks(_conv("float16"), "cuda:sm_90")
+    assert [t.name for t in fp16.templates] == ["tensorcore_gemm"]
+    (fp32,) = extract_tasks(_conv("float32"), "cuda:sm_90")
+    names = [t.name for t in fp32.templates]
+    assert "tensorcore_gemm" not in names and len(names) >= 2
+    (old,) = extract_tasks(_conv("float16"), "cuda:sm_70")  # wmma only, below the mma preference
+    assert len(old.templates) >= 2
