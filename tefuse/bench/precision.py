@@ -14,6 +14,7 @@ each checked against a float64 (or onnxruntime float32) reference before it is t
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import math
@@ -89,12 +90,13 @@ def _templates(cg) -> list:
 
 
 def conv_case(c: int, hw: int, k: int, r: int, s: int, batch: int, precision: str, db=None,
-              layout: str = "NCHW", split_k: bool = True, tune_trials: int = 0) -> Row:
+              layout: str = "NCHW", split_k: bool = True, tune_trials: int = 0, tuning=None) -> Row:
     """tefuse's fused conv+bias+BN+ReLU in `precision` (inputs already in `precision`, tensors in
     `layout`) vs cuDNN's conv alone, channels_last; split_k as build's (a split conv's time
     includes its second kernel, the sum with the epilogue). tune_trials > 0: its kernels are tuned
     first (xgb, that many measurements each, `db="default"` only), into the user database the
-    build then reads, as `tefuse tune` would."""
+    build then reads, as `tefuse tune` would; `tuning` (a TuningTools) keeps the build workers
+    and the measuring process from one case to the next."""
     import tvm
 
     from ..driver import build, prepare_graph
@@ -115,8 +117,9 @@ def conv_case(c: int, hw: int, k: int, r: int, s: int, batch: int, precision: st
             raise ValueError("tuning writes to the user database: tune with the default database")
         from ..tune.loop import tune
 
+        tools = {"builder": tuning.builder, "runner": tuning.runner} if tuning is not None else {}
         tune(prepare_graph(graph, "cuda", precision=_graph_precision(precision), split_k=split_k), "cuda",
-             trials=tune_trials)
+             trials=tune_trials, **tools)
     cg = build(graph, "cuda", db=db, precision=_graph_precision(precision), split_k=split_k)
     dev = cg.device
     tv = {n: tvm.runtime.tensor(_to_np(v, dt), dev) for n, v in vals.items() if n != w}
@@ -147,6 +150,27 @@ def conv_case(c: int, hw: int, k: int, r: int, s: int, batch: int, precision: st
     return Row("conv", f"{c}x{hw}x{hw}->{k} {r}x{r}/{s} {layout}", precision, batch, ms, peer,
                f"cuDNN conv alone, {precision}, channels_last", err, err <= TOLERANCE[precision], _templates(cg),
                extra)
+
+
+@dataclass
+class TuningTools:
+    """One pool of build workers and one measuring process for every case a run tunes: started
+    per case, their TVM imports (tensor intrinsics: 20-40 s a worker) cost more than a case's
+    trials."""
+
+    builder: object = None
+    runner: object = None
+
+    def __enter__(self) -> "TuningTools":
+        from ..tune.builder import LocalBuilder
+        from ..tune.runner import LocalRunner
+
+        self.builder, self.runner = LocalBuilder(), LocalRunner()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.builder.close()
+        self.runner.close()
 
 
 def _split_products(cg) -> list[int]:
@@ -351,13 +375,25 @@ def main(argv=None) -> int:
         print(line(rows[-1]), flush=True)
         write_json(rows, args.json)
 
+    with contextlib.ExitStack() as stack:
+        tuning = stack.enter_context(TuningTools()) if args.tune else None
+        run_suites(args, db, tuning, attempt)
+    summary = write_json(rows, args.json)
+    for key, s in summary.items():
+        gm = s["geomean_ratio"]
+        print(f"{key}: geomean tefuse/peer {gm:.2f}x over {s['n']}" if gm else f"{key}: no ratio")
+    return 0 if all(r.ok for r in rows) else 1
+
+
+def run_suites(args, db, tuning, attempt) -> None:
+    """Every case the arguments ask for, each through `attempt` (a row whatever happens)."""
     for prec in args.precision:
         if args.suite == "conv":
             shapes = [RESNET50_CONVS[i] for i in args.shapes] if args.shapes is not None else RESNET50_CONVS
             for b in args.batch:
                 for shp in shapes:
                     attempt("conv", str(shp), prec, b, lambda: conv_case(*shp, b, prec, db, args.layout,
-                                                                           not args.no_split_k, args.tune))
+                                                                           not args.no_split_k, args.tune, tuning))
         elif args.suite == "gemm":
             for g in args.gemm:
                 attempt("gemm", g, prec, 0, lambda: gemm_case(*map(int, g.split("x")), prec, db))
@@ -369,11 +405,6 @@ def main(argv=None) -> int:
                         attempt("models", case, prec, b, lambda: model_case(
                             name, b, prec, Path(args.workdir), db, not args.no_compile, pro,
                             not args.no_split_k))
-    summary = write_json(rows, args.json)
-    for key, s in summary.items():
-        gm = s["geomean_ratio"]
-        print(f"{key}: geomean tefuse/peer {gm:.2f}x over {s['n']}" if gm else f"{key}: no ratio")
-    return 0 if all(r.ok for r in rows) else 1
 
 
 def write_json(rows: list, path: Optional[str]) -> dict:

@@ -54,3 +54,35 @@ def test_alternate_takes_each_sides_best_timing_in_turn(monkeypatch):
     times["peer"] = iter([3.0, 2.0, 2.5])
     assert precision.alternate(None, peer, None) == (None, 2.0)  # no graph: the peer alone
     assert calls == ["peer"] * 3
+
+
+def test_tuned_conv_cases_share_one_builder_and_runner(monkeypatch, tmp_path):
+    """--tune starts the build workers and the measuring process once for the whole run (each
+    start imports TVM's tensor intrinsics), hands the same ones to every case and closes them."""
+    from tefuse.bench import precision
+
+    class FakeTools:
+        entered = exited = 0
+
+        def __enter__(self):
+            FakeTools.entered += 1
+            return self
+
+        def __exit__(self, *exc):
+            FakeTools.exited += 1
+
+    seen = []
+
+    def fake_case(c, hw, k, r, s, batch, prec, db, layout, split_k, trials, tuning):
+        seen.append((trials, tuning))
+        return _row(f"{c}x{hw}", 1.0, 1.0)
+
+    monkeypatch.setattr(precision, "TuningTools", FakeTools)
+    monkeypatch.setattr(precision, "conv_case", fake_case)
+    out = str(tmp_path / "o.json")
+    assert precision.main(["conv", "--shapes", "0", "1", "--batch", "16", "--tune", "4", "--json", out]) == 0
+    assert [t for t, _ in seen] == [4, 4] and seen[0][1] is seen[1][1] and isinstance(seen[0][1], FakeTools)
+    assert FakeTools.entered == FakeTools.exited == 1
+    seen.clear()
+    precision.main(["conv", "--shapes", "0", "--batch", "16", "--json", out])
+    assert seen == [(0, None)] and FakeTools.entered == 1
