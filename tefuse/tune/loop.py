@@ -141,9 +141,10 @@ def tune(graph_or_tasks, target=None, *, trials: int, tuner: str = "xgb",
 
         def tune_task(k: int, task: Task) -> list[TuneResult]:
             log_prefix = f"[task {k + 1}/{len(tasks)}] {task.name}"
-            probe, rest = _template_budgets(trials, len(task.templates))
+            templates = task.tunable()
+            probe, rest = _template_budgets(trials, len(templates))
             reference, out = None, []
-            for tmpl in task.templates:
+            for tmpl in templates:
                 res, reference = _tune_template(session, task, tmpl.name, probe, reference, log_prefix)
                 out.append(res)
             if rest > 0 and not session.stop.is_set():  # the rest goes to the template that leads

@@ -79,6 +79,15 @@ class Task:
             self._script = self.func.script()
         return self._script
 
+    def tunable(self) -> list[Template]:
+        """The templates tuning gives trials: where the first computes on units the others do not
+        use (preference >= DOMINANT: tensor cores), only such templates; the CUDA-core conv
+        templates took most of an fp16 conv's trials on the H100 at 5-100x its time."""
+        prefs = [t.preference(self.lowered.info, self.target) for t in self.templates]
+        if prefs and prefs[0] >= DOMINANT:
+            return [t for t, p in zip(self.templates, prefs) if p >= DOMINANT]
+        return list(self.templates)
+
     def describe(self) -> str:
         sizes = ", ".join(f"{n}: {len(s)}" for n, s in self.spaces.items())
         return f"{self.workload} (x{self.weight}; {sizes})"
@@ -88,9 +97,6 @@ def task_from_group(group: FusedGroup, target: TargetLike) -> Task:
     tgt = make_target(target)
     lowered = lower_group(group)
     templates = find_template(tgt, lowered.info.anchor_kind, info=lowered.info)
-    prefs = [t.preference(lowered.info, tgt) for t in templates]
-    if prefs[0] >= DOMINANT:  # tensor cores: CUDA-core templates only take trials (5-100x slower, H100)
-        templates = [t for t, p in zip(templates, prefs) if p >= DOMINANT]
     spaces = {t.name: t.space(lowered.info, tgt) for t in templates}
     return Task(workload_key(group), group, lowered, tgt, templates, spaces)
 

@@ -110,8 +110,9 @@ def test_convs_wgmma_cannot_stream_keep_hwio(kw):
 @pytest.mark.parametrize("kh,kw,c,itemsize,want", [
     (7, 7, 8, 2, 8),    # the stem: 392 -> 448 deep, 7 steps of 64 either way
     (7, 7, 4, 4, 8),    # its tf32 form: 4 channels, steps of 32
-    (3, 3, 16, 2, 4),   # 144 -> 192: 3 steps either way
-    (3, 3, 32, 2, 3),   # 288 -> 384 would take 6 steps, not 5: kept
+    (3, 3, 8, 2, 4),    # MobileNet's stem: 72 -> 96, 2 steps either way
+    (3, 3, 16, 2, 3),   # two chunks a pixel: 4/3 the products for the same copy, kept
+    (3, 3, 32, 2, 3),
     (3, 3, 64, 2, 3),   # whole steps a tap already
     (1, 1, 8, 2, 1),
     (1, 7, 8, 2, 8),

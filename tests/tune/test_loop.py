@@ -271,3 +271,18 @@ def test_shipped_records_neither_use_the_budget_nor_replace_the_fallback(tmp_pat
     mine = Database(user).records()
     assert len(mine) == max(4, len(tasks[0].templates))
     assert mine[0].config_index == tasks[0].fallback().index
+
+
+def test_a_tensor_core_kernel_spends_every_trial_on_the_tensor_core_template(tmp_path):
+    """An fp16 conv on sm_90 lists CUDA-core templates too (a record may name one), but none of
+    them gets a trial: all 8 go to the tensor-core template."""
+    b = GraphBuilder()
+    x = b.input("x", (2, 14, 14, 64), "float16")
+    w = b.const((np.random.default_rng(0).standard_normal((3, 3, 64, 64)) * 0.1).astype("float16"))
+    (task,) = as_tasks(b.build(b.relu(b.conv2d(x, w, padding=1, layout="NHWC"))), "cuda:sm_90")
+    assert len(task.templates) > 1
+    log = tmp_path / "tc.jsonl"
+    timeline = Timeline()
+    tune([task], trials=8, tuner="random", log=str(log), builder=FakeBuilder(timeline),
+         runner=FakeRunner(timeline), batch_size=2, tasks_at_once=1)
+    assert [r.template for r in Database(log).records()] == ["tensorcore_gemm"] * 8
