@@ -14,7 +14,7 @@ convs whose tile copies move 16 bytes (C a multiple of 8, or of 4 in float32), s
 templates keep HWIO; an image's 3 channels are zero-padded to 8 (4 in float32) first
 (`_pad_channels`).
 
-A conv with few channels and wide taps (the 7x7 stem's 8 padded channels) also gets its kernel
+A conv over an image's channels (padded to one 16-byte chunk a pixel: the 7x7 stem) also gets its kernel
 rows widened with zero taps to a power of two (7 -> 8, `row_taps`): its K (ky, kx, c) then steps
 through whole 16-byte chunks and whole kernel rows, so the tile copy's padding test is the same
 for the 8 lanes of a chunk and the copy is one predicated cp.async; with 7 taps a row the test
@@ -109,11 +109,10 @@ def nk_gemm_weights(graph: Graph, *, convs: bool = False) -> Graph:
         c8 = -(-w.shape[2] // lanes) * lanes if n.op == "conv2d" else 0
         if c8 and c8 != w.shape[2]:  # an image's channels: the input padded, the weight zero-extended
             inputs[0] = _pad_channels(inputs[0], c8, ctx.names)
-        kw = extra = 0
+        extra = 0  # zero taps added to each kernel row (row_taps)
         if n.op == "conv2d":
             kh, kw = w.shape[:2]
-            dil = n.geometry.dilation[1]
-            extra = row_taps(kh, kw, c8, np.dtype("float16" if w.dtype == "bfloat16" else w.dtype).itemsize, dil) - kw
+            extra = row_taps(kh, kw, c8, CHUNK_BYTES // lanes, n.geometry.dilation[1]) - kw
         if (id(w), extra) not in transposed:
             v = np.asarray(w.value)
             if n.op == "conv2d":
