@@ -375,8 +375,7 @@ def main(argv=None) -> int:
         print(line(rows[-1]), flush=True)
         write_json(rows, args.json)
 
-    with contextlib.ExitStack() as stack:
-        tuning = stack.enter_context(TuningTools()) if args.tune else None
+    with TuningTools() if args.tune else contextlib.nullcontext() as tuning:
         run_suites(args, db, tuning, attempt)
     summary = write_json(rows, args.json)
     for key, s in summary.items():

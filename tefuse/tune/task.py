@@ -83,10 +83,8 @@ class Task:
         """The templates tuning gives trials: where the first computes on units the others do not
         use (preference >= DOMINANT: tensor cores), only such templates; the CUDA-core conv
         templates took most of an fp16 conv's trials on the H100 at 5-100x its time."""
-        prefs = [t.preference(self.lowered.info, self.target) for t in self.templates]
-        if prefs and prefs[0] >= DOMINANT:
-            return [t for t, p in zip(self.templates, prefs) if p >= DOMINANT]
-        return list(self.templates)
+        dominant = [t for t in self.templates if t.preference(self.lowered.info, self.target) >= DOMINANT]
+        return dominant or list(self.templates)
 
     def describe(self) -> str:
         sizes = ", ".join(f"{n}: {len(s)}" for n, s in self.spaces.items())
