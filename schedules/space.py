@@ -25,6 +25,26 @@ def factorizations(extent: int, parts: int, max_inner: Optional[int] = None) -> 
     return out
 
 
+def _hashable(v: Any) -> Any:
+    """A knob value as the space holds it (JSON gives lists where candidates are tuples)."""
+    return tuple(v) if isinstance(v, list) else v
+
+
+def knob_assignment(text: str) -> tuple[str, Any]:
+    """KNOB=VALUE as a user types it (`tefuse tune --only`): VALUE as JSON when it parses
+    (numbers, lists), else the word itself."""
+    import argparse
+    import json
+
+    name, sep, value = text.partition("=")
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(f"expected KNOB=VALUE, got {text!r}")
+    try:
+        return name, json.loads(value)
+    except json.JSONDecodeError:
+        return name, value
+
+
 def _divisors(n: int) -> list[int]:
     small = [d for d in range(1, int(math.isqrt(n)) + 1) if n % d == 0]
     return sorted(set(small + [n // d for d in small]))
@@ -72,6 +92,21 @@ class ConfigSpace:
         """Add a rule over a config's values (True: the template can apply it)."""
         self.rules.append(rule)
 
+    def restricted(self, only: dict[str, Any]) -> "ConfigSpace":
+        """The same space (same indices) admitting only configs with these knob values: a search
+        narrowed by hand (`tefuse tune --only intrin=wgmma`)."""
+        knobs = {kn.name: kn.candidates for kn in self.knobs}
+        want = {k: _hashable(v) for k, v in only.items()}
+        for k, v in want.items():
+            if k not in knobs:
+                raise ValueError(f"the space has no knob {k!r} (it has {', '.join(knobs)})")
+            if v not in knobs[k]:
+                raise ValueError(f"{k}={only[k]!r} is not one of the knob's candidates {knobs[k]}")
+        return ConfigSpace(self.knobs, self.rules + [lambda v: all(_hashable(v[k]) == x for k, x in want.items())])
+
+    def knob_names(self) -> set[str]:
+        return {kn.name for kn in self.knobs}
+
     def admits(self, index: int) -> bool:
         """Whether the config at `index` meets every rule."""
         if not self.rules:
@@ -95,7 +130,7 @@ class ConfigSpace:
         index, radix = 0, 1
         for k in self.knobs:
             v = values[k.name]
-            v = tuple(v) if isinstance(v, list) else v
+            v = _hashable(v)
             index += k.candidates.index(v) * radix
             radix *= len(k.candidates)
         return index

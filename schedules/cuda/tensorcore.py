@@ -542,7 +542,7 @@ class TensorCoreGemm(Template):
         if "wgmma" in intrins:
             from .tensorcore_wgmma import wgmma_admits
 
-            s.constrain(lambda v: wgmma_admits(v, info.dtype))
+            s.constrain(lambda v: wgmma_admits(v, info.dtype, TILES))
         return s
 
     def fallback(self, info: KernelInfo, target, space: ConfigSpace) -> Config:

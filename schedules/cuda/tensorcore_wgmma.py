@@ -79,10 +79,17 @@ def fallback_values(m: int, n: int, sms: int, dtype: str = "float16") -> dict:
     return {"tile": (64, 128, 32, 64), "stages": 4, **common}
 
 
-def wgmma_admits(values: dict, dtype: str) -> bool:
+def wgmma_admits(values: dict, dtype: str, tiles=None) -> bool:
     """Whether a tensor-core config is one apply_wgmma_gemm takes (any mma/wmma config is): tiles
-    one 128-byte row deep (bk 64 for fp16/bf16, 32 for tf32), whole warpgroups of rows."""
-    return values["intrin"] != "wgmma" or (values["bk"] == bk_of(dtype) and values["tile"][0] % 64 == 0)
+    one 128-byte row deep (bk 64 for fp16/bf16, 32 for tf32), whole warpgroups of rows. With the
+    space's `tiles`, only the first tile of each (BM, BN) is taken: wgmma has no warp tile (warps
+    own 16-row strips), so (128, 128, 64, 64) and (128, 128, 64, 32) are one kernel, and a tuner
+    would measure it twice."""
+    if values["intrin"] != "wgmma":
+        return True
+    bm, bn = values["tile"][:2]
+    first = next((tuple(t) for t in tiles or () if tuple(t[:2]) == (bm, bn)), tuple(values["tile"]))
+    return values["bk"] == bk_of(dtype) and bm % 64 == 0 and tuple(values["tile"]) == first
 
 
 def defer_tf32_rounding(func):

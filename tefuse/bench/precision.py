@@ -26,6 +26,7 @@ from typing import Optional
 
 import numpy as np
 
+from ..schedules.space import knob_assignment
 from .timing import time_graph, time_wall
 
 log = logging.getLogger(__name__)
@@ -117,7 +118,8 @@ def conv_case(c: int, hw: int, k: int, r: int, s: int, batch: int, precision: st
             raise ValueError("tuning writes to the user database: tune with the default database")
         from ..tune.loop import tune
 
-        tools = {"builder": tuning.builder, "runner": tuning.runner} if tuning is not None else {}
+        tools = {"builder": tuning.builder, "runner": tuning.runner, "tuner": tuning.tuner,
+                 "only": tuning.only} if tuning is not None else {}
         tune(prepare_graph(graph, "cuda", precision=_graph_precision(precision), split_k=split_k), "cuda",
              trials=tune_trials, **tools)
     cg = build(graph, "cuda", db=db, precision=_graph_precision(precision), split_k=split_k)
@@ -158,6 +160,8 @@ class TuningTools:
     per case, their TVM imports (tensor intrinsics: 20-40 s a worker) cost more than a case's
     trials."""
 
+    tuner: str = "xgb"
+    only: dict = field(default_factory=dict)  # knob values, as `tefuse tune --only`
     builder: object = None
     runner: object = None
 
@@ -355,6 +359,9 @@ def main(argv=None) -> int:
     p.add_argument("--no-db", action="store_true")
     p.add_argument("--tune", type=int, default=0, metavar="TRIALS",
                    help="conv: tune each case's kernels first (TRIALS measurements each) into the user database")
+    p.add_argument("--tuner", default="xgb", choices=["xgb", "random", "grid"], help="conv --tune: the search")
+    p.add_argument("--only", action="append", default=[], metavar="KNOB=VALUE", type=knob_assignment,
+                   help="conv --tune: only configs with this knob value, as `tefuse tune --only`")
     p.add_argument("--workdir", default="/tmp")
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
@@ -375,7 +382,7 @@ def main(argv=None) -> int:
         print(line(rows[-1]), flush=True)
         write_json(rows, args.json)
 
-    with TuningTools() if args.tune else contextlib.nullcontext() as tuning:
+    with TuningTools(args.tuner, dict(args.only)) if args.tune else contextlib.nullcontext() as tuning:
         run_suites(args, db, tuning, attempt)
     summary = write_json(rows, args.json)
     for key, s in summary.items():

@@ -6,6 +6,8 @@
 With `--batch 1,8,32` the kernels of every batch size are tuned, into the one log (what
 `tefuse build --batch 1,8,32` then finds).
 Rerunning the same command resumes: configs already in the log are not measured again.
+`--only intrin=wgmma` narrows the search to configs with that knob value (a sweep of Hopper's
+wgmma configs: `--tuner grid --only intrin=wgmma`).
 Measuring on several GPUs, each batch spread over them (one candidate per GPU at a time):
 
     tefuse tune ... --devices 0,1                 # this machine's GPUs 0 and 1
@@ -32,6 +34,7 @@ def add_parser(sub) -> None:
     add_precision_option(p)
     p.add_argument("--trials", "-n", type=int, default=64, help="measurements per kernel (default 64)")
     p.add_argument("--tuner", default="xgb", choices=["xgb", "random", "grid"])
+    add_only_option(p)
     p.add_argument("--log", "-l", default=None,
                    help="tuning log (JSON lines) to append to and resume from (default: the user database)")
     p.add_argument("--early-stopping", type=int, default=None, metavar="N",
@@ -44,6 +47,14 @@ def add_parser(sub) -> None:
     p.add_argument("--devices", default=None, metavar="0,1,...",
                    help="measure on these local devices in parallel, one process pinned to each")
     p.set_defaults(func=run)
+
+
+def add_only_option(p) -> None:
+    from ..schedules.space import knob_assignment
+
+    p.add_argument("--only", action="append", default=[], metavar="KNOB=VALUE", type=knob_assignment,
+                   help="tune only configs with this knob value (repeatable; a JSON value or a word: "
+                        "intrin=wgmma, stages=2, tile=[64,128,32,64]); templates without the knob are skipped")
 
 
 class _TuneBars:
@@ -137,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
                 log.info("batch %d (%d of %d)", b, k, len(graphs))
             found = tune(graph, target, trials=args.trials, tuner=args.tuner, log=args.log,
                          early_stopping=args.early_stopping, seed=args.seed, builder=builder,
-                         runner=runner, progress=bars.update)
+                         runner=runner, progress=bars.update, only=dict(args.only))
             results += [(b, r) for r in found]
     finally:
         bars.close()

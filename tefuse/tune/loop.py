@@ -101,6 +101,9 @@ class TuningSession:
     transfer: bool = True
     progress: Optional[Progress] = None
     tuner_options: dict = field(default_factory=dict)
+    # knob values every measured config must have (`tefuse tune --only`); templates without
+    # those knobs are not tuned
+    only: dict = field(default_factory=dict)
     # set when a concurrently tuned kernel failed or the user interrupted: every kernel stops
     # after its batch in flight (whose records are written)
     stop: threading.Event = field(default_factory=threading.Event)
@@ -111,7 +114,7 @@ def tune(graph_or_tasks, target=None, *, trials: int, tuner: str = "xgb",
          seed: int = 0, builder: Optional[LocalBuilder] = None, runner=None,
          batch_size: Optional[int] = None, transfer: bool = True,
          progress: Optional[Progress] = None, tuner_options: Optional[dict] = None,
-         tasks_at_once: Optional[int] = None) -> list[TuneResult]:
+         tasks_at_once: Optional[int] = None, only: Optional[dict] = None) -> list[TuneResult]:
     """Tune every task (a Graph's fused groups, or given Tasks) for `trials` measurements each.
 
     `trials` is the budget per task: a few for each of its templates, the rest for the fastest
@@ -122,6 +125,9 @@ def tune(graph_or_tasks, target=None, *, trials: int, tuner: str = "xgb",
     measure on a GPU, one on the CPU target), so one task's candidates build on the CPUs while
     others' are measured: with builds and measurements taking turns, a second device would only
     halve the measuring part of each turn. Each device still measures one candidate at a time.
+
+    `only` ({knob: value}) narrows the search to configs with those values, and to the templates
+    that have those knobs (a kernel with none is left untuned).
     """
     tasks = as_tasks(graph_or_tasks, target if target is not None else "llvm")
     db = _as_db(log)
@@ -137,11 +143,14 @@ def tune(graph_or_tasks, target=None, *, trials: int, tuner: str = "xgb",
             runner = _OneRunAtATime(runner)
         session = TuningSession(db, builder, runner, tuner, seed, batch_size, early_stopping, transfer,
                                 _locked(progress) if progress is not None else None,
-                                dict(tuner_options or {}))
+                                dict(tuner_options or {}), dict(only or {}))
 
         def tune_task(k: int, task: Task) -> list[TuneResult]:
             log_prefix = f"[task {k + 1}/{len(tasks)}] {task.name}"
-            templates = task.tunable()
+            templates = [t for t in task.tunable() if set(session.only) <= task.spaces[t.name].knob_names()]
+            if not templates:
+                logging.getLogger(__name__).info("%s: no template has the knobs %s: not tuned", log_prefix,
+                                                 sorted(session.only))
             probe, rest = _template_budgets(trials, len(templates))
             reference, out = None, []
             for tmpl in templates:
@@ -256,6 +265,8 @@ def _fallback_index(task: Task, template: str, space, done: set) -> Optional[int
 def _tune_template(session: TuningSession, task: Task, template: str, budget: int, reference, prefix: str):
     db, builder, runner = session.db, session.builder, session.runner
     space = task.spaces[template]
+    if session.only:
+        space = space.restricted(session.only)
     kind = task.target.kind.name
     device = getattr(runner, "device", None) or device_name(kind)
     tuner = make_tuner(session.tuner, space, seed=session.seed, **session.tuner_options)

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from tefuse import GraphBuilder
+from tefuse.driver import prepare_graph
 from tefuse.tune.database import Database
 from tefuse.tune.loop import tune
 from tefuse.tune.measure import BuildResult, MeasureResult, RunSpec
@@ -286,3 +287,31 @@ def test_a_tensor_core_kernel_spends_every_trial_on_the_tensor_core_template(tmp
     tune([task], trials=8, tuner="random", log=str(log), builder=FakeBuilder(timeline),
          runner=FakeRunner(timeline), batch_size=2, tasks_at_once=1)
     assert [r.template for r in Database(log).records()] == ["tensorcore_gemm"] * 8
+
+
+def test_only_narrows_the_search_to_one_knob_value_and_one_config_per_wgmma_tile(tmp_path):
+    """`only={"intrin": "wgmma"}` with the grid tuner sweeps Hopper's wgmma configs of an fp16
+    conv: after the fallback, every measured config is wgmma, and no two share a block tile,
+    stage count and store width (wgmma has no warp tile: those would be one kernel twice)."""
+    b = GraphBuilder()
+    x = b.input("x", (16, 28, 28, 128), "float16")
+    w = b.const((np.random.default_rng(0).standard_normal((1, 1, 128, 512)) * 0.1).astype("float16"))
+    graph = prepare_graph(b.build(b.relu(b.conv2d(x, w, layout="NHWC"))), "cuda:sm_90")  # OHWI: wgmma's B
+    (task,) = as_tasks(graph, "cuda:sm_90")
+    log = tmp_path / "wgmma.jsonl"
+    tune([task], trials=500, tuner="grid", log=str(log), builder=FakeBuilder(Timeline()),
+         runner=FakeRunner(Timeline()), batch_size=8, tasks_at_once=1, only={"intrin": "wgmma"})
+    recs = Database(log).records()
+    assert recs[0].config_index == task.fallback().index
+    kernels = [(tuple(r.config["tile"][:2]), r.config["stages"], r.config["vec_out"]) for r in recs]
+    assert all(r.config["intrin"] == "wgmma" and r.config["bk"] == 64 for r in recs)
+    assert len(set(kernels)) == len(kernels)
+    assert len(kernels) == 6 * 4 * 2  # (BM, BN) pairs x stages x store widths
+
+
+def test_only_a_knob_no_template_has_leaves_the_kernel_untuned(tmp_path):
+    tasks = as_tasks(_three_kernels(), "llvm")[:1]
+    log = tmp_path / "none.jsonl"
+    tune(tasks, trials=4, tuner="random", log=str(log), builder=FakeBuilder(Timeline()),
+         runner=FakeRunner(Timeline()), batch_size=2, tasks_at_once=1, only={"intrin": "wgmma"})
+    assert Database(log).records() == []
