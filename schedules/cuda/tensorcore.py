@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 
 import tvm
+from tvm.s_tir.schedule import ScheduleError
 from tvm import tirx
 from tvm.s_tir.dlight.gpu.matmul import (
     IterKind,
@@ -23,8 +24,10 @@ from tvm.s_tir.dlight.gpu.matmul import (
 )
 
 from ...target import gpu_limits
-from ..registry import DOMINANT, KernelInfo, Template, register
+from ..registry import DOMINANT, TIR_PIPELINE, KernelInfo, Template, register
+from ..common import loop_depth
 from ..space import Config, ConfigSpace
+from .hoist import PIPELINE as HOIST_PIPELINE
 from .lanes import MAX_BOOL_LANES, bool_lanes_vary as _bool_lanes_vary, children as _lane_children
 from .lanes import lanes_contiguous as _lanes_contiguous
 from .tensor_intrin_bf16 import bf16_mma_group
@@ -104,7 +107,7 @@ def operand_k_major(sch, block_rv, read_idx, kinds_by_var, lanes: int = 8) -> bo
         axes = loops[len(loops) - ndim:]
         return (_lanes_contiguous(probe, rd, axes[pos], lanes)
                 and not _lanes_contiguous(probe, rd, axes[-1], lanes))
-    except tvm.TVMError:
+    except ScheduleError:
         return False
 
 
@@ -158,6 +161,7 @@ def apply_tc_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
     n_warps = warps_m * warps_n
     stages = int(c["stages"])
 
+    params = parameter_stages(sch, gemm_block)
     block = sch.get_sblock(gemm_block)
     _drop_unit_iters(sch, block)  # a 1x1 conv's ry, rx and a batch of 1: reindex cannot take them
     blk = sch.get(block)
@@ -258,6 +262,7 @@ def apply_tc_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
     acc_sh, acc, _, _ = stage_accumulators(sch, block_outer, ty, sh_scope, frag_c, c["smem_pad"])
     # the output runs along M too (NCHW): stored M-fastest
     vec_out = store_epilogue(sch, acc_sh, epilogue_blocks, int(c["vec_out"]), WN, on_gpu, bool(c.get("c_m_major")))
+    hoist_parameter_stages(sch, params, j0, n_warps, sh_scope, on_gpu)
 
     init = sch.decompose_reduction(block_outer, k0)
     init_inner = sch.get_child_blocks(init)[0]
@@ -327,6 +332,44 @@ def bind_grid(sch, b, i0, j0, ty) -> None:
     sch.bind(ty, "threadIdx.y")
 
 
+def parameter_stages(sch, gemm_block: str) -> list[str]:
+    """The blocks that neither feed the GEMM's operands nor read its result: values of the
+    group's parameters alone, which only the epilogue reads (batch_norm's per-channel scale)."""
+    gemm = sch.get_sblock(gemm_block)
+    near = {gemm_block} | _reachable(sch, gemm, sch.get_producers) | _reachable(sch, gemm, sch.get_consumers)
+    return [sch.get(b).name_hint for b in sch.get_child_blocks(sch.get_sblock("root"))
+            if sch.get(b).name_hint not in near]
+
+
+def _reachable(sch, block, step) -> set[str]:
+    seen, todo = set(), [block]
+    while todo:
+        for nb in step(todo.pop()):
+            name = sch.get(nb).name_hint
+            if name not in seen:
+                seen.add(name)
+                todo.append(nb)
+    return seen
+
+
+def hoist_parameter_stages(sch, names, tile_loop, n_warps: int, scope: str, on_gpu: bool) -> None:
+    """Compute each parameter stage once per thread block, for its tile only (under the grid's
+    `tile_loop`), into `scope`, every thread taking a share; the epilogue reads it from there.
+    Inlined, it would be computed again for every element (batch_norm's scale: a square root and
+    a division each)."""
+    for name in names:
+        blk = sch.get_sblock(name)
+        sch.compute_at(blk, tile_loop, preserve_unit_loops=True)
+        if not on_gpu:
+            continue
+        sch.set_scope(blk, 0, scope)
+        inner = sch.get_loops(blk)[loop_depth(sch, blk, tile_loop):]
+        fused = sch.fuse(*inner) if len(inner) > 1 else inner[0]
+        _, ty, tx = sch.split(fused, [None, n_warps, 32])
+        sch.bind(ty, "threadIdx.y")
+        sch.bind(tx, "threadIdx.x")
+
+
 def stage_accumulators(sch, block_outer, ty, sh_scope, frag_c, smem_pad):
     """The accumulators' two stages at the warp's loop `ty`: the per-warp fragments (`frag_c`,
     in 16x16 tiles) and the fp32 staging tile in shared memory that the epilogue reads. Returns
@@ -378,8 +421,10 @@ def store_epilogue(sch, acc_sh, epilogue_blocks, vec_max, width, on_gpu, m_major
         store = sch.cache_write(acc_sh, w, "local")
         sch.reverse_compute_at(store, f1)
         sch.vectorize(sch.get_loops(store)[-1])
-    if lanes > 1:
-        sch.vectorize(sch.split(vec, [None, lanes])[1])
+    if lanes > 1:  # unrolled, so that no column index depends on a loop (hoist.py)
+        outer, inner = sch.split(vec, [None, lanes])
+        sch.unroll(outer)
+        sch.vectorize(inner)
     else:
         sch.unroll(vec)
     return vec_out
@@ -413,7 +458,7 @@ def _inline_epilogue(sch, acc_sh, epilogue_blocks):
                 sch.reverse_compute_inline(cons)
                 progressed = True
                 break
-            except tvm.TVMError:
+            except ScheduleError:
                 continue
         if not progressed:
             names = [sch.get(x).name_hint for x in consumers]
@@ -445,8 +490,11 @@ def pass_config(intrin: str, target) -> dict:
     """PassContext options the schedule needs: cp.async is emitted only with
     `tirx.use_async_copy`; for wmma, StorageRewrite may alias the fp32 staging tile into an fp16
     one ("tvm_access_ptr element type must match"), so it is off (MergeSharedMemoryAllocations
-    still reuses shared memory); mma needs it on (LowerWarpMemory); wgmma needs TIR's CSE off."""
+    still reuses shared memory); mma needs it on (LowerWarpMemory); wgmma needs TIR's CSE off.
+    CUDA kernels compile with hoist.py's pipeline (loop-invariant epilogue math)."""
     cfg = {"tirx.use_async_copy": True}
+    if _target_kind(target) == "cuda":  # per-channel epilogue math once a thread, not once an element
+        cfg[TIR_PIPELINE] = HOIST_PIPELINE
     if _target_kind(target) == "cuda" and intrin == "wmma":
         cfg["tirx.disable_storage_rewrite"] = True
     if _target_kind(target) == "cuda" and intrin == "wgmma":

@@ -12,6 +12,7 @@ import tvm
 from tvm import s_tir
 
 import tefuse
+from tefuse.codegen.compile import device_compile
 from tefuse.codegen.lower import lower_group
 from tefuse.codegen.ptx import compile_to_ptx
 from tefuse.fusion import fuse_graph
@@ -36,8 +37,7 @@ def _cuda_source(graph, bm, bn, arch="sm_90a", stages=3):
     target = make_target(f"cuda:{arch}")
     sch = s_tir.Schedule(low.func)
     apply_tc_gemm(sch, low.info.stage("accumulator"), low.info.epilogue, _wgmma_cfg(bm, bn, stages), target)
-    with target, tvm.transform.PassContext(opt_level=3, config=pass_config("wgmma", target)):
-        mod = tvm.compile(sch.mod, target=target).mod
+    mod = device_compile(sch.mod, target, pass_config("wgmma", target))
     return mod.imports[0].inspect_source()
 
 
@@ -316,8 +316,7 @@ def test_relu_epilogue_on_whole_tiles_builds_with_8_wide_stores_asked():
     cfg = {**_wgmma_cfg(128, 128), "vec_out": 8}
     got = apply_tc_gemm(sch, low.info.stage("accumulator"), low.info.epilogue, cfg, target)
     assert got["vec_out"] == 8
-    with target, tvm.transform.PassContext(opt_level=3, config=pass_config("wgmma", target)):
-        src = tvm.compile(sch.mod, target=target).mod.imports[0].inspect_source()
+    src = device_compile(sch.mod, target, pass_config("wgmma", target)).imports[0].inspect_source()
     assert "wgmma" in src
     assert re.search(r"\*\(uint4\*\)\(out_\w*relu\w*_ptr \+", src)
     assert "boolx8" not in src and "ushort8" not in src
