@@ -50,6 +50,10 @@ def _divisors(n: int) -> list[int]:
     return sorted(set(small + [n // d for d in small]))
 
 
+class KnobError(ValueError):
+    """A knob or knob value that a space does not have (a search narrowed to it cannot run)."""
+
+
 @dataclass
 class Knob:
     name: str
@@ -99,9 +103,9 @@ class ConfigSpace:
         want = {k: _hashable(v) for k, v in only.items()}
         for k, v in want.items():
             if k not in knobs:
-                raise ValueError(f"the space has no knob {k!r} (it has {', '.join(knobs)})")
+                raise KnobError(f"the space has no knob {k!r} (it has {', '.join(knobs)})")
             if v not in knobs[k]:
-                raise ValueError(f"{k}={only[k]!r} is not one of the knob's candidates {knobs[k]}")
+                raise KnobError(f"{k}={only[k]!r} is not one of the knob's candidates {knobs[k]}")
         return ConfigSpace(self.knobs, self.rules + [lambda v: all(_hashable(v[k]) == x for k, x in want.items())])
 
     def knob_names(self) -> set[str]:

@@ -50,11 +50,15 @@ def add_parser(sub) -> None:
 
 
 def add_only_option(p) -> None:
-    from ..schedules.space import knob_assignment
-
-    p.add_argument("--only", action="append", default=[], metavar="KNOB=VALUE", type=knob_assignment,
+    p.add_argument("--only", action="append", default=[], metavar="KNOB=VALUE", type=_knob_assignment,
                    help="tune only configs with this knob value (repeatable; a JSON value or a word: "
                         "intrin=wgmma, stages=2, tile=[64,128,32,64]); templates without the knob are skipped")
+
+
+def _knob_assignment(text: str):
+    from ..schedules.space import knob_assignment  # when parsing, not at import: --help stays light
+
+    return knob_assignment(text)
 
 
 class _TuneBars:
@@ -124,6 +128,7 @@ def _runner(args: argparse.Namespace, target):
 def run(args: argparse.Namespace) -> int:
     from ..tune.builder import LocalBuilder
     from ..tune.runner import LocalRunner
+    from ..schedules.space import KnobError
     from ..tune.loop import tune
     from .build import load_graph, load_graphs, resolve_target
 
@@ -146,9 +151,12 @@ def run(args: argparse.Namespace) -> int:
                 bars.close()
                 bars.label = f" (batch {b})"
                 log.info("batch %d (%d of %d)", b, k, len(graphs))
-            found = tune(graph, target, trials=args.trials, tuner=args.tuner, log=args.log,
-                         early_stopping=args.early_stopping, seed=args.seed, builder=builder,
-                         runner=runner, progress=bars.update, only=dict(args.only))
+            try:
+                found = tune(graph, target, trials=args.trials, tuner=args.tuner, log=args.log,
+                             early_stopping=args.early_stopping, seed=args.seed, builder=builder,
+                             runner=runner, progress=bars.update, only=dict(args.only))
+            except KnobError as e:
+                raise UsageError(f"--only: {e}") from None
             results += [(b, r) for r in found]
     finally:
         bars.close()

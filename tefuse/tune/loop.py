@@ -25,6 +25,7 @@ from .record import TuningRecord
 from .runner import LocalRunner
 from .task import Task, as_tasks
 from .tuners import make_tuner
+from ..schedules.space import KnobError
 
 log = logging.getLogger(__name__)
 
@@ -130,6 +131,13 @@ def tune(graph_or_tasks, target=None, *, trials: int, tuner: str = "xgb",
     that have those knobs (a kernel with none is left untuned).
     """
     tasks = as_tasks(graph_or_tasks, target if target is not None else "llvm")
+    for task in tasks if only else ():  # a value no template has stops the run before it starts
+        for tmpl in task.tunable():
+            if set(only) <= task.spaces[tmpl.name].knob_names():
+                try:
+                    task.spaces[tmpl.name].restricted(only)
+                except KnobError as e:
+                    raise KnobError(f"{task.name}, template {tmpl.name}: {e}") from None
     db = _as_db(log)
     own_builder, own_runner = builder is None, runner is None
     builder = builder or LocalBuilder()

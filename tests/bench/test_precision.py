@@ -64,6 +64,9 @@ def test_tuned_conv_cases_share_one_builder_and_runner(monkeypatch, tmp_path):
     class FakeTools:
         entered = exited = 0
 
+        def __init__(self, tuner, only):
+            self.tuner, self.only = tuner, only
+
         def __enter__(self):
             FakeTools.entered += 1
             return self
@@ -80,8 +83,10 @@ def test_tuned_conv_cases_share_one_builder_and_runner(monkeypatch, tmp_path):
     monkeypatch.setattr(precision, "TuningTools", FakeTools)
     monkeypatch.setattr(precision, "conv_case", fake_case)
     out = str(tmp_path / "o.json")
-    assert precision.main(["conv", "--shapes", "0", "1", "--batch", "16", "--tune", "4", "--json", out]) == 0
+    assert precision.main(["conv", "--shapes", "0", "1", "--batch", "16", "--tune", "4", "--json", out,
+                           "--tuner", "grid", "--only", "intrin=wgmma", "--only", "stages=2"]) == 0
     assert [t for t, _ in seen] == [4, 4] and seen[0][1] is seen[1][1] and isinstance(seen[0][1], FakeTools)
+    assert (seen[0][1].tuner, seen[0][1].only) == ("grid", {"intrin": "wgmma", "stages": 2})
     assert FakeTools.entered == FakeTools.exited == 1
     seen.clear()
     precision.main(["conv", "--shapes", "0", "--batch", "16", "--json", out])

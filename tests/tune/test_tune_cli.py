@@ -85,3 +85,19 @@ def test_cli_tunes_the_kernels_a_low_precision_build_makes(tmp_path, monkeypatch
     built = prepare_graph(parse_chain(spec, (1, 16, 8, 8), "float32", "NCHW"), target, precision="fp16")
     assert [n.attrs["layout"] for n in built.nodes if n.op == "conv2d"] == ["NHWC"]
     assert seen["keys"] == {t.workload for t in as_tasks(built, target)}
+
+
+def test_cli_only_narrows_the_search_and_names_a_value_no_template_has(tmp_path, capsys):
+    log = tmp_path / "only.jsonl"
+    argv = ["tune", "conv2d(k=8,r=3,pad=1)+bias+relu", "--input", "1x8x10x10", "--target", "llvm",
+            "--trials", "3", "--tuner", "grid", "--log", str(log), "-j", "2", "--no-progress"]
+    assert main(argv + ["--only", "unroll=16"]) == 0
+    recs = Database(log).records()
+    assert recs and all(r.config["unroll"] == 16 for r in recs[1:])  # the first: the untuned config
+    capsys.readouterr()
+    assert main(argv + ["--only", "unroll=17"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    (line,) = [ln for ln in err.splitlines() if "error" in ln]
+    assert "--only" in line and "unroll=17" in line and "g0_conv2d_bias_add_relu" in line
+    assert main(argv + ["--only", "unroll"]) == 2  # argparse: expected KNOB=VALUE
