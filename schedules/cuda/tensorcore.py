@@ -601,7 +601,7 @@ class TensorCoreGemm(Template):
         if "wgmma" in _intrins(info, target) and getattr(info.geometry, "b_nk", False):
             from .tensorcore_wgmma import fallback_values
 
-            return space.from_values(fallback_values(m, n, sms, info.dtype))
+            return space.from_values(fallback_values(m, n, sms, info.dtype, k))
         return space.from_values({**mma_fallback_values(m, n, sms), "intrin": _intrins(info)[0]})
 
     def apply(self, sch, info: KernelInfo, cfg: Config, target) -> None:

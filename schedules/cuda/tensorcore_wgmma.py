@@ -17,6 +17,7 @@ differs (see tensor_intrin_wgmma.py for the layouts):
 from __future__ import annotations
 
 import math
+from typing import Optional
 
 from tvm.s_tir.dlight.gpu.matmul import (
     IterKind,
@@ -57,26 +58,35 @@ def wgmma_target(target):
     return optin_target(tvm.target.Target({**target.export(), "arch": "sm_90a"}))
 
 
-def fallback_values(m: int, n: int, sms: int, dtype: str = "float16") -> dict:
-    """The untuned wgmma config, from the H100 sweep (results/issue9/session10/wgmma.json):
-    128x128 blocks, 3 stages, when they give every SM two blocks (4096^3: 0.28 ms, cuBLAS 0.20);
-    else 64x128 blocks, 4 stages, twice the blocks for short or narrow GEMMs (197x2304x768 at
-    0.89x cuBLAS's time, 6272x256x2304 at 1.00x, where 128x128 took 1.2-1.4x); 64x64 where even
-    64x128 leaves half the SMs idle (ResNet-50's unsplit 1x1 convs at batch 1: their tuned H100
-    records are all 64x64). N <= 64 takes 64-wide tiles. (128x64 blocks of 2 stages for shallow
-    reductions, as ResNet-50's batch-32 records of 1x1 convs have, made its batch-16 1x1 convs
-    1-13% slower on the H100: results/issue9/session16.) A tf32 tile row holds 32 elements in the
-    same 128 bytes, so the same stages fit."""
+def fallback_values(m: int, n: int, sms: int, dtype: str = "float16", k: Optional[int] = None) -> dict:
+    """The untuned wgmma config, from the H100 sweeps (results/issue9/session10/wgmma.json;
+    session18/conv_b16_sweep_*.jsonl, every block tile and stage count of the 15 ResNet-50 convs
+    at batch 16): 128x128 blocks, 3 stages, when they give every SM two blocks (4096^3: 0.28 ms,
+    cuBLAS 0.20); else 64x128 blocks, 4 stages, twice the blocks for short or narrow GEMMs
+    (197x2304x768 at 0.89x cuBLAS's time, 6272x256x2304 at 1.00x, where 128x128 took 1.2-1.4x);
+    64x64 where 64x128 leaves SMs idle (the 14x14 convs at batch 16: 98 blocks of 64x128 on 132
+    SMs took 1.1-1.15x the time of 196 of 64x64; ResNet-50's tuned batch-1 records of unsplit
+    1x1 convs are all 64x64). N <= 64 takes 64-wide tiles. No more stages than the reduction has
+    steps less one (`k`): 4 stages over a 256-deep reduction took 1.2-1.3x the time of 3 (the
+    pipeline's fill is the whole loop). (128x64 blocks of 2 stages for shallow reductions, as
+    ResNet-50's batch-32 records of 1x1 convs have, made its batch-16 1x1 convs 1-13% slower on
+    the H100: results/issue9/session16.) A tf32 tile row holds 32 elements in the same 128
+    bytes, so the same stages fit."""
     common = {"bk": bk_of(dtype), "intrin": "wgmma", "vec_out": 8}
     if n <= 64:  # ResNet's 64-channel convs: a 128-wide tile would be half padding
         if math.ceil(m / 128) * math.ceil(n / 64) >= 2 * sms:
-            return {"tile": (128, 64, 64, 32), "stages": 3, **common}
-        return {"tile": (64, 64, 32, 32), "stages": 4, **common}
-    if math.ceil(m / 128) * math.ceil(n / 128) >= 2 * sms:
-        return {"tile": (128, 128, 64, 64), "stages": 3, **common}
-    if 2 * math.ceil(m / 64) * math.ceil(n / 128) <= sms:  # most SMs idle even so: twice the blocks again
-        return {"tile": (64, 64, 32, 32), "stages": 4, **common}
-    return {"tile": (64, 128, 32, 64), "stages": 4, **common}
+            tile, stages = (128, 64, 64, 32), 3
+        else:
+            tile, stages = (64, 64, 32, 32), 4
+    elif math.ceil(m / 128) * math.ceil(n / 128) >= 2 * sms:
+        tile, stages = (128, 128, 64, 64), 3
+    elif math.ceil(m / 64) * math.ceil(n / 128) < sms:  # SMs idle even so: twice the blocks again
+        tile, stages = (64, 64, 32, 32), 4
+    else:
+        tile, stages = (64, 128, 32, 64), 4
+    if k is not None:
+        stages = min(stages, max(2, math.ceil(k / common["bk"]) - 1))
+    return {"tile": tile, "stages": stages, **common}
 
 
 def wgmma_admits(values: dict, dtype: str, tiles=None) -> bool:

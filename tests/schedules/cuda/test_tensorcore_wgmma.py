@@ -86,7 +86,7 @@ def test_the_space_rules_out_the_wgmma_configs_apply_refuses(dtype):
 
 def test_fallback_tiles_follow_the_sm_count():
     """Two 128x128 blocks per SM or more: 128x128, 3 stages; fewer: 64x128, 4 stages; 64x64 where
-    64x128 would leave half the SMs idle."""
+    64x128 would leave SMs idle; never more stages than the reduction's steps less one."""
     from tefuse.schedules.cuda.tensorcore_wgmma import fallback_values
 
     assert fallback_values(4096, 4096, 132)["tile"][:2] == (128, 128)
@@ -94,7 +94,13 @@ def test_fallback_tiles_follow_the_sm_count():
     assert fallback_values(197, 2304, 132)["stages"] == 4
     assert fallback_values(6272, 64, 132)["tile"][:2] == (64, 64)  # 64 channels: no half-padded tiles
     assert fallback_values(784, 128, 132)["tile"][:2] == (64, 64)  # 13 blocks of 64x128
-    assert fallback_values(784, 1024, 132)["tile"][:2] == (64, 128)  # 104 blocks
+    assert fallback_values(784, 1024, 132)["tile"][:2] == (64, 64)  # 104 blocks of 64x128
+    assert fallback_values(3136, 256, 132)["tile"][:2] == (64, 64)  # 98: the 14x14 convs at batch 16
+    assert fallback_values(3136, 1024, 132)["tile"][:2] == (64, 128)  # 392
+    assert fallback_values(3136, 1024, 132, k=256)["stages"] == 3  # 4 steps: 3 stages
+    assert fallback_values(50176, 256, 132, k=64)["stages"] == 2  # 1 step
+    assert fallback_values(3136, 1024, 132, k=2304)["stages"] == 4
+    assert fallback_values(4096, 4096, 132, k=4096)["stages"] == 3
 
 
 def test_matmul_keeps_mma_untuned_on_hopper():
