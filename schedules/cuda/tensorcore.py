@@ -225,32 +225,10 @@ def apply_tc_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
         frag_a = frag_b = frag_c = "local"
 
     # ---------------------------------------------------------------- 4. global -> shared
-    def fetch_to_shared(idx, m_major=False):
-        blk_read = sch.cache_read(block_outer, idx, sh_scope)
-        sch.compute_at(blk_read, k0)
-        auto_inline_producers(sch, blk_read)
-        exts = _global_last_dim(sch, blk_read)
-        inner = int(sch.get(blk_read).writes[0].source.shape[-1])
-        vec = 1 if m_major else _pick_vec(int(c["vec"]), inner, *exts)
-        rows, cols = sch.get_loops(blk_read)[-2:]
-        if m_major:
-            sch.reorder(cols, rows)
-        fused = sch.fuse(*sch.get_loops(blk_read)[-2:])
-        while vec > 1 and not _lanes_contiguous(sch, blk_read, fused, vec):
-            vec //= 2
-        if vec > MAX_BOOL_LANES and _bool_lanes_vary(sch, blk_read, fused, vec):
-            vec = MAX_BOOL_LANES  # a ReLU prologue's select, 8 wide, is a bool x8 CUDA lacks
-        _, f1, f2, f3 = sch.split(fused, [None, n_warps, 32, vec])
-        if on_gpu:
-            sch.bind(f2, "threadIdx.x")
-            sch.bind(f1, "threadIdx.y")
-        sch.vectorize(f3)
-        if c["smem_pad"]:
-            sch.storage_align(blk_read, 0, axis=-2, factor=32, offset=int(c["smem_pad"]))
-        return blk_read, vec
-
-    a_g2s, vec_a = fetch_to_shared(0, a_m_major)
-    b_g2s, vec_b = fetch_to_shared(1)
+    fetch = dict(k_loop=k0, scope=sh_scope, vec_max=int(c["vec"]), n_warps=n_warps, on_gpu=on_gpu,
+                 smem_pad=int(c["smem_pad"]))
+    a_g2s, vec_a = fetch_to_shared(sch, block_outer, 0, m_major=a_m_major, **fetch)
+    b_g2s, vec_b = fetch_to_shared(sch, block_outer, 1, **fetch)
 
     # ---------------------------------------------------------------- 5. shared -> frags
     a_frag = sch.cache_read(block_outer, 0, frag_a)
@@ -322,6 +300,38 @@ def apply_tc_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
             sch.annotate(k0, "software_pipeline_async_stages", [0])
 
     return {"vec_a": vec_a, "vec_b": vec_b, "vec_out": vec_out, "b_nk": b_nk, "n_warps": n_warps}
+
+
+def fetch_to_shared(sch, block_outer, idx: int, *, k_loop, scope: str, vec_max: int, n_warps: int,
+                    on_gpu: bool, m_major: bool = False, smem_pad: int = 0) -> tuple:
+    """Stage operand `idx` of the warp product `block_outer` in `scope` once per K step
+    (`k_loop`), every thread of the block copying a share, `vec_max` elements at a time where the
+    source's lanes are contiguous (narrower where not, or where a ReLU prologue's select would need
+    a bool x8, which CUDA lacks); its producers (pad, casts, layout changes) are computed in the
+    copy. An M-fastest operand (NCHW data) is copied M-fastest, an element a thread, so a warp's
+    loads coalesce. Returns the copy block and its vector width."""
+    blk_read = sch.cache_read(block_outer, idx, scope)
+    sch.compute_at(blk_read, k_loop)
+    auto_inline_producers(sch, blk_read)
+    exts = _global_last_dim(sch, blk_read)
+    inner = int(sch.get(blk_read).writes[0].source.shape[-1])
+    vec = 1 if m_major else _pick_vec(vec_max, inner, *exts)
+    rows, cols = sch.get_loops(blk_read)[-2:]
+    if m_major:
+        sch.reorder(cols, rows)
+    fused = sch.fuse(*sch.get_loops(blk_read)[-2:])
+    while vec > 1 and not _lanes_contiguous(sch, blk_read, fused, vec):
+        vec //= 2
+    if vec > MAX_BOOL_LANES and _bool_lanes_vary(sch, blk_read, fused, vec):
+        vec = MAX_BOOL_LANES
+    _, f1, f2, f3 = sch.split(fused, [None, n_warps, 32, vec])
+    if on_gpu:
+        sch.bind(f2, "threadIdx.x")
+        sch.bind(f1, "threadIdx.y")
+    sch.vectorize(f3)
+    if smem_pad:
+        sch.storage_align(blk_read, 0, axis=-2, factor=32, offset=smem_pad)
+    return blk_read, vec
 
 
 def bind_grid(sch, b, i0, j0, ty) -> None:

@@ -19,15 +19,9 @@ from __future__ import annotations
 import math
 from typing import Optional
 
-from tvm.s_tir.dlight.gpu.matmul import (
-    IterKind,
-    auto_inline_producers,
-    detect_iter_traits,
-    make_iter_fusion_index_map,
-)
+from tvm.s_tir.dlight.gpu.matmul import IterKind, detect_iter_traits, make_iter_fusion_index_map
 
 from . import tensorcore as tc
-from .lanes import MAX_BOOL_LANES, bool_lanes_vary
 from ...ops.value import unround_tf32
 from ...target import SMEM_OPTIN, optin_target
 from .tensor_intrin_wgmma import N_CHOICES, PTX_TYPE, bk_of, chunk_elems, swizzle_index_map, wgmma_intrin
@@ -184,26 +178,11 @@ def apply_wgmma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
     frag_c = "warp" if on_gpu else "local"
 
     # ---------------------------------------------------------------- 4. global -> shared
-    def fetch_to_shared(idx):
-        blk_read = sch.cache_read(block_outer, idx, sh_scope)
-        sch.compute_at(blk_read, k0)
-        auto_inline_producers(sch, blk_read)
-        exts = tc._global_last_dim(sch, blk_read)
-        vec = tc._pick_vec(min(int(c["vec"]), chunk_elems(in_dtype)), BK, *exts)
-        fused = sch.fuse(*sch.get_loops(blk_read)[-2:])
-        while vec > 1 and not tc._lanes_contiguous(sch, blk_read, fused, vec):
-            vec //= 2
-        if vec > MAX_BOOL_LANES and bool_lanes_vary(sch, blk_read, fused, vec):
-            vec = MAX_BOOL_LANES  # a ReLU prologue's select: CUDA has no boolx8
-        _, f1, f2, f3 = sch.split(fused, [None, n_warps, 32, vec])
-        if on_gpu:
-            sch.bind(f2, "threadIdx.x")
-            sch.bind(f1, "threadIdx.y")
-        sch.vectorize(f3)
-        return blk_read, vec
-
-    a_g2s, vec_a = fetch_to_shared(0)
-    b_g2s, vec_b = fetch_to_shared(1)
+    # 16-byte copies at most: the shared tiles' 128-byte rows are swizzled in 16-byte chunks
+    fetch = dict(k_loop=k0, scope=sh_scope, vec_max=min(int(c["vec"]), chunk_elems(in_dtype)), n_warps=n_warps,
+                 on_gpu=on_gpu)
+    a_g2s, vec_a = tc.fetch_to_shared(sch, block_outer, 0, **fetch)
+    b_g2s, vec_b = tc.fetch_to_shared(sch, block_outer, 1, **fetch)
     # the shared tiles in the 128-byte swizzle (swizzle_dims): the copies write them so, and the
     # product reads them so (the tensor cores undo the swizzle from the descriptor's mode bits)
     for g2s in (a_g2s, b_g2s):
