@@ -66,8 +66,9 @@ tune-fp16)
     done
     python3 -c "from tefuse.bench.models import export_torchvision as e; from pathlib import Path; \
 e('$m', $b, Path('$ONNX'))" >/dev/null 2>&1 || { echo "$m b$b: export failed"; continue; }
+    # TUNER and TUNE_ARGS: another search (TUNER=grid TUNE_ARGS="--only intrin=wgmma": every wgmma config)
     timeout "$TUNE_SECONDS" python3 -m tefuse tune "$ONNX" -t cuda --precision fp16 --trials "$MODEL_TRIALS" \
-      --tuner xgb --log "$LOG" --no-progress > "/tmp/tefuse/tune_${m}_b$b.log" 2>&1
+      --tuner "${TUNER:-xgb}" ${TUNE_ARGS:-} --log "$LOG" --no-progress > "/tmp/tefuse/tune_${m}_b$b.log" 2>&1
     echo "$m b$b: tune exit $?; $(wc -l < "$LOG" 2>/dev/null) records; $(grep -c 'best [0-9]' "/tmp/tefuse/tune_${m}_b$b.log") kernels done"
     cp "$LOG" /tmp/tefuse/ 2>/dev/null  # $OUT is emptied by the next call; bench-fp16 reads them here
   done; done

@@ -77,6 +77,10 @@ for step in "$@"; do
     tunesplit) # fp16 records for the split-K kernels (new workloads since session 16) at batch 1
              MODELS="resnet50 vit_b_16" BATCHES="1" MODEL_TRIALS=8 TUNE_SECONDS=${TUNE_SECONDS:-240} \
                bash tefuse/bench/gpu_session.sh tune-fp16 ;;
+    vitsweep) # every wgmma config (16-byte stores) of ViT-B/16's b32 kernels that wgmma takes, after the
+             # shipped records' configs; cut at TUNE_SECONDS; then `vittuned` times the model with them
+             MODELS=vit_b_16 BATCHES="32" MODEL_TRIALS=40 TUNER=grid TUNE_ARGS="--only intrin=wgmma --only vec_out=8" \
+               TUNE_SECONDS=${TUNE_SECONDS:-480} bash tefuse/bench/gpu_session.sh tune-fp16 ;;
     vittuned) TEFUSE_SYSTEM_DB=$PWD/tuning_logs:/tmp/tefuse/fp16_vit_b_16_b1.jsonl:/tmp/tefuse/fp16_vit_b_16_b32.jsonl \
              $P models --models vit_b_16 --precision fp16 --batch 1 32 --workdir /tmp/tefuse \
                --json $OUT/models_fp16_vit_tuned.json 2>&1 | tee $OUT/models_fp16_vit_tuned.log | tail -6 ;;

@@ -128,16 +128,14 @@ def tune(graph_or_tasks, target=None, *, trials: int, tuner: str = "xgb",
     halve the measuring part of each turn. Each device still measures one candidate at a time.
 
     `only` ({knob: value}) narrows the search to configs with those values, and to the templates
-    that have those knobs (a kernel with none is left untuned).
+    whose spaces hold them; a kernel with none is left untuned (a matmul that wgmma cannot take,
+    in a model tuned with intrin=wgmma). When no kernel can take them, KnobError.
     """
     tasks = as_tasks(graph_or_tasks, target if target is not None else "llvm")
-    for task in tasks if only else ():  # a value no template has stops the run before it starts
-        for tmpl in task.tunable():
-            if set(only) <= task.spaces[tmpl.name].knob_names():
-                try:
-                    task.spaces[tmpl.name].restricted(only)
-                except KnobError as e:
-                    raise KnobError(f"{task.name}, template {tmpl.name}: {e}") from None
+    if only:  # a value no kernel can take stops the run before it starts (a typo, not a narrowing)
+        refusals = [why for t in tasks for why in _narrowed(t, only)[1]]
+        if not any(_narrowed(t, only)[0] for t in tasks):
+            raise KnobError(refusals[0] if refusals else f"no template has the knobs {sorted(only)}")
     db = _as_db(log)
     own_builder, own_runner = builder is None, runner is None
     builder = builder or LocalBuilder()
@@ -155,10 +153,9 @@ def tune(graph_or_tasks, target=None, *, trials: int, tuner: str = "xgb",
 
         def tune_task(k: int, task: Task) -> list[TuneResult]:
             log_prefix = f"[task {k + 1}/{len(tasks)}] {task.name}"
-            templates = [t for t in task.tunable() if set(session.only) <= task.spaces[t.name].knob_names()]
-            if not templates:
-                logging.getLogger(__name__).info("%s: no template has the knobs %s: not tuned", log_prefix,
-                                                 sorted(session.only))
+            templates, refusals = _narrowed(task, session.only)
+            for why in refusals if not templates else ():
+                logging.getLogger(__name__).info("%s: not tuned: %s", log_prefix, why)
             probe, rest = _template_budgets(trials, len(templates))
             reference, out = None, []
             for tmpl in templates:
@@ -180,6 +177,21 @@ def tune(graph_or_tasks, target=None, *, trials: int, tuner: str = "xgb",
         if own_runner:
             runner.close()
     return [r for rs in per_task for r in rs]
+
+
+def _narrowed(task: Task, only: dict) -> tuple[list, list[str]]:
+    """The templates of `task` to tune when the search is narrowed to `only`'s knob values (all of
+    its tunable ones when `only` is empty), and why each other one is not."""
+    if not only:
+        return task.tunable(), []
+    keep, refusals = [], []
+    for tmpl in task.tunable():
+        try:
+            task.spaces[tmpl.name].restricted(only)
+            keep.append(tmpl)
+        except KnobError as e:
+            refusals.append(f"{task.name}, template {tmpl.name}: {e}")
+    return keep, refusals
 
 
 def _template_budgets(trials: int, templates: int) -> tuple[int, int]:

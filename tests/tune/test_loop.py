@@ -309,9 +309,22 @@ def test_only_narrows_the_search_to_one_knob_value_and_one_config_per_wgmma_tile
     assert len(kernels) == 6 * 4 * 2  # (BM, BN) pairs x stages x store widths
 
 
-def test_only_a_knob_no_template_has_leaves_the_kernel_untuned(tmp_path):
-    tasks = as_tasks(_three_kernels(), "llvm")[:1]
-    log = tmp_path / "none.jsonl"
-    tune(tasks, trials=4, tuner="random", log=str(log), builder=FakeBuilder(Timeline()),
+def test_only_leaves_kernels_that_cannot_take_the_value_untuned_and_refuses_a_value_none_can(tmp_path):
+    """intrin=wgmma over a conv and a softmax: the conv's wgmma configs are tuned, the softmax
+    (no such knob) is not; over the softmax alone it is a KnobError naming the kernel."""
+    from tefuse.schedules.space import KnobError
+
+    b = GraphBuilder()
+    x = b.input("x", (2, 14, 14, 64), "float16")
+    w = b.const((np.random.default_rng(0).standard_normal((1, 1, 64, 128)) * 0.1).astype("float16"))
+    graph = prepare_graph(b.build(b.softmax(b.conv2d(x, w, layout="NHWC"), axis=-1)), "cuda:sm_90")
+    tasks = as_tasks(graph, "cuda:sm_90")
+    assert len(tasks) == 2
+    log = tmp_path / "two.jsonl"
+    tune(tasks, trials=4, tuner="grid", log=str(log), builder=FakeBuilder(Timeline()),
          runner=FakeRunner(Timeline()), batch_size=2, tasks_at_once=1, only={"intrin": "wgmma"})
-    assert Database(log).records() == []
+    recs = Database(log).records()
+    assert {r.workload for r in recs} == {tasks[0].workload} and all(r.config["intrin"] == "wgmma" for r in recs)
+    with pytest.raises(KnobError, match=tasks[1].name):
+        tune(tasks[1:], trials=4, tuner="grid", log=str(tmp_path / "none.jsonl"), builder=FakeBuilder(Timeline()),
+             runner=FakeRunner(Timeline()), batch_size=2, tasks_at_once=1, only={"intrin": "wgmma"})
