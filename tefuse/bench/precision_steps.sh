@@ -33,12 +33,16 @@ for step in "$@"; do
                $P conv --precision ${PRECISIONS:-fp16} --batch 16 --layout NHWC --shapes ${SHAPES:-5 7 8 10 13 2} \
                --tune ${TRIALS:-24} --tuner grid --only intrin=wgmma --only vec_out=8 --workdir /tmp/tefuse \
                --json $OUT/conv_b16_sweep.json 2>&1 | tee $OUT/conv_b16_sweep.log | grep -v "INFO\|Warning\|warn" | tail -12 ;;
-    ncu)     # Nsight Compute on the b16 conv case SHAPE (default 5): tefuse's kernel and cuDNN's, side by side
-             ncu --clock-control none --target-processes all -k 'regex:^(?!.*(elementwise|copy|fill|reduce))' \
-               --launch-skip ${SKIP:-30} --launch-count ${COUNT:-12} --section SpeedOfLight --section Occupancy \
-               --section LaunchStats --section WarpStateStats --section MemoryWorkloadAnalysis \
-               $P conv --precision fp16 --batch 16 --layout NHWC --shapes ${SHAPE:-5} --workdir /tmp/tefuse \
-               > $OUT/ncu_conv${SHAPE:-5}.txt 2>&1; echo "ncu rc $?"; grep -E "^  [a-zA-Z_].*\(|Duration|DRAM Throughput|Achieved Occupancy|Registers Per|Block Limit" $OUT/ncu_conv${SHAPE:-5}.txt | head -60 ;;
+    ncu)     # Nsight Compute on the b16 conv case SHAPE (default 5): tefuse's kernel (TVM names it main_kernel),
+             # then cuDNN's (sm90 xmma / cutlass names; the float64 reference's kernels do not match)
+             S="--section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats --section MemoryWorkloadAnalysis"
+             for who in "main_kernel" "sm90_xmma|cutlass|sm80_xmma"; do
+               ncu --clock-control none --target-processes all -k "regex:$who" --launch-skip ${SKIP:-20} \
+                 --launch-count ${COUNT:-3} $S $P conv --precision fp16 --batch 16 --layout NHWC --shapes ${SHAPE:-5} \
+                 --workdir /tmp/tefuse > $OUT/ncu_conv${SHAPE:-5}_${who%%|*}.txt 2>&1; echo "ncu $who rc $?"
+             done
+             grep -h -E "^  [a-zA-Z_].*\(|Duration|DRAM Throughput|Achieved Occupancy|Registers Per|Block Limit (Reg|Shared)" \
+               $OUT/ncu_conv${SHAPE:-5}_*.txt | head -60 ;;
     convnosplit)  # the same with every conv one kernel (build's split_k=False): split-K's baseline
              $P conv --precision fp16 bf16 --batch 1 16 --layout NHWC --workdir /tmp/tefuse --no-split-k \
                --json $OUT/conv_fp16_bf16_nosplit.json 2>&1 | tee $OUT/conv_fp16_bf16_nosplit.log | tail -8 ;;
