@@ -104,7 +104,7 @@ class ConfigSpace:
         for k, v in want.items():
             if k not in knobs:
                 raise KnobError(f"the space has no knob {k!r} (it has {', '.join(knobs)})")
-            if v not in knobs[k]:
+            if v not in knobs[k] or (isinstance(v, bool) and not any(isinstance(c, bool) for c in knobs[k])):
                 raise KnobError(f"{k}={only[k]!r} is not one of the knob's candidates {knobs[k]}")
         return ConfigSpace(self.knobs, self.rules + [lambda v: all(_hashable(v[k]) == x for k, x in want.items())])
 

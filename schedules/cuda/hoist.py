@@ -1,15 +1,19 @@
 """Loop-invariant code motion for fused epilogues: a TIR pass run on device functions.
 
 A fused epilogue's per-channel math (batch_norm's gamma / sqrt(var + eps) with runtime
-statistics) depends on the output column only. Inlined into the store loop, it is computed
-again for every row a thread stores: on the H100 a square root and a division an element took
-as long as the conv's loads and stores (results/issue9/session18). nvcc does not move them out
-of the loop, so this pass does: in a serial loop free of barriers and side effects, each
-maximal floating-point subexpression that calls a math function or divides, and reads
-neither the loop's variables nor memory the loop writes, is bound once before the loop; so is
-each such subexpression that loads (bias, mean and beta: a few registers a thread). Nothing
-leaves a guard (an if, an if_then_else: a masked tail's loads), and a loop that may run no
-iteration keeps its loads.
+statistics) depends on the output column only. Inlined into the store loop, it is computed again
+for every row a thread stores, and nvcc does not move it out (results/issue9/session18: the PTX
+computed the scale twice an element). This pass binds it once before the loop: in a serial loop
+of positive constant extent, free of barriers, side effects, while loops and asserts, each
+maximal floating-point subexpression that calls a math function, divides or loads, and reads
+neither the loop's variables nor memory anything writes, becomes a let before the loop.
+
+Only loads of read-only parameters move: buffers the function's parameters (or top-level
+declarations over a variable) give, in a function whose parameters do not alias
+(`tirx.noalias`), that no other buffer views, that nothing stores to and whose address nothing
+takes. Nothing leaves a guard (an if, an if_then_else, an inner loop that may not run), so no
+load happens that would not have. A product moved out of a sum can no longer fuse into an FMA
+with it: a result may differ by an ulp.
 """
 from __future__ import annotations
 
@@ -25,6 +29,8 @@ from ...ops.value import expr_dtype
 # math calls worth a register to compute once (cheap arithmetic is left where it is)
 # (by name without its namespace: TVM 0.27 has tirx.sqrt but prim.log2, prim.if_then_else)
 COSTLY_CALLS = {"sqrt", "rsqrt", "exp", "exp2", "log", "log2", "pow", "erf", "tanh", "sigmoid", "sin", "cos"}
+# calls left whole: a guarded value (its loads happen only under the guard), an address
+KEEP_CALLS = {"if_then_else", "address_of"}
 PURE = int(tirx.CallEffectKind.Pure.value)
 
 
@@ -40,10 +46,37 @@ def _pure(c) -> bool:
     return isinstance(c.op, tvm.ir.Op) and int(c.op.get_attr("TCallEffectKind") or 4) <= PURE
 
 
+def _runs(loop) -> bool:
+    """Whether a loop surely runs its body at least once (a constant, positive extent)."""
+    return isinstance(loop.extent, tirx.IntImm) and loop.extent.value > 0
+
+
+def _readonly_buffers(func) -> list:
+    """The buffers whose loads may move: see the module docstring."""
+    if not (func.attrs and bool(func.attrs.get("tirx.noalias", False))):
+        return []
+    decls, stored, escaped = [], [], []
+
+    def visit(n):
+        if isinstance(n, tirx.DeclBuffer):
+            decls.append(n)
+        elif isinstance(n, tirx.BufferStore):
+            stored.append(n.buffer)
+        elif isinstance(n, Call) and _call_name(n) == "buffer_data":  # an address taken: a view, a copy
+            escaped.append(n.args[0])
+
+    structural_walk(func.body, visit)
+    over_var = [d for d in decls if isinstance(d.data, tirx.Var)]
+    # TVM 0.27: a Buffer parameter is the param itself (no buffer_map); a handle one never loads
+    candidates = list(func.params) + [
+        d.buffer for d in over_var if sum(o.data.same_as(d.data) for o in decls) == 1]
+    return [b for b in candidates if not _among(b, stored) and not _among(b, escaped)]
+
+
 def _scan(loop):
-    """(vars bound inside `loop`, buffers it writes, whether it holds an impure call). Buffers are
-    Vars in TVM 0.27 (`buffer.data` is made anew at each access): compared with same_as."""
-    bound, stored, impure = [loop.loop_var], [], []
+    """(vars bound inside `loop`, whether it holds something nothing may move across: an impure
+    call, a while loop, an assert)."""
+    bound, blocked = [loop.loop_var], []
 
     def visit(n):
         if isinstance(n, tirx.For):
@@ -52,22 +85,21 @@ def _scan(loop):
             bound.append(n.var)
         elif isinstance(n, tirx.AttrStmt) and isinstance(n.node, tirx.IterVar):
             bound.append(n.node.var)
-        elif isinstance(n, tirx.BufferStore):
-            stored.append(n.buffer)
-        elif isinstance(n, tirx.AllocBuffer):
+        elif isinstance(n, (tirx.AllocBuffer, tirx.DeclBuffer)):
             bound.append(n.buffer)
-        elif isinstance(n, Call) and not _pure(n):
-            impure.append(n)
+        elif isinstance(n, (tirx.While, tirx.AssertStmt)) or (isinstance(n, Call) and not _pure(n)):
+            blocked.append(n)
 
     structural_walk(loop.body, visit)
-    return bound, stored, bool(impure)
+    return bound, bool(blocked)
 
 
 def _among(x, xs) -> bool:
+    """Buffers are Vars in TVM 0.27 (`buffer.data` is made anew at each access): same_as."""
     return any(x.same_as(y) for y in xs)
 
 
-def _invariant_and_costly(e, bound, stored) -> bool:
+def _invariant_and_costly(e, bound, readonly) -> bool:
     if not _is_float(e) or isinstance(e, (tirx.Var, tirx.FloatImm, tirx.Broadcast)):
         return False
     ok, costly = [True], [False]
@@ -76,12 +108,12 @@ def _invariant_and_costly(e, bound, stored) -> bool:
         if isinstance(n, tirx.Var) and _among(n, bound):
             ok[0] = False
         elif isinstance(n, TensorLoad):
-            ok[0] = ok[0] and not _among(n.source, stored) and not _among(n.source, bound)
-            costly[0] = True  # a load: the parameters' values come in once
+            ok[0] = ok[0] and _among(n.source, readonly)
+            costly[0] = True  # a parameter's value comes in once
         elif isinstance(n, tirx.Let):
             ok[0] = False
         elif isinstance(n, Call):
-            if not _pure(n):
+            if not _pure(n) or _call_name(n) in KEEP_CALLS:
                 ok[0] = False
             elif _call_name(n) in COSTLY_CALLS:
                 costly[0] = True
@@ -92,18 +124,18 @@ def _invariant_and_costly(e, bound, stored) -> bool:
     return ok[0] and costly[0]
 
 
-def _hoist_from(loop, names):
-    if not (isinstance(loop.extent, tirx.IntImm) and loop.extent.value > 0):
+def _hoist_from(loop, readonly, names):
+    if not _runs(loop):
         return loop  # a loop that may not run must not make its loads happen
-    bound, stored, impure = _scan(loop)
-    if impure:  # barriers, async copies, tensor-core calls: nothing moves across them
+    bound, blocked = _scan(loop)
+    if blocked:  # barriers, async copies, tensor-core calls, while loops, asserts
         return loop
     hoisted: list[tuple[tirx.Var, Expr]] = []
 
     def on_expr(e, m):
-        if isinstance(e, Call) and _call_name(e) == "if_then_else":
-            return e  # a guarded value (a masked tail's load) stays under its guard
-        if _invariant_and_costly(e, bound, stored):
+        if isinstance(e, Call) and _call_name(e) in KEEP_CALLS:
+            return e  # a guarded value (a masked tail's load), an address: left whole
+        if _invariant_and_costly(e, bound, readonly):
             for v, h in hoisted:
                 if structural_equal(h, e):
                     return v
@@ -112,24 +144,28 @@ def _hoist_from(loop, names):
             return v
         return m.default_mutate(e)
 
-    body = structural_mutate(loop.body, [(tirx.IfThenElse, lambda n, m: n), (Expr, on_expr)])
+    body = structural_mutate(loop.body, [
+        (tirx.IfThenElse, lambda n, m: n),  # guarded: nothing leaves it
+        (tirx.For, lambda n, m: m.default_mutate(n) if _runs(n) else n),  # may not run: nothing leaves it
+        (Expr, on_expr)])
     if not hoisted:
         return loop
     new_loop = tirx.For(loop.loop_var, loop.min, loop.extent, loop.kind, body, loop.thread_binding,
-                        loop.annotations)
+                        loop.annotations, step=loop.step, span=loop.span)
     return tirx.SeqStmt([*(tirx.LetStmt(v, e) for v, e in hoisted), new_loop])
 
 
 def hoist_loop_invariants(func: tirx.PrimFunc) -> tirx.PrimFunc:
     """`func` with loop-invariant math bound before each serial loop (innermost loops first, so
     a value rises as far as it is invariant)."""
+    readonly = _readonly_buffers(func)
     names = itertools.count()
 
     def on_for(loop, m):
         loop = m.default_mutate(loop)
         if not isinstance(loop, tirx.For) or loop.kind not in (tirx.ForKind.SERIAL, tirx.ForKind.UNROLLED):
             return loop
-        return _hoist_from(loop, names)
+        return _hoist_from(loop, readonly, names)
 
     return func.with_body(structural_mutate(func.body, [(tirx.For, on_for)]))
 

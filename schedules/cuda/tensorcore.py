@@ -25,7 +25,6 @@ from tvm.s_tir.dlight.gpu.matmul import (
 
 from ...target import gpu_limits
 from ..registry import DOMINANT, TIR_PIPELINE, KernelInfo, Template, register
-from ..common import loop_depth
 from ..space import Config, ConfigSpace
 from .hoist import PIPELINE as HOIST_PIPELINE
 from .lanes import MAX_BOOL_LANES, bool_lanes_vary as _bool_lanes_vary, children as _lane_children
@@ -161,7 +160,6 @@ def apply_tc_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
     n_warps = warps_m * warps_n
     stages = int(c["stages"])
 
-    params = parameter_stages(sch, gemm_block)
     block = sch.get_sblock(gemm_block)
     _drop_unit_iters(sch, block)  # a 1x1 conv's ry, rx and a batch of 1: reindex cannot take them
     blk = sch.get(block)
@@ -240,7 +238,6 @@ def apply_tc_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
     acc_sh, acc, _, _ = stage_accumulators(sch, block_outer, ty, sh_scope, frag_c, c["smem_pad"])
     # the output runs along M too (NCHW): stored M-fastest
     vec_out = store_epilogue(sch, acc_sh, epilogue_blocks, int(c["vec_out"]), WN, on_gpu, bool(c.get("c_m_major")))
-    hoist_parameter_stages(sch, params, j0, n_warps, sh_scope, on_gpu)
 
     init = sch.decompose_reduction(block_outer, k0)
     init_inner = sch.get_child_blocks(init)[0]
@@ -340,44 +337,6 @@ def bind_grid(sch, b, i0, j0, ty) -> None:
     sch.bind(i0, "blockIdx.y")
     sch.bind(j0, "blockIdx.x")
     sch.bind(ty, "threadIdx.y")
-
-
-def parameter_stages(sch, gemm_block: str) -> list[str]:
-    """The blocks that neither feed the GEMM's operands nor read its result: values of the
-    group's parameters alone, which only the epilogue reads (batch_norm's per-channel scale)."""
-    gemm = sch.get_sblock(gemm_block)
-    near = {gemm_block} | _reachable(sch, gemm, sch.get_producers) | _reachable(sch, gemm, sch.get_consumers)
-    return [sch.get(b).name_hint for b in sch.get_child_blocks(sch.get_sblock("root"))
-            if sch.get(b).name_hint not in near]
-
-
-def _reachable(sch, block, step) -> set[str]:
-    seen, todo = set(), [block]
-    while todo:
-        for nb in step(todo.pop()):
-            name = sch.get(nb).name_hint
-            if name not in seen:
-                seen.add(name)
-                todo.append(nb)
-    return seen
-
-
-def hoist_parameter_stages(sch, names, tile_loop, n_warps: int, scope: str, on_gpu: bool) -> None:
-    """Compute each parameter stage once per thread block, for its tile only (under the grid's
-    `tile_loop`), into `scope`, every thread taking a share; the epilogue reads it from there.
-    Inlined, it would be computed again for every element (batch_norm's scale: a square root and
-    a division each)."""
-    for name in names:
-        blk = sch.get_sblock(name)
-        sch.compute_at(blk, tile_loop, preserve_unit_loops=True)
-        if not on_gpu:
-            continue
-        sch.set_scope(blk, 0, scope)
-        inner = sch.get_loops(blk)[loop_depth(sch, blk, tile_loop):]
-        fused = sch.fuse(*inner) if len(inner) > 1 else inner[0]
-        _, ty, tx = sch.split(fused, [None, n_warps, 32])
-        sch.bind(ty, "threadIdx.y")
-        sch.bind(tx, "threadIdx.x")
 
 
 def stage_accumulators(sch, block_outer, ty, sh_scope, frag_c, smem_pad):

@@ -122,7 +122,6 @@ def apply_wgmma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
     n_warps = warps_m
     stages = int(c["stages"])
 
-    params = tc.parameter_stages(sch, gemm_block)
     block = sch.get_sblock(gemm_block)
     tc._drop_unit_iters(sch, block)
     blk = sch.get(block)
@@ -192,7 +191,6 @@ def apply_wgmma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
     # ---------------------------------------------------------------- 5. accum -> shared -> epilogue
     acc_sh, acc, ai0, aj0 = tc.stage_accumulators(sch, block_outer, ty, sh_scope, frag_c, c["smem_pad"])
     vec_out = tc.store_epilogue(sch, acc_sh, epilogue_blocks, int(c["vec_out"]), BN, on_gpu)
-    tc.hoist_parameter_stages(sch, params, j, n_warps, sh_scope, on_gpu)
 
     init = sch.decompose_reduction(block_outer, k0)
     init_inner = sch.get_child_blocks(init)[0]

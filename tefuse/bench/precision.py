@@ -26,7 +26,6 @@ from typing import Optional
 
 import numpy as np
 
-from ..schedules.space import knob_assignment
 from .timing import time_graph, time_wall
 
 log = logging.getLogger(__name__)
@@ -343,6 +342,12 @@ def geomean(xs) -> Optional[float]:
     return float(np.exp(np.mean(np.log(xs)))) if xs else None
 
 
+def _knob_assignment(text: str):
+    from ..schedules.space import knob_assignment  # when parsing: importing the bench loads no schedules
+
+    return knob_assignment(text)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("suite", choices=["conv", "gemm", "models"])
@@ -360,7 +365,7 @@ def main(argv=None) -> int:
     p.add_argument("--tune", type=int, default=0, metavar="TRIALS",
                    help="conv: tune each case's kernels first (TRIALS measurements each) into the user database")
     p.add_argument("--tuner", default="xgb", choices=["xgb", "random", "grid"], help="conv --tune: the search")
-    p.add_argument("--only", action="append", default=[], metavar="KNOB=VALUE", type=knob_assignment,
+    p.add_argument("--only", action="append", default=[], metavar="KNOB=VALUE", type=_knob_assignment,
                    help="conv --tune: only configs with this knob value, as `tefuse tune --only`")
     p.add_argument("--workdir", default="/tmp")
     p.add_argument("--json", default=None)

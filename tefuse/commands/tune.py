@@ -52,7 +52,8 @@ def add_parser(sub) -> None:
 def add_only_option(p) -> None:
     p.add_argument("--only", action="append", default=[], metavar="KNOB=VALUE", type=_knob_assignment,
                    help="tune only configs with this knob value (repeatable; a JSON value or a word: "
-                        "intrin=wgmma, stages=2, tile=[64,128,32,64]); templates without the knob are skipped")
+                        "intrin=wgmma, stages=2, tile=[64,128,32,64]); the untuned config is measured first "
+                        "whatever it is; kernels whose templates cannot take the value are not tuned")
 
 
 def _knob_assignment(text: str):

@@ -129,7 +129,8 @@ def tune(graph_or_tasks, target=None, *, trials: int, tuner: str = "xgb",
 
     `only` ({knob: value}) narrows the search to configs with those values, and to the templates
     whose spaces hold them; a kernel with none is left untuned (a matmul that wgmma cannot take,
-    in a model tuned with intrin=wgmma). When no kernel can take them, KnobError.
+    in a model tuned with intrin=wgmma). When no kernel can take them, KnobError. The untuned
+    config is still measured first, whatever its values, so that a record never loses to it.
     """
     tasks = as_tasks(graph_or_tasks, target if target is not None else "llvm")
     if only:  # a value no kernel can take stops the run before it starts (a typo, not a narrowing)

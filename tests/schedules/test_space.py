@@ -23,7 +23,8 @@ def test_restricted_admits_only_the_given_values_at_the_same_indices():
     assert all(s.admits(i) for i in range(len(s)))  # the original is untouched
 
 
-@pytest.mark.parametrize("only, msg", [({"bk": 32}, "no knob 'bk'"), ({"stages": 5}, "stages=5")])
+@pytest.mark.parametrize("only, msg", [({"bk": 32}, "no knob 'bk'"), ({"stages": 5}, "stages=5"),
+                                       ({"stages": True}, "stages=True")])  # JSON true is not stage 1
 def test_restricted_names_what_it_cannot_narrow(only, msg):
     with pytest.raises(ValueError, match=msg):
         _space().restricted(only)

@@ -1,8 +1,10 @@
-"""The loop-invariant pass for fused epilogues: per-column math leaves the row loop, guarded and
-loop-written values stay, and the numbers do not change (run on llvm)."""
+"""The loop-invariant pass for fused epilogues: per-column math leaves the row loop; guarded,
+loop-written, aliased and non-parameter values stay; the numbers do not change (run on llvm).
+Each function below keeps one hazard; its test fails if the pass moves what it must not."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import tvm
 from tvm import tirx
 from tvm.script import tirx as T
@@ -14,6 +16,7 @@ from tefuse.schedules.cuda.hoist import hoist_loop_invariants
 @T.prim_func
 def epilogue(x: T.Buffer((8, 16), "float32"), g: T.Buffer((16,), "float32"), v: T.Buffer((16,), "float32"),
              out: T.Buffer((8, 16), "float32"), acc: T.Buffer((16,), "float32")):
+    T.func_attr({"tirx.noalias": True})
     for j in range(16):
         for i in range(8):
             acc[j] = acc[j] + x[i, j]
@@ -21,30 +24,42 @@ def epilogue(x: T.Buffer((8, 16), "float32"), g: T.Buffer((16,), "float32"), v: 
                          + T.if_then_else(j < 12, g[j] / v[j], T.float32(0)) + acc[j] / v[j])
 
 
-def _calls_in(stmt, name: str) -> int:
+def _count(stmt, pred) -> int:
     found = []
-    structural_walk(stmt, lambda n: found.append(n) if isinstance(n, tvm.ir.expr.Call)
-                    and n.op.name.endswith(name) else None)
+    structural_walk(stmt, lambda n: found.append(n) if pred(n) else None)
     return len(found)
 
 
-def _row_loop(func):
+def _calls(stmt, name: str) -> int:
+    return _count(stmt, lambda n: isinstance(n, tvm.ir.expr.Call) and n.op.name.endswith(name))
+
+
+def _lets(func) -> int:
+    return _count(func.body, lambda n: isinstance(n, tirx.LetStmt))
+
+
+def _loop(func, var: str):
     loops = []
-    structural_walk(func.body, lambda n: loops.append(n) if isinstance(n, tirx.For) and n.loop_var.name == "i" else None)
-    (row,) = loops
-    return row
+    structural_walk(func.body, lambda n: loops.append(n) if isinstance(n, tirx.For) and n.loop_var.name == var else None)
+    (loop,) = loops
+    return loop
+
+
+def _run(func, *arrays):
+    args = [tvm.runtime.tensor(a) for a in arrays]
+    tvm.compile(func, target="llvm")(*args)
+    return [a.numpy() for a in args]
 
 
 def test_per_column_math_leaves_the_row_loop_and_guarded_or_written_values_stay():
-    row = _row_loop(epilogue)
-    assert _calls_in(row, "sqrt") == 1
+    assert _calls(_loop(epilogue, "i"), "sqrt") == 1
     hoisted = hoist_loop_invariants(epilogue)
-    row = _row_loop(hoisted)
-    assert _calls_in(row, "sqrt") == 0  # gamma / sqrt(var + eps): once a column
-    assert _calls_in(row, "if_then_else") == 1  # the guarded division stays under its guard
+    row = _loop(hoisted, "i")
+    assert _calls(row, "sqrt") == 0  # gamma / sqrt(var + eps): once a column
+    assert _calls(row, "if_then_else") == 1  # the guarded division stays under its guard
     text = hoisted.script()
     assert "acc[j] / inv" in text  # acc is written in the loop: its load stays; v[j] alone is bound once
-    assert "inv0" in text and text.index("inv0") < text.index("for i")
+    assert text.index("inv0") < text.index("for i")
 
 
 def test_the_hoisted_function_computes_the_same_numbers():
@@ -52,24 +67,120 @@ def test_the_hoisted_function_computes_the_same_numbers():
     x = rng.standard_normal((8, 16)).astype("float32")
     g = rng.standard_normal(16).astype("float32")
     v = rng.uniform(0.5, 2, 16).astype("float32")
-    outs = []
-    for func in (epilogue, hoist_loop_invariants(epilogue)):
-        f = tvm.compile(func, target="llvm")
-        out = tvm.runtime.tensor(np.zeros((8, 16), "float32"))
-        acc = tvm.runtime.tensor(np.zeros(16, "float32"))
-        f(*(tvm.runtime.tensor(a) for a in (x, g, v)), out, acc)
-        outs.append(out.numpy())
+    outs = [_run(f, x, g, v, np.zeros((8, 16), "float32"), np.zeros(16, "float32"))[3]
+            for f in (epilogue, hoist_loop_invariants(epilogue))]
     np.testing.assert_array_equal(outs[0], outs[1])
     ref = x * (g / np.sqrt(v + 1e-5)) + np.where(np.arange(16) < 12, g / v, 0) + np.cumsum(x, 0) / v
     np.testing.assert_allclose(outs[1], ref, rtol=1e-5, atol=1e-5)
 
 
-def test_a_loop_with_a_barrier_is_left_alone():
-    @T.prim_func
-    def synced(x: T.Buffer((8, 16), "float32"), v: T.Buffer((16,), "float32"), out: T.Buffer((8, 16), "float32")):
-        for j in range(16):
-            for i in range(8):
-                T.evaluate(T.tvm_storage_sync("shared"))
-                out[i, j] = x[i, j] / T.sqrt(v[j])
+def test_without_noalias_no_load_moves():
+    assert _lets(hoist_loop_invariants(epilogue.without_attr("tirx.noalias"))) == 0
 
-    assert _calls_in(_row_loop(hoist_loop_invariants(synced)), "sqrt") == 1
+
+@T.prim_func
+def synced(x: T.Buffer((8, 16), "float32"), v: T.Buffer((16,), "float32"), out: T.Buffer((8, 16), "float32")):
+    T.func_attr({"tirx.noalias": True})
+    for j in range(16):
+        for i in range(8):
+            T.evaluate(T.tvm_storage_sync("shared"))
+            out[i, j] = x[i, j] / T.sqrt(v[j])
+
+
+@T.prim_func
+def in_while(x: T.Buffer((16,), "float32"), out: T.Buffer((8,), "float32"), n: T.int64):
+    T.func_attr({"tirx.noalias": True})
+    for i in range(8):
+        while out[i] < T.float32(0):
+            out[i] = out[i] + x[n] / T.float32(2)
+
+
+@T.prim_func
+def after_assert(x: T.Buffer((16,), "float32"), out: T.Buffer((8,), "float32"), n: T.int64):
+    T.func_attr({"tirx.noalias": True})
+    for i in range(8):
+        assert n < T.int64(16), "n out of range"
+        out[i] = x[n] / T.float32(2)
+
+
+@T.prim_func
+def in_loop_that_may_not_run(x: T.Buffer((16,), "float32"), out: T.Buffer((8,), "float32"), n: T.int64, m: T.int32):
+    T.func_attr({"tirx.noalias": True})
+    for i in range(8):
+        for k in range(m):
+            out[i] = out[i] + x[n] / T.float32(2)
+
+
+@T.prim_func
+def in_empty_loop(x: T.Buffer((16,), "float32"), out: T.Buffer((8,), "float32"), n: T.int64):
+    T.func_attr({"tirx.noalias": True})
+    for i in range(8):
+        for k in range(0):
+            out[i] = out[i] + x[n] / T.float32(2)
+
+
+@T.prim_func
+def under_if(x: T.Buffer((16,), "float32"), out: T.Buffer((8,), "float32"), n: T.int64):
+    T.func_attr({"tirx.noalias": True})
+    for i in range(8):
+        if n < T.int64(16):
+            out[i] = x[n] / T.float32(2)
+
+
+@T.prim_func
+def through_a_view(x: T.Buffer((16,), "float32"), out: T.Buffer((8,), "float32")):
+    T.func_attr({"tirx.noalias": True})
+    y = T.decl_buffer((16,), "float32", data=x.data)  # a second view of x's memory, written in the loop
+    for i in range(8):
+        y[0] = T.float32(i)
+        out[i] = x[0] / T.float32(2)
+
+
+@T.prim_func
+def declared_in_the_loop(x: T.Buffer((16,), "float32"), out: T.Buffer((8,), "float32")):
+    T.func_attr({"tirx.noalias": True})
+    for i in range(8):
+        y = T.decl_buffer((16,), "float32", data=x.data)
+        out[i] = y[0] / T.float32(2)
+
+
+@pytest.mark.parametrize("func", [synced, in_while, after_assert, in_loop_that_may_not_run, in_empty_loop, under_if,
+                                  through_a_view, declared_in_the_loop], ids=lambda f: f.attrs["global_symbol"])
+def test_nothing_moves_across_a_barrier_a_guard_or_an_alias(func):
+    assert _lets(hoist_loop_invariants(func)) == 0
+
+
+def test_a_view_written_in_the_loop_keeps_the_numbers():
+    x = np.full(16, 7, "float32")
+    outs = [_run(f, x.copy(), np.zeros(8, "float32"))[1] for f in (through_a_view, hoist_loop_invariants(through_a_view))]
+    np.testing.assert_array_equal(outs[0], outs[1])
+    assert outs[0][3] == 1.5  # x[0] was set to i = 3 (through the view) before the division
+
+
+@T.prim_func
+def strided(x: T.Buffer((16,), "float32"), v: T.Buffer((1,), "float32"), out: T.Buffer((16,), "float32")):
+    T.func_attr({"tirx.noalias": True})
+    for i in T.serial(0, 16, step=2):
+        out[i] = x[i] / T.sqrt(v[0])
+
+
+def test_a_strided_loop_keeps_its_step():
+    hoisted = hoist_loop_invariants(strided)
+    assert _lets(hoisted) == 1
+    x = np.arange(16, dtype="float32")
+    outs = [_run(f, x, np.full(1, 4, "float32"), np.zeros(16, "float32"))[2] for f in (strided, hoisted)]
+    np.testing.assert_array_equal(outs[0], outs[1])
+    assert outs[1][1] == 0 and outs[1][2] == 1
+
+
+@T.prim_func
+def addressed(x: T.Buffer((16,), "float32"), out: T.Buffer((8,), "float32")):
+    T.func_attr({"tirx.noalias": True})
+    for i in range(8):
+        out[i] = T.call_pure_extern("float32", "load_at", T.address_of(x[3])) / T.Cast("float32", i + 1)
+
+
+def test_an_address_is_left_whole():
+    """x[3] is a read-only parameter's load, but under address_of it is an address, not a value."""
+    hoisted = hoist_loop_invariants(addressed)
+    assert "T.address_of(x[3])" in hoisted.script() and _lets(hoisted) == 0
