@@ -11,8 +11,10 @@ neither the loop's variables nor memory anything writes, becomes a let before th
 Only loads of read-only parameters move: buffers the function's parameters (or top-level
 declarations over a variable) give, in a function whose parameters do not alias
 (`tirx.noalias`), that no other buffer views, that nothing stores to and whose address nothing
-takes. Nothing leaves a guard (an if, an if_then_else, an inner loop that may not run), so no
-load happens that would not have. A product moved out of a sum can no longer fuse into an FMA
+takes. Nothing leaves a guard (an if, an if_then_else, the right operand of && or ||, an inner
+loop that may not run), so no load happens that would not have. A Select's arms are not guards:
+TVM's RewriteUnsafeSelect, earlier in the pipeline, has made every Select whose arms load an
+if_then_else. A product moved out of a sum can no longer fuse into an FMA
 with it: a result may differ by an ulp.
 """
 from __future__ import annotations
@@ -29,6 +31,8 @@ from ...ops.value import expr_dtype
 # math calls worth a register to compute once (cheap arithmetic is left where it is)
 # (by name without its namespace: TVM 0.27 has tirx.sqrt but prim.log2, prim.if_then_else)
 COSTLY_CALLS = {"sqrt", "rsqrt", "exp", "exp2", "log", "log2", "pow", "erf", "tanh", "sigmoid", "sin", "cos"}
+# statements nothing moves across (a loop's exit, a test that may stop the kernel)
+BLOCKING = (tirx.While, tirx.AssertStmt, tirx.Break, tirx.Continue, tirx.Return)
 # calls left whole: a guarded value (its loads happen only under the guard), an address
 KEEP_CALLS = {"if_then_else", "address_of"}
 PURE = int(tirx.CallEffectKind.Pure.value)
@@ -43,7 +47,8 @@ def _call_name(c) -> str:
 
 
 def _pure(c) -> bool:
-    return isinstance(c.op, tvm.ir.Op) and int(c.op.get_attr("TCallEffectKind") or 4) <= PURE
+    kind = c.op.get_attr("TCallEffectKind") if isinstance(c.op, tvm.ir.Op) else None
+    return kind is not None and int(kind) <= PURE
 
 
 def _runs(loop) -> bool:
@@ -55,7 +60,7 @@ def _readonly_buffers(func) -> list:
     """The buffers whose loads may move: see the module docstring."""
     if not (func.attrs and bool(func.attrs.get("tirx.noalias", False))):
         return []
-    decls, stored, escaped = [], [], []
+    decls, stored, escaped, handles = [], [], [], []
 
     def visit(n):
         if isinstance(n, tirx.DeclBuffer):
@@ -64,12 +69,16 @@ def _readonly_buffers(func) -> list:
             stored.append(n.buffer)
         elif isinstance(n, Call) and _call_name(n) == "buffer_data":  # an address taken: a view, a copy
             escaped.append(n.args[0])
+        elif isinstance(n, Call) and _call_name(n) == "address_of" and isinstance(n.args[0], TensorLoad):
+            escaped.append(n.args[0].source)
+        elif isinstance(n, tirx.Var):
+            handles.append(n)
 
     structural_walk(func.body, visit)
-    over_var = [d for d in decls if isinstance(d.data, tirx.Var)]
+    # a declaration over a handle that appears nowhere else (no second view through a copy of it)
+    over_var = [d for d in decls if isinstance(d.data, tirx.Var) and sum(h.same_as(d.data) for h in handles) == 1]
     # TVM 0.27: a Buffer parameter is the param itself (no buffer_map); a handle one never loads
-    candidates = list(func.params) + [
-        d.buffer for d in over_var if sum(o.data.same_as(d.data) for o in decls) == 1]
+    candidates = list(func.params) + [d.buffer for d in over_var]
     return [b for b in candidates if not _among(b, stored) and not _among(b, escaped)]
 
 
@@ -87,7 +96,7 @@ def _scan(loop):
             bound.append(n.node.var)
         elif isinstance(n, (tirx.AllocBuffer, tirx.DeclBuffer)):
             bound.append(n.buffer)
-        elif isinstance(n, (tirx.While, tirx.AssertStmt)) or (isinstance(n, Call) and not _pure(n)):
+        elif isinstance(n, BLOCKING) or (isinstance(n, Call) and not _pure(n)):
             blocked.append(n)
 
     structural_walk(loop.body, visit)
@@ -135,6 +144,8 @@ def _hoist_from(loop, readonly, names):
     def on_expr(e, m):
         if isinstance(e, Call) and _call_name(e) in KEEP_CALLS:
             return e  # a guarded value (a masked tail's load), an address: left whole
+        if isinstance(e, (tirx.And, tirx.Or)):  # C's && and ||: the right operand may not run
+            return type(e)(m.mutate(e.a), e.b)
         if _invariant_and_costly(e, bound, readonly):
             for v, h in hoisted:
                 if structural_equal(h, e):

@@ -144,15 +144,34 @@ def declared_in_the_loop(x: T.Buffer((16,), "float32"), out: T.Buffer((8,), "flo
         out[i] = y[0] / T.float32(2)
 
 
+@T.prim_func
+def through_an_address(x: T.Buffer((16,), "float32"), out: T.Buffer((8,), "float32")):
+    T.func_attr({"tirx.noalias": True})
+    y = T.decl_buffer((16,), "float32", data=T.address_of(x[0]))  # a view made from an element's address
+    for i in range(8):
+        y[0] = T.float32(i)
+        out[i] = x[0] / T.float32(2)
+
+
+@T.prim_func
+def right_of_and(x: T.Buffer((16,), "float32"), out: T.Buffer((8,), "float32"), n: T.int64):
+    T.func_attr({"tirx.noalias": True})
+    for i in range(8):  # C's &&: x[n] is read only when n < 16
+        out[i] = T.Select(T.And(n < T.int64(16), x[n] / T.float32(2) > T.Cast("float32", i)),
+                          T.float32(1), T.float32(0))
+
+
 @pytest.mark.parametrize("func", [synced, in_while, after_assert, in_loop_that_may_not_run, in_empty_loop, under_if,
-                                  through_a_view, declared_in_the_loop], ids=lambda f: f.attrs["global_symbol"])
+                                  through_a_view, declared_in_the_loop, through_an_address, right_of_and],
+                         ids=lambda f: f.attrs["global_symbol"])
 def test_nothing_moves_across_a_barrier_a_guard_or_an_alias(func):
     assert _lets(hoist_loop_invariants(func)) == 0
 
 
-def test_a_view_written_in_the_loop_keeps_the_numbers():
+@pytest.mark.parametrize("func", [through_a_view, through_an_address], ids=lambda f: f.attrs["global_symbol"])
+def test_a_view_written_in_the_loop_keeps_the_numbers(func):
     x = np.full(16, 7, "float32")
-    outs = [_run(f, x.copy(), np.zeros(8, "float32"))[1] for f in (through_a_view, hoist_loop_invariants(through_a_view))]
+    outs = [_run(f, x.copy(), np.zeros(8, "float32"))[1] for f in (func, hoist_loop_invariants(func))]
     np.testing.assert_array_equal(outs[0], outs[1])
     assert outs[0][3] == 1.5  # x[0] was set to i = 3 (through the view) before the division
 
