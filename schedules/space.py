@@ -30,21 +30,6 @@ def _hashable(v: Any) -> Any:
     return tuple(v) if isinstance(v, list) else v
 
 
-def knob_assignment(text: str) -> tuple[str, Any]:
-    """KNOB=VALUE as a user types it (`tefuse tune --only`): VALUE as JSON when it parses
-    (numbers, lists), else the word itself."""
-    import argparse
-    import json
-
-    name, sep, value = text.partition("=")
-    if not sep or not name:
-        raise argparse.ArgumentTypeError(f"expected KNOB=VALUE, got {text!r}")
-    try:
-        return name, json.loads(value)
-    except json.JSONDecodeError:
-        return name, value
-
-
 def _divisors(n: int) -> list[int]:
     small = [d for d in range(1, int(math.isqrt(n)) + 1) if n % d == 0]
     return sorted(set(small + [n // d for d in small]))

@@ -26,6 +26,7 @@ from typing import Optional
 
 import numpy as np
 
+from ..tune.knobs import knob_assignment
 from .timing import time_graph, time_wall
 
 log = logging.getLogger(__name__)
@@ -94,9 +95,10 @@ def conv_case(c: int, hw: int, k: int, r: int, s: int, batch: int, precision: st
     """tefuse's fused conv+bias+BN+ReLU in `precision` (inputs already in `precision`, tensors in
     `layout`) vs cuDNN's conv alone, channels_last; split_k as build's (a split conv's time
     includes its second kernel, the sum with the epilogue). tune_trials > 0: its kernels are tuned
-    first (xgb, that many measurements each, `db="default"` only), into the user database the
-    build then reads, as `tefuse tune` would; `tuning` (a TuningTools) keeps the build workers
-    and the measuring process from one case to the next."""
+    first (that many measurements each, `db="default"` only), into the user database the build
+    then reads, as `tefuse tune` would; `tuning` (a TuningTools) holds the search (xgb unless the
+    run asks otherwise, narrowed by its `only`) and keeps the build workers and the measuring
+    process from one case to the next."""
     import tvm
 
     from ..driver import build, prepare_graph
@@ -342,12 +344,6 @@ def geomean(xs) -> Optional[float]:
     return float(np.exp(np.mean(np.log(xs)))) if xs else None
 
 
-def _knob_assignment(text: str):
-    from ..schedules.space import knob_assignment  # when parsing: importing the bench loads no schedules
-
-    return knob_assignment(text)
-
-
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("suite", choices=["conv", "gemm", "models"])
@@ -365,7 +361,7 @@ def main(argv=None) -> int:
     p.add_argument("--tune", type=int, default=0, metavar="TRIALS",
                    help="conv: tune each case's kernels first (TRIALS measurements each) into the user database")
     p.add_argument("--tuner", default="xgb", choices=["xgb", "random", "grid"], help="conv --tune: the search")
-    p.add_argument("--only", action="append", default=[], metavar="KNOB=VALUE", type=_knob_assignment,
+    p.add_argument("--only", action="append", default=[], metavar="KNOB=VALUE", type=knob_assignment,
                    help="conv --tune: only configs with this knob value, as `tefuse tune --only`")
     p.add_argument("--workdir", default="/tmp")
     p.add_argument("--json", default=None)

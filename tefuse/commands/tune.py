@@ -20,6 +20,7 @@ import logging
 import math
 
 from ..errors import TefuseError
+from ..tune.knobs import knob_assignment
 from . import UsageError
 
 log = logging.getLogger(__name__)
@@ -50,16 +51,10 @@ def add_parser(sub) -> None:
 
 
 def add_only_option(p) -> None:
-    p.add_argument("--only", action="append", default=[], metavar="KNOB=VALUE", type=_knob_assignment,
+    p.add_argument("--only", action="append", default=[], metavar="KNOB=VALUE", type=knob_assignment,
                    help="tune only configs with this knob value (repeatable; a JSON value or a word: "
                         "intrin=wgmma, stages=2, tile=[64,128,32,64]); the untuned config is measured first "
                         "whatever it is; kernels whose templates cannot take the value are not tuned")
-
-
-def _knob_assignment(text: str):
-    from ..schedules.space import knob_assignment  # when parsing, not at import: --help stays light
-
-    return knob_assignment(text)
 
 
 class _TuneBars:

@@ -102,9 +102,6 @@ class TuningSession:
     transfer: bool = True
     progress: Optional[Progress] = None
     tuner_options: dict = field(default_factory=dict)
-    # knob values every measured config must have (`tefuse tune --only`); templates without
-    # those knobs are not tuned
-    only: dict = field(default_factory=dict)
     # set when a concurrently tuned kernel failed or the user interrupted: every kernel stops
     # after its batch in flight (whose records are written)
     stop: threading.Event = field(default_factory=threading.Event)
@@ -133,10 +130,10 @@ def tune(graph_or_tasks, target=None, *, trials: int, tuner: str = "xgb",
     config is still measured first, whatever its values, so that a record never loses to it.
     """
     tasks = as_tasks(graph_or_tasks, target if target is not None else "llvm")
-    if only:  # a value no kernel can take stops the run before it starts (a typo, not a narrowing)
-        refusals = [why for t in tasks for why in _narrowed(t, only)[1]]
-        if not any(_narrowed(t, only)[0] for t in tasks):
-            raise KnobError(refusals[0] if refusals else f"no template has the knobs {sorted(only)}")
+    narrowed = [_narrowed(t, only or {}) for t in tasks]  # per task: {template: its space}, refusals
+    if only and not any(spaces for spaces, _ in narrowed):  # a typo, not a narrowing: stop before starting
+        refusals = [why for _, whys in narrowed for why in whys]
+        raise KnobError(refusals[0] if refusals else f"no template has the knobs {sorted(only)}")
     db = _as_db(log)
     own_builder, own_runner = builder is None, runner is None
     builder = builder or LocalBuilder()
@@ -150,21 +147,22 @@ def tune(graph_or_tasks, target=None, *, trials: int, tuner: str = "xgb",
             runner = _OneRunAtATime(runner)
         session = TuningSession(db, builder, runner, tuner, seed, batch_size, early_stopping, transfer,
                                 _locked(progress) if progress is not None else None,
-                                dict(tuner_options or {}), dict(only or {}))
+                                dict(tuner_options or {}))
 
         def tune_task(k: int, task: Task) -> list[TuneResult]:
             log_prefix = f"[task {k + 1}/{len(tasks)}] {task.name}"
-            templates, refusals = _narrowed(task, session.only)
-            for why in refusals if not templates else ():
+            spaces, refusals = narrowed[k]
+            for why in refusals if not spaces else ():
                 logging.getLogger(__name__).info("%s: not tuned: %s", log_prefix, why)
-            probe, rest = _template_budgets(trials, len(templates))
+            probe, rest = _template_budgets(trials, len(spaces))
             reference, out = None, []
-            for tmpl in templates:
-                res, reference = _tune_template(session, task, tmpl.name, probe, reference, log_prefix)
+            for name, space in spaces.items():
+                res, reference = _tune_template(session, task, name, space, probe, reference, log_prefix)
                 out.append(res)
             if rest > 0 and not session.stop.is_set():  # the rest goes to the template that leads
                 best = min(range(len(out)), key=lambda i: out[i].best_cost)
-                more, _ = _tune_template(session, task, out[best].template, probe + rest, reference, log_prefix)
+                name = out[best].template
+                more, _ = _tune_template(session, task, name, spaces[name], probe + rest, reference, log_prefix)
                 out[best] = more.after(out[best])
             return out
 
@@ -180,16 +178,15 @@ def tune(graph_or_tasks, target=None, *, trials: int, tuner: str = "xgb",
     return [r for rs in per_task for r in rs]
 
 
-def _narrowed(task: Task, only: dict) -> tuple[list, list[str]]:
-    """The templates of `task` to tune when the search is narrowed to `only`'s knob values (all of
-    its tunable ones when `only` is empty), and why each other one is not."""
+def _narrowed(task: Task, only: dict) -> tuple[dict, list[str]]:
+    """The templates of `task` to tune, each with the space its trials come from (narrowed to
+    `only`'s knob values; the whole space when `only` is empty), and why each other one is not."""
     if not only:
-        return task.tunable(), []
-    keep, refusals = [], []
+        return {t.name: task.spaces[t.name] for t in task.tunable()}, []
+    keep, refusals = {}, []
     for tmpl in task.tunable():
         try:
-            task.spaces[tmpl.name].restricted(only)
-            keep.append(tmpl)
+            keep[tmpl.name] = task.spaces[tmpl.name].restricted(only)
         except KnobError as e:
             refusals.append(f"{task.name}, template {tmpl.name}: {e}")
     return keep, refusals
@@ -283,11 +280,9 @@ def _fallback_index(task: Task, template: str, space, done: set) -> Optional[int
     return index if 0 <= index < len(space) and index not in done else None
 
 
-def _tune_template(session: TuningSession, task: Task, template: str, budget: int, reference, prefix: str):
+def _tune_template(session: TuningSession, task: Task, template: str, space, budget: int, reference,
+                   prefix: str):
     db, builder, runner = session.db, session.builder, session.runner
-    space = task.spaces[template]
-    if session.only:
-        space = space.restricted(session.only)
     kind = task.target.kind.name
     device = getattr(runner, "device", None) or device_name(kind)
     tuner = make_tuner(session.tuner, space, seed=session.seed, **session.tuner_options)

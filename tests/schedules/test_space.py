@@ -1,11 +1,9 @@
 """Config spaces: a hand-narrowed space keeps its indices and refuses what it narrows away."""
 from __future__ import annotations
 
-import argparse
-
 import pytest
 
-from tefuse.schedules.space import ConfigSpace, knob_assignment
+from tefuse.schedules.space import ConfigSpace
 
 
 def _space() -> ConfigSpace:
@@ -28,11 +26,3 @@ def test_restricted_admits_only_the_given_values_at_the_same_indices():
 def test_restricted_names_what_it_cannot_narrow(only, msg):
     with pytest.raises(ValueError, match=msg):
         _space().restricted(only)
-
-
-def test_knob_assignment_parses_json_values_and_words():
-    assert knob_assignment("stages=2") == ("stages", 2)
-    assert knob_assignment("tile=[64,128,32,64]") == ("tile", [64, 128, 32, 64])
-    assert knob_assignment("intrin=wgmma") == ("intrin", "wgmma")
-    with pytest.raises(argparse.ArgumentTypeError, match="KNOB=VALUE"):
-        knob_assignment("wgmma")
