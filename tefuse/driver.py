@@ -22,9 +22,11 @@ from .errors import BuildError
 from .fusion import FusedGroup, ProloguePolicy, fuse_graph
 from .fusion.workload import workload_key
 from .graph.attention import fuse_attention as form_attention
+from .graph.attention_keys import pad_attention_keys
 from .graph.fold_bn import fold_batch_norm
 from .graph.ir import Graph
 from .graph.layout import auto_layout, convert_layout
+from .graph.patches import patch_convs_as_products
 from .graph.scales import hoist_product_scales
 from .graph.split_k import SplitPolicy, split_k as split_reductions
 from .graph.views import clone_shared_views
@@ -218,11 +220,15 @@ def prepare_graph(graph: Graph, target, *, precision: str = "fp32", layout: Opti
     graph = convert_precision(graph, precision)
     tgt = make_target(target)
     kind = tgt.kind.name
+    if mma_capable(tgt):  # after precision (tensor-core dtypes only), before layout: NCHW as imported
+        graph = patch_convs_as_products(graph)
     graph = convert_layout(graph, auto_layout(precision, kind) if layout is None else layout)
     if kind == "cuda":  # tensor-core GEMMs read a Linear's weight [N, K], on Hopper a conv's too (graph/weights.py)
         graph = nk_gemm_weights(graph, convs=wgmma_capable(tgt))
     if fuse_attention:  # after precision: whether a template takes the fused op depends on its dtype
         graph = form_attention(graph, lambda geo, dtype: op_supported(tgt, "attention", geo, dtype))
+    if mma_capable(tgt):  # scores rows of whole 16-byte vectors where attention stays three kernels
+        graph = pad_attention_keys(graph)
     if split_k and mma_capable(tgt):  # after layout and weights: it splits NHWC convs and [N, K] Linears
         graph = split_reductions(graph, SplitPolicy(gpu_limits(tgt).sm_count))
     return graph

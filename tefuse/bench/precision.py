@@ -278,6 +278,10 @@ def model_case(name: str, batch: int, precision: str, workdir: Path, db="default
         except Exception as e:  # noqa: BLE001 - torch.compile failing is the peer's problem, noted
             extra["peer_compile_error"] = str(e).splitlines()[0][:200]
     best = min(v for v in (peer_graph, extra.get("peer_compile_ms")) if v)
+    try:
+        extra["peer_profile"] = peer_kernels(torch, lambda: tm(tx))
+    except Exception as e:  # noqa: BLE001 - the profiler failing is noted, the timing stands
+        extra["peer_profile_error"] = str(e).splitlines()[0][:200]
     profile = sorted(zip(cg.kernels, cg.time_kernels(input=xd, number=5, repeat=3, min_repeat_ms=0)),
                      key=lambda kt: -kt[1])
     extra["profile"] = [(k.group.name, k.template, round(1e3 * t, 4)) for k, t in profile]  # every kernel
@@ -286,6 +290,28 @@ def model_case(name: str, batch: int, precision: str, workdir: Path, db="default
     return Row("models", name, precision, batch, graph_ms or kernels_ms, best,
                f"torch {precision} channels_last, best of CUDA graph and torch.compile", err,
                err <= 1e-2 and top1 == 1.0, _templates(cg), extra)
+
+
+def peer_kernels(torch, fn, runs: int = 5, top: int = 16) -> list:
+    """The peer's `top` kernels by device time a run, [(kernel, launches a run, ms a run)], from
+    torch.profiler over `runs` eager runs: where PyTorch's time goes, beside tefuse's `profile`."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with torch.no_grad():
+        fn()
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(runs):
+                fn()
+            torch.cuda.synchronize()
+    rows = []
+    for e in prof.key_averages():
+        us = getattr(e, "device_time_total", None)
+        us = getattr(e, "cuda_time_total", 0) if us is None else us
+        if us and e.count:
+            rows.append((e.key[:120], round(e.count / runs, 2), round(us / runs / 1e3, 4)))
+    rows.sort(key=lambda r: -r[2])
+    return rows[:top]
 
 
 def _tefuse_graph_ms(torch, cg, feeds: dict, like: np.ndarray) -> tuple:

@@ -36,13 +36,14 @@ def _swaps_last_two(n: Node) -> bool:
             and tuple(a % rank for a in axes) == (*range(rank - 2), rank - 1, rank - 2))
 
 
-def _match(ctx: Node, consumers) -> tuple[Node, Node, Node, float] | None:
+def match_attention(ctx: Node, consumers) -> tuple[Node, Node, Node, float] | None:
     """(q, k^T, v, alpha) when ctx = matmul(softmax(matmul(q, k^T)), v), the intermediate
     scores and probabilities read by nothing else."""
     if not _plain_product(ctx) or ctx.attrs.get("alpha", 1.0) != 1.0:
         return None
     probs, v = ctx.inputs
-    if probs.op != "softmax" or probs.attrs.get("axis", -1) % len(probs.shape) != len(probs.shape) - 1:
+    if (probs.op != "softmax" or probs.attrs.get("axis", -1) % len(probs.shape) != len(probs.shape) - 1
+            or probs.attrs.get("valid")):
         return None
     scores = probs.inputs[0]
     if not _plain_product(scores) or len(consumers[scores]) != 1 or len(consumers[probs]) != 1:
@@ -59,7 +60,7 @@ def fuse_attention(graph: Graph, supported: Supported) -> Graph:
     consumers = graph.consumers()
     found = {}  # id(context product) -> (q, k^T, alpha), nodes of the graph as given
     for n in graph.nodes:
-        m = _match(n, consumers) if n.is_op else None
+        m = match_attention(n, consumers) if n.is_op else None
         if m is not None:
             q, kt, v, alpha = m
             geo = AttentionGeometry(1, q.shape[-2], kt.shape[-1], q.shape[-1], v.shape[-1], alpha)

@@ -48,7 +48,7 @@ def _reduce_geometry(in_shapes, out_shape, attrs: dict) -> ReduceGeometry:
 
 def _softmax_geometry(in_shapes, out_shape, attrs: dict) -> SoftmaxGeometry:
     ax = int(attrs["axis"]) % max(1, len(out_shape))
-    red = out_shape[ax] if out_shape else 1
+    red = (attrs.get("valid") or out_shape[ax]) if out_shape else 1
     return SoftmaxGeometry(max(1, math.prod(out_shape) // max(red, 1)), red, ax == len(out_shape) - 1, ax)
 
 
@@ -144,26 +144,31 @@ def _softmax(inputs: Sequence[Value], attrs: dict, log: bool) -> Value:
     (x,) = inputs
     rows = _rows(x, attrs, "softmax")
     ax, red_shape, at = rows.ax, rows.red_shape, rows.at
+    # valid: only the axis' first `valid` elements count; the rest is padding and comes out 0
+    # (graph/attention_keys.py pads attention's keys so that every score row is 16-byte aligned)
+    valid = int(attrs.get("valid") or 0) or x.shape[ax]
+    if not 0 < valid <= x.shape[ax]:
+        raise OpError(f"softmax: valid={attrs.get('valid')} outside 1..{x.shape[ax]} (the axis' extent)")
 
-    k1 = te.reduce_axis((0, x.shape[ax]), "k1")
+    k1 = te.reduce_axis((0, valid), "k1")
     mx = te.compute(red_shape, lambda *i: te.max(at(i, k1), axis=k1), name="softmax_max", tag="softmax")
-    k2 = te.reduce_axis((0, x.shape[ax]), "k2")
+    k2 = te.reduce_axis((0, valid), "k2")
     den = te.compute(red_shape, lambda *i: te.sum(tir.exp(at(i, k2) - mx(*i)), axis=k2),
                      name="softmax_sum", tag="softmax")
 
     def fn(*i):
         r = [i[a] for a in range(x.ndim) if a != ax]
         z = at(r, i[ax]) - mx(*r)
-        out = z - tir.log(den(*r)) if log else tir.exp(z) / den(*r)
-        return tir.Cast(x.dtype, out)
+        out = tir.Cast(x.dtype, z - tir.log(den(*r)) if log else tir.exp(z) / den(*r))
+        return out if valid == x.shape[ax] else tir.if_then_else(i[ax] < valid, out, tir.const(0, x.dtype))
 
     return lazy(x.shape, x.dtype, fn)
 
 
-@register_op("softmax", OpPattern.OPAQUE, anchor="softmax", num_inputs=1, attrs={"axis": -1},
+@register_op("softmax", OpPattern.OPAQUE, anchor="softmax", num_inputs=1, attrs={"axis": -1, "valid": 0},
              geometry=_softmax_geometry)
 def softmax(inputs: Sequence[Value], attrs: dict) -> Value:
-    """Numerically stable softmax along `axis`."""
+    """Numerically stable softmax along `axis` (over its first `valid` elements when set)."""
     return _softmax(inputs, attrs, log=False)
 
 

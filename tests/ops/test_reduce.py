@@ -53,3 +53,22 @@ def test_half_softmax_sums_in_float32(dtype):
     npd = np.float16 if dtype == "float16" else ml_dtypes.bfloat16
     y = run_op("softmax", np.zeros((2, 4096), npd)).astype(np.float32)
     np.testing.assert_allclose(y, np.full((2, 4096), 1 / 4096, np.float32), rtol=4e-3)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_softmax_over_the_first_valid_elements_writes_zeros_after(rng, dtype):
+    """valid=5 of 8 (graph/attention_keys.py's padded scores): the padding, however large, takes
+    no part, and comes out 0."""
+    x = rng.standard_normal((3, 8)).astype(dtype)
+    x[:, 5:] = 30.0
+    y = run_op("softmax", x, axis=-1, valid=5)
+    assert_close(y[:, :5], softmax(x[:, :5], axis=-1), dtype)
+    np.testing.assert_array_equal(y[:, 5:], 0)
+
+
+@pytest.mark.parametrize("valid", [9, -1])
+def test_softmax_valid_outside_the_axis_is_one_clear_error(valid):
+    from tefuse.errors import GraphError
+
+    with pytest.raises(GraphError, match=rf"softmax: valid={valid} outside 1\.\.8"):
+        run_op("softmax", np.zeros((2, 8), np.float32), valid=valid)
