@@ -190,11 +190,12 @@ def test_a_per_row_prologue_operand_keeps_the_tile_loads_vectorized():
 
 
 def _patch_embedding():
-    """ViT's patch embedding: a float32 NCHW conv with C=3, 16x16 stride 16, built in fp16 (so
-    NHWC, its input cast and transposed while the tiles load)."""
+    """Like ViT's patch embedding, a float32 NCHW conv with C=3 and 16x16 windows, built in fp16
+    (so NHWC, its input cast and transposed while the tiles load); windows overlapping (stride 8),
+    as ViT's own (stride 16) is now a matmul on patches (graph/patches.py)."""
     b = GraphBuilder()
     w = np.random.default_rng(0).standard_normal((32, 3, 16, 16)).astype("float32") * 0.05
-    y = b.conv2d(b.input("x", (1, 3, 64, 64)), b.const(w, name="w"), strides=16)
+    y = b.conv2d(b.input("x", (1, 3, 64, 64)), b.const(w, name="w"), strides=8)
     return b.build(b.relu(y))
 
 
