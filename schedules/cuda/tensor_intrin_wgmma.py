@@ -28,9 +28,15 @@ Layouts (PTX ISA 9.7.15 "Asynchronous Warpgroup Level Matrix Multiply-Accumulate
 All four warps of a warpgroup call the device function together (wgmma is warpgroup-collective);
 each passes its own A rows, and the function steps back to the warpgroup's first row. Every
 thread of the block calls it at the same point of the k loop (no divergence: tiles are padded).
-Synchronisation, simple first: `fence.proxy.async.shared::cta` + a block barrier (the tiles came
-in by cp.async, the generic proxy; wgmma reads through the async proxy), wgmma.fence, the four
-wgmma, commit, wait_group 0.
+Synchronisation: `fence.proxy.async.shared::cta` + a block barrier (the tiles came in by
+cp.async, the generic proxy; wgmma reads through the async proxy), wgmma.fence, the four wgmma,
+commit, then `wait_group pending`. With pending = 0 the tensor cores idle from the wait to the
+next step's wgmma (the barrier, the next copies' issue). With pending = 1 (a pipelined k loop
+whose copies come after the product in its body, `tensorcore_wgmma`), this step's wgmma run on
+while the previous step's are waited for, then a second barrier: every warp's previous wgmma has
+read its tiles before any thread's next copy overwrites them (CUTLASS's mainloop keeps one
+wgmma batch in flight the same way). The accumulators are read only after `wait_group 0`
+(`store_intrin`, the accumulator store's first statement).
 """
 from __future__ import annotations
 
@@ -84,13 +90,18 @@ def swizzle_index_map(dtype: str = "float16"):
     return tirx.IndexMap.from_func(lambda s, r, k: (s, *swizzle_dims(r, k, dtype)), ndim=3)
 
 
-def func_name(n: int, in_dtype: str) -> str:
-    return f"tefuse_wgmma_m64n{n}k{k_step(in_dtype)}x4_{PTX_TYPE[in_dtype]}"
+def func_name(n: int, in_dtype: str, stages: int = 0) -> str:
+    return f"tefuse_wgmma_m64n{n}k{k_step(in_dtype)}x4_{PTX_TYPE[in_dtype]}" + (f"_s{stages}" if stages else "")
 
 
-def device_source(n: int, in_dtype: str) -> str:
+def device_source(n: int, in_dtype: str, stages: int = 0) -> str:
     """CUDA source of the device function the intrinsic calls (TVM's cuda func_call puts it
-    before the kernel): float* d (N/2 accumulators of this thread), A and B tile pointers."""
+    before the kernel): float* d (N/2 accumulators of this thread), A and B tile pointers.
+    stages: 0, the batch waited for before returning; else the k loop's pipeline stages (>= 3),
+    one batch left in flight (see the module docstring)."""
+    if stages in (1, 2) or stages < 0:
+        raise ValueError(f"wgmma: a batch stays in flight only in a pipeline of 3 or more stages, not {stages}")
+    pending = 1 if stages else 0
     t = PTX_TYPE[in_dtype]
     ks = k_step(in_dtype)
     # 16-bit types take imm-trans-a/b (0: K-major); tf32 reads K-major only and has no such operands
@@ -99,7 +110,14 @@ def device_source(n: int, in_dtype: str) -> str:
     regs = ", ".join(f"%{i}" for i in range(nreg))
     outs = ", ".join(f'"+f"(d[{i}])' for i in range(nreg))
     fence_regs = "\n".join(f'  asm volatile("" : "+f"(d[{i}]) :: "memory");' for i in range(nreg))
-    name = func_name(n, in_dtype)
+    name = func_name(n, in_dtype, stages)
+    # pending 1: every warp's previous batch done (it read the tiles the next copies overwrite)
+    after = "\n  __syncthreads();" if pending else ""
+    # pending 1, the copies after the product in the loop body: of the stages - 1 copy groups in
+    # flight, this step's is the oldest (TVM's pipeline counts its wait for the other order)
+    landed = f'  asm volatile("cp.async.wait_group {stages - 2};\\n" ::: "memory");\n' if pending else ""
+    if pending and in_dtype == "float32":  # the rounding reads tiles other threads copied
+        landed += "  __syncthreads();\n"
     rounding = _TF32_ROUND.format(n8=n * 8) if in_dtype == "float32" else ""
     helpers = _TF32_HELPERS if in_dtype == "float32" else ""
     return f"""{helpers}
@@ -118,7 +136,7 @@ __device__ __forceinline__ void {name}(float* d, const void* a_tile, const void*
   unsigned int b_addr = (unsigned int)__cvta_generic_to_shared(b_tile);
   // this warp's A rows start 16 * (warp % 4) rows (of 128 B) into its warpgroup's 64
   a_addr -= (((threadIdx.y * blockDim.x + threadIdx.x) >> 5) & 3) * (16 * 128);
-{rounding}  // the tiles came in by cp.async (generic proxy); wgmma reads them through the async proxy
+{landed}{rounding}  // the tiles came in by cp.async (generic proxy); wgmma reads them through the async proxy
   asm volatile("fence.proxy.async.shared::cta;\\n" ::: "memory");
   __syncthreads();
   unsigned long long da = tefuse_wgmma_desc_sw128(a_addr);
@@ -135,7 +153,7 @@ __device__ __forceinline__ void {name}(float* d, const void* a_tile, const void*
       : "l"(da + 2 * kk), "l"(db + 2 * kk));
   }}
   asm volatile("wgmma.commit_group.sync.aligned;\\n" ::: "memory");
-  asm volatile("wgmma.wait_group.sync.aligned 0;\\n" ::: "memory");
+  asm volatile("wgmma.wait_group.sync.aligned {pending};\\n" ::: "memory");{after}
 {fence_regs}
 }}
 """
@@ -175,7 +193,64 @@ def _lay_c(i, j):
     return 4 * (i % 8) + (j % 8) // 2, 4 * (j // 8) + (i // 8) * 2 + j % 2
 
 
-def _intrin(n: int, in_dtype: str, scope: str):
+WAIT_ALL = "tefuse_wgmma_wait_all"
+WAIT_ALL_SOURCE = """
+#ifndef TEFUSE_WGMMA_WAIT_ALL
+#define TEFUSE_WGMMA_WAIT_ALL
+__device__ __forceinline__ void tefuse_wgmma_wait_all() {
+  asm volatile("wgmma.wait_group.sync.aligned 0;\\n" ::: "memory");
+}
+#endif
+"""
+
+
+def _store_intrin(scope: str):
+    """TVM's 16x16 mma accumulator store (desc and loops the same), after `wait_group 0`: with
+    a wgmma batch left in flight by the k loop (pending=1), the accumulators are final only then."""
+    from tvm.backend.cuda.op import cuda_func_call
+
+    @T.prim_func(s_tir=True)
+    def desc(a: T.handle, c: T.handle) -> None:
+        C_warp = T.match_buffer(a, (WARP, 8), "float32", scope="warp", offset_factor=1)
+        C = T.match_buffer(c, (16, 16), "float32", scope=scope, offset_factor=1)
+        with T.sblock("root"):
+            T.reads(C_warp[0:WARP, 0:8])
+            T.writes(C[0:16, 0:16])
+            for i, j in T.grid(16, 16):
+                with T.sblock("C_warp"):
+                    vi, vj = T.axis.remap("SS", [i, j])
+                    tc, lc = T.meta_var(_lay_c(vi, vj))
+                    T.reads(C_warp[tc, lc])
+                    T.writes(C[vi, vj])
+                    C[vi, vj] = C_warp[tc, lc]
+
+    @T.prim_func(s_tir=True)
+    def impl(a: T.handle, c: T.handle) -> None:
+        s0, s1 = T.int32(), T.int32()
+        C_warp = T.match_buffer(a, (WARP, 8), "float32", scope="warp", offset_factor=1)
+        C = T.match_buffer(c, (16, 16), "float32", strides=[s0, s1], scope=scope, offset_factor=1)
+        with T.sblock("root"):
+            T.reads(C_warp[0:WARP, 0:8])
+            T.writes(C[0:16, 0:16])
+            for tx in T.thread_binding(0, WARP, "threadIdx.x"):
+                T.evaluate(cuda_func_call(WAIT_ALL, source_code=WAIT_ALL_SOURCE))
+                for local_id in range(8):
+                    C[8 * (local_id % 4 // 2) + tx // 4, 8 * (local_id // 4) + tx % 4 * 2 + local_id % 2] = \
+                        C_warp[tx, local_id]
+
+    return desc, impl
+
+
+def store_intrin(scope: str = "shared.dyn") -> str:
+    """Register (once) and name the accumulator store that drains the wgmma batches first."""
+    name = f"tefuse_wgmma_store_16x16_f32_{scope.replace('.', '_')}"
+    if name not in _registered:
+        TensorIntrin.register(name, *_store_intrin(scope), override=True)
+        _registered.add(name)
+    return name
+
+
+def _intrin(n: int, in_dtype: str, scope: str, stages: int = 0):
     """desc: C[16 x n] += A[16 x BK] * B[n x BK]^T with A and B in their swizzled dims
     (`swizzle_dims`: A (2, 8, 8, E), B (n/8, 8, 8, E)) and C in the warp's mma fragments
     [n/16, 32, 8]; impl: the device function, given this thread's accumulators and the address
@@ -184,7 +259,7 @@ def _intrin(n: int, in_dtype: str, scope: str):
 
     nf, n8 = n // 16, n // 8
     e, bk = chunk_elems(in_dtype), bk_of(in_dtype)
-    name, src = func_name(n, in_dtype), device_source(n, in_dtype)
+    name, src = func_name(n, in_dtype, stages), device_source(n, in_dtype, stages)
     if in_dtype == "float32":  # the GEMM block multiplies float32 operands as they are
         def prod(a, b):
             return a * b
@@ -230,14 +305,16 @@ def _intrin(n: int, in_dtype: str, scope: str):
 _registered: set[str] = set()
 
 
-def wgmma_intrin(n: int, in_dtype: str, scope: str = "shared.dyn") -> str:
-    """Register (once) and name the intrinsic for a 16 x n x BK per-warp product."""
+def wgmma_intrin(n: int, in_dtype: str, scope: str = "shared.dyn", stages: int = 0) -> str:
+    """Register (once) and name the intrinsic for a 16 x n x BK per-warp product (`stages`:
+    see device_source)."""
     if in_dtype not in PTX_TYPE:
         raise ValueError(f"wgmma intrinsics here take float16/bfloat16/float32 (tf32), not {in_dtype}")
     if n not in N_CHOICES:
         raise ValueError(f"wgmma warp tile N must be a multiple of 16 up to 256, not {n}")
     name = f"tefuse_wgmma_16x{n}x{bk_of(in_dtype)}_{PTX_TYPE[in_dtype]}_{scope.replace('.', '_')}"
+    name += f"_s{stages}" if stages else ""
     if name not in _registered:
-        TensorIntrin.register(name, *_intrin(n, in_dtype, scope), override=True)
+        TensorIntrin.register(name, *_intrin(n, in_dtype, scope, stages), override=True)
         _registered.add(name)
     return name

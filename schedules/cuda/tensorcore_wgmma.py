@@ -24,12 +24,14 @@ from tvm.s_tir.dlight.gpu.matmul import IterKind, detect_iter_traits, make_iter_
 from . import tensorcore as tc
 from ...ops.value import unround_tf32
 from ...target import SMEM_OPTIN, optin_target
-from .tensor_intrin_wgmma import N_CHOICES, PTX_TYPE, bk_of, chunk_elems, swizzle_index_map, wgmma_intrin
+from .tensor_intrin_wgmma import (N_CHOICES, PTX_TYPE, bk_of, chunk_elems, store_intrin, swizzle_index_map,
+                                  wgmma_intrin)
 
 # wgmma is an sm_90a instruction: a compute capability 9.0 target (H100, H200) gets it by compiling
 # the kernels that use it for sm_90a (`wgmma_target`); sm_100a and later have other instructions
 WGMMA_ARCHS = ("sm_90", "sm_90a")
-HOPPER_SMEM_OPTIN = SMEM_OPTIN["sm_90a"]  # bytes of dynamic shared memory a block may opt into (227 KB)
+HOPPER_SMEM_OPTIN = SMEM_OPTIN["sm_90a"]
+ASYNC_WGMMA = True  # a pipelined k loop keeps one wgmma batch in flight (tensor_intrin_wgmma)  # bytes of dynamic shared memory a block may opt into (227 KB)
 
 
 def _arch_of(target) -> str:
@@ -121,6 +123,11 @@ def apply_wgmma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
     warps_m = BM // 16
     n_warps = warps_m
     stages = int(c["stages"])
+    # one wgmma batch left in flight across k steps: only where the step's copies go to the tiles
+    # the previous step read. With the copies after the product in the body, TVM's pipeline keeps
+    # `stages` tile versions from 3 stages on, but one for 2 stages (the next copy would overwrite
+    # the tiles the batch in flight reads), and with 1 stage there is no pipeline
+    pending = 1 if stages >= 3 and ASYNC_WGMMA else 0
 
     block = sch.get_sblock(gemm_block)
     tc._drop_unit_iters(sch, block)
@@ -209,13 +216,15 @@ def apply_wgmma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
                              lambda b_, i_, j_: (b_, i_ // 16, j_ // 16, *lay(i_ % 16, j_ % 16)))
         names = tc.intrin_names("mma", in_dtype, "float32", sh_scope, True)
         sch.tensorize(sch.get_loops(init_inner)[-2], names["init"])
-        sch.tensorize(sch.get_loops(acc)[-2], names["store"])
-        sch.tensorize(sch.get_loops(block_inner)[-3], wgmma_intrin(BN, in_dtype, sh_scope))
+        sch.tensorize(sch.get_loops(acc)[-2], store_intrin(sh_scope) if pending else names["store"])
+        sch.tensorize(sch.get_loops(block_inner)[-3], wgmma_intrin(BN, in_dtype, sh_scope, stages if pending else 0))
 
     # ---------------------------------------------------------------- 7. pipelining
     if stages >= 2:
         sch.annotate(k0, "software_pipeline_stage", [0, 0, stages - 1])
-        sch.annotate(k0, "software_pipeline_order", [0, 1, 2])
+        # pending: the product first in the body, so a step's copies (into the tiles the previous
+        # step's wgmma read) follow its wait for that wgmma (tensor_intrin_wgmma)
+        sch.annotate(k0, "software_pipeline_order", [1, 2, 0] if pending else [0, 1, 2])
         if on_gpu:
             sch.annotate(k0, "software_pipeline_async_stages", [0])
 

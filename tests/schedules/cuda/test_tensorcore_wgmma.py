@@ -177,7 +177,7 @@ def test_cuda_calls_wgmma_and_ptx_holds_wgmma_mma_async(dtype, bm, bn):
     src = _cuda_source(_dense(197, 96 if bn == 96 else 256, 136, dtype), bm, bn)
     t = {"float16": "f16", "bfloat16": "bf16"}[dtype]
     fn = f"tefuse_wgmma_m64n{bn}k16x4_{t}"
-    assert re.search(fn + r"\(\(&\(\w+\[0\]\)\)", src), "the wgmma call does not take this lane's accumulators"
+    assert re.search(fn + r"(_s\d+)?\(\(&\(\w+\[0\]\)\)", src), "the wgmma call does not take this lane's accumulators"
     assert "fence.proxy.async.shared::cta" in src and "cp.async" in src
     assert "ldmatrix" not in src and "mma.sync" not in src
     ptx = compile_to_ptx(src, "sm_90a")
@@ -185,6 +185,41 @@ def test_cuda_calls_wgmma_and_ptx_holds_wgmma_mma_async(dtype, bm, bn):
     assert "wgmma.commit_group.sync.aligned" in ptx and "wgmma.wait_group.sync.aligned" in ptx
     assert "cp.async" in ptx
     assert "ld.local" not in ptx and "st.local" not in ptx, "accumulators spilled to local memory"
+
+
+@pytest.mark.parametrize("stages", [3, 4])
+def test_a_pipelined_loop_keeps_one_wgmma_batch_in_flight(stages):
+    """The product first in the k loop's body, its copies after: a step waits for the previous
+    step's wgmma (wait_group 1) and a barrier before the copies overwrite those tiles, takes its
+    own tiles from the oldest of the stages - 1 copy groups, and the accumulators are stored only
+    after every batch is done (wait_group 0 first)."""
+    src = _cuda_source(_dense(256, 256, 512, "float16"), 128, 128, stages=stages)
+    fn = f"tefuse_wgmma_m64n128k16x4_f16_s{stages}"
+    body = src[src.index(f"void {fn}("):]
+    body = body[:body.index("\n}\n")]
+    assert "wgmma.wait_group.sync.aligned 1;" in body and f"cp.async.wait_group {stages - 2};" in body
+    assert body.rstrip().count("__syncthreads();") == 2
+    kernel = src[src.index("main_kernel("):]
+    call = kernel.index(f"{fn}(")  # the first product: in the k loop's body
+    copy = r"ptx_cp_async\w*\(buf_dyn_shmem_ptr"
+    assert not re.search(copy, kernel[kernel.rfind("for (int", 0, call):call]), "the copies come after the product"
+    copies = kernel[call:kernel.index("commit_group", call)]
+    # into the tiles the previous step read: `stages` versions, the copy `stages - 1` steps ahead
+    assert re.search(rf"ptx_cp_async\w*\(buf_dyn_shmem_ptr, \(*(\w+) \+ {stages - 1}\) (%|&) ", copies)
+    assert re.search(rf"\((\w+) (% {stages}|& {stages - 1})\) \* ", kernel[call:call + 200])
+    first_store = re.search(r"\(\(float\*\)buf_dyn_shmem_ptr\)\[[^\]]*\] = \w+_warp", kernel)
+    assert first_store and "tefuse_wgmma_wait_all();" in kernel[:first_store.start()]
+    ptx = compile_to_ptx(src, "sm_90a")
+    assert "wgmma.wait_group.sync.aligned 1;" in ptx and "wgmma.wait_group.sync.aligned 0;" in ptx
+
+
+@pytest.mark.parametrize("stages", [1, 2])
+def test_one_or_two_stages_wait_for_each_batch(stages):
+    """With one stage the next copy overwrites the tiles being read, and so with two once the
+    copies follow the product (TVM's pipeline then keeps one tile version): no batch in flight."""
+    src = _cuda_source(_dense(256, 256, 512, "float16"), 128, 128, stages=stages)
+    assert "tefuse_wgmma_m64n128k16x4_f16(" in src and "_s1" not in src and "_s2" not in src
+    assert "wgmma.wait_group.sync.aligned 1" not in src and "tefuse_wgmma_wait_all" not in src
 
 
 def test_wgmma_rejects_b_stored_k_by_n():
@@ -491,7 +526,7 @@ def test_tf32_wgmma_keeps_the_other_selects_of_its_kernel(epilogue):
     graph = _tf32(b.build(out))
     (k,) = [kk for kk in tefuse.build(graph, "cuda").kernels if kk.group.anchor is not None]
     src = k.source("cuda")
-    assert re.search(r"tefuse_wgmma_m64n\d+k8x4_tf32\(", src) and ROUNDING not in src
+    assert re.search(r"tefuse_wgmma_m64n\d+k8x4_tf32(_s\d+)?\(", src) and ROUNDING not in src
 
 
 def test_the_7x7_stem_copies_its_input_tiles_with_cp_async():
