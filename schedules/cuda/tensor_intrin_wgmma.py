@@ -204,25 +204,10 @@ __device__ __forceinline__ void tefuse_wgmma_wait_all() {
 """
 
 
-def _store_intrin(scope: str):
-    """TVM's 16x16 mma accumulator store (desc and loops the same), after `wait_group 0`: with
-    a wgmma batch left in flight by the k loop (pending=1), the accumulators are final only then."""
+def _store_impl(scope: str):
+    """TVM's 16x16 mma accumulator store (the same loops) after `wait_group 0`: with a wgmma
+    batch left in flight by the k loop, the accumulators are final only then."""
     from tvm.backend.cuda.op import cuda_func_call
-
-    @T.prim_func(s_tir=True)
-    def desc(a: T.handle, c: T.handle) -> None:
-        C_warp = T.match_buffer(a, (WARP, 8), "float32", scope="warp", offset_factor=1)
-        C = T.match_buffer(c, (16, 16), "float32", scope=scope, offset_factor=1)
-        with T.sblock("root"):
-            T.reads(C_warp[0:WARP, 0:8])
-            T.writes(C[0:16, 0:16])
-            for i, j in T.grid(16, 16):
-                with T.sblock("C_warp"):
-                    vi, vj = T.axis.remap("SS", [i, j])
-                    tc, lc = T.meta_var(_lay_c(vi, vj))
-                    T.reads(C_warp[tc, lc])
-                    T.writes(C[vi, vj])
-                    C[vi, vj] = C_warp[tc, lc]
 
     @T.prim_func(s_tir=True)
     def impl(a: T.handle, c: T.handle) -> None:
@@ -238,14 +223,15 @@ def _store_intrin(scope: str):
                     C[8 * (local_id % 4 // 2) + tx // 4, 8 * (local_id // 4) + tx % 4 * 2 + local_id % 2] = \
                         C_warp[tx, local_id]
 
-    return desc, impl
+    return impl
 
 
-def store_intrin(scope: str = "shared.dyn") -> str:
-    """Register (once) and name the accumulator store that drains the wgmma batches first."""
-    name = f"tefuse_wgmma_store_16x16_f32_{scope.replace('.', '_')}"
+def store_intrin(mma_store: str, scope: str = "shared.dyn") -> str:
+    """Register (once) and name the accumulator store that drains the wgmma batches first: TVM's
+    `mma_store` intrinsic's description, `_store_impl` as its implementation."""
+    name = f"tefuse_wgmma_{mma_store}"
     if name not in _registered:
-        TensorIntrin.register(name, *_store_intrin(scope), override=True)
+        TensorIntrin.register(name, TensorIntrin.get(mma_store).desc, _store_impl(scope), override=True)
         _registered.add(name)
     return name
 

@@ -216,7 +216,7 @@ def apply_wgmma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
                              lambda b_, i_, j_: (b_, i_ // 16, j_ // 16, *lay(i_ % 16, j_ % 16)))
         names = tc.intrin_names("mma", in_dtype, "float32", sh_scope, True)
         sch.tensorize(sch.get_loops(init_inner)[-2], names["init"])
-        sch.tensorize(sch.get_loops(acc)[-2], store_intrin(sh_scope) if pending else names["store"])
+        sch.tensorize(sch.get_loops(acc)[-2], store_intrin(names["store"], sh_scope) if pending else names["store"])
         sch.tensorize(sch.get_loops(block_inner)[-3], wgmma_intrin(BN, in_dtype, sh_scope, stages if pending else 0))
 
     # ---------------------------------------------------------------- 7. pipelining
