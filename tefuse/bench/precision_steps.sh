@@ -85,6 +85,11 @@ for step in "$@"; do
              # shipped records' configs; cut at TUNE_SECONDS; then `vittuned` times the model with them
              MODELS=vit_b_16 BATCHES="32" MODEL_TRIALS=40 TUNER=grid TUNE_ARGS="--only intrin=wgmma --only vec_out=8" \
                TUNE_SECONDS=${TUNE_SECONDS:-480} bash tefuse/bench/gpu_session.sh tune-fp16 ;;
+    vitretune) # ViT-B/16's kernels at batch 1 and 32 tuned again since session 19 (one wgmma batch in flight
+             # from 3 stages: the shipped 2-stage records of its Linears lost to 3; new workloads at b1),
+             # wgmma configs only, into /tmp/tefuse/fp16_vit_b_16_b*.jsonl; then `vittuned` times them
+             MODELS=vit_b_16 BATCHES="1 32" MODEL_TRIALS=12 TUNE_ARGS="--only intrin=wgmma" \
+               TUNE_SECONDS=${TUNE_SECONDS:-240} bash tefuse/bench/gpu_session.sh tune-fp16 ;;
     vittuned) TEFUSE_SYSTEM_DB=$PWD/tuning_logs:/tmp/tefuse/fp16_vit_b_16_b1.jsonl:/tmp/tefuse/fp16_vit_b_16_b32.jsonl \
              $P models --models vit_b_16 --precision fp16 --batch 1 32 --workdir /tmp/tefuse \
                --json $OUT/models_fp16_vit_tuned.json 2>&1 | tee $OUT/models_fp16_vit_tuned.log | tail -6 ;;
