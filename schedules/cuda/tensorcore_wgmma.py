@@ -30,8 +30,8 @@ from .tensor_intrin_wgmma import (N_CHOICES, PTX_TYPE, bk_of, chunk_elems, store
 # wgmma is an sm_90a instruction: a compute capability 9.0 target (H100, H200) gets it by compiling
 # the kernels that use it for sm_90a (`wgmma_target`); sm_100a and later have other instructions
 WGMMA_ARCHS = ("sm_90", "sm_90a")
-HOPPER_SMEM_OPTIN = SMEM_OPTIN["sm_90a"]
-ASYNC_WGMMA = True  # a pipelined k loop keeps one wgmma batch in flight (tensor_intrin_wgmma)  # bytes of dynamic shared memory a block may opt into (227 KB)
+HOPPER_SMEM_OPTIN = SMEM_OPTIN["sm_90a"]  # bytes of dynamic shared memory a block may opt into (227 KB)
+ASYNC_WGMMA = True  # a pipelined k loop keeps one wgmma batch in flight (tensor_intrin_wgmma)
 
 
 def _arch_of(target) -> str:

@@ -28,6 +28,7 @@ def pad_attention_keys(graph: Graph) -> Graph:
     """The graph with each unfused tensor-core attention's keys padded to a multiple of 16 bytes
     (see the module docstring); others, and those already aligned, unchanged."""
     consumers = graph.consumers()
+    outputs = {id(o) for o in graph.outputs}
     plans = {}  # id(node) -> its part: ("scores", pad) / ("probs", keys) / ("context", pad)
     for n in graph.nodes:
         m = match_attention(n, consumers) if n.is_op else None
@@ -36,7 +37,10 @@ def pad_attention_keys(graph: Graph) -> Graph:
         q, kt, v, _ = m
         keys, lanes = kt.shape[-1], vector_lanes(q.dtype)
         probs = n.inputs[0]
-        if q.dtype not in TENSOR_CORE_DTYPES or keys % lanes == 0:
+        parts = (probs.inputs[0], probs, n)
+        if (q.dtype not in TENSOR_CORE_DTYPES or keys % lanes == 0
+                or any(id(x) in outputs for x in parts[:2])  # the padded widths would be seen
+                or any(id(x) in plans for x in parts)):  # one attention's context, another's scores
             continue
         extra = -keys % lanes
         plans[id(probs.inputs[0])] = ("scores", extra)

@@ -34,21 +34,22 @@ def _is_patch_conv(n: Node) -> bool:
             and g.c % vector_lanes(x.dtype) != 0)  # channels the conv would pad
 
 
-def _tokens_chain(conv: Node, consumers) -> list[Node] | None:
+def _tokens_chain(conv: Node, consumers, outputs: set) -> list[Node] | None:
     """[bias_add,] reshape, transpose after an NCHW patch conv that make its output [B, OH*OW, K]
-    (torchvision's ViT: conv_proj, reshape(n, hidden, -1), permute(0, 2, 1)); None otherwise."""
+    (torchvision's ViT: conv_proj, reshape(n, hidden, -1), permute(0, 2, 1)), none of them but the
+    last read by anything else or a graph output; None otherwise."""
     g = conv.geometry
     chain, n = [], conv
     while True:
         users = consumers[n]
-        if len(users) != 1:
+        if len(users) != 1 or id(n) in outputs:
             return None
         n = users[0]
         if n.op == "bias_add" and not chain and n.inputs[0] is conv and n.attrs.get("axis", 1) % 4 == 1:
             chain.append(n)
             continue
         break
-    if n.op != "reshape" or tuple(n.shape) != (g.n, g.k, g.oh * g.ow):
+    if n.op != "reshape" or tuple(n.shape) != (g.n, g.k, g.oh * g.ow) or id(n) in outputs:
         return None
     users = consumers[n]
     t = users[0] if len(users) == 1 else None
@@ -63,19 +64,19 @@ def patch_convs_as_products(graph: Graph) -> Graph:
     convs = [n for n in graph.nodes if _is_patch_conv(n)]
     if not convs:
         return graph
-    consumers = graph.consumers()
+    consumers, outputs = graph.consumers(), {id(o) for o in graph.outputs}
     # an NCHW conv whose output is made tokens right after: the product's rows are the tokens
-    tokens = {id(c): _tokens_chain(c, consumers) for c in convs if c.geometry.layout == "NCHW"}
+    tokens = {id(c): _tokens_chain(c, consumers, outputs) for c in convs if c.geometry.layout == "NCHW"}
     after = {id(n): c for c in convs for n in (tokens.get(id(c)) or ())}
 
     def rule(n: Node, inputs: list[Node], ctx: RewriteContext) -> Node | None:
-        if id(n) in after:  # the tokens chain: bias over the last axis, rows reshaped, no transpose
+        if id(n) in after:  # the tokens chain: bias over the last axis, the rows made [B, OH*OW, K]
             if n.op == "bias_add":
                 return op_node(n.name, n.op, inputs, {**n.attrs, "axis": -1})
-            if n.op == "reshape":
-                g = after[id(n)].geometry
-                return op_node(n.name, n.op, inputs, {"shape": (g.n, g.oh * g.ow, g.k)})
-            return inputs[0]
+            if n.op == "reshape":  # read only by the transpose, which takes its place
+                return inputs[0]
+            g = after[id(n)].geometry  # the transpose, under its own name (it may be an output)
+            return op_node(n.name, "reshape", inputs, {"shape": (g.n, g.oh * g.ow, g.k)})
         if not _is_patch_conv(n):
             return None
         x, w = inputs

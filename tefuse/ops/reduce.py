@@ -48,8 +48,9 @@ def _reduce_geometry(in_shapes, out_shape, attrs: dict) -> ReduceGeometry:
 
 def _softmax_geometry(in_shapes, out_shape, attrs: dict) -> SoftmaxGeometry:
     ax = int(attrs["axis"]) % max(1, len(out_shape))
-    red = (attrs.get("valid") or out_shape[ax]) if out_shape else 1
-    return SoftmaxGeometry(max(1, math.prod(out_shape) // max(red, 1)), red, ax == len(out_shape) - 1, ax)
+    extent = out_shape[ax] if out_shape else 1
+    red = attrs.get("valid") or extent  # the elements a row reduces (softmax's valid)
+    return SoftmaxGeometry(max(1, math.prod(out_shape) // max(extent, 1)), red, ax == len(out_shape) - 1, ax)
 
 
 def _axes(x: Value, axes, name: str) -> list[int]:
@@ -165,8 +166,8 @@ def _softmax(inputs: Sequence[Value], attrs: dict, log: bool) -> Value:
     return lazy(x.shape, x.dtype, fn)
 
 
-@register_op("softmax", OpPattern.OPAQUE, anchor="softmax", num_inputs=1, attrs={"axis": -1, "valid": 0},
-             geometry=_softmax_geometry)
+@register_op("softmax", OpPattern.OPAQUE, anchor="softmax", num_inputs=1, attrs={"axis": -1},
+             geometry=_softmax_geometry, optional={"valid": 0})  # optional: other softmaxes keep their keys
 def softmax(inputs: Sequence[Value], attrs: dict) -> Value:
     """Numerically stable softmax along `axis` (over its first `valid` elements when set)."""
     return _softmax(inputs, attrs, log=False)

@@ -12,7 +12,7 @@ from tefuse.graph import GraphBuilder
 from tefuse.graph.attention_keys import pad_attention_keys
 
 
-def _sdpa(keys=7, dtype="float16", extra_reader=False):
+def _sdpa(keys=7, dtype="float16", extra_reader=False, also_out=None):
     b = GraphBuilder()
     q = b.input("q", (2, 3, 5, 8), dtype)
     k = b.input("k", (2, 3, keys, 8), dtype)
@@ -23,6 +23,8 @@ def _sdpa(keys=7, dtype="float16", extra_reader=False):
     out = [b.matmul(p, vv, name="ctx")]
     if extra_reader:
         out.append(b.relu(p, name="other"))
+    if also_out:  # an intermediate the caller gets too: its shape must stay
+        out.append({"scores": s, "probs": p}[also_out])
     return b.build(out)
 
 
@@ -47,6 +49,8 @@ def test_keys_padded_to_eight_halves_and_the_softmax_told_how_many_are_real():
     (lambda: _sdpa(keys=8), "keys already a whole vector"),
     (lambda: _sdpa(dtype="float32"), "float32: no tensor-core path"),
     (lambda: _sdpa(extra_reader=True), "probabilities read by another op"),
+    (lambda: _sdpa(also_out="scores"), "scores a graph output"),
+    (lambda: _sdpa(also_out="probs"), "probabilities a graph output"),
 ])
 def test_left_alone(graph, why):
     g = graph()
@@ -71,3 +75,18 @@ def test_cuda_build_pads_without_adding_a_kernel():
     names = [k.group.name for k in cg.kernels]
     assert len(names) == 3, names
     assert any("softmax|2x3x5x8" in k.workload for k in cg.kernels), [k.workload for k in cg.kernels]
+
+
+def test_one_attentions_context_as_the_next_ones_scores_pads_only_the_first(rng):
+    """ctx1 = softmax(q k^T) v is the scores of a second attention over 5 keys: each node takes
+    one part, the first attention's, and the result is the unpadded graph's."""
+    b = GraphBuilder()
+    q, k = b.input("q", (1, 2, 8, 8), "float16"), b.input("k", (1, 2, 7, 8), "float16")
+    v, v2 = b.input("v", (1, 2, 7, 5), "float16"), b.input("v2", (1, 2, 5, 3), "float16")
+    s1 = b.matmul(b.relu(q), b.transpose(b.relu(k), axes=(0, 1, 3, 2)), name="s1")
+    c1 = b.matmul(b.softmax(s1, name="p1"), b.relu(v), name="c1")
+    g = b.build([b.matmul(b.softmax(c1, name="p2"), b.relu(v2), name="c2")])
+    f = pad_attention_keys(g)
+    assert f.node("p1").attrs["valid"] == 7 and "valid" not in f.node("p2").attrs
+    args = [rng.standard_normal(x.shape).astype(np.float16) for x in g.inputs]
+    np.testing.assert_array_equal(tefuse.build(f, "llvm").run(*args)[0], tefuse.build(g, "llvm").run(*args)[0])

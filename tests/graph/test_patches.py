@@ -14,7 +14,7 @@ from tefuse.graph.patches import patch_convs_as_products
 B, C, HW, P, K = 2, 3, 32, 8, 24
 
 
-def _conv(rng, layout="NCHW", weight_layout="", c=C, stride=P, pad=0, dtype="float16", tokens=True):
+def _conv(rng, layout="NCHW", weight_layout="", c=C, stride=P, pad=0, dtype="float16", tokens=True, also_out=()):
     g = GraphBuilder()
     shape = (B, c, HW, HW) if layout == "NCHW" else (B, HW, HW, c)
     x = g.input("x", shape, dtype)
@@ -22,11 +22,13 @@ def _conv(rng, layout="NCHW", weight_layout="", c=C, stride=P, pad=0, dtype="flo
     w = g.const((rng.standard_normal(wshape) * 0.1).astype(dtype), name="w")
     attrs = {"weight_layout": weight_layout} if weight_layout else {}
     y = g.conv2d(x, w, strides=stride, padding=pad, layout=layout, name="conv", **attrs)
+    seen = {"conv": y}
     if layout == "NCHW" and tokens:  # torchvision's ViT: conv_proj, reshape(n, hidden, -1), permute
         bias = g.const(rng.standard_normal(K).astype(dtype), name="b")
-        y = g.bias_add(y, bias, axis=1)
-        y = g.transpose(g.reshape(y, shape=(B, K, (HW // P) ** 2)), axes=(0, 2, 1), name="tokens")
-    return g.build([g.relu(y)])
+        y = seen["bias"] = g.bias_add(y, bias, axis=1, name="bias")
+        y = seen["rows"] = g.reshape(y, shape=(B, K, (HW // P) ** 2), name="rows")
+        y = seen["tokens"] = g.transpose(y, axes=(0, 2, 1), name="tokens")
+    return g.build([g.relu(y), *(seen[n] for n in also_out)])
 
 
 def _run(graph, x):
@@ -67,3 +69,17 @@ def test_cuda_build_is_a_tensor_core_product_and_no_padding_kernel(rng):
     assert "tensorcore_gemm" in templates, templates
     assert not any("pad" in k.group.name or "conv2d" in k.group.name for k in cg.kernels), \
         [k.group.name for k in cg.kernels]
+
+
+@pytest.mark.parametrize("also_out", [("conv",), ("bias",), ("rows",), ("tokens",)])
+def test_intermediates_a_caller_gets_keep_their_shapes_names_and_values(rng, also_out):
+    """The conv, its bias or its [B, K, L] rows returned too: those keep the conv's layout (no
+    tokens shortcut); the tokens returned too keep their name."""
+    g = _conv(rng, also_out=also_out)
+    f = patch_convs_as_products(g)
+    assert [(o.name, o.shape) for o in f.outputs] == [(o.name, o.shape) for o in g.outputs]
+    x = rng.standard_normal(g.inputs[0].shape).astype(np.float16)
+    want, got = tefuse.build(g, "llvm").run(x), tefuse.build(f, "llvm").run(x)
+    for w, o in zip(want, got):
+        w, o = w.astype(np.float32), o.astype(np.float32)
+        assert np.abs(o - w).max() <= 1e-2 * np.abs(w).max()

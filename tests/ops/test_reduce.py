@@ -72,3 +72,15 @@ def test_softmax_valid_outside_the_axis_is_one_clear_error(valid):
 
     with pytest.raises(GraphError, match=rf"softmax: valid={valid} outside 1\.\.8"):
         run_op("softmax", np.zeros((2, 8), np.float32), valid=valid)
+
+
+def test_softmax_without_valid_keeps_its_attributes_and_workload_key():
+    """`valid` is optional: a softmax without it normalizes to what it did before the attribute
+    existed, so shipped and users' tuning records keep matching (the key hashes the attributes)."""
+    from tefuse.graph import GraphBuilder
+
+    b = GraphBuilder()
+    p = b.softmax(b.input("x", (2, 5, 8), "float16"), axis=-1)
+    assert p.attrs == {"axis": -1}
+    geo = b.softmax(b.input("y", (2, 5, 8), "float16"), axis=-1, valid=7).geometry
+    assert (geo.rows, geo.extent) == (10, 7)
