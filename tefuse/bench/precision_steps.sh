@@ -61,6 +61,10 @@ for step in "$@"; do
                | tee $OUT/gpu_tests_split.log | tail -8 ;;
     gemm)    $P gemm --precision fp16 bf16 --gemm 4096x4096x4096 197x2304x768 6272x256x2304 \
                --workdir /tmp/tefuse --json $OUT/gemm_fp16_bf16.json 2>&1 | tee $OUT/gemm_fp16_bf16.log | tail -8 ;;
+    gemmvit) # ViT-B/16 b32's four Linears (QKV, out-projection, fc1, fc2) as GEMMs + bias + ReLU beside cuBLAS,
+             # untuned: how far the wgmma mainloop is from cuBLAS at K = 768 and 3072 (session 19: 3.14 vs 2.22 ms)
+             $P gemm --precision fp16 --gemm 6304x2304x768 6304x768x768 6304x3072x768 6304x768x3072 \
+               --workdir /tmp/tefuse --json $OUT/gemm_vit_fp16.json 2>&1 | tee $OUT/gemm_vit_fp16.log | tail -6 ;;
     vit)     $P models --models vit_b_16 --precision fp16 --batch 1 32 --workdir /tmp/tefuse \
                --json $OUT/models_fp16_vit.json 2>&1 | tee $OUT/models_fp16_vit.log | tail -30 ;;
     vitall)  # ViT with every prologue fused (the fusion before the target's prologue rules), no compile peer
