@@ -19,12 +19,21 @@ def _tree(pid: int) -> list[psutil.Process]:
         return []
 
 
+def _cmdline(p: psutil.Process) -> str:
+    """p's command line, "" once it has exited (a zombie included: a short-lived child of the
+    tuner may end between the listing and this read, on a loaded machine)."""
+    try:
+        return " ".join(p.cmdline())
+    except psutil.NoSuchProcess:  # ZombieProcess is one
+        return ""
+
+
 def _alive(procs: list[psutil.Process]) -> list[str]:
     out = []
     for p in procs:
         try:
             if p.is_running() and p.status() != psutil.STATUS_ZOMBIE:
-                out.append(f"{p.pid} {' '.join(p.cmdline())[:120]}")
+                out.append(f"{p.pid} {_cmdline(p)[:120]}")
         except psutil.NoSuchProcess:
             pass
     return out
@@ -45,14 +54,14 @@ def test_sigkill_of_tune_leaves_no_workers(tmp_path):
         while time.time() < deadline:
             for p in _tree(proc.pid):
                 workers.setdefault(p.pid, p)
-            cmds = [" ".join(p.cmdline()) for p in workers.values() if p.is_running()]
+            cmds = [_cmdline(p) for p in workers.values() if p.is_running()]
             if (sum("popen_worker" in c for c in cmds) >= 2 and any("multiprocessing" in c for c in cmds)
                     and len((tmp_path / "t.jsonl").read_bytes() if (tmp_path / "t.jsonl").exists() else b"") > 0):
                 break
             assert proc.poll() is None, "tefuse tune ended before its workers were seen"
             time.sleep(0.2)
         else:
-            pytest.fail(f"workers not seen in time: {[' '.join(p.cmdline())[:80] for p in workers.values()]}")
+            pytest.fail(f"workers not seen in time: {[_cmdline(p)[:80] for p in workers.values()]}")
         time.sleep(1.0)  # mid-run: builds in flight
         for p in _tree(proc.pid):
             workers.setdefault(p.pid, p)
