@@ -93,9 +93,6 @@ class ConfigSpace:
                 raise KnobError(f"{k}={only[k]!r} is not one of the knob's candidates {knobs[k]}")
         return ConfigSpace(self.knobs, self.rules + [lambda v: all(_hashable(v[k]) == x for k, x in want.items())])
 
-    def knob_names(self) -> set[str]:
-        return {kn.name for kn in self.knobs}
-
     def admits(self, index: int) -> bool:
         """Whether the config at `index` meets every rule."""
         if not self.rules:

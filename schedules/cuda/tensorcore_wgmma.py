@@ -126,8 +126,9 @@ def apply_wgmma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
     # one wgmma batch left in flight across k steps: only where the step's copies go to the tiles
     # the previous step read. With the copies after the product in the body, TVM's pipeline keeps
     # `stages` tile versions from 3 stages on, but one for 2 stages (the next copy would overwrite
-    # the tiles the batch in flight reads), and with 1 stage there is no pipeline
-    pending = 1 if stages >= 3 and ASYNC_WGMMA else 0
+    # the tiles the batch in flight reads), and with 1 stage there is no pipeline. inflight: the
+    # stages the intrinsic is built for (0: each batch waited for, the body's copies first)
+    inflight = stages if stages >= 3 and ASYNC_WGMMA else 0
 
     block = sch.get_sblock(gemm_block)
     tc._drop_unit_iters(sch, block)
@@ -216,15 +217,15 @@ def apply_wgmma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
                              lambda b_, i_, j_: (b_, i_ // 16, j_ // 16, *lay(i_ % 16, j_ % 16)))
         names = tc.intrin_names("mma", in_dtype, "float32", sh_scope, True)
         sch.tensorize(sch.get_loops(init_inner)[-2], names["init"])
-        sch.tensorize(sch.get_loops(acc)[-2], store_intrin(names["store"], sh_scope) if pending else names["store"])
-        sch.tensorize(sch.get_loops(block_inner)[-3], wgmma_intrin(BN, in_dtype, sh_scope, stages if pending else 0))
+        sch.tensorize(sch.get_loops(acc)[-2], store_intrin(names["store"], sh_scope) if inflight else names["store"])
+        sch.tensorize(sch.get_loops(block_inner)[-3], wgmma_intrin(BN, in_dtype, sh_scope, inflight))
 
     # ---------------------------------------------------------------- 7. pipelining
     if stages >= 2:
         sch.annotate(k0, "software_pipeline_stage", [0, 0, stages - 1])
-        # pending: the product first in the body, so a step's copies (into the tiles the previous
+        # inflight: the product first in the body, so a step's copies (into the tiles the previous
         # step's wgmma read) follow its wait for that wgmma (tensor_intrin_wgmma)
-        sch.annotate(k0, "software_pipeline_order", [1, 2, 0] if pending else [0, 1, 2])
+        sch.annotate(k0, "software_pipeline_order", [1, 2, 0] if inflight else [0, 1, 2])
         if on_gpu:
             sch.annotate(k0, "software_pipeline_async_stages", [0])
 

@@ -12,16 +12,8 @@ is added, and the result is the same to the bit: the padding contributes exact z
 from __future__ import annotations
 
 from .attention import match_attention
-from .ir import Graph, Node, RewriteContext, fresh_name, op_node, rewrite
+from .ir import Graph, Node, RewriteContext, op_node, pad_after, rewrite
 from .weights import TENSOR_CORE_DTYPES, vector_lanes
-
-
-def _pad_axis(x: Node, axis: int, extra: int, names: set) -> Node:
-    """x with `extra` zeros after the end of `axis` (negative: from the last)."""
-    rank = len(x.shape)
-    pads = [0] * (2 * rank)
-    pads[rank + axis % rank] = extra
-    return op_node(fresh_name(names, f"{x.name}_pad"), "pad", [x], {"pads": tuple(pads)})
 
 
 def pad_attention_keys(graph: Graph) -> Graph:
@@ -37,13 +29,13 @@ def pad_attention_keys(graph: Graph) -> Graph:
         q, kt, v, _ = m
         keys, lanes = kt.shape[-1], vector_lanes(q.dtype)
         probs = n.inputs[0]
-        parts = (probs.inputs[0], probs, n)
+        scores = probs.inputs[0]
         if (q.dtype not in TENSOR_CORE_DTYPES or keys % lanes == 0
-                or any(id(x) in outputs for x in parts[:2])  # the padded widths would be seen
-                or any(id(x) in plans for x in parts)):  # one attention's context, another's scores
+                or id(scores) in outputs or id(probs) in outputs  # the padded widths would be seen
+                or any(id(x) in plans for x in (scores, probs, n))):  # one attention's context, another's scores
             continue
         extra = -keys % lanes
-        plans[id(probs.inputs[0])] = ("scores", extra)
+        plans[id(scores)] = ("scores", extra)
         plans[id(probs)] = ("probs", keys)
         plans[id(n)] = ("context", extra)
     if not plans:
@@ -56,10 +48,10 @@ def pad_attention_keys(graph: Graph) -> Graph:
         kind, value = part
         if kind == "scores":  # k^T [.., D, Lk] gets zero columns: the padded scores are 0
             a, kt = inputs
-            return op_node(n.name, n.op, [a, _pad_axis(kt, -1, value, ctx.names)], n.attrs)
+            return op_node(n.name, n.op, [a, pad_after(kt, -1, value, ctx.names)], n.attrs)
         if kind == "probs":
             return op_node(n.name, n.op, inputs, {**n.attrs, "valid": value})
         p, v = inputs  # v [.., Lk, Dv] gets zero rows against the zero probabilities
-        return op_node(n.name, n.op, [p, _pad_axis(v, -2, value, ctx.names)], n.attrs)
+        return op_node(n.name, n.op, [p, pad_after(v, -2, value, ctx.names)], n.attrs)
 
     return rewrite(graph, rule)

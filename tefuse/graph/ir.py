@@ -191,6 +191,15 @@ def op_node(name: str, op: str, inputs: Sequence[Node], attrs: dict) -> Node:
     return Node(name, op, list(inputs), attrs, tuple(shape), dtype)
 
 
+def pad_after(x: Node, axis: int, extra: int, names: set[str], suffix: str = "pad") -> Node:
+    """A new `pad` node: x with `extra` zeros after the end of `axis` (negative: from the last),
+    named `{x}_{suffix}` (a fresh name); for graph passes that widen an axis."""
+    rank = len(x.shape)
+    pads = [0] * (2 * rank)
+    pads[rank + axis % rank] = extra
+    return op_node(fresh_name(names, f"{x.name}_{suffix}"), "pad", [x], {"pads": tuple(pads)})
+
+
 def rewrite(graph: Graph, rule: RewriteRule) -> Graph:
     """The graph rebuilt in topological order with each op node replaced as `rule` says; graph
     passes (attention, split-K) share this walk instead of each keeping one."""

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .ir import CONST, Graph, Node, RewriteContext, fresh_name, op_node, rewrite
+from .ir import CONST, Graph, Node, RewriteContext, fresh_name, op_node, pad_after, rewrite
 
 
 TENSOR_CORE_DTYPES = ("float16", "bfloat16")  # what the wgmma path multiplies (and tf32 float32)
@@ -69,8 +69,7 @@ def _pad_channels(x: Node, c8: int, names: set) -> Node:
     """x [N, H, W, C] zero-padded to C8 channels: an image's 3 channels become 8 (4 in float32:
     16 bytes a pixel), so the conv's tile copies move whole vectors, as TensorRT and cuDNN pad a
     first layer."""
-    pads = (0, 0, 0, 0, 0, 0, 0, c8 - x.shape[3])
-    return op_node(fresh_name(names, f"{x.name}_c{c8}"), "pad", [x], {"pads": pads})
+    return pad_after(x, 3, c8 - x.shape[3], names, f"c{c8}")
 
 
 K_STEP_BYTES = 128  # a wgmma tile row: 64 fp16/bf16 or 32 tf32 elements of K per step
