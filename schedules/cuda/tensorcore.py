@@ -476,7 +476,13 @@ def pass_config(intrin: str, target) -> dict:
 TC_DTYPES = ("float16", "bfloat16")
 # block tile (BM, BN) and warp tile (WM, WN): warps = (BM/WM) * (BN/WN), 2 to 8 of them
 TILES = [(128, 128, 64, 64), (128, 128, 64, 32), (128, 64, 64, 32), (64, 128, 32, 64), (128, 64, 32, 32),
-         (64, 64, 32, 32), (64, 64, 64, 32), (128, 256, 64, 64), (256, 128, 64, 64)]
+         (64, 64, 32, 32), (64, 64, 64, 32), (128, 256, 64, 64), (256, 128, 64, 64),
+         (192, 192, 64, 64), (128, 192, 64, 64), (192, 128, 64, 64), (256, 192, 64, 64)]
+# block tiles of 192 rows or columns: wgmma only (3 or 4 warpgroups of 16-row warp strips, whole
+# 16-column fragments); in mma's warp grid they would be 9 or 12 warps. Why 192: M = 6304
+# (ViT-B/16 at batch 32) is 33 such rows, and 33 x 4 = 132 blocks fill the H100's SMs exactly,
+# where 128-row tiles leave a partial wave (cuBLAS's nvjet takes 192x192 there)
+WGMMA_ONLY_TILES = frozenset(t for t in TILES if 192 in t[:2])
 MIN_ARCH = {"wmma": 70, "mma": 80}
 MIN_MN = 16  # one 16x16 fragment: below it the GEMM is a GEMV, and has no I or J axis to tile
 
@@ -556,6 +562,7 @@ class TensorCoreGemm(Template):
         intrins = _intrins(info, target)
         s.define_knob("intrin", intrins)
         s.define_knob("vec_out", [4, 8])
+        s.constrain(lambda v: v["intrin"] == "wgmma" or tuple(v["tile"]) not in WGMMA_ONLY_TILES)
         if "wgmma" in intrins:
             from .tensorcore_wgmma import wgmma_admits
 

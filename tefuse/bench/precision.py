@@ -101,7 +101,7 @@ def conv_case(c: int, hw: int, k: int, r: int, s: int, batch: int, precision: st
     process from one case to the next."""
     import tvm
 
-    from ..driver import build, prepare_graph
+    from ..driver import build
     from ..plan.spec import build_plan
     from .chain import random_args
 
@@ -114,15 +114,7 @@ def conv_case(c: int, hw: int, k: int, r: int, s: int, batch: int, precision: st
     w = [i.name for i in plan.graph.inputs if i.name.endswith("_weight")][0]
     # the weight a build-time constant, as in a model (graph/weights.py may relayout it)
     graph = plan.graph.with_constants({w: _to_np(vals[w], dt)})
-    if tune_trials:
-        if db != "default":
-            raise ValueError("tuning writes to the user database: tune with the default database")
-        from ..tune.loop import tune
-
-        tools = {"builder": tuning.builder, "runner": tuning.runner, "tuner": tuning.tuner,
-                 "only": tuning.only} if tuning is not None else {}
-        tune(prepare_graph(graph, "cuda", precision=_graph_precision(precision), split_k=split_k), "cuda",
-             trials=tune_trials, **tools)
+    tune_first(graph, precision, db, tune_trials, tuning, split_k=split_k)
     cg = build(graph, "cuda", db=db, precision=_graph_precision(precision), split_k=split_k)
     dev = cg.device
     tv = {n: tvm.runtime.tensor(_to_np(v, dt), dev) for n, v in vals.items() if n != w}
@@ -178,6 +170,23 @@ class TuningTools:
         self.runner.close()
 
 
+def tune_first(graph, precision: str, db, trials: int, tuning=None, **build_options) -> None:
+    """With trials > 0, tune `graph`'s kernels (that many measurements each) into the user
+    database a later build with db="default" reads, as `tefuse tune` would; `tuning` (a
+    TuningTools) holds the search and keeps its workers from one case to the next."""
+    if not trials:
+        return
+    if db != "default":
+        raise ValueError("tuning writes to the user database: tune with the default database")
+    from ..driver import prepare_graph
+    from ..tune.loop import tune
+
+    tools = {"builder": tuning.builder, "runner": tuning.runner, "tuner": tuning.tuner,
+             "only": tuning.only} if tuning is not None else {}
+    tune(prepare_graph(graph, "cuda", precision=_graph_precision(precision), **build_options), "cuda",
+         trials=trials, **tools)
+
+
 def _split_products(cg) -> list[int]:
     """The slice count of every split-K product the build made (graph/split_k.py)."""
     return [n.attrs["split_k"] for n in cg.graph.nodes if n.attrs.get("split_k", 1) > 1]
@@ -191,8 +200,9 @@ def _to_np(v: np.ndarray, dt: str):
     return v.astype(dt)
 
 
-def gemm_case(m: int, n: int, k: int, precision: str, db=None) -> Row:
-    """C = relu(A @ W^T + b) in `precision` (float32 accumulation) vs cuBLAS's addmm + relu."""
+def gemm_case(m: int, n: int, k: int, precision: str, db=None, tune_trials: int = 0, tuning=None) -> Row:
+    """C = relu(A @ W^T + b) in `precision` (float32 accumulation) vs cuBLAS's addmm + relu;
+    tune_trials and tuning as conv_case's."""
     import tvm
 
     from ..driver import build
@@ -206,8 +216,9 @@ def gemm_case(m: int, n: int, k: int, precision: str, db=None) -> Row:
     bias = rng.standard_normal(n).astype(np.float32)
     b = GraphBuilder()
     x, wn, bn = b.input("a", (m, k), dt), b.input("w", (n, k), dt), b.input("b", (n,), dt)
-    cg = build(b.build(b.relu(b.bias_add(b.dense(x, wn), bn, axis=1))), "cuda", db=db,
-               precision=_graph_precision(precision))
+    graph = b.build(b.relu(b.bias_add(b.dense(x, wn), bn, axis=1)))
+    tune_first(graph, precision, db, tune_trials, tuning)
+    cg = build(graph, "cuda", db=db, precision=_graph_precision(precision))
     dev = cg.device
     args = {"a": a, "w": w, "b": bias}
     tv = {nm: tvm.runtime.tensor(_to_np(v, dt), dev) for nm, v in args.items()}
@@ -385,10 +396,10 @@ def main(argv=None) -> int:
     p.add_argument("--no-split-k", action="store_true", help="conv, models: build with split_k=False")
     p.add_argument("--no-db", action="store_true")
     p.add_argument("--tune", type=int, default=0, metavar="TRIALS",
-                   help="conv: tune each case's kernels first (TRIALS measurements each) into the user database")
-    p.add_argument("--tuner", default="xgb", choices=["xgb", "random", "grid"], help="conv --tune: the search")
+                   help="conv, gemm: tune each case's kernels first (TRIALS measurements each) into the user database")
+    p.add_argument("--tuner", default="xgb", choices=["xgb", "random", "grid"], help="conv, gemm --tune: the search")
     p.add_argument("--only", action="append", default=[], metavar="KNOB=VALUE", type=knob_assignment,
-                   help="conv --tune: only configs with this knob value, as `tefuse tune --only`")
+                   help="conv, gemm --tune: only configs with this knob value, as `tefuse tune --only`")
     p.add_argument("--workdir", default="/tmp")
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
@@ -429,7 +440,7 @@ def run_suites(args, db, tuning, attempt) -> None:
                                                                            not args.no_split_k, args.tune, tuning))
         elif args.suite == "gemm":
             for g in args.gemm:
-                attempt("gemm", g, prec, 0, lambda: gemm_case(*map(int, g.split("x")), prec, db))
+                attempt("gemm", g, prec, 0, lambda: gemm_case(*map(int, g.split("x")), prec, db, args.tune, tuning))
         else:
             for name in args.models:
                 for b in args.batch:

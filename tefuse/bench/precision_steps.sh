@@ -65,6 +65,12 @@ for step in "$@"; do
              # untuned: how far the wgmma mainloop is from cuBLAS at K = 768 and 3072 (session 19: 3.14 vs 2.22 ms)
              $P gemm --precision fp16 --gemm 6304x2304x768 6304x768x768 6304x3072x768 6304x768x3072 \
                --workdir /tmp/tefuse --json $OUT/gemm_vit_fp16.json 2>&1 | tee $OUT/gemm_vit_fp16.log | tail -6 ;;
+    gemmsweep) # every wgmma block tile x stage count (16-byte stores) of ViT-B/16 b32's four Linears as GEMMs +
+             # bias + ReLU, grid-tuned into $OUT's log (cut at LIMIT seconds), then each timed with its best beside cuBLAS
+             TEFUSE_USER_DB=$OUT/gemm_vit_sweep.jsonl timeout ${LIMIT:-540} \
+               $P gemm --precision fp16 --gemm ${GEMMS:-6304x2304x768 6304x768x768 6304x3072x768 6304x768x3072} \
+               --tune ${TRIALS:-40} --tuner grid --only intrin=wgmma --only vec_out=8 --workdir /tmp/tefuse \
+               --json $OUT/gemm_vit_sweep.json 2>&1 | tee $OUT/gemm_vit_sweep.log | grep -v "INFO\|Warning\|warn" | tail -8 ;;
     vit)     $P models --models vit_b_16 --precision fp16 --batch 1 32 --workdir /tmp/tefuse \
                --json $OUT/models_fp16_vit.json 2>&1 | tee $OUT/models_fp16_vit.log | tail -30 ;;
     vitall)  # ViT with every prologue fused (the fusion before the target's prologue rules), no compile peer

@@ -17,7 +17,7 @@ from tefuse.codegen.lower import lower_group
 from tefuse.codegen.ptx import compile_to_ptx
 from tefuse.fusion import fuse_graph
 from tefuse.graph import GraphBuilder
-from tefuse.schedules.cuda.tensorcore import TensorCoreGemm, apply_tc_gemm, pass_config
+from tefuse.schedules.cuda.tensorcore import WGMMA_ONLY_TILES, TensorCoreGemm, apply_tc_gemm, pass_config
 from tefuse.target import make_target
 
 from .test_tensorcore import _dense, _normalized_dense, _rand, _scores
@@ -81,7 +81,9 @@ def test_the_space_rules_out_the_wgmma_configs_apply_refuses(dtype):
             with pytest.raises(ValueError, match="deep"):
                 t.apply(sch, low.info, cfg, target)
     mma = [i for i in range(len(space)) if space.get(i)["intrin"] == "mma"]
-    assert all(space.admits(i) for i in mma)
+    assert mma and all(space.admits(i) == (tuple(space.get(i)["tile"]) not in WGMMA_ONLY_TILES) for i in mma)
+    wgmma_192 = space.from_values({**fb, "bk": 32 if dtype == "float32" else 64, "tile": (192, 192, 64, 64)})
+    assert space.admits(wgmma_192.index)
 
 
 def test_fallback_tiles_follow_the_sm_count():
@@ -172,9 +174,9 @@ def test_build_on_the_default_cuda_target_splits_vits_mlp_down_projection_at_bat
     assert [n.op for n in total.group.nodes] == ["split_sum", "add", "add"]
 
 
-@pytest.mark.parametrize("dtype,bm,bn", [("float16", 128, 128), ("bfloat16", 64, 96)])
+@pytest.mark.parametrize("dtype,bm,bn", [("float16", 128, 128), ("bfloat16", 64, 96), ("float16", 192, 192)])
 def test_cuda_calls_wgmma_and_ptx_holds_wgmma_mma_async(dtype, bm, bn):
-    src = _cuda_source(_dense(197, 96 if bn == 96 else 256, 136, dtype), bm, bn)
+    src = _cuda_source(_dense(197 if bm < 192 else 400, 96 if bn == 96 else 256, 136, dtype), bm, bn)
     t = {"float16": "f16", "bfloat16": "bf16"}[dtype]
     fn = f"tefuse_wgmma_m64n{bn}k16x4_{t}"
     assert re.search(fn + r"(_s\d+)?\(\(&\(\w+\[0\]\)\)", src), "the wgmma call does not take this lane's accumulators"
@@ -272,6 +274,8 @@ LLVM_CASES = {
     "linear_split": (lambda: _split_linear(70, 256, 96, 4), 64, 96, 3),
     "plain_197": (lambda: _dense(197, 96, 72, "float16"), 64, 96, 3),
     "plain_130": (lambda: _dense(130, 256, 200, "float16"), 128, 128, 3),
+    # three warpgroups of rows, 192 columns (WGMMA_ONLY_TILES); M and N tails masked
+    "plain_192x192": (lambda: _dense(400, 200, 136, "float16"), 192, 192, 3),
     "layernorm_prologue": (lambda: _normalized_dense(197, 64, 96, "float16"), 64, 64, 3),
     "layernorm_prologue_2_stages": (lambda: _normalized_dense(130, 96, 128, "float16"), 128, 96, 2),
     "layernorm_prologue_unpipelined": (lambda: _normalized_dense(70, 64, 64, "float16"), 64, 64, 1),
