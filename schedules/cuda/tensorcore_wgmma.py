@@ -58,9 +58,9 @@ def fallback_values(m: int, n: int, sms: int, dtype: str = "float16", k: Optiona
     """The untuned wgmma config, from the H100 sweeps (results/issue9/session10/wgmma.json;
     session18/conv_b16_sweep_*.jsonl, every block tile and stage count of the 15 ResNet-50 convs
     at batch 16): 128x128 blocks, 3 stages, when they give every SM two blocks (4096^3: 0.28 ms,
-    cuBLAS 0.20); else 64x128 blocks, 4 stages, twice the blocks for short or narrow GEMMs
-    (197x2304x768 at 0.89x cuBLAS's time, 6272x256x2304 at 1.00x, where 128x128 took 1.2-1.4x);
-    64x64 where 64x128 leaves SMs idle (the 14x14 convs at batch 16: 98 blocks of 64x128 on 132
+    cuBLAS 0.20), or 192x192 where that takes fewer waves (`_fewer_waves_at_192`); else 64x128
+    blocks, 4 stages, twice the blocks for short or narrow GEMMs (197x2304x768 at 0.89x cuBLAS's
+    time, 6272x256x2304 at 1.00x, where 128x128 took 1.2-1.4x); 64x64 where 64x128 leaves SMs idle (the 14x14 convs at batch 16: 98 blocks of 64x128 on 132
     SMs took 1.1-1.15x the time of 196 of 64x64; ResNet-50's tuned batch-1 records of unsplit
     1x1 convs are all 64x64). N <= 64 takes 64-wide tiles. No more stages than the reduction has
     steps less one (`k`): 4 stages over a 256-deep reduction took 1.2-1.3x the time of 3 (the
@@ -75,7 +75,7 @@ def fallback_values(m: int, n: int, sms: int, dtype: str = "float16", k: Optiona
         else:
             tile, stages = (64, 64, 32, 32), 4
     elif math.ceil(m / 128) * math.ceil(n / 128) >= 2 * sms:
-        tile, stages = (128, 128, 64, 64), 3
+        tile, stages = ((192, 192, 64, 64) if _fewer_waves_at_192(m, n, sms) else (128, 128, 64, 64)), 3
     elif math.ceil(m / 64) * math.ceil(n / 128) < sms:  # SMs idle even so: twice the blocks again
         tile, stages = (64, 64, 32, 32), 4
     else:
@@ -85,17 +85,41 @@ def fallback_values(m: int, n: int, sms: int, dtype: str = "float16", k: Optiona
     return {"tile": tile, "stages": stages, **common}
 
 
+# bytes TVM's shared-memory merge may add past the larger of the pipeline and the staging tile
+# (measured from the lowered kernels: up to 16 KB, e.g. 192x256 at 4 stages takes 240 KB, not 224)
+SMEM_MERGE_SLACK = 16 * 1024
+
+
+def wgmma_shared_bytes(bm: int, bn: int, stages: int) -> int:
+    """Dynamic shared memory of a wgmma block before the merge's slack: the pipeline's 128-byte
+    tile rows (A and B, `stages` versions) or the float32 staging tile, which reuses them."""
+    return max(max(stages, 1) * (bm + bn) * 128, bm * bn * 4)
+
+
+def _fewer_waves_at_192(m: int, n: int, sms: int) -> bool:
+    """Whether one 192x192 block an SM finishes the grid clearly sooner than two 128x128 blocks
+    an SM (the H100 and H200 hold two of those at 3 stages, one 192x192): each wave of an SM
+    computes 2 * 128^2 or 192^2 outputs; 15% less work in whole waves to switch. ViT-B/16 b32's
+    N = 768 products (6304 rows: 132 blocks of 192x192, one wave, where 300 blocks of 128x128
+    take two) took 0.017-0.047 ms at 192x192 against 0.021-0.067 at 128x128; N = 3072 (10% less)
+    was a tie (results/issue9/session20/gemm_vit_sweep.jsonl, H200)."""
+    waves = lambda bm, bn, per_sm: math.ceil(math.ceil(m / bm) * math.ceil(n / bn) / (per_sm * sms))
+    return waves(192, 192, 1) * 192 * 192 * 1.15 < waves(128, 128, 2) * 2 * 128 * 128
+
+
 def wgmma_admits(values: dict, dtype: str, tiles=None) -> bool:
     """Whether a tensor-core config is one apply_wgmma_gemm takes (any mma/wmma config is): tiles
     one 128-byte row deep (bk 64 for fp16/bf16, 32 for tf32), whole warpgroups of rows. With the
     space's `tiles`, only the first tile of each (BM, BN) is taken: wgmma has no warp tile (warps
     own 16-row strips), so (128, 128, 64, 64) and (128, 128, 64, 32) are one kernel, and a tuner
-    would measure it twice."""
+    would measure it twice. Nor blocks past Hopper's opt-in shared memory (256x192 at 4 stages:
+    the launch fails)."""
     if values["intrin"] != "wgmma":
         return True
     bm, bn = values["tile"][:2]
     first = next((tuple(t) for t in tiles or () if tuple(t[:2]) == (bm, bn)), tuple(values["tile"]))
-    return values["bk"] == bk_of(dtype) and bm % 64 == 0 and tuple(values["tile"]) == first
+    fits = wgmma_shared_bytes(bm, bn, int(values["stages"])) + SMEM_MERGE_SLACK <= HOPPER_SMEM_OPTIN
+    return values["bk"] == bk_of(dtype) and bm % 64 == 0 and tuple(values["tile"]) == first and fits
 
 
 def defer_tf32_rounding(func):

@@ -86,6 +86,16 @@ def test_the_space_rules_out_the_wgmma_configs_apply_refuses(dtype):
     assert space.admits(wgmma_192.index)
 
 
+def test_the_space_refuses_blocks_past_hoppers_shared_memory():
+    """256x192 at 4 stages needs 224 KB of pipeline (240 KB once TVM merges the buffers: the
+    launch failed on the H200); 3 stages, and 192x192 at 4, fit."""
+    space = TensorCoreGemm().space(_lowered(_dense(400, 256, 256, "float16"))[1].info, make_target("cuda"))
+    base = {"bk": 64, "intrin": "wgmma", "vec_out": 8}
+    admits = lambda tile, stages: space.admits(space.from_values({**base, "tile": tile, "stages": stages}).index)
+    assert not admits((256, 192, 64, 64), 4)
+    assert admits((256, 192, 64, 64), 3) and admits((192, 192, 64, 64), 4) and admits((128, 256, 64, 64), 4)
+
+
 def test_fallback_tiles_follow_the_sm_count():
     """Two 128x128 blocks per SM or more: 128x128, 3 stages; fewer: 64x128, 4 stages; 64x64 where
     64x128 would leave SMs idle; never more stages than the reduction's steps less one."""
@@ -103,6 +113,12 @@ def test_fallback_tiles_follow_the_sm_count():
     assert fallback_values(50176, 256, 132, k=64)["stages"] == 2  # 1 step
     assert fallback_values(3136, 1024, 132, k=2304)["stages"] == 4
     assert fallback_values(4096, 4096, 132, k=4096)["stages"] == 3
+    # 192x192 where it takes clearly fewer waves: ViT-B/16 b32's N = 768 and 2304 products, not
+    # its N = 3072 one, nor a conv whose N = 128 would be a third padding
+    assert fallback_values(6304, 768, 132, k=3072)["tile"][:2] == (192, 192)
+    assert fallback_values(6304, 2304, 132)["tile"][:2] == (192, 192)
+    assert fallback_values(6304, 3072, 132)["tile"][:2] == (128, 128)
+    assert fallback_values(50176, 128, 132)["tile"][:2] == (128, 128)
 
 
 def test_matmul_keeps_mma_untuned_on_hopper():
