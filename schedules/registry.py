@@ -72,6 +72,9 @@ class Template:
 
     name = "template"
     priority = 0  # set by `register`: order among a key's templates
+    # for an op the graph forms only where a template takes it (attention): whether this
+    # template's kernel beats the unfused ones it replaces, so the op forms by default
+    forms_by_default = False
 
     def accepts(self, info: KernelInfo) -> bool:
         """Whether the template can schedule this group at all (a key may hold templates
@@ -199,10 +202,11 @@ def preload(target) -> None:
                 t.preload()
 
 
-def op_supported(target, anchor_kind: str, geometry, dtype: str) -> bool:
+def op_supported(target, anchor_kind: str, geometry, dtype: str, by_default: bool = False) -> bool:
     """Whether a template registered for `anchor_kind` itself (the generic '*' ones do not count)
-    along the target's families builds an op of this geometry and dtype."""
-    return any(t.supports(geometry, dtype, target)
+    along the target's families builds an op of this geometry and dtype (by_default: one whose
+    `forms_by_default` says the op is worth forming unasked)."""
+    return any(t.supports(geometry, dtype, target) and (t.forms_by_default or not by_default)
                for fam in families(target) for t in _TEMPLATES.get((fam, anchor_kind), []))
 
 

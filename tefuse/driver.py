@@ -208,7 +208,7 @@ def build_summary(kernels: list[CompiledKernel], num_ops: int, seconds: float) -
 
 
 def prepare_graph(graph: Graph, target, *, precision: str = "fp32", layout: Optional[str] = None,
-                  fold_bn: bool = False, fuse_attention: bool = False, split_k: bool = True) -> Graph:
+                  fold_bn: bool = False, fuse_attention: Optional[bool] = None, split_k: bool = True) -> Graph:
     """The graph `build` fuses: batch-norms folded, precision and layout converted, weights laid
     out for the tensor cores, small-grid products split (see build). `tefuse tune` calls it too,
     so the kernels it tunes are the ones a build then looks up."""
@@ -225,8 +225,9 @@ def prepare_graph(graph: Graph, target, *, precision: str = "fp32", layout: Opti
     graph = convert_layout(graph, auto_layout(precision, kind) if layout is None else layout)
     if kind == "cuda":  # tensor-core GEMMs read a Linear's weight [N, K], on Hopper a conv's too (graph/weights.py)
         graph = nk_gemm_weights(graph, convs=wgmma_capable(tgt))
-    if fuse_attention:  # after precision: whether a template takes the fused op depends on its dtype
-        graph = form_attention(graph, lambda geo, dtype: op_supported(tgt, "attention", geo, dtype))
+    if fuse_attention is not False:  # after precision: whether a template takes the op depends on its dtype
+        graph = form_attention(graph, lambda geo, dtype: op_supported(tgt, "attention", geo, dtype,
+                                                                      by_default=fuse_attention is None))
     if mma_capable(tgt):  # scores rows of whole 16-byte vectors where attention stays three kernels
         graph = pad_attention_keys(graph)
     if split_k and mma_capable(tgt):  # after layout and weights: it splits NHWC convs and [N, K] Linears
@@ -240,7 +241,7 @@ GraphSource = Union[Graph, Mapping[int, Graph], Callable[[int], Graph]]
 def build(graph: GraphSource, target: TargetLike = "llvm", *, db: Union[BestRecordSource, str, None] = None,
           cache=None, fuse: bool = True, prologue: ProloguePolicy = True, multi_output: bool = True,
           fold_bn: bool = False, jobs: Optional[int] = None, precision: str = "fp32",
-          fuse_attention: bool = False, split_k: bool = True,
+          fuse_attention: Optional[bool] = None, split_k: bool = True,
           layout: Optional[str] = None, progress: Optional[Callable[[int, int], None]] = None,
           batch_sizes: Optional[Sequence[int]] = None):
     """Fuse and compile a graph; returns a `CompiledGraph` ready to run.
@@ -253,9 +254,11 @@ def build(graph: GraphSource, target: TargetLike = "llvm", *, db: Union[BestReco
     them well (schedules.prologue_policy), False nowhere, a predicate of a
     `tefuse.fusion.PrologueCandidate` where it says so (lambda c: True: everywhere).
     fold_bn folds constant inference batch-norms into the preceding conv's weights first.
-    fuse_attention: matmul -> softmax -> matmul as one attention kernel where the target has a
-    template for it (graph/attention.py). Off by default: on the H100 the fused fp16 kernel is
-    slower than the three tuned ones at ViT-B/16's batch 32 (results/issue9/session15).
+    fuse_attention: matmul -> softmax -> matmul as one attention kernel (graph/attention.py):
+    True where the target has a template for it, False never, None (default) where a template
+    that beats the three kernels takes it (`forms_by_default`: the flash template on sm_80 and
+    later, fp16; not the wmma one, slower than the three tuned kernels at ViT-B/16's batch 32:
+    results/issue9/session15).
     split_k: on CUDA, a tensor-core conv whose output gives too few tiles for the GPU's SMs
     computes partial sums over channel slices, added up by a second kernel with the epilogue
     (graph/split_k.py); False keeps every conv one kernel.

@@ -1,6 +1,6 @@
-"""The fused attention op on the H100's tensor cores (schedules/cuda/attention.py), every config
-of its space, against float64 numpy; and torch's MultiheadAttention export at ViT-B/16's sizes,
-attention fused, against onnxruntime.
+"""The fused attention op on the H100's tensor cores (schedules/cuda/attention.py's wmma template,
+attention_flash.py's flash one), every config of each space, against float64 numpy; and torch's
+MultiheadAttention export at ViT-B/16's sizes, attention fused, against onnxruntime.
 
 Deselected by default; run with  python -m pytest -m gpu tests/gpu/test_attention_gpu.py -q
 """
@@ -23,6 +23,7 @@ from tests.ops.test_attention import attention_ref
 pytestmark = pytest.mark.gpu
 
 TEMPLATE = "tensorcore_attention"
+FLASH = "flash_attention"
 CASES = [
     pytest.param((2, 12, 197, 64), (2, 12, 197, 64), (2, 12, 197, 64), 0.125, id="vit_heads"),
     pytest.param((3, 50, 32), (3, 77, 32), (3, 77, 48), 0.2, id="lq50_lk77_dv48"),
@@ -31,21 +32,31 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("qs,ks,vs,alpha", CASES)
-def test_every_config_matches_numpy(rng, qs, ks, vs, alpha):
+FLASH_CASES = CASES + [
+    pytest.param((1, 2, 64, 32), (1, 2, 5, 32), (1, 2, 5, 16), 0.3, id="lk5_one_key_tile"),
+    pytest.param((2, 128, 128), (2, 128, 128), (2, 128, 64), 0.088, id="head_dim_128_lq128"),
+    pytest.param((1, 1, 40, 64), (1, 1, 40, 64), (1, 1, 40, 64), 8.0, id="peaked_alpha8"),
+]
+
+
+@pytest.mark.parametrize("template", [TEMPLATE, FLASH])
+@pytest.mark.parametrize("qs,ks,vs,alpha", FLASH_CASES)
+def test_every_config_matches_numpy(rng, qs, ks, vs, alpha, template):
+    if template == TEMPLATE and (max(ks[-2], 0) <= 16 or qs[-1] > 64):
+        pytest.skip("the wmma template refuses a single key tile and head dims past 64 (its supports)")
     q, k, v = (rng.standard_normal(s).astype("float16") for s in (qs, ks, vs))
     g, feeds = R.build_op("attention", q, k, v, alpha=alpha)
     tgt = make_target("cuda")
     (group,) = fuse_graph(g)
     task = task_from_group(group, tgt)
-    assert task.template(TEMPLATE).name == TEMPLATE
-    space = task.space(TEMPLATE)
+    assert task.template(template).name == template
+    space = task.space(template)
     want = attention_ref(q, k, v, alpha)
     for i in range(len(space)):
         cfg = space.get(i)
-        kernel = build_group(group, tgt, choice=ScheduleChoice(task.template(TEMPLATE), cfg, "tuned"))
+        kernel = build_group(group, tgt, choice=ScheduleChoice(task.template(template), cfg, "tuned"))
         (y,) = CompiledGraph(g, tgt, [kernel]).run(*feeds)
-        R.assert_close(y, want, "float16", rtol=1e-2, atol=1e-2, what=f"attention {qs} {cfg.values}")
+        R.assert_close(y, want, "float16", rtol=1e-2, atol=1e-2, what=f"{template} {qs} {cfg.values}")
 
 
 def test_vit_sized_mha_export_matches_onnxruntime(rng, monkeypatch):
@@ -61,7 +72,7 @@ def test_vit_sized_mha_export_matches_onnxruntime(rng, monkeypatch):
     # scores at a trained model's scale (fp16 rounding of peaked softmaxes is what else is tested)
     x = (0.1 * rng.standard_normal((2, 197, 768))).astype(np.float32)
     want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
-    cg = tefuse.build(import_onnx(model), "cuda", precision="fp16", fuse_attention=True)
-    assert [k.template for k in cg.kernels].count(TEMPLATE) == 1
+    cg = tefuse.build(import_onnx(model), "cuda", precision="fp16")  # fused by default: the flash template
+    assert [k.template for k in cg.kernels].count(FLASH) == 1
     got = cg.run(x)[0]
     assert np.abs(got - want).max() <= 1e-2 * np.abs(want).max()

@@ -1,0 +1,170 @@
+"""CUDA flash-attention template for the attention op (ops/attention.py): fp16 on mma.sync, the
+scores and probabilities in registers (tensor_intrin_flash.py), sm_80 and later.
+
+One thread block per (batch entry, 16 * warps query rows), as attention.py's wmma template:
+the block's q rows and all of k and v are copied to shared memory (their prologues, a
+transformer's head split, computed in the copy; padding rows zero), then each warp runs the
+flash core on its 16 rows, writing a float32 16 x Dv tile, and the rows go out cast, with the
+epilogue (the head merge) computed in the store.
+
+The op's compute spells attention as five stages (scores, max, sum, probabilities, context).
+`prepare` replaces the middle ones by a placeholder block with the core's regions (each context
+row reads its q row and every k and v row), which the schedule tensorizes with the core, so the
+function this template schedules computes attention on CUDA only, through the core (the other
+targets, and this one's other template, schedule the op's own stages).
+"""
+from __future__ import annotations
+
+import tvm
+import tvm.s_tir as s_tir_mod
+from tvm import tirx
+from tvm_ffi import structural_walk
+
+from ...ops.attention import BLOCKS, AttentionGeometry
+from ...target import SMEM_OPTIN, optin_target
+from ..registry import DOMINANT, KernelInfo, Template, register
+from ..space import Config, ConfigSpace
+from .attention import PAD_HALF, _copy_to_shared
+from .lanes import stores_contiguous
+from .tensorcore import _arch, _inline_epilogue, _target_kind
+from .tensor_intrin_flash import flash_intrin, placeholder_value
+from .tensorcore_wgmma import _arch_of
+
+SCOPE = "shared.dyn"
+# warps a block, 16 query rows each: more share a block's k and v tiles (the op pads q rows to a
+# multiple of 64, so 8 only where the padded rows are a multiple of 128)
+WARPS = (4, 8, 2)
+MAX_HEAD_DIM = 128  # q/k and v rows a warp holds in registers: d/16 * 4 + dv/8 * 4 of them
+PLACEHOLDER = "flash_placeholder"
+_MIDDLE = (BLOCKS.scores, BLOCKS.max, BLOCKS.sum, BLOCKS.probs)
+
+
+def shared_bytes(geo: AttentionGeometry, warps: int) -> int:
+    """The block's shared tiles: its q rows, every k and v row (fp16 rows padded 16 bytes) and
+    the float32 context rows (unpadded: the tensorized block's layout is TVM's)."""
+    rows, lk = 16 * warps, geo.lk_pad
+    return (2 * (rows * (geo.d + PAD_HALF) + lk * (geo.d + PAD_HALF) + lk * (geo.dv + PAD_HALF))
+            + 4 * rows * geo.dv)
+
+
+def _fits(geo: AttentionGeometry, warps: int, arch: str) -> bool:
+    return geo.lq_pad % (16 * warps) == 0 and shared_bytes(geo, warps) <= SMEM_OPTIN.get(arch, 48 * 1024)
+
+
+def flash_placeholder(func: tirx.PrimFunc) -> tirx.PrimFunc:
+    """`func` (the attention op's stages, any prologue and epilogue) with the scores, max, sum and
+    probabilities stages gone and the context stage a placeholder the flash core replaces: it
+    writes each context element from its q row and all of k and v (see the module docstring)."""
+    blocks = {}
+    structural_walk(func.body, lambda n: blocks.__setitem__(n.name_hint, n)
+                    if isinstance(n, s_tir_mod.SBlock) else None)
+    scores, ctx = blocks[BLOCKS.scores], blocks[BLOCKS.context]
+    q, k = (r.source for r in scores.reads)
+    v, out = ctx.reads[1].source, ctx.writes[0].source
+    dropped = [blocks[n].writes[0].source for n in _MIDDLE]
+
+    *batch, lq, dv = (int(x) for x in out.shape)
+    lk, d = (int(x) for x in k.shape[-2:])
+    names = [f"i{n}" for n in range(len(batch))] + ["i", "j"]
+    loop_vars = [tirx.Var(n, "int32") for n in names]
+    iter_vars = [tirx.IterVar(tvm.ir.Range(0, e), tirx.Var(f"v_{n}", "int32"), tirx.IterVar.DataPar)
+                 for n, e in zip(names, [*batch, lq, dv])]
+    *vb, vi, vj = [iv.var for iv in iter_vars]
+    reads = [q[(*vb, vi, slice(0, d))], k[(*vb, slice(0, lk), slice(0, d))], v[(*vb, slice(0, lk), vj)]]
+    zero = tirx.const(0, "int32")
+    value = placeholder_value(q[(*vb, vi, zero)], k[(*vb, zero, zero)], v[(*vb, zero, vj)])
+    block = s_tir_mod.SBlock(iter_vars, reads, [out[(*vb, vi, slice(vj, vj + 1))]], PLACEHOLDER,
+                             tirx.BufferStore(out, value, [*vb, vi, vj]))
+    nest = s_tir_mod.SBlockRealize(loop_vars, True, block)
+    for var, extent in reversed(list(zip(loop_vars, [*batch, lq, dv]))):
+        nest = tirx.For(var, 0, extent, tirx.ForKind.SERIAL, nest)
+
+    def innermost(stmt) -> str:
+        found = []
+        structural_walk(stmt, lambda n: found.append(n.name_hint) if isinstance(n, s_tir_mod.SBlock) else None)
+        return found[0]
+
+    root = func.body.block
+    body = []
+    for stmt in root.body.seq:
+        name = innermost(stmt)
+        if name == BLOCKS.context:
+            body.append(nest)
+        elif name not in _MIDDLE:
+            body.append(stmt)
+    allocs = [b for b in root.alloc_buffers if not any(b.same_as(x) for x in dropped)]
+    new_root = s_tir_mod.SBlock(root.iter_vars, root.reads, root.writes, root.name_hint, tirx.SeqStmt(body),
+                                root.init, allocs, root.match_buffers, root.annotations)
+    return func.with_body(s_tir_mod.SBlockRealize(func.body.iter_values, func.body.predicate, new_root))
+
+
+@register("cuda", "attention")
+class FlashAttention(Template):
+    name = "flash_attention"
+    forms_by_default = True  # ViT-B/16 b32: see the module docstring
+
+    def supports(self, geometry, dtype: str, target) -> bool:
+        """fp16 on sm_80 and later, head dims of whole 16-column fragments up to MAX_HEAD_DIM, every
+        k and v row of a block in the arch's shared memory."""
+        return (dtype == "float16" and _target_kind(target) == "cuda" and _arch(target) >= 80
+                and geometry.d % 16 == 0 and geometry.dv % 16 == 0
+                and max(geometry.d, geometry.dv) <= MAX_HEAD_DIM and geometry.lq >= 1 and geometry.lk >= 1
+                and any(_fits(geometry, w, _arch_of(target)) for w in WARPS))
+
+    def accepts(self, info: KernelInfo) -> bool:
+        return isinstance(info.geometry, AttentionGeometry) and info.dtype == "float16"
+
+    def preference(self, info: KernelInfo, target) -> int:
+        return DOMINANT if self.supports(info.geometry, info.dtype, target) else -10
+
+    def space(self, info: KernelInfo, target) -> ConfigSpace:
+        s = ConfigSpace()
+        arch = _arch_of(target)
+        s.define_knob("warps", [w for w in WARPS if _fits(info.geometry, w, arch)] or [min(WARPS)])
+        s.define_knob("vec_out", [8, 4])
+        return s
+
+    def fallback(self, info: KernelInfo, target, space: ConfigSpace) -> Config:
+        return space.get(0)
+
+    def prepare(self, func, info: KernelInfo, cfg: Config, target):
+        return flash_placeholder(func)
+
+    def compile_target(self, info: KernelInfo, cfg: Config, target):
+        return optin_target(target)
+
+    def pass_config(self, info: KernelInfo, cfg: Config, target) -> dict:
+        return {}
+
+    def apply(self, sch, info: KernelInfo, cfg: Config, target) -> None:
+        apply_flash(sch, info, int(cfg["warps"]), int(cfg["vec_out"]), _target_kind(target) == "cuda")
+
+
+def apply_flash(sch, info: KernelInfo, warps: int, vec_out: int, tensorize: bool = True) -> None:
+    geo = info.geometry
+    g = sch.get_sblock
+    core, out = g(PLACEHOLDER), g(BLOCKS.out)
+    epilogue = [b for b in info.output_blocks if b != BLOCKS.out]
+    if epilogue:  # the head merge (a transpose) and elementwise ops: computed in the store
+        _inline_epilogue(sch, out, epilogue)
+
+    *batch, i, j = sch.get_loops(core)
+    bx = sch.fuse(*batch) if len(batch) > 1 else batch[0]
+    qt, wi, i16 = sch.split(i, [None, warps, 16])
+    sch.bind(bx, "blockIdx.y")
+    sch.bind(qt, "blockIdx.x")
+    sch.bind(wi, "threadIdx.y")
+    sch.set_scope(core, 0, SCOPE)  # one warp's 16 rows x Dv (the loop i16 on): the flash core
+    for name in (BLOCKS.q, BLOCKS.k, BLOCKS.v):
+        _copy_to_shared(sch, g(name), qt, warps)
+
+    sch.reverse_compute_at(out, wi)
+    fused = sch.fuse(*sch.get_loops(out)[-2:])
+    vec = vec_out
+    while vec > 1 and not stores_contiguous(sch, out, fused, vec):
+        vec //= 2
+    _, tx, vv = sch.split(fused, [None, 32, vec])
+    sch.bind(tx, "threadIdx.x")
+    sch.vectorize(vv)
+    if tensorize:
+        sch.tensorize(i16, flash_intrin(geo.d, geo.dv, geo.lk_pad, geo.lk, geo.alpha, SCOPE))

@@ -1,0 +1,197 @@
+"""Flash-attention core as a tensor intrinsic (mma.sync m16n8k16, fp16, sm_80+): one warp's 16
+query rows against every key of the block's shared k and v tiles, softmax online, the 16 x Dv
+context rows written to a float32 shared tile.
+
+Why: three kernels (scores, softmax, context) write and read the [.., Lq, Lk] scores and
+probabilities through global memory (ViT-B/16 b32: 1.0 ms of attention where cuDNN's flash
+kernel takes 0.3), and the wmma template (attention.py) keeps the float32 scores in shared
+memory between phases. Here the scores and probabilities never leave the warp's registers, as
+in FlashAttention-2: the accumulators of S = Q K^T are in the m16n8k16 C layout, which is the A
+layout of P V's k16 chunk once rounded to fp16 pairs, so P is fed straight back to the tensor
+cores.
+
+Layouts (PTX ISA 9.7.13.5.8, m16n8k16 f16): lane = 4 * group + quad;
+- Q [16][D] in shared, rows `qs` elements apart: A fragments of each 16-wide d chunk by ldmatrix.x4;
+- K [Lk_pad][D], rows `ks` apart: S's B operand is K^T, so K's rows (keys) are B's columns and
+  ldmatrix (no transpose) of 8 keys x 8 d gives b0/b1 of an n8 tile;
+- V [Lk_pad][Dv], rows `vs` apart: P V's B operand is V itself (keys are its k), read with
+  ldmatrix.trans;
+- S and O accumulators: c0, c1 at row `group`, columns 2 * quad + 0/1; c2, c3 eight rows down.
+Each 16-key step: S for 16 keys (two n8 tiles), keys past `lk` set to -inf, the row maxima over
+the quad (shuffles), the running sum and O rescaled by exp2(m_old - m_new), P = exp2(S * scale -
+m) (scale = alpha * log2(e)), O += P V. At the end O / l goes to the float32 tile, rows `os`
+apart. P is the unnormalized exp rounded to fp16 (the unfused graph rounds the normalized
+probabilities): both are within fp16's rounding of the float64 result.
+
+The intrinsic's description is the placeholder block `flash_placeholder` writes (see
+attention_flash.py): the same regions (the warp's 16 q rows, all of k and v, its 16 context
+rows) and a body that reads them, which the tensorization replaces by the device function.
+"""
+from __future__ import annotations
+
+from tvm.s_tir import TensorIntrin
+from tvm.script import tirx as T
+
+WARP = 32
+LOG2E = 1.4426950408889634
+
+
+def func_name(d: int, dv: int, lk_pad: int, lk: int) -> str:
+    return f"tefuse_flash_16x{dv}_d{d}_k{lk}of{lk_pad}"
+
+
+def device_source(d: int, dv: int, lk_pad: int, lk: int, scale_log2: float) -> str:
+    """CUDA source of the device function (TVM's cuda func_call puts it before the kernel)."""
+    if d % 16 or dv % 16 or lk_pad % 16 or not 0 < lk <= lk_pad:
+        raise ValueError(f"flash core: d {d}, dv {dv}, padded keys {lk_pad} must be multiples of 16, "
+                         f"0 < keys {lk} <= padded")
+    name = func_name(d, dv, lk_pad, lk)
+    return f"""
+#ifndef TEFUSE_FLASH_HELPERS
+#define TEFUSE_FLASH_HELPERS
+#define TEFUSE_NEG_INF __int_as_float(0xff800000u)
+__device__ __forceinline__ void tefuse_ldsm_x4(unsigned int* r, const void* p) {{
+  unsigned int a = (unsigned int)__cvta_generic_to_shared(p);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {{%0, %1, %2, %3}}, [%4];\\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a));
+}}
+__device__ __forceinline__ void tefuse_ldsm_x4_t(unsigned int* r, const void* p) {{
+  unsigned int a = (unsigned int)__cvta_generic_to_shared(p);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {{%0, %1, %2, %3}}, [%4];\\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a));
+}}
+__device__ __forceinline__ void tefuse_mma_16816(float* c, const unsigned int* a, unsigned int b0, unsigned int b1) {{
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+               "{{%0, %1, %2, %3}}, {{%4, %5, %6, %7}}, {{%8, %9}}, {{%0, %1, %2, %3}};\\n"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}}
+__device__ __forceinline__ unsigned int tefuse_pack_half2(float lo, float hi) {{
+  __half2 h = __floats2half2_rn(lo, hi);
+  return *reinterpret_cast<unsigned int*>(&h);
+}}
+#endif
+__device__ __forceinline__ void {name}(float* o, const half* q, const half* k, const half* v,
+                                       int qs, int ks, int vs, int os) {{
+  const int lane = threadIdx.x & 31, group = lane >> 2, quad = lane & 3;
+  unsigned int qf[{d // 16}][4];
+#pragma unroll
+  for (int c = 0; c < {d // 16}; ++c)
+    tefuse_ldsm_x4(qf[c], q + (lane & 15) * qs + c * 16 + (lane >> 4) * 8);
+  float acc[{dv // 8}][4];
+#pragma unroll
+  for (int t = 0; t < {dv // 8}; ++t) acc[t][0] = acc[t][1] = acc[t][2] = acc[t][3] = 0.f;
+  float m0 = TEFUSE_NEG_INF, m1 = TEFUSE_NEG_INF, l0 = 0.f, l1 = 0.f;
+  for (int kb = 0; kb < {lk_pad // 16}; ++kb) {{
+    float s[2][4] = {{{{0.f, 0.f, 0.f, 0.f}}, {{0.f, 0.f, 0.f, 0.f}}}};
+#pragma unroll
+    for (int c = 0; c < {d // 16}; ++c) {{
+      unsigned int b[4];  // keys kb*16 + 0..7 (b[0], b[1]: d 0..7, 8..15 of the chunk), + 8..15 (b[2], b[3])
+      tefuse_ldsm_x4(b, k + (kb * 16 + (lane & 7) + (lane >> 4) * 8) * ks + c * 16 + ((lane >> 3) & 1) * 8);
+      tefuse_mma_16816(s[0], qf[c], b[0], b[1]);
+      tefuse_mma_16816(s[1], qf[c], b[2], b[3]);
+    }}
+    float x0 = TEFUSE_NEG_INF, x1 = TEFUSE_NEG_INF;
+#pragma unroll
+    for (int t = 0; t < 2; ++t)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {{
+        const int key = kb * 16 + t * 8 + quad * 2 + (e & 1);
+        s[t][e] = key < {lk} ? s[t][e] * {scale_log2!r}f : TEFUSE_NEG_INF;
+        if (e < 2) x0 = fmaxf(x0, s[t][e]); else x1 = fmaxf(x1, s[t][e]);
+      }}
+    x0 = fmaxf(x0, __shfl_xor_sync(0xffffffff, x0, 1)); x0 = fmaxf(x0, __shfl_xor_sync(0xffffffff, x0, 2));
+    x1 = fmaxf(x1, __shfl_xor_sync(0xffffffff, x1, 1)); x1 = fmaxf(x1, __shfl_xor_sync(0xffffffff, x1, 2));
+    const float n0 = fmaxf(m0, x0), n1 = fmaxf(m1, x1);
+    // 0 on the first step (m = -inf); 1 where the maximum stays (also -inf against -inf)
+    const float r0 = m0 == n0 ? 1.f : exp2f(m0 - n0), r1 = m1 == n1 ? 1.f : exp2f(m1 - n1);
+    m0 = n0; m1 = n1; l0 *= r0; l1 *= r1;
+#pragma unroll
+    for (int t = 0; t < {dv // 8}; ++t) {{ acc[t][0] *= r0; acc[t][1] *= r0; acc[t][2] *= r1; acc[t][3] *= r1; }}
+    unsigned int p[4];
+#pragma unroll
+    for (int t = 0; t < 2; ++t) {{
+      const float e0 = exp2f(s[t][0] - n0), e1 = exp2f(s[t][1] - n0);
+      const float e2 = exp2f(s[t][2] - n1), e3 = exp2f(s[t][3] - n1);
+      l0 += e0 + e1; l1 += e2 + e3;
+      p[2 * t] = tefuse_pack_half2(e0, e1);      // row group, keys t*8 + 2*quad + 0/1
+      p[2 * t + 1] = tefuse_pack_half2(e2, e3);  // row group + 8
+    }}
+#pragma unroll
+    for (int n = 0; n < {dv // 16}; ++n) {{
+      unsigned int b[4];  // keys kb*16 + 0..7, 8..15 of columns n*16 + 0..7 (b[0], b[1]), + 8..15 (b[2], b[3])
+      tefuse_ldsm_x4_t(b, v + (kb * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * vs + n * 16 + (lane >> 4) * 8);
+      tefuse_mma_16816(acc[2 * n], p, b[0], b[1]);
+      tefuse_mma_16816(acc[2 * n + 1], p, b[2], b[3]);
+    }}
+  }}
+  l0 += __shfl_xor_sync(0xffffffff, l0, 1); l0 += __shfl_xor_sync(0xffffffff, l0, 2);
+  l1 += __shfl_xor_sync(0xffffffff, l1, 1); l1 += __shfl_xor_sync(0xffffffff, l1, 2);
+  const float i0 = 1.f / l0, i1 = 1.f / l1;
+#pragma unroll
+  for (int t = 0; t < {dv // 8}; ++t) {{
+    float* r = o + group * os + t * 8 + quad * 2;
+    r[0] = acc[t][0] * i0; r[1] = acc[t][1] * i0;
+    r[8 * os] = acc[t][2] * i1; r[8 * os + 1] = acc[t][3] * i1;
+  }}
+}}
+"""
+
+
+def _intrin(d: int, dv: int, lk_pad: int, lk: int, alpha: float, scope: str):
+    from tvm.backend.cuda.op import cuda_func_call
+
+    name, src = func_name(d, dv, lk_pad, lk), device_source(d, dv, lk_pad, lk, alpha * LOG2E)
+
+    @T.prim_func(s_tir=True)
+    def desc(q: T.handle, k: T.handle, v: T.handle, o: T.handle) -> None:
+        Q = T.match_buffer(q, (16, d), "float16", offset_factor=1, scope=scope)
+        K = T.match_buffer(k, (lk_pad, d), "float16", offset_factor=1, scope=scope)
+        V = T.match_buffer(v, (lk_pad, dv), "float16", offset_factor=1, scope=scope)
+        O = T.match_buffer(o, (16, dv), "float32", offset_factor=1, scope=scope)
+        with T.sblock("root"):
+            T.reads(Q[0:16, 0:d], K[0:lk_pad, 0:d], V[0:lk_pad, 0:dv])
+            T.writes(O[0:16, 0:dv])
+            for i, j in T.grid(16, dv):
+                with T.sblock("flash"):
+                    vi, vj = T.axis.remap("SS", [i, j])
+                    T.reads(Q[vi, 0:d], K[0:lk_pad, 0:d], V[0:lk_pad, vj])
+                    T.writes(O[vi, vj])
+                    O[vi, vj] = T.Cast("float32", Q[vi, 0]) + T.Cast("float32", K[0, 0]) + T.Cast("float32", V[0, vj])
+
+    @T.prim_func(s_tir=True)
+    def impl(q: T.handle, k: T.handle, v: T.handle, o: T.handle) -> None:
+        qs, ks, vs, os = T.int32(), T.int32(), T.int32(), T.int32()
+        Q = T.match_buffer(q, (16, d), "float16", offset_factor=1, scope=scope, strides=[qs, 1])
+        K = T.match_buffer(k, (lk_pad, d), "float16", offset_factor=1, scope=scope, strides=[ks, 1])
+        V = T.match_buffer(v, (lk_pad, dv), "float16", offset_factor=1, scope=scope, strides=[vs, 1])
+        O = T.match_buffer(o, (16, dv), "float32", offset_factor=1, scope=scope, strides=[os, 1])
+        with T.sblock("root"):
+            T.reads(Q[0:16, 0:d], K[0:lk_pad, 0:d], V[0:lk_pad, 0:dv])
+            T.writes(O[0:16, 0:dv])
+            for tx in T.thread_binding(0, WARP, "threadIdx.x"):
+                T.evaluate(cuda_func_call(name, O.access_ptr("w"), Q.access_ptr("r"), K.access_ptr("r"),
+                                          V.access_ptr("r"), qs, ks, vs, os, source_code=src))
+
+    return desc, impl
+
+
+def placeholder_value(q, k, v):
+    """The placeholder block's value (attention_flash.py writes it; `desc` above spells the same):
+    one element of each operand, so the block reads all three; the tensorization replaces it
+    before anything computes it."""
+    from tvm import tirx
+
+    return tirx.Cast("float32", q) + tirx.Cast("float32", k) + tirx.Cast("float32", v)
+
+
+_registered: set[str] = set()
+
+
+def flash_intrin(d: int, dv: int, lk_pad: int, lk: int, alpha: float, scope: str = "shared.dyn") -> str:
+    """Register (once) and name the intrinsic for one warp's 16 rows at these extents."""
+    name = f"{func_name(d, dv, lk_pad, lk)}_a{alpha!r}_{scope.replace('.', '_')}"
+    if name not in _registered:
+        TensorIntrin.register(name, *_intrin(d, dv, lk_pad, lk, alpha, scope), override=True)
+        _registered.add(name)
+    return name
