@@ -23,6 +23,9 @@ m) (scale = alpha * log2(e)), O += P V. At the end O / l goes to the float32 til
 apart. P is the unnormalized exp rounded to fp16 (the unfused graph rounds the normalized
 probabilities): both are within fp16's rounding of the float64 result.
 
+Every thread of the block calls the function (no predicate: the rows are padded), which lets
+it hold a block barrier before its stores (see there).
+
 The intrinsic's description is the placeholder block `flash_placeholder` writes (see
 attention_flash.py): the same regions (the warp's 16 q rows, all of k and v, its 16 context
 rows) and a body that reads them, which the tensorization replaces by the device function.
@@ -128,6 +131,10 @@ __device__ __forceinline__ void {name}(float* o, const half* q, const half* k, c
   l0 += __shfl_xor_sync(0xffffffff, l0, 1); l0 += __shfl_xor_sync(0xffffffff, l0, 2);
   l1 += __shfl_xor_sync(0xffffffff, l1, 1); l1 += __shfl_xor_sync(0xffffffff, l1, 2);
   const float i0 = 1.f / l0, i1 = 1.f / l1;
+  // TVM's shared-memory merge may place the context tile over q, k or v (their last use is this
+  // call, where the tile's first is): every warp of the block is done reading them before any
+  // writes (every thread of the block calls this function, unpredicated)
+  __syncthreads();
 #pragma unroll
   for (int t = 0; t < {dv // 8}; ++t) {{
     float* r = o + group * os + t * 8 + quad * 2;
