@@ -27,7 +27,7 @@ from ..space import Config, ConfigSpace
 from .attention import PAD_HALF, _copy_to_shared
 from .lanes import stores_contiguous
 from .tensorcore import _arch, _inline_epilogue, _target_kind
-from .tensor_intrin_flash import flash_intrin, placeholder_value
+from .tensor_intrin_flash import KEY_STEPS, flash_intrin, placeholder_value
 from .tensorcore_wgmma import _arch_of
 
 SCOPE = "shared.dyn"
@@ -122,6 +122,7 @@ class FlashAttention(Template):
         arch = _arch_of(target)
         s.define_knob("warps", [w for w in WARPS if _fits(info.geometry, w, arch)] or [min(WARPS)])
         s.define_knob("vec_out", [8, 4])
+        s.define_knob("keys", list(KEY_STEPS))
         return s
 
     def fallback(self, info: KernelInfo, target, space: ConfigSpace) -> Config:
@@ -137,10 +138,11 @@ class FlashAttention(Template):
         return {}
 
     def apply(self, sch, info: KernelInfo, cfg: Config, target) -> None:
-        apply_flash(sch, info, int(cfg["warps"]), int(cfg["vec_out"]), _target_kind(target) == "cuda")
+        apply_flash(sch, info, int(cfg["warps"]), int(cfg["vec_out"]), int(cfg["keys"]),
+                    _target_kind(target) == "cuda")
 
 
-def apply_flash(sch, info: KernelInfo, warps: int, vec_out: int, tensorize: bool = True) -> None:
+def apply_flash(sch, info: KernelInfo, warps: int, vec_out: int, keys: int = 16, tensorize: bool = True) -> None:
     geo = info.geometry
     g = sch.get_sblock
     core, out = g(PLACEHOLDER), g(BLOCKS.out)
@@ -167,4 +169,4 @@ def apply_flash(sch, info: KernelInfo, warps: int, vec_out: int, tensorize: bool
     sch.bind(tx, "threadIdx.x")
     sch.vectorize(vv)
     if tensorize:
-        sch.tensorize(i16, flash_intrin(geo.d, geo.dv, geo.lk_pad, geo.lk, geo.alpha, SCOPE))
+        sch.tensorize(i16, flash_intrin(geo.d, geo.dv, geo.lk_pad, geo.lk, geo.alpha, SCOPE, keys))

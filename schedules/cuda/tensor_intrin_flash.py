@@ -17,7 +17,7 @@ Layouts (PTX ISA 9.7.13.5.8, m16n8k16 f16): lane = 4 * group + quad;
 - V [Lk_pad][Dv], rows `vs` apart: P V's B operand is V itself (keys are its k), read with
   ldmatrix.trans;
 - S and O accumulators: c0, c1 at row `group`, columns 2 * quad + 0/1; c2, c3 eight rows down.
-Each 16-key step: S for 16 keys (two n8 tiles), keys past `lk` set to -inf, the row maxima over
+Each step (`keys` of them, 16 to 64; a knob): S for its keys (two n8 tiles a 16), keys past `lk` set to -inf, the row maxima over
 the quad (shuffles), the running sum and O rescaled by exp2(m_old - m_new), P = exp2(S * scale -
 m) (scale = alpha * log2(e)), O += P V. At the end O / l goes to the float32 tile, rows `os`
 apart. P is the unnormalized exp rounded to fp16 (the unfused graph rounds the normalized
@@ -39,16 +39,84 @@ WARP = 32
 LOG2E = 1.4426950408889634
 
 
-def func_name(d: int, dv: int, lk_pad: int, lk: int) -> str:
-    return f"tefuse_flash_16x{dv}_d{d}_k{lk}of{lk_pad}"
+KEY_STEPS = (64, 32, 16)  # keys a step of the online softmax takes (a knob: more, more work in flight)
 
 
-def device_source(d: int, dv: int, lk_pad: int, lk: int, scale_log2: float) -> str:
-    """CUDA source of the device function (TVM's cuda func_call puts it before the kernel)."""
-    if d % 16 or dv % 16 or lk_pad % 16 or not 0 < lk <= lk_pad:
+def func_name(d: int, dv: int, lk_pad: int, lk: int, keys: int = 16) -> str:
+    return f"tefuse_flash_16x{dv}_d{d}_k{lk}of{lk_pad}_s{keys}"
+
+
+def _step(nt: int, key0: str, d: int, dv: int, lk: int, scale_log2: float) -> str:
+    """One online-softmax step over 16 * nt keys from `key0` (an expression): S for them (2 * nt
+    n8 tiles, independent mma chains), the row maxima, the rescale, then P V per 16 keys."""
+    return f"""  {{
+    const int key0 = {key0};
+    float s[{2 * nt}][4];
+#pragma unroll
+    for (int t = 0; t < {2 * nt}; ++t) s[t][0] = s[t][1] = s[t][2] = s[t][3] = 0.f;
+#pragma unroll
+    for (int c = 0; c < {d // 16}; ++c)
+#pragma unroll
+      for (int t = 0; t < {nt}; ++t) {{
+        unsigned int b[4];  // keys +0..7 (b[0], b[1]: d 0..7, 8..15 of the chunk), +8..15 (b[2], b[3])
+        tefuse_ldsm_x4(b, k + (key0 + t * 16 + (lane & 7) + (lane >> 4) * 8) * ks + c * 16 + ((lane >> 3) & 1) * 8);
+        tefuse_mma_16816(s[2 * t], qf[c], b[0], b[1]);
+        tefuse_mma_16816(s[2 * t + 1], qf[c], b[2], b[3]);
+      }}
+    float x0 = TEFUSE_NEG_INF, x1 = TEFUSE_NEG_INF;
+#pragma unroll
+    for (int t = 0; t < {2 * nt}; ++t)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {{
+        const int key = key0 + t * 8 + quad * 2 + (e & 1);
+        s[t][e] = key < {lk} ? s[t][e] * {scale_log2!r}f : TEFUSE_NEG_INF;
+        if (e < 2) x0 = fmaxf(x0, s[t][e]); else x1 = fmaxf(x1, s[t][e]);
+      }}
+    x0 = fmaxf(x0, __shfl_xor_sync(0xffffffff, x0, 1)); x0 = fmaxf(x0, __shfl_xor_sync(0xffffffff, x0, 2));
+    x1 = fmaxf(x1, __shfl_xor_sync(0xffffffff, x1, 1)); x1 = fmaxf(x1, __shfl_xor_sync(0xffffffff, x1, 2));
+    const float n0 = fmaxf(m0, x0), n1 = fmaxf(m1, x1);
+    // 0 on the first step (m = -inf); 1 where the maximum stays (also -inf against -inf)
+    const float r0 = m0 == n0 ? 1.f : exp2f(m0 - n0), r1 = m1 == n1 ? 1.f : exp2f(m1 - n1);
+    m0 = n0; m1 = n1; l0 *= r0; l1 *= r1;
+#pragma unroll
+    for (int t = 0; t < {dv // 8}; ++t) {{ acc[t][0] *= r0; acc[t][1] *= r0; acc[t][2] *= r1; acc[t][3] *= r1; }}
+#pragma unroll
+    for (int t = 0; t < {nt}; ++t) {{
+      unsigned int p[4];  // P's 16 x 16 A fragment: rows group (p[0], p[2]) and group + 8, keys 2 * quad + 0/1 (+ 8)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {{
+        const float e0 = exp2f(s[2 * t + h][0] - n0), e1 = exp2f(s[2 * t + h][1] - n0);
+        const float e2 = exp2f(s[2 * t + h][2] - n1), e3 = exp2f(s[2 * t + h][3] - n1);
+        l0 += e0 + e1; l1 += e2 + e3;
+        p[2 * h] = tefuse_pack_half2(e0, e1);
+        p[2 * h + 1] = tefuse_pack_half2(e2, e3);
+      }}
+#pragma unroll
+      for (int n = 0; n < {dv // 16}; ++n) {{
+        unsigned int b[4];  // keys +0..7, +8..15 of columns n*16 + 0..7 (b[0], b[1]), + 8..15 (b[2], b[3])
+        tefuse_ldsm_x4_t(b, v + (key0 + t * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * vs + n * 16 + (lane >> 4) * 8);
+        tefuse_mma_16816(acc[2 * n], p, b[0], b[1]);
+        tefuse_mma_16816(acc[2 * n + 1], p, b[2], b[3]);
+      }}
+    }}
+  }}
+"""
+
+
+def device_source(d: int, dv: int, lk_pad: int, lk: int, scale_log2: float, keys: int = 16) -> str:
+    """CUDA source of the device function (TVM's cuda func_call puts it before the kernel): steps
+    of `keys` keys, then 16 at a time for the padded keys left."""
+    if d % 16 or dv % 16 or lk_pad % 16 or not 0 < lk <= lk_pad or keys not in KEY_STEPS:
         raise ValueError(f"flash core: d {d}, dv {dv}, padded keys {lk_pad} must be multiples of 16, "
-                         f"0 < keys {lk} <= padded")
-    name = func_name(d, dv, lk_pad, lk)
+                         f"0 < keys {lk} <= padded, steps of {KEY_STEPS} keys, not {keys}")
+    name = func_name(d, dv, lk_pad, lk, keys)
+    full, rest = divmod(lk_pad, keys)
+    steps = ""
+    if full:
+        steps += f"  for (int kb = 0; kb < {full}; ++kb)\n" + _step(keys // 16, f"kb * {keys}", d, dv, lk, scale_log2)
+    if rest:
+        steps += (f"  for (int kb = 0; kb < {rest // 16}; ++kb)\n"
+                  + _step(1, f"{full * keys} + kb * 16", d, dv, lk, scale_log2))
     return f"""
 #ifndef TEFUSE_FLASH_HELPERS
 #define TEFUSE_FLASH_HELPERS
@@ -85,50 +153,7 @@ __device__ __forceinline__ void {name}(float* o, const half* q, const half* k, c
 #pragma unroll
   for (int t = 0; t < {dv // 8}; ++t) acc[t][0] = acc[t][1] = acc[t][2] = acc[t][3] = 0.f;
   float m0 = TEFUSE_NEG_INF, m1 = TEFUSE_NEG_INF, l0 = 0.f, l1 = 0.f;
-  for (int kb = 0; kb < {lk_pad // 16}; ++kb) {{
-    float s[2][4] = {{{{0.f, 0.f, 0.f, 0.f}}, {{0.f, 0.f, 0.f, 0.f}}}};
-#pragma unroll
-    for (int c = 0; c < {d // 16}; ++c) {{
-      unsigned int b[4];  // keys kb*16 + 0..7 (b[0], b[1]: d 0..7, 8..15 of the chunk), + 8..15 (b[2], b[3])
-      tefuse_ldsm_x4(b, k + (kb * 16 + (lane & 7) + (lane >> 4) * 8) * ks + c * 16 + ((lane >> 3) & 1) * 8);
-      tefuse_mma_16816(s[0], qf[c], b[0], b[1]);
-      tefuse_mma_16816(s[1], qf[c], b[2], b[3]);
-    }}
-    float x0 = TEFUSE_NEG_INF, x1 = TEFUSE_NEG_INF;
-#pragma unroll
-    for (int t = 0; t < 2; ++t)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {{
-        const int key = kb * 16 + t * 8 + quad * 2 + (e & 1);
-        s[t][e] = key < {lk} ? s[t][e] * {scale_log2!r}f : TEFUSE_NEG_INF;
-        if (e < 2) x0 = fmaxf(x0, s[t][e]); else x1 = fmaxf(x1, s[t][e]);
-      }}
-    x0 = fmaxf(x0, __shfl_xor_sync(0xffffffff, x0, 1)); x0 = fmaxf(x0, __shfl_xor_sync(0xffffffff, x0, 2));
-    x1 = fmaxf(x1, __shfl_xor_sync(0xffffffff, x1, 1)); x1 = fmaxf(x1, __shfl_xor_sync(0xffffffff, x1, 2));
-    const float n0 = fmaxf(m0, x0), n1 = fmaxf(m1, x1);
-    // 0 on the first step (m = -inf); 1 where the maximum stays (also -inf against -inf)
-    const float r0 = m0 == n0 ? 1.f : exp2f(m0 - n0), r1 = m1 == n1 ? 1.f : exp2f(m1 - n1);
-    m0 = n0; m1 = n1; l0 *= r0; l1 *= r1;
-#pragma unroll
-    for (int t = 0; t < {dv // 8}; ++t) {{ acc[t][0] *= r0; acc[t][1] *= r0; acc[t][2] *= r1; acc[t][3] *= r1; }}
-    unsigned int p[4];
-#pragma unroll
-    for (int t = 0; t < 2; ++t) {{
-      const float e0 = exp2f(s[t][0] - n0), e1 = exp2f(s[t][1] - n0);
-      const float e2 = exp2f(s[t][2] - n1), e3 = exp2f(s[t][3] - n1);
-      l0 += e0 + e1; l1 += e2 + e3;
-      p[2 * t] = tefuse_pack_half2(e0, e1);      // row group, keys t*8 + 2*quad + 0/1
-      p[2 * t + 1] = tefuse_pack_half2(e2, e3);  // row group + 8
-    }}
-#pragma unroll
-    for (int n = 0; n < {dv // 16}; ++n) {{
-      unsigned int b[4];  // keys kb*16 + 0..7, 8..15 of columns n*16 + 0..7 (b[0], b[1]), + 8..15 (b[2], b[3])
-      tefuse_ldsm_x4_t(b, v + (kb * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * vs + n * 16 + (lane >> 4) * 8);
-      tefuse_mma_16816(acc[2 * n], p, b[0], b[1]);
-      tefuse_mma_16816(acc[2 * n + 1], p, b[2], b[3]);
-    }}
-  }}
-  l0 += __shfl_xor_sync(0xffffffff, l0, 1); l0 += __shfl_xor_sync(0xffffffff, l0, 2);
+{steps}  l0 += __shfl_xor_sync(0xffffffff, l0, 1); l0 += __shfl_xor_sync(0xffffffff, l0, 2);
   l1 += __shfl_xor_sync(0xffffffff, l1, 1); l1 += __shfl_xor_sync(0xffffffff, l1, 2);
   const float i0 = 1.f / l0, i1 = 1.f / l1;
   // TVM's shared-memory merge may place the context tile over q, k or v (their last use is this
@@ -145,10 +170,10 @@ __device__ __forceinline__ void {name}(float* o, const half* q, const half* k, c
 """
 
 
-def _intrin(d: int, dv: int, lk_pad: int, lk: int, alpha: float, scope: str):
+def _intrin(d: int, dv: int, lk_pad: int, lk: int, alpha: float, scope: str, keys: int):
     from tvm.backend.cuda.op import cuda_func_call
 
-    name, src = func_name(d, dv, lk_pad, lk), device_source(d, dv, lk_pad, lk, alpha * LOG2E)
+    name, src = func_name(d, dv, lk_pad, lk, keys), device_source(d, dv, lk_pad, lk, alpha * LOG2E, keys)
 
     @T.prim_func(s_tir=True)
     def desc(q: T.handle, k: T.handle, v: T.handle, o: T.handle) -> None:
@@ -195,10 +220,12 @@ def placeholder_value(q, k, v):
 _registered: set[str] = set()
 
 
-def flash_intrin(d: int, dv: int, lk_pad: int, lk: int, alpha: float, scope: str = "shared.dyn") -> str:
-    """Register (once) and name the intrinsic for one warp's 16 rows at these extents."""
-    name = f"{func_name(d, dv, lk_pad, lk)}_a{alpha!r}_{scope.replace('.', '_')}"
+def flash_intrin(d: int, dv: int, lk_pad: int, lk: int, alpha: float, scope: str = "shared.dyn",
+                 keys: int = 16) -> str:
+    """Register (once) and name the intrinsic for one warp's 16 rows at these extents, `keys`
+    keys a step."""
+    name = f"{func_name(d, dv, lk_pad, lk, keys)}_a{alpha!r}_{scope.replace('.', '_')}"
     if name not in _registered:
-        TensorIntrin.register(name, *_intrin(d, dv, lk_pad, lk, alpha, scope), override=True)
+        TensorIntrin.register(name, *_intrin(d, dv, lk_pad, lk, alpha, scope, keys), override=True)
         _registered.add(name)
     return name

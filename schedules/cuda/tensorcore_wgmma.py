@@ -85,15 +85,17 @@ def fallback_values(m: int, n: int, sms: int, dtype: str = "float16", k: Optiona
     return {"tile": tile, "stages": stages, **common}
 
 
-# bytes TVM's shared-memory merge may add past the larger of the pipeline and the staging tile
-# (measured from the lowered kernels: up to 16 KB, e.g. 192x256 at 4 stages takes 240 KB, not 224)
+# bytes TVM's shared-memory merge may add past `wgmma_shared_bytes` (measured from the lowered
+# kernels: up to 16 KB, e.g. 192x256 at 4 stages takes 240 KB where its pipeline is 224)
 SMEM_MERGE_SLACK = 16 * 1024
 
 
 def wgmma_shared_bytes(bm: int, bn: int, stages: int) -> int:
     """Dynamic shared memory of a wgmma block before the merge's slack: the pipeline's 128-byte
-    tile rows (A and B, `stages` versions) or the float32 staging tile, which reuses them."""
-    return max(max(stages, 1) * (bm + bn) * 128, bm * bn * 4)
+    tile rows (A and B, `stages` versions), or the float32 staging tile, which reuses them but
+    for up to one version of the tiles (lowered kernels: 256x192 at 2 stages takes 240 KB, the
+    staging tile's 192 and 48 more; at 3 and 4 stages, the larger of the two)."""
+    return max(max(stages, 1) * (bm + bn) * 128, bm * bn * 4 + (bm + bn) * 128)
 
 
 def _fewer_waves_at_192(m: int, n: int, sms: int) -> bool:
@@ -112,8 +114,8 @@ def wgmma_admits(values: dict, dtype: str, tiles=None) -> bool:
     one 128-byte row deep (bk 64 for fp16/bf16, 32 for tf32), whole warpgroups of rows. With the
     space's `tiles`, only the first tile of each (BM, BN) is taken: wgmma has no warp tile (warps
     own 16-row strips), so (128, 128, 64, 64) and (128, 128, 64, 32) are one kernel, and a tuner
-    would measure it twice. Nor blocks past Hopper's opt-in shared memory (256x192 at 4 stages:
-    the launch fails)."""
+    would measure it twice. Nor blocks past Hopper's opt-in shared memory (256x192 at 2 or 4
+    stages: the launch failed)."""
     if values["intrin"] != "wgmma":
         return True
     bm, bn = values["tile"][:2]

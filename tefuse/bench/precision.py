@@ -236,6 +236,39 @@ def gemm_case(m: int, n: int, k: int, precision: str, db=None, tune_trials: int 
                err <= TOLERANCE[precision], _templates(cg), extra)
 
 
+def attention_case(batch: int, heads: int, length: int, dim: int, precision: str, db=None, tune_trials: int = 0,
+                   tuning=None) -> Row:
+    """softmax(q k^T / sqrt(d)) v as the attention op (graph/attention.py forms it from what
+    exporters write) vs torch's scaled_dot_product_attention (flash or cuDNN kernels) in
+    `precision`; tune_trials and tuning as conv_case's."""
+    import tvm
+
+    from ..driver import build
+    from ..graph import GraphBuilder
+
+    torch = _torch()
+    dt = DTYPES[precision]
+    shape, alpha = (batch, heads, length, dim), 1 / math.sqrt(dim)
+    rng = np.random.default_rng(0)
+    args = {n: rng.standard_normal(shape).astype(np.float32) for n in ("q", "k", "v")}
+    b = GraphBuilder()
+    graph = b.build(b.op("attention", *(b.input(n, shape, dt) for n in args), alpha=alpha))
+    tune_first(graph, precision, db, tune_trials, tuning)
+    cg = build(graph, "cuda", db=db, precision=_graph_precision(precision))
+    tv = {n: tvm.runtime.tensor(_to_np(v, dt), cg.device) for n, v in args.items()}
+    out = cg.run(**tv)[0]
+    t = {n: torch.from_numpy(_to_np(v, dt).astype(np.float32)).cuda().double() for n, v in args.items()}
+    with torch.no_grad():
+        ref = (torch.softmax(alpha * t["q"] @ t["k"].transpose(-1, -2), -1) @ t["v"]).cpu().numpy()
+    err = _rel(out.astype(np.float32), ref)
+    pq, pk, pv = (torch.from_numpy(v).cuda().to(getattr(torch, dt)) for v in args.values())
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    ms, peer, timing = _time_against(torch, cg, tv, out, precision, lambda: sdpa(pq, pk, pv))
+    return Row("attention", "x".join(map(str, shape)), precision, batch, ms, peer,
+               f"torch scaled_dot_product_attention, {precision}", err, err <= TOLERANCE[precision],
+               _templates(cg), timing)
+
+
 # --prologue: the target's rules (build's default), or every prologue fused (before those rules)
 PROLOGUES = {"rules": True, "all": lambda candidate: True}
 
@@ -383,23 +416,24 @@ def geomean(xs) -> Optional[float]:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("suite", choices=["conv", "gemm", "models"])
+    p.add_argument("suite", choices=["conv", "gemm", "attention", "models"])
     p.add_argument("--precision", nargs="+", default=["fp16"], choices=list(DTYPES))
     p.add_argument("--batch", type=int, nargs="+", default=[1, 16])
     p.add_argument("--shapes", type=int, nargs="*", default=None, help="indices into RESNET50_CONVS")
     p.add_argument("--layout", default="NCHW", choices=["NCHW", "NHWC"], help="conv suite: tefuse's layout")
     p.add_argument("--models", nargs="+", default=["resnet50", "vit_b_16"])
     p.add_argument("--gemm", nargs="+", default=["4096x4096x4096"], help="MxNxK")
+    p.add_argument("--attention", nargs="+", default=["32x12x197x64", "1x12x197x64"], help="BxHxLxD")
     p.add_argument("--no-compile", action="store_true", help="models: skip the torch.compile peer")
     p.add_argument("--prologue", nargs="+", default=["rules"], choices=list(PROLOGUES),
                    help="models: prologue fusion by the target's rules (default), or everywhere; each is a row")
     p.add_argument("--no-split-k", action="store_true", help="conv, models: build with split_k=False")
     p.add_argument("--no-db", action="store_true")
     p.add_argument("--tune", type=int, default=0, metavar="TRIALS",
-                   help="conv, gemm: tune each case's kernels first (TRIALS measurements each) into the user database")
-    p.add_argument("--tuner", default="xgb", choices=["xgb", "random", "grid"], help="conv, gemm --tune: the search")
+                   help="conv, gemm, attention: tune each case's kernels first (TRIALS measurements each) into the user database")
+    p.add_argument("--tuner", default="xgb", choices=["xgb", "random", "grid"], help="--tune's search")
     p.add_argument("--only", action="append", default=[], metavar="KNOB=VALUE", type=knob_assignment,
-                   help="conv, gemm --tune: only configs with this knob value, as `tefuse tune --only`")
+                   help="--tune: only configs with this knob value, as `tefuse tune --only`")
     p.add_argument("--workdir", default="/tmp")
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
@@ -438,6 +472,10 @@ def run_suites(args, db, tuning, attempt) -> None:
                 for shp in shapes:
                     attempt("conv", str(shp), prec, b, lambda: conv_case(*shp, b, prec, db, args.layout,
                                                                            not args.no_split_k, args.tune, tuning))
+        elif args.suite == "attention":
+            for a in args.attention:
+                dims = tuple(map(int, a.split("x")))
+                attempt("attention", a, prec, dims[0], lambda: attention_case(*dims, prec, db, args.tune, tuning))
         elif args.suite == "gemm":
             for g in args.gemm:
                 attempt("gemm", g, prec, 0, lambda: gemm_case(*map(int, g.split("x")), prec, db, args.tune, tuning))

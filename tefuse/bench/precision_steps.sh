@@ -71,6 +71,13 @@ for step in "$@"; do
                $P gemm --precision fp16 --gemm ${GEMMS:-6304x2304x768 6304x768x768 6304x3072x768 6304x768x3072} \
                --tune ${TRIALS:-40} --tuner grid --only intrin=wgmma --only vec_out=8 --workdir /tmp/tefuse \
                --json $OUT/gemm_vit_sweep.json 2>&1 | tee $OUT/gemm_vit_sweep.log | grep -v "INFO\|Warning\|warn" | tail -8 ;;
+    attn)    # the attention op (flash template untuned, then every config grid-tuned into $OUT's log) beside
+             # torch's scaled_dot_product_attention, ViT-B/16's shapes at batch 32 and 1
+             $P attention --precision fp16 --workdir /tmp/tefuse --json $OUT/attention_fp16.json 2>&1 \
+               | tee $OUT/attention_fp16.log | grep -v "INFO\|Warning\|warn" | tail -3
+             TEFUSE_USER_DB=$OUT/attention_sweep.jsonl $P attention --precision fp16 --tune ${TRIALS:-18} --tuner grid \
+               --workdir /tmp/tefuse --json $OUT/attention_fp16_tuned.json 2>&1 | tee $OUT/attention_fp16_tuned.log \
+               | grep -v "INFO\|Warning\|warn" | tail -3 ;;
     vit)     $P models --models vit_b_16 --precision fp16 --batch 1 32 --workdir /tmp/tefuse \
                --json $OUT/models_fp16_vit.json 2>&1 | tee $OUT/models_fp16_vit.log | tail -30 ;;
     vitall)  # ViT with every prologue fused (the fusion before the target's prologue rules), no compile peer

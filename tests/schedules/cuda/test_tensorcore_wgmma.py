@@ -87,13 +87,13 @@ def test_the_space_rules_out_the_wgmma_configs_apply_refuses(dtype):
 
 
 def test_the_space_refuses_blocks_past_hoppers_shared_memory():
-    """256x192 at 4 stages needs 224 KB of pipeline (240 KB once TVM merges the buffers: the
-    launch failed on the H200); 3 stages, and 192x192 at 4, fit."""
+    """256x192 took 240 KB at 2 and 4 stages once TVM merged its buffers (the launch failed on the
+    H200: 227 KB is the opt-in); 192x192 at 2 to 4 stages and 128x256 at 4 fit."""
     space = TensorCoreGemm().space(_lowered(_dense(400, 256, 256, "float16"))[1].info, make_target("cuda"))
     base = {"bk": 64, "intrin": "wgmma", "vec_out": 8}
     admits = lambda tile, stages: space.admits(space.from_values({**base, "tile": tile, "stages": stages}).index)
-    assert not admits((256, 192, 64, 64), 4)
-    assert admits((256, 192, 64, 64), 3) and admits((192, 192, 64, 64), 4) and admits((128, 256, 64, 64), 4)
+    assert not admits((256, 192, 64, 64), 4) and not admits((256, 192, 64, 64), 2)
+    assert all(admits((192, 192, 64, 64), st) for st in (2, 3, 4)) and admits((128, 256, 64, 64), 4)
 
 
 def test_fallback_tiles_follow_the_sm_count():
