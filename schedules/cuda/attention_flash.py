@@ -21,7 +21,7 @@ from tvm import tirx
 from tvm_ffi import structural_walk
 
 from ...ops.attention import BLOCKS, AttentionGeometry
-from ...target import SMEM_OPTIN, optin_target
+from ...target import SMEM_OPTIN, gpu_limits, optin_target
 from ..registry import DOMINANT, KernelInfo, Template, register
 from ..space import Config, ConfigSpace
 from .attention import PAD_HALF, _copy_to_shared
@@ -126,7 +126,16 @@ class FlashAttention(Template):
         return s
 
     def fallback(self, info: KernelInfo, target, space: ConfigSpace) -> Config:
-        return space.get(0)
+        """64 keys a step; 8 warps a block where that still gives every SM a block, else 4; 4-wide
+        stores. ViT-B/16's attention on the H200 (results/issue9/session20/attention_sweep.jsonl,
+        every config): batch 32, 0.030 ms at 8 warps against 0.037 at 4 (768 blocks of 8);
+        batch 1, 0.0057 at 4 against 0.0067 at 8 (24 blocks of 8 on 132 SMs); 16 keys a step
+        took 1.3-1.5x the time of 64, 4-wide stores 1% less than 8."""
+        geo, sms = info.geometry, gpu_limits(target).sm_count
+        admitted = space.knobs[0].candidates
+        warps = 8 if 8 in admitted and geo.batch * (geo.lq_pad // 128) >= sms else 4
+        return space.from_values({"warps": warps if warps in admitted else admitted[0], "vec_out": 4,
+                                  "keys": max(KEY_STEPS)})
 
     def prepare(self, func, info: KernelInfo, cfg: Config, target):
         return flash_placeholder(func)
