@@ -173,7 +173,7 @@ def apply_attention(sch, info: KernelInfo, warps: int, vec_out: int) -> None:
 
     # ---- operand tiles: global -> shared, prologues computed in the copy
     for name in (BLOCKS.q, BLOCKS.k, BLOCKS.v):
-        _copy_to_shared(sch, g(name), qt, warps)
+        copy_to_shared(sch, g(name), qt, warps)
     frags = [(scores_outer, 0, sr0), (scores_outer, 1, sj0), (ctx_outer, 0, j0), (ctx_outer, 1, d0)]
     frag_blocks = []
     for blk, idx, at in frags:
@@ -183,14 +183,7 @@ def apply_attention(sch, info: KernelInfo, warps: int, vec_out: int) -> None:
 
     # ---- output rows of a warp: float32 tile -> cast (+ epilogue) -> global (attached last:
     # its row mask, attached earlier, broke the region cover the scores' attachment checks)
-    sch.reverse_compute_at(out, wi)
-    fused = sch.fuse(*sch.get_loops(out)[-2:])
-    vec = vec_out
-    while vec > 1 and not stores_contiguous(sch, out, fused, vec):
-        vec //= 2
-    _, tx, vv = sch.split(fused, [None, 32, vec])
-    sch.bind(tx, "threadIdx.x")
-    sch.vectorize(vv)
+    store_rows(sch, out, wi, vec_out)
 
     # ---- tensor cores
     gs = get_wmma_intrin_group(SCOPE, SCOPE, "float16", "float32", True)  # k stored [Lk, D]: B^T
@@ -213,7 +206,21 @@ def apply_attention(sch, info: KernelInfo, warps: int, vec_out: int) -> None:
         sch.tensorize(ai, name)
 
 
-def _copy_to_shared(sch, blk, at, warps: int) -> None:
+def store_rows(sch, out, wi, vec_out: int) -> None:
+    """A warp's output rows (the `out` stage, the epilogue inlined) under its loop `wi`: read
+    from the float32 context tile, cast, stored `vec_out` wide where the destination runs
+    contiguous."""
+    sch.reverse_compute_at(out, wi)
+    fused = sch.fuse(*sch.get_loops(out)[-2:])
+    vec = vec_out
+    while vec > 1 and not stores_contiguous(sch, out, fused, vec):
+        vec //= 2
+    _, tx, vv = sch.split(fused, [None, 32, vec])
+    sch.bind(tx, "threadIdx.x")
+    sch.vectorize(vv)
+
+
+def copy_to_shared(sch, blk, at, warps: int) -> None:
     """A padded operand tile copied into shared memory under loop `at`, 8 fp16 a thread where
     the source runs contiguous (16 bytes), rows padded against bank conflicts."""
     sch.compute_at(blk, at)

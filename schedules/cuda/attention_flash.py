@@ -24,8 +24,7 @@ from ...ops.attention import BLOCKS, AttentionGeometry
 from ...target import SMEM_OPTIN, gpu_limits, optin_target
 from ..registry import DOMINANT, KernelInfo, Template, register
 from ..space import Config, ConfigSpace
-from .attention import PAD_HALF, _copy_to_shared
-from .lanes import stores_contiguous
+from .attention import PAD_HALF, copy_to_shared, store_rows
 from .tensorcore import _arch, _inline_epilogue, _target_kind
 from .tensor_intrin_flash import KEY_STEPS, flash_intrin, placeholder_value
 from .tensorcore_wgmma import _arch_of
@@ -167,15 +166,8 @@ def apply_flash(sch, info: KernelInfo, warps: int, vec_out: int, keys: int = 16,
     sch.bind(wi, "threadIdx.y")
     sch.set_scope(core, 0, SCOPE)  # one warp's 16 rows x Dv (the loop i16 on): the flash core
     for name in (BLOCKS.q, BLOCKS.k, BLOCKS.v):
-        _copy_to_shared(sch, g(name), qt, warps)
+        copy_to_shared(sch, g(name), qt, warps)
 
-    sch.reverse_compute_at(out, wi)
-    fused = sch.fuse(*sch.get_loops(out)[-2:])
-    vec = vec_out
-    while vec > 1 and not stores_contiguous(sch, out, fused, vec):
-        vec //= 2
-    _, tx, vv = sch.split(fused, [None, 32, vec])
-    sch.bind(tx, "threadIdx.x")
-    sch.vectorize(vv)
+    store_rows(sch, out, wi, vec_out)
     if tensorize:
         sch.tensorize(i16, flash_intrin(geo.d, geo.dv, geo.lk_pad, geo.lk, geo.alpha, SCOPE, keys))

@@ -41,6 +41,19 @@ def add_precision_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-split-k", dest="split_k", action="store_false",
                    help="keep every tensor-core conv and Linear one kernel (by default, on CUDA, one whose "
                         "output gives too few tiles for the GPU sums partial products in a second kernel)")
+    p.add_argument("--attention", default="auto", choices=list(ATTENTION),
+                   help="matmul -> softmax -> matmul as one attention kernel: auto (default) where a template "
+                        "that beats the three kernels takes it (flash attention, fp16, sm_80 and later), "
+                        "fused wherever a template takes it, unfused never")
+
+
+# --attention: build's fuse_attention
+ATTENTION = {"auto": None, "fused": True, "unfused": False}
+
+
+def graph_options(args) -> dict:
+    """The graph passes' options the commands share (driver.prepare_graph's and build's)."""
+    return {"precision": args.precision, "split_k": args.split_k, "fuse_attention": ATTENTION[args.attention]}
 
 
 def add_shape_option(p: argparse.ArgumentParser) -> None:
@@ -266,9 +279,9 @@ def open_db_and_cache(args):
     return db, cache
 
 
-def build_graph(graph, target, db, cache, jobs: Optional[int], precision: str = "fp32", split_k: bool = True):
+def build_graph(graph, target, db, cache, jobs: Optional[int], **options):
     """driver.build with a progress bar (when stderr is a terminal); {batch: graph} builds a
-    ProfiledGraph, one bar per batch size."""
+    ProfiledGraph, one bar per batch size. options: graph_options'."""
     from ..driver import build
     from .progress import build_progress
 
@@ -282,15 +295,13 @@ def build_graph(graph, target, db, cache, jobs: Optional[int], precision: str = 
             log.info("batch profile %d (%d of %d)", b, k, len(graph))
             update, finish = build_progress(f"compiling kernels (batch {b})")
             try:
-                built[b] = build(g, target, db=db, cache=cache, jobs=jobs, precision=precision, split_k=split_k,
-                                 progress=update)
+                built[b] = build(g, target, db=db, cache=cache, jobs=jobs, progress=update, **options)
             finally:
                 finish()
         return profiled(built)
     update, finish = build_progress()
     try:
-        return build(graph, target, db=db, cache=cache, jobs=jobs, precision=precision, split_k=split_k,
-                     progress=update)
+        return build(graph, target, db=db, cache=cache, jobs=jobs, progress=update, **options)
     finally:
         finish()
 
@@ -357,7 +368,7 @@ def run(args) -> int:
         # the kernels a build for this target and precision makes (layout, weights, prologue rules)
         target = resolve_target(args.target)
         for b, g in each:  # several digraphs in one file: dot draws each
-            g = prepare_graph(g, target, precision=args.precision, split_k=args.split_k)
+            g = prepare_graph(g, target, **graph_options(args))
             dot = fusion_dot(g, fuse_graph(g, prologue=prologue_policy(target)))
             print(dot if b is None else f"// batch {b}\n{dot}")
         return 0
@@ -365,7 +376,7 @@ def run(args) -> int:
         raise UsageError("--emit ptx needs a cuda target")
     target = resolve_target(args.target)
     db, cache = open_db_and_cache(args)
-    cg = build_graph(graph, target, db, cache, args.jobs, args.precision, args.split_k)
+    cg = build_graph(graph, target, db, cache, args.jobs, **graph_options(args))
     if args.emit == "summary":
         print(cg.summary())
     elif args.emit == "ptx":

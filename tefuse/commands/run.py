@@ -64,8 +64,8 @@ from typing import Any, Optional
 
 from ..errors import TefuseError
 from . import UsageError
-from .build import (add_batch_option, add_db_options, add_precision_option, add_shape_option, open_db_and_cache,
-                    parse_batches, parse_shapes)
+from .build import (add_batch_option, add_db_options, add_precision_option, add_shape_option, graph_options,
+                    open_db_and_cache, parse_batches, parse_shapes)
 
 log = logging.getLogger(__name__)
 
@@ -356,7 +356,7 @@ def _load(args: argparse.Namespace, given: dict[str, Any]):
                 shapes[k] = tuple(v.shape)
         graph = import_model(model, shapes, input_names)
     db, cache = open_db_and_cache(args)
-    cg = build_graph(graph, target, db, cache, args.jobs, args.precision, args.split_k)
+    cg = build_graph(graph, target, db, cache, args.jobs, **graph_options(args))
     return cg, len(model.graph.node), model, time.perf_counter() - t0
 
 

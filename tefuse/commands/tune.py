@@ -126,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
     from ..tune.runner import LocalRunner
     from ..schedules.space import KnobError
     from ..tune.loop import tune
-    from .build import load_graph, load_graphs, resolve_target
+    from .build import graph_options, load_graph, load_graphs, resolve_target
 
     if args.trials < 1:
         raise UsageError("--trials must be at least 1")
@@ -135,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
 
     # the kernels `build --precision` makes: precision converted, and NHWC for fp16/bf16/tf32 on CUDA
     graphs = load_graphs(args) or {None: load_graph(args)}
-    graphs = {b: prepare_graph(g, target, precision=args.precision, split_k=args.split_k) for b, g in graphs.items()}
+    graphs = {b: prepare_graph(g, target, **graph_options(args)) for b, g in graphs.items()}
     runner = _runner(args, target)
     bars = _TuneBars()
     builder = LocalBuilder(n_parallel=args.parallel)

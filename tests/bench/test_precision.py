@@ -1,5 +1,6 @@
 """The precision bench's bookkeeping (its timings need a GPU): ratios, geomeans, and a JSON
 that holds every case measured so far."""
+import contextlib
 import json
 import math
 
@@ -91,3 +92,23 @@ def test_tuned_conv_cases_share_one_builder_and_runner(monkeypatch, tmp_path):
     seen.clear()
     precision.main(["conv", "--shapes", "0", "--batch", "16", "--json", out])
     assert seen == [(0, None)] and FakeTools.entered == 1
+
+
+def test_attention_suite_runs_each_shape_with_the_tuning_asked(monkeypatch, tmp_path):
+    """`attention --attention BxHxLxD...` runs attention_case per shape and precision, the batch
+    in the row, --tune's trials and tools handed on."""
+    from tefuse.bench import precision
+
+    seen = []
+
+    def fake_case(b, h, l, d, prec, db, trials, tuning):
+        seen.append(((b, h, l, d), prec, trials, tuning is not None))
+        return _row(f"{b}x{h}x{l}x{d}", 1.0, 2.0)
+
+    monkeypatch.setattr(precision, "attention_case", fake_case)
+    monkeypatch.setattr(precision, "TuningTools", lambda tuner, only: contextlib.nullcontext("tools"))
+    out = tmp_path / "a.json"
+    assert precision.main(["attention", "--attention", "32x12x197x64", "1x2x16x32", "--tune", "3",
+                           "--json", str(out)]) == 0
+    assert seen == [((32, 12, 197, 64), "fp16", 3, True), ((1, 2, 16, 32), "fp16", 3, True)]
+    assert [r["case"] for r in json.loads(out.read_text())["rows"]] == ["32x12x197x64", "1x2x16x32"]

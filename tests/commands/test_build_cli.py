@@ -77,3 +77,23 @@ def test_parse_chain_params():
     assert g.outputs[0].attrs["alpha"] == 0.2 and g.outputs[0].shape == (1, 32, 8, 8)
     with pytest.raises(TefuseError, match="key=value"):
         parse_chain("conv2d(3)", (1, 8, 16, 16))
+
+
+@pytest.mark.parametrize("attention,want", [("auto", 1), ("unfused", 0)])
+def test_attention_option(tmp_path, capsys, monkeypatch, attention, want):
+    """An fp16 MultiheadAttention export (head dim 16) on cuda: one flash-attention kernel by
+    default; --attention unfused keeps scores, softmax and product."""
+    import numpy as np
+    import onnx
+
+    import tests.frontend.test_onnx_attention as mha
+
+    for name, value in dict(B=1, L=20, H=2, D=16, E=32).items():
+        monkeypatch.setattr(mha, name, value)
+    path = tmp_path / "mha.onnx"
+    onnx.save(mha.mha_block(np.random.default_rng(0)), str(path))
+    assert main(["build", str(path), "--precision", "fp16", "-t", "cuda", "-e", "summary", "--no-db",
+                 "--no-cache", "--attention", attention]) == 0
+    out = capsys.readouterr().out
+    assert out.count("[flash_attention") == want
+    assert ("softmax" in out) is (want == 0)

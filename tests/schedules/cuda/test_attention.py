@@ -1,6 +1,7 @@
-"""The CUDA attention template without a GPU: a ViT-sized attention (its head split and merge
+"""The CUDA wmma attention template without a GPU: a ViT-sized attention (its head split and merge
 included) is one kernel whose CUDA holds two wmma products and compiles to PTX with mma; which
-shapes and dtypes it takes; where its probabilities live. Numbers: tests/gpu/test_attention_gpu.py."""
+shapes and dtypes it takes; where its probabilities live; when the op forms. On sm_80 and later
+the flash template takes the op first (test_attention_flash.py), so it is set aside here. Numbers: tests/gpu/test_attention_gpu.py."""
 from __future__ import annotations
 
 import re
@@ -14,27 +15,36 @@ from tefuse.codegen.ptx import compile_to_ptx, cuda_kernel_names
 from tefuse.frontend.onnx import import_onnx
 from tefuse.ops.attention import AttentionGeometry
 from tefuse.schedules import op_supported
-from tefuse.schedules.cuda.attention import probs_static, shared_bytes
+from tefuse.schedules.cuda.attention import TensorCoreAttention, probs_static, shared_bytes
+from tefuse.schedules.cuda.attention_flash import FlashAttention
 from tefuse.target import make_target
 
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
 VIT = AttentionGeometry(12, 197, 197, 64, 64, 0.125)
 
 
-@pytest.fixture(scope="module")
-def vit_block():
-    """torch's MultiheadAttention export at ViT-B/16's sizes (batch 1), built fp16 for CUDA."""
+def vit_mha():
+    """torch's MultiheadAttention export at ViT-B/16's sizes (batch 1), as ONNX."""
     import tests.frontend.test_onnx_attention as mha
 
     saved = {n: getattr(mha, n) for n in ("B", "L", "H", "D", "E")}
     try:
         for n, v in dict(B=1, L=197, H=12, D=64, E=768).items():
             setattr(mha, n, v)
-        model = mha.mha_block(np.random.default_rng(0))
+        return mha.mha_block(np.random.default_rng(0))
     finally:
         for n, v in saved.items():
             setattr(mha, n, v)
-    return tefuse.build(import_onnx(model), "cuda", precision="fp16", fuse_attention=True)
+
+
+@pytest.fixture(scope="module")
+def vit_block():
+    """vit_mha built fp16 for CUDA, attention fused by the wmma template."""
+    model = vit_mha()
+    with pytest.MonkeyPatch.context() as mp:  # the flash template set aside: it refuses everything
+        mp.setattr(FlashAttention, "supports", lambda *a: False)
+        mp.setattr(FlashAttention, "accepts", lambda *a: False)
+        return tefuse.build(import_onnx(model), "cuda", precision="fp16", fuse_attention=True)
 
 
 def test_vit_attention_is_one_tensor_core_kernel(vit_block):
@@ -70,7 +80,7 @@ def test_vit_attention_compiles_to_ptx_with_mma(vit_block):
     (VIT, "float16", "rocm", False),    # no template of the gpu family
     (VIT, "float32", "llvm", True),     # the CPU's generic schedule builds anything
 ])
-def test_which_attentions_a_target_builds(geo, dtype, target, want):
+def test_which_attentions_the_wmma_template_builds(geo, dtype, target, want):
     if target == "rocm":
         try:  # make_target may need ROCm's device libraries
             tgt = make_target(target)
@@ -78,7 +88,10 @@ def test_which_attentions_a_target_builds(geo, dtype, target, want):
             pytest.skip(str(e))
     else:
         tgt = make_target(target)
-    assert op_supported(tgt, "attention", geo, dtype) is want
+    if target.startswith("cuda"):
+        assert TensorCoreAttention().supports(geo, dtype, tgt) is want
+    else:  # no CUDA template: any template of the target's families
+        assert op_supported(tgt, "attention", geo, dtype) is want
 
 
 def test_probabilities_static_only_where_the_launch_opts_in():
@@ -91,8 +104,13 @@ def test_probabilities_static_only_where_the_launch_opts_in():
     assert shared_bytes(small, 4) <= 48 * 1024 and probs_static(small, 4)
 
 
-def test_not_formed_unless_asked(vit_block):
-    import tests.frontend.test_onnx_attention as mha
-
-    plain = tefuse.build(import_onnx(mha.mha_block(np.random.default_rng(0))), "cuda", precision="fp16")
-    assert "tensorcore_attention" not in [k.template for k in plain.kernels]
+def test_formed_by_default_only_where_the_flash_template_takes_it():
+    """fp16 on sm_90: one flash kernel unasked; False keeps the three kernels. sm_75 has only the
+    wmma template, which loses to the three kernels: formed only when asked. float32: never."""
+    templates = lambda target, precision="fp16", **kw: [  # noqa: E731
+        k.template for k in tefuse.build(import_onnx(vit_mha()), target, precision=precision, **kw).kernels]
+    assert templates("cuda").count("flash_attention") == 1
+    unfused = templates("cuda", fuse_attention=False)
+    assert not {"flash_attention", "tensorcore_attention"} & set(unfused) and "cuda_cross_thread_reduction" in unfused
+    assert not {"flash_attention", "tensorcore_attention"} & set(templates("cuda:sm_75"))
+    assert not {"flash_attention", "tensorcore_attention"} & set(templates("cuda", precision="fp32"))

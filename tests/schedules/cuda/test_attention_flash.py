@@ -1,0 +1,113 @@
+"""The CUDA flash-attention template without a GPU: the placeholder that replaces the op's middle
+stages, the kernel a ViT-sized attention becomes (one device-function call per warp, mma.sync and
+ldmatrix in its PTX, nothing spilled), which shapes it takes, its untuned config, and the device
+function's steps. Numbers: tests/gpu/test_attention_gpu.py (every config against float64 numpy)."""
+from __future__ import annotations
+
+import re
+import shutil
+
+import numpy as np
+import pytest
+
+import tefuse
+from tefuse.codegen.lower import lower_group
+from tefuse.codegen.ptx import compile_to_ptx, cuda_kernel_names
+from tefuse.frontend.onnx import import_onnx
+from tefuse.fusion import fuse_graph
+from tefuse.ops.attention import BLOCKS, AttentionGeometry
+from tefuse.schedules.cuda.attention_flash import PLACEHOLDER, FlashAttention, flash_placeholder
+from tefuse.schedules.cuda.tensor_intrin_flash import device_source
+from tefuse.target import make_target
+from tefuse.tune.task import task_from_group
+from tests import reference as R
+from tests.schedules.cuda.test_attention import vit_mha
+
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+VIT = AttentionGeometry(12, 197, 197, 64, 64, 0.125)
+
+
+@pytest.fixture(scope="module")
+def vit_block():
+    """ViT-B/16's attention block (batch 1) built fp16 for CUDA, attention fused by default."""
+    return tefuse.build(import_onnx(vit_mha()), "cuda", precision="fp16")
+
+
+def _op_group(shape=(2, 12, 197, 64)):
+    q = np.zeros(shape, "float16")
+    g, _ = R.build_op("attention", q, q, q, alpha=0.125)
+    (group,) = fuse_graph(g)
+    return group
+
+
+def test_placeholder_takes_the_middle_stages_place():
+    func = lower_group(_op_group()).func
+    script = flash_placeholder(func).script()
+    for gone in (BLOCKS.scores, BLOCKS.max, BLOCKS.sum, BLOCKS.probs):
+        assert f'T.sblock("{gone}")' not in script and f"{gone} = " not in script
+    for kept in (BLOCKS.q, BLOCKS.k, BLOCKS.v, BLOCKS.out):
+        assert f'T.sblock("{kept}")' in script
+    assert f'T.sblock("{BLOCKS.context}")' not in script and f'T.sblock("{PLACEHOLDER}")' in script
+    # each context element reads its q row and every (padded) k and v row
+    assert re.search(r"T\.reads\(attn_q\[v_i0, v_i1, v_i, 0:64\], attn_k\[v_i0, v_i1, 0:208, 0:64\], "
+                     r"attn_v\[v_i0, v_i1, 0:208, v_j\]\)", script)
+    assert "T.writes(attn_ctx[v_i0, v_i1, v_i, v_j])" in script
+
+
+def test_vit_attention_is_one_flash_kernel(vit_block):
+    (k,) = [k for k in vit_block.kernels if k.template == "flash_attention"]
+    src = k.source("cuda")
+    assert len(cuda_kernel_names(src)) == 1
+    # the device function defined once and called once per warp; no scores buffer
+    assert len(re.findall(r"\btefuse_flash_16x64_d64_k197of208_s64\(", src)) == 2
+    assert "attn_scores" not in src and "attn_probs" not in src
+    assert len(vit_block.kernels) == 4  # input cast, in-projection, attention, out-projection
+
+
+@needs_nvcc
+def test_vit_flash_kernel_compiles_to_mma_sync_with_nothing_spilled(vit_block):
+    (k,) = [k for k in vit_block.kernels if k.template == "flash_attention"]
+    ptx = compile_to_ptx(k.source("cuda"), "sm_90")
+    assert re.search(r"mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.f16\.f16\.f32", ptx)
+    assert "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16" in ptx  # v, read as P V's B operand
+    assert "ldmatrix.sync.aligned.m8n8.x4.shared.b16" in ptx  # q and k
+    assert "ld.local" not in ptx and "st.local" not in ptx, "scores or accumulators spilled"
+
+
+@pytest.mark.parametrize("geo,dtype,target,want", [
+    (VIT, "float16", "cuda", True),
+    (VIT, "float16", "cuda:sm_80", True),
+    (VIT, "bfloat16", "cuda", False),  # the core packs fp16 probabilities
+    (VIT, "float32", "cuda", False),
+    (VIT, "float16", "cuda:sm_75", False),  # mma.sync m16n8k16: sm_80 and later
+    (AttentionGeometry(1, 64, 5, 32, 16, 1.0), "float16", "cuda", True),  # one key tile
+    (AttentionGeometry(1, 128, 128, 128, 64, 1.0), "float16", "cuda", True),
+    (AttentionGeometry(1, 197, 197, 72, 64, 1.0), "float16", "cuda", False),  # head dim not x16
+    (AttentionGeometry(1, 197, 197, 144, 64, 1.0), "float16", "cuda", False),  # past MAX_HEAD_DIM
+    (AttentionGeometry(1, 512, 4096, 64, 64, 1.0), "float16", "cuda", False),  # k, v past shared memory
+    (VIT, "float16", "llvm", False),
+])
+def test_which_attentions_the_flash_template_builds(geo, dtype, target, want):
+    assert FlashAttention().supports(geo, dtype, make_target(target)) is want
+
+
+@pytest.mark.parametrize("shape,warps", [((32, 12, 197, 64), 8), ((1, 12, 197, 64), 4), ((3, 50, 32), 4)])
+def test_untuned_config(shape, warps):
+    """8 warps a block where that still gives every SM (132 on the default target) a block."""
+    task = task_from_group(_op_group(shape), make_target("cuda"))
+    t = task.template("flash_attention")
+    got = t.fallback(task.info, make_target("cuda"), task.space("flash_attention")).values
+    assert got == {"warps": warps, "vec_out": 4, "keys": 64}
+
+
+def test_steps_of_64_keys_then_16_for_the_rest():
+    src = device_source(64, 64, 208, 197, 0.18, keys=64)
+    assert "for (int kb = 0; kb < 3; ++kb)" in src and "const int key0 = kb * 64;" in src
+    assert "for (int kb = 0; kb < 1; ++kb)" in src and "const int key0 = 192 + kb * 16;" in src
+    assert "key < 197 ?" in src  # the padded keys get -inf
+    whole = device_source(64, 64, 192, 192, 0.18, keys=64)
+    assert "kb * 16" not in whole  # no tail
+    with pytest.raises(ValueError, match="multiples of 16"):
+        device_source(72, 64, 208, 197, 0.18)
+    with pytest.raises(ValueError, match="steps of"):
+        device_source(64, 64, 208, 197, 0.18, keys=48)
