@@ -35,12 +35,19 @@ MAX_HEAD_DIM = 64  # see TensorCoreAttention.supports
 WARPS = (4, 2)  # warps a block (16 query rows each); the op pads q rows to a multiple of 64
 
 
+def padded_row(n: int, offset: int) -> int:
+    """The row stride TVM gives a tile of rows of `n` elements under storage_align(factor=32,
+    offset): the smallest stride >= n that is `offset` past a multiple of 32 (64 -> 72, 48 -> 72)."""
+    return n + (offset - n) % 32
+
+
 def _tiles(geo: AttentionGeometry, warps: int) -> dict:
     """Bytes of each shared tile of a block (rows padded as the schedule pads them)."""
     rows, lk = 16 * warps, geo.lk_pad
-    return dict(q=2 * rows * (geo.d + PAD_HALF), k=2 * lk * (geo.d + PAD_HALF), v=2 * lk * (geo.dv + PAD_HALF),
-                scores=4 * rows * (lk + PAD_FLOAT), ctx=4 * rows * (geo.dv + PAD_FLOAT),
-                probs=2 * rows * (lk + PAD_HALF), stats=4 * 2 * rows)
+    half, flt = (lambda n: padded_row(n, PAD_HALF)), (lambda n: padded_row(n, PAD_FLOAT))
+    return dict(q=2 * rows * half(geo.d), k=2 * lk * half(geo.d), v=2 * lk * half(geo.dv),
+                scores=4 * rows * flt(lk), ctx=4 * rows * flt(geo.dv),
+                probs=2 * rows * half(lk), stats=4 * 2 * rows)
 
 
 def shared_bytes(geo: AttentionGeometry, warps: int) -> int:

@@ -24,7 +24,7 @@ from ...ops.attention import BLOCKS, AttentionGeometry
 from ...target import SMEM_OPTIN, gpu_limits, optin_target
 from ..registry import DOMINANT, KernelInfo, Template, register
 from ..space import Config, ConfigSpace
-from .attention import PAD_HALF, copy_to_shared, store_rows
+from .attention import PAD_HALF, copy_to_shared, padded_row, store_rows
 from .tensorcore import _arch, _inline_epilogue, _target_kind
 from .tensor_intrin_flash import KEY_STEPS, flash_intrin, placeholder_value
 from .tensorcore_wgmma import _arch_of
@@ -42,8 +42,8 @@ def shared_bytes(geo: AttentionGeometry, warps: int) -> int:
     """The block's shared tiles: its q rows, every k and v row (fp16 rows padded 16 bytes) and
     the float32 context rows (unpadded: the tensorized block's layout is TVM's)."""
     rows, lk = 16 * warps, geo.lk_pad
-    return (2 * (rows * (geo.d + PAD_HALF) + lk * (geo.d + PAD_HALF) + lk * (geo.dv + PAD_HALF))
-            + 4 * rows * geo.dv)
+    d, dv = padded_row(geo.d, PAD_HALF), padded_row(geo.dv, PAD_HALF)
+    return 2 * (rows * d + lk * d + lk * dv) + 4 * rows * geo.dv
 
 
 def _fits(geo: AttentionGeometry, warps: int, arch: str) -> bool:

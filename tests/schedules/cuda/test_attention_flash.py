@@ -111,3 +111,18 @@ def test_steps_of_64_keys_then_16_for_the_rest():
         device_source(72, 64, 208, 197, 0.18)
     with pytest.raises(ValueError, match="steps of"):
         device_source(64, 64, 208, 197, 0.18, keys=48)
+
+
+@pytest.mark.parametrize("d", [48, 64])
+def test_the_shared_memory_estimate_pads_rows_as_tvm_does(d):
+    """The q, k and v row strides the kernel passes the core are padded_row's (48 -> 72: a row
+    16 past a multiple of 32 pads by 24, not 8), so supports' estimate counts what TVM allocates."""
+    from tefuse.schedules.cuda.attention import PAD_HALF, padded_row
+
+    q = np.zeros((1, 64, d), "float16")
+    k = np.zeros((1, 40, d), "float16")
+    g, _ = R.build_op("attention", q, k, k, alpha=0.1)
+    (kern,) = tefuse.build(g, "cuda", precision="fp16").kernels
+    assert kern.template == "flash_attention"
+    call = re.search(r"tefuse_flash_\w+\((.*)\);", kern.source("cuda").split("__global__")[-1]).group(1)
+    assert [int(x) for x in call.split(", ")[-4:-1]] == [padded_row(d, PAD_HALF)] * 3
