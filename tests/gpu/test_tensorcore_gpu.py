@@ -177,3 +177,20 @@ def test_split_k_linear_matches_llvm(precision, rng):
     got = cg.run(x=xv)[0]
     want = tefuse.build(graph, "llvm", precision=precision).run(x=xv)[0]
     assert np.abs(got - want).max() <= (2e-5 if precision == "tf32" else 1e-2) * np.abs(want).max()
+
+
+def test_a_conv_untuned_at_192x192_matches_llvm(rng):
+    """A conv whose untuned wgmma block is 192x192 (768 channels over 8x28x28 positions: 132 such
+    blocks, one wave, where 128x128 takes two; tensorcore_wgmma._fewer_waves_at_192), fp16, NHWC,
+    against the float32 llvm build."""
+    b = tefuse.GraphBuilder()
+    x = b.input("x", (8, 64, 28, 28))
+    w = b.const((rng.standard_normal((768, 64, 3, 3)) / 24).astype("float32"))
+    graph = b.build(b.relu(b.conv2d(x, w, padding=1)))
+    cg = tefuse.build(graph, "cuda", precision="fp16")
+    (conv,) = [kk for kk in cg.kernels if kk.group.anchor is not None]
+    assert "tefuse_wgmma_m64n192k16x4_f16" in conv.source("cuda")
+    xv = rng.standard_normal((8, 64, 28, 28)).astype("float32")
+    got = cg.run(x=xv)[0]
+    want = tefuse.build(graph, "llvm").run(x=xv)[0]
+    assert np.abs(got - want).max() <= 1e-2 * np.abs(want).max()
