@@ -142,9 +142,6 @@ class FlashAttention(Template):
     def compile_target(self, info: KernelInfo, cfg: Config, target):
         return optin_target(target)
 
-    def pass_config(self, info: KernelInfo, cfg: Config, target) -> dict:
-        return {}
-
     def apply(self, sch, info: KernelInfo, cfg: Config, target) -> None:
         apply_flash(sch, info, int(cfg["warps"]), int(cfg["vec_out"]), int(cfg["keys"]),
                     _target_kind(target) == "cuda")

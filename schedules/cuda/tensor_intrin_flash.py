@@ -17,9 +17,9 @@ Layouts (PTX ISA 9.7.13.5.8, m16n8k16 f16): lane = 4 * group + quad;
 - V [Lk_pad][Dv], rows `vs` apart: P V's B operand is V itself (keys are its k), read with
   ldmatrix.trans;
 - S and O accumulators: c0, c1 at row `group`, columns 2 * quad + 0/1; c2, c3 eight rows down.
-Each step (`keys` of them, 16 to 64; a knob): S for its keys (two n8 tiles a 16), keys past `lk` set to -inf, the row maxima over
-the quad (shuffles), the running sum and O rescaled by exp2(m_old - m_new), P = exp2(S * scale -
-m) (scale = alpha * log2(e)), O += P V. At the end O / l goes to the float32 tile, rows `os`
+Each step over `keys` keys (16 to 64; a knob): S for them (two n8 tiles a 16), keys past `lk`
+set to -inf, the row maxima over the quad (shuffles), the running sum and O rescaled by
+exp2(m_old - m_new), P = exp2(S * scale - m) (scale = alpha * log2(e)), O += P V. At the end O / l goes to the float32 tile, rows `os`
 apart. P is the unnormalized exp rounded to fp16 (the unfused graph rounds the normalized
 probabilities): both are within fp16's rounding of the float64 result.
 
@@ -32,13 +32,12 @@ rows) and a body that reads them, which the tensorization replaces by the device
 """
 from __future__ import annotations
 
+from tvm import tirx
 from tvm.s_tir import TensorIntrin
 from tvm.script import tirx as T
 
 WARP = 32
 LOG2E = 1.4426950408889634
-
-
 KEY_STEPS = (64, 32, 16)  # keys a step of the online softmax takes (a knob: more, more work in flight)
 
 
@@ -212,8 +211,6 @@ def placeholder_value(q, k, v):
     """The placeholder block's value (attention_flash.py writes it; `desc` above spells the same):
     one element of each operand, so the block reads all three; the tensorization replaces it
     before anything computes it."""
-    from tvm import tirx
-
     return tirx.Cast("float32", q) + tirx.Cast("float32", k) + tirx.Cast("float32", v)
 
 

@@ -7,8 +7,9 @@ differs (see tensor_intrin_wgmma.py for the layouts):
   multiple of 64: whole warpgroups); its accumulators are a warp-scope [BN/16, 32, 8] buffer
   in TVM's mma layout, filled and stored by TVM's mma fill/store intrinsics;
 - BK = 64 (fp16/bf16) or 32 (tf32): the shared A [BM][BK] and B [BN][BK] tiles are exactly 128
-  bytes a row, no padding, in the 128-byte swizzle (a layout transform on the shared buffers, so the cp.async copies write
-  them swizzled); the tensor cores read them from there, with no ldmatrix and no fragments;
+  bytes a row, no padding, in the 128-byte swizzle (a layout transform on the shared buffers, so
+  the cp.async copies write them swizzled); the tensor cores read them from there, with no
+  ldmatrix and no fragments;
 - each warp's 16 x BN x BK product is one call of the wgmma device function (4 instructions);
 - tf32: the op's rounding (ops.value.round_tf32) would make the tile copies computed loads, so it
   is taken out of the func before scheduling (`defer_tf32_rounding`), cp.async streams the raw
@@ -60,8 +61,9 @@ def fallback_values(m: int, n: int, sms: int, dtype: str = "float16", k: Optiona
     at batch 16): 128x128 blocks, 3 stages, when they give every SM two blocks (4096^3: 0.28 ms,
     cuBLAS 0.20), or 192x192 where that takes fewer waves (`_fewer_waves_at_192`); else 64x128
     blocks, 4 stages, twice the blocks for short or narrow GEMMs (197x2304x768 at 0.89x cuBLAS's
-    time, 6272x256x2304 at 1.00x, where 128x128 took 1.2-1.4x); 64x64 where 64x128 leaves SMs idle (the 14x14 convs at batch 16: 98 blocks of 64x128 on 132
-    SMs took 1.1-1.15x the time of 196 of 64x64; ResNet-50's tuned batch-1 records of unsplit
+    time, 6272x256x2304 at 1.00x, where 128x128 took 1.2-1.4x); 64x64 where 64x128 leaves SMs
+    idle (the 14x14 convs at batch 16: 98 blocks of 64x128 on 132 SMs took 1.1-1.15x the time
+    of 196 of 64x64; ResNet-50's tuned batch-1 records of unsplit
     1x1 convs are all 64x64). N <= 64 takes 64-wide tiles. No more stages than the reduction has
     steps less one (`k`): 4 stages over a 256-deep reduction took 1.2-1.3x the time of 3 (the
     pipeline's fill is the whole loop). (128x64 blocks of 2 stages for shallow reductions, as

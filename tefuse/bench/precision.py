@@ -238,9 +238,10 @@ def gemm_case(m: int, n: int, k: int, precision: str, db=None, tune_trials: int 
 
 def attention_case(batch: int, heads: int, length: int, dim: int, precision: str, db=None, tune_trials: int = 0,
                    tuning=None) -> Row:
-    """softmax(q k^T / sqrt(d)) v as the attention op (graph/attention.py forms it from what
-    exporters write) vs torch's scaled_dot_product_attention (flash or cuDNN kernels) in
-    `precision`; tune_trials and tuning as conv_case's."""
+    """softmax(q k^T / sqrt(d)) v as one attention op ([batch, heads, length, dim] each; a model's
+    matmul -> softmax -> matmul becomes that op in graph/attention.py) vs torch's
+    scaled_dot_product_attention (flash or cuDNN kernels) in `precision`; tune_trials and tuning
+    as conv_case's."""
     import tvm
 
     from ..driver import build
@@ -430,7 +431,8 @@ def main(argv=None) -> int:
     p.add_argument("--no-split-k", action="store_true", help="conv, models: build with split_k=False")
     p.add_argument("--no-db", action="store_true")
     p.add_argument("--tune", type=int, default=0, metavar="TRIALS",
-                   help="conv, gemm, attention: tune each case's kernels first (TRIALS measurements each) into the user database")
+                   help="conv, gemm, attention: tune each case's kernels first (TRIALS measurements each) "
+                        "into the user database")
     p.add_argument("--tuner", default="xgb", choices=["xgb", "random", "grid"], help="--tune's search")
     p.add_argument("--only", action="append", default=[], metavar="KNOB=VALUE", type=knob_assignment,
                    help="--tune: only configs with this knob value, as `tefuse tune --only`")
