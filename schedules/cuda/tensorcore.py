@@ -235,7 +235,7 @@ def apply_tc_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
     sch.compute_at(b_frag, k1)
 
     # ---------------------------------------------------------------- 6. accum -> shared -> epilogue
-    acc_sh, acc, _, _ = stage_accumulators(sch, block_outer, ty, sh_scope, frag_c, c["smem_pad"])
+    acc_sh, acc, _, _ = stage_accumulators(sch, block_outer, ty, sh_scope, frag_c)
     # the output runs along M too (NCHW): stored M-fastest
     vec_out = store_epilogue(sch, acc_sh, epilogue_blocks, int(c["vec_out"]), WN, on_gpu, bool(c.get("c_m_major")))
 
@@ -279,7 +279,7 @@ def apply_tc_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
         sch.tensorize(a_t, names["load_a"])
         sch.tensorize(b_t, names["load_b"])
         sch.tensorize(sch.get_loops(init_inner)[-2], names["init"])
-        sch.tensorize(sch.get_loops(acc)[-2], names["store"])
+        tensorize_staging_store(sch, acc, names["store"])
         sch.tensorize(sch.get_loops(block_inner)[-3], names["compute"])
 
     # ---------------------------------------------------------------- 8. pipelining
@@ -339,15 +339,13 @@ def bind_grid(sch, b, i0, j0, ty) -> None:
     sch.bind(ty, "threadIdx.y")
 
 
-def stage_accumulators(sch, block_outer, ty, sh_scope, frag_c, smem_pad):
+def stage_accumulators(sch, block_outer, ty, sh_scope, frag_c):
     """The accumulators' two stages at the warp's loop `ty`: the per-warp fragments (`frag_c`,
-    in 16x16 tiles) and the fp32 staging tile in shared memory that the epilogue reads. Returns
-    the staging block, the fragment block and its two tile loops."""
+    in 16x16 tiles) and the fp32 staging tile in shared memory that the epilogue reads (its rows
+    padded by `tensorize_staging_store`). Returns the staging block,
+    the fragment block and its two tile loops."""
     acc_sh = sch.cache_write(block_outer, 0, sh_scope)
     acc = sch.cache_write(block_outer, 0, frag_c)
-    if smem_pad:
-        # `acc` is the block that writes the fp32 staging tile in shared memory
-        sch.storage_align(acc, 0, axis=-2, factor=32, offset=4)
     sch.reverse_compute_at(acc, ty)
     sch.reverse_compute_at(acc_sh, ty)
     ai, aj = sch.get_loops(acc)[-2:]
@@ -355,6 +353,29 @@ def stage_accumulators(sch, block_outer, ty, sh_scope, frag_c, smem_pad):
     aj0, aj1 = sch.split(aj, [None, 16])
     sch.reorder(ai0, aj0, ai1, aj1)
     return acc_sh, acc, ai0, aj0
+
+
+# float32 elements added to each row of the accumulators' staging tile. The fragment stores write
+# 8-byte pairs (columns 2t, 2t+1 of rows lane/4 and lane/4 + 8), served half a warp at a time:
+# rows r..r+3 x four pairs. With rows 8 words apart modulo the 32 banks they fall on 32 different
+# banks; unpadded (BN a multiple of 32 words) the four rows share 8 banks, a 4-way conflict on
+# every accumulator store (the memory-bound 1x1 convs at batch 16 spend their epilogue there)
+STAGING_PAD = 8
+
+
+def staging_row_stride(bn: int) -> int:
+    """Row stride (elements) of a BN-wide staging tile: storage_align(factor=32, offset=STAGING_PAD)
+    rounds the row up to STAGING_PAD past a multiple of 32."""
+    return bn + (STAGING_PAD - bn) % 32
+
+
+def tensorize_staging_store(sch, acc, intrin: str) -> None:
+    """Tensorize the fragments' store into the staging tile (`acc`'s 16x16 loops) and pad the
+    tile's rows (STAGING_PAD) on the block that now writes it: tensorize replaces `acc`, and
+    with it a storage_align set on it before."""
+    store = sch.blockize(sch.get_loops(acc)[-2])
+    sch.tensorize(store, intrin)
+    sch.storage_align(store, 0, axis=-2, factor=32, offset=STAGING_PAD)
 
 
 def store_epilogue(sch, acc_sh, epilogue_blocks, vec_max, width, on_gpu, m_major=False) -> int:

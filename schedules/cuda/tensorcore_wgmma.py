@@ -97,7 +97,7 @@ def wgmma_shared_bytes(bm: int, bn: int, stages: int) -> int:
     tile rows (A and B, `stages` versions), or the float32 staging tile, which reuses them but
     for up to one version of the tiles (lowered kernels: 256x192 at 2 stages takes 240 KB, the
     staging tile's 192 and 48 more; at 3 and 4 stages, the larger of the two)."""
-    return max(max(stages, 1) * (bm + bn) * 128, bm * bn * 4 + (bm + bn) * 128)
+    return max(max(stages, 1) * (bm + bn) * 128, bm * tc.staging_row_stride(bn) * 4 + (bm + bn) * 128)
 
 
 def _fewer_waves_at_192(m: int, n: int, sms: int) -> bool:
@@ -225,7 +225,7 @@ def apply_wgmma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
                              assume_injective_transform=True)
 
     # ---------------------------------------------------------------- 5. accum -> shared -> epilogue
-    acc_sh, acc, ai0, aj0 = tc.stage_accumulators(sch, block_outer, ty, sh_scope, frag_c, c["smem_pad"])
+    acc_sh, acc, ai0, aj0 = tc.stage_accumulators(sch, block_outer, ty, sh_scope, frag_c)
     vec_out = tc.store_epilogue(sch, acc_sh, epilogue_blocks, int(c["vec_out"]), BN, on_gpu)
 
     init = sch.decompose_reduction(block_outer, k0)
@@ -245,7 +245,7 @@ def apply_wgmma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
                              lambda b_, i_, j_: (b_, i_ // 16, j_ // 16, *lay(i_ % 16, j_ % 16)))
         names = tc.intrin_names("mma", in_dtype, "float32", sh_scope, True)
         sch.tensorize(sch.get_loops(init_inner)[-2], names["init"])
-        sch.tensorize(sch.get_loops(acc)[-2], store_intrin(names["store"], sh_scope) if inflight else names["store"])
+        tc.tensorize_staging_store(sch, acc, store_intrin(names["store"], sh_scope) if inflight else names["store"])
         sch.tensorize(sch.get_loops(block_inner)[-3], wgmma_intrin(BN, in_dtype, sh_scope, inflight))
 
     # ---------------------------------------------------------------- 7. pipelining

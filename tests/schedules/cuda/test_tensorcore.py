@@ -19,6 +19,7 @@ from tefuse.fusion import fuse_graph
 from tefuse.graph import GraphBuilder
 from tefuse.graph.precision import convert_precision
 from tefuse.plan.spec import parse_chain
+from tefuse.schedules.cuda import tensorcore as tc
 from tefuse.schedules.cuda.tensorcore import TensorCoreGemm, pass_config
 from tefuse.target import make_target
 
@@ -459,3 +460,50 @@ def test_an_epilogue_computed_narrower_is_still_stored_in_vectors(case, out, vec
     assert ("(uint4*)(" + out) in src if vec_out == 8 else ("(half4*)(" + out) in src
     assert not _bool_vectors_wider_than_4(src)
     compile_to_ptx(src, _ptx_arch(src) if arch == "sm_90" else arch)
+
+
+def _store_bank_conflicts(stride: int) -> int:
+    """The worst bank conflict of the fragment stores into a staging tile of row stride `stride`
+    (float32 words): TVM's mma store writes C[8 * (e % 4 // 2) + lane // 4, 8 * (e // 4) +
+    lane % 4 * 2 + e % 2] for e in 0..7, which nvcc pairs (e, e + 1) into 8-byte stores; an 8-byte
+    store is served half a warp at a time, a wavefront per distinct 128-byte line a bank sees."""
+    worst = 1
+    for e in range(0, 8, 2):
+        for half in (range(16), range(16, 32)):
+            lines = {}
+            for lane in half:
+                row, col = 8 * (e % 4 // 2) + lane // 4, 8 * (e // 4) + lane % 4 * 2
+                for word in (row * stride + col, row * stride + col + 1):
+                    lines.setdefault(word % 32, set()).add(word // 32)
+            worst = max(worst, max(len(v) for v in lines.values()))
+    return worst
+
+
+@pytest.mark.parametrize("bn", sorted({t[1] for t in tc.TILES}))
+def test_padded_staging_rows_make_the_accumulator_stores_conflict_free(bn):
+    assert _store_bank_conflicts(tc.staging_row_stride(bn)) == 1
+    assert _store_bank_conflicts(bn) == 4  # unpadded: four rows of a half warp on the same banks
+
+
+@pytest.mark.parametrize("intrin,arch,bn", [("wgmma", "sm_90a", 128), ("wgmma", "sm_90a", 64), ("mma", "sm_80", 128),
+                                            ("wmma", "sm_80", 64)])
+def test_the_staging_tile_rows_are_padded_in_the_kernel(intrin, arch, bn):
+    """The padding reaches the CUDA source (a storage_align set before tensorize would be lost)."""
+    b = GraphBuilder()
+    x, w = b.input("x", (2, 16, 16, 64), "float16"), b.input("w", (bn, 1, 1, 64), "float16")
+    y = b.conv2d(x, w, layout="NHWC", weight_layout="OHWI")
+    (group,) = fuse_graph(b.build(b.relu(b.bias_add(y, b.input("bias", (bn,), "float16"), axis=3))))
+    low = lower_group(group)
+    target = make_target(f"cuda:{arch}")
+    sch = s_tir.Schedule(low.func)
+    wgmma = intrin == "wgmma"
+    cfg = dict(BM=128, BN=bn, WM=16 if wgmma else 64, WN=bn if wgmma else bn // 2, BK=64 if wgmma else 32,
+               stages=2, intrin=intrin, vec_out=8)
+    tc.apply_tc_gemm(sch, low.info.stage("accumulator"), low.info.epilogue, cfg, target)
+    src = device_compile(sch.mod, target, pass_config(intrin, target)).imports[0].inspect_source()
+    stride = tc.staging_row_stride(bn)
+    assert stride == bn + 8
+    if intrin == "wmma":  # wmma::store_matrix_sync(ptr, frag, ldm, mem_row_major)
+        assert re.search(rf"store_matrix_sync\([^;]*, {stride}, nvcuda::wmma::mem_row_major\)", src)
+    else:  # the mma layout's row: lane / 4
+        assert re.search(rf"\(\(\(int\)threadIdx\.x\) >> 2\) \* {stride}\)", src), src[:2000]
