@@ -55,6 +55,13 @@ def wgmma_target(target):
     return optin_target(tvm.target.Target({**target.export(), "arch": "sm_90a"}))
 
 
+# the untuned epilogue's vector width: 4 lanes a thread read the staging tile as one float4, so a
+# quarter warp reads 32 consecutive words (no bank conflict; a thread's 8 as two float4s put eight
+# lanes on 16 banks) and stores 8 bytes; the 15 ResNet-50 convs at batch 16 took 0.95x the time of
+# vec_out 8 (geomean; H200, results/issue9/session21)
+VEC_OUT = 4
+
+
 def fallback_values(m: int, n: int, sms: int, dtype: str = "float16", k: Optional[int] = None) -> dict:
     """The untuned wgmma config, from the H100 sweeps (results/issue9/session10/wgmma.json;
     session18/conv_b16_sweep_*.jsonl, every block tile and stage count of the 15 ResNet-50 convs
@@ -70,7 +77,7 @@ def fallback_values(m: int, n: int, sms: int, dtype: str = "float16", k: Optiona
     ResNet-50's batch-32 records of 1x1 convs have, made its batch-16 1x1 convs 1-13% slower on
     the H100: results/issue9/session16.) A tf32 tile row holds 32 elements in the same 128
     bytes, so the same stages fit."""
-    common = {"bk": bk_of(dtype), "intrin": "wgmma", "vec_out": 8}
+    common = {"bk": bk_of(dtype), "intrin": "wgmma", "vec_out": VEC_OUT}
     if n <= 64:  # ResNet's 64-channel convs: a 128-wide tile would be half padding
         if math.ceil(m / 128) * math.ceil(n / 64) >= 2 * sms:
             tile, stages = (128, 64, 64, 32), 3
