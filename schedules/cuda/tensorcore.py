@@ -599,7 +599,9 @@ class TensorCoreGemm(Template):
         if "wgmma" in _intrins(info, target) and getattr(info.geometry, "b_nk", False):
             from .tensorcore_wgmma import fallback_values
 
-            return space.from_values(fallback_values(m, n, sms, info.dtype, k))
+            g = info.geometry
+            taps = g.channels_per_group if info.anchor_kind == "conv2d" and g.kh * g.kw > 1 else None
+            return space.from_values(fallback_values(m, n, sms, info.dtype, k, taps))
         return space.from_values({**mma_fallback_values(m, n, sms), "intrin": _intrins(info)[0]})
 
     def apply(self, sch, info: KernelInfo, cfg: Config, target) -> None:

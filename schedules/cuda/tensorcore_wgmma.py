@@ -62,7 +62,8 @@ def wgmma_target(target):
 VEC_OUT = 4
 
 
-def fallback_values(m: int, n: int, sms: int, dtype: str = "float16", k: Optional[int] = None) -> dict:
+def fallback_values(m: int, n: int, sms: int, dtype: str = "float16", k: Optional[int] = None,
+                    tap_channels: Optional[int] = None) -> dict:
     """The untuned wgmma config, from the H100 sweeps (results/issue9/session10/wgmma.json;
     session18/conv_b16_sweep_*.jsonl, every block tile and stage count of the 15 ResNet-50 convs
     at batch 16): 128x128 blocks, 3 stages, when they give every SM two blocks (4096^3: 0.28 ms,
@@ -91,7 +92,18 @@ def fallback_values(m: int, n: int, sms: int, dtype: str = "float16", k: Optiona
         tile, stages = (64, 128, 32, 64), 4
     if k is not None:
         stages = min(stages, max(2, math.ceil(k / common["bk"]) - 1))
+    if tap_channels is not None and tap_channels <= NARROW_TAP:
+        stages = 1  # an image stem's gathered taps: plain loads through L1 (`NARROW_TAP`)
     return {"tile": tile, "stages": stages, **common}
+
+
+# a conv window's taps of at most this many input channels (an image's 3, padded to 8: one 16-byte
+# copy a tap) load best unpipelined: plain loads go through L1, where the 7x7 window's overlapping
+# taps hit, and cp.async's 16-byte copies are L2-only (.cg). The ResNet-50 stem at batch 16
+# (3x224x224 -> 64, 7x7/2): 53.9 us at 128x64 and 1 stage against 64.7 at 3 stages (H100,
+# results/issue9/session18/conv_b16_sweep_b.jsonl); H200: 1 stage best of 12 tuned configs, and
+# every copy as cp.async.ca (through L1) took 63.9 us against 73.3 (results/issue9/session21)
+NARROW_TAP = 8
 
 
 # bytes TVM's shared-memory merge may add past `wgmma_shared_bytes` (measured from the lowered

@@ -125,6 +125,28 @@ def test_fallback_tiles_follow_the_sm_count():
     assert fallback_values(50176, 128, 132)["tile"][:2] == (128, 128)
 
 
+def test_an_image_stem_loads_its_taps_unpipelined():
+    """A conv window over an image's channels (3, padded to 8: a 16-byte copy a tap) gets one stage
+    untuned, so its tile loads are plain loads (through L1) and not cp.async; a 3x3 conv over 64
+    channels keeps its pipeline."""
+    from tefuse.schedules.cuda.tensorcore_wgmma import fallback_values
+
+    assert fallback_values(200704, 64, 132, k=448, tap_channels=8)["stages"] == 1
+    assert fallback_values(200704, 64, 132, k=448)["stages"] == 3
+    rng = np.random.default_rng(0)
+    srcs = {}
+    for c, r in ((3, 7), (64, 3)):
+        b = GraphBuilder()
+        w = b.const((rng.standard_normal((64, c, r, r)) / 24).astype("float32"))
+        x = b.input("x", (2, c, 32, 32))
+        cg = tefuse.build(b.build(b.relu(b.conv2d(x, w, strides=2, padding=r // 2))), "cuda", precision="fp16")
+        (conv,) = [k for k in cg.kernels if "conv2d" in k.group.name]
+        srcs[c] = conv.source("cuda")
+        assert "tefuse_wgmma_m64n64k16x4_f16" in srcs[c]
+    assert "cp_async" not in srcs[3] and "cp_async" in srcs[64]
+    assert re.search(r"\*\(uint4\*\)\(\(\(half\*\)buf_dyn_shmem_ptr\)", srcs[3])  # 16-byte loads and stores
+
+
 def test_matmul_keeps_mma_untuned_on_hopper():
     """A matmul's B is stored [K, N], which this wgmma path does not read: its fallback stays mma."""
     b = GraphBuilder()
@@ -554,10 +576,14 @@ def test_tf32_wgmma_keeps_the_other_selects_of_its_kernel(epilogue):
     assert re.search(r"tefuse_wgmma_m64n\d+k8x4_tf32(_s\d+)?\(", src) and ROUNDING not in src
 
 
-def test_the_7x7_stem_copies_its_input_tiles_with_cp_async():
-    """ResNet's stem after the weight pass (8 channels, kernel rows widened to 8 taps): each
-    16-byte chunk of the A tile is one tap, its padding test the same for all 8 lanes, so the copy
-    is one predicated cp.async a chunk, not a loop of 2-byte loads and shared stores."""
+def test_the_7x7_stem_copies_its_input_tiles_with_cp_async(monkeypatch):
+    """ResNet's stem after the weight pass (8 channels, kernel rows widened to 8 taps), pipelined
+    (a tuned config; untuned it loads unpipelined, test_an_image_stem_loads_its_taps_unpipelined):
+    each 16-byte chunk of the A tile is one tap, its padding test the same for all 8 lanes, so the
+    copy is one predicated cp.async a chunk, not a loop of 2-byte loads and shared stores."""
+    from tefuse.schedules.cuda import tensorcore_wgmma
+
+    monkeypatch.setattr(tensorcore_wgmma, "NARROW_TAP", 0)
     rng = np.random.default_rng(4)
     b = GraphBuilder()
     x = b.input("x", (2, 64, 64, 3), "float16")
