@@ -600,7 +600,9 @@ class TensorCoreGemm(Template):
             from .tensorcore_wgmma import fallback_values
 
             g = info.geometry
-            taps = g.channels_per_group if info.anchor_kind == "conv2d" and g.kh * g.kw > 1 else None
+            # windows that overlap (stride below the kernel) re-read their pixels: NARROW_TAP's case
+            overlap = info.anchor_kind == "conv2d" and (g.stride[0] < g.kh or g.stride[1] < g.kw)
+            taps = g.channels_per_group if overlap else None
             return space.from_values(fallback_values(m, n, sms, info.dtype, k, taps))
         return space.from_values({**mma_fallback_values(m, n, sms), "intrin": _intrins(info)[0]})
 

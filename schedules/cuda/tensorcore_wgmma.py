@@ -92,17 +92,20 @@ def fallback_values(m: int, n: int, sms: int, dtype: str = "float16", k: Optiona
         tile, stages = (64, 128, 32, 64), 4
     if k is not None:
         stages = min(stages, max(2, math.ceil(k / common["bk"]) - 1))
-    if tap_channels is not None and tap_channels <= NARROW_TAP:
+    blocks = math.ceil(m / tile[0]) * math.ceil(n / tile[1])
+    if tap_channels is not None and tap_channels <= NARROW_TAP and blocks >= 2 * sms:
         stages = 1  # an image stem's gathered taps: plain loads through L1 (`NARROW_TAP`)
     return {"tile": tile, "stages": stages, **common}
 
 
-# a conv window's taps of at most this many input channels (an image's 3, padded to 8: one 16-byte
-# copy a tap) load best unpipelined: plain loads go through L1, where the 7x7 window's overlapping
-# taps hit, and cp.async's 16-byte copies are L2-only (.cg). The ResNet-50 stem at batch 16
-# (3x224x224 -> 64, 7x7/2): 53.9 us at 128x64 and 1 stage against 64.7 at 3 stages (H100,
+# overlapping conv windows whose taps have at most this many input channels (an image's 3, padded
+# to 8: one 16-byte copy a tap) load best unpipelined: plain loads go through L1, where the window's
+# re-read pixels hit, and cp.async's 16-byte copies are L2-only (.cg). The ResNet-50 stem at batch
+# 16 (3x224x224 -> 64, 7x7/2): 53.9 us at 128x64 and 1 stage against 64.7 at 3 stages (H100,
 # results/issue9/session18/conv_b16_sweep_b.jsonl); H200: 1 stage best of 12 tuned configs, and
-# every copy as cp.async.ca (through L1) took 63.9 us against 73.3 (results/issue9/session21)
+# every copy as cp.async.ca (through L1) took 63.9 us against 73.3 (results/issue9/session21).
+# Only with two blocks an SM or more: at batch 1 (98 blocks of 64x64) one stage took 10.5 us
+# against 9.6 for 4, the pipeline being all the overlap such a grid has
 NARROW_TAP = 8
 
 

@@ -127,24 +127,28 @@ def test_fallback_tiles_follow_the_sm_count():
 
 def test_an_image_stem_loads_its_taps_unpipelined():
     """A conv window over an image's channels (3, padded to 8: a 16-byte copy a tap) gets one stage
-    untuned, so its tile loads are plain loads (through L1) and not cp.async; a 3x3 conv over 64
-    channels keeps its pipeline."""
+    untuned where the grid holds two blocks an SM, so its tile loads are plain loads (through L1)
+    and not cp.async; a 3x3 conv over 64 channels keeps its pipeline, as do a small grid and windows
+    that do not overlap."""
     from tefuse.schedules.cuda.tensorcore_wgmma import fallback_values
 
     assert fallback_values(200704, 64, 132, k=448, tap_channels=8)["stages"] == 1
     assert fallback_values(200704, 64, 132, k=448)["stages"] == 3
+    assert fallback_values(12544, 64, 132, k=448, tap_channels=8)["stages"] == 4  # batch 1: 98 blocks
     rng = np.random.default_rng(0)
     srcs = {}
-    for c, r in ((3, 7), (64, 3)):
+    for c, r, stride, hw in ((3, 7, 2, 256), (64, 3, 2, 256), (3, 4, 4, 512)):  # 512 blocks of 128x64 each
         b = GraphBuilder()
         w = b.const((rng.standard_normal((64, c, r, r)) / 24).astype("float32"))
-        x = b.input("x", (2, c, 32, 32))
-        cg = tefuse.build(b.build(b.relu(b.conv2d(x, w, strides=2, padding=r // 2))), "cuda", precision="fp16")
-        (conv,) = [k for k in cg.kernels if "conv2d" in k.group.name]
-        srcs[c] = conv.source("cuda")
-        assert "tefuse_wgmma_m64n64k16x4_f16" in srcs[c]
-    assert "cp_async" not in srcs[3] and "cp_async" in srcs[64]
-    assert re.search(r"\*\(uint4\*\)\(\(\(half\*\)buf_dyn_shmem_ptr\)", srcs[3])  # 16-byte loads and stores
+        x = b.input("x", (4, c, hw, hw))
+        y = b.conv2d(x, w, strides=stride, padding=r // 2 if stride < r else 0)
+        (conv,) = [k for k in tefuse.build(b.build(b.relu(y)), "cuda", precision="fp16").kernels
+                   if k.template == "tensorcore_gemm"]
+        srcs[c, r] = conv.source("cuda")
+        assert "tefuse_wgmma_m64n64k16x4_f16" in srcs[c, r]
+    assert "cp_async" not in srcs[3, 7] and "cp_async" in srcs[64, 3]
+    assert re.search(r"\*\(uint4\*\)\(\(\(half\*\)buf_dyn_shmem_ptr\)", srcs[3, 7])  # 16-byte loads and stores
+    assert "cp_async" in srcs[3, 4]  # windows side by side (a patch embedding, a GEMM on patches)
 
 
 def test_matmul_keeps_mma_untuned_on_hopper():
