@@ -32,6 +32,8 @@ rows) and a body that reads them, which the tensorization replaces by the device
 """
 from __future__ import annotations
 
+import struct
+
 from tvm import tirx
 from tvm.s_tir import TensorIntrin
 from tvm.script import tirx as T
@@ -41,8 +43,10 @@ LOG2E = 1.4426950408889634
 KEY_STEPS = (64, 32, 16)  # keys a step of the online softmax takes (a knob: more, more work in flight)
 
 
-def func_name(d: int, dv: int, lk_pad: int, lk: int, keys: int = 16) -> str:
-    return f"tefuse_flash_16x{dv}_d{d}_k{lk}of{lk_pad}_s{keys}"
+def func_name(d: int, dv: int, lk_pad: int, lk: int, scale_log2: float, keys: int = 16) -> str:
+    """The device function's name: everything its body bakes in, the scale too (its bits), so two
+    attention kernels of one module that differ only in alpha cannot share a definition."""
+    return f"tefuse_flash_16x{dv}_d{d}_k{lk}of{lk_pad}_s{keys}_x{struct.pack('>d', scale_log2).hex()}"
 
 
 def _step(nt: int, key0: str, d: int, dv: int, lk: int, scale_log2: float) -> str:
@@ -108,7 +112,7 @@ def device_source(d: int, dv: int, lk_pad: int, lk: int, scale_log2: float, keys
     if d % 16 or dv % 16 or lk_pad % 16 or not 0 < lk <= lk_pad or keys not in KEY_STEPS:
         raise ValueError(f"flash core: d {d}, dv {dv}, padded keys {lk_pad} must be multiples of 16, "
                          f"0 < keys {lk} <= padded, steps of {KEY_STEPS} keys, not {keys}")
-    name = func_name(d, dv, lk_pad, lk, keys)
+    name = func_name(d, dv, lk_pad, lk, scale_log2, keys)
     full, rest = divmod(lk_pad, keys)
     steps = ""
     if full:
@@ -172,7 +176,7 @@ __device__ __forceinline__ void {name}(float* o, const half* q, const half* k, c
 def _intrin(d: int, dv: int, lk_pad: int, lk: int, alpha: float, scope: str, keys: int):
     from tvm.backend.cuda.op import cuda_func_call
 
-    name, src = func_name(d, dv, lk_pad, lk, keys), device_source(d, dv, lk_pad, lk, alpha * LOG2E, keys)
+    name, src = func_name(d, dv, lk_pad, lk, alpha * LOG2E, keys), device_source(d, dv, lk_pad, lk, alpha * LOG2E, keys)
 
     @T.prim_func(s_tir=True)
     def desc(q: T.handle, k: T.handle, v: T.handle, o: T.handle) -> None:
@@ -221,7 +225,7 @@ def flash_intrin(d: int, dv: int, lk_pad: int, lk: int, alpha: float, scope: str
                  keys: int = 16) -> str:
     """Register (once) and name the intrinsic for one warp's 16 rows at these extents, `keys`
     keys a step."""
-    name = f"{func_name(d, dv, lk_pad, lk, keys)}_a{alpha!r}_{scope.replace('.', '_')}"
+    name = f"{func_name(d, dv, lk_pad, lk, alpha * LOG2E, keys)}_{scope.replace('.', '_')}"
     if name not in _registered:
         TensorIntrin.register(name, *_intrin(d, dv, lk_pad, lk, alpha, scope, keys), override=True)
         _registered.add(name)

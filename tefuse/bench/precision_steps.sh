@@ -34,9 +34,9 @@ for step in "$@"; do
                --tune ${TRIALS:-24} --tuner grid --only intrin=wgmma --only vec_out=8 --workdir /tmp/tefuse \
                --json $OUT/conv_b16_sweep.json 2>&1 | tee $OUT/conv_b16_sweep.log | grep -v "INFO\|Warning\|warn" | tail -12 ;;
     ncu)     # Nsight Compute on the b16 conv case SHAPE (default 5): tefuse's kernel (TVM names it main_kernel),
-             # then cuDNN's (sm90 xmma / cutlass names; the float64 reference's kernels do not match)
+             # then cuDNN's (sm90 xmma / cutlass names, or cuBLAS's nvjet for a 1x1 conv; the float64 reference's kernels do not match)
              S="--section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats --section MemoryWorkloadAnalysis"
-             for who in "main_kernel" "sm90_xmma|cutlass|sm80_xmma"; do
+             for who in "main_kernel" "sm90_xmma|cutlass|sm80_xmma|nvjet"; do
                ncu --clock-control none --target-processes all -k "regex:$who" --launch-skip ${SKIP:-20} \
                  --launch-count ${COUNT:-3} $S $P conv --precision fp16 --batch 16 --layout NHWC --shapes ${SHAPE:-5} \
                  --workdir /tmp/tefuse > $OUT/ncu_conv${SHAPE:-5}_${who%%|*}.txt 2>&1; echo "ncu $who rc $?"

@@ -17,7 +17,7 @@ from tvm import s_tir
 from ..errors import BuildError
 from ..schedules import KernelInfo, Template
 from ..schedules.registry import TIR_PIPELINE
-from ..schedules.common import block_threads, shared_alloc_bytes
+from ..schedules.common import block_threads, launch_extents, shared_alloc_bytes
 from ..schedules.space import Config
 
 
@@ -32,15 +32,26 @@ class KernelSpec:
     config: Config
 
 
+# CUDA's grid: blockIdx.x up to 2^31 - 1, y and z up to 65535 (a launch past them fails at run time)
+CUDA_GRID_LIMITS = {"blockIdx.x": 2**31 - 1, "blockIdx.y": 65535, "blockIdx.z": 65535}
+
+
 def check_limits(mod: tvm.IRModule, target: tvm.target.Target) -> None:
-    """Refuse a scheduled module over the target's threads or shared memory per block."""
+    """Refuse a scheduled module over the target's threads or shared memory per block, or over
+    CUDA's grid."""
     if target.kind.name == "llvm":
         return
+    script = mod.script()
     max_threads = target.attrs.get("max_threads_per_block")
     if max_threads:
-        threads = block_threads(mod.script())
+        threads = block_threads(script)
         if threads > int(max_threads):
             raise BuildError(f"{threads} threads per block > {int(max_threads)}")
+    if target.kind.name == "cuda":
+        extents = launch_extents(script)
+        for tag, cap in CUDA_GRID_LIMITS.items():
+            if extents.get(tag, 1) > cap:
+                raise BuildError(f"{int(extents[tag])} blocks along {tag} > CUDA's {cap}")
     max_shared = target.attrs.get("max_shared_memory_per_block")
     if max_shared:
         need = shared_alloc_bytes(mod)

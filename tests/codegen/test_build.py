@@ -191,3 +191,25 @@ def test_kernel_dump_forces_one_job(monkeypatch, caplog):
     with caplog.at_level(logging.INFO, logger="tefuse.driver"):
         tefuse.build(_mlp(), "cuda", jobs=4)
     assert any("compiling one at a time" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("tag,extent,ok", [("blockIdx.y", 65535, True), ("blockIdx.y", 65536, False),
+                                           ("blockIdx.z", 70000, False), ("blockIdx.x", 70000, True)])
+def test_a_grid_past_cudas_limits_is_refused_by_name(tag, extent, ok):
+    """blockIdx.y and z stop at 65535 on CUDA: such a launch fails at run time, so the schedule is
+    refused before compiling, with the axis and the count."""
+    from tvm import s_tir, te
+
+    from tefuse.target import make_target
+
+    x = te.placeholder((extent, 32), "float32", name="x")
+    y = te.compute((extent, 32), lambda i, j: x[i, j] * 2, name="y")
+    sch = s_tir.Schedule(te.create_prim_func([x, y]))
+    i, j = sch.get_loops(sch.get_sblock("y"))
+    sch.bind(i, tag)
+    sch.bind(j, "threadIdx.x")
+    if ok:
+        C.check_limits(sch.mod, make_target("cuda"))
+    else:
+        with pytest.raises(BuildError, match=rf"^{extent} blocks along {tag} > CUDA's 65535$"):
+            C.check_limits(sch.mod, make_target("cuda"))

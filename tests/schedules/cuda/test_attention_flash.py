@@ -59,7 +59,7 @@ def test_vit_attention_is_one_flash_kernel(vit_block):
     src = k.source("cuda")
     assert len(cuda_kernel_names(src)) == 1
     # the device function defined once and called once per warp; no scores buffer
-    assert len(re.findall(r"\btefuse_flash_16x64_d64_k197of208_s64\(", src)) == 2
+    assert len(re.findall(r"\btefuse_flash_16x64_d64_k197of208_s64_x[0-9a-f]{16}\(", src)) == 2
     assert "attn_scores" not in src and "attn_probs" not in src
     assert len(vit_block.kernels) == 4  # input cast, in-projection, attention, out-projection
 
@@ -126,3 +126,13 @@ def test_the_shared_memory_estimate_pads_rows_as_tvm_does(d):
     assert kern.template == "flash_attention"
     call = re.search(r"tefuse_flash_\w+\((.*)\);", kern.source("cuda").split("__global__")[-1]).group(1)
     assert [int(x) for x in call.split(", ")[-4:-1]] == [padded_row(d, PAD_HALF)] * 3
+
+
+def test_the_device_function_name_holds_the_scale():
+    """The scale is baked into the body, so it is in the name: two kernels of one module that
+    differ only in alpha get two functions, not one definition skipped."""
+    from tefuse.schedules.cuda.tensor_intrin_flash import LOG2E, device_source, func_name
+
+    a, b = (func_name(64, 64, 208, 197, alpha * LOG2E, 64) for alpha in (0.125, 0.25))
+    assert a != b
+    assert f"void {a}(" in device_source(64, 64, 208, 197, 0.125 * LOG2E, 64)
