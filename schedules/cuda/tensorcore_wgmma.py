@@ -93,7 +93,7 @@ def fallback_values(m: int, n: int, sms: int, dtype: str = "float16", k: Optiona
     if k is not None:
         stages = min(stages, max(2, math.ceil(k / common["bk"]) - 1))
     blocks = math.ceil(m / tile[0]) * math.ceil(n / tile[1])
-    if tap_channels is not None and tap_channels <= NARROW_TAP and blocks >= 2 * sms:
+    if tap_channels is not None and tap_channels <= NARROW_TAP and blocks >= 2 * sms and dtype != "float32":
         stages = 1  # an image stem's gathered taps: plain loads through L1 (`NARROW_TAP`)
     return {"tile": tile, "stages": stages, **common}
 
@@ -104,8 +104,9 @@ def fallback_values(m: int, n: int, sms: int, dtype: str = "float16", k: Optiona
 # 16 (3x224x224 -> 64, 7x7/2): 53.9 us at 128x64 and 1 stage against 64.7 at 3 stages (H100,
 # results/issue9/session18/conv_b16_sweep_b.jsonl); H200: 1 stage best of 12 tuned configs, and
 # every copy as cp.async.ca (through L1) took 63.9 us against 73.3 (results/issue9/session21).
-# Only with two blocks an SM or more: at batch 1 (98 blocks of 64x64) one stage took 10.5 us
-# against 9.6 for 4, the pipeline being all the overlap such a grid has
+# Only with two blocks an SM or more: at batch 1 (196 blocks of 64x64) one stage took 10.5 us
+# against 9.6 for 4, the pipeline being all the overlap such a grid has. fp16/bf16 only: the
+# tf32 stem was not measured so
 NARROW_TAP = 8
 
 
@@ -117,8 +118,9 @@ SMEM_MERGE_SLACK = 16 * 1024
 def wgmma_shared_bytes(bm: int, bn: int, stages: int) -> int:
     """Dynamic shared memory of a wgmma block before the merge's slack: the pipeline's 128-byte
     tile rows (A and B, `stages` versions), or the float32 staging tile, which reuses them but
-    for up to one version of the tiles (lowered kernels: 256x192 at 2 stages takes 240 KB, the
-    staging tile's 192 and 48 more; at 3 and 4 stages, the larger of the two)."""
+    for up to one version of the tiles (lowered kernels, session 20, rows then unpadded: 256x192
+    at 2 stages took 240 KB, the staging tile's 192 and 48 more; at 3 and 4 stages, the larger of
+    the two). The staging rows are `staging_row_stride` floats apart (padded)."""
     return max(max(stages, 1) * (bm + bn) * 128, bm * tc.staging_row_stride(bn) * 4 + (bm + bn) * 128)
 
 
