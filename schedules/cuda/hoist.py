@@ -186,17 +186,21 @@ def HoistLoopInvariants(func, _mod, _ctx):  # noqa: N802 - TVM's pass naming
     return hoist_loop_invariants(func)
 
 
-PIPELINE = "tefuse_cuda_hoist"  # TVM's default (s_tir) pipeline with the pass in its device part
+# TVM's default (s_tir) pipeline with the pass in its device part, and smem_limit's check
+PIPELINE = "tefuse_cuda_hoist"
 
 
 def _pipeline_factory(**_):
     from tvm.s_tir import pipeline as sp
 
+    from .smem_limit import CheckDynamicShared
+
     main, host, _device = sp.default_s_tir_pipeline()
 
     def device():
-        return tvm.ir.transform.Sequential([tirx.transform.LowerWarpMemory(), tirx.transform.StmtSimplify(),
-                                            HoistLoopInvariants, tirx.transform.LowerIntrin()])
+        return tvm.ir.transform.Sequential([CheckDynamicShared, tirx.transform.LowerWarpMemory(),
+                                            tirx.transform.StmtSimplify(), HoistLoopInvariants,
+                                            tirx.transform.LowerIntrin()])
 
     return main, host, device
 
