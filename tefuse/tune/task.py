@@ -80,11 +80,16 @@ class Task:
         return self._script
 
     def tunable(self) -> list[Template]:
-        """The templates tuning gives trials: where the first computes on units the others do not
-        use (preference >= DOMINANT: tensor cores), only such templates; the CUDA-core conv
-        templates took most of an fp16 conv's trials on the H100 at 5-100x its time."""
-        dominant = [t for t in self.templates if t.preference(self.lowered.info, self.target) >= DOMINANT]
-        return dominant or list(self.templates)
+        """The templates tuning gives trials: those that say they build this op on this target
+        (`supports`: flash attention on sm_75 would spend every trial failing to compile); among
+        them, where one computes on units the others do not use (preference >= DOMINANT: tensor
+        cores), only such templates: the CUDA-core conv templates took most of an fp16 conv's
+        trials on the H100 at 5-100x its time."""
+        info = self.lowered.info
+        able = [t for t in self.templates if t.supports(info.geometry, info.dtype, self.target)]
+        able = able or list(self.templates)
+        dominant = [t for t in able if t.preference(info, self.target) >= DOMINANT]
+        return dominant or able
 
     def describe(self) -> str:
         sizes = ", ".join(f"{n}: {len(s)}" for n, s in self.spaces.items())

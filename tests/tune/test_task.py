@@ -26,3 +26,16 @@ def test_a_tensor_core_task_tunes_only_the_tensor_core_template():
     assert "tensorcore_gemm" not in names and len(names) >= 2 and names == [t.name for t in fp32.templates]
     (old,) = extract_tasks(_conv("float16"), "cuda:sm_70")  # wmma only, below the mma preference
     assert len(old.tunable()) >= 2
+
+
+def test_a_template_that_does_not_support_the_target_gets_no_trials():
+    """An fp16 attention op on sm_75: flash attention (mma.sync m16n8k16: sm_80 and later) says it
+    does not build there, so tuning gives its configs no trials; on sm_90 it is the one tuned."""
+    b = GraphBuilder()
+    q, k, v = (b.input(n, (2, 64, 64), "float16") for n in "qkv")
+    g = b.build(b.attention(q, k, v))
+    (old,) = extract_tasks(g, "cuda:sm_75")
+    assert "flash_attention" in [t.name for t in old.templates]
+    assert "flash_attention" not in [t.name for t in old.tunable()] and old.tunable()
+    (new,) = extract_tasks(g, "cuda:sm_90")
+    assert [t.name for t in new.tunable()] == ["flash_attention"]
