@@ -7,11 +7,14 @@ compile and then fail at launch. Here the merged allocation is one buffer of kno
 failure is a build error that names the sizes (a tuner skips the config)."""
 from __future__ import annotations
 
+import math
+
 import tvm
 from tvm import tirx
 from tvm_ffi import structural_walk
 
 from ...target import SMEM_OPTIN
+from ..common import dtype_bytes
 
 
 def dyn_shared_bytes(func: tirx.PrimFunc) -> int:
@@ -20,10 +23,7 @@ def dyn_shared_bytes(func: tirx.PrimFunc) -> int:
 
     def visit(n):
         if isinstance(n, tirx.AllocBuffer) and n.buffer.scope() == "shared.dyn":
-            elems = 1
-            for d in n.buffer.shape:
-                elems *= int(d)
-            sizes.append(elems * n.buffer.dtype.bits // 8)
+            sizes.append(math.prod(int(d) for d in n.buffer.shape) * dtype_bytes(str(n.buffer.dtype)))
 
     structural_walk(func.body, visit)
     return sum(sizes)

@@ -80,22 +80,27 @@ def fallback_values(m: int, n: int, sms: int, dtype: str = "float16", k: Optiona
     bytes, so the same stages fit."""
     common = {"bk": bk_of(dtype), "intrin": "wgmma", "vec_out": VEC_OUT}
     if n <= 64:  # ResNet's 64-channel convs: a 128-wide tile would be half padding
-        if math.ceil(m / 128) * math.ceil(n / 64) >= 2 * sms:
+        if _blocks(m, n, 128, 64) >= 2 * sms:
             tile, stages = (128, 64, 64, 32), 3
         else:
             tile, stages = (64, 64, 32, 32), 4
-    elif math.ceil(m / 128) * math.ceil(n / 128) >= 2 * sms:
+    elif _blocks(m, n, 128, 128) >= 2 * sms:
         tile, stages = ((192, 192, 64, 64) if _fewer_waves_at_192(m, n, sms) else (128, 128, 64, 64)), 3
-    elif math.ceil(m / 64) * math.ceil(n / 128) < sms:  # SMs idle even so: twice the blocks again
+    elif _blocks(m, n, 64, 128) < sms:  # SMs idle even so: twice the blocks again
         tile, stages = (64, 64, 32, 32), 4
     else:
         tile, stages = (64, 128, 32, 64), 4
     if k is not None:
         stages = min(stages, max(2, math.ceil(k / common["bk"]) - 1))
-    blocks = math.ceil(m / tile[0]) * math.ceil(n / tile[1])
-    if tap_channels is not None and tap_channels <= NARROW_TAP and blocks >= 2 * sms and dtype != "float32":
+    narrow = tap_channels is not None and tap_channels <= NARROW_TAP and dtype != "float32"
+    if narrow and _blocks(m, n, *tile[:2]) >= 2 * sms:
         stages = 1  # an image stem's gathered taps: plain loads through L1 (`NARROW_TAP`)
     return {"tile": tile, "stages": stages, **common}
+
+
+def _blocks(m: int, n: int, bm: int, bn: int) -> int:
+    """Blocks of a BM x BN tiling of an M x N output."""
+    return math.ceil(m / bm) * math.ceil(n / bn)
 
 
 # overlapping conv windows whose taps have at most this many input channels (an image's 3, padded
@@ -131,7 +136,7 @@ def _fewer_waves_at_192(m: int, n: int, sms: int) -> bool:
     N = 768 products (6304 rows: 132 blocks of 192x192, one wave, where 300 blocks of 128x128
     take two) took 0.017-0.047 ms at 192x192 against 0.021-0.067 at 128x128; N = 3072 (10% less)
     was a tie (results/issue9/session20/gemm_vit_sweep.jsonl, H200)."""
-    waves = lambda bm, bn, per_sm: math.ceil(math.ceil(m / bm) * math.ceil(n / bn) / (per_sm * sms))
+    waves = lambda bm, bn, per_sm: math.ceil(_blocks(m, n, bm, bn) / (per_sm * sms))
     return waves(192, 192, 1) * 192 * 192 * 1.15 < waves(128, 128, 2) * 2 * 128 * 128
 
 
