@@ -104,8 +104,9 @@ def _blocks(m: int, n: int, bm: int, bn: int) -> int:
 
 
 # overlapping conv windows whose taps have at most this many input channels (an image's 3, padded
-# to 8: one 16-byte copy a tap) load best unpipelined: plain loads go through L1, where the window's
-# re-read pixels hit, and cp.async's 16-byte copies are L2-only (.cg). The ResNet-50 stem at batch
+# to 4 since session 22, to 8 before: one 8- or 16-byte copy a tap) load best unpipelined: plain
+# loads go through L1, where the window's re-read pixels hit, and cp.async's 16-byte copies are
+# L2-only (.cg; its 8-byte ones are .ca). The ResNet-50 stem at batch
 # 16 (3x224x224 -> 64, 7x7/2): 53.9 us at 128x64 and 1 stage against 64.7 at 3 stages (H100,
 # results/issue9/session18/conv_b16_sweep_b.jsonl); H200: 1 stage best of 12 tuned configs, and
 # every copy as cp.async.ca (through L1) took 63.9 us against 73.3 (results/issue9/session21).

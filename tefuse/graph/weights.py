@@ -11,16 +11,17 @@ An NHWC conv's constant HWIO weight becomes OHWI (`weight_layout="OHWI"`): its i
 B is then [K_out, ky*kx*C], K-major, in the order its A (the NHWC input) is read; cuDNN keeps
 channels-last weights the same way (KRSC). Only where wgmma runs (`convs=True`, sm_90) and only
 convs whose tile copies move 16 bytes (C a multiple of 8, or of 4 in float32), so other
-templates keep HWIO; an image's 3 channels are zero-padded to 8 (4 in float32) first
-(`_pad_channels`).
+templates keep HWIO; an image's 3 channels are zero-padded to 4 first, 8 bytes a pixel in
+fp16/bf16 and 16 in float32 (`padded_channels`, `_pad_channels`).
 
-A conv over an image's channels (padded to one 16-byte chunk a pixel: the 7x7 stem) also gets its kernel
-rows widened with zero taps to a power of two (7 -> 8, `row_taps`): its K (ky, kx, c) then steps
-through whole 16-byte chunks and whole kernel rows, so the tile copy's padding test is the same
-for the 8 lanes of a chunk and the copy is one predicated cp.async; with 7 taps a row the test
+A conv over an image's channels (padded to one 8- or 16-byte copy a pixel: the 7x7 stem) also gets
+its kernel rows widened with zero taps to a power of two (7 -> 8, `row_taps`): its K (ky, kx, c)
+then steps through whole copies and whole kernel rows, so the tile copy's padding test is the same
+for the lanes of a pixel and the copy is one predicated cp.async; with 7 taps a row the test
 is `(64 j + 8 t + lane) // 56`, which TVM cannot prove lane-invariant, and the copy went element
 by element, synchronously (3.5x cuDNN's time on the H100 at batch 16). Only where the padded
-reduction takes no more 64-deep steps than before (the stem: 392 and 448 both take 7). The extra
+reduction takes no more 64-deep steps than before (the fp16 stem: 196 and 224 both take 4; with
+8 channels, as until session 22, 392 and 448 took 7). The extra
 tap reads a pixel or padding times a zero weight: an infinite input pixel there would give NaN.
 
 The same holds for float32 products built with math='tf32' (`--precision tf32`): Hopper's wgmma
@@ -65,9 +66,24 @@ def _conv_candidate(n: Node) -> bool:
     return (c % lanes == 0 or c < lanes) and w.shape[3] >= MIN_MN and m >= MIN_MN
 
 
+MIN_PIXEL_BYTES = 8  # an image's pixel padded to at least one 8-byte copy (cp.async moves 4, 8 or 16)
+
+
+def padded_channels(c: int, lanes: int) -> int:
+    """Channels a conv's input is zero-padded to: whole 16-byte chunks (`lanes` elements) from
+    `lanes` channels on; fewer (an image's 3) to the next power of two of at least 8 bytes, so a
+    pixel is one 8-byte copy and a kernel row a power of two of them. fp16's 3 channels take 4, not
+    8: the 7x7 stem's reduction is then 7 x 8 x 4 = 224 deep (4 wgmma steps of 64), where 8
+    channels made it 448 (7 steps), half of them multiplying zeros."""
+    if c >= lanes:
+        return -(-c // lanes) * lanes
+    itemsize = CHUNK_BYTES // lanes
+    return max(1 << (c - 1).bit_length(), MIN_PIXEL_BYTES // itemsize)
+
+
 def _pad_channels(x: Node, c8: int, names: set) -> Node:
-    """x [N, H, W, C] zero-padded to C8 channels: an image's 3 channels become 8 (4 in float32:
-    16 bytes a pixel), so the conv's tile copies move whole vectors, as TensorRT and cuDNN pad a
+    """x [N, H, W, C] zero-padded to C8 channels: an image's 3 channels become 4 (8 bytes a pixel
+    in fp16, 16 in float32), so the conv's tile copies move whole vectors, as TensorRT and cuDNN pad a
     first layer."""
     return pad_after(x, 3, c8 - x.shape[3], names, f"c{c8}")
 
@@ -105,7 +121,7 @@ def nk_gemm_weights(graph: Graph, *, convs: bool = False) -> Graph:
             return None
         w = inputs[1]
         lanes = vector_lanes(w.dtype)
-        c8 = -(-w.shape[2] // lanes) * lanes if n.op == "conv2d" else 0
+        c8 = padded_channels(w.shape[2], lanes) if n.op == "conv2d" else 0
         if c8 and c8 != w.shape[2]:  # an image's channels: the input padded, the weight zero-extended
             inputs[0] = _pad_channels(inputs[0], c8, ctx.names)
         extra = 0  # zero taps added to each kernel row (row_taps)

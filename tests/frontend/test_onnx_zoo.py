@@ -105,7 +105,7 @@ def test_light_model_random_weights_vs_onnxruntime(name, rtol, atol):
                                                                                "bvlc_alexnet", "shufflenet")]))
 def test_light_model_as_hopper_builds_it_in_fp16(name, rtol, atol):
     """The graph `build(..., "cuda", precision="fp16")` compiles on sm_90 (NHWC, OHWI conv weights,
-    an image's channels padded to 8, matmul weights [N, K]), run on llvm: the passes keep the
+    an image's channels padded to 4, matmul weights [N, K]), run on llvm: the passes keep the
     model's answer (fp16 tolerance, same top-1) and convert its convs (grouped ones stay HWIO)."""
     from tefuse.driver import prepare_graph
     from tefuse.target import make_target
@@ -115,7 +115,7 @@ def test_light_model_as_hopper_builds_it_in_fp16(name, rtol, atol):
     convs = [n for n in graph.nodes if n.op == "conv2d"]
     ohwi = [n for n in convs if n.attrs.get("weight_layout") == "OHWI"]
     assert ohwi and all(n.attrs["groups"] > 1 for n in convs if n not in ohwi)
-    assert sum(n.op == "pad" and n.shape[-1] == 8 for n in graph.nodes) == 1  # the RGB input, once
+    assert sum(n.op == "pad" and n.shape[-1] == 4 for n in graph.nodes) == 1  # the RGB input, once
     (vi,) = real_inputs(model)
     x = np.random.default_rng(2).random(tuple(d.dim_value for d in vi.type.tensor_type.shape.dim), dtype=np.float32)
     got = tefuse.build(graph, "llvm").run(**{vi.name: x})[0]

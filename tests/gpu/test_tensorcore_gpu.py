@@ -122,7 +122,7 @@ def test_tf32_matches_llvm_up_to_summation_order(case, rng):
 @pytest.mark.parametrize("c,k,r,stride", [(64, 64, 3, 1), (3, 64, 7, 2), (256, 128, 1, 1)])
 def test_model_conv_on_wgmma_matches_llvm(c, k, r, stride, precision, rng):
     """An NCHW model's conv + ReLU in fp16 or tf32 on the H100: NHWC with its constant weight OHWI
-    (an image's 3 channels padded to 8, or 4 in float32), untuned on wgmma, against the float32
+    (an image's 3 channels padded to 4), untuned on wgmma, against the float32
     llvm build."""
     b = tefuse.GraphBuilder()
     x = b.input("x", (4, c, 28, 28))

@@ -7,7 +7,7 @@ import pytest
 import tefuse
 from tefuse.errors import GraphError
 from tefuse.graph import GraphBuilder
-from tefuse.graph.weights import nk_gemm_weights, row_taps
+from tefuse.graph.weights import nk_gemm_weights, padded_channels, row_taps
 
 
 def _linear_pair(dtype, rng):
@@ -58,14 +58,14 @@ def _nhwc_conv(c, k=64, dtype="float16", groups=1, r=3, rng=None):
 @pytest.mark.parametrize("c", [64, 3])
 def test_nhwc_convs_read_ohwi_weights_where_asked_and_compute_the_same(c):
     """convs=True (Hopper): the HWIO constant becomes OHWI, an image's 3 channels are padded to
-    8 (input and weight); the llvm result is unchanged. Without convs=True nothing changes."""
+    4 (input and weight: 8 bytes a pixel); the llvm result is unchanged. Without convs=True nothing changes."""
     rng = np.random.default_rng(2)
     g = _nhwc_conv(c, rng=rng)
     assert nk_gemm_weights(g) is g
     got = nk_gemm_weights(g, convs=True)
     (conv,) = [n for n in got.nodes if n.op == "conv2d"]
-    # an image's 3x3 kernel rows are widened to 4 taps of 8 channels (row_taps): 2 K steps either way
-    assert conv.attrs["weight_layout"] == "OHWI" and conv.inputs[1].shape == (64, 3, 3 if c == 64 else 4, max(c, 8))
+    # an image's 3x3 kernel rows are widened to 4 taps of 4 channels (row_taps): 1 K step either way
+    assert conv.attrs["weight_layout"] == "OHWI" and conv.inputs[1].shape == (64, 3, 3 if c == 64 else 4, c if c == 64 else 4)
     assert (conv.inputs[0].op == "pad") == (c == 3)
     x = rng.standard_normal((2, 12, 12, c)).astype("float16")
     want = tefuse.build(g, "llvm").run(x=x)[0].astype(np.float32)
@@ -108,9 +108,11 @@ def test_convs_wgmma_cannot_stream_keep_hwio(kw):
 
 
 @pytest.mark.parametrize("kh,kw,c,itemsize,want", [
-    (7, 7, 8, 2, 8),    # the stem: 392 -> 448 deep, 7 steps of 64 either way
+    (7, 7, 4, 2, 8),    # the stem in fp16 (3 channels padded to 4): 196 -> 224 deep, 4 steps of 64
+    (7, 7, 8, 2, 8),    # with 8 channels: 392 -> 448 deep, 7 steps of 64 either way
     (7, 7, 4, 4, 8),    # its tf32 form: 4 channels, steps of 32
-    (3, 3, 8, 2, 4),    # MobileNet's stem: 72 -> 96, 2 steps either way
+    (3, 3, 4, 2, 4),    # MobileNet's stem in fp16: 36 -> 48, 1 step
+    (3, 3, 8, 2, 4),    # with 8 channels: 72 -> 96, 2 steps either way
     (3, 3, 16, 2, 3),   # two chunks a pixel: 4/3 the products for the same copy, kept
     (3, 3, 32, 2, 3),
     (3, 3, 64, 2, 3),   # whole steps a tap already
@@ -125,7 +127,7 @@ def test_row_taps_widens_kernel_rows_only_where_no_step_is_added(kh, kw, c, item
 
 @pytest.mark.parametrize("dtype", ["float16", "float32"])
 def test_a_7x7_stem_computes_the_same_with_its_rows_widened(dtype):
-    """ResNet's stem (3 channels, 7x7, stride 2, pad 3): padded to 8 (4) channels and 8 taps a
+    """ResNet's stem (3 channels, 7x7, stride 2, pad 3): padded to 4 channels and 8 taps a
     row, one more pixel of padding on the right; the llvm result is unchanged."""
     from tefuse.graph.precision import convert_precision
 
@@ -138,10 +140,23 @@ def test_a_7x7_stem_computes_the_same_with_its_rows_widened(dtype):
         g = convert_precision(g, "tf32")
     got = nk_gemm_weights(g, convs=True)
     (conv,) = [n for n in got.nodes if n.op == "conv2d"]
-    assert conv.inputs[1].shape == (32, 7, 8, 8 if dtype == "float16" else 4)
+    assert conv.inputs[1].shape == (32, 7, 8, 4)
     assert conv.geometry.padding == (3, 3, 3, 4) and conv.shape == (2, 15, 15, 32)
     np.testing.assert_array_equal(conv.inputs[1].value[:, :, 7], 0)
     xv = rng.standard_normal((2, 30, 30, 3)).astype(dtype)
     want = tefuse.build(g, "llvm").run(x=xv)[0].astype(np.float32)
     out = tefuse.build(got, "llvm").run(x=xv)[0].astype(np.float32)
     assert np.abs(out - want).max() <= (1e-2 if dtype == "float16" else 1e-5) * np.abs(want).max()
+
+
+@pytest.mark.parametrize("c,lanes,want", [
+    (3, 8, 4),    # an fp16 image: 8 bytes a pixel, not 16 (the stem's reduction 224 deep, not 448)
+    (3, 4, 4),    # float32 (tf32): 16 bytes a pixel, as before
+    (1, 8, 4),    # one channel: still one 8-byte copy a pixel
+    (1, 4, 2),
+    (5, 8, 8),
+    (8, 8, 8),
+    (64, 8, 64),
+])
+def test_padded_channels_gives_a_pixel_a_power_of_two_of_at_least_8_bytes(c, lanes, want):
+    assert padded_channels(c, lanes) == want

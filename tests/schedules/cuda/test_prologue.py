@@ -99,7 +99,7 @@ def test_an_images_channel_pad_is_a_kernel_of_its_own_before_a_wgmma_conv():
 
 
 def test_a_channel_pad_alone_stays_out_of_a_wgmma_conv():
-    """An fp16 NHWC image (no cast, no layout change before it): the pad of its 3 channels to 8
+    """An fp16 NHWC image (no cast, no layout change before it): the pad of its 3 channels to 4
     computes nothing, yet read inside the conv's copy it would split the 16-byte vectors again, so
     the rule keeps it a kernel of its own on Hopper; other targets fuse it."""
     rng = np.random.default_rng(1)
