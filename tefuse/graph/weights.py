@@ -29,6 +29,8 @@ reads tf32 operands K-major only.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from .ir import CONST, Graph, Node, RewriteContext, fresh_name, op_node, pad_after, rewrite
@@ -106,6 +108,61 @@ def row_taps(kh: int, kw: int, c: int, itemsize: int, dilation: int = 1) -> int:
     return wide if -(-kh * wide * c // step) <= -(-kh * kw * c // step) else kw
 
 
+PAIR = 2  # pixels of 8 bytes one 16-byte copy holds
+
+
+@dataclass(frozen=True)
+class PixelPairs:
+    """A conv read two pixels a channel vector (`pair_pixels`): the input [N, H, W, C] seen as
+    [N, H, W/2, 2C], the kernel rows shifted right by `shift` zero taps so each window starts on
+    an even pixel, then cut into `taps` taps of two; W strides halve."""
+
+    shift: int
+    taps: int
+    strides: tuple
+    padding: tuple
+    width: int  # W rounded up to even (a zero column appended where W is odd)
+
+
+def pair_pixels(geo, c: int, itemsize: int) -> PixelPairs | None:
+    """How a conv over 8-byte pixels (an image's 3 channels padded to 4 halves) reads them as
+    16-byte pairs, or None where it cannot: a window moving an even number of pixels along W (the
+    stride-2 stems), taps 1 apart. Like TensorRT's and MLPerf's space-to-depth stems: the ResNet-50
+    stem's 7x7/2 over [224, 224, 4] becomes a 7x4 kernel of stride (2, 1) over [224, 112, 8], so
+    each 16-byte copy of its gathered tiles carries two taps, and its K (7 * 4 * 8 = 224) holds 4
+    wgmma steps instead of 7 (8 channels, 8 taps a row)."""
+    sh, sw = geo.stride
+    if c * itemsize * PAIR != CHUNK_BYTES or geo.kw == 1 or sw % PAIR or tuple(geo.dilation) != (1, 1):
+        return None
+    t, left, b, _ = geo.padding
+    shift = left % PAIR
+    taps = -(-(geo.kw + shift) // PAIR)
+    width = geo.w + geo.w % PAIR
+    stride = sw // PAIR
+    lp = (left + shift) // PAIR
+    right = (geo.ow - 1) * stride + taps - width // PAIR - lp  # what the output's last window reaches past W
+    if right < 0:
+        return None
+    return PixelPairs(shift, taps, (sh, stride), (t, lp, b, right), width)
+
+
+def _paired_input(x: Node, pairs: PixelPairs, names: set) -> Node:
+    """x [N, H, W, C] as [N, H, W/2, 2C] (a view; a zero column first where W is odd)."""
+    if pairs.width != x.shape[2]:
+        x = pad_after(x, 2, pairs.width - x.shape[2], names, "w2")
+    n, h, w, c = x.shape
+    return op_node(fresh_name(names, f"{x.name}_pairs"), "reshape", [x], {"shape": (n, h, w // PAIR, c * PAIR)})
+
+
+def _paired_weight(v: np.ndarray, pairs: PixelPairs) -> np.ndarray:
+    """An HWIO weight [kh, kw, C, K] as [kh, taps, 2C, K]: shifted right by `shift` zero taps,
+    zero-extended to 2 * taps, each pair of taps one tap of 2C channels (pixel parity, then
+    channel), as the paired input holds them."""
+    kh, kw, c, k = v.shape
+    v = np.pad(v, ((0, 0), (pairs.shift, PAIR * pairs.taps - kw - pairs.shift), (0, 0), (0, 0)))
+    return v.reshape(kh, pairs.taps, PAIR * c, k)
+
+
 def nk_gemm_weights(graph: Graph, *, convs: bool = False) -> Graph:
     """The graph with every fp16/bf16 (or tf32) matmul by a constant 2-D weight reading it as
     [N, K], and with convs=True every such NHWC conv's constant weight as OHWI."""
@@ -114,32 +171,41 @@ def nk_gemm_weights(graph: Graph, *, convs: bool = False) -> Graph:
 
     if not any(wanted(n) for n in graph.nodes):
         return graph
-    transposed: dict[int, Node] = {}  # one [N, K] copy per weight, however many products read it
+    transposed: dict[tuple, Node] = {}  # one [N, K] copy per weight and form, however many products read it
 
     def rule(n: Node, inputs: list[Node], ctx: RewriteContext) -> Node | None:
         if not wanted(n):
             return None
         w = inputs[1]
         lanes = vector_lanes(w.dtype)
+        itemsize = CHUNK_BYTES // lanes
+        layout = {"trans_b": True} if n.op == "matmul" else {"weight_layout": "OHWI"}
         c8 = padded_channels(w.shape[2], lanes) if n.op == "conv2d" else 0
         if c8 and c8 != w.shape[2]:  # an image's channels: the input padded, the weight zero-extended
             inputs[0] = _pad_channels(inputs[0], c8, ctx.names)
+        pairs = pair_pixels(n.geometry, c8, itemsize) if c8 else None
+        if pairs:
+            inputs[0] = _paired_input(inputs[0], pairs, ctx.names)
+            layout.update(strides=pairs.strides, padding=pairs.padding)
         extra = 0  # zero taps added to each kernel row (row_taps)
         if n.op == "conv2d":
-            kh, kw = w.shape[:2]
-            extra = row_taps(kh, kw, c8, CHUNK_BYTES // lanes, n.geometry.dilation[1]) - kw
-        if (id(w), extra) not in transposed:
+            kh, kw = (w.shape[0], pairs.taps) if pairs else w.shape[:2]
+            c = c8 * PAIR if pairs else c8
+            extra = row_taps(kh, kw, c, itemsize, n.geometry.dilation[1]) - kw
+        if (id(w), extra, pairs) not in transposed:
             v = np.asarray(w.value)
             if n.op == "conv2d":
-                v = np.pad(v, ((0, 0), (0, extra), (0, c8 - v.shape[2]), (0, 0)))
+                v = np.pad(v, ((0, 0), (0, 0), (0, c8 - v.shape[2]), (0, 0)))
+                v = np.pad(_paired_weight(v, pairs) if pairs else v, ((0, 0), (0, extra), (0, 0), (0, 0)))
             v = np.ascontiguousarray(v.T if n.op == "matmul" else v.transpose(HWIO_TO_OHWI))
-            transposed[id(w), extra] = Node(fresh_name(ctx.names, f"{w.name}_nk"), CONST, [], {}, tuple(v.shape),
-                                            w.dtype, v)
-        inputs[1] = transposed[id(w), extra]
-        layout = {"trans_b": True} if n.op == "matmul" else {"weight_layout": "OHWI"}
+            transposed[id(w), extra, pairs] = Node(fresh_name(ctx.names, f"{w.name}_nk"), CONST, [], {},
+                                                   tuple(v.shape), w.dtype, v)
+        inputs[1] = transposed[id(w), extra, pairs]
         if extra:  # the wider kernel's window ends `extra` pixels further right: as much more padding
-            t, left, b, r = n.geometry.padding
+            t, left, b, r = layout.get("padding", n.geometry.padding)
             layout["padding"] = (t, left, b, r + extra)
-        return op_node(n.name, n.op, inputs, {**n.attrs, **layout})
+        out = op_node(n.name, n.op, inputs, {**n.attrs, **layout})
+        assert out.shape == n.shape, f"{n.name}: the weight pass changed its shape {n.shape} -> {out.shape}"
+        return out
 
     return rewrite(graph, rule)

@@ -47,6 +47,15 @@ def test_trans_b_needs_a_2d_weight():
         b.matmul(x, w, trans_b=True)
 
 
+def _producers(x):
+    """The op chain feeding x, nearest first, up to the graph input."""
+    out = []
+    while x.is_op:
+        out.append(x.op)
+        x = x.inputs[0]
+    return out
+
+
 def _nhwc_conv(c, k=64, dtype="float16", groups=1, r=3, rng=None):
     rng = rng or np.random.default_rng(0)
     b = GraphBuilder()
@@ -64,9 +73,9 @@ def test_nhwc_convs_read_ohwi_weights_where_asked_and_compute_the_same(c):
     assert nk_gemm_weights(g) is g
     got = nk_gemm_weights(g, convs=True)
     (conv,) = [n for n in got.nodes if n.op == "conv2d"]
-    # an image's 3x3 kernel rows are widened to 4 taps of 4 channels (row_taps): 1 K step either way
-    assert conv.attrs["weight_layout"] == "OHWI" and conv.inputs[1].shape == (64, 3, 3 if c == 64 else 4, c if c == 64 else 4)
-    assert (conv.inputs[0].op == "pad") == (c == 3)
+    # an image's 3x3 stride-2 kernel rows read pixel pairs (pair_pixels): 2 taps of 8 channels
+    assert conv.attrs["weight_layout"] == "OHWI" and conv.inputs[1].shape == ((64, 3, 3, 64) if c == 64 else (64, 3, 2, 8))
+    assert _producers(conv.inputs[0]) == ([] if c == 64 else ["reshape", "pad"])
     x = rng.standard_normal((2, 12, 12, c)).astype("float16")
     want = tefuse.build(g, "llvm").run(x=x)[0].astype(np.float32)
     out = tefuse.build(got, "llvm").run(x=x)[0].astype(np.float32)
@@ -127,8 +136,9 @@ def test_row_taps_widens_kernel_rows_only_where_no_step_is_added(kh, kw, c, item
 
 @pytest.mark.parametrize("dtype", ["float16", "float32"])
 def test_a_7x7_stem_computes_the_same_with_its_rows_widened(dtype):
-    """ResNet's stem (3 channels, 7x7, stride 2, pad 3): padded to 4 channels and 8 taps a
-    row, one more pixel of padding on the right; the llvm result is unchanged."""
+    """ResNet's stem (3 channels, 7x7, stride 2, pad 3): in fp16 its pixels padded to 4 channels
+    and read in pairs (pair_pixels: 7x4 taps of 8 channels, stride (2, 1)); in float32 padded to
+    4 channels and 8 taps a row, one more pixel of padding on the right; the llvm result is unchanged."""
     from tefuse.graph.precision import convert_precision
 
     rng = np.random.default_rng(7)
@@ -140,9 +150,14 @@ def test_a_7x7_stem_computes_the_same_with_its_rows_widened(dtype):
         g = convert_precision(g, "tf32")
     got = nk_gemm_weights(g, convs=True)
     (conv,) = [n for n in got.nodes if n.op == "conv2d"]
-    assert conv.inputs[1].shape == (32, 7, 8, 4)
-    assert conv.geometry.padding == (3, 3, 3, 4) and conv.shape == (2, 15, 15, 32)
-    np.testing.assert_array_equal(conv.inputs[1].value[:, :, 7], 0)
+    if dtype == "float16":
+        assert conv.inputs[1].shape == (32, 7, 4, 8) and conv.geometry.stride == (2, 1)
+        assert conv.geometry.padding == (3, 2, 3, 1) and conv.shape == (2, 15, 15, 32)
+        np.testing.assert_array_equal(conv.inputs[1].value[:, :, 0, :4], 0)  # the shift: a zero tap first
+    else:
+        assert conv.inputs[1].shape == (32, 7, 8, 4)
+        assert conv.geometry.padding == (3, 3, 3, 4) and conv.shape == (2, 15, 15, 32)
+        np.testing.assert_array_equal(conv.inputs[1].value[:, :, 7], 0)
     xv = rng.standard_normal((2, 30, 30, 3)).astype(dtype)
     want = tefuse.build(g, "llvm").run(x=xv)[0].astype(np.float32)
     out = tefuse.build(got, "llvm").run(x=xv)[0].astype(np.float32)
@@ -160,3 +175,41 @@ def test_a_7x7_stem_computes_the_same_with_its_rows_widened(dtype):
 ])
 def test_padded_channels_gives_a_pixel_a_power_of_two_of_at_least_8_bytes(c, lanes, want):
     assert padded_channels(c, lanes) == want
+
+
+@pytest.mark.parametrize("hw,r,stride,pad", [
+    (30, 7, 2, 3),   # ResNet's stem: a zero tap first (pad 3 is odd), 7x4 taps of 8 channels
+    (31, 7, 2, 3),   # odd width: a zero column appended before the pairs
+    (32, 3, 2, 1),   # MobileNet's stem: 3x2 taps
+    (30, 5, 2, 2),   # even padding: no shift
+    (30, 7, 4, 3),   # stride 4 -> 2
+    (28, 4, 2, 1),   # pair taps widened by row_taps (3 -> 4)
+])
+def test_paired_pixels_compute_the_same(hw, r, stride, pad):
+    """pair_pixels: an fp16 image conv whose window moves an even number of pixels along W reads
+    two 8-byte pixels a 16-byte vector (input viewed [N, H, W/2, 8], the kernel's rows shifted and
+    cut into pairs, W stride halved); on llvm the answer is the conv's, to fp16 rounding."""
+    rng = np.random.default_rng(hw + r + stride)
+    b = GraphBuilder()
+    x = b.input("x", (2, hw, hw, 3), "float16")
+    w = b.const((rng.standard_normal((r, r, 3, 32)) * 0.1).astype("float16"), name="w")
+    g = b.build(b.relu(b.conv2d(x, w, strides=stride, padding=pad, layout="NHWC")))
+    got = nk_gemm_weights(g, convs=True)
+    (conv,) = [n for n in got.nodes if n.op == "conv2d"]
+    assert conv.inputs[0].shape[2:] == ((hw + 1) // 2, 8) and conv.geometry.stride == (stride, stride // 2)
+    xv = rng.standard_normal((2, hw, hw, 3)).astype("float16")
+    want = tefuse.build(g, "llvm").run(x=xv)[0].astype(np.float32)
+    out = tefuse.build(got, "llvm").run(x=xv)[0].astype(np.float32)
+    assert out.shape == want.shape and np.abs(out - want).max() <= 1e-3 * np.abs(want).max()
+
+
+@pytest.mark.parametrize("kw", [dict(stride=1), dict(stride=3), dict(dilation=2)])
+def test_pixels_are_not_paired_where_the_window_moves_an_odd_step(kw):
+    """Stride 1 or 3 along W (a pair would hold pixels of two windows' different taps), or
+    dilated taps: the 8-byte pixels stay one a tap."""
+    b = GraphBuilder()
+    x = b.input("x", (1, 20, 20, 3), "float16")
+    w = b.const(np.ones((3, 3, 3, 16), "float16"), name="w")
+    g = b.build(b.conv2d(x, w, strides=kw.get("stride", 1), padding=1, dilation=kw.get("dilation", 1), layout="NHWC"))
+    (conv,) = [n for n in nk_gemm_weights(g, convs=True).nodes if n.op == "conv2d"]
+    assert conv.inputs[0].shape[-1] == 4 and conv.inputs[0].op == "pad"

@@ -85,14 +85,15 @@ def test_split_and_fused_graphs_compute_the_same():
 
 
 def test_an_images_channel_pad_is_a_kernel_of_its_own_before_a_wgmma_conv():
-    """An fp16 model's first conv on Hopper: cast, layout change and the pad of its 3 channels to
-    8 run as one injective kernel; the conv reads whole 16-byte pixels and takes wgmma."""
+    """An fp16 model's first conv on Hopper: cast, layout change, the pad of its 3 channels to
+    4 and the view of pixel pairs (graph/weights.pair_pixels) run as one injective kernel; the
+    conv reads whole 16-byte pairs and takes wgmma."""
     rng = np.random.default_rng(0)
     b = GraphBuilder()
     x = b.input("x", (2, 3, 32, 32))
     w = b.const((rng.standard_normal((64, 3, 7, 7)) / 10).astype("f4"))
     groups = _groups(b.build(b.relu(b.conv2d(x, w, strides=2, padding=3))), "cuda:sm_90")
-    assert [[n.op for n in g.nodes] for g in groups] == [["cast", "transpose", "pad"],
+    assert [[n.op for n in g.nodes] for g in groups] == [["cast", "transpose", "pad", "reshape"],
                                                          ["conv2d", "relu", "cast", "transpose"]]
     choice = choose_schedule(lower_group(groups[1]), make_target("cuda:sm_90"), None)
     assert choice.config["intrin"] == "wgmma"
@@ -107,5 +108,5 @@ def test_a_channel_pad_alone_stays_out_of_a_wgmma_conv():
     x = b.input("x", (2, 32, 32, 3), "float16")
     w = b.const((rng.standard_normal((7, 7, 3, 64)) / 10).astype("float16"))
     g = b.build(b.relu(b.conv2d(x, w, strides=2, padding=3, layout="NHWC")))
-    for target, want in [("cuda:sm_90", [["pad"], ["conv2d", "relu"]]), ("cuda:sm_80", [["conv2d", "relu"]])]:
+    for target, want in [("cuda:sm_90", [["pad", "reshape"], ["conv2d", "relu"]]), ("cuda:sm_80", [["conv2d", "relu"]])]:
         assert [[n.op for n in grp.nodes] for grp in _groups(g, target)] == want, target

@@ -126,15 +126,15 @@ def test_fallback_tiles_follow_the_sm_count():
 
 
 def test_an_image_stem_loads_its_taps_unpipelined():
-    """A conv window over an image's channels (3, padded to 4: an 8-byte copy a tap) gets one stage
+    """A conv window over an image's channels (3, padded to 4, two pixels a 16-byte copy) gets one stage
     untuned where the grid holds two blocks an SM, so its tile loads are plain loads (through L1)
     and not cp.async; a 3x3 conv over 64 channels keeps its pipeline, as do a small grid and windows
     that do not overlap."""
     from tefuse.schedules.cuda.tensorcore_wgmma import fallback_values
 
-    assert fallback_values(200704, 64, 132, k=224, tap_channels=4)["stages"] == 1
+    assert fallback_values(200704, 64, 132, k=224, tap_channels=8)["stages"] == 1
     assert fallback_values(200704, 64, 132, k=224)["stages"] == 3
-    assert fallback_values(12544, 64, 132, k=224, tap_channels=4)["stages"] == 3  # batch 1: 196 blocks
+    assert fallback_values(12544, 64, 132, k=224, tap_channels=8)["stages"] == 3  # batch 1: 196 blocks
     assert fallback_values(200704, 64, 132, "float32", k=448, tap_channels=4)["stages"] == 3  # tf32: unmeasured
     rng = np.random.default_rng(0)
     srcs = {}
@@ -148,7 +148,7 @@ def test_an_image_stem_loads_its_taps_unpipelined():
         srcs[c, r] = conv.source("cuda")
         assert "tefuse_wgmma_m64n64k16x4_f16" in srcs[c, r]
     assert "cp_async" not in srcs[3, 7] and "cp_async" in srcs[64, 3]
-    assert re.search(r"\*\(half4\*\)\(\(\(half\*\)buf_dyn_shmem_ptr\)", srcs[3, 7])  # 8-byte loads and stores
+    assert re.search(r"\*\(uint4\*\)\(\(\(half\*\)buf_dyn_shmem_ptr\)", srcs[3, 7])  # 16-byte loads and stores
     assert "cp_async" in srcs[3, 4]  # windows side by side (a patch embedding, a GEMM on patches)
 
 
@@ -582,12 +582,11 @@ def test_tf32_wgmma_keeps_the_other_selects_of_its_kernel(epilogue):
 
 
 def test_the_7x7_stem_copies_its_input_tiles_with_cp_async():
-    """ResNet's stem after the weight pass (4 channels, kernel rows widened to 8 taps), on a grid
-    small enough to keep its pipeline (a large one loads unpipelined,
-    test_an_image_stem_loads_its_taps_unpipelined): each 8-byte piece of the A tile is one tap,
-    its padding test the same for all 4 lanes, so the copy is one predicated cp.async a tap (8
-    bytes: .ca, through L1, where the overlapping windows re-read pixels), not a loop of 2-byte
-    loads and shared stores."""
+    """ResNet's stem after the weight pass (4 channels, pixels read in pairs: 7x4 taps of 8
+    channels, graph/weights.pair_pixels), on a grid small enough to keep its pipeline (a large one
+    loads unpipelined, test_an_image_stem_loads_its_taps_unpipelined): each 16-byte chunk of the A
+    tile is one pair tap, its padding test the same for all 8 lanes, so the copy is one predicated
+    cp.async a chunk, not a loop of 2-byte loads and shared stores; its reduction 4 steps deep."""
     rng = np.random.default_rng(4)
     b = GraphBuilder()
     x = b.input("x", (2, 64, 64, 3), "float16")
@@ -596,6 +595,7 @@ def test_the_7x7_stem_copies_its_input_tiles_with_cp_async():
     conv = [k for k in tefuse.build(g, "cuda:sm_90", split_k=False).kernels if k.template == "tensorcore_gemm"]
     (k,) = conv
     src = k.source("cuda")
-    assert re.search(r"ptx_cp_async\w*pred_ca_8\w*\(buf_dyn_shmem_ptr, [^;]*in_x_c4_ptr", src)
+    assert re.search(r"ptx_cp_async\w*pred\w*_16\w*\(buf_dyn_shmem_ptr, [^;]*in_x_c4_pairs_ptr", src)
+    assert k.group.anchor.inputs[1].shape == (64, 7, 4, 8)  # K = 224: 4 steps of 64
     assert not re.search(r"\w+_s(_\d+)? = 0", src), "a copy or store loop was scalarized"
     assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n64k16\.f32\.f16\.f16", compile_to_ptx(src, "sm_90a"))
