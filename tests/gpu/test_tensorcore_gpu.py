@@ -131,8 +131,9 @@ def test_model_conv_on_wgmma_matches_llvm(c, k, r, stride, precision, rng):
     cg = tefuse.build(graph, "cuda", precision=precision)
     (conv,) = [kk for kk in cg.kernels if kk.group.anchor is not None]
     assert conv.group.anchor.attrs.get("weight_layout") == "OHWI" and "tefuse_wgmma_" in conv.source("cuda")
-    if r == 7:  # the stem's kernel rows widened to 8 taps (graph/weights.row_taps)
-        assert conv.group.anchor.inputs[1].shape[2] == 8
+    if r == 7:  # fp16: the stem's pixels read in pairs, 4 taps of 8 channels (graph/weights.pair_pixels);
+        # tf32: its kernel rows widened to 8 taps of 4 channels (row_taps)
+        assert conv.group.anchor.inputs[1].shape[2:] == ((4, 8) if precision == "fp16" else (8, 4))
     xv = rng.standard_normal((4, c, 28, 28)).astype("float32")
     got = cg.run(x=xv)[0]
     want = tefuse.build(graph, "llvm").run(x=xv)[0]

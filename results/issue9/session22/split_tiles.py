@@ -57,7 +57,7 @@ def _db(name: str):
 def _legal(shape, split: int, cfg: str) -> bool:
     c, hw, k, r, s = shape
     depth = r * r * c // split
-    return c % split == 0 and (c // split) % 8 == 0 and depth >= 64 * 2
+    return split == 1 or (c % split == 0 and (c // split) % 8 == 0 and depth >= 64 * 2)
 
 
 def _graph(shape, batch, precision):
