@@ -599,12 +599,7 @@ class TensorCoreGemm(Template):
         if "wgmma" in _intrins(info, target) and getattr(info.geometry, "b_nk", False):
             from .tensorcore_wgmma import fallback_values
 
-            g = info.geometry
-            # windows that overlap (stride below the kernel) re-read their pixels: NARROW_TAP's case
-            overlap = info.anchor_kind == "conv2d" and any(
-                st < (k - 1) * d + 1 for st, k, d in zip(g.stride, (g.kh, g.kw), g.dilation))
-            taps = g.channels_per_group if overlap else None
-            return space.from_values(fallback_values(m, n, sms, info.dtype, k, taps))
+            return space.from_values(fallback_values(m, n, sms, info.dtype, k))
         return space.from_values({**mma_fallback_values(m, n, sms), "intrin": _intrins(info)[0]})
 
     def apply(self, sch, info: KernelInfo, cfg: Config, target) -> None:

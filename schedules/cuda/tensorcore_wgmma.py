@@ -62,8 +62,7 @@ def wgmma_target(target):
 VEC_OUT = 4
 
 
-def fallback_values(m: int, n: int, sms: int, dtype: str = "float16", k: Optional[int] = None,
-                    tap_channels: Optional[int] = None) -> dict:
+def fallback_values(m: int, n: int, sms: int, dtype: str = "float16", k: Optional[int] = None) -> dict:
     """The untuned wgmma config, from the H100 sweeps (results/issue9/session10/wgmma.json;
     session18/conv_b16_sweep_*.jsonl, every block tile and stage count of the 15 ResNet-50 convs
     at batch 16): 128x128 blocks, 3 stages, when they give every SM two blocks (4096^3: 0.28 ms,
@@ -92,9 +91,6 @@ def fallback_values(m: int, n: int, sms: int, dtype: str = "float16", k: Optiona
         tile, stages = (64, 128, 32, 64), 4
     if k is not None:
         stages = min(stages, max(2, math.ceil(k / common["bk"]) - 1))
-    narrow = tap_channels is not None and tap_channels <= NARROW_TAP and dtype != "float32"
-    if narrow and _blocks(m, n, *tile[:2]) >= 2 * sms:
-        stages = 1  # an image stem's gathered taps: plain loads through L1 (`NARROW_TAP`)
     return {"tile": tile, "stages": stages, **common}
 
 
@@ -103,17 +99,10 @@ def _blocks(m: int, n: int, bm: int, bn: int) -> int:
     return math.ceil(m / bm) * math.ceil(n / bn)
 
 
-# overlapping conv windows whose taps have at most this many input channels (an image's 3, padded
-# to 4 since session 22, to 8 before: one 8- or 16-byte copy a tap) load best unpipelined: plain
-# loads go through L1, where the window's re-read pixels hit, and cp.async's 16-byte copies are
-# L2-only (.cg; its 8-byte ones are .ca). The ResNet-50 stem at batch
-# 16 (3x224x224 -> 64, 7x7/2): 53.9 us at 128x64 and 1 stage against 64.7 at 3 stages (H100,
-# results/issue9/session18/conv_b16_sweep_b.jsonl); H200: 1 stage best of 12 tuned configs, and
-# every copy as cp.async.ca (through L1) took 63.9 us against 73.3 (results/issue9/session21).
-# Only with two blocks an SM or more: at batch 1 (196 blocks of 64x64) one stage took 10.5 us
-# against 9.6 for 4, the pipeline being all the overlap such a grid has. fp16/bf16 only: the
-# tf32 stem was not measured so
-NARROW_TAP = 8
+# (Session 21 loaded an image stem's windows unpipelined, 1 stage, where its grid held two blocks
+# an SM: each 16-byte copy then held one 8-channel pixel, and plain loads through L1 beat cp.async.
+# Since its pixels are read in pairs (graph/weights.pair_pixels) 3 stages win: 43.6 us against 46.6
+# for the ResNet-50 stem at batch 16, 2 stages 42.7; H200, results/issue9/session22/stem_configs.json)
 
 
 # bytes TVM's shared-memory merge may add past `wgmma_shared_bytes` (measured from the lowered
