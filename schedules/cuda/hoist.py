@@ -11,8 +11,13 @@ neither the loop's variables nor memory anything writes, becomes a let before th
 Only loads of read-only parameters move: buffers the function's parameters (or top-level
 declarations over a variable) give, in a function whose parameters do not alias
 (`tirx.noalias`), that no other buffer views, that nothing stores to and whose address nothing
-takes. Nothing leaves a guard (an if, an if_then_else, the right operand of && or ||, an inner
-loop that may not run), so no load happens that would not have. A Select's arms are not guards:
+takes. Nothing leaves an if_then_else, the right operand of && or ||, or an inner loop that may
+not run. An if's body is left only by values whose every load is provably inside its buffer for
+any value of the loop and thread indices it reads (`_in_bounds`): the padded tail's row guard of a
+tensor-core epilogue (M = 784 at 7x7, batch 16: not whole 64-row tiles) kept the per-channel
+scale in the loop, computed for every element with IEEE division and square root, while the
+guard says nothing of the channel; a load that may fall outside its buffer (a column guard, an
+unbounded index) stays under its guard. A Select's arms are not guards:
 TVM's RewriteUnsafeSelect, earlier in the pipeline, has made every Select whose arms load an
 if_then_else. A product moved out of a sum can no longer fuse into an FMA
 with it: a result may differ by an ulp.
@@ -22,6 +27,7 @@ from __future__ import annotations
 import itertools
 
 import tvm
+import tvm.sym  # noqa: F401 - the arithmetic analyzer (TVM 0.27's tvm.arith)
 from tvm import tirx
 from tvm.ir.expr import Call, Expr, TensorLoad  # TensorLoad: what tirx.BufferLoad makes
 from tvm_ffi import structural_equal, structural_mutate, structural_walk
@@ -133,7 +139,50 @@ def _invariant_and_costly(e, bound, readonly) -> bool:
     return ok[0] and costly[0]
 
 
-def _hoist_from(loop, readonly, names):
+def index_ranges(func) -> dict:
+    """Every loop variable's and thread index's range in `func` (constant extents only): what
+    `_in_bounds` proves a load's index inside its buffer with."""
+    ranges = {}
+
+    def visit(n):
+        if isinstance(n, tirx.For) and isinstance(n.min, tirx.IntImm) and isinstance(n.extent, tirx.IntImm):
+            ranges[n.loop_var] = tvm.ir.Range.from_min_extent(n.min, n.extent)
+        elif (isinstance(n, tirx.AttrStmt) and n.attr_key == "thread_extent" and isinstance(n.node, tirx.IterVar)
+              and isinstance(n.value, tirx.IntImm)):
+            ranges[n.node.var] = tvm.ir.Range.from_min_extent(0, n.value)
+
+    structural_walk(func.body, visit)
+    return ranges
+
+
+def _in_bounds(e, ranges: dict) -> bool:
+    """Whether every load in `e` reads inside its buffer whatever values its indices' loop and
+    thread variables take (a Ramp's first and last lanes), so that it may run outside a guard."""
+    ana = tvm.sym.Analyzer()
+    for var, rng in ranges.items():
+        ana.bind(var, rng)
+    ok = [True]
+
+    def visit(n):
+        if not isinstance(n, TensorLoad) or not ok[0]:
+            return
+        shape = n.source.shape
+        if len(shape) != len(n.indices):
+            ok[0] = False
+            return
+        for idx, ext in zip(n.indices, shape):
+            ends = [idx.base, idx.base + idx.stride * (idx.lanes - 1)] if isinstance(idx, tirx.Ramp) else [idx]
+            if isinstance(idx, tirx.Broadcast):
+                ends = [idx.value]
+            if not all(ana.can_prove(tirx.all(x >= 0, x < ext)) for x in ends):
+                ok[0] = False
+                return
+
+    structural_walk(e, visit)
+    return ok[0]
+
+
+def _hoist_from(loop, readonly, names, ranges):
     if not _runs(loop):
         return loop  # a loop that may not run must not make its loads happen
     bound, blocked = _scan(loop)
@@ -141,24 +190,32 @@ def _hoist_from(loop, readonly, names):
         return loop
     hoisted: list[tuple[tirx.Var, Expr]] = []
 
-    def on_expr(e, m):
-        if isinstance(e, Call) and _call_name(e) in KEEP_CALLS:
-            return e  # a guarded value (a masked tail's load), an address: left whole
-        if isinstance(e, (tirx.And, tirx.Or)):  # C's && and ||: the right operand may not run
-            return type(e)(m.mutate(e.a), e.b)
-        if _invariant_and_costly(e, bound, readonly):
-            for v, h in hoisted:
-                if structural_equal(h, e):
-                    return v
-            v = tirx.Var(f"inv{next(names)}", expr_dtype(e))
-            hoisted.append((v, e))
-            return v
-        return m.default_mutate(e)
+    def handlers(guarded: bool) -> list:
+        """Mutation rules for the loop body; `guarded`: inside an if's branch."""
+        def on_expr(e, m):
+            if isinstance(e, Call) and _call_name(e) in KEEP_CALLS:
+                return e  # a guarded value (a masked tail's load), an address: left whole
+            if isinstance(e, (tirx.And, tirx.Or)):  # C's && and ||: the right operand may not run
+                return type(e)(m.mutate(e.a), e.b)
+            if _invariant_and_costly(e, bound, readonly) and (not guarded or _in_bounds(e, ranges)):
+                for v, h in hoisted:
+                    if structural_equal(h, e):
+                        return v
+                v = tirx.Var(f"inv{next(names)}", expr_dtype(e))
+                hoisted.append((v, e))
+                return v
+            return m.default_mutate(e)
 
-    body = structural_mutate(loop.body, [
-        (tirx.IfThenElse, lambda n, m: n),  # guarded: nothing leaves it
-        (tirx.For, lambda n, m: m.default_mutate(n) if _runs(n) else n),  # may not run: nothing leaves it
-        (Expr, on_expr)])
+        def on_if(n, m):  # its branches run only under the condition: see _in_bounds
+            inner = handlers(True)
+            return tirx.IfThenElse(n.condition, structural_mutate(n.then_case, inner),
+                                   structural_mutate(n.else_case, inner) if n.else_case is not None else None)
+
+        return [(tirx.IfThenElse, on_if),
+                (tirx.For, lambda n, m: m.default_mutate(n) if _runs(n) else n),  # may not run: nothing leaves it
+                (Expr, on_expr)]
+
+    body = structural_mutate(loop.body, handlers(False))
     if not hoisted:
         return loop
     new_loop = tirx.For(loop.loop_var, loop.min, loop.extent, loop.kind, body, loop.thread_binding,
@@ -170,13 +227,14 @@ def hoist_loop_invariants(func: tirx.PrimFunc) -> tirx.PrimFunc:
     """`func` with loop-invariant math bound before each serial loop (innermost loops first, so
     a value rises as far as it is invariant)."""
     readonly = _readonly_buffers(func)
+    ranges = index_ranges(func)
     names = itertools.count()
 
     def on_for(loop, m):
         loop = m.default_mutate(loop)
         if not isinstance(loop, tirx.For) or loop.kind not in (tirx.ForKind.SERIAL, tirx.ForKind.UNROLLED):
             return loop
-        return _hoist_from(loop, readonly, names)
+        return _hoist_from(loop, readonly, names, ranges)
 
     return func.with_body(structural_mutate(func.body, [(tirx.For, on_for)]))
 

@@ -161,8 +161,18 @@ def right_of_and(x: T.Buffer((16,), "float32"), out: T.Buffer((8,), "float32"), 
                           T.float32(1), T.float32(0))
 
 
+@T.prim_func
+def past_a_column_guard(x: T.Buffer((8, 16), "float32"), g: T.Buffer((12,), "float32"), out: T.Buffer((8, 16), "float32")):
+    T.func_attr({"tirx.noalias": True})
+    for j in range(16):
+        for i in range(8):
+            if j < 12:  # g[j] exists only where the guard holds: it may not be read outside it
+                out[i, j] = x[i, j] / T.sqrt(g[j])
+
+
 @pytest.mark.parametrize("func", [synced, in_while, after_assert, in_loop_that_may_not_run, in_empty_loop, under_if,
-                                  through_a_view, declared_in_the_loop, through_an_address, right_of_and],
+                                  through_a_view, declared_in_the_loop, through_an_address, right_of_and,
+                                  past_a_column_guard],
                          ids=lambda f: f.attrs["global_symbol"])
 def test_nothing_moves_across_a_barrier_a_guard_or_an_alias(func):
     assert _lets(hoist_loop_invariants(func)) == 0
@@ -203,3 +213,33 @@ def test_an_address_is_left_whole():
     """x[3] is a read-only parameter's load, but under address_of it is an address, not a value."""
     hoisted = hoist_loop_invariants(addressed)
     assert "T.address_of(x[3])" in hoisted.script() and _lets(hoisted) == 0
+
+
+@T.prim_func
+def row_guarded(x: T.Buffer((8, 16), "float32"), g: T.Buffer((16,), "float32"), v: T.Buffer((16,), "float32"),
+                out: T.Buffer((8, 16), "float32"), m: T.int32):
+    T.func_attr({"tirx.noalias": True})
+    for j in range(16):
+        for i in range(8):
+            if i < m:  # a padded tail's row guard: the channel's statistics are in bounds whatever it says
+                out[i, j] = x[i, j] * (g[j] / T.sqrt(v[j] + T.float32(1e-5)))
+
+
+def test_per_column_math_leaves_a_row_guard_when_its_loads_are_in_bounds():
+    """A tensor-core epilogue's padded rows put its store under `if (row < M)`; the per-channel
+    scale reads g[j] and v[j], inside their buffers for every j the loop takes, so it is computed
+    once a column; past_a_column_guard's g[j] (j up to 15, g of 12) stays under its guard."""
+    hoisted = hoist_loop_invariants(row_guarded)
+    assert _calls(_loop(hoisted, "i"), "sqrt") == 0 and _lets(hoisted) == 1
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((8, 16)).astype("float32")
+    g = rng.standard_normal(16).astype("float32")
+    v = rng.uniform(0.5, 2, 16).astype("float32")
+    outs = []
+    for f in (row_guarded, hoisted):
+        args = [tvm.runtime.tensor(a) for a in (x, g, v, np.zeros((8, 16), "float32"))]
+        tvm.compile(f, target="llvm")(*args, 5)
+        outs.append(args[3].numpy())
+    np.testing.assert_array_equal(outs[0], outs[1])
+    np.testing.assert_allclose(outs[1][:5], x[:5] * (g / np.sqrt(v + 1e-5)), rtol=1e-6)
+    assert not outs[1][5:].any()
