@@ -208,7 +208,8 @@ def build_summary(kernels: list[CompiledKernel], num_ops: int, seconds: float) -
 
 
 def prepare_graph(graph: Graph, target, *, precision: str = "fp32", layout: Optional[str] = None,
-                  fold_bn: bool = False, fuse_attention: Optional[bool] = None, split_k: bool = True) -> Graph:
+                  fold_bn: bool = False, fuse_attention: Optional[bool] = None,
+                  split_k: Union[bool, int] = True) -> Graph:
     """The graph `build` fuses: batch-norms folded, precision and layout converted, weights laid
     out for the tensor cores, small-grid products split (see build). `tefuse tune` calls it too,
     so the kernels it tunes are the ones a build then looks up."""
@@ -231,7 +232,8 @@ def prepare_graph(graph: Graph, target, *, precision: str = "fp32", layout: Opti
     if mma_capable(tgt):  # scores rows of whole 16-byte vectors where attention stays three kernels
         graph = pad_attention_keys(graph)
     if split_k and mma_capable(tgt):  # after layout and weights: it splits NHWC convs and [N, K] Linears
-        graph = split_reductions(graph, SplitPolicy(gpu_limits(tgt).sm_count))
+        force = 0 if split_k is True else int(split_k)
+        graph = split_reductions(graph, SplitPolicy(gpu_limits(tgt).sm_count, force=force))
     return graph
 
 
@@ -241,7 +243,7 @@ GraphSource = Union[Graph, Mapping[int, Graph], Callable[[int], Graph]]
 def build(graph: GraphSource, target: TargetLike = "llvm", *, db: Union[BestRecordSource, str, None] = None,
           cache=None, fuse: bool = True, prologue: ProloguePolicy = True, multi_output: bool = True,
           fold_bn: bool = False, jobs: Optional[int] = None, precision: str = "fp32",
-          fuse_attention: Optional[bool] = None, split_k: bool = True,
+          fuse_attention: Optional[bool] = None, split_k: Union[bool, int] = True,
           layout: Optional[str] = None, progress: Optional[Callable[[int, int], None]] = None,
           batch_sizes: Optional[Sequence[int]] = None):
     """Fuse and compile a graph; returns a `CompiledGraph` ready to run.
@@ -261,7 +263,9 @@ def build(graph: GraphSource, target: TargetLike = "llvm", *, db: Union[BestReco
     results/issue9/session15).
     split_k: on CUDA, a tensor-core conv whose output gives too few tiles for the GPU's SMs
     computes partial sums over channel slices, added up by a second kernel with the epilogue
-    (graph/split_k.py); False keeps every conv one kernel.
+    (graph/split_k.py); False keeps every conv one kernel; an int N > 1 splits every tensor-core
+    conv and Linear whose channels divide into N slices of whole 16-byte chunks (to measure a
+    count against the policy's).
     db / cache: None (off, the default: builds stay hermetic), an object, or "default" for
     the user + shipped tuning logs / the on-disk kernel cache (what the CLI passes).
     jobs: kernels compiled at once (default: `default_jobs()`); 1 compiles one at a time.

@@ -22,7 +22,7 @@ import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Union
 
 import numpy as np
 
@@ -91,7 +91,7 @@ def _templates(cg) -> list:
 
 
 def conv_case(c: int, hw: int, k: int, r: int, s: int, batch: int, precision: str, db=None,
-              layout: str = "NCHW", split_k: bool = True, tune_trials: int = 0, tuning=None) -> Row:
+              layout: str = "NCHW", split_k: Union[bool, int] = True, tune_trials: int = 0, tuning=None) -> Row:
     """tefuse's fused conv+bias+BN+ReLU in `precision` (inputs already in `precision`, tensors in
     `layout`) vs cuDNN's conv alone, channels_last; split_k as build's (a split conv's time
     includes its second kernel, the sum with the epilogue). tune_trials > 0: its kernels are tuned
@@ -187,6 +187,11 @@ def tune_first(graph, precision: str, db, trials: int, tuning=None, **build_opti
          trials=trials, **tools)
 
 
+def _split_option(args):
+    """build's split_k from --no-split-k / --split-k N."""
+    return False if args.no_split_k else (args.split_k or True)
+
+
 def _split_products(cg) -> list[int]:
     """The slice count of every split-K product the build made (graph/split_k.py)."""
     return [n.attrs["split_k"] for n in cg.graph.nodes if n.attrs.get("split_k", 1) > 1]
@@ -275,7 +280,7 @@ PROLOGUES = {"rules": True, "all": lambda candidate: True}
 
 
 def model_case(name: str, batch: int, precision: str, workdir: Path, db="default", compile_peer: bool = True,
-               prologue: str = "rules", split_k: bool = True) -> Row:
+               prologue: str = "rules", split_k: Union[bool, int] = True) -> Row:
     """A torchvision model exported in float32, built by tefuse with `precision`, checked against
     onnxruntime (float32), timed against PyTorch in the same precision (channels_last)."""
     import onnx
@@ -429,6 +434,9 @@ def main(argv=None) -> int:
     p.add_argument("--prologue", nargs="+", default=["rules"], choices=list(PROLOGUES),
                    help="models: prologue fusion by the target's rules (default), or everywhere; each is a row")
     p.add_argument("--no-split-k", action="store_true", help="conv, models: build with split_k=False")
+    p.add_argument("--split-k", type=int, default=0, metavar="N",
+                   help="conv, models: build with split_k=N (every tensor-core conv and Linear whose channels "
+                        "allow it in N slices), to measure a count against the policy's")
     p.add_argument("--no-db", action="store_true")
     p.add_argument("--tune", type=int, default=0, metavar="TRIALS",
                    help="conv, gemm, attention: tune each case's kernels first (TRIALS measurements each) "
@@ -473,7 +481,7 @@ def run_suites(args, db, tuning, attempt) -> None:
             for b in args.batch:
                 for shp in shapes:
                     attempt("conv", str(shp), prec, b, lambda: conv_case(*shp, b, prec, db, args.layout,
-                                                                           not args.no_split_k, args.tune, tuning))
+                                                                           _split_option(args), args.tune, tuning))
         elif args.suite == "attention":
             for a in args.attention:
                 dims = tuple(map(int, a.split("x")))
@@ -488,7 +496,7 @@ def run_suites(args, db, tuning, attempt) -> None:
                         case = name if pro == "rules" else f"{name} prologue={pro}"
                         attempt("models", case, prec, b, lambda: model_case(
                             name, b, prec, Path(args.workdir), db, not args.no_compile, pro,
-                            not args.no_split_k))
+                            _split_option(args)))
 
 
 def write_json(rows: list, path: Optional[str]) -> dict:

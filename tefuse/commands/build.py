@@ -41,10 +41,24 @@ def add_precision_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-split-k", dest="split_k", action="store_false",
                    help="keep every tensor-core conv and Linear one kernel (by default, on CUDA, one whose "
                         "output gives too few tiles for the GPU sums partial products in a second kernel)")
+    p.add_argument("--split-k", dest="split_k", type=_slices, metavar="N",
+                   help="split every tensor-core conv and Linear whose channels allow it into N slices "
+                        "(summed by a second kernel), whatever its grid: to measure a count against the default")
     p.add_argument("--attention", default="auto", choices=list(ATTENTION),
                    help="matmul -> softmax -> matmul as one attention kernel: auto (default) where a template "
                         "that beats the three kernels takes it (flash attention, fp16, sm_80 and later), "
                         "fused wherever a template takes it, unfused never")
+
+
+def _slices(text: str) -> int:
+    """--split-k's N: a slice count of 2 or more."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 2:
+        raise argparse.ArgumentTypeError(f"expected a slice count of 2 or more, got {text!r}")
+    return n
 
 
 # --attention: build's fuse_attention

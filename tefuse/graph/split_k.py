@@ -25,12 +25,15 @@ class SplitPolicy:
     min_total: the shortest reduction split at all (16 of the template's 64-deep steps: a
     shorter one is over too soon for the slices to pay for the second kernel's launch and
     traffic); min_depth: reduction elements a slice keeps at least (four steps, so its copy
-    pipeline still overlaps); max_splits bounds the float32 partials' traffic."""
+    pipeline still overlaps); max_splits bounds the float32 partials' traffic. force: a slice
+    count used wherever the channels allow it, whatever the grid (build's split_k=N: to measure
+    a count against the policy's, as cuBLAS's split-K setting does; 0: the policy decides)."""
 
     sms: int
     min_total: int = 1024
     min_depth: int = 256
     max_splits: int = 16
+    force: int = 0
 
     def blocks(self, m: int, n: int) -> int:
         """Tiles of 64 x 128 (64 x 64 where N <= 64), the tensor-core template's untuned config
@@ -43,6 +46,9 @@ class SplitPolicy:
         and the channels' 16-byte chunks allow; 1 where the grid is already half full."""
         if m < MIN_MN or n < MIN_MN:  # a GEMV (an SE block's 1x1 conv, a decode step): no tensor-core tile
             return 1
+        if self.force:  # whole 16-byte chunks of channels a slice
+            s = self.force
+            return s if channels % s == 0 and (channels // s) % lanes == 0 else 1
         blocks = self.blocks(m, n)
         if 2 * blocks > self.sms or depth < self.min_total:
             return 1

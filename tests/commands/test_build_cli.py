@@ -60,6 +60,19 @@ def test_split_k_and_no_split_k(capsys):
     assert "1 kernels for 3 ops" in out and "split_sum" not in out
 
 
+def test_split_k_with_a_count(capsys):
+    """--split-k N splits a conv the default leaves whole (a 512-deep reduction) into N slices;
+    a count below 2 is one clear line from argparse."""
+    args = ["build", "conv2d(k=2048,r=1)+bias+relu", "-i", "1x7x7x512", "--layout", "NHWC", "--dtype",
+            "float16", "-t", "cuda", "-e", "summary", "--no-db", "--no-cache"]
+    assert main(args) == 0
+    assert "1 kernels for 3 ops" in capsys.readouterr().out
+    assert main([*args, "--split-k", "4"]) == 0
+    assert "2 kernels for 4 ops" in capsys.readouterr().out
+    assert main([*args, "--split-k", "1"]) == 2
+    assert "expected a slice count of 2 or more, got '1'" in capsys.readouterr().err
+
+
 def test_build_summary_cpu(capsys):
     assert main(["build", "conv2d(k=8,r=1)+relu", "-i", "1x4x8x8", "--no-db", "--no-cache"]) == 0
     assert "1 kernels for 2 ops on llvm" in capsys.readouterr().out

@@ -147,3 +147,27 @@ def test_an_se_conv_still_builds_for_cuda():
     """Split, its slices (M = 1) had no template that takes them: the build failed."""
     (k,) = tefuse.build(_conv(1, 1, 1152, 48, 1), "cuda").kernels
     assert k.group.anchor.attrs.get("split_k") is None
+
+
+@pytest.mark.parametrize("shape,force,want", [
+    ((16, 7, 2048, 512, 1), 2, 2),  # the policy's 4 overridden
+    ((16, 14, 1024, 256, 1), 4, 4),  # a grid the policy leaves whole
+    ((1, 7, 512, 2048, 1), 8, 8),  # a reduction the policy finds too shallow
+    ((1, 7, 24, 64, 3), 2, 1),  # 12 channels a slice: not whole 16-byte chunks
+    ((1, 7, 512, 512, 3), 3, 1),  # 3 does not divide 512
+])
+def test_a_forced_count_splits_wherever_the_channels_allow(shape, force, want):
+    """split_k=N (build, `--split-k N`): that many slices whatever the grid or depth, where the
+    channels divide into slices of whole 16-byte chunks; elsewhere none."""
+    n, hw, c, k, r = shape
+    assert conv_splits(_conv(n, hw, c, k, r).node("conv"), SplitPolicy(sms=132, force=force)) == want
+
+
+def test_build_takes_a_slice_count():
+    """build(..., split_k=2) on a Hopper target: the conv is a 2-slice product and a sum."""
+    from tefuse.driver import prepare_graph
+
+    g = _conv(16, 7, 2048, 512, 1)
+    counts = {sk: [n.attrs.get("split_k", 1) for n in prepare_graph(g, "cuda:sm_90", precision="fp16", split_k=sk).nodes
+                   if n.op == "conv2d"] for sk in (True, False, 2)}
+    assert counts == {True: [4], False: [1], 2: [2]}
