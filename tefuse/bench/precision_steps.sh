@@ -46,6 +46,11 @@ for step in "$@"; do
     convnosplit)  # the same with every conv one kernel (build's split_k=False): split-K's baseline
              $P conv --precision fp16 bf16 --batch 1 16 --layout NHWC --workdir /tmp/tefuse --no-split-k \
                --json $OUT/conv_fp16_bf16_nosplit.json 2>&1 | tee $OUT/conv_fp16_bf16_nosplit.log | tail -8 ;;
+    splitlead) # session 22's lead: the split 7x7 convs at batch 16 with the policy's slices, unsplit, and 2 slices
+             for sk in "" "--no-split-k" "--split-k 2"; do tag=${sk//[ -]/}
+               $P conv --precision fp16 bf16 --batch 16 --layout NHWC --shapes ${SHAPES:-11 12} --workdir /tmp/tefuse $sk \
+                 --json $OUT/conv_split_${tag:-policy}.json 2>&1 | tee $OUT/conv_split_${tag:-policy}.log | grep -v "INFO\|Warn" | tail -6
+             done ;;
     resnet1) for sk in "" --no-split-k; do  # ResNet-50 fp16 batch 1 with and without split-K
                $P models --models resnet50 --precision fp16 --batch 1 --no-compile --workdir /tmp/tefuse $sk \
                  --json $OUT/models_fp16_resnet50_b1${sk:+_nosplit}.json 2>&1 \
