@@ -4,7 +4,8 @@ counts 64x128 tiles only) and the untuned tile rule.
 
 For each conv shape, each legal slice count S and each config: the conv bench's case
 (tefuse/bench/precision.conv_case: checked against float64 torch, timed beside cuDNN in the same
-process) with graph/split_k.SplitPolicy forced to S and the product kernel forced to the config
+process) built with split_k=S (SplitPolicy.force; the runs recorded in COMMANDS.md patched
+SplitPolicy.splits to the same rule before that option existed) and the product kernel forced to the config
 (the split_sum kernel keeps its untuned config). The builds run first in parallel worker
 processes, which fill the kernel cache (TEFUSE_CACHE_DIR); the timing pass then loads them.
 
@@ -14,8 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
-import os
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -36,15 +35,6 @@ CONFIGS = {  # name -> (tile, stages)
     "64x64s3": ((64, 64, 32, 32), 3),
     "256x64s1": ((256, 64, 64, 32), 1),
 }
-
-
-def _force(split: int) -> None:
-    from tefuse.graph import split_k
-
-    def splits(self, m, n, depth, channels, lanes):
-        return split if channels % split == 0 and (channels // split) % lanes == 0 else 1
-
-    split_k.SplitPolicy.splits = splits
 
 
 def _db(name: str):
@@ -81,10 +71,10 @@ def prebuild(job) -> tuple:
     from tefuse.bench.precision import RESNET50_CONVS, _graph_precision
     from tefuse.driver import build
 
-    _force(split)
     t0 = time.time()
     try:
-        build(_graph(RESNET50_CONVS[idx], batch, precision), "cuda", db=_db(cfg), precision=_graph_precision(precision))
+        build(_graph(RESNET50_CONVS[idx], batch, precision), "cuda", db=_db(cfg), precision=_graph_precision(precision),
+              split_k=split)
         return job, None, time.time() - t0
     except Exception as e:  # noqa: BLE001 - an experiment: report and go on
         return job, (str(e).strip().splitlines() or [type(e).__name__])[-1][:200], time.time() - t0
@@ -121,10 +111,9 @@ def main(argv=None) -> int:
             rows.append({"shape": job[0], "split": job[1], "config": job[2], "error": errors[job]})
             continue
         idx, split, cfg, batch, precision = job
-        _force(split)
         c, hw, k, r, s = RESNET50_CONVS[idx]
         try:
-            row = conv_case(c, hw, k, r, s, batch, precision, db=_db(cfg), layout="NHWC")
+            row = conv_case(c, hw, k, r, s, batch, precision, db=_db(cfg), layout="NHWC", split_k=split)
             rec = {"shape": idx, "case": row.case, "split": split, "config": cfg, "tefuse_us": 1e3 * row.tefuse_ms,
                    "peer_us": 1e3 * row.peer_ms, "ratio": row.tefuse_ms / row.peer_ms, "ok": row.ok,
                    "rel_err": row.rel_err, "split_made": row.extra.get("split_k")}
