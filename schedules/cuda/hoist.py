@@ -139,28 +139,25 @@ def _invariant_and_costly(e, bound, readonly) -> bool:
     return ok[0] and costly[0]
 
 
-def index_ranges(func) -> dict:
-    """Every loop variable's and thread index's range in `func` (constant extents only): what
-    `_in_bounds` proves a load's index inside its buffer with."""
-    ranges = {}
+def index_analyzer(func):
+    """An arithmetic analyzer that knows every loop variable's and thread index's range in `func`
+    (constant extents only): what `_in_bounds` proves a load's index inside its buffer with."""
+    ana = tvm.sym.Analyzer()
 
     def visit(n):
         if isinstance(n, tirx.For) and isinstance(n.min, tirx.IntImm) and isinstance(n.extent, tirx.IntImm):
-            ranges[n.loop_var] = tvm.ir.Range.from_min_extent(n.min, n.extent)
+            ana.bind(n.loop_var, tvm.ir.Range.from_min_extent(n.min, n.extent))
         elif (isinstance(n, tirx.AttrStmt) and n.attr_key == "thread_extent" and isinstance(n.node, tirx.IterVar)
               and isinstance(n.value, tirx.IntImm)):
-            ranges[n.node.var] = tvm.ir.Range.from_min_extent(0, n.value)
+            ana.bind(n.node.var, tvm.ir.Range.from_min_extent(0, n.value))
 
     structural_walk(func.body, visit)
-    return ranges
+    return ana
 
 
-def _in_bounds(e, ranges: dict) -> bool:
+def _in_bounds(e, ana) -> bool:
     """Whether every load in `e` reads inside its buffer whatever values its indices' loop and
     thread variables take (a Ramp's first and last lanes), so that it may run outside a guard."""
-    ana = tvm.sym.Analyzer()
-    for var, rng in ranges.items():
-        ana.bind(var, rng)
     ok = [True]
 
     def visit(n):
@@ -182,7 +179,7 @@ def _in_bounds(e, ranges: dict) -> bool:
     return ok[0]
 
 
-def _hoist_from(loop, readonly, names, ranges):
+def _hoist_from(loop, readonly, names, ana):
     if not _runs(loop):
         return loop  # a loop that may not run must not make its loads happen
     bound, blocked = _scan(loop)
@@ -197,7 +194,7 @@ def _hoist_from(loop, readonly, names, ranges):
                 return e  # a guarded value (a masked tail's load), an address: left whole
             if isinstance(e, (tirx.And, tirx.Or)):  # C's && and ||: the right operand may not run
                 return type(e)(m.mutate(e.a), e.b)
-            if _invariant_and_costly(e, bound, readonly) and (not guarded or _in_bounds(e, ranges)):
+            if _invariant_and_costly(e, bound, readonly) and (not guarded or _in_bounds(e, ana)):
                 for v, h in hoisted:
                     if structural_equal(h, e):
                         return v
@@ -227,14 +224,14 @@ def hoist_loop_invariants(func: tirx.PrimFunc) -> tirx.PrimFunc:
     """`func` with loop-invariant math bound before each serial loop (innermost loops first, so
     a value rises as far as it is invariant)."""
     readonly = _readonly_buffers(func)
-    ranges = index_ranges(func)
+    ana = index_analyzer(func)
     names = itertools.count()
 
     def on_for(loop, m):
         loop = m.default_mutate(loop)
         if not isinstance(loop, tirx.For) or loop.kind not in (tirx.ForKind.SERIAL, tirx.ForKind.UNROLLED):
             return loop
-        return _hoist_from(loop, readonly, names, ranges)
+        return _hoist_from(loop, readonly, names, ana)
 
     return func.with_body(structural_mutate(func.body, [(tirx.For, on_for)]))
 
