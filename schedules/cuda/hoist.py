@@ -155,28 +155,23 @@ def index_analyzer(func):
     return ana
 
 
+def _lane_ends(idx) -> list:
+    """The index values a (possibly vector) index takes at its extremes: a Ramp's first and last
+    lanes, a Broadcast's value, a scalar itself."""
+    if isinstance(idx, tirx.Ramp):
+        return [idx.base, idx.base + idx.stride * (idx.lanes - 1)]
+    return [idx.value] if isinstance(idx, tirx.Broadcast) else [idx]
+
+
 def _in_bounds(e, ana) -> bool:
     """Whether every load in `e` reads inside its buffer whatever values its indices' loop and
-    thread variables take (a Ramp's first and last lanes), so that it may run outside a guard."""
-    ok = [True]
-
-    def visit(n):
-        if not isinstance(n, TensorLoad) or not ok[0]:
-            return
-        shape = n.source.shape
-        if len(shape) != len(n.indices):
-            ok[0] = False
-            return
-        for idx, ext in zip(n.indices, shape):
-            ends = [idx.base, idx.base + idx.stride * (idx.lanes - 1)] if isinstance(idx, tirx.Ramp) else [idx]
-            if isinstance(idx, tirx.Broadcast):
-                ends = [idx.value]
-            if not all(ana.can_prove(tirx.all(x >= 0, x < ext)) for x in ends):
-                ok[0] = False
-                return
-
-    structural_walk(e, visit)
-    return ok[0]
+    thread variables take, so that it may run outside a guard."""
+    loads = []
+    structural_walk(e, lambda n: loads.append(n) if isinstance(n, TensorLoad) else None)
+    return all(len(ld.source.shape) == len(ld.indices)
+               and all(ana.can_prove(tirx.all(x >= 0, x < ext))
+                       for idx, ext in zip(ld.indices, ld.source.shape) for x in _lane_ends(idx))
+               for ld in loads)
 
 
 def _hoist_from(loop, readonly, names, ana):
