@@ -43,9 +43,6 @@ class KnobError(ValueError):
 class Knob:
     name: str
     candidates: list[Any]
-    # a knob appended after records were written: a record without it means the first candidate,
-    # which is also where the appended knob leaves the old indices (it is the slowest digit)
-    implied_first: bool = False
 
 
 @dataclass
@@ -77,10 +74,8 @@ class ConfigSpace:
             cands = [c for c in cands if filter(c)] or cands[:1]
         self.knobs.append(Knob(name, cands))
 
-    def define_knob(self, name: str, candidates: Sequence[Any], *, implied_first: bool = False) -> None:
-        """implied_first: a knob appended to a space that tuning records already use; records
-        written before it mean its first candidate (same config, same index)."""
-        self.knobs.append(Knob(name, list(candidates), implied_first))
+    def define_knob(self, name: str, candidates: Sequence[Any]) -> None:
+        self.knobs.append(Knob(name, list(candidates)))
 
     def constrain(self, rule: Callable[[dict], bool]) -> None:
         """Add a rule over a config's values (True: the template can apply it)."""
@@ -120,7 +115,7 @@ class ConfigSpace:
     def index_of(self, values: dict[str, Any]) -> int:
         index, radix = 0, 1
         for k in self.knobs:
-            v = values[k.name] if k.name in values or not k.implied_first else k.candidates[0]
+            v = values[k.name]
             v = _hashable(v)
             index += k.candidates.index(v) * radix
             radix *= len(k.candidates)

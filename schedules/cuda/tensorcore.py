@@ -40,7 +40,6 @@ DEFAULT_CFG = dict(
     BK=32,
     WM=64,
     WN=64,
-    WGN=1,  # wgmma: warpgroups side by side along N (each BN / WGN wide)
     stages=3,  # >=2: software pipeline with cp.async (shared-memory multi-buffering)
     vec=8,  # max vector width (elements) of global->shared loads (auto-reduced for alignment)
     vec_out=4,  # max vector width of the epilogue global stores (auto-reduced)
@@ -585,11 +584,7 @@ class TensorCoreGemm(Template):
         intrins = _intrins(info, target)
         s.define_knob("intrin", intrins)
         s.define_knob("vec_out", [4, 8])
-        # wgmma: warpgroups side by side along N (2: each half of BN, the A tile shared, twice the
-        # warps). Appended last, so the shipped records (written without it) keep their indices
-        s.define_knob("wg_n", [1, 2], implied_first=True)
         s.constrain(lambda v: v["intrin"] == "wgmma" or tuple(v["tile"]) not in WGMMA_ONLY_TILES)
-        s.constrain(lambda v: v["wg_n"] == 1 or v["intrin"] == "wgmma")
         if "wgmma" in intrins:
             from .tensorcore_wgmma import wgmma_admits
 
@@ -616,8 +611,7 @@ class TensorCoreGemm(Template):
         vec_out = min(cfg["vec_out"], 4) if m % bm or n % bn else cfg["vec_out"]
         nchw = info.anchor_kind == "conv2d" and info.geometry.layout == "NCHW"
         apply_tc_gemm(sch, info.stage("accumulator"), info.epilogue,
-                      dict(BM=bm, BN=bn, WM=wm, WN=wn, WGN=cfg["wg_n"], BK=cfg["bk"], stages=cfg["stages"],
-                           intrin=cfg["intrin"],
+                      dict(BM=bm, BN=bn, WM=wm, WN=wn, BK=cfg["bk"], stages=cfg["stages"], intrin=cfg["intrin"],
                            vec_out=vec_out, tensorize=_target_kind(target) == "cuda",
                            a_m_major=nchw, c_m_major=nchw), target)
 

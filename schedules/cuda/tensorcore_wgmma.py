@@ -168,11 +168,7 @@ def apply_wgmma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
     if BN not in N_CHOICES:
         raise ValueError(f"wgmma needs BN a multiple of 16 up to 256, not {BN}")
     warps_m = BM // 16
-    wg_n = int(c.get("WGN", 1))  # warpgroups side by side along N, each BN / wg_n wide
-    if wg_n < 1 or BN % wg_n or (BN // wg_n) not in N_CHOICES:
-        raise ValueError(f"wgmma: {wg_n} warpgroups along N need BN / {wg_n} a multiple of 16, not BN={BN}")
-    WN = BN // wg_n
-    n_warps = warps_m * wg_n
+    n_warps = warps_m
     stages = int(c["stages"])
     # one wgmma batch left in flight across k steps: only where the step's copies go to the tiles
     # the previous step read. With the copies after the product in the body, TVM's pipeline keeps
@@ -221,15 +217,14 @@ def apply_wgmma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
     # ---------------------------------------------------------------- 3. tile
     b, i, j, k = sch.get_loops(block)
     i, i16 = sch.split(i, [None, 16])
-    j, jw, jn = sch.split(j, [None, wg_n, WN])
+    j, jn = sch.split(j, [None, BN])
     k, kb = sch.split(k, [None, BK])
-    sch.reorder(i, j, jw, k, i16, jn, kb)
+    sch.reorder(i, j, k, i16, jn, kb)
     block_inner = block
-    block_outer = sch.blockize(i16)  # one warp's 16 x WN x BK product
+    block_outer = sch.blockize(i16)  # one warp's 16 x BN x BK product
     i0, i1 = sch.split(i, [None, warps_m])
-    sch.reorder(b, i0, j, jw, i1, k)
-    # warp jw * warps_m + i1: the four warps of a warpgroup share jw and hold 64 consecutive rows
-    k0, ty = k, sch.fuse(jw, i1)
+    sch.reorder(b, i0, j, i1, k)
+    k0, ty = k, i1
     if on_gpu:
         tc.bind_grid(sch, b, i0, j, ty)
 
@@ -250,7 +245,7 @@ def apply_wgmma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
 
     # ---------------------------------------------------------------- 5. accum -> shared -> epilogue
     acc_sh, acc, ai0, aj0 = tc.stage_accumulators(sch, block_outer, ty, sh_scope, frag_c)
-    vec_out = tc.store_epilogue(sch, acc_sh, epilogue_blocks, int(c["vec_out"]), WN, on_gpu)
+    vec_out = tc.store_epilogue(sch, acc_sh, epilogue_blocks, int(c["vec_out"]), BN, on_gpu)
 
     init = sch.decompose_reduction(block_outer, k0)
     init_inner = sch.get_child_blocks(init)[0]
@@ -270,7 +265,7 @@ def apply_wgmma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
         names = tc.intrin_names("mma", in_dtype, "float32", sh_scope, True)
         sch.tensorize(sch.get_loops(init_inner)[-2], names["init"])
         tc.tensorize_staging_store(sch, acc, store_intrin(names["store"], sh_scope) if inflight else names["store"])
-        sch.tensorize(sch.get_loops(block_inner)[-3], wgmma_intrin(WN, in_dtype, sh_scope, inflight))
+        sch.tensorize(sch.get_loops(block_inner)[-3], wgmma_intrin(BN, in_dtype, sh_scope, inflight))
 
     # ---------------------------------------------------------------- 7. pipelining
     if stages >= 2:

@@ -38,14 +38,10 @@ CONFIGS = {  # name -> (tile, stages)
 
 
 def _db(name: str):
-    """A config name, optionally suffixed wN: N warpgroups side by side along N (session 23's
-    wg_n knob; 64x128s4w2 is 64x128s4 with two 64x64 warpgroups)."""
     from tefuse.bench.wgmma_check import ForcedConfig
 
-    base, _, wg_n = name.partition("w")
-    tile, stages = CONFIGS[base]
-    return ForcedConfig({"tile": tile, "bk": 64, "stages": stages, "intrin": "wgmma", "vec_out": 4,
-                         "wg_n": int(wg_n or 1)})
+    tile, stages = CONFIGS[name]
+    return ForcedConfig({"tile": tile, "bk": 64, "stages": stages, "intrin": "wgmma", "vec_out": 4})
 
 
 def _legal(shape, split: int, cfg: str) -> bool:

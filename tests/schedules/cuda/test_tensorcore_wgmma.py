@@ -28,17 +28,15 @@ def _lowered(graph):
     return group, lower_group(group)
 
 
-def _wgmma_cfg(bm, bn, stages=3, tensorize=True, wg_n=1):
-    return dict(BM=bm, BN=bn, WM=16, WN=bn, WGN=wg_n, BK=64, stages=stages, intrin="wgmma", vec_out=4,
-                tensorize=tensorize)
+def _wgmma_cfg(bm, bn, stages=3, tensorize=True):
+    return dict(BM=bm, BN=bn, WM=16, WN=bn, BK=64, stages=stages, intrin="wgmma", vec_out=4, tensorize=tensorize)
 
 
-def _cuda_source(graph, bm, bn, arch="sm_90a", stages=3, wg_n=1):
+def _cuda_source(graph, bm, bn, arch="sm_90a", stages=3):
     _, low = _lowered(graph)
     target = make_target(f"cuda:{arch}")
     sch = s_tir.Schedule(low.func)
-    apply_tc_gemm(sch, low.info.stage("accumulator"), low.info.epilogue, _wgmma_cfg(bm, bn, stages, wg_n=wg_n),
-                  target)
+    apply_tc_gemm(sch, low.info.stage("accumulator"), low.info.epilogue, _wgmma_cfg(bm, bn, stages), target)
     mod = device_compile(sch.mod, target, pass_config("wgmma", target))
     return mod.imports[0].inspect_source()
 
@@ -83,8 +81,7 @@ def test_the_space_rules_out_the_wgmma_configs_apply_refuses(dtype):
             with pytest.raises(ValueError, match="deep"):
                 t.apply(sch, low.info, cfg, target)
     mma = [i for i in range(len(space)) if space.get(i)["intrin"] == "mma"]
-    assert mma and all(space.admits(i) == (tuple(space.get(i)["tile"]) not in WGMMA_ONLY_TILES
-                                           and space.get(i)["wg_n"] == 1) for i in mma)
+    assert mma and all(space.admits(i) == (tuple(space.get(i)["tile"]) not in WGMMA_ONLY_TILES) for i in mma)
     wgmma_192 = space.from_values({**fb, "bk": 32 if dtype == "float32" else 64, "tile": (192, 192, 64, 64)})
     assert space.admits(wgmma_192.index)
 
@@ -237,38 +234,6 @@ def test_cuda_calls_wgmma_and_ptx_holds_wgmma_mma_async(dtype, bm, bn):
     assert "ld.local" not in ptx and "st.local" not in ptx, "accumulators spilled to local memory"
 
 
-@pytest.mark.parametrize("bm", [64, 128])
-def test_two_warpgroups_along_n_split_the_b_tile_and_share_a(bm):
-    """wg_n=2: each warpgroup multiplies the block's A rows by its half of the B tile (m64n64 for
-    a 128-wide block), so warp w = 4g + r + ... reads A at its row strip r and B 64 rows in for
-    the second group; the block has twice the warps. PTX from nvcc holds the narrower wgmma."""
-    src = _cuda_source(_dense(197, 128, 136, "float16"), bm, 128, stages=4, wg_n=2)
-    assert f"__launch_bounds__({bm // 16 * 2 * 32})" in src
-    calls = re.findall(r"tefuse_wgmma_m64n64k16x4_f16_s4\(\(&\(\w+\[0\]\)\), (.*)\);", src)
-    assert calls and "tefuse_wgmma_m64n128k16" not in src
-    a_ptr, b_ptr = calls[0].split(")), (&(")
-    ty_strip = "(((int)threadIdx.y) & 3) * 1024" if bm == 64 else "(((int)threadIdx.y) & 7) * 1024"
-    assert ty_strip in a_ptr, a_ptr  # A: the warp's 16-row strip (16 rows x 64 halves)
-    assert f"(((int)threadIdx.y) >> {2 if bm == 64 else 3}) * 4096" in b_ptr, b_ptr  # B: 64 rows a group
-    ptx = compile_to_ptx(src, "sm_90a")
-    assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n64k16\.f32\.f16\.f16\b", ptx)
-    assert "ld.local" not in ptx and "st.local" not in ptx, "accumulators spilled to local memory"
-
-
-def test_wg_n_is_a_wgmma_knob_that_old_records_leave_at_one():
-    """The knob is the space's last digit: a config without it (a record written before it) is
-    the same index with wg_n=1, and mma/wmma configs never take wg_n=2."""
-    graph = _dense(784, 2048, 512, "float16")
-    group, low = _lowered(graph)
-    target = make_target("cuda:sm_90a")
-    space = TensorCoreGemm().space(low.info, target)
-    old = {"tile": (64, 128, 32, 64), "bk": 64, "stages": 4, "intrin": "wgmma", "vec_out": 4}
-    assert space.from_values(old).values["wg_n"] == 1
-    assert space.index_of(old) == space.index_of({**old, "wg_n": 1}) < len(space) // 2
-    assert space.admits(space.index_of({**old, "wg_n": 2}))
-    assert not space.admits(space.index_of({**old, "intrin": "mma", "bk": 32, "wg_n": 2}))
-
-
 @pytest.mark.parametrize("stages", [3, 4])
 def test_a_pipelined_loop_keeps_one_wgmma_batch_in_flight(stages):
     """The product first in the k loop's body, its copies after: a step waits for the previous
@@ -363,9 +328,6 @@ LLVM_CASES = {
     "cast_prologue": (lambda: _cast_dense(100, 80, 72), 64, 80, 4),
     # attention's q @ k^T: B read [N, K] through the transpose (tensorcore.operand_k_major)
     "attention_scores": (lambda: _scores(70, 40, 64, "float16"), 64, 48, 3),
-    # two warpgroups side by side along N (wg_n=2), each 64 x BN/2; N tail masked
-    "conv_ohwi_1x1_wg_n2": (lambda: _ohwi_conv(2, 10, 72, 120, 1), 64, 128, 4, 2),
-    "plain_130_wg_n2": (lambda: _dense(130, 256, 200, "float16"), 128, 128, 3, 2),
 }
 
 
@@ -374,13 +336,13 @@ def test_tiling_padding_and_swizzle_compute_the_right_numbers_on_llvm(case):
     """The wgmma schedule with plain loops (swizzled shared tiles, 16 x BN warp tiles, padded
     tails, a LayerNorm-like or cast prologue computed while the A tile loads) on llvm against the
     CPU template."""
-    make, bm, bn, stages, *wg_n = LLVM_CASES[case]
+    make, bm, bn, stages = LLVM_CASES[case]
     graph = make()
     group, low = _lowered(graph)
     sch = s_tir.Schedule(low.func)
     llvm = make_target("llvm")
     apply_tc_gemm(sch, low.info.stage("accumulator"), low.info.epilogue,
-                  _wgmma_cfg(bm, bn, stages=stages, tensorize=False, wg_n=(wg_n or [1])[0]), llvm)
+                  _wgmma_cfg(bm, bn, stages=stages, tensorize=False), llvm)
     # both operand tiles are in the swizzled layout (atoms of 8 rows x 8 chunks x 8 elements)
     assert len(re.findall(r"alloc_buffer\(\(\d+, \d+, \d+, 8, 8, 8\), \"float16\"", sch.mod.script())) == 2
     feed, got = _run_on_llvm(sch, group, low)
