@@ -34,6 +34,13 @@ class SplitPolicy:
     min_depth: int = 256
     max_splits: int = 16
     force: int = 0
+    # where unsplit 64x64 tiles already give 3/4 of the SMs a block (the template's untuned tile
+    # for such grids), the shortest reduction still split: there a 64-deep step of a block alone
+    # on its SM takes ~0.33 us, and a split adds ~6 us (float32 partials, the second kernel) while
+    # its slices run two blocks an SM at ~0.6 us a step, so it pays past ~40 steps. H200, batch 16
+    # (results/issue9/session23): 2048x7x7->512, 2048 deep, 104 blocks: unsplit 10.3 us, in 4
+    # slices 11.0; 512x7x7->512 3x3, 4608 deep, the same grid: unsplit 24.2, in 4 slices 17.6
+    full_depth: int = 3072
 
     def blocks(self, m: int, n: int) -> int:
         """Tiles of 64 x 128 (64 x 64 where N <= 64), the tensor-core template's untuned config
@@ -51,6 +58,8 @@ class SplitPolicy:
             return s if channels % s == 0 and (channels // s) % lanes == 0 else 1
         blocks = self.blocks(m, n)
         if 2 * blocks > self.sms or depth < self.min_total:
+            return 1
+        if 4 * math.ceil(m / 64) * math.ceil(n / 64) >= 3 * self.sms and depth < self.full_depth:
             return 1
         best, s = 1, 2
         while (s <= self.max_splits and channels % s == 0 and (channels // s) % lanes == 0

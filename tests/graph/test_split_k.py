@@ -35,6 +35,7 @@ def _conv(n, hw, c, k, r, dtype="float16", layout="NHWC", groups=1, math=None, c
     ((1, 28, 128, 128, 3), 4),
     ((1, 7, 512, 2048, 1), 1),  # 512 deep: over too soon to pay for a second kernel
     ((16, 7, 512, 512, 3), 4),  # 52 tiles at batch 16
+    ((16, 7, 2048, 512, 1), 1),  # 104 tiles of 64 x 64 fill 3/4 of the SMs; 2048 deep is too short
     ((1, 56, 64, 64, 3), 1),  # 49 tiles of 64 x 64, but 576 deep
     ((1, 14, 256, 1024, 1), 1),  # 256 deep: nothing to split
     ((16, 14, 1024, 256, 1), 1),  # 98 tiles: the grid is more than half full
@@ -167,7 +168,7 @@ def test_build_takes_a_slice_count():
     """build(..., split_k=2) on a Hopper target: the conv is a 2-slice product and a sum."""
     from tefuse.driver import prepare_graph
 
-    g = _conv(16, 7, 2048, 512, 1)
+    g = _conv(16, 7, 512, 512, 3)
     counts = {sk: [n.attrs.get("split_k", 1) for n in prepare_graph(g, "cuda:sm_90", precision="fp16", split_k=sk).nodes
                    if n.op == "conv2d"] for sk in (True, False, 2)}
     assert counts == {True: [4], False: [1], 2: [2]}
