@@ -67,10 +67,10 @@ def fallback_values(m: int, n: int, sms: int, dtype: str = "float16", k: Optiona
     session18/conv_b16_sweep_*.jsonl, every block tile and stage count of the 15 ResNet-50 convs
     at batch 16): 128x128 blocks, 3 stages, when they give every SM two blocks (4096^3: 0.28 ms,
     cuBLAS 0.20), or 192x192 where that takes fewer waves (`_fewer_waves_at_192`); 128x128 too
-    where one wave of them still fills 4/5 of the SMs: a block's operand tiles come from L2, and
-    128x128 reads a third less of them than 64x128 (512x7x7->2048 at batch 16, 112 blocks: 7.5 us
-    against 7.9; 256x14x14->1024, 200 blocks: 8.3 against 8.7; H200, results/issue9/session23);
-    else 64x128
+    where they make one block an SM for 4/5 of the SMs or more: a block's operand tiles come from
+    L2, and 128x128 reads a third less of them than 64x128 (512x7x7->2048 at batch 16, 112 blocks:
+    7.5 us against 8.2 at 64x128. Not past one an SM: 256x14x14->1024, 200 blocks, took 8.5 us
+    against 7.3 at 64x128; H200, results/issue9/session23); else 64x128
     blocks, 4 stages, twice the blocks for short or narrow GEMMs (197x2304x768 at 0.89x cuBLAS's
     time, 6272x256x2304 at 1.00x, where 128x128 took 1.2-1.4x); 64x64 where 64x128 leaves SMs
     idle (the 14x14 convs at batch 16: 98 blocks of 64x128 on 132 SMs took 1.1-1.15x the time
@@ -89,7 +89,7 @@ def fallback_values(m: int, n: int, sms: int, dtype: str = "float16", k: Optiona
             tile, stages = (64, 64, 32, 32), 4
     elif _blocks(m, n, 128, 128) >= 2 * sms:
         tile, stages = ((192, 192, 64, 64) if _fewer_waves_at_192(m, n, sms) else (128, 128, 64, 64)), 3
-    elif 5 * _blocks(m, n, 128, 128) >= 4 * sms:  # one wave of 128x128 still fills 4/5 of the SMs
+    elif 4 * sms <= 5 * _blocks(m, n, 128, 128) <= 5 * sms:  # one 128x128 block an SM, 4/5 of them
         tile, stages = (128, 128, 64, 64), 3
     elif _blocks(m, n, 64, 128) < sms:  # SMs idle even so: twice the blocks again
         tile, stages = (64, 64, 32, 32), 4

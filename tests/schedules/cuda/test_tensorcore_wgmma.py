@@ -101,8 +101,9 @@ def test_the_space_refuses_blocks_past_hoppers_shared_memory():
 
 
 def test_fallback_tiles_follow_the_sm_count():
-    """Two 128x128 blocks per SM or more: 128x128, 3 stages; one wave of 128x128 filling 4/5 of
-    the SMs: 128x128 too (a third less operand traffic than 64x128); fewer: 64x128, 4 stages; 64x64
+    """Two 128x128 blocks per SM or more: 128x128, 3 stages; one 128x128 block for 4/5 of the SMs
+    or more, none with two: 128x128 too (a third less operand traffic than 64x128); else 64x128,
+    4 stages; 64x64
     where 64x128 would leave SMs idle; never more stages than the reduction's steps less one."""
     from tefuse.schedules.cuda.tensorcore_wgmma import fallback_values
 
@@ -113,8 +114,8 @@ def test_fallback_tiles_follow_the_sm_count():
     assert fallback_values(784, 128, 132)["tile"][:2] == (64, 64)  # 13 blocks of 64x128
     assert fallback_values(784, 1024, 132)["tile"][:2] == (64, 64)  # 104 blocks of 64x128
     assert fallback_values(3136, 256, 132)["tile"][:2] == (64, 64)  # 98: the 14x14 convs at batch 16
-    assert fallback_values(3136, 1024, 132)["tile"][:2] == (128, 128)  # 200 blocks of 128x128
-    assert fallback_values(784, 2048, 132)["tile"][:2] == (128, 128)  # 112 (the 7x7 convs at batch 16)
+    assert fallback_values(784, 2048, 132)["tile"][:2] == (128, 128)  # 112 blocks (512x7x7->2048 at batch 16)
+    assert fallback_values(3136, 1024, 132)["tile"][:2] == (64, 128)  # 200 of 128x128: two on some SMs
     assert fallback_values(12544, 128, 132)["tile"][:2] == (64, 128)  # 98 of 128x128 leave a quarter idle
     assert fallback_values(3136, 512, 132, k=256)["stages"] == 3  # 4 steps: 3 stages
     assert fallback_values(50176, 256, 132, k=64)["stages"] == 2  # 1 step
