@@ -37,10 +37,12 @@ class SplitPolicy:
     # where unsplit 64x64 tiles already give 3/4 of the SMs a block (the template's untuned tile
     # for such grids), the shortest reduction still split: there a 64-deep step of a block alone
     # on its SM takes ~0.33 us, and a split adds ~6 us (float32 partials, the second kernel) while
-    # its slices run two blocks an SM at ~0.6 us a step, so it pays past ~40 steps. H200, batch 16
-    # (results/issue9/session23): 2048x7x7->512, 2048 deep, 104 blocks: unsplit 10.3 us, in 4
-    # slices 11.0; 512x7x7->512 3x3, 4608 deep, the same grid: unsplit 24.2, in 4 slices 17.6
-    full_depth: int = 3072
+    # its slices run two blocks an SM at ~0.6 us a step, so it pays past ~35 steps. H200
+    # (results/issue9/session23), about 100 blocks each: 2048x7x7->512 at batch 16, 2048 deep:
+    # unsplit 10.3 us, in 4 slices 11.0; 1024x14x14->256 at batch 8, 1024 deep: 6.7 against 9.6;
+    # 256x14x14 3x3 at batch 8, 2304 deep: 13.4 against 12.2; 512x7x7 3x3 at batch 16, 4608
+    # deep: 24.2 against 17.6
+    full_depth: int = 2304
 
     def blocks(self, m: int, n: int) -> int:
         """Tiles of 64 x 128 (64 x 64 where N <= 64), the tensor-core template's untuned config

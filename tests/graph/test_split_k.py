@@ -36,6 +36,8 @@ def _conv(n, hw, c, k, r, dtype="float16", layout="NHWC", groups=1, math=None, c
     ((1, 7, 512, 2048, 1), 1),  # 512 deep: over too soon to pay for a second kernel
     ((16, 7, 512, 512, 3), 4),  # 52 tiles at batch 16
     ((16, 7, 2048, 512, 1), 1),  # 104 tiles of 64 x 64 fill 3/4 of the SMs; 2048 deep is too short
+    ((8, 14, 1024, 256, 1), 1),  # 100 such tiles, 1024 deep
+    ((8, 14, 256, 256, 3), 4),  # 100 such tiles, but 2304 deep
     ((1, 56, 64, 64, 3), 1),  # 49 tiles of 64 x 64, but 576 deep
     ((1, 14, 256, 1024, 1), 1),  # 256 deep: nothing to split
     ((16, 14, 1024, 256, 1), 1),  # 98 tiles: the grid is more than half full
