@@ -550,17 +550,6 @@ def tc_shape(info: KernelInfo) -> tuple[int, int, int]:
     return g.batch * g.m, g.n, g.k
 
 
-def _persistent_ctas(cfg, m, n, k, bm, bn, target) -> int:
-    """EXPERIMENT (session 23): TEFUSE_CTAS=k runs a one-step wgmma GEMM as k persistent CTAs an SM."""
-    import os
-
-    per_sm = int(os.environ.get("TEFUSE_CTAS", "0"))
-    if not per_sm or cfg["intrin"] != "wgmma" or _target_kind(target) != "cuda" or k > cfg["bk"]:
-        return 0
-    rows, cols = math.ceil(m / bm), math.ceil(n / bn)
-    return min(rows, max(1, per_sm * gpu_limits(target).sm_count // cols))
-
-
 def mma_fallback_values(m: int, n: int, sms: int) -> dict:
     """The untuned mma.sync config (see TensorCoreGemm.fallback)."""
     tile = (128, 128, 64, 64) if math.ceil(m / 128) * math.ceil(n / 128) >= sms else (64, 64, 32, 32)
@@ -617,14 +606,14 @@ class TensorCoreGemm(Template):
         # prologues (pad, casts, layout changes) stay blocks here: the global -> shared copies
         # inline them (dlight's auto_inline_producers), so they are computed while loading tiles
         bm, bn, wm, wn = cfg["tile"]
-        m, n, k = tc_shape(info)
+        m, n, _ = tc_shape(info)
         # a masked (padded) tail stored 8 wide needs a bool x8 predicate, which CUDA codegen lacks
         vec_out = min(cfg["vec_out"], 4) if m % bm or n % bn else cfg["vec_out"]
         nchw = info.anchor_kind == "conv2d" and info.geometry.layout == "NCHW"
         apply_tc_gemm(sch, info.stage("accumulator"), info.epilogue,
                       dict(BM=bm, BN=bn, WM=wm, WN=wn, BK=cfg["bk"], stages=cfg["stages"], intrin=cfg["intrin"],
                            vec_out=vec_out, tensorize=_target_kind(target) == "cuda",
-                           a_m_major=nchw, c_m_major=nchw, ctas=_persistent_ctas(cfg, m, n, k, bm, bn, target)), target)
+                           a_m_major=nchw, c_m_major=nchw), target)
 
     def prepare(self, func, info: KernelInfo, cfg: Config, target):
         if cfg["intrin"] == "wgmma" and _tf32(info):

@@ -151,33 +151,6 @@ def wgmma_admits(values: dict, dtype: str, tiles=None) -> bool:
     return values["bk"] == bk_of(dtype) and bm % 64 == 0 and tuple(values["tile"]) == first and fits
 
 
-def _body_stmts(loop) -> list:
-    """The statements of a loop's body, as the software pipeline counts them."""
-    from tvm import s_tir, tirx
-
-    body = loop.body
-    while isinstance(body, s_tir.SBlockRealize) and not body.block.name_hint:
-        body = body.block.body
-    return list(body.seq) if isinstance(body, tirx.SeqStmt) else [body]
-
-
-def _block_names(stmt) -> set:
-    """Names of the blocks in `stmt` (loops, sequences and blocks walked through)."""
-    from tvm import s_tir
-
-    names, todo = set(), [stmt]
-    while todo:
-        n = todo.pop()
-        if isinstance(n, s_tir.SBlock):
-            names.add(n.name_hint)
-        for attr in ("block", "body", "then_case", "else_case"):
-            child = getattr(n, attr, None)
-            if child is not None:
-                todo.append(child)
-        todo.extend(getattr(n, "seq", ()))
-    return names
-
-
 def defer_tf32_rounding(func):
     """`func` with the TF32 rounding of its GEMM operands taken out, for the wgmma intrinsic to do
     on the tiles in shared memory (tensor_intrin_wgmma): inside the tile copies it would keep
@@ -208,7 +181,7 @@ def apply_wgmma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
     # `stages` tile versions from 3 stages on, but one for 2 stages (the next copy would overwrite
     # the tiles the batch in flight reads), and with 1 stage there is no pipeline. inflight: the
     # stages the intrinsic is built for (0: each batch waited for, the body's copies first)
-    inflight = stages if stages >= 3 and ASYNC_WGMMA and not int(c.get("ctas", 0)) else 0
+    inflight = stages if stages >= 3 and ASYNC_WGMMA else 0
 
     block = sch.get_sblock(gemm_block)
     tc._drop_unit_iters(sch, block)
@@ -245,7 +218,7 @@ def apply_wgmma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
     sch.transform_block_layout(block, make_iter_fusion_index_map(blk_tr, [S, I, J, K]))
 
     # ---------------------------------------------------------------- 2. pad to tiles
-    sch.pad_einsum(block, [1, BM * max(1, int(c.get("ctas", 0))), BN, BK])  # persistent: whole tiles for every CTA
+    sch.pad_einsum(block, [1, BM, BN, BK])
 
     # ---------------------------------------------------------------- 3. tile
     b, i, j, k = sch.get_loops(block)
@@ -258,20 +231,7 @@ def apply_wgmma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
     i0, i1 = sch.split(i, [None, warps_m])
     sch.reorder(b, i0, j, i1, k)
     k0, ty = k, i1
-    ctas = int(c.get("ctas", 0))
-    tile_loop = None
-    if ctas:  # persistent along M: CTA c takes row tiles c, c + ctas, ...; the next tile's copies overlap this one's epilogue
-        if sch.get(k0).extent != 1:
-            raise ValueError("wgmma: persistent tiles need a one-step reduction (K <= BK)")
-        t, cta = sch.split(i0, [None, ctas])
-        sch.reorder(cta, j, ty, t)
-        tile_loop = t
-        if on_gpu:
-            sch.bind(b, "blockIdx.z")
-            sch.bind(cta, "blockIdx.y")
-            sch.bind(j, "blockIdx.x")
-            sch.bind(ty, "threadIdx.y")
-    elif on_gpu:
+    if on_gpu:
         tc.bind_grid(sch, b, i0, j, ty)
 
     sh_scope = "shared.dyn" if on_gpu else "global"
@@ -279,7 +239,7 @@ def apply_wgmma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
 
     # ---------------------------------------------------------------- 4. global -> shared
     # 16-byte copies at most: the shared tiles' 128-byte rows are swizzled in 16-byte chunks
-    fetch = dict(k_loop=tile_loop or k0, scope=sh_scope, vec_max=min(int(c["vec"]), chunk_elems(in_dtype)), n_warps=n_warps,
+    fetch = dict(k_loop=k0, scope=sh_scope, vec_max=min(int(c["vec"]), chunk_elems(in_dtype)), n_warps=n_warps,
                  on_gpu=on_gpu)
     a_g2s, vec_a = tc.fetch_to_shared(sch, block_outer, 0, **fetch)
     b_g2s, vec_b = tc.fetch_to_shared(sch, block_outer, 1, **fetch)
@@ -290,7 +250,7 @@ def apply_wgmma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
                              assume_injective_transform=True)
 
     # ---------------------------------------------------------------- 5. accum -> shared -> epilogue
-    acc_sh, acc, ai0, aj0 = tc.stage_accumulators(sch, block_outer, tile_loop or ty, sh_scope, frag_c)
+    acc_sh, acc, ai0, aj0 = tc.stage_accumulators(sch, block_outer, ty, sh_scope, frag_c)
     vec_out = tc.store_epilogue(sch, acc_sh, epilogue_blocks, int(c["vec_out"]), BN, on_gpu)
 
     init = sch.decompose_reduction(block_outer, k0)
@@ -314,15 +274,7 @@ def apply_wgmma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
         sch.tensorize(sch.get_loops(block_inner)[-3], wgmma_intrin(BN, in_dtype, sh_scope, inflight))
 
     # ---------------------------------------------------------------- 7. pipelining
-    if tile_loop is not None:
-        # tile t + 1's copies (stage 0) issued before tile t's product, staging and epilogue
-        copies = {sch.get(a_g2s).name_hint, sch.get(b_g2s).name_hint}
-        stage = [0 if _block_names(x) & copies else 1 for x in _body_stmts(sch.get(tile_loop))]
-        sch.annotate(tile_loop, "software_pipeline_stage", stage)
-        sch.annotate(tile_loop, "software_pipeline_order", list(range(len(stage))))
-        if on_gpu:
-            sch.annotate(tile_loop, "software_pipeline_async_stages", [0])
-    elif stages >= 2:
+    if stages >= 2:
         sch.annotate(k0, "software_pipeline_stage", [0, 0, stages - 1])
         # inflight: the product first in the body, so a step's copies (into the tiles the previous
         # step's wgmma read) follow its wait for that wgmma (tensor_intrin_wgmma)
