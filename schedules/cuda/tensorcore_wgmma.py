@@ -91,13 +91,22 @@ def fallback_values(m: int, n: int, sms: int, dtype: str = "float16", k: Optiona
         tile, stages = ((192, 192, 64, 64) if _fewer_waves_at_192(m, n, sms) else (128, 128, 64, 64)), 3
     elif 4 * sms <= 5 * _blocks(m, n, 128, 128) <= 5 * sms:  # one 128x128 block an SM, 4/5 of them
         tile, stages = (128, 128, 64, 64), 3
-    elif _blocks(m, n, 64, 128) < sms:  # SMs idle even so: twice the blocks again
-        tile, stages = (64, 64, 32, 32), 4
+    elif _blocks(m, n, 64, 128) < sms and not _deep_enough_for_64x128(m, n, sms, k):
+        tile, stages = (64, 64, 32, 32), 4  # SMs idle even so: twice the blocks again
     else:
         tile, stages = (64, 128, 32, 64), 4
     if k is not None:
         stages = min(stages, max(2, math.ceil(k / common["bk"]) - 1))
     return {"tile": tile, "stages": stages, **common}
+
+
+def _deep_enough_for_64x128(m: int, n: int, sms: int, k: Optional[int]) -> bool:
+    """Whether 64x128 blocks that leave under 3/10 of the SMs idle still beat twice as many 64x64
+    ones: for reductions 2048 deep or more, whose operand tiles (a third less L2 traffic at
+    64x128) outweigh the idle SMs. 256x14x14->256 3x3 at batch 16 (98 blocks, 2304 deep): 15.2 us
+    against 16.3 on the H100, 15.6 against 16.8 on the H200; 1024x14x14->256 (1024 deep): a tie
+    (results/issue9/session23)."""
+    return k is not None and k >= 2048 and 10 * _blocks(m, n, 64, 128) >= 7 * sms
 
 
 def _blocks(m: int, n: int, bm: int, bn: int) -> int:

@@ -113,7 +113,9 @@ def test_fallback_tiles_follow_the_sm_count():
     assert fallback_values(6272, 64, 132)["tile"][:2] == (64, 64)  # 64 channels: no half-padded tiles
     assert fallback_values(784, 128, 132)["tile"][:2] == (64, 64)  # 13 blocks of 64x128
     assert fallback_values(784, 1024, 132)["tile"][:2] == (64, 64)  # 104 blocks of 64x128
-    assert fallback_values(3136, 256, 132)["tile"][:2] == (64, 64)  # 98: the 14x14 convs at batch 16
+    assert fallback_values(3136, 256, 132, k=1024)["tile"][:2] == (64, 64)  # 98: the 14x14 1x1 convs at batch 16
+    assert fallback_values(3136, 256, 132, k=2304)["tile"][:2] == (64, 128)  # the 3x3 one: a deep reduction
+    assert fallback_values(784, 512, 132, k=2048)["tile"][:2] == (64, 64)  # 52 blocks of 64x128: too few
     assert fallback_values(784, 2048, 132)["tile"][:2] == (128, 128)  # 112 blocks (512x7x7->2048 at batch 16)
     assert fallback_values(3136, 1024, 132)["tile"][:2] == (64, 128)  # 200 of 128x128: two on some SMs
     assert fallback_values(12544, 128, 132)["tile"][:2] == (64, 128)  # 98 of 128x128 leave a quarter idle
