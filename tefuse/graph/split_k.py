@@ -62,7 +62,7 @@ class SplitPolicy:
         if 2 * blocks > self.sms or depth < self.min_total:
             return 1
         if 4 * math.ceil(m / 64) * math.ceil(n / 64) >= 3 * self.sms and depth < self.full_depth:
-            return 1
+            return 1  # unsplit 64x64 tiles already fill 3/4 of the SMs, over too soon to split
         best, s = 1, 2
         while (s <= self.max_splits and channels % s == 0 and (channels // s) % lanes == 0
                and depth // s >= self.min_depth):

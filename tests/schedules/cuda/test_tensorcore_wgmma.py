@@ -103,8 +103,8 @@ def test_the_space_refuses_blocks_past_hoppers_shared_memory():
 def test_fallback_tiles_follow_the_sm_count():
     """Two 128x128 blocks per SM or more: 128x128, 3 stages; one 128x128 block for 4/5 of the SMs
     or more, none with two: 128x128 too (a third less operand traffic than 64x128); else 64x128,
-    4 stages; 64x64
-    where 64x128 would leave SMs idle; never more stages than the reduction's steps less one."""
+    4 stages; 64x64 where 64x128 would leave SMs idle, unless the reduction is deep and under 3/10
+    of them idle; never more stages than the reduction's steps less one."""
     from tefuse.schedules.cuda.tensorcore_wgmma import fallback_values
 
     assert fallback_values(4096, 4096, 132)["tile"][:2] == (128, 128)
