@@ -27,6 +27,7 @@ from typing import Optional, Union
 import numpy as np
 
 from ..tune.knobs import knob_assignment
+from . import timing
 from .timing import time_graph, time_wall
 
 log = logging.getLogger(__name__)
@@ -446,7 +447,11 @@ def main(argv=None) -> int:
                    help="--tune: only configs with this knob value, as `tefuse tune --only`")
     p.add_argument("--workdir", default="/tmp")
     p.add_argument("--json", default=None)
+    p.add_argument("--graph-calls", type=_positive, default=1, metavar="N",
+                   help="calls captured into each timed CUDA graph, tefuse's and the peers' alike (1: a "
+                        "graph a call; more: microsecond kernels timed without a graph launch each)")
     args = p.parse_args(argv)
+    timing.set_graph_calls(args.graph_calls)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s: %(message)s")
     db = None if args.no_db else "default"
     rows: list[Row] = []
@@ -471,6 +476,14 @@ def main(argv=None) -> int:
         gm = s["geomean_ratio"]
         print(f"{key}: geomean tefuse/peer {gm:.2f}x over {s['n']}" if gm else f"{key}: no ratio")
     return 0 if all(r.ok for r in rows) else 1
+
+
+def _positive(text: str) -> int:
+    """argparse type: an integer of 1 or more."""
+    n = int(text)
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, not {n}")
+    return n
 
 
 def run_suites(args, db, tuning, attempt) -> None:
@@ -510,7 +523,8 @@ def write_json(rows: list, path: Optional[str]) -> dict:
     if path:  # replaced whole: a kill mid-write leaves the previous version
         tmp = Path(f"{path}.tmp")
         tmp.write_text(json.dumps({"rows": [{**asdict(r), "ratio": r.ratio} for r in rows],
-                                   "summary": summary}, indent=1, default=str))
+                                   "summary": summary, "timing": {"graph_calls": timing.GRAPH_CALLS}},
+                                  indent=1, default=str))
         os.replace(tmp, path)
     return summary
 

@@ -23,6 +23,12 @@ for step in "$@"; do
       cat $OUT/build_fp16.err ;;
     conv)    $P conv --precision fp16 bf16 --batch 1 16 --layout NHWC --workdir /tmp/tefuse \
                --json $OUT/conv_fp16_bf16.json 2>&1 | tee $OUT/conv_fp16_bf16.log | tail -8 ;;
+    convcalls) # the conv suite timed with one call a CUDA graph, then GRAPH_CALLS (10) calls a graph:
+             # whether microsecond kernels meet a graph-launch floor (session 23's batch-1 times)
+             for gc in 1 ${GRAPH_CALLS:-10}; do
+               $P conv --precision fp16 bf16 --batch 1 16 --layout NHWC --workdir /tmp/tefuse --graph-calls $gc \
+                 --json $OUT/conv_calls$gc.json 2>&1 | tee $OUT/conv_calls$gc.log | tail -4
+             done ;;
     convtune) # the fp16 batch-16 cases tuned first (TRIALS a kernel, xgb) into the user database, then timed
              $P conv --precision ${PRECISIONS:-fp16} --batch 16 --layout NHWC --workdir /tmp/tefuse --tune ${TRIALS:-12} \
                --json $OUT/conv_b16_tuned.json 2>&1 | tee $OUT/conv_b16_tuned.log | grep -v "INFO\|Warning\|warn" | tail -18

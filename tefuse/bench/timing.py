@@ -7,17 +7,37 @@ import time
 import numpy as np
 
 
-def time_graph(fn, repeat: int = 30, inner: int = 10) -> float:
-    """Median ms of `fn` captured once as a torch CUDA graph and replayed `inner` times per event pair."""
+# calls of the timed function captured into one CUDA graph (`set_graph_calls`, the precision
+# bench's --graph-calls). With one, a graph replayed back to back is timed at the rate graphs
+# launch where its kernels are shorter than that: on the H100 tefuse's and cuDNN's microsecond
+# convs both rose by about 1.8 us, to a floor near 5.3-6 us, in some processes and not in others
+# (results/issue9/session23). Several calls a graph time the GPU's work, launch gaps between the
+# calls' kernels included.
+GRAPH_CALLS = 1
+
+
+def set_graph_calls(calls: int) -> None:
+    """How many calls `time_graph` captures into one graph from now on (1: one, as before)."""
+    global GRAPH_CALLS
+    if int(calls) < 1:
+        raise ValueError(f"graph calls must be 1 or more, not {calls}")
+    GRAPH_CALLS = int(calls)
+
+
+def time_graph(fn, repeat: int = 30, inner: int = 10, calls: int = 0) -> float:
+    """Median ms of one call of `fn`: `calls` calls (0: GRAPH_CALLS) captured once as a torch CUDA
+    graph, the graph replayed `inner` times per event pair."""
     import torch
 
+    calls = calls or GRAPH_CALLS
     with torch.no_grad():
         for _ in range(3):
             fn()
         torch.cuda.synchronize()
         g = torch.cuda.CUDAGraph()
         with torch.cuda.graph(g):
-            fn()
+            for _ in range(calls):
+                fn()
         times = []
         for _ in range(repeat):
             s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -26,7 +46,7 @@ def time_graph(fn, repeat: int = 30, inner: int = 10) -> float:
                 g.replay()
             e.record()
             torch.cuda.synchronize()
-            times.append(s.elapsed_time(e) / inner)
+            times.append(s.elapsed_time(e) / (inner * calls))
     return float(np.median(times))
 
 

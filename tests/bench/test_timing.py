@@ -1,0 +1,89 @@
+"""bench/timing.time_graph against a stand-in torch (its timings need a GPU): how many calls each
+graph captures and what one call's time is divided by."""
+from __future__ import annotations
+
+import sys
+import types
+
+import pytest
+
+from tefuse.bench import timing
+
+
+def _fake_torch(elapsed_ms: float, log: list):
+    """A torch whose CUDA graph records the calls made while capturing and whose events report
+    `elapsed_ms` between a start and an end."""
+    class Graph:
+        pass
+
+    class Capture:
+        def __init__(self, g):
+            pass
+
+        def __enter__(self):
+            log.append("capture")
+
+        def __exit__(self, *exc):
+            log.append("end")
+
+    class Event:
+        def __init__(self, enable_timing=False):
+            pass
+
+        def record(self):
+            pass
+
+        def elapsed_time(self, other):
+            return elapsed_ms
+
+    Graph.replay = lambda self: log.append("replay")
+    cuda = types.SimpleNamespace(CUDAGraph=Graph, graph=Capture, Event=Event, synchronize=lambda: None)
+
+    class NoGrad:
+        def __enter__(self):
+            pass
+
+        def __exit__(self, *exc):
+            pass
+
+    return types.SimpleNamespace(cuda=cuda, no_grad=NoGrad)
+
+
+@pytest.mark.parametrize("calls", [1, 10])
+def test_a_graph_captures_graph_calls_calls_and_the_time_is_per_call(monkeypatch, calls):
+    log = []
+    monkeypatch.setitem(sys.modules, "torch", _fake_torch(20.0, log))
+    monkeypatch.setattr(timing, "GRAPH_CALLS", 1)
+    timing.set_graph_calls(calls)
+
+    def fn():
+        log.append("call")
+
+    ms = timing.time_graph(fn, repeat=3, inner=4)
+    captured = log[log.index("capture") + 1:log.index("end")]
+    assert captured == ["call"] * calls  # warm-up calls come before the capture
+    assert log[:3] == ["call"] * 3
+    assert log.count("replay") == 3 * 4
+    assert ms == pytest.approx(20.0 / (4 * calls))
+
+
+def test_graph_calls_below_one_are_refused(monkeypatch):
+    monkeypatch.setattr(timing, "GRAPH_CALLS", 1)
+    with pytest.raises(ValueError, match="1 or more"):
+        timing.set_graph_calls(0)
+    assert timing.GRAPH_CALLS == 1
+
+
+def test_the_precision_bench_takes_graph_calls_and_records_them(monkeypatch, tmp_path, capsys):
+    from tefuse.bench import precision
+
+    monkeypatch.setattr(timing, "GRAPH_CALLS", 1)
+    monkeypatch.setattr(precision, "run_suites", lambda args, db, tuning, attempt: None)
+    out = tmp_path / "b.json"
+    assert precision.main(["conv", "--graph-calls", "8", "--json", str(out)]) == 0
+    import json
+
+    assert json.loads(out.read_text())["timing"] == {"graph_calls": 8}
+    with pytest.raises(SystemExit):
+        precision.main(["conv", "--graph-calls", "0"])
+    assert "must be 1 or more" in capsys.readouterr().err
