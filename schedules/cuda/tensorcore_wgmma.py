@@ -75,7 +75,7 @@ def fallback_values(m: int, n: int, sms: int, dtype: str = "float16", k: Optiona
     time, 6272x256x2304 at 1.00x, where 128x128 took 1.2-1.4x); 64x64 where 64x128 leaves SMs
     idle (the 14x14 convs at batch 16: 98 blocks of 64x128 on 132 SMs took 1.1-1.15x the time
     of 196 of 64x64 in session 18; since the epilogue fixes, a reduction 2048 deep or more takes
-    64x128 all the same, `_deep_enough_for_64x128`; ResNet-50's tuned batch-1 records of unsplit
+    64x128 all the same where that leaves at most 3/10 of the SMs idle, `_deep_enough_for_64x128`; ResNet-50's tuned batch-1 records of unsplit
     1x1 convs are all 64x64). N <= 64 takes 64-wide tiles. No more stages than the reduction has
     steps less one (`k`): 4 stages over a 256-deep reduction took 1.2-1.3x the time of 3 (the
     pipeline's fill is the whole loop). (128x64 blocks of 2 stages for shallow reductions, as
@@ -102,7 +102,7 @@ def fallback_values(m: int, n: int, sms: int, dtype: str = "float16", k: Optiona
 
 
 def _deep_enough_for_64x128(m: int, n: int, sms: int, k: Optional[int]) -> bool:
-    """Whether 64x128 blocks that leave under 3/10 of the SMs idle still beat twice as many 64x64
+    """Whether 64x128 blocks that leave at most 3/10 of the SMs idle still beat twice as many 64x64
     ones: for reductions 2048 deep or more, whose operand tiles (a third less L2 traffic at
     64x128) outweigh the idle SMs. 256x14x14->256 3x3 at batch 16 (98 blocks, 2304 deep): 15.2 us
     against 16.3 on the H100, 15.6 against 16.8 on the H200; 1024x14x14->256 (1024 deep): a tie

@@ -27,9 +27,11 @@ def set_graph_calls(calls: int) -> None:
 def time_graph(fn, repeat: int = 30, inner: int = 10, calls: int = 0) -> float:
     """Median ms of one call of `fn`: `calls` calls (0: GRAPH_CALLS) captured once as a torch CUDA
     graph, the graph replayed `inner` times per event pair."""
+    calls = calls or GRAPH_CALLS
+    if calls < 1:
+        raise ValueError(f"graph calls must be 1 or more, not {calls}")
     import torch
 
-    calls = calls or GRAPH_CALLS
     with torch.no_grad():
         for _ in range(3):
             fn()

@@ -27,7 +27,9 @@ class SplitPolicy:
     traffic); min_depth: reduction elements a slice keeps at least (four steps, so its copy
     pipeline still overlaps); max_splits bounds the float32 partials' traffic. force: a slice
     count used wherever the channels allow it, whatever the grid (build's split_k=N: to measure
-    a count against the policy's, as cuBLAS's split-K setting does; 0: the policy decides)."""
+    a count against the policy's, as cuBLAS's split-K setting does; 0: the policy decides).
+    full_depth: the shortest reduction split where unsplit 64x64 tiles already fill 3/4 of the
+    SMs (below)."""
 
     sms: int
     min_total: int = 1024
@@ -46,13 +48,15 @@ class SplitPolicy:
 
     def blocks(self, m: int, n: int) -> int:
         """Tiles of 64 x 128 (64 x 64 where N <= 64), the tensor-core template's untuned config
-        for a small grid (tensorcore_wgmma.fallback_values; its 64 x 64 for grids under half
-        the SMs is not counted: the split policy was measured against 64 x 128)."""
+        for a small grid (tensorcore_wgmma.fallback_values; the half-full test counts these, as
+        the policy was first measured against 64 x 128; `splits` counts 64 x 64 tiles, which the
+        template takes for grids under half the SMs, for its full_depth rule)."""
         return math.ceil(m / 64) * math.ceil(n / (64 if n <= 64 else 128))
 
     def splits(self, m: int, n: int, depth: int, channels: int, lanes: int) -> int:
         """The fewest slices (a power of two) that give every SM a block, as many as the depth
-        and the channels' 16-byte chunks allow; 1 where the grid is already half full."""
+        and the channels' 16-byte chunks allow; 1 where the grid is already half full, or where
+        64x64 tiles fill 3/4 of the SMs and the reduction is under full_depth."""
         if m < MIN_MN or n < MIN_MN:  # a GEMV (an SE block's 1x1 conv, a decode step): no tensor-core tile
             return 1
         if self.force:  # whole 16-byte chunks of channels a slice

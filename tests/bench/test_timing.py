@@ -67,11 +67,22 @@ def test_a_graph_captures_graph_calls_calls_and_the_time_is_per_call(monkeypatch
     assert ms == pytest.approx(20.0 / (4 * calls))
 
 
+def test_an_explicit_count_overrides_the_setting(monkeypatch):
+    log = []
+    monkeypatch.setitem(sys.modules, "torch", _fake_torch(12.0, log))
+    monkeypatch.setattr(timing, "GRAPH_CALLS", 10)
+    ms = timing.time_graph(lambda: log.append("call"), repeat=1, inner=2, calls=3)
+    assert log[log.index("capture") + 1:log.index("end")] == ["call"] * 3
+    assert ms == pytest.approx(12.0 / (2 * 3))
+
+
 def test_graph_calls_below_one_are_refused(monkeypatch):
     monkeypatch.setattr(timing, "GRAPH_CALLS", 1)
     with pytest.raises(ValueError, match="1 or more"):
         timing.set_graph_calls(0)
     assert timing.GRAPH_CALLS == 1
+    with pytest.raises(ValueError, match="1 or more"):
+        timing.time_graph(lambda: None, calls=-1)
 
 
 def test_the_precision_bench_takes_graph_calls_and_records_them(monkeypatch, tmp_path, capsys):
