@@ -75,8 +75,8 @@ def fallback_values(m: int, n: int, sms: int, dtype: str = "float16", k: Optiona
     time, 6272x256x2304 at 1.00x, where 128x128 took 1.2-1.4x); 64x64 where 64x128 leaves SMs
     idle (the 14x14 convs at batch 16: 98 blocks of 64x128 on 132 SMs took 1.1-1.15x the time
     of 196 of 64x64 in session 18; since the epilogue fixes, a reduction 2048 deep or more takes
-    64x128 all the same where that leaves at most 3/10 of the SMs idle, `_deep_enough_for_64x128`; ResNet-50's tuned batch-1 records of unsplit
-    1x1 convs are all 64x64). N <= 64 takes 64-wide tiles. No more stages than the reduction has
+    64x128 all the same where that leaves at most 3/10 of the SMs idle, `_deep_enough_for_64x128`;
+    ResNet-50's tuned batch-1 records of unsplit 1x1 convs are all 64x64). N <= 64 takes 64-wide tiles. No more stages than the reduction has
     steps less one (`k`): 4 stages over a 256-deep reduction took 1.2-1.3x the time of 3 (the
     pipeline's fill is the whole loop). (128x64 blocks of 2 stages for shallow reductions, as
     ResNet-50's batch-32 records of 1x1 convs have, made its batch-16 1x1 convs 1-13% slower on

@@ -447,11 +447,14 @@ def main(argv=None) -> int:
                    help="--tune: only configs with this knob value, as `tefuse tune --only`")
     p.add_argument("--workdir", default="/tmp")
     p.add_argument("--json", default=None)
-    p.add_argument("--graph-calls", type=_positive, default=1, metavar="N",
+    p.add_argument("--graph-calls", type=int, default=1, metavar="N",
                    help="calls captured into each timed CUDA graph, tefuse's and the peers' alike (1: a "
                         "graph a call; more: microsecond kernels timed without a graph launch each)")
     args = p.parse_args(argv)
-    timing.set_graph_calls(args.graph_calls)
+    try:
+        timing.set_graph_calls(args.graph_calls)
+    except ValueError as e:  # one line and exit 2, as argparse's own errors
+        p.error(f"--graph-calls: {e}")
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s: %(message)s")
     db = None if args.no_db else "default"
     rows: list[Row] = []
@@ -476,14 +479,6 @@ def main(argv=None) -> int:
         gm = s["geomean_ratio"]
         print(f"{key}: geomean tefuse/peer {gm:.2f}x over {s['n']}" if gm else f"{key}: no ratio")
     return 0 if all(r.ok for r in rows) else 1
-
-
-def _positive(text: str) -> int:
-    """argparse type: an integer of 1 or more."""
-    n = int(text)
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be 1 or more, not {n}")
-    return n
 
 
 def run_suites(args, db, tuning, attempt) -> None:

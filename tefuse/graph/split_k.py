@@ -51,7 +51,7 @@ class SplitPolicy:
         for a small grid (tensorcore_wgmma.fallback_values; the half-full test counts these, as
         the policy was first measured against 64 x 128; `splits` counts 64 x 64 tiles, which the
         template takes for grids under half the SMs, for its full_depth rule)."""
-        return math.ceil(m / 64) * math.ceil(n / (64 if n <= 64 else 128))
+        return _tiles(m, n, 64, 64 if n <= 64 else 128)
 
     def splits(self, m: int, n: int, depth: int, channels: int, lanes: int) -> int:
         """The fewest slices (a power of two) that give every SM a block, as many as the depth
@@ -65,7 +65,7 @@ class SplitPolicy:
         blocks = self.blocks(m, n)
         if 2 * blocks > self.sms or depth < self.min_total:
             return 1
-        if 4 * math.ceil(m / 64) * math.ceil(n / 64) >= 3 * self.sms and depth < self.full_depth:
+        if 4 * _tiles(m, n, 64, 64) >= 3 * self.sms and depth < self.full_depth:
             return 1  # unsplit 64x64 tiles already fill 3/4 of the SMs, over too soon to split
         best, s = 1, 2
         while (s <= self.max_splits and channels % s == 0 and (channels // s) % lanes == 0
@@ -75,6 +75,11 @@ class SplitPolicy:
                 break
             s *= 2
         return best
+
+
+def _tiles(m: int, n: int, bm: int, bn: int) -> int:
+    """Tiles of a BM x BN tiling of an M x N output."""
+    return math.ceil(m / bm) * math.ceil(n / bn)
 
 
 def conv_splits(n: Node, policy: SplitPolicy) -> int:
