@@ -23,6 +23,8 @@ from typing import Optional
 from tvm.s_tir.dlight.gpu.matmul import IterKind, detect_iter_traits, make_iter_fusion_index_map
 
 from . import tensorcore as tc
+from .tma_mainloop import TmaPlan, operand_view
+from .tma_mainloop import annotate as annotate_tma
 from ...ops.value import unround_tf32
 from ...target import SMEM_OPTIN, optin_target
 from .tensor_intrin_wgmma import (N_CHOICES, PTX_TYPE, bk_of, chunk_elems, store_intrin, swizzle_index_map,
@@ -172,6 +174,18 @@ def defer_tf32_rounding(func):
     return structural_map(func, (tirx.Select, unround_tf32))
 
 
+def tma_cluster(cfg) -> Optional[tuple]:
+    """(CM, CN) of a TMA-mainloop config, None for the cp.async one. Experimental: set by
+    TEFUSE_TMA=CMxCN (session 24) until it is measured."""
+    import os
+
+    v = cfg.get("tma") or os.environ.get("TEFUSE_TMA")
+    if not v:
+        return None
+    cm, cn = (int(x) for x in str(v).lower().split("x"))
+    return cm, cn
+
+
 def apply_wgmma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
     c = dict(tc.DEFAULT_CFG)
     c.update(cfg or {})
@@ -191,7 +205,8 @@ def apply_wgmma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
     # `stages` tile versions from 3 stages on, but one for 2 stages (the next copy would overwrite
     # the tiles the batch in flight reads), and with 1 stage there is no pipeline. inflight: the
     # stages the intrinsic is built for (0: each batch waited for, the body's copies first)
-    inflight = stages if stages >= 3 and ASYNC_WGMMA else 0
+    tma = tma_cluster(c) if on_gpu else None
+    inflight = stages if stages >= 3 and ASYNC_WGMMA and tma is None else 0
 
     block = sch.get_sblock(gemm_block)
     tc._drop_unit_iters(sch, block)
@@ -228,7 +243,8 @@ def apply_wgmma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
     sch.transform_block_layout(block, make_iter_fusion_index_map(blk_tr, [S, I, J, K]))
 
     # ---------------------------------------------------------------- 2. pad to tiles
-    sch.pad_einsum(block, [1, BM, BN, BK])
+    # (a cluster's CTAs tile whole clusters: TVM's runtime needs the grid a multiple of them)
+    sch.pad_einsum(block, [1, BM * (tma[0] if tma else 1), BN * (tma[1] if tma else 1), BK])
 
     # ---------------------------------------------------------------- 3. tile
     b, i, j, k = sch.get_loops(block)
@@ -284,7 +300,11 @@ def apply_wgmma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
         sch.tensorize(sch.get_loops(block_inner)[-3], wgmma_intrin(BN, in_dtype, sh_scope, inflight))
 
     # ---------------------------------------------------------------- 7. pipelining
-    if stages >= 2:
+    if tma is not None:  # the whole k loop becomes tma_source's mainloop (tma_mainloop.inject)
+        plan = TmaPlan(BM, BN, stages, int(sch.get(k0).extent), tma[0], tma[1], in_dtype,
+                       operand_view(sch, a_g2s), operand_view(sch, b_g2s))
+        annotate_tma(sch, k0, plan)
+    elif stages >= 2:
         sch.annotate(k0, "software_pipeline_stage", [0, 0, stages - 1])
         # inflight: the product first in the body, so a step's copies (into the tiles the previous
         # step's wgmma read) follow its wait for that wgmma (tensor_intrin_wgmma)
