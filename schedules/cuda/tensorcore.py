@@ -586,7 +586,7 @@ class TensorCoreGemm(Template):
         s = ConfigSpace()
         s.define_knob("tile", list(TILES))
         s.define_knob("bk", [32, 64])
-        s.define_knob("stages", [3, 2, 4, 1])
+        s.define_knob("stages", [3, 2, 4, 1, 6, 8])  # 6, 8: deep prefetch for deep, small grids (session 24)
         intrins = _intrins(info, target)
         s.define_knob("intrin", intrins)
         s.define_knob("vec_out", [4, 8])

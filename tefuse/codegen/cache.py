@@ -63,6 +63,11 @@ def _loader_missing(kind: str) -> bool:
             and tvm.get_global_func(f"ffi.Module.load_from_bytes.{kind}", allow_missing=True) is None)
 
 
+# environment switches that change the generated code (experiments not yet config knobs: the TMA
+# mainloop, schedules/cuda/tma_mainloop.py): part of a kernel's key while set
+CODEGEN_ENV = ("TEFUSE_TMA", "TEFUSE_TMA_OPTS")
+
+
 class KernelCache:
     """Compiled kernels on disk; `load`/`store` are what build_group calls."""
 
@@ -76,8 +81,10 @@ class KernelCache:
         from ..version import __version__
 
         values = {k: list(v) if isinstance(v, tuple) else v for k, v in choice.config.values.items()}
+        env = {k: os.environ[k] for k in CODEGEN_ENV if os.environ.get(k)}
         blob = json.dumps([workload_key, choice.template.name, values, str(target), __version__,
-                           tvm.__version__, source_fingerprint()], sort_keys=True, default=str)
+                           tvm.__version__, source_fingerprint(), *([env] if env else [])],
+                          sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()
 
     def path(self, key: str) -> Path:

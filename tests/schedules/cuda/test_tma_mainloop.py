@@ -1,0 +1,96 @@
+"""The TMA mainloop (experimental, TEFUSE_TMA=CMxCN): its device function compiles to the TMA,
+mbarrier, cluster and wgmma instructions it is written with; a 1x1 conv's k loop is replaced by it,
+with host-encoded tensor maps as kernel parameters and a grid padded to whole clusters; operands
+the TMA unit cannot read (a 3x3 conv's windows) are refused with one line. Run on the H100 in
+session 24 (results/issue9/session24): correct for clusters 1x1, 2x1, 1x2 and 2x2, not yet faster.
+"""
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from tefuse.bench.wgmma_check import ForcedConfig
+from tefuse.driver import build
+from tefuse.errors import BuildError
+from tefuse.plan.spec import parse_chain
+from tefuse.schedules.cuda import tma_source
+
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (CUDA 12+)")
+
+WGMMA = {"tile": [64, 128, 32, 64], "stages": 4, "bk": 64, "intrin": "wgmma", "vec_out": 4}
+
+
+def _ptx(src: str, tmp_path) -> str:
+    cu = tmp_path / "k.cu"
+    cu.write_text(src)
+    out = tmp_path / "k.ptx"
+    subprocess.run(["nvcc", "-arch=sm_90a", "-ptx", "-o", str(out), str(cu)], check=True, capture_output=True)
+    return out.read_text()
+
+
+def _wrapper(bm, bn, stages, ktiles, cm, cn) -> str:
+    name = tma_source.func_name(bm, bn, stages, ktiles, cm, cn, "float16")
+    body = tma_source.device_source(bm, bn, stages, ktiles, cm, cn, "float16")
+    return body + f"""
+extern "C" __global__ void k(const __grid_constant__ CUtensorMap ma, const __grid_constant__ CUtensorMap mb, float* out) {{
+  extern __shared__ __align__(64) unsigned char smem[];
+  float d[{bn // 2}];
+  for (int i = 0; i < {bn // 2}; ++i) d[i] = 0.f;
+  {name}(d, (unsigned long long)&ma, (unsigned long long)&mb, smem);
+  for (int i = 0; i < {bn // 2}; ++i) out[(threadIdx.y * 32 + threadIdx.x) * {bn // 2} + i] = d[i];
+}}
+"""
+
+
+@needs_nvcc
+def test_cluster_mainloop_ptx(tmp_path):
+    ptx = _ptx(_wrapper(64, 128, 4, 8, 2, 2, ), tmp_path)
+    for ins in ("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster",
+                "mbarrier.try_wait.parity", "mbarrier.arrive.expect_tx", "mapa.shared::cluster",
+                "barrier.cluster.arrive", "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16",
+                "%cluster_nctarank"):
+        assert ins in ptx, ins
+
+
+@needs_nvcc
+def test_single_cta_mainloop_has_no_cluster_traffic(tmp_path):
+    ptx = _ptx(_wrapper(64, 64, 3, 5, 1, 1), tmp_path)
+    assert "cp.async.bulk.tensor.2d" in ptx and "wgmma.mma_async" in ptx
+    assert "multicast::cluster" not in ptx and "barrier.cluster" not in ptx and "mapa" not in ptx
+
+
+@pytest.mark.parametrize("args, why", [((64, 128, 1, 1, 1, "float16"), "2 stages"),
+                                       ((96, 128, 4, 1, 8, "float16"), "rows"),
+                                       ((64, 128, 4, 3, 3, "float16"), "1 to 8"),
+                                       ((64, 128, 4, 1, 1, "float32"), "float16")])
+def test_check_refuses(args, why):
+    with pytest.raises(ValueError, match=why):
+        tma_source.check(*args)
+
+
+def _conv(r: int):
+    g = parse_chain(f"conv2d(k=256,r={r},pad={r // 2})+bias+relu", (2, 7, 7, 128), "float16", "NHWC")
+    w = [i for i in g.inputs if i.name.endswith("_weight")][0]
+    return g.with_constants({w.name: (np.random.default_rng(0).standard_normal(w.shape) * 0.1).astype("float16")})
+
+
+@needs_nvcc
+def test_conv_1x1_takes_the_cluster_mainloop(monkeypatch):
+    monkeypatch.setenv("TEFUSE_TMA", "2x1")
+    monkeypatch.setenv("TVM_CUDA_COMPILE_MODE", "nvcc")
+    src = build(_conv(1), "cuda", cache=None, db=ForcedConfig(WGMMA)).source("cuda")
+    assert "const __grid_constant__ CUtensorMap tma_map_a" in src
+    assert "const __grid_constant__ CUtensorMap tma_map_b" in src
+    assert tma_source.func_name(64, 128, 4, 2, 2, 1, "float16") + "((&(" in src  # called with this lane's accumulators
+    assert "cp_async" not in src.split("__global__")[-1]  # the kernel's own cp.async copies are gone
+
+
+@needs_nvcc
+def test_conv_3x3_is_refused_in_one_line(monkeypatch):
+    monkeypatch.setenv("TEFUSE_TMA", "1x1")
+    with pytest.raises(BuildError, match=r"failed to apply: TMA: ") as e:
+        build(_conv(3), "cuda", cache=None, db=ForcedConfig(WGMMA))
+    assert "\n" not in str(e.value)
