@@ -24,6 +24,7 @@ from tvm.s_tir.dlight.gpu.matmul import IterKind, detect_iter_traits, make_iter_
 
 from . import tensorcore as tc
 from .tma_mainloop import TmaPlan, operand_view
+from .tma_mainloop import stages_for as tma_stages
 from .tma_mainloop import annotate as annotate_tma
 from ...ops.value import unround_tf32
 from ...target import SMEM_OPTIN, optin_target
@@ -301,7 +302,8 @@ def apply_wgmma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
 
     # ---------------------------------------------------------------- 7. pipelining
     if tma is not None:  # the whole k loop becomes tma_source's mainloop (tma_mainloop.inject)
-        plan = TmaPlan(BM, BN, stages, int(sch.get(k0).extent), tma[0], tma[1], in_dtype,
+        ktiles = int(sch.get(k0).extent)
+        plan = TmaPlan(BM, BN, tma_stages(stages, BM, BN, ktiles), ktiles, tma[0], tma[1], in_dtype,
                        operand_view(sch, a_g2s), operand_view(sch, b_g2s))
         annotate_tma(sch, k0, plan)
     elif stages >= 2:

@@ -10,7 +10,11 @@ and annotates its k loop with a `TmaPlan` (`annotate`). After TVM has lowered th
 - encodes the maps in the host part of the function (they become `__grid_constant__` kernel
   parameters), over the operands as row-major [rows, K] matrices;
 - launches the grid in clusters (thread extents `clusterCtaIdx.x/y`: TVM's runtime launches each
-  blockIdx as one CTA, `probe_cluster_run.txt` in results/issue9/session24).
+  blockIdx as one CTA, results/issue9/session24/h100/probe_cluster_run.txt).
+
+Status (session 24, H100): correct for clusters 1x1, 2x1, 1x2 and 2x2, but about twice the
+cp.async kernel's time at the config's 3-4 stages (WGMMA_NOTES, "Session 24"); experimental, off
+unless TEFUSE_TMA is set.
 
 Only operands the copies read as a plain row-major [rows, K] view of a function parameter take
 this path (1x1 stride-1 NHWC convs, dense, matmul); `operand_view` says which.
@@ -109,6 +113,25 @@ def _conjuncts(cond):
     if isinstance(cond, tirx.And):
         return _conjuncts(cond.a) + _conjuncts(cond.b)
     return [cond]
+
+
+# shared memory the deepest TMA pipeline may take (of Hopper's 227 KB: the staging tile reuses it)
+DEEP_BYTES = 200 * 1024
+
+
+def stages_for(stages: int, bm: int, bn: int, ktiles: int) -> int:
+    """The TMA mainloop's stage count: the config's, unless TEFUSE_TMA_STAGES (experimental) says
+    N or "max" (as many as DEEP_BYTES hold): TMA's loads take longer to land than cp.async's
+    (about 1.9 us a 16 KB stage at 3 stages in flight, session 24), so a deeper pipeline may pay
+    where cp.async's did not. Never more than the reduction's steps, never under 2."""
+    import os
+
+    want = os.environ.get("TEFUSE_TMA_STAGES", "").strip().lower()
+    if want == "max":
+        stages = (DEEP_BYTES - tma_source.ALIGN) // ((bm + bn) * tma_source.ROW_BYTES)
+    elif want:
+        stages = int(want)
+    return max(2, min(stages, ktiles))
 
 
 def annotate(sch, k_loop, plan: TmaPlan) -> None:

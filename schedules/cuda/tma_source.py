@@ -19,9 +19,12 @@ How (CUTLASS's Hopper mainloop, without warp specialisation):
 - Every warp waits on the stage's `full` barrier (phase parity = use of the stage mod 2), issues
   its warpgroup's four wgmma (m64nBNk16) and keeps one batch in flight: after `wait_group 1`
   the previous step's tiles are read, and the warp's lane 0 arrives on that stage's `empty`
-  barrier in every CTA of the cluster. Thread 0 waits for the stage's `empty` barrier (every warp
+  barrier in every CTA of the cluster, relaxed: the stage's only readers are the wgmma the warp
+  has waited for (arrives with release at cluster scope took 2-3x the kernel's time on the H100,
+  results/issue9/session24). Thread 0 waits for the stage's `empty` barrier (every warp
   of the cluster done with it) before loading step + stages - 1 into it: a multicast writes into
   its peers' tiles too.
+- Thread 0 prefetches the two maps' descriptors before its first load.
 - A cluster barrier after the barriers' init (a peer's multicast may not land on an
   uninitialised barrier) and one at the end (no CTA leaves, or reuses its shared memory for the
   accumulators' staging, while a peer may still arrive on its barriers).
@@ -64,11 +67,6 @@ __device__ __forceinline__ void tefuse_mbar_expect(unsigned int bar, unsigned in
 __device__ __forceinline__ void tefuse_mbar_arrive_cluster(unsigned int bar, unsigned int cta) {
   unsigned int remote;
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(bar), "r"(cta));
-  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" :: "r"(remote) : "memory");
-}
-__device__ __forceinline__ void tefuse_mbar_arrive_cluster_relaxed(unsigned int bar, unsigned int cta) {
-  unsigned int remote;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(bar), "r"(cta));
   asm volatile("mbarrier.arrive.relaxed.cluster.shared::cluster.b64 _, [%0];\n" :: "r"(remote) : "memory");
 }
 __device__ __forceinline__ void tefuse_tma_2d(unsigned int dst, unsigned long long map, int c0, int c1,
@@ -90,18 +88,8 @@ __device__ __forceinline__ void tefuse_cluster_sync() {
 """
 
 
-def _opts() -> set:
-    """Experiment switches (session 24, TEFUSE_TMA_OPTS): prefetch (the maps), lag2 (refill the
-    stage read two steps back), relaxed (cluster arrives without release)."""
-    import os
-
-    return set(filter(None, os.environ.get("TEFUSE_TMA_OPTS", "").split(",")))
-
-
 def func_name(bm: int, bn: int, stages: int, ktiles: int, cm: int, cn: int, in_dtype: str) -> str:
-    opts = _opts()
-    return (f"tefuse_tma_m{bm}n{bn}s{stages}k{ktiles}c{cm}x{cn}_{PTX_TYPE[in_dtype]}"
-            + ("_" + "_".join(sorted(opts)) if opts else ""))
+    return f"tefuse_tma_m{bm}n{bn}s{stages}k{ktiles}c{cm}x{cn}_{PTX_TYPE[in_dtype]}"
 
 
 def shared_bytes(bm: int, bn: int, stages: int) -> int:
@@ -142,12 +130,6 @@ def device_source(bm: int, bn: int, stages: int, ktiles: int, cm: int, cn: int, 
     sync = "tefuse_cluster_sync();" if ctas > 1 else "__syncthreads();"
     release = (f"for (unsigned int c = 0; c < {ctas}; ++c) tefuse_mbar_arrive_cluster(empty + 8 * ps, c);"
                if ctas > 1 else 'asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\\n" :: "r"(empty + 8 * ps) : "memory");')
-    opts = _opts()
-    lag = 2 if "lag2" in opts and stages >= 3 else 1
-    if "relaxed" in opts and ctas > 1:
-        release = release.replace("tefuse_mbar_arrive_cluster(", "tefuse_mbar_arrive_cluster_relaxed(")
-    prefetch = ('    asm volatile("prefetch.tensormap [%0];\\n" :: "l"(ma) : "memory");\n'
-                '    asm volatile("prefetch.tensormap [%0];\\n" :: "l"(mb) : "memory");\n') if "prefetch" in opts else ""
     name = func_name(bm, bn, stages, ktiles, cm, cn, in_dtype)
     return COMMON + f"""
 __device__ __forceinline__ void {name}(float* d, unsigned long long ma, unsigned long long mb, void* smem) {{
@@ -161,7 +143,9 @@ __device__ __forceinline__ void {name}(float* d, unsigned long long ma, unsigned
   asm volatile("mov.u32 %0, %%cluster_nctarank;\\n" : "=r"(nctas));
   if (nctas != {ctas}u) __trap();  // launched without its cluster: the multicasts would go astray
   if (tid == 0) {{
-{prefetch}    for (int s = 0; s < {stages}; ++s) {{
+    asm volatile("prefetch.tensormap [%0];\\n" :: "l"(ma) : "memory");
+    asm volatile("prefetch.tensormap [%0];\\n" :: "l"(mb) : "memory");
+    for (int s = 0; s < {stages}; ++s) {{
       tefuse_mbar_init(full + 8 * s, 1);
       tefuse_mbar_init(empty + 8 * s, {warps * ctas});
     }}
@@ -201,12 +185,9 @@ __device__ __forceinline__ void {name}(float* d, unsigned long long ma, unsigned
     if (kt > 0) {{
       const int ps = (kt - 1) % {stages};
       if (lane == 0) {{ {release} }}
-    }}
-    if (kt >= {lag}) {{
-      const int ps = (kt - {lag}) % {stages};
-      const int next = kt - {lag} + {stages};
+      const int next = kt - 1 + {stages};
       if (tid == 0 && next < {ktiles}) {{
-        tefuse_mbar_wait(empty + 8 * ps, ((kt - {lag}) / {stages}) & 1);
+        tefuse_mbar_wait(empty + 8 * ps, ((kt - 1) / {stages}) & 1);
         const unsigned int na = base + ps * {stage}u;
         tefuse_mbar_expect(full + 8 * ps, {stage}u);
         tefuse_tma_2d(na + cx * {bm // cn * ROW_BYTES}u, ma, next * {bk_of(in_dtype)}, m0 + (int)cx * {bm // cn}, full + 8 * ps, mask_a);

@@ -17,6 +17,7 @@ from tefuse.driver import build
 from tefuse.errors import BuildError
 from tefuse.plan.spec import parse_chain
 from tefuse.schedules.cuda import tma_source
+from tefuse.schedules.cuda.tma_mainloop import stages_for
 
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (CUDA 12+)")
 
@@ -71,6 +72,17 @@ def test_check_refuses(args, why):
         tma_source.check(*args)
 
 
+def test_stage_count_follows_the_override(monkeypatch):
+    monkeypatch.delenv("TEFUSE_TMA_STAGES", raising=False)
+    assert stages_for(4, 64, 128, 32) == 4
+    assert stages_for(4, 64, 128, 3) == 3  # never past the reduction's steps
+    monkeypatch.setenv("TEFUSE_TMA_STAGES", "max")
+    assert stages_for(4, 64, 64, 32) == (200 * 1024 - 1024) // (128 * 128) == 12
+    assert stages_for(4, 64, 128, 32) == 8
+    monkeypatch.setenv("TEFUSE_TMA_STAGES", "1")
+    assert stages_for(4, 64, 128, 32) == 2  # a stage is refilled after its reader's next step
+
+
 def _conv(r: int):
     g = parse_chain(f"conv2d(k=256,r={r},pad={r // 2})+bias+relu", (2, 7, 7, 128), "float16", "NHWC")
     w = [i for i in g.inputs if i.name.endswith("_weight")][0]
@@ -84,7 +96,8 @@ def test_conv_1x1_takes_the_cluster_mainloop(monkeypatch):
     src = build(_conv(1), "cuda", cache=None, db=ForcedConfig(WGMMA)).source("cuda")
     assert "const __grid_constant__ CUtensorMap tma_map_a" in src
     assert "const __grid_constant__ CUtensorMap tma_map_b" in src
-    assert tma_source.func_name(64, 128, 4, 2, 2, 1, "float16") + "((&(" in src  # called with this lane's accumulators
+    # 4 stages asked, 2 taken (K = 128 is two steps); called with this lane's accumulators
+    assert tma_source.func_name(64, 128, 2, 2, 2, 1, "float16") + "((&(" in src
     assert "cp_async" not in src.split("__global__")[-1]  # the kernel's own cp.async copies are gone
 
 
