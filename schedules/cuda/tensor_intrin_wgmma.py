@@ -94,6 +94,48 @@ def func_name(n: int, in_dtype: str, stages: int = 0) -> str:
     return f"tefuse_wgmma_m64n{n}k{k_step(in_dtype)}x4_{PTX_TYPE[in_dtype]}" + (f"_s{stages}" if stages else "")
 
 
+DESC_SOURCE = """
+#ifndef TEFUSE_WGMMA_DESC
+#define TEFUSE_WGMMA_DESC
+__device__ __forceinline__ unsigned long long tefuse_wgmma_desc_sw128(unsigned int addr) {
+  unsigned long long d = (unsigned long long)((addr & 0x3FFFF) >> 4);
+  d |= 1ull << 16;                          // leading byte offset (unused: swizzled K-major)
+  d |= (unsigned long long)(1024 >> 4) << 32;  // stride byte offset: 8 rows x 128 B
+  d |= 1ull << 62;                          // 128-byte swizzle
+  return d;
+}
+#endif
+"""
+
+
+def register_fences(n: int, indent: str = "  ") -> str:
+    """Empty asm statements that pin this thread's n / 2 accumulators d[] in registers around the
+    wgmma (so the compiler keeps them where the instructions write them)."""
+    return "\n".join(f'{indent}asm volatile("" : "+f"(d[{i}]) :: "memory");' for i in range(n // 2))
+
+
+def wgmma_row(n: int, in_dtype: str, indent: str = "  ") -> str:
+    """CUDA statements for one 128-byte tile row of wgmma on descriptors `da`, `db` (four k
+    steps, the start address 32 bytes on each) into d[]: wgmma.fence, the four, commit."""
+    t, ks, nreg = PTX_TYPE[in_dtype], k_step(in_dtype), n // 2
+    # 16-bit types take imm-trans-a/b (0: K-major); tf32 reads K-major only and has no such operands
+    trans = "" if in_dtype == "float32" else ", 0, 0"
+    regs = ", ".join(f"%{i}" for i in range(nreg))
+    outs = ", ".join(f'"+f"(d[{i}])' for i in range(nreg))
+    body = f"""asm volatile("wgmma.fence.sync.aligned;\\n" ::: "memory");
+#pragma unroll
+for (int kk = 0; kk < 4; ++kk) {{
+  asm volatile(
+    "{{\\n.reg .pred p;\\nsetp.ne.b32 p, 1, 0;\\n"
+    "wgmma.mma_async.sync.aligned.m64n{n}k{ks}.f32.{t}.{t} "
+    "{{{regs}}}, %{nreg}, %{nreg + 1}, p, 1, 1{trans};\\n}}\\n"
+    : {outs}
+    : "l"(da + 2 * kk), "l"(db + 2 * kk));
+}}
+asm volatile("wgmma.commit_group.sync.aligned;\\n" ::: "memory");"""
+    return "\n".join(indent + ln if not ln.startswith("#") else ln for ln in body.split("\n")) + "\n"
+
+
 def device_source(n: int, in_dtype: str, stages: int = 0) -> str:
     """CUDA source of the device function the intrinsic calls (TVM's cuda func_call puts it
     before the kernel): float* d (N/2 accumulators of this thread), A and B tile pointers.
@@ -102,14 +144,7 @@ def device_source(n: int, in_dtype: str, stages: int = 0) -> str:
     if stages in (1, 2) or stages < 0:
         raise ValueError(f"wgmma: a batch stays in flight only in a pipeline of 3 or more stages, not {stages}")
     pending = 1 if stages else 0
-    t = PTX_TYPE[in_dtype]
-    ks = k_step(in_dtype)
-    # 16-bit types take imm-trans-a/b (0: K-major); tf32 reads K-major only and has no such operands
-    trans = "" if in_dtype == "float32" else ", 0, 0"
-    nreg = n // 2
-    regs = ", ".join(f"%{i}" for i in range(nreg))
-    outs = ", ".join(f'"+f"(d[{i}])' for i in range(nreg))
-    fence_regs = "\n".join(f'  asm volatile("" : "+f"(d[{i}]) :: "memory");' for i in range(nreg))
+    fence_regs = register_fences(n)
     name = func_name(n, in_dtype, stages)
     # pending 1: every warp's previous batch done (it read the tiles the next copies overwrite)
     after = "\n  __syncthreads();" if pending else ""
@@ -121,17 +156,7 @@ def device_source(n: int, in_dtype: str, stages: int = 0) -> str:
     rounding = _TF32_ROUND.format(n8=n * 8) if in_dtype == "float32" else ""
     helpers = _TF32_HELPERS if in_dtype == "float32" else ""
     return f"""{helpers}
-#ifndef TEFUSE_WGMMA_DESC
-#define TEFUSE_WGMMA_DESC
-__device__ __forceinline__ unsigned long long tefuse_wgmma_desc_sw128(unsigned int addr) {{
-  unsigned long long d = (unsigned long long)((addr & 0x3FFFF) >> 4);
-  d |= 1ull << 16;                          // leading byte offset (unused: swizzled K-major)
-  d |= (unsigned long long)(1024 >> 4) << 32;  // stride byte offset: 8 rows x 128 B
-  d |= 1ull << 62;                          // 128-byte swizzle
-  return d;
-}}
-#endif
-__device__ __forceinline__ void {name}(float* d, const void* a_tile, const void* b_tile) {{
+{DESC_SOURCE}__device__ __forceinline__ void {name}(float* d, const void* a_tile, const void* b_tile) {{
   unsigned int a_addr = (unsigned int)__cvta_generic_to_shared(a_tile);
   unsigned int b_addr = (unsigned int)__cvta_generic_to_shared(b_tile);
   // this warp's A rows start 16 * (warp % 4) rows (of 128 B) into its warpgroup's 64
@@ -142,18 +167,7 @@ __device__ __forceinline__ void {name}(float* d, const void* a_tile, const void*
   unsigned long long da = tefuse_wgmma_desc_sw128(a_addr);
   unsigned long long db = tefuse_wgmma_desc_sw128(b_addr);
 {fence_regs}
-  asm volatile("wgmma.fence.sync.aligned;\\n" ::: "memory");
-#pragma unroll
-  for (int kk = 0; kk < 4; ++kk) {{
-    asm volatile(
-      "{{\\n.reg .pred p;\\nsetp.ne.b32 p, 1, 0;\\n"
-      "wgmma.mma_async.sync.aligned.m64n{n}k{ks}.f32.{t}.{t} "
-      "{{{regs}}}, %{nreg}, %{nreg + 1}, p, 1, 1{trans};\\n}}\\n"
-      : {outs}
-      : "l"(da + 2 * kk), "l"(db + 2 * kk));
-  }}
-  asm volatile("wgmma.commit_group.sync.aligned;\\n" ::: "memory");
-  asm volatile("wgmma.wait_group.sync.aligned {pending};\\n" ::: "memory");{after}
+{wgmma_row(n, in_dtype)}  asm volatile("wgmma.wait_group.sync.aligned {pending};\\n" ::: "memory");{after}
 {fence_regs}
 }}
 """

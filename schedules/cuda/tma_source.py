@@ -34,7 +34,7 @@ How (CUTLASS's Hopper mainloop, without warp specialisation):
 """
 from __future__ import annotations
 
-from .tensor_intrin_wgmma import PTX_TYPE, bk_of, k_step
+from .tensor_intrin_wgmma import DESC_SOURCE, PTX_TYPE, bk_of, register_fences, wgmma_row
 
 ROW_BYTES = 128  # one swizzled tile row: BK elements
 ALIGN = 1024  # a 128-byte-swizzle atom (8 rows): where every tile must start
@@ -43,13 +43,6 @@ COMMON = r"""
 #ifndef TEFUSE_TMA_COMMON
 #define TEFUSE_TMA_COMMON
 #include <cuda.h>
-__device__ __forceinline__ unsigned long long tefuse_tma_desc_sw128(unsigned int addr) {
-  unsigned long long d = (unsigned long long)((addr & 0x3FFFF) >> 4);
-  d |= 1ull << 16;
-  d |= (unsigned long long)(1024 >> 4) << 32;
-  d |= 1ull << 62;
-  return d;
-}
 __device__ __forceinline__ void tefuse_mbar_init(unsigned int bar, unsigned int count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" :: "r"(bar), "r"(count) : "memory");
 }
@@ -116,11 +109,7 @@ def device_source(bm: int, bn: int, stages: int, ktiles: int, cm: int, cn: int, 
     void* smem)` (ma, mb: the maps' addresses, kernel parameters): d is this thread's BN / 2 accumulators (its warp's rows of its warpgroup's
     m64nBN tile, TVM's fragment layout), accumulated onto (the caller zeroes them)."""
     check(bm, bn, stages, cm, cn, in_dtype)
-    t, ks = PTX_TYPE[in_dtype], k_step(in_dtype)
-    nreg = bn // 2
-    regs = ", ".join(f"%{i}" for i in range(nreg))
-    outs = ", ".join(f'"+f"(d[{i}])' for i in range(nreg))
-    fence = "\n".join(f'  asm volatile("" : "+f"(d[{i}]) :: "memory");' for i in range(nreg))
+    fence = register_fences(bn)
     stage = (bm + bn) * ROW_BYTES
     warps = bm // 16
     ctas = cm * cn
@@ -131,7 +120,7 @@ def device_source(bm: int, bn: int, stages: int, ktiles: int, cm: int, cn: int, 
     release = (f"for (unsigned int c = 0; c < {ctas}; ++c) tefuse_mbar_arrive_cluster(empty + 8 * ps, c);"
                if ctas > 1 else 'asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\\n" :: "r"(empty + 8 * ps) : "memory");')
     name = func_name(bm, bn, stages, ktiles, cm, cn, in_dtype)
-    return COMMON + f"""
+    return DESC_SOURCE + COMMON + f"""
 __device__ __forceinline__ void {name}(float* d, unsigned long long ma, unsigned long long mb, void* smem) {{
   const unsigned int tid = threadIdx.y * blockDim.x + threadIdx.x;
   const unsigned int warp = tid >> 5, lane = tid & 31;
@@ -168,20 +157,9 @@ __device__ __forceinline__ void {name}(float* d, unsigned long long ma, unsigned
     const int s = kt % {stages};
     const unsigned int a = base + s * {stage}u;
     tefuse_mbar_wait(full + 8 * s, (kt / {stages}) & 1);
-    const unsigned long long da = tefuse_tma_desc_sw128(a + a_off);
-    const unsigned long long db = tefuse_tma_desc_sw128(a + {bm * ROW_BYTES}u);
-    asm volatile("wgmma.fence.sync.aligned;\\n" ::: "memory");
-#pragma unroll
-    for (int kk = 0; kk < 4; ++kk) {{
-      asm volatile(
-        "{{\\n.reg .pred p;\\nsetp.ne.b32 p, 1, 0;\\n"
-        "wgmma.mma_async.sync.aligned.m64n{bn}k{ks}.f32.{t}.{t} "
-        "{{{regs}}}, %{nreg}, %{nreg + 1}, p, 1, 1, 0, 0;\\n}}\\n"
-        : {outs}
-        : "l"(da + 2 * kk), "l"(db + 2 * kk));
-    }}
-    asm volatile("wgmma.commit_group.sync.aligned;\\n" ::: "memory");
-    asm volatile("wgmma.wait_group.sync.aligned 1;\\n" ::: "memory");
+    const unsigned long long da = tefuse_wgmma_desc_sw128(a + a_off);
+    const unsigned long long db = tefuse_wgmma_desc_sw128(a + {bm * ROW_BYTES}u);
+{wgmma_row(bn, in_dtype, "    ")}    asm volatile("wgmma.wait_group.sync.aligned 1;\\n" ::: "memory");
     if (kt > 0) {{
       const int ps = (kt - 1) % {stages};
       if (lane == 0) {{ {release} }}
