@@ -28,9 +28,12 @@ import tvm
 import tvm.sym  # noqa: F401 - the arithmetic analyzer
 from tvm import s_tir, tirx
 from tvm.ir.expr import Call, TensorLoad
+from tvm.script import tirx as T
 from tvm_ffi import structural_mutate, structural_walk
 
+from ..common import dtype_bytes
 from . import tma_source
+from .tensor_intrin_wgmma import bk_of
 
 ANNOTATION = "tefuse_tma"
 PIPELINE = "tefuse_cuda_tma"
@@ -91,19 +94,15 @@ def operand_view(sch, copy_block) -> Operand:
         raise ValueError("TMA: the operand copy computes (a prologue, a cast): cp.async path only")
     buf = value.source
     shape = [int(s) for s in buf.shape]
-    flat = 0
+    flat, total = 0, 1
     for idx, extent in zip(value.indices, shape):
-        flat = flat * extent + idx
-    stride = shape[-1] if len(shape) > 1 else 1
+        flat, total = flat * extent + idx, total * extent
     rows = bounds.get(row.name, ext[row.name])
     k = bounds.get(col.name, ext[col.name])
+    stride = total // rows  # the buffer as [rows, stride]: the load must be row * stride + k
     ana = tvm.sym.Analyzer()
     ana.bind(row, tvm.ir.Range(0, rows))
     ana.bind(col, tvm.ir.Range(0, k))
-    total = 1
-    for s in shape:
-        total *= s
-    stride = total // rows if rows else 0
     if not ana.can_prove_equal(flat, row * stride + col) or (stride * 2) % 16 or k > stride:
         raise ValueError(f"TMA: {buf.name} is not read as a row-major [{rows}, {k}] matrix")
     return Operand(buf.name, rows, k, stride)
@@ -152,17 +151,19 @@ def _wgmma_call(loop):
 
 
 def _tensormap(name: str, param, op: Operand, box_rows: int, dtype: str):
-    from tvm.script import tirx as T
-
+    """A tensor-map variable and the host statements that encode it: operand `op` of buffer
+    `param` as a 2-D [rows, k] tensor, boxes of one 128-byte row (bk_of(dtype) elements) by
+    `box_rows`, 128-byte swizzle (3), L2 promotion of 128 bytes (2), zeros out of bounds."""
     var = T.Var(name, ty=T.handle("tensormap").ty)
-    bpe = 2
     encode = tirx.op.tensormap_encode_tiled(
-        var, param.data, op.k, op.rows, op.stride * bpe, 64, box_rows, 1, 1,
+        var, param.data, op.k, op.rows, op.stride * dtype_bytes(dtype), bk_of(dtype), box_rows, 1, 1,
         descriptor_dtype=dtype, rank=2, swizzle=3, l2_promotion=2)
     return var, [tirx.Bind(var, tirx.op.tvm_stack_alloca("tensormap", 1)), tirx.Evaluate(encode)]
 
 
 def inject(func):
+    """`func` with its TMA-marked k loop (if any) replaced by the mainloop: see the module
+    docstring. ValueError where the loop is not the wgmma schedule's."""
     plans = []
 
     def find(n):
@@ -184,8 +185,6 @@ def inject(func):
     map_b, host_b = _tensormap("tma_map_b", params[plan.b.param], plan.b, plan.bn // plan.cm, plan.in_dtype)
     name = tma_source.func_name(plan.bm, plan.bn, plan.stages, plan.ktiles, plan.cm, plan.cn, plan.in_dtype)
     src = tma_source.device_source(plan.bm, plan.bn, plan.stages, plan.ktiles, plan.cm, plan.cn, plan.in_dtype)
-    from tvm.script import tirx as T
-
     call = T.cuda.func_call(name, wg.args[1], T.address_of(map_a), T.address_of(map_b),
                             smem.access_ptr("rw"), source_code=src)
 
