@@ -73,6 +73,14 @@ def device_name(target_kind: str) -> str:
         return f"{target_kind}:0"
 
 
+def _index_in(space, values: dict) -> Optional[int]:
+    """Where a logged config sits in `space`, or None where its values no longer fit it."""
+    try:
+        return space.index_of(values)
+    except (KeyError, ValueError):
+        return None
+
+
 def _as_db(log_: Union[None, str, os.PathLike, DB]) -> DB:
     if log_ is None:
         return default_database()
@@ -291,13 +299,14 @@ def _tune_template(session: TuningSession, task: Task, template: str, space, bud
     # (the user's layer only, failures included: shipped logs were measured on other machines)
     own = getattr(db, "user", db)
     old = [r for r in own.records(task.workload, task.target_key) if r.template == template]
-    done_idx = {r.config_index for r in old if 0 <= r.config_index < len(space)}
+    # by the records' values, not their logged indices: a space that has grown a knob value since
+    # (the tensor-core stages took 6 and 8 in session 24) numbers its configs anew
     by_idx: dict[int, float] = {}
     for r in old:
-        if 0 <= r.config_index < len(space):
-            by_idx[r.config_index] = min(by_idx.get(r.config_index, math.inf), r.median_cost)
-    for i in done_idx:
-        by_idx.setdefault(i, math.inf)
+        i = _index_in(space, r.config)
+        if i is not None:
+            by_idx[i] = min(by_idx.get(i, math.inf), r.median_cost)
+    done_idx = set(by_idx)
     if by_idx:
         tuner.load_history(list(by_idx), list(by_idx.values()))
     if session.transfer:

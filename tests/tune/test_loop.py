@@ -233,6 +233,29 @@ def test_the_fallback_config_is_measured_first_and_once(tmp_path):
         assert len({r.config_index for r in mine}) == len(mine)
 
 
+def test_a_resumed_search_knows_its_configs_by_their_values_not_their_logged_indices(tmp_path):
+    """A log written under an older space (a knob value fewer: its configs numbered otherwise)
+    still tells a resumed search what it measured: searching the whole space then measures every
+    config exactly once, none twice and none left out as if done."""
+    import json
+    import re
+
+    timeline = Timeline()
+    task = as_tasks(_three_kernels(), "llvm")[0]
+    log = tmp_path / "old.jsonl"
+    tune([task], trials=4, tuner="random", log=str(log), builder=FakeBuilder(timeline),
+         runner=FakeRunner(timeline), batch_size=2, tasks_at_once=1, seed=1)
+    n = len(task.templates[0].space(task.info, task.target))
+    log = tmp_path / "shifted.jsonl"  # (a new path: open_database keeps each path's parse)
+    log.write_text(re.sub(r'"config_index":(\d+)', lambda m: f'"config_index":{(int(m.group(1)) + 1) % n}',
+                          (tmp_path / "old.jsonl").read_text()))
+    tune([task], trials=n, tuner="grid", log=str(log), builder=FakeBuilder(timeline),
+         runner=FakeRunner(timeline), batch_size=2, tasks_at_once=1)
+    mine = [json.dumps(r.config, sort_keys=True) for r in Database(log).records()
+            if r.workload == task.workload and r.template == task.templates[0].name]
+    assert len(mine) == n and len(set(mine)) == n
+
+
 def test_the_rest_of_the_budget_goes_to_the_fastest_template(tmp_path):
     """Each template gets a probe; the rest of the trials go to the one that leads (FakeRunner's
     cost grows with the index, so the template whose probes found the lowest indices leads)."""
