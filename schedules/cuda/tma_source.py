@@ -2,11 +2,12 @@
 operand tiles brought by the Tensor Memory Accelerator, shared by the CTAs of a thread-block
 cluster through multicast.
 
-Why: at batch 16 the ResNet-50 convs that leave few blocks an SM read their operand tiles from L2
-at 5-7 TB/s, what the L2 gives (WGMMA_NOTES, "Session 23"): a tiling of BM x BN reads A once a
-column of blocks and B once a row. cuDNN runs those convs in clusters of 4 CTAs whose TMA loads
-land in every CTA of the cluster that needs the tile: a cluster of CM x CN CTAs reads A CN times
-fewer and B CM times fewer, and keeps its small tiles (and so its blocks an SM).
+Why: at batch 16 the ResNet-50 convs that leave few blocks an SM stream their operand tiles
+through L2 (a tiling of BM x BN reads A once a column of blocks and B once a row), and cuDNN runs
+them in clusters of 4 CTAs whose TMA loads land in every CTA of the cluster that needs the tile: a
+cluster of CM x CN CTAs reads A CN times fewer and B CM times fewer and keeps its small tiles. (The
+L2's bandwidth turned out not to be the bound, ncu in session 24: 27% of it, one warpgroup an SM
+waiting on its loads; the mainloop's own control of stages and warps is what may matter more.)
 
 How (CUTLASS's Hopper mainloop, without warp specialisation):
 - Shared memory (1024-aligned inside the buffer TVM allocates): `stages` stages of A [BM][64]
@@ -106,8 +107,9 @@ def check(bm: int, bn: int, stages: int, cm: int, cn: int, in_dtype: str) -> Non
 
 def device_source(bm: int, bn: int, stages: int, ktiles: int, cm: int, cn: int, in_dtype: str) -> str:
     """The device function `func_name(...)(float* d, unsigned long long ma, unsigned long long mb,
-    void* smem)` (ma, mb: the maps' addresses, kernel parameters): d is this thread's BN / 2 accumulators (its warp's rows of its warpgroup's
-    m64nBN tile, TVM's fragment layout), accumulated onto (the caller zeroes them)."""
+    void* smem)`: ma, mb the maps' addresses (kernel parameters); d this thread's BN / 2
+    accumulators (its warp's rows of its warpgroup's m64nBN tile, TVM's fragment layout),
+    accumulated onto (the caller zeroes them)."""
     check(bm, bn, stages, cm, cn, in_dtype)
     fence = register_fences(bn)
     stage = (bm + bn) * ROW_BYTES
