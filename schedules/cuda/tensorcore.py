@@ -11,8 +11,6 @@ activations, residual, cast) is computed and written once.
 """
 from __future__ import annotations
 
-import os
-
 import math
 
 import tvm
@@ -489,14 +487,14 @@ def pass_config(intrin: str, target) -> dict:
         cfg[TIR_PIPELINE] = HOIST_PIPELINE
     if _target_kind(target) == "cuda" and intrin == "wmma":
         cfg["tirx.disable_storage_rewrite"] = True
-    if _target_kind(target) == "cuda" and intrin == "wgmma" and os.environ.get("TEFUSE_TMA"):
-        from .tma_mainloop import PIPELINE as TMA_PIPELINE
-
-        cfg[TIR_PIPELINE] = TMA_PIPELINE
     if _target_kind(target) == "cuda" and intrin == "wgmma":
+        from .tma_mainloop import PIPELINE as TMA_PIPELINE, cluster_from_env
+
         # CSE would bind the accumulators' `threadIdx.x * 8` to a let variable before
         # LowerWarpMemory, which then cannot tell that the wgmma call's &acc[...] is this lane's
         cfg["tirx.disable_cse_tir"] = True
+        if cluster_from_env() is not None:  # the experimental TMA mainloop's lowering
+            cfg[TIR_PIPELINE] = TMA_PIPELINE
     return cfg
 
 

@@ -23,9 +23,9 @@ from typing import Optional
 from tvm.s_tir.dlight.gpu.matmul import IterKind, detect_iter_traits, make_iter_fusion_index_map
 
 from . import tensorcore as tc
-from .tma_mainloop import TmaPlan, operand_view
-from .tma_mainloop import stages_for as tma_stages
+from .tma_mainloop import TmaPlan, cluster_from_env, operand_view
 from .tma_mainloop import annotate as annotate_tma
+from .tma_mainloop import stages_for as tma_stages
 from ...ops.value import unround_tf32
 from ...target import SMEM_OPTIN, optin_target
 from .tensor_intrin_wgmma import (N_CHOICES, PTX_TYPE, bk_of, chunk_elems, store_intrin, swizzle_index_map,
@@ -175,18 +175,6 @@ def defer_tf32_rounding(func):
     return structural_map(func, (tirx.Select, unround_tf32))
 
 
-def tma_cluster(cfg) -> Optional[tuple]:
-    """(CM, CN) of a TMA-mainloop config, None for the cp.async one. Experimental: set by
-    TEFUSE_TMA=CMxCN (session 24) until it is measured."""
-    import os
-
-    v = cfg.get("tma") or os.environ.get("TEFUSE_TMA")
-    if not v:
-        return None
-    cm, cn = (int(x) for x in str(v).lower().split("x"))
-    return cm, cn
-
-
 def apply_wgmma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
     c = dict(tc.DEFAULT_CFG)
     c.update(cfg or {})
@@ -206,7 +194,7 @@ def apply_wgmma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
     # `stages` tile versions from 3 stages on, but one for 2 stages (the next copy would overwrite
     # the tiles the batch in flight reads), and with 1 stage there is no pipeline. inflight: the
     # stages the intrinsic is built for (0: each batch waited for, the body's copies first)
-    tma = tma_cluster(c) if on_gpu else None
+    tma = cluster_from_env() if on_gpu else None
     inflight = stages if stages >= 3 and ASYNC_WGMMA and tma is None else 0
 
     block = sch.get_sblock(gemm_block)

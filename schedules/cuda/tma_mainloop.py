@@ -22,7 +22,9 @@ this path (1x1 stride-1 NHWC convs, dense, matmul); `operand_view` says which.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import asdict, dataclass
+from typing import Optional
 
 import tvm
 import tvm.sym  # noqa: F401 - the arithmetic analyzer
@@ -37,6 +39,16 @@ from .tensor_intrin_wgmma import bk_of
 
 ANNOTATION = "tefuse_tma"
 PIPELINE = "tefuse_cuda_tma"
+
+
+def cluster_from_env() -> Optional[tuple]:
+    """(CM, CN) while TEFUSE_TMA=CMxCN routes wgmma kernels through the mainloop, else None.
+    Experimental (session 24): a switch, not a config knob, until it is faster."""
+    v = os.environ.get("TEFUSE_TMA")
+    if not v:
+        return None
+    cm, cn = (int(x) for x in v.lower().split("x"))
+    return cm, cn
 
 
 @dataclass(frozen=True)
@@ -103,7 +115,8 @@ def operand_view(sch, copy_block) -> Operand:
     ana = tvm.sym.Analyzer()
     ana.bind(row, tvm.ir.Range(0, rows))
     ana.bind(col, tvm.ir.Range(0, k))
-    if not ana.can_prove_equal(flat, row * stride + col) or (stride * 2) % 16 or k > stride:
+    # (TMA takes row strides of whole 16 bytes)
+    if not ana.can_prove_equal(flat, row * stride + col) or stride * dtype_bytes(str(buf.dtype)) % 16 or k > stride:
         raise ValueError(f"TMA: {buf.name} is not read as a row-major [{rows}, {k}] matrix")
     return Operand(buf.name, rows, k, stride)
 
@@ -123,8 +136,6 @@ def stages_for(stages: int, bm: int, bn: int, ktiles: int) -> int:
     N or "max" (as many as DEEP_BYTES hold): TMA's loads take longer to land than cp.async's
     (about 1.9 us a 16 KB stage at 3 stages in flight, session 24), so a deeper pipeline may pay
     where cp.async's did not. Never more than the reduction's steps, never under 2."""
-    import os
-
     want = os.environ.get("TEFUSE_TMA_STAGES", "").strip().lower()
     if want == "max":
         stages = (DEEP_BYTES - tma_source.ALIGN) // ((bm + bn) * tma_source.ROW_BYTES)
