@@ -29,6 +29,10 @@ How (CUTLASS's Hopper mainloop, without warp specialisation):
 - A cluster barrier after the barriers' init (a peer's multicast may not land on an
   uninitialised barrier) and one at the end (no CTA leaves, or reuses its shared memory for the
   accumulators' staging, while a peer may still arrive on its barriers).
+- Then thread 0 invalidates the barriers (`mbarrier.inval`) before the caller's epilogue stages
+  the accumulators over them: PTX leaves reusing a valid mbarrier's memory undefined, and on the
+  H100 a cluster kernel whose staging tile covered the barriers read those 32 bytes back wrong
+  (results/issue9/session25: 128x128 tiles at 2 stages, row 120 columns 64-71 of each tile).
 - The tensor maps are encoded on the host (tirx.tensormap_encode_tiled) and reach the kernel as
   `const __grid_constant__ CUtensorMap` parameters; rows past the operand (M = 784 at 7x7) and
   columns past K are filled with zeros by the TMA unit.
@@ -178,5 +182,10 @@ __device__ __forceinline__ void {name}(float* d, unsigned long long ma, unsigned
   asm volatile("wgmma.wait_group.sync.aligned 0;\\n" ::: "memory");
 {fence}
   {sync}
+  if (tid == 0) {{
+    for (int s = 0; s < {2 * stages}; ++s)
+      asm volatile("mbarrier.inval.shared::cta.b64 [%0];\\n" :: "r"(full + 8 * s) : "memory");
+  }}
+  __syncthreads();
 }}
 """

@@ -52,7 +52,7 @@ def test_cluster_mainloop_ptx(tmp_path):
     for ins in ("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster",
                 "mbarrier.try_wait.parity", "mbarrier.arrive.expect_tx", "mapa.shared::cluster",
                 "barrier.cluster.arrive", "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16",
-                "%cluster_nctarank"):
+                "%cluster_nctarank", "mbarrier.inval"):
         assert ins in ptx, ins
 
 
