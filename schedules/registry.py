@@ -115,6 +115,12 @@ class Template:
     def apply(self, sch: s_tir.Schedule, info: KernelInfo, cfg: Config, target) -> None:
         raise NotImplementedError
 
+    def finish(self, mod, info: KernelInfo, cfg: Config, target):
+        """The scheduled module a config compiles: `mod` itself, unless the template rewrites what
+        its schedule primitives cannot say (tensor-core kernels stage fp16/bf16 results in that
+        type: cuda/narrow_staging.py)."""
+        return mod
+
     def compile_target(self, info: KernelInfo, cfg: Config, target):
         """The target a config is scheduled, checked and compiled for: `target` itself, unless the
         config needs an arch-specific variant of it (Hopper's wgmma: sm_90a, 227 KB of shared memory)."""

@@ -619,6 +619,18 @@ class TensorCoreGemm(Template):
                            vec_out=vec_out, tensorize=_target_kind(target) == "cuda",
                            a_m_major=nchw, c_m_major=nchw), target)
 
+    def finish(self, mod, info: KernelInfo, cfg: Config, target):
+        from .narrow_staging import narrow_staging, wide_staging_from_env
+
+        if _target_kind(target) != "cuda" or wide_staging_from_env():
+            return mod
+
+        out = mod.clone()
+        for gv, f in mod.functions_items():
+            if isinstance(f, tirx.PrimFunc):
+                out.update_func(gv, narrow_staging(f))
+        return out
+
     def prepare(self, func, info: KernelInfo, cfg: Config, target):
         if cfg["intrin"] == "wgmma" and _tf32(info):
             from .tensorcore_wgmma import defer_tf32_rounding

@@ -71,16 +71,17 @@ def schedule_kernel(spec: KernelSpec, target: tvm.target.Target) -> tvm.IRModule
     try:
         sch = s_tir.Schedule(spec.template.prepare(spec.func, spec.info, spec.config, target))
         spec.template.apply(sch, spec.info, spec.config, target)
+        mod = spec.template.finish(sch.mod, spec.info, spec.config, target)
     except Exception as e:  # noqa: BLE001 - ScheduleError, TVM FFI errors, template bugs
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise BuildError(f"group {spec.name}: template {spec.template.name} "
                          f"config #{spec.config.index} failed to apply: {first}") from e
     try:
-        check_limits(sch.mod, target)
+        check_limits(mod, target)
     except BuildError as e:
         raise BuildError(f"group {spec.name}: template {spec.template.name} config #{spec.config.index}: "
                          f"{e}") from None
-    return sch.mod
+    return mod
 
 
 def device_compile(mod: tvm.IRModule, target: tvm.target.Target, pass_config: Optional[dict] = None

@@ -1,0 +1,129 @@
+"""Tensor-core kernels stage fp16/bf16 results in their own type (schedules/cuda/narrow_staging.py):
+the rewritten staging tile is 16-bit, the numbers do not change by a bit (the same schedule run on
+llvm with and without the rewrite), the CUDA kernels (wgmma and mma.sync) round as the fragments
+are stored, and a tile read in float32 (tf32's result) is left as it is."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+import tvm
+from tvm import s_tir, tirx
+from tvm_ffi import structural_walk
+
+import tefuse
+from tefuse.codegen.lower import lower_group
+from tefuse.plan.spec import parse_chain
+from tefuse.schedules.cuda.narrow_staging import narrow_staging
+from tefuse.schedules.cuda.tensorcore import TensorCoreGemm
+from tefuse.target import make_target
+
+from .test_tensorcore import CASES, TF32_CASES, _dense, _group, _rand
+
+
+LLVM_TILE = ("global",)  # on llvm the template keeps its tiles in global buffers
+
+
+def _tile_dtypes(func) -> dict:
+    found = {}
+    structural_walk(func.body, [(s_tir.SBlock, lambda b: found.update(
+        {buf.name: str(buf.dtype) for buf in b.alloc_buffers if buf.scope() in LLVM_TILE}))])
+    return found
+
+
+def _scheduled_on_llvm(graph):
+    """The template's untuned schedule with plain loops (what llvm can run), and its lowering."""
+    lowered = lower_group(_group(graph))
+    t, cuda = TensorCoreGemm(), make_target("cuda")
+    cfg = t.fallback(lowered.info, cuda, t.space(lowered.info, cuda))
+    sch = s_tir.Schedule(lowered.func)
+    t.apply(sch, lowered.info, cfg, make_target("llvm"))
+    return sch.mod["main"], lowered
+
+
+CASES_16 = {
+    "conv_nhwc_residual": CASES["conv_nhwc_residual"],
+    "conv_nchw_bn_relu": CASES["conv_nchw_bn_relu"],  # an M-fastest (NCHW) store
+    "dense_bf16_197": lambda: _dense(197, 96, 72, "bfloat16"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES_16))
+def test_a_16_bit_result_is_staged_in_its_type_with_the_same_numbers(case):
+    graph = CASES_16[case]()
+    group = _group(graph)
+    func, lowered = _scheduled_on_llvm(graph)
+    narrowed = narrow_staging(func, LLVM_TILE)
+    staged = {n: d for n, d in _tile_dtypes(func).items() if d == "float32"}
+    assert len(staged) == 1  # the accumulators' staging tile
+    (name,) = staged
+    out_dtype = str(group.outputs[0].dtype)
+    assert _tile_dtypes(narrowed)[name] == out_dtype
+    rng = np.random.default_rng(0)
+    args = [_rand(p.shape, p.dtype, rng) * (0.2 if "weight" in p.name else 1) for p in lowered.params]
+    for p, a in zip(lowered.params, args):
+        if p.name.endswith("_var"):  # batch norm's variance
+            a[...] = np.abs(a) + 0.5
+    dev = tvm.cpu()
+    results = []
+    for f in (func, narrowed):
+        lib = tvm.compile(tvm.IRModule({"main": f}), target=make_target("llvm"))
+        outs = [tvm.runtime.empty(o.shape, o.dtype, dev) for o in group.outputs]
+        lib["main"](*[tvm.runtime.tensor(a, dev) for a in args], *outs)
+        results.append(outs[0].numpy().astype(np.float32))
+    np.testing.assert_array_equal(results[1], results[0])  # rounding at the store is rounding at the load
+    want = tefuse.build(graph, "llvm").run(**{p.name: a for p, a in zip(lowered.params, args)})[0].astype(np.float32)
+    assert np.abs(results[1] - want).max() <= 1e-2 * np.abs(want).max()
+
+
+def test_a_float32_result_keeps_its_float32_staging():
+    """tf32's result is float32: its staging tile is read as it is, and stays."""
+    func, _ = _scheduled_on_llvm(CASES[TF32_CASES[0]]())
+    assert "float32" in _tile_dtypes(func).values()
+    assert narrow_staging(func, LLVM_TILE).same_as(func)
+
+
+def test_a_tile_read_without_the_cast_is_left_alone():
+    """One load of the staging tile outside a 16-bit cast (here: a float32 copy of it added to the
+    epilogue) and the tile keeps float32: the rewrite would change that load's value."""
+    func, _ = _scheduled_on_llvm(CASES["conv_nhwc_residual"]())
+    (name,) = [n for n, d in _tile_dtypes(func).items() if d == "float32"]
+    uncast = []
+
+    def on_block(b):
+        for r in b.reads:
+            if r.source.name == name and not b.writes[0].source.name == name:
+                uncast.append(b)
+
+    structural_walk(func.body, [(s_tir.SBlock, on_block)])
+    assert uncast
+    # an extra float32 read: a Let over an uncast load of the tile in the epilogue's body
+    from tvm_ffi import structural_mutate
+    from tvm.ir.expr import TensorLoad
+
+    def on_store(n, m):
+        loads = []
+        structural_walk(n.value, [(TensorLoad, lambda x: loads.append(x) if x.source.name == name else None)])
+        if not loads:
+            return m.default_mutate(n)
+        return tirx.SeqStmt([tirx.Bind(tirx.Var("raw", "float32"), loads[0]), n])
+
+    with_raw = func.with_body(structural_mutate(func.body, [(tirx.BufferStore, on_store)]))
+    assert narrow_staging(with_raw, LLVM_TILE).same_as(with_raw)
+
+
+@pytest.mark.parametrize("arch, intrin, wide", [("sm_90a", "wgmma", ""), ("sm_80", "mma", ""), ("sm_80", "mma", "1")])
+def test_the_cuda_kernels_round_as_they_store_the_fragments(arch, intrin, wide, monkeypatch):
+    """Through the build: the fragments' stores into the staging tile convert to half, the
+    epilogue reads half vectors; the kernel compiles. TEFUSE_WIDE_STAGING=1 keeps float32."""
+    monkeypatch.setenv("TEFUSE_WIDE_STAGING", wide)
+    graph = parse_chain("conv2d(k=64,r=1)+bias+relu", (2, 8, 8, 64), "float16", "NHWC")
+    w = [i for i in graph.inputs if i.name.endswith("_weight")][0]  # a constant weight: B as [N, K], wgmma's
+    graph = graph.with_constants({w.name: np.random.default_rng(1).standard_normal(w.shape).astype("float16")})
+    cg = tefuse.build(graph, make_target(f"cuda:{arch}"), cache=None)
+    src = cg.source("cuda")
+    assert {"wgmma": "tefuse_wgmma_m64", "mma": "mma.sync"}[intrin] in src
+    rounded = re.search(r"\] = \(\(half\)(__shfl_sync\(__activemask\(\), )?\w*_warp(_ptr)?\[", src)
+    float_view = re.search(r"\(\(float\*\)buf_dyn_shmem(_ptr)?\)\[", src)
+    assert (rounded is None, float_view is not None) == (bool(wide), bool(wide))
