@@ -22,7 +22,7 @@ import os
 from typing import Optional
 
 from tvm import s_tir, tirx
-from tvm.ir.expr import TensorLoad
+from tvm.ir.expr import Call, TensorLoad
 from tvm_ffi import structural_mutate, structural_walk
 
 from ...ops.value import expr_dtype
@@ -66,6 +66,20 @@ def _retyped(buf, dtype: str):
                             scope=buf.scope(), data_alignment=buf.data_alignment, offset_factor=buf.offset_factor)
 
 
+def _passed_to_calls(func, bufs) -> bool:
+    """Whether a call takes one of `bufs` (or its data pointer) as an argument: an access pointer
+    typed float32, an intrinsic reading the tile as it is."""
+    hit = []
+
+    def on_call(c):
+        for a in c.args:
+            if any(a.same_as(b) or a.same_as(b.data) for b in bufs):
+                hit.append(c)
+
+    structural_walk(func.body, [(Call, on_call)])
+    return bool(hit)
+
+
 def _narrow_one(func, buf, dtype: str):
     new = {buf: _retyped(buf, dtype)}
 
@@ -76,6 +90,8 @@ def _narrow_one(func, buf, dtype: str):
 
     structural_walk(func.body, [(s_tir.SBlock, collect_views)])
     olds = list(new)
+    if _passed_to_calls(func, olds):  # wmma's store_matrix_sync takes a float32 tvm_access_ptr
+        return None
 
     def swap(b):
         for old in olds:
