@@ -13,8 +13,9 @@ What: on a scheduled PrimFunc, a float32 shared buffer whose every load sits dir
 16-bit Cast becomes a buffer of that type; its stores (plain, or through a tensorized store's
 match buffer) cast their values; the casts on its loads go; the rows' padding annotation
 (`buffer_dim_align`, tensorcore.tensorize_staging_store) keeps rows 16 bytes past a 32-bank
-multiple, which suits half2 stores as 32 bytes suited float2 ones. Anything else touching the buffer (an address taken, a load without the cast,
-a split-K partial sum kept in float32) leaves the function unchanged.
+multiple, which suits half2 stores as 32 bytes suited float2 ones. Anything else touching the
+buffer (a call taking it, as wmma's store_matrix_sync does through a float32 access pointer; a load
+without the cast; a split-K partial sum or tf32 result kept in float32) leaves the function as it is.
 """
 from __future__ import annotations
 
