@@ -9,11 +9,14 @@ written and read through shared memory, and its footprint, halve. CUTLASS's Hopp
 stages in the output type for the same reason. The memory-bound convs at batch 16 spend a good
 part of their time in that round trip (WGMMA_NOTES, session 21).
 
+Why after scheduling, not `sch.unsafe_set_dtype`: that would leave `Cast(f16, Cast(f32, S))` on
+the loads, and the float32 store intrinsic's description would no longer match the block.
+
 What: on a scheduled PrimFunc, a float32 shared buffer whose every load sits directly under one
 16-bit Cast becomes a buffer of that type; its stores (plain, or through a tensorized store's
 match buffer) cast their values; the casts on its loads go; the rows' padding annotation
 (`buffer_dim_align`, tensorcore.tensorize_staging_store) keeps rows 16 bytes past a 32-bank
-multiple, which suits half2 stores as 32 bytes suited float2 ones. Anything else touching the
+multiple, which suits 16-bit fragment stores as 32 bytes suited float32 pairs. Anything else touching the
 buffer (a call taking it, as wmma's store_matrix_sync does through a float32 access pointer; a load
 without the cast; a split-K partial sum or tf32 result kept in float32) leaves the function as it is.
 """
@@ -24,7 +27,7 @@ from typing import Optional
 
 from tvm import s_tir, tirx
 from tvm.ir.expr import Call, TensorLoad
-from tvm_ffi import structural_mutate, structural_walk
+from tvm_ffi import VisitInterrupt, WalkResult, structural_mutate, structural_walk
 
 from ...ops.value import expr_dtype
 
@@ -42,20 +45,20 @@ def _staging_candidates(func, scopes) -> list:
 
 def _narrow_type(func, buf) -> Optional[str]:
     """The 16-bit type every load of `buf` is cast to, or None (a load without one, or two types)."""
-    loads, casts, cast_to = [0], [0], set()
-
-    def on_load(n):
-        if n.source.same_as(buf):
-            loads[0] += 1
+    uncast, cast_to = [], set()
 
     def on_cast(n):
         if isinstance(n.value, TensorLoad) and n.value.source.same_as(buf):
-            casts[0] += 1
             cast_to.add(expr_dtype(n))
+            return WalkResult.SKIP  # its load is accounted for
+        return None
 
-    structural_walk(func.body, [(TensorLoad, on_load)])
-    structural_walk(func.body, [(tirx.Cast, on_cast)])
-    if not loads[0] or casts[0] != loads[0] or len(cast_to) != 1:
+    def on_load(n):  # reached only where no such cast stands over it (pre-order, skipped below one)
+        if n.source.same_as(buf):
+            uncast.append(n)
+
+    structural_walk(func.body, [(tirx.Cast, on_cast), (TensorLoad, on_load)], order="pre")
+    if uncast or len(cast_to) != 1:
         return None
     (dtype,) = cast_to
     return dtype if dtype in NARROW else None
@@ -70,15 +73,21 @@ def _retyped(buf, dtype: str):
 def _passed_to_calls(func, bufs) -> bool:
     """Whether a call takes one of `bufs` (or its data pointer) as an argument: an access pointer
     typed float32, an intrinsic reading the tile as it is."""
-    hit = []
-
     def on_call(c):
-        for a in c.args:
-            if any(a.same_as(b) or a.same_as(b.data) for b in bufs):
-                hit.append(c)
+        if any(a.same_as(b) or a.same_as(b.data) for a in c.args for b in bufs):
+            return VisitInterrupt(c)
+        return None
 
-    structural_walk(func.body, [(Call, on_call)])
-    return bool(hit)
+    return structural_walk(func.body, [(Call, on_call)]) is not None
+
+
+def _loaded(func, bufs) -> bool:
+    """Whether anything loads one of `bufs` (a store intrinsic's view of the tile is write-only;
+    one that read would read float32 values)."""
+    def on_load(n):
+        return VisitInterrupt(n) if any(n.source.same_as(b) for b in bufs) else None
+
+    return structural_walk(func.body, [(TensorLoad, on_load)]) is not None
 
 
 def _narrow_one(func, buf, dtype: str):
@@ -91,7 +100,8 @@ def _narrow_one(func, buf, dtype: str):
 
     structural_walk(func.body, [(s_tir.SBlock, collect_views)])
     olds = list(new)
-    if _passed_to_calls(func, olds):  # wmma's store_matrix_sync takes a float32 tvm_access_ptr
+    views = olds[1:]
+    if _passed_to_calls(func, olds) or _loaded(func, views):  # wmma's store takes a float32 pointer
         return None
 
     def swap(b):
@@ -105,7 +115,7 @@ def _narrow_one(func, buf, dtype: str):
         return n if to is None else to
 
     def on_cast(n, m):
-        if isinstance(n.value, TensorLoad) and swap(n.value.source) is not None:
+        if isinstance(n.value, TensorLoad) and swap(n.value.source) is not None and expr_dtype(n) == dtype:
             return tirx.BufferLoad(swap(n.value.source), [m.mutate(i) for i in n.value.indices])
         return m.default_mutate(n)
 
@@ -121,8 +131,10 @@ def _narrow_one(func, buf, dtype: str):
         if align is None or not any(w.source.same_as(new[buf]) for w in b.writes):
             return b
         # [buffer index, axis, factor, offset] in elements: the factor stays 32 banks (64 halves),
-        # the offset 8 elements (16 bytes): a warp's half2 stores, 8 rows x 4 lanes, then fall on
-        # 32 different banks, and rows stay 16-byte aligned for the epilogue's vector reads
+        # the offset 8 elements (16 bytes): a warp's fragment stores (a half or a pair of them a
+        # lane, 8 rows x 4 lanes) then fall on 32 different banks, and rows stay 16-byte aligned
+        # for the epilogue's vector reads. (Every BN in the tile list is a multiple of 64, so the
+        # stride comes out as before in elements: BN + 8.)
         fixed = [[int(i), int(ax), int(f) * 2, int(o)] if b.writes[int(i)].source.same_as(new[buf])
                  else [int(i), int(ax), int(f), int(o)] for i, ax, f, o in align]
         ann = {k: v for k, v in b.annotations.items()}
@@ -142,7 +154,7 @@ def _narrow_one(func, buf, dtype: str):
 def wide_staging_from_env() -> bool:
     """TEFUSE_WIDE_STAGING=1 keeps the float32 staging tiles (the A/B switch of session 25's
     measurement, and a way back should a kernel misbehave)."""
-    return bool(os.environ.get("TEFUSE_WIDE_STAGING"))
+    return os.environ.get("TEFUSE_WIDE_STAGING", "").strip() not in ("", "0")
 
 
 def narrow_staging(func, scopes=SHARED):

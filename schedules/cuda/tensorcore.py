@@ -341,8 +341,9 @@ def bind_grid(sch, b, i0, j0, ty) -> None:
 
 def stage_accumulators(sch, block_outer, ty, sh_scope, frag_c):
     """The accumulators' two stages at the warp's loop `ty`: the per-warp fragments (`frag_c`,
-    in 16x16 tiles) and the fp32 staging tile in shared memory that the epilogue reads (its rows
-    padded by `tensorize_staging_store`). Returns the staging block,
+    in 16x16 tiles) and the staging tile in shared memory that the epilogue reads (its rows
+    padded by `tensorize_staging_store`; float32 here, made 16-bit for fp16/bf16 results after the
+    schedule by narrow_staging.py). Returns the staging block,
     the fragment block and its two tile loops."""
     acc_sh = sch.cache_write(block_outer, 0, sh_scope)
     acc = sch.cache_write(block_outer, 0, frag_c)

@@ -134,7 +134,9 @@ def wgmma_shared_bytes(bm: int, bn: int, stages: int) -> int:
     tile rows (A and B, `stages` versions), or the float32 staging tile, which reuses them but
     for up to one version of the tiles (lowered kernels, session 20, rows then unpadded: 256x192
     at 2 stages took 240 KB, the staging tile's 192 and 48 more; at 3 and 4 stages, the larger of
-    the two). The staging rows are `staging_row_stride` floats apart (padded)."""
+    the two). The staging rows are `staging_row_stride` floats apart (padded). Sized as float32
+    even where narrow_staging makes the tile 16-bit (fp16/bf16 results, since session 25): the
+    space stays as it was measured, at the cost of refusing some configs that would now fit."""
     return max(max(stages, 1) * (bm + bn) * 128, bm * tc.staging_row_stride(bn) * 4 + (bm + bn) * 128)
 
 

@@ -77,11 +77,42 @@ def test_a_16_bit_result_is_staged_in_its_type_with_the_same_numbers(case):
     assert np.abs(results[1] - want).max() <= 1e-2 * np.abs(want).max()
 
 
-def test_a_float32_result_keeps_its_float32_staging():
-    """tf32's result is float32: its staging tile is read as it is, and stays."""
-    func, _ = _scheduled_on_llvm(CASES[TF32_CASES[0]]())
+@pytest.mark.parametrize("case", [TF32_CASES[0], "conv_nhwc_split_hwio"])
+def test_a_float32_result_keeps_its_float32_staging(case):
+    """tf32's result and a split-K conv's partial sums are float32: their staging tile is read as
+    it is, and stays."""
+    func, _ = _scheduled_on_llvm(CASES[case]())
     assert "float32" in _tile_dtypes(func).values()
     assert narrow_staging(func, LLVM_TILE).same_as(func)
+
+
+def test_the_tensorized_store_casts_and_keeps_its_rows_padded():
+    """On the CUDA schedule (the fragment store tensorized, the tile's rows padded by the
+    block's buffer_dim_align): the store's view of the tile turns 16-bit with the tile, its
+    values are cast, and the padding is 8 elements past a multiple of 64 (32 banks)."""
+    from tefuse.schedules.cuda.tensorcore import apply_tc_gemm
+
+    lowered = lower_group(_group(_dense(256, 128, 128, "float16")))
+    sch = s_tir.Schedule(lowered.func)
+    cfg = dict(BM=128, BN=128, WM=16, WN=128, BK=64, stages=3, intrin="wgmma", vec_out=4, tensorize=True)
+    apply_tc_gemm(sch, lowered.info.stage("accumulator"), lowered.info.epilogue, cfg, make_target("cuda:sm_90a"))
+    func = sch.mod["main"]
+    narrowed = narrow_staging(func)
+    assert not narrowed.same_as(func)
+    aligns, views, casts = [], [], []
+
+    def on_block(b):
+        if b.annotations and "buffer_dim_align" in b.annotations:
+            aligns.append([[int(x) for x in a] for a in b.annotations["buffer_dim_align"]])
+        views.extend(str(mb.buffer.dtype) for mb in b.match_buffers if mb.buffer.scope() == "shared.dyn"
+                     and str(mb.source.source.dtype) in ("float16", "float32") and mb.buffer.name == "C")
+
+    structural_walk(narrowed.body, [(s_tir.SBlock, on_block)])
+    structural_walk(narrowed.body, [(tirx.BufferStore, lambda n: casts.append(n) if n.buffer.name == "C" and
+                                     isinstance(n.value, tirx.Cast) else None)])
+    assert aligns == [[[0, 1, 64, 8]]]
+    assert views and set(views) == {"float16"}
+    assert casts
 
 
 def test_a_tile_read_without_the_cast_is_left_alone():
@@ -89,15 +120,15 @@ def test_a_tile_read_without_the_cast_is_left_alone():
     epilogue) and the tile keeps float32: the rewrite would change that load's value."""
     func, _ = _scheduled_on_llvm(CASES["conv_nhwc_residual"]())
     (name,) = [n for n, d in _tile_dtypes(func).items() if d == "float32"]
-    uncast = []
+    readers = []
 
     def on_block(b):
         for r in b.reads:
             if r.source.name == name and not b.writes[0].source.name == name:
-                uncast.append(b)
+                readers.append(b)
 
     structural_walk(func.body, [(s_tir.SBlock, on_block)])
-    assert uncast
+    assert readers  # the epilogue, where the extra load goes
     # an extra float32 read: a Let over an uncast load of the tile in the epilogue's body
     from tvm_ffi import structural_mutate
     from tvm.ir.expr import TensorLoad
@@ -113,18 +144,20 @@ def test_a_tile_read_without_the_cast_is_left_alone():
     assert narrow_staging(with_raw, LLVM_TILE).same_as(with_raw)
 
 
-@pytest.mark.parametrize("arch, intrin, wide", [("sm_90a", "wgmma", ""), ("sm_80", "mma", ""), ("sm_80", "mma", "1")])
-def test_the_cuda_kernels_round_as_they_store_the_fragments(arch, intrin, wide, monkeypatch):
-    """Through the build: the fragments' stores into the staging tile convert to half, the
-    epilogue reads half vectors; the kernel compiles. TEFUSE_WIDE_STAGING=1 keeps float32."""
+@pytest.mark.parametrize("arch, intrin, dtype, wide", [("sm_90a", "wgmma", "float16", ""), ("sm_80", "mma", "float16", ""),
+                                                      ("sm_90a", "wgmma", "bfloat16", ""), ("sm_80", "mma", "float16", "1")])
+def test_the_cuda_kernels_round_as_they_store_the_fragments(arch, intrin, dtype, wide, monkeypatch):
+    """Through the build: the fragments' stores into the staging tile convert to half (bf16), the
+    epilogue reads 16-bit vectors; the kernel compiles. TEFUSE_WIDE_STAGING=1 keeps float32."""
     monkeypatch.setenv("TEFUSE_WIDE_STAGING", wide)
-    graph = parse_chain("conv2d(k=64,r=1)+bias+relu", (2, 8, 8, 64), "float16", "NHWC")
+    graph = parse_chain("conv2d(k=64,r=1)+bias+relu", (2, 8, 8, 64), dtype, "NHWC")
     w = [i for i in graph.inputs if i.name.endswith("_weight")][0]  # a constant weight: B as [N, K], wgmma's
-    graph = graph.with_constants({w.name: np.random.default_rng(1).standard_normal(w.shape).astype("float16")})
+    graph = graph.with_constants({w.name: _rand(w.shape, dtype, np.random.default_rng(1))})
     cg = tefuse.build(graph, make_target(f"cuda:{arch}"), cache=None)
     src = cg.source("cuda")
     assert {"wgmma": "tefuse_wgmma_m64", "mma": "mma.sync"}[intrin] in src
-    rounded = re.search(r"\] = \(\(half\)(__shfl_sync\(__activemask\(\), )?\w*_warp(_ptr)?\[", src)
+    ctype = {"float16": "half", "bfloat16": "nv_bfloat16"}[dtype]
+    rounded = re.search(rf"\] = \(\({ctype}\)(__shfl_sync\(__activemask\(\), )?\w*_warp(_ptr)?\[", src)
     float_view = re.search(r"\(\(float\*\)buf_dyn_shmem(_ptr)?\)\[", src)
     assert (rounded is None, float_view is not None) == (bool(wide), bool(wide))
 
