@@ -26,6 +26,9 @@ How (CUTLASS's Hopper mainloop, without warp specialisation):
   of the cluster done with it) before loading step + stages - 1 into it: a multicast writes into
   its peers' tiles too.
 - Thread 0 prefetches the two maps' descriptors before its first load.
+- No trap in the barrier waits: ptxas serializes every wgmma of a kernel with a trap on a
+  divergent path (its info C7518), the cause of the mainloop's doubled time in session 24-25's
+  runs (found on the CPU after the last GPU call: `ptxas -v`).
 - A cluster barrier after the barriers' init (a peer's multicast may not land on an
   uninitialised barrier) and one at the end (no CTA leaves, or reuses its shared memory for the
   accumulators' staging, while a peer may still arrive on its barriers).
@@ -51,12 +54,14 @@ COMMON = r"""
 __device__ __forceinline__ void tefuse_mbar_init(unsigned int bar, unsigned int count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" :: "r"(bar), "r"(count) : "memory");
 }
+// No __trap() on a lost arrival here: a trap on this divergent path makes ptxas serialize every
+// wgmma of the kernel (C7518, "compiler-inserted WG.DP in divergent path"), which doubled the
+// mainloop's time on the H100 (sessions 24-25). A lost arrival hangs the launch instead.
 __device__ __forceinline__ void tefuse_mbar_wait(unsigned int bar, unsigned int parity) {
-  unsigned int done = 0, spins = 0;
+  unsigned int done = 0;
   while (!done) {
     asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
                  "selp.u32 %0, 1, 0, p;\n}\n" : "=r"(done) : "r"(bar), "r"(parity) : "memory");
-    if (++spins == (1u << 26)) __trap();  // a lost arrival: fail the launch rather than hang it
   }
 }
 __device__ __forceinline__ void tefuse_mbar_expect(unsigned int bar, unsigned int bytes) {

@@ -107,3 +107,30 @@ def test_conv_3x3_is_refused_in_one_line(monkeypatch):
     with pytest.raises(BuildError, match=r"failed to apply: TMA: ") as e:
         build(_conv(3), "cuda", cache=None, db=ForcedConfig(WGMMA))
     assert "\n" not in str(e.value)
+
+
+def _ptxas_info(src: str, tmp_path) -> str:
+    cu = tmp_path / "kernel.cu"
+    cu.write_text(src)
+    done = subprocess.run(["nvcc", "-arch=sm_90a", "-cubin", "-Xptxas", "-v", "-o", str(tmp_path / "k.cubin"), str(cu)],
+                          capture_output=True, text=True, check=True)
+    return done.stdout + done.stderr
+
+
+@needs_nvcc
+@pytest.mark.parametrize("cluster", ["", "1x1", "2x1"])
+def test_ptxas_keeps_the_wgmma_asynchronous(cluster, monkeypatch, tmp_path):
+    """ptxas serializes every wgmma of a kernel it cannot prove safe (its info C7515-C7518), with
+    no error: a __trap() in the mbarrier waits' spin did that to the TMA mainloop, twice the
+    cp.async kernel's time on the H100. The cp.async kernel ("") and the TMA ones must compile
+    without it."""
+    monkeypatch.setenv("TEFUSE_TMA", cluster)
+    g = parse_chain("conv2d(k=256,r=1)+bias+relu", (16, 7, 7, 1024), "float16", "NHWC")
+    w = [i for i in g.inputs if i.name.endswith("_weight")][0]
+    g = g.with_constants({w.name: (np.random.default_rng(0).standard_normal(w.shape) * 0.05).astype("float16")})
+    cfg = ForcedConfig({**WGMMA, "tile": [64, 64, 32, 32]})
+    src = build(g, "cuda", cache=None, db=cfg, split_k=False).source("cuda")  # one kernel, A a plain matrix
+    assert ("tefuse_tma_m64n64" in src) == bool(cluster)
+    info = _ptxas_info(src, tmp_path)
+    assert "Used" in info and "registers" in info  # ptxas said something about this kernel
+    assert "serialized" not in info, [ln for ln in info.splitlines() if "serialized" in ln]
