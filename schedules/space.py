@@ -124,6 +124,14 @@ class ConfigSpace:
     def from_values(self, values: dict[str, Any]) -> Config:
         return self.get(self.index_of(values))
 
+    def find(self, values: dict[str, Any]) -> Optional[int]:
+        """Where a config given by its values (a tuning record's) sits in this space, or None
+        where they no longer fit it (a knob gone, a value it no longer offers)."""
+        try:
+            return self.get(self.index_of(values)).index
+        except (KeyError, ValueError, TypeError, IndexError):
+            return None
+
     def __iter__(self) -> Iterator[Config]:
         return (self.get(i) for i in range(len(self)))
 

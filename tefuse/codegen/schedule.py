@@ -63,10 +63,10 @@ def choose_schedule(lowered: LoweredGroup, target: tvm.target.Target,
                             "(any more); ignoring it", key, rec.template)
             for t in temps:
                 space = t.space(info, target)
-                try:
-                    return ScheduleChoice(t, space.from_values(rec.config), "tuned")
-                except (KeyError, ValueError, TypeError, IndexError):
-                    log.warning("tuning record for %s does not fit template %s; ignoring it", key, t.name)
+                index = space.find(rec.config)
+                if index is not None:
+                    return ScheduleChoice(t, space.get(index), "tuned")
+                log.warning("tuning record for %s does not fit template %s; ignoring it", key, t.name)
     t = find_template(target, info.anchor_kind, info=info)[0]
     if target.kind.name != "llvm":
         # per kernel, so below INFO (`tefuse -v` shows it); build() logs the tuned/fallback count

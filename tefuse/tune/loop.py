@@ -73,14 +73,6 @@ def device_name(target_kind: str) -> str:
         return f"{target_kind}:0"
 
 
-def _index_in(space, values: dict) -> Optional[int]:
-    """Where a logged config sits in `space`, or None where its values no longer fit it."""
-    try:
-        return space.index_of(values)
-    except (KeyError, ValueError):
-        return None
-
-
 def _as_db(log_: Union[None, str, os.PathLike, DB]) -> DB:
     if log_ is None:
         return default_database()
@@ -303,7 +295,7 @@ def _tune_template(session: TuningSession, task: Task, template: str, space, bud
     # (the tensor-core stages took 6 and 8 in session 24) numbers its configs anew
     by_idx: dict[int, float] = {}
     for r in old:
-        i = _index_in(space, r.config)
+        i = space.find(r.config)
         if i is not None:
             by_idx[i] = min(by_idx.get(i, math.inf), r.median_cost)
     done_idx = set(by_idx)

@@ -26,3 +26,10 @@ def test_restricted_admits_only_the_given_values_at_the_same_indices():
 def test_restricted_names_what_it_cannot_narrow(only, msg):
     with pytest.raises(ValueError, match=msg):
         _space().restricted(only)
+
+
+def test_find_places_a_config_by_its_values_or_says_it_no_longer_fits():
+    s = _space()
+    assert s.find({"tile": [128, 64], "stages": 3}) == s.index_of({"tile": (128, 64), "stages": 3}) == 5
+    assert s.find({"tile": (64, 64), "stages": 6}) is None  # a value the space does not offer
+    assert s.find({"tile": (64, 64)}) is None  # a knob the record lacks

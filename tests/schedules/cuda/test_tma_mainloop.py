@@ -24,12 +24,17 @@ needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc
 WGMMA = {"tile": [64, 128, 32, 64], "stages": 4, "bk": 64, "intrin": "wgmma", "vec_out": 4}
 
 
-def _ptx(src: str, tmp_path) -> str:
+def _nvcc(src: str, tmp_path, *flags: str, out: str) -> subprocess.CompletedProcess:
+    """nvcc for sm_90a on `src` (written to tmp_path), `flags` its mode, output to tmp_path/out."""
     cu = tmp_path / "k.cu"
     cu.write_text(src)
-    out = tmp_path / "k.ptx"
-    subprocess.run(["nvcc", "-arch=sm_90a", "-ptx", "-o", str(out), str(cu)], check=True, capture_output=True)
-    return out.read_text()
+    return subprocess.run(["nvcc", "-arch=sm_90a", *flags, "-o", str(tmp_path / out), str(cu)],
+                          check=True, capture_output=True, text=True)
+
+
+def _ptx(src: str, tmp_path) -> str:
+    _nvcc(src, tmp_path, "-ptx", out="k.ptx")
+    return (tmp_path / "k.ptx").read_text()
 
 
 def _wrapper(bm, bn, stages, ktiles, cm, cn) -> str:
@@ -110,10 +115,7 @@ def test_conv_3x3_is_refused_in_one_line(monkeypatch):
 
 
 def _ptxas_info(src: str, tmp_path) -> str:
-    cu = tmp_path / "kernel.cu"
-    cu.write_text(src)
-    done = subprocess.run(["nvcc", "-arch=sm_90a", "-cubin", "-Xptxas", "-v", "-o", str(tmp_path / "k.cubin"), str(cu)],
-                          capture_output=True, text=True, check=True)
+    done = _nvcc(src, tmp_path, "-cubin", "-Xptxas", "-v", out="k.cubin")
     return done.stdout + done.stderr
 
 
