@@ -39,16 +39,10 @@ class KnobError(ValueError):
     """A knob or knob value that a space does not have (a search narrowed to it cannot run)."""
 
 
-_NONE = object()
-
-
 @dataclass
 class Knob:
     name: str
     candidates: list[Any]
-    # the value a record written before this knob existed stands for (records without the knob
-    # then keep their index); unset: such a record no longer fits the space
-    absent: Any = _NONE
 
 
 @dataclass
@@ -80,10 +74,8 @@ class ConfigSpace:
             cands = [c for c in cands if filter(c)] or cands[:1]
         self.knobs.append(Knob(name, cands))
 
-    def define_knob(self, name: str, candidates: Sequence[Any], *, absent: Any = _NONE) -> None:
-        """`absent`: for a knob added to a space that has tuning records, the candidate that
-        reproduces what the template did before it (put it first: its index is then unchanged)."""
-        self.knobs.append(Knob(name, list(candidates), absent))
+    def define_knob(self, name: str, candidates: Sequence[Any]) -> None:
+        self.knobs.append(Knob(name, list(candidates)))
 
     def constrain(self, rule: Callable[[dict], bool]) -> None:
         """Add a rule over a config's values (True: the template can apply it)."""
@@ -123,7 +115,7 @@ class ConfigSpace:
     def index_of(self, values: dict[str, Any]) -> int:
         index, radix = 0, 1
         for k in self.knobs:
-            v = values[k.name] if k.name in values or k.absent is _NONE else k.absent
+            v = values[k.name]
             v = _hashable(v)
             index += k.candidates.index(v) * radix
             radix *= len(k.candidates)

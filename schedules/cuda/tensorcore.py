@@ -29,7 +29,6 @@ from ..space import Config, ConfigSpace
 from .hoist import PIPELINE as HOIST_PIPELINE
 from .lanes import MAX_BOOL_LANES, bool_lanes_vary as _bool_lanes_vary, children as _lane_children
 from .lanes import lanes_contiguous as _lanes_contiguous
-from .sliced_k import SLICED, slice_reduction
 from .tensor_intrin_bf16 import bf16_mma_group
 from .tensor_intrin_tf32 import tf32_mma_group
 
@@ -340,7 +339,7 @@ def bind_grid(sch, b, i0, j0, ty) -> None:
     sch.bind(ty, "threadIdx.y")
 
 
-def stage_accumulators(sch, block_outer, ty, sh_scope, frag_c, staged_at="ty"):
+def stage_accumulators(sch, block_outer, ty, sh_scope, frag_c):
     """The accumulators' two stages at the warp's loop `ty`: the per-warp fragments (`frag_c`,
     in 16x16 tiles) and the staging tile in shared memory that the epilogue reads (its rows
     padded by `tensorize_staging_store`; float32 here, made 16-bit for fp16/bf16 results after the
@@ -349,8 +348,7 @@ def stage_accumulators(sch, block_outer, ty, sh_scope, frag_c, staged_at="ty"):
     acc_sh = sch.cache_write(block_outer, 0, sh_scope)
     acc = sch.cache_write(block_outer, 0, frag_c)
     sch.reverse_compute_at(acc, ty)
-    if staged_at == "ty":  # else the caller places the staging tile's readers (sliced_k.stage_sum)
-        sch.reverse_compute_at(acc_sh, ty)
+    sch.reverse_compute_at(acc_sh, ty)
     ai, aj = sch.get_loops(acc)[-2:]
     ai0, ai1 = sch.split(ai, [None, 16])
     aj0, aj1 = sch.split(aj, [None, 16])
@@ -563,23 +561,6 @@ def mma_fallback_values(m: int, n: int, sms: int) -> dict:
     return {"tile": tile, "bk": 32, "stages": 3, "intrin": "mma", "vec_out": 4}
 
 
-def _slices(cfg: Config) -> int:
-    return int(cfg.values.get("slices", 1))
-
-
-def _sliceable(info: KernelInfo, slices: int) -> bool:
-    """Whether sliced K can split this kernel's reduction: into whole 64-deep tiles (the wgmma
-    k step of fp16/bf16; tf32's is 32), a GEMM without a batch axis (the slices take its place),
-    channels-last (the sum is computed over the output's (M, N) view)."""
-    g = info.geometry
-    m, n, k = tc_shape(info)
-    if info.anchor_kind == "conv2d" and (g.layout != "NHWC" or g.split_k != 1):
-        return False
-    if info.anchor_kind == "dense" and getattr(g, "batch", 1) not in (1, None):
-        return False
-    return k % (64 * slices) == 0
-
-
 @register("cuda", "dense", "conv2d")  # mma.sync / wmma PTX: CUDA only (ROCm has its MFMA templates)
 class TensorCoreGemm(Template):
     """Tensor cores for fp16/bf16 GEMMs and non-grouped convs; for those it is the untuned
@@ -608,11 +589,7 @@ class TensorCoreGemm(Template):
         intrins = _intrins(info, target)
         s.define_knob("intrin", intrins)
         s.define_knob("vec_out", [4, 8])
-        # warpgroups sharing an output tile's reduction (sliced_k.py; wgmma only): last, so that
-        # the configs and records from before it keep their indices
-        s.define_knob("slices", [1, 2], absent=1)
         s.constrain(lambda v: v["intrin"] == "wgmma" or tuple(v["tile"]) not in WGMMA_ONLY_TILES)
-        s.constrain(lambda v: v["slices"] == 1 or (v["intrin"] == "wgmma" and _sliceable(info, v["slices"])))
         if "wgmma" in intrins:
             from .tensorcore_wgmma import wgmma_admits
 
@@ -638,13 +615,10 @@ class TensorCoreGemm(Template):
         # a masked (padded) tail stored 8 wide needs a bool x8 predicate, which CUDA codegen lacks
         vec_out = min(cfg["vec_out"], 4) if m % bm or n % bn else cfg["vec_out"]
         nchw = info.anchor_kind == "conv2d" and info.geometry.layout == "NCHW"
-        gemm, epilogue, slices = info.stage("accumulator"), info.epilogue, _slices(cfg)
-        if slices > 1:  # prepare() split the accumulator block (sliced_k.slice_reduction)
-            gemm, epilogue = gemm + SLICED, [gemm, *epilogue]
-        apply_tc_gemm(sch, gemm, epilogue,
+        apply_tc_gemm(sch, info.stage("accumulator"), info.epilogue,
                       dict(BM=bm, BN=bn, WM=wm, WN=wn, BK=cfg["bk"], stages=cfg["stages"], intrin=cfg["intrin"],
                            vec_out=vec_out, tensorize=_target_kind(target) == "cuda",
-                           a_m_major=nchw, c_m_major=nchw, slices=slices), target)
+                           a_m_major=nchw, c_m_major=nchw), target)
 
     def finish(self, mod, info: KernelInfo, cfg: Config, target):
         from .narrow_staging import narrow_staging, wide_staging_from_env
@@ -659,8 +633,6 @@ class TensorCoreGemm(Template):
         return out
 
     def prepare(self, func, info: KernelInfo, cfg: Config, target):
-        if _slices(cfg) > 1:
-            func = slice_reduction(func, info.stage("accumulator"), _slices(cfg))
         if cfg["intrin"] == "wgmma" and _tf32(info):
             from .tensorcore_wgmma import defer_tf32_rounding
 

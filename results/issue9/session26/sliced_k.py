@@ -1,4 +1,5 @@
-"""Experiment (session 26): sliced K (schedules/cuda/sliced_k.py, the `slices` knob) on the conv
+"""Experiment (session 26): sliced K (schedules/cuda/sliced_k.py and the `slices` knob at 39d3652, reverted
+after this run) on the conv
 bench's b16 cases, through session 22's split_tiles.py runner (built in parallel workers, then each
 checked against float64 torch and timed beside cuDNN in one process). A config name ending in kS
 takes S slices: 64x64s4k2 is 64x64 blocks, 4 stages, two warpgroups each taking half of K.
