@@ -621,15 +621,18 @@ class TensorCoreGemm(Template):
                            a_m_major=nchw, c_m_major=nchw), target)
 
     def finish(self, mod, info: KernelInfo, cfg: Config, target):
+        from .clamp_rows import clamp_rows, predicated_rows_from_env
         from .narrow_staging import narrow_staging, wide_staging_from_env
 
-        if _target_kind(target) != "cuda" or wide_staging_from_env():
-            return mod
-
+        steps = [] if predicated_rows_from_env() else [clamp_rows]  # (on llvm too: same numbers)
+        if _target_kind(target) == "cuda" and not wide_staging_from_env():
+            steps.append(narrow_staging)
         out = mod.clone()
         for gv, f in mod.functions_items():
             if isinstance(f, tirx.PrimFunc):
-                out.update_func(gv, narrow_staging(f))
+                for step in steps:
+                    f = step(f)
+                out.update_func(gv, f)
         return out
 
     def prepare(self, func, info: KernelInfo, cfg: Config, target):

@@ -23,6 +23,7 @@ from typing import Optional
 from tvm.s_tir.dlight.gpu.matmul import IterKind, detect_iter_traits, make_iter_fusion_index_map
 
 from . import tensorcore as tc
+from .clamp_rows import ROWS_ANNOTATION
 from .tma_mainloop import TmaPlan, cluster_from_env, operand_view
 from .tma_mainloop import annotate as annotate_tma
 from .tma_mainloop import stages_for as tma_stages
@@ -265,6 +266,7 @@ def apply_wgmma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
     for g2s in (a_g2s, b_g2s):
         sch.transform_layout(g2s, ("write", 0), swizzle_index_map(in_dtype),
                              assume_injective_transform=True)
+        sch.annotate(g2s, ROWS_ANNOTATION, 1)  # rows past M or N read the last one (clamp_rows.py)
 
     # ---------------------------------------------------------------- 5. accum -> shared -> epilogue
     acc_sh, acc, ai0, aj0 = tc.stage_accumulators(sch, block_outer, ty, sh_scope, frag_c)
