@@ -26,7 +26,7 @@ from tvm import s_tir, tirx
 from tvm.ir.expr import Call, TensorLoad
 from tvm_ffi import structural_map, structural_walk
 
-ROWS_ANNOTATION = "tefuse_clamp_rows"  # on a tile copy block: its rows iter var may be clamped
+ROWS_ANNOTATION = "tefuse_clamp_rows"  # on a tile copy block: its rows past the last may read real rows
 
 
 def predicated_rows_from_env() -> bool:
@@ -34,8 +34,8 @@ def predicated_rows_from_env() -> bool:
 
 
 def clamp_rows(func: tirx.PrimFunc) -> tirx.PrimFunc:
-    """`func` with every marked tile copy's row predicate turned into a clamp (module docstring);
-    the marks are removed."""
+    """`func` with every marked tile copy's row predicate replaced by a read of row `row mod M`
+    (module docstring); the marks are removed."""
     def on_block(block):
         if ROWS_ANNOTATION not in block.annotations:
             return block
@@ -66,7 +66,7 @@ def _clamped(store, row):
         return store
     wrapped = tirx.floormod(row, bound)
     clamp = lambda e: structural_map(e, (tirx.Var, lambda v: wrapped if v.same_as(row) else v))
-    new_value = clamp(inner)  # (a conv's zero padding inside it is evaluated at the clamped row)
+    new_value = clamp(inner)  # (a conv's zero padding inside it is evaluated at the wrapped row)
     if rest:
         keep = rest[0]
         for c in rest[1:]:

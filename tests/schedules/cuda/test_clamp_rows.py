@@ -4,11 +4,9 @@ a conv's zero padding), K's zero fill and the conv padding kept, and the CUDA ke
 conv with no predicated copy left unless TEFUSE_PREDICATED_ROWS=1."""
 from __future__ import annotations
 
-import re
 
 import numpy as np
 import pytest
-import tvm
 from tvm import s_tir
 from tvm_ffi import structural_walk
 
