@@ -266,7 +266,7 @@ def apply_wgmma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
     for g2s in (a_g2s, b_g2s):
         sch.transform_layout(g2s, ("write", 0), swizzle_index_map(in_dtype),
                              assume_injective_transform=True)
-        sch.annotate(g2s, ROWS_ANNOTATION, 1)  # rows past M or N read the last one (clamp_rows.py)
+        sch.annotate(g2s, ROWS_ANNOTATION, 1)  # rows past M or N read real rows (clamp_rows.py)
 
     # ---------------------------------------------------------------- 5. accum -> shared -> epilogue
     acc_sh, acc, ai0, aj0 = tc.stage_accumulators(sch, block_outer, ty, sh_scope, frag_c)
