@@ -10,36 +10,22 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import tefuse
-from tefuse.plan.spec import parse_chain
-from tests.gpu.test_tensorcore_gpu import _inputs
-from tests.schedules.cuda.test_tensorcore import _dense, _rand
+from tests.gpu.test_narrow_staging_gpu import _graph, built_both_ways
+from tests.schedules.cuda.test_tensorcore import _dense
 
 pytestmark = pytest.mark.gpu
 
-
-def _conv(dtype):
-    g = parse_chain("conv2d(k=96,r=3,pad=1)+bias+batch_norm+relu", (2, 7, 7, 64), dtype, "NHWC")
-    w = [i for i in g.inputs if i.name.endswith("_weight")][0]  # a constant weight: wgmma's [N, K] B
-    a = _rand(w.shape, dtype, np.random.default_rng(1))
-    return g.with_constants({w.name: (a.astype(np.float32) * 0.1).astype(a.dtype)})
-
-
-CASES = {"conv_m98_n96": lambda: _conv("float16"), "conv_bf16_m98_n96": lambda: _conv("bfloat16"),
+# a 3x3 conv at batch 2, 7x7 (98 rows, 96 output channels) with a constant weight (wgmma's [N, K] B)
+CASES = {"conv_m98_n96": lambda: _graph("float16", "NHWC", True, n=2, hw=7),
+         "conv_bf16_m98_n96": lambda: _graph("bfloat16", "NHWC", True, n=2, hw=7),
          "dense_m197_k200": lambda: _dense(197, 96, 200, "float16")}
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_wrapped_rows_give_the_same_bits(case, monkeypatch, rng):
-    graph = CASES[case]()
-    vals = _inputs(graph, rng)
-    outs = []
-    for predicated in ("1", ""):
-        monkeypatch.setenv("TEFUSE_PREDICATED_ROWS", predicated)
-        cg = tefuse.build(graph, "cuda", cache=None)
-        src = cg.source("cuda")
-        assert "wgmma" in src
-        assert ("% 98" in src or "% 197" in src) != bool(predicated)
-        outs.append(cg.run(**vals)[0].astype(np.float32))
-    assert np.isfinite(outs[1]).all()
-    np.testing.assert_array_equal(outs[1], outs[0])
+    (pred_src, predicated), (wrap_src, wrapped) = built_both_ways(CASES[case](), "TEFUSE_PREDICATED_ROWS",
+                                                                  rng, monkeypatch)
+    assert "wgmma" in wrap_src and "wgmma" in pred_src
+    wraps = lambda src: "% 98" in src or "% 197" in src
+    assert wraps(wrap_src) and not wraps(pred_src)
+    np.testing.assert_array_equal(wrapped, predicated)

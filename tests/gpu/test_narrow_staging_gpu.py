@@ -18,8 +18,8 @@ from tests.schedules.cuda.test_tensorcore import _rand
 pytestmark = pytest.mark.gpu
 
 
-def _graph(dtype, layout, const_weight):
-    shape = (4, 14, 14, 64) if layout == "NHWC" else (4, 64, 14, 14)
+def _graph(dtype, layout, const_weight, n=4, hw=14):
+    shape = (n, hw, hw, 64) if layout == "NHWC" else (n, 64, hw, hw)
     g = parse_chain("conv2d(k=96,r=3,pad=1)+bias+batch_norm+relu", shape, dtype, layout)
     if not const_weight:
         return g
@@ -28,17 +28,24 @@ def _graph(dtype, layout, const_weight):
     return g.with_constants({w.name: (a.astype(np.float32) * 0.1).astype(a.dtype)})
 
 
+def built_both_ways(graph, switch: str, rng, monkeypatch) -> list:
+    """[(CUDA source, output as float32)] of `graph` built and run with the environment switch
+    `switch` set to 1, then unset (each build uncached), on the same inputs; the second output
+    checked finite."""
+    vals = _inputs(graph, rng)
+    got = []
+    for value in ("1", ""):
+        monkeypatch.setenv(switch, value)
+        cg = tefuse.build(graph, "cuda", cache=None)
+        got.append((cg.source("cuda"), cg.run(**vals)[0].astype(np.float32)))
+    assert np.isfinite(got[1][1]).all()
+    return got
+
+
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("layout, const_weight", [("NHWC", True), ("NHWC", False), ("NCHW", False)])
 def test_16_bit_staging_gives_the_same_bits(dtype, layout, const_weight, monkeypatch, rng):
-    graph = _graph(dtype, layout, const_weight)
-    vals = _inputs(graph, rng)
-    outs = []
-    for wide in ("1", ""):
-        monkeypatch.setenv("TEFUSE_WIDE_STAGING", wide)
-        cg = tefuse.build(graph, "cuda", cache=None)
-        src = cg.source("cuda")
-        assert ("((float*)buf_dyn_shmem" in src) == bool(wide)
-        outs.append(cg.run(**vals)[0].astype(np.float32))
-    assert np.isfinite(outs[1]).all()
-    np.testing.assert_array_equal(outs[1], outs[0])
+    (wide_src, wide), (narrow_src, narrow) = built_both_ways(_graph(dtype, layout, const_weight),
+                                                              "TEFUSE_WIDE_STAGING", rng, monkeypatch)
+    assert "((float*)buf_dyn_shmem" in wide_src and "((float*)buf_dyn_shmem" not in narrow_src
+    np.testing.assert_array_equal(narrow, wide)
