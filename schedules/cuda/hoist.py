@@ -21,10 +21,15 @@ unbounded index) stays under its guard. A Select's arms are not guards:
 TVM's RewriteUnsafeSelect, earlier in the pipeline, has made every Select whose arms load an
 if_then_else. A product moved out of a sum can no longer fuse into an FMA
 with it: a result may differ by an ulp.
+
+Then (`raise_lets`, unless TEFUSE_LATE_PARAMS=1) the parameter loads those values read are bound
+at the front of their statement list: a tensor-core kernel issues its bias and batch_norm loads
+with its first operand tiles, not after its mainloop.
 """
 from __future__ import annotations
 
 import itertools
+import os
 
 import tvm
 import tvm.sym  # noqa: F401 - the arithmetic analyzer (TVM 0.27's tvm.arith)
@@ -231,9 +236,88 @@ def hoist_loop_invariants(func: tirx.PrimFunc) -> tirx.PrimFunc:
     return func.with_body(structural_mutate(func.body, [(tirx.For, on_for)]))
 
 
+def early_params_from_env() -> bool:
+    """Whether hoisted epilogue values are raised to the kernel's start (`raise_lets`): on unless
+    TEFUSE_LATE_PARAMS is set and not 0 (to time the two forms against each other)."""
+    return os.environ.get("TEFUSE_LATE_PARAMS", "0") in ("", "0")
+
+
+def _binds(stmt) -> list:
+    """What a statement of a sequence binds for the statements after it (TVM 0.27's flat lets and
+    buffer declarations)."""
+    if isinstance(stmt, tirx.LetStmt):
+        return [stmt.var]
+    if isinstance(stmt, (tirx.DeclBuffer, tirx.AllocBuffer)):
+        return [stmt.buffer]
+    return []
+
+
+def _blocks_motion(stmt) -> bool:
+    """Whether a statement may end the kernel (a value computed before it might not have been)."""
+    found = []
+    structural_walk(stmt, lambda n: found.append(n) if isinstance(n, BLOCKING) else None)
+    return bool(found)
+
+
+def raise_lets(func: tirx.PrimFunc) -> tirx.PrimFunc:
+    """`func` with the parameter loads of each hoisted value (an `inv` let, `_hoist_from`) bound
+    first in the statements it sits among, as early as what they read is bound; the value's math
+    stays where it was. In a tensor-core kernel the epilogue's parameters (bias, batch_norm's
+    statistics) are then in flight with the first operand tiles instead of starting after the
+    mainloop and the staging barrier, and no instruction waits on them before it (a scoreboard wait
+    in front of the tile copies would delay them). Only loads of read-only parameters were hoisted,
+    so no store, barrier or async copy they cross changes what they read; nothing crosses a
+    statement that may end the kernel."""
+    names = itertools.count()
+
+    def raise_into(out: list, let) -> None:
+        used = []
+        structural_walk(let.value, lambda n: used.append(n.source if isinstance(n, TensorLoad) else n)
+                        if isinstance(n, (tirx.Var, TensorLoad)) else None)
+        at = len(out)
+        while at > 0 and not _blocks_motion(out[at - 1]) and not _is_raised(out[at - 1]) and not any(
+                _among(b, used) for b in _binds(out[at - 1])):
+            at -= 1
+        out.insert(at, let)
+
+    def on_seq(seq, m):
+        seq = m.default_mutate(seq)
+        if not isinstance(seq, tirx.SeqStmt):
+            return seq
+        out = []
+        for stmt in seq.seq:
+            if isinstance(stmt, tirx.LetStmt) and stmt.var.name.startswith("inv"):
+                loads = []
+
+                def on_load(e, _m):
+                    for v, ld in loads:
+                        if structural_equal(ld, e):
+                            return v
+                    v = tirx.Var(f"{RAISED}{next(names)}", expr_dtype(e))
+                    loads.append((v, e))
+                    return v
+
+                value = structural_mutate(stmt.value, [(TensorLoad, on_load)])
+                for v, ld in loads:
+                    raise_into(out, tirx.LetStmt(v, ld))
+                stmt = tirx.LetStmt(stmt.var, value)
+            out.append(stmt)
+        return tirx.SeqStmt(out)
+
+    return func.with_body(structural_mutate(func.body, [(tirx.SeqStmt, on_seq)]))
+
+
+RAISED = "param"  # the raised loads' let names
+
+
+def _is_raised(stmt) -> bool:
+    return isinstance(stmt, tirx.LetStmt) and stmt.var.name.startswith(RAISED)
+
+
 @tvm.tirx.transform.prim_func_pass(opt_level=0, name="tefuse.HoistLoopInvariants")
 def HoistLoopInvariants(func, _mod, _ctx):  # noqa: N802 - TVM's pass naming
-    return hoist_loop_invariants(func)
+    func = hoist_loop_invariants(func)
+    return raise_lets(func) if early_params_from_env() else func
 
 
 # TVM's default (s_tir) pipeline with the pass in its device part, and smem_limit's check

@@ -65,7 +65,7 @@ def _loader_missing(kind: str) -> bool:
 
 # environment switches that change the generated code (experiments not yet config knobs: the TMA
 # mainloop, schedules/cuda/tma_mainloop.py): part of a kernel's key while set
-CODEGEN_ENV = ("TEFUSE_TMA", "TEFUSE_TMA_STAGES", "TEFUSE_WIDE_STAGING", "TEFUSE_PREDICATED_ROWS")
+CODEGEN_ENV = ("TEFUSE_TMA", "TEFUSE_TMA_STAGES", "TEFUSE_WIDE_STAGING", "TEFUSE_PREDICATED_ROWS", "TEFUSE_LATE_PARAMS")
 
 
 class KernelCache:

@@ -243,3 +243,96 @@ def test_per_column_math_leaves_a_row_guard_when_its_loads_are_in_bounds():
     np.testing.assert_array_equal(outs[0], outs[1])
     np.testing.assert_allclose(outs[1][:5], x[:5] * (g / np.sqrt(v + 1e-5)), rtol=1e-6)
     assert not outs[1][5:].any()
+
+
+# ---------------------------------------------------------------- raise_lets: loads go first
+@T.prim_func
+def after_a_mainloop(x: T.Buffer((8, 16), "float32"), g: T.Buffer((16,), "float32"), v: T.Buffer((16,), "float32"),
+                     acc: T.Buffer((8, 16), "float32"), out: T.Buffer((8, 16), "float32")):
+    """A kernel's shape: a reduction written to a scratch tile, a barrier, then the epilogue's
+    row loop reading the per-column statistics (one column per `j`, as a thread's lanes are)."""
+    T.func_attr({"tirx.noalias": True})
+    for j in range(16):
+        for i in range(8):
+            acc[i, j] = x[i, j] * T.float32(2)
+        T.tvm_storage_sync("shared")
+        for i in range(8):
+            out[i, j] = acc[i, j] * (g[j] / T.sqrt(v[j] + T.float32(1e-5)))
+
+
+def _stmts(func, var: str):
+    """The statements of loop `var`'s body, in order."""
+    body = _loop(func, var).body
+    return list(body.seq) if isinstance(body, tirx.SeqStmt) else [body]
+
+
+def test_the_parameter_loads_go_before_the_mainloop_and_the_math_stays():
+    from tefuse.schedules.cuda.hoist import RAISED, raise_lets
+
+    hoisted = hoist_loop_invariants(after_a_mainloop)
+    raised = raise_lets(hoisted)
+    stmts = _stmts(raised, "j")
+    kinds = [("let:" + s.var.name) if isinstance(s, tirx.LetStmt) else type(s).__name__ for s in stmts]
+    # g[j] and v[j] first, then the reduction loop and the barrier, then the scale (sqrt, divide), the row loop
+    assert [k.split(":")[-1][:len(RAISED)] for k in kinds[:2]] == [RAISED, RAISED], kinds
+    assert isinstance(stmts[2], tirx.For) and _calls(stmts[3], "storage_sync") == 1, kinds
+    assert kinds[4].startswith("let:inv") and _calls(stmts[4], "sqrt") == 1, kinds
+    assert _calls(stmts[0], "sqrt") == 0 and _count(stmts[0].value, lambda n: isinstance(n, tvm.ir.expr.TensorLoad)) == 1
+
+
+def test_raised_loads_compute_the_same_numbers():
+    from tefuse.schedules.cuda.hoist import raise_lets
+
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((8, 16)).astype("float32")
+    g = rng.standard_normal(16).astype("float32")
+    v = rng.uniform(0.5, 2, 16).astype("float32")
+    raised = raise_lets(hoist_loop_invariants(epilogue))
+    assert _lets(raised) > _lets(hoist_loop_invariants(epilogue))
+    outs = [_run(f, x, g, v, np.zeros((8, 16), "float32"), np.zeros(16, "float32"))[3] for f in (epilogue, raised)]
+    np.testing.assert_array_equal(outs[0], outs[1])
+
+
+@T.prim_func
+def after_an_assert(x: T.Buffer((8, 16), "float32"), g: T.Buffer((16,), "float32"), out: T.Buffer((8, 16), "float32"),
+                    m: T.int32):
+    T.func_attr({"tirx.noalias": True})
+    for j in range(16):
+        T.evaluate(T.float32(0))
+        assert m > 0, "m"
+        for i in range(8):
+            out[i, j] = x[i, j] / T.sqrt(g[j])
+
+
+def test_a_load_does_not_rise_past_a_statement_that_may_end_the_kernel():
+    from tefuse.schedules.cuda.hoist import RAISED, raise_lets
+
+    stmts = _stmts(raise_lets(hoist_loop_invariants(after_an_assert)), "j")
+    first = next(i for i, s in enumerate(stmts) if isinstance(s, tirx.LetStmt) and s.var.name.startswith(RAISED))
+    assert _count(tirx.SeqStmt(stmts[:first]), lambda n: isinstance(n, tirx.AssertStmt)) == 1
+
+
+def test_late_params_keeps_the_loads_where_hoisting_put_them(monkeypatch):
+    from tefuse.schedules.cuda.hoist import HoistLoopInvariants
+
+    mod = tvm.IRModule({"main": after_a_mainloop})
+    early = HoistLoopInvariants(mod)["main"]
+    monkeypatch.setenv("TEFUSE_LATE_PARAMS", "1")
+    late = HoistLoopInvariants(mod)["main"]
+    assert _lets(early) == _lets(late) + 2 and _lets(late) == 1
+
+
+@pytest.mark.parametrize("late", [False, True])
+def test_a_wgmma_dense_loads_its_bias_before_its_first_tile_copy(late, monkeypatch):
+    """The generated CUDA of a dense + bias + ReLU on wgmma (256 x 128 x 256, 64x128 tiles): the
+    bias is read before the first cp.async, unless TEFUSE_LATE_PARAMS=1 (then after the last
+    wgmma)."""
+    from .test_tensorcore import _dense
+    from .test_tensorcore_wgmma import _cuda_source
+
+    if late:
+        monkeypatch.setenv("TEFUSE_LATE_PARAMS", "1")
+    src = _cuda_source(_dense(256, 128, 256, "float16"), 64, 128)
+    kernel = src[src.index("__global__"):]
+    bias, copy, mma = kernel.index("bias_ptr +"), kernel.index("cp_async"), kernel.rindex("tefuse_wgmma_m64")
+    assert (bias > mma) if late else (bias < copy)
