@@ -5,7 +5,7 @@ import math
 import re
 
 import tvm
-from tvm import s_tir
+from tvm import s_tir, tirx
 
 from .registry import KernelInfo
 
@@ -157,9 +157,16 @@ def read_index(sch: s_tir.Schedule, block, buffer_name: str) -> int:
     raise KeyError(f"block {sch.get(block).name_hint} reads no buffer {buffer_name}")
 
 
-def bind_threads(sch: s_tir.Schedule, block, threads: int, inner: int = 1) -> None:
-    """Fuse a block's loops and bind them to blockIdx.x / threadIdx.x."""
+def bind_threads(sch: s_tir.Schedule, block, threads: int, inner: int = 1, vector: bool = False) -> None:
+    """Fuse a block's loops and bind them to blockIdx.x / threadIdx.x, `inner` elements a thread
+    (unrolled; or, `vector`, one vector of them where the innermost extent holds whole vectors,
+    so that a thread's elements are consecutive and aligned: 16-bit outputs then store 16 bytes a
+    thread, not 2)."""
     loops = sch.get_loops(block)
+    extent = sch.get(loops[-1]).extent
+    if inner > 1 and vector and isinstance(extent, tirx.IntImm) and extent.value % inner == 0:
+        _bind_vectors(sch, block, threads, inner)
+        return
     fused = sch.fuse(*loops) if len(loops) > 1 else loops[0]
     if inner > 1:
         bx, tx, ii = sch.split(fused, [None, threads, inner])
@@ -168,3 +175,20 @@ def bind_threads(sch: s_tir.Schedule, block, threads: int, inner: int = 1) -> No
         bx, tx = sch.split(fused, [None, threads])
     sch.bind(bx, "blockIdx.x")
     sch.bind(tx, "threadIdx.x")
+
+
+def _bind_vectors(sch: s_tir.Schedule, block, threads: int, lanes: int) -> None:
+    """A thread computes `lanes` consecutive outputs into registers, one by one as before, then
+    stores them as one vector. (The computation is not vectorized: a pad's guarded loads would
+    make TVM scalarize it into a loop of branches, and a ReLU's select over 8 halves is a boolx8
+    that TVM's CUDA codegen cannot print.)"""
+    store = sch.cache_write(block, 0, "local")
+    *outer, last = sch.get_loops(block)
+    last, lane = sch.split(last, [None, lanes])  # whole vectors: the grid's tail guard is lane-free
+    fused = sch.fuse(*outer, last) if outer else last
+    bx, tx = sch.split(fused, [None, threads])
+    sch.bind(bx, "blockIdx.x")
+    sch.bind(tx, "threadIdx.x")
+    sch.unroll(lane)
+    sch.reverse_compute_at(store, tx)
+    sch.vectorize(sch.get_loops(store)[-1])

@@ -43,6 +43,9 @@ class KnobError(ValueError):
 class Knob:
     name: str
     candidates: list[Any]
+    # added after records were written: a record without it means its first candidate, the value
+    # that keeps the template's kernels as they were (ConfigSpace.find)
+    implied_first: bool = False
 
 
 @dataclass
@@ -74,8 +77,10 @@ class ConfigSpace:
             cands = [c for c in cands if filter(c)] or cands[:1]
         self.knobs.append(Knob(name, cands))
 
-    def define_knob(self, name: str, candidates: Sequence[Any]) -> None:
-        self.knobs.append(Knob(name, list(candidates)))
+    def define_knob(self, name: str, candidates: Sequence[Any], *, implied_first: bool = False) -> None:
+        """implied_first: a knob added to a template whose records predate it; the first
+        candidate must be the template's behaviour before it, which those records then mean."""
+        self.knobs.append(Knob(name, list(candidates), implied_first))
 
     def constrain(self, rule: Callable[[dict], bool]) -> None:
         """Add a rule over a config's values (True: the template can apply it)."""
@@ -126,7 +131,9 @@ class ConfigSpace:
 
     def find(self, values: dict[str, Any]) -> Optional[int]:
         """Where a config given by its values (a tuning record's) sits in this space, or None
-        where they no longer fit it (a knob gone, a value it no longer offers)."""
+        where they no longer fit it (a knob it lacks, a value the space no longer offers). A knob
+        defined `implied_first` that the record lacks takes its first candidate."""
+        values = {**{k.name: k.candidates[0] for k in self.knobs if k.implied_first}, **values}
         try:
             return self.get(self.index_of(values)).index
         except (KeyError, ValueError, TypeError, IndexError):

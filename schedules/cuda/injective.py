@@ -6,8 +6,10 @@ from tvm import s_tir
 
 from ..space import Config, ConfigSpace
 
-from ..common import bind_threads, inline_all, outer_nests
+from ..common import bind_threads, dtype_bytes, inline_all, outer_nests
 from ..registry import KernelInfo, Template, register
+
+VECTOR_BYTES = 16  # one vector store a thread: what a 16-bit output's untuned kernel writes
 
 
 @register("gpu", "injective")
@@ -17,10 +19,34 @@ class CudaInjective(Template):
     def space(self, info: KernelInfo, target) -> ConfigSpace:
         s = ConfigSpace()
         s.define_knob("threads", [256, 128, 512, 1024, 64])
-        s.define_knob("inner", [1, 2, 4])
+        s.define_knob("inner", [1, 2, 4, 8])
+        # unrolled first: the records written before this knob existed (tuning_logs) mean it
+        s.define_knob("vector", [False, True], implied_first=True)
+        s.constrain(lambda v: v["inner"] > 1 or not v["vector"])
         return s
+
+    def fallback(self, info: KernelInfo, target, space: ConfigSpace) -> Config:
+        """256 threads; a 16-bit output (fp16/bf16 models: ResNet's input pad to paired 4-channel
+        pixels) stores one 16-byte vector a thread where its rows hold whole vectors, not one
+        2-byte element (the ResNet-50 stem's pad at batch 16 took 10 us, its conv 34; H100,
+        results/issue9/session27); wider outputs keep one element a thread (a warp already
+        stores 128 bytes an instruction)."""
+        itemsize = dtype_bytes(info.dtype)
+        lanes = VECTOR_BYTES // itemsize
+        if itemsize == 2 and info.out_shape and info.out_shape[-1] % lanes == 0:
+            return space.from_values({"threads": 256, "inner": lanes, "vector": True})
+        return space.get(0)
+
+    def fallback_alternatives(self, info: KernelInfo, target, space: ConfigSpace, cfg: Config):
+        """One element a thread, where a kernel's vectors do not apply (a nest TVM will not cache
+        or re-attach)."""
+        yield space.get(0)
 
     def apply(self, sch: s_tir.Schedule, info: KernelInfo, cfg: Config, target) -> None:
         inline_all(sch, info)
         for block in outer_nests(sch):
-            bind_threads(sch, block, cfg["threads"], cfg["inner"])
+            # a vector a thread through registers: one output's nest only (a multi-output nest's
+            # blocks share its loops)
+            alone = len(sch.get_child_blocks(sch.get_sblock("root"))) == 1
+            bind_threads(sch, block, cfg["threads"], cfg["inner"], cfg["vector"] and alone)
+

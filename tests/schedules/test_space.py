@@ -33,3 +33,11 @@ def test_find_places_a_config_by_its_values_or_says_it_no_longer_fits():
     assert s.find({"tile": [128, 64], "stages": 3}) == s.index_of({"tile": (128, 64), "stages": 3}) == 5
     assert s.find({"tile": (64, 64), "stages": 6}) is None  # a value the space does not offer
     assert s.find({"tile": (64, 64)}) is None  # a knob the record lacks
+
+
+def test_a_knob_added_later_is_implied_at_its_first_value_in_older_records():
+    s = _space()
+    s.define_knob("vector", [False, True], implied_first=True)
+    assert s.get(s.find({"tile": (64, 64), "stages": 2}))["vector"] is False  # a record from before it
+    assert s.get(s.find({"tile": (64, 64), "stages": 2, "vector": True}))["vector"] is True
+    assert s.find({"tile": (64, 64)}) is None  # a knob defined without implied_first still must be there
