@@ -2,8 +2,11 @@
 multi-output ones included (their outputs share one loop nest, hence one kernel)."""
 from __future__ import annotations
 
+import math
+
 from tvm import s_tir
 
+from ...target import gpu_limits
 from ..space import Config, ConfigSpace
 
 from ..common import bind_threads, dtype_bytes, inline_all, outer_nests
@@ -28,13 +31,18 @@ class CudaInjective(Template):
     def fallback(self, info: KernelInfo, target, space: ConfigSpace) -> Config:
         """256 threads; a 16-bit output (fp16/bf16 models: ResNet's input pad to paired 4-channel
         pixels) stores one 16-byte vector a thread where its rows hold whole vectors, not one
-        2-byte element (the ResNet-50 stem's pad at batch 16 took 10 us, its conv 34; H100,
-        results/issue9/session27); wider outputs keep one element a thread (a warp already
-        stores 128 bytes an instruction)."""
+        2-byte element (the ResNet-50 stem's pad at batch 16: 10.0 us one element a thread, 4.1 a
+        vector; H100, results/issue9/session27), in blocks small enough to give every SM two
+        (at batch 1 the same pad took 4.2 us in 98 blocks of 256 against 3.4 one element a
+        thread). Wider outputs keep one element a thread (a warp already stores 128 bytes an
+        instruction)."""
         itemsize = dtype_bytes(info.dtype)
         lanes = VECTOR_BYTES // itemsize
         if itemsize == 2 and info.out_shape and info.out_shape[-1] % lanes == 0:
-            return space.from_values({"threads": 256, "inner": lanes, "vector": True})
+            vectors = math.prod(info.out_shape) // lanes
+            want = 2 * gpu_limits(target).sm_count
+            threads = next((t for t in (256, 128) if -(-vectors // t) >= want), 64)
+            return space.from_values({"threads": threads, "inner": lanes, "vector": True})
         return space.get(0)
 
     def fallback_alternatives(self, info: KernelInfo, target, space: ConfigSpace, cfg: Config):

@@ -87,3 +87,18 @@ def test_a_record_from_before_the_vector_knob_means_unrolled():
     old = space.find({"threads": 128, "inner": 4})  # a shipped fp16 record's values
     assert old is not None and space.get(old).values == {"threads": 128, "inner": 4, "vector": False}
     assert space.get(space.find({"threads": 128, "inner": 4, "vector": True}))["vector"]
+
+
+@pytest.mark.parametrize("n, threads", [(16, 256), (1, 64)])
+def test_vector_blocks_shrink_until_every_sm_has_two(n, threads):
+    """The stem's pad at 224x224: 401408 vectors at batch 16 fill 1568 blocks of 256; at batch 1,
+    25088 vectors would be 98 blocks of 256 for 132 SMs, so they go in blocks of 64 (392)."""
+    from tefuse.codegen.lower import lower_group
+    from tefuse.fusion import fuse_graph
+    from tefuse.target import make_target
+
+    (group,) = fuse_graph(_stem_pad(n, 224))
+    info, target = lower_group(group).info, make_target("cuda:sm_90")
+    t = CudaInjective()
+    cfg = t.fallback(info, target, t.space(info, target))
+    assert (cfg["threads"], cfg["inner"], cfg["vector"]) == (threads, 8, True)
