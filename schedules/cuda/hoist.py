@@ -179,6 +179,17 @@ def _in_bounds(e, ana) -> bool:
                for ld in loads)
 
 
+def _bind_once(bound: list, e, name: str):
+    """The variable `bound` ((var, expr) pairs) has for an expression equal to `e`, else a new one
+    named `name`, appended."""
+    for v, h in bound:
+        if structural_equal(h, e):
+            return v
+    v = tirx.Var(name, expr_dtype(e))
+    bound.append((v, e))
+    return v
+
+
 def _hoist_from(loop, readonly, names, ana):
     if not _runs(loop):
         return loop  # a loop that may not run must not make its loads happen
@@ -195,12 +206,7 @@ def _hoist_from(loop, readonly, names, ana):
             if isinstance(e, (tirx.And, tirx.Or)):  # C's && and ||: the right operand may not run
                 return type(e)(m.mutate(e.a), e.b)
             if _invariant_and_costly(e, bound, readonly) and (not guarded or _in_bounds(e, ana)):
-                for v, h in hoisted:
-                    if structural_equal(h, e):
-                        return v
-                v = tirx.Var(f"inv{next(names)}", expr_dtype(e))
-                hoisted.append((v, e))
-                return v
+                return _bind_once(hoisted, e, f"inv{next(names)}")
             return m.default_mutate(e)
 
         def on_if(n, m):  # its branches run only under the condition: see _in_bounds
@@ -288,16 +294,8 @@ def raise_lets(func: tirx.PrimFunc) -> tirx.PrimFunc:
         for stmt in seq.seq:
             if isinstance(stmt, tirx.LetStmt) and stmt.var.name.startswith("inv"):
                 loads = []
-
-                def on_load(e, _m):
-                    for v, ld in loads:
-                        if structural_equal(ld, e):
-                            return v
-                    v = tirx.Var(f"{RAISED}{next(names)}", expr_dtype(e))
-                    loads.append((v, e))
-                    return v
-
-                value = structural_mutate(stmt.value, [(TensorLoad, on_load)])
+                value = structural_mutate(stmt.value, [(TensorLoad, lambda e, _m: _bind_once(
+                    loads, e, f"{RAISED}{next(names)}"))])
                 for v, ld in loads:
                     raise_into(out, tirx.LetStmt(v, ld))
                 stmt = tirx.LetStmt(stmt.var, value)
