@@ -245,7 +245,7 @@ def hoist_loop_invariants(func: tirx.PrimFunc) -> tirx.PrimFunc:
 def early_params_from_env() -> bool:
     """Whether hoisted epilogue values are raised to the kernel's start (`raise_lets`): on unless
     TEFUSE_LATE_PARAMS is set and not 0 (to time the two forms against each other)."""
-    return os.environ.get("TEFUSE_LATE_PARAMS", "0") in ("", "0")
+    return os.environ.get("TEFUSE_LATE_PARAMS", "0").strip() in ("", "0")
 
 
 def _binds(stmt) -> list:
@@ -271,10 +271,23 @@ def raise_lets(func: tirx.PrimFunc) -> tirx.PrimFunc:
     stays where it was. In a tensor-core kernel the epilogue's parameters (bias, batch_norm's
     statistics) are then in flight with the first operand tiles instead of starting after the
     mainloop and the staging barrier, and no instruction waits on them before it (a scoreboard wait
-    in front of the tile copies would delay them). Only loads of read-only parameters were hoisted,
-    so no store, barrier or async copy they cross changes what they read; nothing crosses a
-    statement that may end the kernel."""
+    in front of the tile copies would delay them). Only loads of read-only parameters move (checked
+    here again, whoever made the let), so no store, barrier or async copy they cross changes what
+    they read; nothing crosses a statement that may end the kernel or one that binds what a load
+    reads."""
     names = itertools.count()
+    readonly = _readonly_buffers(func)
+
+    def raised_loads(value, loads: list):
+        """`value` with its read-only parameters' loads replaced by variables (appended to
+        `loads`); a load in the right operand of && or || runs only when the left allows it, and
+        stays where it is (as `_hoist_from` leaves it)."""
+        def on_load(e, m):
+            return _bind_once(loads, e, f"{RAISED}{next(names)}") if _among(e.source, readonly) else e
+
+        return structural_mutate(value, [(tirx.And, lambda e, m: tirx.And(m.mutate(e.a), e.b)),
+                                         (tirx.Or, lambda e, m: tirx.Or(m.mutate(e.a), e.b)),
+                                         (TensorLoad, on_load)])
 
     def raise_into(out: list, let) -> None:
         used = []
@@ -290,13 +303,12 @@ def raise_lets(func: tirx.PrimFunc) -> tirx.PrimFunc:
         seq = m.default_mutate(seq)
         if not isinstance(seq, tirx.SeqStmt):
             return seq
-        out = []
+        out, loads = [], []  # a load two values read is bound once
         for stmt in seq.seq:
             if isinstance(stmt, tirx.LetStmt) and stmt.var.name.startswith("inv"):
-                loads = []
-                value = structural_mutate(stmt.value, [(TensorLoad, lambda e, _m: _bind_once(
-                    loads, e, f"{RAISED}{next(names)}"))])
-                for v, ld in loads:
+                known = len(loads)
+                value = raised_loads(stmt.value, loads)
+                for v, ld in loads[known:]:
                     raise_into(out, tirx.LetStmt(v, ld))
                 stmt = tirx.LetStmt(stmt.var, value)
             out.append(stmt)

@@ -11,8 +11,7 @@ from ..space import Config, ConfigSpace
 
 from ..common import bind_threads, dtype_bytes, inline_all, outer_nests
 from ..registry import KernelInfo, Template, register
-
-VECTOR_BYTES = 16  # one vector store a thread: what a 16-bit output's untuned kernel writes
+from .lanes import MAX_VECTOR_BYTES, stores_contiguous
 
 
 @register("gpu", "injective")
@@ -25,7 +24,9 @@ class CudaInjective(Template):
         s.define_knob("inner", [1, 2, 4, 8])
         # unrolled first: the records written before this knob existed (tuning_logs) mean it
         s.define_knob("vector", [False, True], implied_first=True)
-        s.constrain(lambda v: v["inner"] > 1 or not v["vector"])
+        # a vector of at most 16 bytes, and not of bools (TVM stores 4 one-byte bools as a ushort4)
+        width = 0 if info.dtype == "bool" else dtype_bytes(info.dtype)
+        s.constrain(lambda v: not v["vector"] or 1 < v["inner"] and 0 < v["inner"] * width <= MAX_VECTOR_BYTES)
         return s
 
     def fallback(self, info: KernelInfo, target, space: ConfigSpace) -> Config:
@@ -37,8 +38,10 @@ class CudaInjective(Template):
         thread). Wider outputs keep one element a thread (a warp already stores 128 bytes an
         instruction)."""
         itemsize = dtype_bytes(info.dtype)
-        lanes = VECTOR_BYTES // itemsize
-        if itemsize == 2 and info.out_shape and info.out_shape[-1] % lanes == 0:
+        lanes = MAX_VECTOR_BYTES // itemsize
+        cuda = getattr(getattr(target, "kind", None), "name", None) == "cuda"  # ROCm: not measured
+        if (cuda and itemsize == 2 and len(info.output_blocks) == 1 and info.out_shape
+                and info.out_shape[-1] % lanes == 0):
             vectors = math.prod(info.out_shape) // lanes
             want = 2 * gpu_limits(target).sm_count
             threads = next((t for t in (256, 128) if -(-vectors // t) >= want), 64)
@@ -48,13 +51,16 @@ class CudaInjective(Template):
     def fallback_alternatives(self, info: KernelInfo, target, space: ConfigSpace, cfg: Config):
         """One element a thread, where a kernel's vectors do not apply (a nest TVM will not cache
         or re-attach)."""
-        yield space.get(0)
+        if cfg.index != 0:
+            yield space.get(0)
 
     def apply(self, sch: s_tir.Schedule, info: KernelInfo, cfg: Config, target) -> None:
         inline_all(sch, info)
+        # a vector a thread through registers: a kernel of one block only (a multi-output nest's
+        # blocks share its loops), whose lanes store consecutive, aligned elements
+        alone = len(sch.get_child_blocks(sch.get_sblock("root"))) == 1
         for block in outer_nests(sch):
-            # a vector a thread through registers: one output's nest only (a multi-output nest's
-            # blocks share its loops)
-            alone = len(sch.get_child_blocks(sch.get_sblock("root"))) == 1
-            bind_threads(sch, block, cfg["threads"], cfg["inner"], cfg["vector"] and alone)
+            vector = (cfg["vector"] and alone
+                      and stores_contiguous(sch, block, sch.get_loops(block)[-1], int(cfg["inner"])))
+            bind_threads(sch, block, cfg["threads"], cfg["inner"], vector)
 

@@ -336,3 +336,29 @@ def test_a_wgmma_dense_loads_its_bias_before_its_first_tile_copy(late, monkeypat
     kernel = src[src.index("__global__"):]
     bias, copy, mma = kernel.index("bias_ptr +"), kernel.index("cp_async"), kernel.rindex("tefuse_wgmma_m64")
     assert (bias > mma) if late else (bias < copy)
+
+
+@T.prim_func
+def after_a_let(x: T.Buffer((8, 16), "float32"), g: T.Buffer((16,), "float32"), out: T.Buffer((8, 16), "float32")):
+    T.func_attr({"tirx.noalias": True})
+    for j in range(8):
+        T.evaluate(T.float32(0))
+        k = T.bind(j * 2)
+        for i in range(8):
+            out[i, k] = x[i, k] * (g[k] / T.sqrt(g[k] + T.float32(1))) * T.Select(
+                T.And(j < 6, g[k + 1] > T.float32(0)), g[k], T.float32(2))
+
+
+def test_a_load_stays_below_the_let_it_reads_and_out_of_a_right_operand():
+    """g[k] cannot rise above `k = j * 2`; g[k + 1] under `j < 6 &&` is left in the value (it
+    runs only when j < 6 holds), while the raised g[k] is bound once for its two uses."""
+    from tefuse.schedules.cuda.hoist import RAISED, raise_lets
+
+    stmts = _stmts(raise_lets(hoist_loop_invariants(after_a_let)), "j")
+    names = [("let:" + s.var.name) if isinstance(s, tirx.LetStmt) else type(s).__name__ for s in stmts]
+    k_at = names.index("let:k")
+    raised = [i for i, n in enumerate(names) if n.startswith("let:" + RAISED)]
+    assert raised == [k_at + 1], names
+    ands = []
+    structural_walk(tirx.SeqStmt(stmts), lambda n: ands.append(n) if isinstance(n, tirx.And) else None)
+    assert len(ands) == 1 and _count(ands[0].b, lambda n: isinstance(n, tvm.ir.expr.TensorLoad)) == 1

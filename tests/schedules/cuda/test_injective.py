@@ -102,3 +102,38 @@ def test_vector_blocks_shrink_until_every_sm_has_two(n, threads):
     t = CudaInjective()
     cfg = t.fallback(info, target, t.space(info, target))
     assert (cfg["threads"], cfg["inner"], cfg["vector"]) == (threads, 8, True)
+
+
+def _fallback(graph, target="cuda:sm_90"):
+    from tefuse.codegen.lower import lower_group
+    from tefuse.fusion import fuse_graph
+    from tefuse.target import make_target
+
+    (group,) = fuse_graph(graph)
+    info, tgt = lower_group(group).info, make_target(target)
+    t = CudaInjective()
+    space = t.space(info, tgt)
+    return t, info, tgt, space, t.fallback(info, tgt, space)
+
+
+def _compare():
+    b = tefuse.GraphBuilder()
+    x, y = b.input("x", (4, 64), "float16"), b.input("y", (4, 64), "float16")
+    return b.build(b.greater(x, y))
+
+
+def test_bools_and_vectors_past_16_bytes_are_not_in_the_space():
+    """TVM stores 4 one-byte bools as a ushort4 (8 bytes); 8 float32 lanes would be 32 bytes."""
+    for graph, widest in ((_compare(), None), (_bias_relu(64, "float32"), 4), (_bias_relu(64), 8)):
+        _, _, _, space, cfg = _fallback(graph)
+        vectors = sorted({c["inner"] for c in space if c["vector"] and space.admits(c.index)})
+        assert vectors == ([] if widest is None else [i for i in (2, 4, 8) if i <= widest])
+        assert not cfg["vector"] or graph is not _compare
+
+
+@pytest.mark.parametrize("make, target", [(_adam_like, "cuda:sm_90"), (_stem_pad, "rocm:gfx942")],
+                         ids=["two_outputs", "rocm"])
+def test_multi_output_groups_and_rocm_keep_the_scalar_fallback(make, target):
+    t, info, tgt, space, cfg = _fallback(make(), target)
+    assert cfg.index == 0 and not cfg["vector"]
+    assert list(t.fallback_alternatives(info, tgt, space, cfg)) == []  # nothing to retry it as
