@@ -164,3 +164,16 @@ def test_featurizer_values_match_points():
     by_values = np.stack([f.values(space.get(i).to_json()) for i in idx])
     np.testing.assert_allclose(by_points, by_values)
     assert f.values({"unknown": 1}) is None
+
+
+def test_featurizer_gives_a_record_from_before_an_implied_knob_its_first_value():
+    from tefuse.schedules.space import ConfigSpace
+
+    space = ConfigSpace()
+    space.define_knob("threads", [256, 128])
+    space.define_knob("vector", [False, True], implied_first=True)
+    f = Featurizer(space)
+    old = f.values({"threads": 128})  # written before the knob
+    np.testing.assert_allclose(old, f.values({"threads": 128, "vector": False}))
+    assert not np.allclose(old, f.values({"threads": 128, "vector": True}))
+    assert f.values({"vector": True}) is None  # a knob without implied_first must be there
