@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import os
 import re
 
 import tvm
@@ -20,6 +21,12 @@ _SHARED_ALLOC = re.compile(r'T\.sblock_alloc_buffer\(\(([\d,\s]*)\)(?:,\s*"(\w+)
 def largest_divisor(n: int, cap: int) -> int:
     """The largest divisor of n not above cap (at least 1): perfect tiling for fallbacks."""
     return max(d for d in range(1, max(1, min(n, cap)) + 1) if n % d == 0)
+
+
+def env_switch(name: str) -> bool:
+    """Whether an A/B switch of the environment is on: set, and not 0 (TEFUSE_WIDE_STAGING,
+    TEFUSE_PREDICATED_ROWS, TEFUSE_LATE_PARAMS; each part of the kernel cache key)."""
+    return os.environ.get(name, "").strip() not in ("", "0")
 
 
 def dtype_bytes(dtype: str) -> int:

@@ -20,17 +20,17 @@ becomes `row mod C` in the load. Any other conjunct stays: a conv's zero padding
 """
 from __future__ import annotations
 
-import os
-
 from tvm import s_tir, tirx
 from tvm.ir.expr import Call, TensorLoad
 from tvm_ffi import structural_map, structural_walk
+
+from ..common import env_switch
 
 ROWS_ANNOTATION = "tefuse_clamp_rows"  # on a tile copy block: its rows past the last may read real rows
 
 
 def predicated_rows_from_env() -> bool:
-    return os.environ.get("TEFUSE_PREDICATED_ROWS", "").strip() not in ("", "0")
+    return env_switch("TEFUSE_PREDICATED_ROWS")
 
 
 def clamp_rows(func: tirx.PrimFunc) -> tirx.PrimFunc:

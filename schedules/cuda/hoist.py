@@ -29,7 +29,6 @@ with its first operand tiles, not after its mainloop.
 from __future__ import annotations
 
 import itertools
-import os
 
 import tvm
 import tvm.sym  # noqa: F401 - the arithmetic analyzer (TVM 0.27's tvm.arith)
@@ -38,6 +37,7 @@ from tvm.ir.expr import Call, Expr, TensorLoad  # TensorLoad: what tirx.BufferLo
 from tvm_ffi import structural_equal, structural_mutate, structural_walk
 
 from ...ops.value import expr_dtype
+from ..common import env_switch
 
 # math calls worth a register to compute once (cheap arithmetic is left where it is)
 # (by name without its namespace: TVM 0.27 has tirx.sqrt but prim.log2, prim.if_then_else)
@@ -245,7 +245,7 @@ def hoist_loop_invariants(func: tirx.PrimFunc) -> tirx.PrimFunc:
 def early_params_from_env() -> bool:
     """Whether hoisted epilogue values are raised to the kernel's start (`raise_lets`): on unless
     TEFUSE_LATE_PARAMS is set and not 0 (to time the two forms against each other)."""
-    return os.environ.get("TEFUSE_LATE_PARAMS", "0").strip() in ("", "0")
+    return not env_switch("TEFUSE_LATE_PARAMS")
 
 
 def _binds(stmt) -> list:

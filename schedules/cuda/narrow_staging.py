@@ -22,7 +22,6 @@ without the cast; a split-K partial sum or tf32 result kept in float32) leaves t
 """
 from __future__ import annotations
 
-import os
 from typing import Optional
 
 from tvm import s_tir, tirx
@@ -30,6 +29,7 @@ from tvm.ir.expr import Call, TensorLoad
 from tvm_ffi import VisitInterrupt, WalkResult, structural_mutate, structural_walk
 
 from ...ops.value import expr_dtype
+from ..common import env_switch
 
 NARROW = ("float16", "bfloat16")
 SHARED = ("shared", "shared.dyn")
@@ -154,7 +154,7 @@ def _narrow_one(func, buf, dtype: str):
 def wide_staging_from_env() -> bool:
     """TEFUSE_WIDE_STAGING=1 keeps the float32 staging tiles (the A/B switch of session 25's
     measurement, and a way back should a kernel misbehave)."""
-    return os.environ.get("TEFUSE_WIDE_STAGING", "").strip() not in ("", "0")
+    return env_switch("TEFUSE_WIDE_STAGING")
 
 
 def narrow_staging(func, scopes=SHARED):
