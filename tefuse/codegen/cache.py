@@ -64,7 +64,7 @@ def _loader_missing(kind: str) -> bool:
 
 
 # environment switches that change the generated code (experiments not yet config knobs: the TMA
-# mainloop, schedules/cuda/tma_mainloop.py): part of a kernel's key while set
+# mainloop, schedules/cuda/tma_mainloop.py): part of a kernel's key while set (to anything but 0)
 CODEGEN_ENV = ("TEFUSE_TMA", "TEFUSE_TMA_STAGES", "TEFUSE_WIDE_STAGING", "TEFUSE_PREDICATED_ROWS", "TEFUSE_LATE_PARAMS")
 
 
@@ -81,7 +81,8 @@ class KernelCache:
         from ..version import __version__
 
         values = {k: list(v) if isinstance(v, tuple) else v for k, v in choice.config.values.items()}
-        env = {k: os.environ[k] for k in CODEGEN_ENV if os.environ.get(k)}
+        # a switch set to 0 is off, as unset: the same code, the same key
+        env = {k: v for k in CODEGEN_ENV if (v := os.environ.get(k, "").strip()) not in ("", "0")}
         blob = json.dumps([workload_key, choice.template.name, values, str(target), __version__,
                            tvm.__version__, source_fingerprint(), *([env] if env else [])],
                           sort_keys=True, default=str)

@@ -216,3 +216,20 @@ def test_device_source_is_stored_beside_the_entry(tmp_path):
 def test_cuda_kernel_keeps_its_generated_source():
     k = tefuse.build(_graph(), "cuda").kernels[0]
     assert "__global__" in k.device_source and k.source("cuda") == k.device_source
+
+
+def test_key_covers_the_codegen_switches_and_an_off_switch_is_unset(tmp_path, monkeypatch):
+    """TEFUSE_LATE_PARAMS (like every CODEGEN_ENV switch) changes the generated code while set to
+    anything but 0; set to 0 it is the default, and so is the key."""
+    from tefuse.codegen.schedule import choose_schedule
+
+    group = tefuse.fuse_graph(_graph())[0]
+    cuda = make_target("cuda")
+    ch = choose_schedule(lower_group(group), cuda)
+    cache, key = KernelCache(tmp_path), workload_key(group)
+    monkeypatch.delenv("TEFUSE_LATE_PARAMS", raising=False)
+    unset = cache.key(key, cuda, ch)
+    monkeypatch.setenv("TEFUSE_LATE_PARAMS", "0")
+    off = cache.key(key, cuda, ch)
+    monkeypatch.setenv("TEFUSE_LATE_PARAMS", "1")
+    assert unset == off != cache.key(key, cuda, ch)
