@@ -136,3 +136,16 @@ def test_ptxas_keeps_the_wgmma_asynchronous(cluster, monkeypatch, tmp_path):
     info = _ptxas_info(src, tmp_path)
     assert "Used" in info and "registers" in info  # ptxas said something about this kernel
     assert "serialized" not in info, [ln for ln in info.splitlines() if "serialized" in ln]
+
+
+def test_switches_set_to_0_are_off(monkeypatch):
+    """0 means the default for TEFUSE_TMA and TEFUSE_TMA_STAGES, as the kernel cache keys it (a
+    switch set to 0 adds nothing to a kernel's key)."""
+    from tefuse.schedules.cuda.tma_mainloop import cluster_from_env, stages_for
+
+    monkeypatch.setenv("TEFUSE_TMA", "0")
+    monkeypatch.setenv("TEFUSE_TMA_STAGES", "0")
+    assert cluster_from_env() is None and stages_for(3, 64, 64, 8) == 3
+    monkeypatch.setenv("TEFUSE_TMA", "2x1")
+    monkeypatch.setenv("TEFUSE_TMA_STAGES", "5")
+    assert cluster_from_env() == (2, 1) and stages_for(3, 64, 64, 8) == 5
