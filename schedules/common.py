@@ -24,8 +24,8 @@ def largest_divisor(n: int, cap: int) -> int:
 
 
 def env_switch(name: str) -> bool:
-    """Whether an A/B switch of the environment is on: set, and not 0 (TEFUSE_WIDE_STAGING,
-    TEFUSE_PREDICATED_ROWS, TEFUSE_LATE_PARAMS; each part of the kernel cache key)."""
+    """Whether a code-generation switch of the environment is on: set, and not 0 (the A/B
+    switches, the TMA experiment's; codegen/cache.py keys a kernel by the ones that are on)."""
     return os.environ.get(name, "").strip() not in ("", "0")
 
 

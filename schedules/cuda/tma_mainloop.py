@@ -33,7 +33,7 @@ from tvm.ir.expr import Call, TensorLoad
 from tvm.script import tirx as T
 from tvm_ffi import structural_mutate, structural_walk
 
-from ..common import dtype_bytes
+from ..common import dtype_bytes, env_switch
 from . import tma_source
 from .tensor_intrin_wgmma import bk_of
 
@@ -44,10 +44,9 @@ PIPELINE = "tefuse_cuda_tma"
 def cluster_from_env() -> Optional[tuple]:
     """(CM, CN) while TEFUSE_TMA=CMxCN routes wgmma kernels through the mainloop, else None.
     Experimental (session 24): a switch, not a config knob, until it is faster."""
-    v = os.environ.get("TEFUSE_TMA", "").strip()
-    if v in ("", "0"):  # off, as the kernel cache keys it
+    if not env_switch("TEFUSE_TMA"):  # 0: off, as the kernel cache keys it
         return None
-    cm, cn = (int(x) for x in v.lower().split("x"))
+    cm, cn = (int(x) for x in os.environ["TEFUSE_TMA"].strip().lower().split("x"))
     return cm, cn
 
 
@@ -139,7 +138,7 @@ def stages_for(stages: int, bm: int, bn: int, ktiles: int) -> int:
     want = os.environ.get("TEFUSE_TMA_STAGES", "").strip().lower()
     if want == "max":
         stages = (DEEP_BYTES - tma_source.ALIGN) // ((bm + bn) * tma_source.ROW_BYTES)
-    elif want not in ("", "0"):  # 0: the config's, as unset (the kernel cache keys it so)
+    elif env_switch("TEFUSE_TMA_STAGES"):  # 0: the config's, as unset (the kernel cache keys it so)
         stages = int(want)
     return max(2, min(stages, ktiles))
 

@@ -78,11 +78,12 @@ class KernelCache:
         return f"KernelCache({str(self.root)!r})"
 
     def key(self, workload_key: str, target: tvm.target.Target, choice: Any) -> str:
+        from ..schedules.common import env_switch  # (here: importing schedules registers every template)
         from ..version import __version__
 
         values = {k: list(v) if isinstance(v, tuple) else v for k, v in choice.config.values.items()}
         # a switch set to 0 is off, as unset: the same code, the same key
-        env = {k: v for k in CODEGEN_ENV if (v := os.environ.get(k, "").strip()) not in ("", "0")}
+        env = {k: os.environ[k].strip() for k in CODEGEN_ENV if env_switch(k)}
         blob = json.dumps([workload_key, choice.template.name, values, str(target), __version__,
                            tvm.__version__, source_fingerprint(), *([env] if env else [])],
                           sort_keys=True, default=str)
