@@ -129,13 +129,17 @@ class ConfigSpace:
     def from_values(self, values: dict[str, Any]) -> Config:
         return self.get(self.index_of(values))
 
+    def completed(self, values: dict[str, Any]) -> dict[str, Any]:
+        """A record's values with each `implied_first` knob it lacks at its first candidate (what
+        a record written before that knob means)."""
+        return {**{k.name: k.candidates[0] for k in self.knobs if k.implied_first}, **values}
+
     def find(self, values: dict[str, Any]) -> Optional[int]:
         """Where a config given by its values (a tuning record's) sits in this space, or None
         where they no longer fit it (a knob it lacks, a value the space no longer offers). A knob
-        defined `implied_first` that the record lacks takes its first candidate."""
-        values = {**{k.name: k.candidates[0] for k in self.knobs if k.implied_first}, **values}
+        defined `implied_first` that the record lacks takes its first candidate (`completed`)."""
         try:
-            return self.get(self.index_of(values)).index
+            return self.get(self.index_of(self.completed(values))).index
         except (KeyError, ValueError, TypeError, IndexError):
             return None
 

@@ -78,13 +78,14 @@ class Featurizer:
     def values(self, values: dict) -> Optional[np.ndarray]:
         """Features of a config given by values (another workload's record); None if it does
         not fit this space's knobs (other names or split shapes). A knob added after the record
-        (`implied_first`) takes its first candidate, as ConfigSpace.find gives it."""
+        (`implied_first`) takes its first candidate, as in ConfigSpace.find."""
+        values = self.space.completed(values)
         cols = []
         for knob, table in zip(self.space.knobs, self.tables):
-            if knob.name not in values and not knob.implied_first:
+            if knob.name not in values:
                 return None
-            value = values.get(knob.name, knob.candidates[0])
-            f = value_features(tuple(value) if isinstance(value, list) else value)
+            f = value_features(tuple(values[knob.name]) if isinstance(values[knob.name], list)
+                               else values[knob.name])
             if len(f) != table.shape[1]:
                 return None
             cols.append(np.asarray(f, np.float32)[None, :])
