@@ -47,6 +47,7 @@ BLOCKING = (tirx.While, tirx.AssertStmt, tirx.Break, tirx.Continue, tirx.Return)
 # calls left whole: a guarded value (its loads happen only under the guard), an address
 KEEP_CALLS = {"if_then_else", "address_of"}
 PURE = int(tirx.CallEffectKind.Pure.value)
+HOISTED, RAISED = "inv", "param"  # let names: a hoisted value (_hoist_from), a raised load (raise_lets)
 
 
 def _is_float(e) -> bool:
@@ -179,6 +180,11 @@ def _in_bounds(e, ana) -> bool:
                for ld in loads)
 
 
+def _left_operand_only(e, m):
+    """C's && and ||: the right operand may not run, so nothing in it moves."""
+    return type(e)(m.mutate(e.a), e.b)
+
+
 def _bind_once(bound: list, e, name: str):
     """The variable `bound` ((var, expr) pairs) has for an expression equal to `e`, else a new one
     named `name`, appended."""
@@ -203,10 +209,10 @@ def _hoist_from(loop, readonly, names, ana):
         def on_expr(e, m):
             if isinstance(e, Call) and _call_name(e) in KEEP_CALLS:
                 return e  # a guarded value (a masked tail's load), an address: left whole
-            if isinstance(e, (tirx.And, tirx.Or)):  # C's && and ||: the right operand may not run
-                return type(e)(m.mutate(e.a), e.b)
+            if isinstance(e, (tirx.And, tirx.Or)):
+                return _left_operand_only(e, m)
             if _invariant_and_costly(e, bound, readonly) and (not guarded or _in_bounds(e, ana)):
-                return _bind_once(hoisted, e, f"inv{next(names)}")
+                return _bind_once(hoisted, e, f"{HOISTED}{next(names)}")
             return m.default_mutate(e)
 
         def on_if(n, m):  # its branches run only under the condition: see _in_bounds
@@ -285,8 +291,7 @@ def raise_lets(func: tirx.PrimFunc) -> tirx.PrimFunc:
         def on_load(e, m):
             return _bind_once(loads, e, f"{RAISED}{next(names)}") if _among(e.source, readonly) else e
 
-        return structural_mutate(value, [(tirx.And, lambda e, m: tirx.And(m.mutate(e.a), e.b)),
-                                         (tirx.Or, lambda e, m: tirx.Or(m.mutate(e.a), e.b)),
+        return structural_mutate(value, [(tirx.And, _left_operand_only), (tirx.Or, _left_operand_only),
                                          (TensorLoad, on_load)])
 
     def raise_into(out: list, let) -> None:
@@ -305,7 +310,7 @@ def raise_lets(func: tirx.PrimFunc) -> tirx.PrimFunc:
             return seq
         out, loads = [], []  # a load two values read is bound once
         for stmt in seq.seq:
-            if isinstance(stmt, tirx.LetStmt) and stmt.var.name.startswith("inv"):
+            if isinstance(stmt, tirx.LetStmt) and stmt.var.name.startswith(HOISTED):
                 known = len(loads)
                 value = raised_loads(stmt.value, loads)
                 for v, ld in loads[known:]:
@@ -315,9 +320,6 @@ def raise_lets(func: tirx.PrimFunc) -> tirx.PrimFunc:
         return tirx.SeqStmt(out)
 
     return func.with_body(structural_mutate(func.body, [(tirx.SeqStmt, on_seq)]))
-
-
-RAISED = "param"  # the raised loads' let names
 
 
 def _is_raised(stmt) -> bool:
