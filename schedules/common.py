@@ -29,6 +29,18 @@ def env_switch(name: str) -> bool:
     return os.environ.get(name, "").strip() not in ("", "0")
 
 
+def target_kind(target) -> str:
+    """A target's kind ("cuda", "rocm", "llvm") whether it is a Target, a dict or a string; None
+    (a template asked without one) counts as CUDA."""
+    if target is None:
+        return "cuda"
+    if isinstance(target, str):
+        return target.split()[0]
+    if isinstance(target, dict):
+        return target["kind"]
+    return target.kind.name
+
+
 def dtype_bytes(dtype: str) -> int:
     bits = "".join(c for c in dtype if c.isdigit())
     return max(1, int(bits or 32) // 8)

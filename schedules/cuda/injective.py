@@ -9,7 +9,7 @@ from tvm import s_tir
 from ...target import gpu_limits
 from ..space import Config, ConfigSpace
 
-from ..common import bind_threads, dtype_bytes, inline_all, outer_nests
+from ..common import bind_threads, dtype_bytes, inline_all, outer_nests, target_kind
 from ..registry import KernelInfo, Template, register
 from .lanes import MAX_VECTOR_BYTES, stores_contiguous
 
@@ -40,9 +40,8 @@ class CudaInjective(Template):
         element a thread (a warp already stores 128 bytes an instruction)."""
         itemsize = dtype_bytes(info.dtype)
         lanes = MAX_VECTOR_BYTES // itemsize
-        cuda = getattr(getattr(target, "kind", None), "name", None) == "cuda"  # ROCm: not measured
-        if (cuda and itemsize == 2 and len(info.output_blocks) == 1 and info.out_shape
-                and info.out_shape[-1] % lanes == 0):
+        if (target_kind(target) == "cuda" and itemsize == 2 and len(info.output_blocks) == 1  # ROCm: not measured
+                and info.out_shape and info.out_shape[-1] % lanes == 0):
             vectors = math.prod(info.out_shape) // lanes
             want = 2 * gpu_limits(target).sm_count
             threads = next((t for t in (256, 128) if -(-vectors // t) >= want), 64)

@@ -24,6 +24,7 @@ from tvm.s_tir.dlight.gpu.matmul import (
 )
 
 from ...target import gpu_limits
+from ..common import target_kind as _target_kind  # (tc._target_kind: the attention and wgmma templates use it)
 from ..registry import DOMINANT, TIR_PIPELINE, KernelInfo, Template, register
 from ..space import Config, ConfigSpace
 from .hoist import PIPELINE as HOIST_PIPELINE
@@ -49,14 +50,6 @@ DEFAULT_CFG = dict(
 )
 
 
-def _target_kind(target) -> str:
-    if target is None:
-        return "cuda"
-    if isinstance(target, str):
-        return target.split()[0]
-    if isinstance(target, dict):
-        return target["kind"]
-    return target.kind.name
 
 
 def _last_index_kind(block, read_idx, kinds_by_var):
