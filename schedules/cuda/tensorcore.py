@@ -30,6 +30,7 @@ from ..space import Config, ConfigSpace
 from .hoist import PIPELINE as HOIST_PIPELINE
 from .lanes import MAX_BOOL_LANES, bool_lanes_vary as _bool_lanes_vary, children as _lane_children
 from .lanes import lanes_contiguous as _lanes_contiguous
+from .sliced_k import SLICED, slice_reduction
 from .tensor_intrin_bf16 import bf16_mma_group
 from .tensor_intrin_tf32 import tf32_mma_group
 
@@ -332,7 +333,7 @@ def bind_grid(sch, b, i0, j0, ty) -> None:
     sch.bind(ty, "threadIdx.y")
 
 
-def stage_accumulators(sch, block_outer, ty, sh_scope, frag_c):
+def stage_accumulators(sch, block_outer, ty, sh_scope, frag_c, staged_at="ty"):
     """The accumulators' two stages at the warp's loop `ty`: the per-warp fragments (`frag_c`,
     in 16x16 tiles) and the staging tile in shared memory that the epilogue reads (its rows
     padded by `tensorize_staging_store`; float32 here, made 16-bit for fp16/bf16 results after the
@@ -341,7 +342,8 @@ def stage_accumulators(sch, block_outer, ty, sh_scope, frag_c):
     acc_sh = sch.cache_write(block_outer, 0, sh_scope)
     acc = sch.cache_write(block_outer, 0, frag_c)
     sch.reverse_compute_at(acc, ty)
-    sch.reverse_compute_at(acc_sh, ty)
+    if staged_at == "ty":  # else the caller places the staging tile's readers (sliced_k.stage_sum)
+        sch.reverse_compute_at(acc_sh, ty)
     ai, aj = sch.get_loops(acc)[-2:]
     ai0, ai1 = sch.split(ai, [None, 16])
     aj0, aj1 = sch.split(aj, [None, 16])
@@ -470,7 +472,7 @@ def intrin_names(intrin, in_dtype, out_dtype, load_scope, b_nk):
     return bf16_mma_group(load_scope, load_scope, b_nk)
 
 
-def pass_config(intrin: str, target) -> dict:
+def pass_config(intrin: str, target, slices: int = 1) -> dict:
     """PassContext options the schedule needs: cp.async is emitted only with
     `tirx.use_async_copy`; for wmma, StorageRewrite may alias the fp32 staging tile into an fp16
     one ("tvm_access_ptr element type must match"), so it is off (MergeSharedMemoryAllocations
@@ -487,7 +489,7 @@ def pass_config(intrin: str, target) -> dict:
         # CSE would bind the accumulators' `threadIdx.x * 8` to a let variable before
         # LowerWarpMemory, which then cannot tell that the wgmma call's &acc[...] is this lane's
         cfg["tirx.disable_cse_tir"] = True
-        if cluster_from_env() is not None:  # the experimental TMA mainloop's lowering
+        if cluster_from_env() is not None or slices > 1:  # the TMA mainloop's or cluster_sum's lowering
             cfg[TIR_PIPELINE] = TMA_PIPELINE
     return cfg
 
@@ -554,6 +556,23 @@ def mma_fallback_values(m: int, n: int, sms: int) -> dict:
     return {"tile": tile, "bk": 32, "stages": 3, "intrin": "mma", "vec_out": 4}
 
 
+def _slices(cfg: Config) -> int:
+    return int(cfg.values.get("slices", 1))
+
+
+def _sliceable(info: KernelInfo, slices: int) -> bool:
+    """Whether sliced K can split this kernel's reduction: into whole 64-deep tiles (the wgmma
+    k step of fp16/bf16; tf32's is 32), a GEMM without a batch axis (the slices take its place),
+    channels-last (the sum is computed over the output's (M, N) view)."""
+    g = info.geometry
+    m, n, k = tc_shape(info)
+    if info.anchor_kind == "conv2d" and (g.layout != "NHWC" or g.split_k != 1):
+        return False
+    if info.anchor_kind == "dense" and getattr(g, "batch", 1) not in (1, None):
+        return False
+    return k % (64 * slices) == 0
+
+
 @register("cuda", "dense", "conv2d")  # mma.sync / wmma PTX: CUDA only (ROCm has its MFMA templates)
 class TensorCoreGemm(Template):
     """Tensor cores for fp16/bf16 GEMMs and non-grouped convs; for those it is the untuned
@@ -582,7 +601,11 @@ class TensorCoreGemm(Template):
         intrins = _intrins(info, target)
         s.define_knob("intrin", intrins)
         s.define_knob("vec_out", [4, 8])
+        # warpgroups sharing an output tile's reduction (sliced_k.py; wgmma only): last, so that
+        # the configs and records from before it keep their indices
+        s.define_knob("slices", [1, 2], implied_first=True)
         s.constrain(lambda v: v["intrin"] == "wgmma" or tuple(v["tile"]) not in WGMMA_ONLY_TILES)
+        s.constrain(lambda v: v["slices"] == 1 or (v["intrin"] == "wgmma" and _sliceable(info, v["slices"])))
         if "wgmma" in intrins:
             from .tensorcore_wgmma import wgmma_admits
 
@@ -608,10 +631,13 @@ class TensorCoreGemm(Template):
         # a masked (padded) tail stored 8 wide needs a bool x8 predicate, which CUDA codegen lacks
         vec_out = min(cfg["vec_out"], 4) if m % bm or n % bn else cfg["vec_out"]
         nchw = info.anchor_kind == "conv2d" and info.geometry.layout == "NCHW"
-        apply_tc_gemm(sch, info.stage("accumulator"), info.epilogue,
+        gemm, epilogue, slices = info.stage("accumulator"), info.epilogue, _slices(cfg)
+        if slices > 1:  # prepare() split the accumulator block (sliced_k.slice_reduction)
+            gemm, epilogue = gemm + SLICED, [gemm, *epilogue]
+        apply_tc_gemm(sch, gemm, epilogue,
                       dict(BM=bm, BN=bn, WM=wm, WN=wn, BK=cfg["bk"], stages=cfg["stages"], intrin=cfg["intrin"],
                            vec_out=vec_out, tensorize=_target_kind(target) == "cuda",
-                           a_m_major=nchw, c_m_major=nchw), target)
+                           a_m_major=nchw, c_m_major=nchw, slices=slices), target)
 
     def finish(self, mod, info: KernelInfo, cfg: Config, target):
         from .clamp_rows import clamp_rows, predicated_rows_from_env
@@ -629,6 +655,8 @@ class TensorCoreGemm(Template):
         return out
 
     def prepare(self, func, info: KernelInfo, cfg: Config, target):
+        if _slices(cfg) > 1:
+            func = slice_reduction(func, info.stage("accumulator"), _slices(cfg))
         if cfg["intrin"] == "wgmma" and _tf32(info):
             from .tensorcore_wgmma import defer_tf32_rounding
 
@@ -643,7 +671,7 @@ class TensorCoreGemm(Template):
         return target
 
     def pass_config(self, info: KernelInfo, cfg: Config, target) -> dict:
-        return pass_config(cfg["intrin"], target)
+        return pass_config(cfg["intrin"], target, _slices(cfg))
 
     def preload(self) -> None:
         # TVM's CUDA tensor intrinsics: importing the module parses ~100 TVMScript functions (20-40 s)

@@ -24,6 +24,7 @@ from tvm.s_tir.dlight.gpu.matmul import IterKind, detect_iter_traits, make_iter_
 
 from . import tensorcore as tc
 from .clamp_rows import ROWS_ANNOTATION
+from .sliced_k import SLICE_AXIS, stage_sum
 from .tma_mainloop import TmaPlan, cluster_from_env, operand_view
 from .tma_mainloop import annotate as annotate_tma
 from .tma_mainloop import stages_for as tma_stages
@@ -191,13 +192,14 @@ def apply_wgmma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
         raise ValueError(f"wgmma needs BN a multiple of 16 up to 256, not {BN}")
     warps_m = BM // 16
     n_warps = warps_m
+    slices = int(c.get("slices", 1))
     stages = int(c["stages"])
     # one wgmma batch left in flight across k steps: only where the step's copies go to the tiles
     # the previous step read. With the copies after the product in the body, TVM's pipeline keeps
     # `stages` tile versions from 3 stages on, but one for 2 stages (the next copy would overwrite
     # the tiles the batch in flight reads), and with 1 stage there is no pipeline. inflight: the
     # stages the intrinsic is built for (0: each batch waited for, the body's copies first)
-    tma = cluster_from_env() if on_gpu else None
+    tma = cluster_from_env() if on_gpu and slices == 1 else None
     inflight = stages if stages >= 3 and ASYNC_WGMMA and tma is None else 0
 
     block = sch.get_sblock(gemm_block)
@@ -247,10 +249,20 @@ def apply_wgmma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
     block_inner = block
     block_outer = sch.blockize(i16)  # one warp's 16 x BN x BK product
     i0, i1 = sch.split(i, [None, warps_m])
-    sch.reorder(b, i0, j, i1, k)
     k0, ty = k, i1
-    if on_gpu:
-        tc.bind_grid(sch, b, i0, j, ty)
+    if slices > 1:  # the slices are the block's warpgroups (sliced_k.py), not more blocks
+        if int(sch.get(b).extent) != slices:
+            raise ValueError(f"sliced K takes a GEMM without a batch axis ({int(sch.get(b).extent)} != {slices})")
+        sch.reorder(i0, j, b, i1, k)
+        if on_gpu:
+            sch.bind(i0, "blockIdx.y")
+            sch.bind(j, "blockIdx.x")
+            sch.bind(b, SLICE_AXIS)
+            sch.bind(ty, "threadIdx.y")
+    else:
+        sch.reorder(b, i0, j, i1, k)
+        if on_gpu:
+            tc.bind_grid(sch, b, i0, j, ty)
 
     sh_scope = "shared.dyn" if on_gpu else "global"
     frag_c = "warp" if on_gpu else "local"
@@ -269,8 +281,13 @@ def apply_wgmma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
         sch.annotate(g2s, ROWS_ANNOTATION, 1)  # rows past M or N read real rows (clamp_rows.py)
 
     # ---------------------------------------------------------------- 5. accum -> shared -> epilogue
-    acc_sh, acc, ai0, aj0 = tc.stage_accumulators(sch, block_outer, ty, sh_scope, frag_c)
-    vec_out = tc.store_epilogue(sch, acc_sh, epilogue_blocks, int(c["vec_out"]), BN, on_gpu)
+    if slices > 1:  # each warpgroup's partial tile staged; their sum and the epilogue per block
+        acc_sh, acc, ai0, aj0 = tc.stage_accumulators(sch, block_outer, ty, sh_scope, frag_c, staged_at=None)
+        vec_out = stage_sum(sch, acc_sh, epilogue_blocks[0], j, slices=slices, warps=warps_m,
+                            vec_max=int(c["vec_out"]), on_gpu=on_gpu)
+    else:
+        acc_sh, acc, ai0, aj0 = tc.stage_accumulators(sch, block_outer, ty, sh_scope, frag_c)
+        vec_out = tc.store_epilogue(sch, acc_sh, epilogue_blocks, int(c["vec_out"]), BN, on_gpu)
 
     init = sch.decompose_reduction(block_outer, k0)
     init_inner = sch.get_child_blocks(init)[0]
@@ -306,4 +323,4 @@ def apply_wgmma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
         if on_gpu:
             sch.annotate(k0, "software_pipeline_async_stages", [0])
 
-    return {"vec_a": vec_a, "vec_b": vec_b, "vec_out": vec_out, "b_nk": True, "n_warps": n_warps}
+    return {"vec_a": vec_a, "vec_b": vec_b, "vec_out": vec_out, "b_nk": True, "n_warps": n_warps * slices}

@@ -35,6 +35,7 @@ from tvm_ffi import structural_mutate, structural_walk
 
 from ..common import dtype_bytes, env_switch
 from . import tma_source
+from .cluster_sum import InjectClusterSum
 from .tensor_intrin_wgmma import bk_of
 
 ANNOTATION = "tefuse_tma"
@@ -237,7 +238,7 @@ def _main_pipeline():
                   t.ManifestSharedMemoryLocalStage(), t.CompactBufferAllocation(), t.LowerAutoCopy(),
                   t.UnifyThreadBinding(), t.LowerMatchBuffer(), t.StmtSimplify(), t.InjectPermutedLayout(),
                   t.AnnotateIrregularLoop(), t.InjectSoftwarePipeline(), t.TransformMmaBufferLayout(),
-                  t.LowerOpaqueBlock(), InjectTmaMainloop,
+                  t.LowerOpaqueBlock(), InjectTmaMainloop, InjectClusterSum,
                   tirx.transform.FlattenBuffer(), tirx.transform.BF16ComputeLegalize(),
                   tirx.transform.NarrowDataType(32), t.LoopPartition(),
                   tirx.transform.VectorizeLoop(not bool(config.get("tirx.disable_vectorize", False))),

@@ -1,0 +1,161 @@
+"""Cluster split-K: the slices of an output tile's reduction are the CTAs of one thread-block
+cluster, and their partial tiles are added through distributed shared memory (sm_90).
+
+What it is for: ResNet-50's deep 7x7 and 14x14 convs at batch 16 have too few output tiles for
+the H100 (104 blocks of 64x64 for 2048x7x7->512, one warpgroup an SM, 32 k steps each), and a
+lone warpgroup waits on its own latencies (WGMMA_NOTES, sessions 23-27). Split-K across blocks
+would write float32 partial sums to global memory and add them in a second kernel; two
+warpgroups of one block (sliced K, session 26) share the block's barriers and did not help.
+Here each slice is a CTA with its own barriers, and the partials never leave the SMs.
+
+How: `sliced_k.slice_reduction` rfactors the reduction (Template.prepare); the wgmma schedule
+binds the slice axis to blockIdx.z and leaves the sum's outer rows loop (`sliced_k.stage_sum`,
+one part a slice) serial, marked CLUSTER_SUM. After TVM lowers the blocks, `inject`
+- gives each CTA its part of the sum's rows (the marked loop's variable becomes blockIdx.z);
+- reads the slices' partial tiles from the CTA that computed each: a load of the staging tile at
+  slice s goes through a pointer `mapa` gives for CTA s of the cluster (a generic address into
+  its shared memory; the slot each CTA writes is its own slice's, so the offsets agree);
+- puts a cluster barrier before the sum (every partial tile written) and after it (no CTA exits
+  while a peer still reads its shared memory);
+- launches the grid in clusters of the slices along z (thread extent `clusterCtaIdx.z`, as
+  tma_mainloop does for x and y).
+"""
+from __future__ import annotations
+
+import tvm
+from tvm import tirx
+from tvm.ir.expr import TensorLoad
+from tvm.script import tirx as T
+from tvm_ffi import structural_map, structural_mutate, structural_walk
+
+from .sliced_k import CLUSTER_SUM
+
+SOURCE = r"""
+#ifndef TEFUSE_CLUSTER_SUM
+#define TEFUSE_CLUSTER_SUM
+template <typename T>
+__device__ __forceinline__ T* tefuse_cluster_map(T* p, unsigned int rank) {
+  unsigned long long out;
+  asm volatile("mapa.u64 %0, %1, %2;\n" : "=l"(out) : "l"((unsigned long long)p), "r"(rank));
+  return (T*)out;
+}
+__device__ __forceinline__ void tefuse_cluster_barrier() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+#endif
+"""
+
+
+def _barrier():
+    return tirx.Evaluate(T.cuda.func_call("tefuse_cluster_barrier", source_code=SOURCE))
+
+
+def _marked(func):
+    found = []
+    structural_walk(func.body, [(tirx.For, lambda n: found.append(n) if CLUSTER_SUM in (n.annotations or {}) else None)])
+    return found
+
+
+def _thread_var(func, tag: str):
+    found = []
+
+    def visit(n):
+        if n.attr_key == "thread_extent" and n.node.thread_tag == tag:
+            found.append(n.node.var)
+
+    structural_walk(func.body, [(tirx.AttrStmt, visit)])
+    if not found:
+        raise ValueError(f"cluster sum: the kernel binds no {tag}")
+    return found[0]
+
+
+def _staging(body):
+    """The shared buffer the sum reads (the slices' partial tiles)."""
+    bufs = {}
+
+    def visit(n):
+        if n.source.scope().startswith("shared"):
+            bufs[n.source.name] = n.source
+
+    structural_walk(body, [(TensorLoad, visit)])
+    if len(bufs) != 1:
+        raise ValueError(f"cluster sum: the sum reads {len(bufs)} shared buffers ({', '.join(bufs)}), not one")
+    return next(iter(bufs.values()))
+
+
+def _unroll_slices(body, staging, slices: int):
+    """Each loop over the slices (a loop whose variable is a staging load's first index) written
+    out once a slice, so that every such load names its slice by a constant."""
+    def on_for(n, m):
+        n = m.default_mutate(n)
+        uses = []
+        structural_walk(n.body, [(TensorLoad, lambda ld: uses.append(ld) if ld.source.same_as(staging)
+                                  and ld.indices[0].same_as(n.loop_var) else None)])
+        if not uses:
+            return n
+        if int(n.extent) != slices:
+            raise ValueError(f"cluster sum: a slice loop of {int(n.extent)}, not {slices}")
+        return tirx.SeqStmt([structural_map(n.body, (tirx.Var, lambda v, s=s: tirx.IntImm(v.ty.dtype, s)
+                                                     if v.same_as(n.loop_var) else v)) for s in range(slices)])
+
+    return structural_mutate(body, [(tirx.For, on_for)])
+
+
+def inject(func):
+    """`func` with its CLUSTER_SUM loop (if any) made one part a CTA of a cluster: see the module
+    docstring. ValueError where the loop is not sliced_k's sum."""
+    loops = _marked(func)
+    if not loops:
+        return func
+    if len(loops) > 1:
+        raise ValueError("cluster sum: more than one sum loop marked")
+    loop = loops[0]
+    slices = int(loop.annotations[CLUSTER_SUM])
+    if int(loop.extent) != slices:
+        raise ValueError(f"cluster sum: the rows loop has {int(loop.extent)} parts, not {slices}")
+    bz = _thread_var(func, "blockIdx.z")
+    staging = _staging(loop.body)
+    if staging.dtype != "float32" or int(staging.shape[0]) != slices:
+        raise ValueError(f"cluster sum: partial tiles {staging.dtype} {list(staging.shape)}, not float32 by slice")
+
+    body = structural_map(loop.body, (tirx.Var, lambda v: bz if v.same_as(loop.loop_var) else v))
+    body = _unroll_slices(body, staging, slices)
+    zero = [tirx.IntImm("int32", 0)] * len(staging.shape)
+    base = T.address_of(tirx.BufferLoad(staging, zero))
+    peers, binds = [], []
+    for s in range(slices):
+        ptr_ty = tvm.ir.PointerType(tvm.ir.PrimType(staging.dtype), "global")
+        ptr = tirx.Var(f"{staging.name}_cta{s}", ptr_ty)
+        peers.append(tirx.decl_buffer(staging.shape, staging.dtype, f"{staging.name}_cta{s}", data=ptr,
+                                      strides=staging.strides, scope="global"))
+        binds.append(tirx.Bind(ptr, T.cuda.func_call("tefuse_cluster_map", base, tirx.IntImm("uint32", s),
+                                                      source_code=SOURCE, return_type=ptr_ty)))
+        binds.append(tirx.DeclBuffer(peers[-1], data=ptr))
+
+    def on_load(ld, m):
+        if not ld.source.same_as(staging):
+            return m.default_mutate(ld)
+        s = ld.indices[0]
+        if not isinstance(s, tirx.IntImm):
+            raise ValueError("cluster sum: a partial tile read at a slice that is not a constant")
+        return tirx.BufferLoad(peers[int(s.value)], ld.indices)
+
+    body = structural_mutate(body, [(TensorLoad, on_load)])
+    new = tirx.SeqStmt([_barrier(), *binds, body, _barrier()])
+
+    def on_for(n, m):
+        return new if n.same_as(loop) else m.default_mutate(n)
+
+    def on_attr(n, m):
+        n = m.default_mutate(n)
+        if n.attr_key == "thread_extent" and n.node.thread_tag == "blockIdx.z":
+            iv = tirx.IterVar(tvm.ir.Range(0, slices), tirx.Var("clusterCtaIdx_z", "int32"), 1, "clusterCtaIdx.z")
+            return tirx.AttrStmt(n.node, n.attr_key, n.value, tirx.AttrStmt(iv, "thread_extent", slices, n.body))
+        return n
+
+    return func.with_body(structural_mutate(func.body, [(tirx.For, on_for), (tirx.AttrStmt, on_attr)]))
+
+
+@tvm.tirx.transform.prim_func_pass(opt_level=0, name="tefuse.InjectClusterSum")
+def InjectClusterSum(func, _mod, _ctx):  # noqa: N802 - TVM's pass naming
+    return inject(func)
