@@ -120,14 +120,15 @@ def inject(func):
 
     body = structural_map(loop.body, (tirx.Var, lambda v: bz if v.same_as(loop.loop_var) else v))
     body = _unroll_slices(body, staging, slices)
-    zero = [tirx.IntImm("int32", 0)] * len(staging.shape)
-    base = T.address_of(tirx.BufferLoad(staging, zero))
+    # each CTA keeps only its own slice's partial tile: slot 0 of a one-slot buffer (the same
+    # shared allocation, a slice's size), written there and read there by its peers
+    own = _one_slot(staging, staging.name, staging.data, staging.scope())
     peers, binds = [], []
     for s in range(slices):
         ptr_ty = tvm.ir.PointerType(tvm.ir.PrimType(staging.dtype), "global")
         ptr = tirx.Var(f"{staging.name}_cta{s}", ptr_ty)
-        peers.append(tirx.decl_buffer(staging.shape, staging.dtype, f"{staging.name}_cta{s}", data=ptr,
-                                      strides=staging.strides, scope="global"))
+        peers.append(_one_slot(staging, f"{staging.name}_cta{s}", ptr, "global"))
+        base = T.address_of(tirx.BufferLoad(own, [tirx.IntImm("int32", 0)] * len(staging.shape)))
         binds.append(tirx.Bind(ptr, T.cuda.func_call("tefuse_cluster_map", base, tirx.IntImm("uint32", s),
                                                       source_code=SOURCE, return_type=ptr_ty)))
         binds.append(tirx.DeclBuffer(peers[-1], data=ptr))
@@ -138,13 +139,23 @@ def inject(func):
         s = ld.indices[0]
         if not isinstance(s, tirx.IntImm):
             raise ValueError("cluster sum: a partial tile read at a slice that is not a constant")
-        return tirx.BufferLoad(peers[int(s.value)], ld.indices)
+        return tirx.BufferLoad(peers[int(s.value)], [tirx.IntImm(s.ty.dtype, 0), *ld.indices[1:]])
 
     body = structural_mutate(body, [(TensorLoad, on_load)])
     new = tirx.SeqStmt([_barrier(), *binds, body, _barrier()])
 
     def on_for(n, m):
         return new if n.same_as(loop) else m.default_mutate(n)
+
+    def on_store(n, m):  # the fragments' store into this CTA's slot
+        n = m.default_mutate(n)
+        if not n.buffer.same_as(staging):
+            return n
+        return tirx.BufferStore(own, n.value, [tirx.IntImm(n.indices[0].ty.dtype, 0), *n.indices[1:]])
+
+    def on_alloc(n, m):
+        n = m.default_mutate(n)
+        return tirx.AllocBuffer(own, n.annotations) if n.buffer.same_as(staging) else n
 
     def on_attr(n, m):
         n = m.default_mutate(n)
@@ -153,7 +164,14 @@ def inject(func):
             return tirx.AttrStmt(n.node, n.attr_key, n.value, tirx.AttrStmt(iv, "thread_extent", slices, n.body))
         return n
 
-    return func.with_body(structural_mutate(func.body, [(tirx.For, on_for), (tirx.AttrStmt, on_attr)]))
+    handlers = [(tirx.For, on_for), (tirx.AttrStmt, on_attr), (tirx.BufferStore, on_store), (tirx.AllocBuffer, on_alloc)]
+    return func.with_body(structural_mutate(func.body, handlers))
+
+
+def _one_slot(staging, name: str, data, scope: str):
+    """`staging` (slices x rows x columns) as a buffer of one slice at `data`."""
+    return tirx.decl_buffer([1, *staging.shape[1:]], staging.dtype, name, data=data, strides=staging.strides,
+                            scope=scope)
 
 
 @tvm.tirx.transform.prim_func_pass(opt_level=0, name="tefuse.InjectClusterSum")

@@ -42,16 +42,18 @@ def slice_reduction(func: tirx.PrimFunc, block_name: str, slices: int) -> tirx.P
     if n_red == 0 or any(iv.iter_type == tirx.IterVar.CommReduce for iv in ivs[:len(ivs) - n_red]):
         raise ValueError(f"sliced K: block {block_name} does not end in its reduction axes")
     red = loops[-n_red:]
-    depth = 1
-    for lp in red:
-        depth *= int(sch.get(lp).extent)
-    if depth % slices:
-        raise ValueError(f"sliced K: a reduction {depth} deep does not split in {slices}")
-    fused = sch.fuse(*red) if len(red) > 1 else red[0]
-    outer, _ = sch.split(fused, [slices, None])
+    # the slices split the innermost reduction axis (a conv's input channels), each slice taking
+    # every filter tap: a slice's k steps then start on whole channel groups, as the unsliced
+    # ones do, so the tile copies stay 16-byte vectors. (Split over the fused taps x channels, a
+    # 3x3 conv's slice started mid-tap where TVM cannot prove it, and its copies went scalar.)
+    inner = int(sch.get(red[-1]).extent)
+    if inner % (8 * slices):
+        raise ValueError(f"sliced K: {inner} channels do not split in {slices} slices of whole 16-byte vectors")
+    outer, rest = sch.split(red[-1], [slices, None])
+    sch.reorder(outer, *red[:-1], rest)
     rf = sch.rfactor(outer, factor_axis=0)
     rf_loops = sch.get_loops(rf)  # the slice loop outermost, in the order of the block's axes
-    sch.reorder(rf_loops[-2], *rf_loops[:-2])
+    sch.reorder(rf_loops[-n_red - 1], *rf_loops[:-n_red - 1])
     return sch.mod["main"]
 
 
