@@ -42,12 +42,36 @@ __device__ __forceinline__ T* tefuse_cluster_map(T* p, unsigned int rank) {
 __device__ __forceinline__ void tefuse_cluster_barrier() {
   asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
 }
+// after the sum: this CTA is done reading its peers (their values are in registers), so a relaxed
+// arrive (no release fence to wait for the epilogue's global stores); the wait before exit
+__device__ __forceinline__ void tefuse_cluster_arrive_relaxed() {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void tefuse_cluster_wait() {
+  asm volatile("barrier.cluster.wait.aligned;\n" ::: "memory");
+}
 #endif
 """
 
 
-def _barrier():
-    return tirx.Evaluate(T.cuda.func_call("tefuse_cluster_barrier", source_code=SOURCE))
+def _barrier(name: str = "tefuse_cluster_barrier"):
+    return tirx.Evaluate(T.cuda.func_call(name, source_code=SOURCE))
+
+
+def _arrive_after_reads(body, peers):
+    """`body` with a relaxed cluster arrive after its last top-level statement that reads a peer's
+    tile (the epilogue after it overlaps the peers' reads), closed by a wait at its end."""
+    stmts = list(body.seq) if isinstance(body, tirx.SeqStmt) else [body]
+
+    def reads_peer(stmt):
+        hits = []
+        structural_walk(stmt, [(TensorLoad, lambda ld: hits.append(ld) if any(ld.source.same_as(p) for p in peers)
+                                else None)])
+        return bool(hits)
+
+    last = max(i for i, st in enumerate(stmts) if reads_peer(st))
+    return tirx.SeqStmt([*stmts[:last + 1], _barrier("tefuse_cluster_arrive_relaxed"), *stmts[last + 1:],
+                         _barrier("tefuse_cluster_wait")])
 
 
 def _marked(func):
@@ -142,7 +166,7 @@ def inject(func):
         return tirx.BufferLoad(peers[int(s.value)], [tirx.IntImm(s.ty.dtype, 0), *ld.indices[1:]])
 
     body = structural_mutate(body, [(TensorLoad, on_load)])
-    new = tirx.SeqStmt([_barrier(), *binds, body, _barrier()])
+    new = tirx.SeqStmt([_barrier(), *binds, _arrive_after_reads(body, peers)])
 
     def on_for(n, m):
         return new if n.same_as(loop) else m.default_mutate(n)

@@ -603,7 +603,7 @@ class TensorCoreGemm(Template):
         s.define_knob("vec_out", [4, 8])
         # warpgroups sharing an output tile's reduction (sliced_k.py; wgmma only): last, so that
         # the configs and records from before it keep their indices
-        s.define_knob("slices", [1, 2], implied_first=True)
+        s.define_knob("slices", [1, 2, 4], implied_first=True)
         s.constrain(lambda v: v["intrin"] == "wgmma" or tuple(v["tile"]) not in WGMMA_ONLY_TILES)
         s.constrain(lambda v: v["slices"] == 1 or (v["intrin"] == "wgmma" and _sliceable(info, v["slices"])))
         if "wgmma" in intrins:
