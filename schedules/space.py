@@ -127,7 +127,8 @@ class ConfigSpace:
         return index
 
     def from_values(self, values: dict[str, Any]) -> Config:
-        return self.get(self.index_of(values))
+        """The config of these knob values (an `implied_first` knob left out: its first candidate)."""
+        return self.get(self.index_of(self.completed(values)))
 
     def completed(self, values: dict[str, Any]) -> dict[str, Any]:
         """A record's values with each `implied_first` knob it lacks at its first candidate (what

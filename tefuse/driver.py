@@ -233,7 +233,8 @@ def prepare_graph(graph: Graph, target, *, precision: str = "fp32", layout: Opti
         graph = pad_attention_keys(graph)
     if split_k and mma_capable(tgt):  # after layout and weights: it splits NHWC convs and [N, K] Linears
         force = 0 if split_k is True else int(split_k)
-        graph = split_reductions(graph, SplitPolicy(gpu_limits(tgt).sm_count, force=force))
+        graph = split_reductions(graph, SplitPolicy(gpu_limits(tgt).sm_count, force=force,
+                                                    cluster=wgmma_capable(tgt)))
     return graph
 
 

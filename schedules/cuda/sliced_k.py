@@ -1,36 +1,34 @@
-"""Sliced K: the reduction of one output tile split between the warpgroups of its block.
+"""Sliced K: an output tile's reduction split into slices, each computed by its own CTA of a
+thread-block cluster, and the slices' sum with the fused epilogue (Hopper's wgmma path).
 
-CUTLASS's answer for a GEMM whose output tiles are too few for the GPU and whose reduction is
-deep (ResNet-50's 7x7 and 14x14 convs at batch 16: 98-196 blocks of one warpgroup on 132 SMs,
-2048-4608 deep). Such a block issues its k step's ~120 instructions from one warp a scheduler, so
-it waits on its own latencies (3.9 cycles an issued instruction, H100 ncu, session 24); a second
-warpgroup taking the other half of the reduction fills those cycles without another kernel or
-float32 partial sums in global memory, as split-K across blocks needs.
+For a GEMM whose output tiles are too few for the GPU and whose reduction is deep (ResNet-50's
+7x7 and 14x14 convs at batch 16: about 100 blocks for 132 SMs, 2048-4608 deep). Session 26 tried
+the slices as warpgroups of one block (threadIdx.z): slower everywhere, as both passed the
+block's barriers. As CTAs of a cluster they keep their own barriers, and their partial tiles are
+added through distributed shared memory (cluster_sum.py), never through global memory as a
+second kernel's split-K (graph/split_k.py) does.
 
 `slice_reduction` rewrites the func before scheduling (Template.prepare): the accumulator block
-becomes TVM's rfactor of it over `slices` contiguous ranges of K (a batch of partial GEMMs,
-`<name>_rf`) and a spatial block `<name>` that adds the slices. The wgmma schedule binds the slice
-axis to threadIdx.z (`tensorcore_wgmma.apply_wgmma_gemm`); each warpgroup copies and multiplies its
-own slice's tiles, stores its fragments to its own float32 staging tile, and `stage_sum` computes
-the sum (and the fused epilogue inlined into it) from the staging tiles of the whole block.
+becomes TVM's rfactor of it over `slices` ranges of its innermost reduction axis (a batch of
+partial GEMMs, `<name>_rf`) and a spatial block `<name>` that adds the slices. The wgmma schedule
+binds the slice axis to blockIdx.z (`tensorcore_wgmma.apply_wgmma_gemm`); each CTA copies and
+multiplies its own slice's tiles and stores its fragments to its float32 staging tile, and
+`stage_sum` computes the sum (and the fused epilogue inlined into it) from the staging tiles.
 """
 from __future__ import annotations
 
-import tvm
 from tvm import s_tir, tirx
 from tvm.s_tir.schedule import ScheduleError
-from tvm.ir.expr import TensorLoad
-from tvm_ffi import structural_map, structural_walk
 
 SLICED = "_rf"  # the name rfactor gives the partial-products block
-SLICE_AXIS = "blockIdx.z"  # the slices are the CTAs of a cluster
-CLUSTER_SUM = "tefuse_cluster_sum"  # the sum's rows loop, one part a CTA (cluster_sum.py)
+SLICE_AXIS = "blockIdx.z"  # the slices are the CTAs of a cluster, launched along z
+CLUSTER_SUM = "tefuse_cluster_sum"  # marks the sum's rows loop, one part a CTA (cluster_sum.py)
 
 
 def slice_reduction(func: tirx.PrimFunc, block_name: str, slices: int) -> tirx.PrimFunc:
     """`func` with block `block_name` (a reduction whose reduction loops are innermost, as
     te.compute makes them) computed as `slices` partial reductions over contiguous ranges of
-    its fused reduction loops, then added by a spatial block of the same name."""
+    its innermost reduction axis, then added by a spatial block of the same name."""
     from .tensorcore import _drop_unit_iters
 
     sch = s_tir.Schedule(func)
@@ -58,7 +56,8 @@ def slice_reduction(func: tirx.PrimFunc, block_name: str, slices: int) -> tirx.P
 
 
 def stage_sum(sch, acc_sh, sum_block: str, cta_loop, *, slices: int, warps: int, vec_max: int, on_gpu: bool):
-    """The partial tiles' sum and the epilogue, computed once per block from the staging tiles.
+    """The partial tiles' sum and the epilogue, computed from the staging tiles, on the GPU one
+    part of the rows a CTA (the outer rows loop, marked CLUSTER_SUM for cluster_sum.inject).
 
     `acc_sh` is the staging tiles' copy-out block; it and the pad crop and reindex copies after it
     are inlined into rfactor's write-back (`sum_block`, a reduction over the slices), so that reads

@@ -561,16 +561,21 @@ def _slices(cfg: Config) -> int:
 
 
 def _sliceable(info: KernelInfo, slices: int) -> bool:
-    """Whether sliced K can split this kernel's reduction: into whole 64-deep tiles (the wgmma
-    k step of fp16/bf16; tf32's is 32), a GEMM without a batch axis (the slices take its place),
-    channels-last (the sum is computed over the output's (M, N) view)."""
+    """Whether the cluster split (sliced_k.py, cluster_sum.py) can take this kernel's reduction:
+    its innermost axis (a conv's input channels, a dense's K) in whole 16-byte vectors a slice, a
+    GEMM without a batch axis (the slices take its place), channels-last (the sum is computed over
+    the output's (M, N) view)."""
     g = info.geometry
-    m, n, k = tc_shape(info)
     if info.anchor_kind == "conv2d" and (g.layout != "NHWC" or g.split_k != 1):
         return False
     if info.anchor_kind == "dense" and getattr(g, "batch", 1) not in (1, None):
         return False
-    return k % (64 * slices) == 0
+    return _channels(info) % (8 * slices) == 0
+
+
+def _channels(info: KernelInfo) -> int:
+    """The extent of the reduction's innermost axis: what the cluster split divides."""
+    return info.geometry.c if info.anchor_kind == "conv2d" else tc_shape(info)[2]
 
 
 @register("cuda", "dense", "conv2d")  # mma.sync / wmma PTX: CUDA only (ROCm has its MFMA templates)
@@ -601,8 +606,8 @@ class TensorCoreGemm(Template):
         intrins = _intrins(info, target)
         s.define_knob("intrin", intrins)
         s.define_knob("vec_out", [4, 8])
-        # warpgroups sharing an output tile's reduction (sliced_k.py; wgmma only): last, so that
-        # the configs and records from before it keep their indices
+        # the CTAs of a cluster sharing an output tile's reduction (cluster_sum.py; wgmma only),
+        # implied 1 in the records from before it
         s.define_knob("slices", [1, 2, 4], implied_first=True)
         s.constrain(lambda v: v["intrin"] == "wgmma" or tuple(v["tile"]) not in WGMMA_ONLY_TILES)
         s.constrain(lambda v: v["slices"] == 1 or (v["intrin"] == "wgmma" and _sliceable(info, v["slices"])))
@@ -620,7 +625,8 @@ class TensorCoreGemm(Template):
         if "wgmma" in _intrins(info, target) and getattr(info.geometry, "b_nk", False):
             from .tensorcore_wgmma import fallback_values
 
-            return space.from_values(fallback_values(m, n, sms, info.dtype, k))
+            values = fallback_values(m, n, sms, info.dtype, k, _channels(info) if _sliceable(info, 2) else None)
+            return space.from_values(values)
         return space.from_values({**mma_fallback_values(m, n, sms), "intrin": _intrins(info)[0]})
 
     def apply(self, sch, info: KernelInfo, cfg: Config, target) -> None:

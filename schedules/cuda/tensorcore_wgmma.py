@@ -28,6 +28,7 @@ from .sliced_k import SLICE_AXIS, stage_sum
 from .tma_mainloop import TmaPlan, cluster_from_env, operand_view
 from .tma_mainloop import annotate as annotate_tma
 from .tma_mainloop import stages_for as tma_stages
+from ...graph.split_k import cluster_split
 from ...ops.value import unround_tf32
 from ...target import SMEM_OPTIN, optin_target
 from .tensor_intrin_wgmma import (N_CHOICES, PTX_TYPE, bk_of, chunk_elems, store_intrin, swizzle_index_map,
@@ -67,7 +68,8 @@ def wgmma_target(target):
 VEC_OUT = 4
 
 
-def fallback_values(m: int, n: int, sms: int, dtype: str = "float16", k: Optional[int] = None) -> dict:
+def fallback_values(m: int, n: int, sms: int, dtype: str = "float16", k: Optional[int] = None,
+                    channels: Optional[int] = None) -> dict:
     """The untuned wgmma config, from the H100 sweeps (results/issue9/session10/wgmma.json;
     session18/conv_b16_sweep_*.jsonl, every block tile and stage count of the 15 ResNet-50 convs
     at batch 16): 128x128 blocks, 3 stages, when they give every SM two blocks (4096^3: 0.28 ms,
@@ -88,6 +90,13 @@ def fallback_values(m: int, n: int, sms: int, dtype: str = "float16", k: Optiona
     the H100: results/issue9/session16.) A tf32 tile row holds 32 elements in the same 128
     bytes, so the same stages fit."""
     common = {"bk": bk_of(dtype), "intrin": "wgmma", "vec_out": VEC_OUT}
+    cluster = (cluster_split(m, n, k, channels, chunk_elems(dtype), sms)
+               if k is not None and channels is not None and dtype in ("float16", "bfloat16") else None)
+    if cluster is not None:  # a deep small grid: slices of K in a cluster's CTAs (cluster_sum.py)
+        (bm, bn), slices = cluster
+        tile, stages = ((128, 128, 64, 64), 3) if (bm, bn) == (128, 128) else ((64, 128, 32, 64), 4)
+        stages = min(stages, max(2, math.ceil(k / slices / common["bk"]) - 1))
+        return {"tile": tile, "stages": stages, "slices": slices, **common}
     if n <= 64:  # ResNet's 64-channel convs: a 128-wide tile would be half padding
         if _blocks(m, n, 128, 64) >= 2 * sms:
             tile, stages = (128, 64, 64, 32), 3
@@ -250,7 +259,7 @@ def apply_wgmma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
     block_outer = sch.blockize(i16)  # one warp's 16 x BN x BK product
     i0, i1 = sch.split(i, [None, warps_m])
     k0, ty = k, i1
-    if slices > 1:  # the slices are the block's warpgroups (sliced_k.py), not more blocks
+    if slices > 1:  # the slices are CTAs of one cluster (sliced_k.py, cluster_sum.py)
         if int(sch.get(b).extent) != slices:
             raise ValueError(f"sliced K takes a GEMM without a batch axis ({int(sch.get(b).extent)} != {slices})")
         sch.reorder(i0, j, b, i1, k)
@@ -281,7 +290,7 @@ def apply_wgmma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
         sch.annotate(g2s, ROWS_ANNOTATION, 1)  # rows past M or N read real rows (clamp_rows.py)
 
     # ---------------------------------------------------------------- 5. accum -> shared -> epilogue
-    if slices > 1:  # each warpgroup's partial tile staged; their sum and the epilogue per block
+    if slices > 1:  # each CTA's partial tile staged; their sum and the epilogue, a part of the rows each
         acc_sh, acc, ai0, aj0 = tc.stage_accumulators(sch, block_outer, ty, sh_scope, frag_c, staged_at=None)
         vec_out = stage_sum(sch, acc_sh, epilogue_blocks[0], j, slices=slices, warps=warps_m,
                             vec_max=int(c["vec_out"]), on_gpu=on_gpu)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Optional
 
 from .ir import Graph, Node, RewriteContext, fresh_name, op_node, rewrite
 from .weights import MIN_MN, tensor_core_operand, vector_lanes
@@ -45,6 +46,9 @@ class SplitPolicy:
     # 256x14x14 3x3 at batch 8, 2304 deep: 13.4 against 12.2; 512x7x7 3x3 at batch 16, 4608
     # deep: 24.2 against 17.6
     full_depth: int = 2304
+    # a Hopper target: the deep small grids that `cluster_split` takes are split inside the
+    # tensor-core kernel (a thread-block cluster adding its slices in shared memory), not here
+    cluster: bool = False
 
     def blocks(self, m: int, n: int) -> int:
         """Tiles of 64 x 128 (64 x 64 where N <= 64), the tensor-core template's untuned config
@@ -62,6 +66,8 @@ class SplitPolicy:
         if self.force:  # whole 16-byte chunks of channels a slice
             s = self.force
             return s if channels % s == 0 and (channels // s) % lanes == 0 else 1
+        if self.cluster and cluster_split(m, n, depth, channels, lanes, self.sms) is not None:
+            return 1
         blocks = self.blocks(m, n)
         if 2 * blocks > self.sms or depth < self.min_total:
             return 1
@@ -75,6 +81,33 @@ class SplitPolicy:
                 break
             s *= 2
         return best
+
+
+# In-kernel split-K on Hopper (schedules/cuda/cluster_sum.py): (tile, slices) in the order tried, the
+# largest tile first, as it reads the fewest operand bytes through L2 (what bounds these grids,
+# WGMMA_NOTES session 23). Taken where the slices' CTAs fill 7/10 of the SMs or more without a
+# second wave, each slice at least CLUSTER_MIN_DEPTH deep. H100, fp16 b16 (results/issue9/session28:
+# sweep3.json), against the untuned unsplit kernel: 512x7x7->512 3x3 128x128 in 4 slices 14.8 us (two
+# kernels in 4 slices 17.2, unsplit 24.7); 2048x7x7->512 64x128 in 2 8.8 (64x64 unsplit 9.5;
+# 128x128 in 4, 512 deep a slice, 10.0); 256x14x14 3x3 128x128 in 2 13.8 (64x128 14.1);
+# 1024x14x14->256 (1024 deep) gained nothing: 64x64 7.5, 128x128 in 2 8.8.
+CLUSTER_TILES = (((128, 128), 4), ((128, 128), 2), ((64, 128), 2))
+CLUSTER_MIN_TOTAL = 2048
+CLUSTER_MIN_DEPTH = 1024
+
+
+def cluster_split(m: int, n: int, depth: int, channels: int, lanes: int, sms: int) -> Optional[tuple]:
+    """((BM, BN), slices) of the in-kernel cluster split for an M x N output `depth` deep whose
+    innermost reduction axis has `channels` (each slice takes whole 16-byte vectors of them), or
+    None. 16-bit operands only (8 lanes a vector): the path is measured for fp16 and bf16."""
+    if lanes != 8 or depth < CLUSTER_MIN_TOTAL or m < MIN_MN or n < MIN_MN:
+        return None
+    for (bm, bn), s in CLUSTER_TILES:
+        ctas = _tiles(m, n, bm, bn) * s
+        if (7 * sms <= 10 * ctas and ctas <= sms and depth // s >= CLUSTER_MIN_DEPTH
+                and channels % (lanes * s) == 0):
+            return (bm, bn), s
+    return None
 
 
 def _tiles(m: int, n: int, bm: int, bn: int) -> int:

@@ -167,10 +167,32 @@ def test_a_forced_count_splits_wherever_the_channels_allow(shape, force, want):
 
 
 def test_build_takes_a_slice_count():
-    """build(..., split_k=2) on a Hopper target: the conv is a 2-slice product and a sum."""
+    """build(..., split_k=2) on a Hopper target: the conv is a 2-slice product and a sum. (At
+    batch 1: batch 16's 512x7x7 3x3 is split inside its kernel, cluster_split, and stays one conv.)"""
     from tefuse.driver import prepare_graph
 
-    g = _conv(16, 7, 512, 512, 3)
-    counts = {sk: [n.attrs.get("split_k", 1) for n in prepare_graph(g, "cuda:sm_90", precision="fp16", split_k=sk).nodes
-                   if n.op == "conv2d"] for sk in (True, False, 2)}
-    assert counts == {True: [4], False: [1], 2: [2]}
+    counts = {(n, sk): [x.attrs.get("split_k", 1) for x in prepare_graph(_conv(n, 7, 512, 512, 3), "cuda:sm_90",
+                                                                         precision="fp16", split_k=sk).nodes
+                        if x.op == "conv2d"] for n in (1, 16) for sk in (True, False, 2)}
+    assert counts == {(1, True): [16], (1, False): [1], (1, 2): [2], (16, True): [1], (16, False): [1], (16, 2): [2]}
+
+
+@pytest.mark.parametrize("shape,want,cluster", [
+    ((16, 7, 512, 512, 3), 1, ((128, 128), 4)),  # 112 CTAs of 1152 deep: the kernel splits it
+    ((16, 7, 2048, 512, 1), 1, ((64, 128), 2)),
+    ((16, 14, 256, 256, 3), 1, ((128, 128), 2)),
+    ((8, 14, 256, 256, 3), 1, ((64, 128), 2)),  # 4 slices of 128x128 would be 576 deep each
+    ((1, 7, 512, 512, 3), 16, None),  # 4 tiles: too few CTAs for a cluster; a second kernel's split
+    ((16, 14, 1024, 256, 1), 1, None),  # 1024 deep
+])
+def test_a_hopper_policy_leaves_the_cluster_splits_to_the_kernel(shape, want, cluster):
+    """On Hopper (cluster=True) the deep small grids that graph/split_k.cluster_split takes stay one
+    conv (the tensor-core kernel splits them among a cluster's CTAs); the others split as before."""
+    from tefuse.graph.split_k import cluster_split
+
+    n, hw, c, k, r = shape
+    conv = _conv(n, hw, c, k, r).node("conv")
+    g = conv.geometry
+    assert cluster_split(g.m, g.k, g.r, g.c, 8, 132) == cluster
+    assert conv_splits(conv, SplitPolicy(sms=132, cluster=True)) == want
+    assert cluster_split(g.m, g.k, g.r, g.c, 4, 132) is None  # tf32 (4 lanes a vector): never
