@@ -560,17 +560,25 @@ def _slices(cfg: Config) -> int:
     return int(cfg.values.get("slices", 1))
 
 
-def _sliceable(info: KernelInfo, slices: int) -> bool:
+# block tiles the slices' sum splits over the CTAs' warps (sliced_k.stage_sum), the sizes measured
+SLICED_TILES = ((64, 64), (64, 128), (128, 128))
+
+
+def _sliceable(info: KernelInfo, slices: int, tile=None) -> bool:
     """Whether the cluster split (sliced_k.py, cluster_sum.py) can take this kernel's reduction:
-    its innermost axis (a conv's input channels, a dense's K) in whole 16-byte vectors a slice, a
-    GEMM without a batch axis (the slices take its place), channels-last (the sum is computed over
-    the output's (M, N) view)."""
+    its innermost axis (a conv's input channels, a dense's K) in whole 16-byte vectors a slice and
+    two k steps a slice at least, a GEMM without a batch axis (the slices take its place),
+    channels-last (the sum is computed over the output's (M, N) view); with `tile`, one of
+    SLICED_TILES with a whole tile of rows."""
     g = info.geometry
     if info.anchor_kind == "conv2d" and (g.layout != "NHWC" or g.split_k != 1):
         return False
     if info.anchor_kind == "dense" and getattr(g, "batch", 1) not in (1, None):
         return False
-    return _channels(info) % (8 * slices) == 0
+    m, _, k = tc_shape(info)
+    if tile is not None and (tuple(tile[:2]) not in SLICED_TILES or m < tile[0]):
+        return False
+    return _channels(info) % (8 * slices) == 0 and k // slices >= 128
 
 
 def _channels(info: KernelInfo) -> int:
@@ -610,7 +618,7 @@ class TensorCoreGemm(Template):
         # implied 1 in the records from before it
         s.define_knob("slices", [1, 2, 4], implied_first=True)
         s.constrain(lambda v: v["intrin"] == "wgmma" or tuple(v["tile"]) not in WGMMA_ONLY_TILES)
-        s.constrain(lambda v: v["slices"] == 1 or (v["intrin"] == "wgmma" and _sliceable(info, v["slices"])))
+        s.constrain(lambda v: v["slices"] == 1 or (v["intrin"] == "wgmma" and _sliceable(info, v["slices"], v["tile"])))
         if "wgmma" in intrins:
             from .tensorcore_wgmma import wgmma_admits
 

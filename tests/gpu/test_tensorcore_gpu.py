@@ -77,7 +77,7 @@ def _variants(info, target):
         for knob in space.knobs:
             for v in knob.candidates:
                 cfg = {**base, knob.name: v}
-                if cfg not in seen and space.admits(space.index_of(cfg)):
+                if cfg not in seen and space.admits(space.index_of(space.completed(cfg))):
                     seen.append(cfg)
     return t, space, seen
 

@@ -326,11 +326,13 @@ def test_only_narrows_the_search_to_one_knob_value_and_one_config_per_wgmma_tile
          runner=FakeRunner(Timeline()), batch_size=8, tasks_at_once=1, only={"intrin": "wgmma"})
     recs = Database(log).records()
     assert recs[0].config_index == task.fallback().index
-    kernels = [(tuple(r.config["tile"][:2]), r.config["stages"], r.config["vec_out"]) for r in recs]
+    kernels = [(tuple(r.config["tile"][:2]), r.config["stages"], r.config["vec_out"], r.config.get("slices", 1))
+               for r in recs]
     assert all(r.config["intrin"] == "wgmma" and r.config["bk"] == 64 for r in recs)
     assert len(set(kernels)) == len(kernels)
     # (BM, BN) pairs (3 of them wgmma-only: 192 wide) x stages 1-4 x store widths, and 6 or 8 stages
-    # where they fit Hopper's 227 KB: 128x128 at 6, 128x64, 64x128 and 64x64 at both (7 x 2 widths)
+    # where they fit Hopper's 227 KB: 128x128 at 6, 128x64, 64x128 and 64x64 at both (7 x 2 widths);
+    # no cluster slices: a 128-deep reduction has no two k steps to give each
     assert len(kernels) == 9 * 4 * 2 + 7 * 2
 
 

@@ -81,7 +81,9 @@ def test_the_space_rules_out_the_wgmma_configs_apply_refuses(dtype):
             with pytest.raises(ValueError, match="deep"):
                 t.apply(sch, low.info, cfg, target)
     mma = [i for i in range(len(space)) if space.get(i)["intrin"] == "mma"]
-    assert mma and all(space.admits(i) == (tuple(space.get(i)["tile"]) not in WGMMA_ONLY_TILES) for i in mma)
+    unsliced = [i for i in mma if space.get(i)["slices"] == 1]
+    assert unsliced and all(space.admits(i) == (tuple(space.get(i)["tile"]) not in WGMMA_ONLY_TILES) for i in unsliced)
+    assert not any(space.admits(i) for i in mma if space.get(i)["slices"] > 1)  # cluster slices: wgmma only
     wgmma_192 = space.from_values({**fb, "bk": 32 if dtype == "float32" else 64, "tile": (192, 192, 64, 64)})
     assert space.admits(wgmma_192.index)
 
