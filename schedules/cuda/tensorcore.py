@@ -484,13 +484,14 @@ def pass_config(intrin: str, target, slices: int = 1) -> dict:
     if _target_kind(target) == "cuda" and intrin == "wmma":
         cfg["tirx.disable_storage_rewrite"] = True
     if _target_kind(target) == "cuda" and intrin == "wgmma":
-        from .tma_mainloop import PIPELINE as TMA_PIPELINE, cluster_from_env
+        from .tma_mainloop import cluster_from_env
+        from .wgmma_pipeline import PIPELINE as LATE_PIPELINE
 
         # CSE would bind the accumulators' `threadIdx.x * 8` to a let variable before
         # LowerWarpMemory, which then cannot tell that the wgmma call's &acc[...] is this lane's
         cfg["tirx.disable_cse_tir"] = True
         if cluster_from_env() is not None or slices > 1:  # the TMA mainloop's or cluster_sum's lowering
-            cfg[TIR_PIPELINE] = TMA_PIPELINE
+            cfg[TIR_PIPELINE] = LATE_PIPELINE
     return cfg
 
 

@@ -25,6 +25,7 @@ from tvm.s_tir.dlight.gpu.matmul import IterKind, detect_iter_traits, make_iter_
 from . import tensorcore as tc
 from .clamp_rows import ROWS_ANNOTATION
 from .sliced_k import SLICE_AXIS, stage_sum
+from . import wgmma_pipeline  # noqa: F401 - registers the late passes' pipeline (build workers too)
 from .tma_mainloop import TmaPlan, cluster_from_env, operand_view
 from .tma_mainloop import annotate as annotate_tma
 from .tma_mainloop import stages_for as tma_stages

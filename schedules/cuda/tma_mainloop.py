@@ -3,7 +3,7 @@ function, its operands described by tensor maps encoded on the host.
 
 The wgmma schedule (tensorcore_wgmma) builds the kernel as usual, without a software pipeline,
 and annotates its k loop with a `TmaPlan` (`annotate`). After TVM has lowered the blocks
-(`InjectTmaMainloop`, in the `PIPELINE` this module registers), the pass
+(`InjectTmaMainloop`, in wgmma_pipeline's `PIPELINE`), the pass
 - replaces that loop (its cp.async copies and wgmma call) by one call of the mainloop, with this
   lane's accumulators (the wgmma call's own first argument), the two maps and a shared buffer;
 - gives that buffer the bytes of the stages (the schedule's one-stage operand tiles go);
@@ -28,18 +28,16 @@ from typing import Optional
 
 import tvm
 import tvm.sym  # noqa: F401 - the arithmetic analyzer
-from tvm import s_tir, tirx
+from tvm import tirx
 from tvm.ir.expr import Call, TensorLoad
 from tvm.script import tirx as T
 from tvm_ffi import structural_mutate, structural_walk
 
 from ..common import dtype_bytes, env_switch
 from . import tma_source
-from .cluster_sum import InjectClusterSum
 from .tensor_intrin_wgmma import bk_of
 
 ANNOTATION = "tefuse_tma"
-PIPELINE = "tefuse_cuda_tma"
 
 
 def cluster_from_env() -> Optional[tuple]:
@@ -222,54 +220,3 @@ def inject(func):
 @tvm.tirx.transform.prim_func_pass(opt_level=0, name="tefuse.InjectTmaMainloop")
 def InjectTmaMainloop(func, _mod, _ctx):  # noqa: N802 - TVM's pass naming
     return inject(func)
-
-
-def _main_pipeline():
-    """TVM 0.27's default s_tir lowering (tvm/s_tir/pipeline.py) with InjectTmaMainloop after
-    LowerOpaqueBlock: the blocks are gone, the buffers not yet flattened, the host and device
-    parts not yet split."""
-
-    @tvm.transform.module_pass(opt_level=0)
-    def _pipeline(mod, _ctx):
-        config = tvm.transform.PassContext.current().config
-        t = s_tir.transform
-        passes = [t.CanonicalizeLoop(), t.LowerCrossThreadReduction(), t.LowerInitBlock(),
-                  t.PlanAndUpdateBufferAllocationLocation(), t.ConvertBlocksToOpaque(), t.LiftThreadBinding(),
-                  t.ManifestSharedMemoryLocalStage(), t.CompactBufferAllocation(), t.LowerAutoCopy(),
-                  t.UnifyThreadBinding(), t.LowerMatchBuffer(), t.StmtSimplify(), t.InjectPermutedLayout(),
-                  t.AnnotateIrregularLoop(), t.InjectSoftwarePipeline(), t.TransformMmaBufferLayout(),
-                  t.LowerOpaqueBlock(), InjectTmaMainloop, InjectClusterSum,
-                  tirx.transform.FlattenBuffer(), tirx.transform.BF16ComputeLegalize(),
-                  tirx.transform.NarrowDataType(32), t.LoopPartition(),
-                  tirx.transform.VectorizeLoop(not bool(config.get("tirx.disable_vectorize", False))),
-                  t.InjectVirtualThread(), t.InjectDoubleBuffer()]
-        if not bool(config.get("tirx.disable_storage_rewrite", False)):
-            passes.append(tirx.transform.StorageRewrite())
-        if config.get("tirx.use_async_copy", False):
-            passes.append(t.LowerAsyncDMA())
-        passes += [t.HoistIfThenElse(), tirx.transform.UnrollLoop(), t.RenormalizeSplitPattern(),
-                   tirx.transform.StmtSimplify(), tirx.transform.RemoveNoOp(), t.RewriteUnsafeSelect()]
-        if not bool(config.get("tirx.disable_cse_tir", False)):
-            passes.append(tirx.transform.CommonSubexprElim())
-        passes += [tirx.transform.FP8ComputeLegalize(), t.VerifyVTCMLimit(), t.LowerVtcmAlloc(),
-                   tirx.transform.VerifyMemory(), tirx.transform.AnnotateEntryFunc(),
-                   t.ThreadSync("shared"), t.ThreadSync("shared.dyn"), t.ThreadSync("warp"),
-                   t.InferFragment(), t.LowerThreadAllreduce()]
-        if config.get("tirx.use_async_copy", False):
-            passes.append(t.InjectPTXAsyncCopy())
-        passes += [t.MergeSharedMemoryAllocations(), tirx.transform.SplitHostDevice(),
-                   tirx.transform.MakePackedAPI(), tirx.transform.FP8StorageLegalize(),
-                   tirx.transform.BF16StorageLegalize()]
-        return tvm.ir.transform.Sequential(passes)(mod)
-
-    return _pipeline
-
-
-def _pipeline_factory(**_):
-    from .hoist import _pipeline_factory as hoist_factory
-
-    _main, host, device = hoist_factory()
-    return _main_pipeline(), host, device
-
-
-tvm.tirx.compilation_pipeline.register_tir_pipeline(PIPELINE, _pipeline_factory)
