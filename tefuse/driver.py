@@ -266,7 +266,9 @@ def build(graph: GraphSource, target: TargetLike = "llvm", *, db: Union[BestReco
     computes partial sums over channel slices, added up by a second kernel with the epilogue
     (graph/split_k.py); False keeps every conv one kernel; an int N > 1 splits every tensor-core
     conv and Linear whose channels divide into N slices of whole 16-byte chunks (to measure a
-    count against the policy's).
+    count against the policy's). On Hopper the deep small-grid convs that split_k.cluster_split
+    names are left to the kernel instead, which splits them among a cluster's CTAs (its own
+    config, `slices`; not affected by this option).
     db / cache: None (off, the default: builds stay hermetic), an object, or "default" for
     the user + shipped tuning logs / the on-disk kernel cache (what the CLI passes).
     jobs: kernels compiled at once (default: `default_jobs()`); 1 compiles one at a time.

@@ -15,8 +15,9 @@ one part a slice) serial, marked CLUSTER_SUM. After TVM lowers the blocks, `inje
 - reads the slices' partial tiles from the CTA that computed each: a load of the staging tile at
   slice s goes through a pointer `mapa` gives for CTA s of the cluster (a generic address into
   its shared memory; the slot each CTA writes is its own slice's, so the offsets agree);
-- puts a cluster barrier before the sum (every partial tile written) and after it (no CTA exits
-  while a peer still reads its shared memory);
+- puts a cluster barrier before the sum (every partial tile written), and an arrive after the
+  sum's reads with its wait at the end (no CTA exits while a peer still reads its shared memory;
+  the epilogue runs in between);
 - launches the grid in clusters of the slices along z (thread extent `clusterCtaIdx.z`, as
   tma_mainloop does for x and y).
 """
@@ -42,10 +43,10 @@ __device__ __forceinline__ T* tefuse_cluster_map(T* p, unsigned int rank) {
 __device__ __forceinline__ void tefuse_cluster_barrier() {
   asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
 }
-// after the sum: this CTA is done reading its peers (their values are in registers), so a relaxed
-// arrive (no release fence to wait for the epilogue's global stores); the wait before exit
-__device__ __forceinline__ void tefuse_cluster_arrive_relaxed() {
-  asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
+// after the sum: this CTA is done reading its peers; the release orders those reads before the
+// arrive (no epilogue store precedes it yet), and a peer's wait before its exit pairs with it
+__device__ __forceinline__ void tefuse_cluster_arrive() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
 }
 __device__ __forceinline__ void tefuse_cluster_wait() {
   asm volatile("barrier.cluster.wait.aligned;\n" ::: "memory");
@@ -59,8 +60,8 @@ def _barrier(name: str = "tefuse_cluster_barrier"):
 
 
 def _arrive_after_reads(body, peers):
-    """`body` with a relaxed cluster arrive after its last top-level statement that reads a peer's
-    tile (the epilogue after it overlaps the peers' reads), closed by a wait at its end."""
+    """`body` with a cluster arrive after its last top-level statement that reads a peer's tile
+    (the epilogue after it overlaps the peers' reads), closed by a wait at its end."""
     stmts = list(body.seq) if isinstance(body, tirx.SeqStmt) else [body]
 
     def reads_peer(stmt):
@@ -70,7 +71,7 @@ def _arrive_after_reads(body, peers):
         return bool(hits)
 
     last = max(i for i, st in enumerate(stmts) if reads_peer(st))
-    return tirx.SeqStmt([*stmts[:last + 1], _barrier("tefuse_cluster_arrive_relaxed"), *stmts[last + 1:],
+    return tirx.SeqStmt([*stmts[:last + 1], _barrier("tefuse_cluster_arrive"), *stmts[last + 1:],
                          _barrier("tefuse_cluster_wait")])
 
 
@@ -91,6 +92,24 @@ def _thread_var(func, tag: str):
     if not found:
         raise ValueError(f"cluster sum: the kernel binds no {tag}")
     return found[0]
+
+
+def _thread_extents(func) -> dict:
+    found = {}
+
+    def visit(n):
+        if n.attr_key == "thread_extent":
+            found[str(n.node.thread_tag)] = int(n.value)
+
+    structural_walk(func.body, [(tirx.AttrStmt, visit)])
+    return found
+
+
+def _shared_stores(body) -> list:
+    found = []
+    structural_walk(body, [(tirx.BufferStore, lambda n: found.append(n) if n.buffer.scope().startswith("shared")
+                            else None)])
+    return found
 
 
 def _staging(body):
@@ -138,10 +157,18 @@ def inject(func):
     if int(loop.extent) != slices:
         raise ValueError(f"cluster sum: the rows loop has {int(loop.extent)} parts, not {slices}")
     bz = _thread_var(func, "blockIdx.z")
+    extents = _thread_extents(func)
+    if extents.get("blockIdx.z") != slices:
+        raise ValueError(f"cluster sum: blockIdx.z spans {extents.get('blockIdx.z')} CTAs, not the {slices} slices")
+    if any(tag.startswith("clusterCtaIdx") for tag in extents):  # (a TMA cluster: ranks would not be blockIdx.z)
+        raise ValueError("cluster sum: the kernel is already launched in clusters")
     staging = _staging(loop.body)
     if staging.dtype != "float32" or int(staging.shape[0]) != slices:
         raise ValueError(f"cluster sum: partial tiles {staging.dtype} {list(staging.shape)}, not float32 by slice")
 
+    if _shared_stores(loop.body):  # peers read the tile through pointers the memory planner does
+        # not see: a shared buffer written after the sum could be placed over it
+        raise ValueError("cluster sum: the sum or its epilogue writes shared memory")
     body = structural_map(loop.body, (tirx.Var, lambda v: bz if v.same_as(loop.loop_var) else v))
     body = _unroll_slices(body, staging, slices)
     # each CTA keeps only its own slice's partial tile: slot 0 of a one-slot buffer (the same
@@ -175,6 +202,8 @@ def inject(func):
         n = m.default_mutate(n)
         if not n.buffer.same_as(staging):
             return n
+        if not n.indices[0].same_as(bz):
+            raise ValueError("cluster sum: a partial tile stored at a slot other than the CTA's own")
         return tirx.BufferStore(own, n.value, [tirx.IntImm(n.indices[0].ty.dtype, 0), *n.indices[1:]])
 
     def on_alloc(n, m):

@@ -570,14 +570,14 @@ def _sliceable(info: KernelInfo, slices: int, tile=None) -> bool:
     its innermost axis (a conv's input channels, a dense's K) in whole 16-byte vectors a slice and
     two k steps a slice at least, a GEMM without a batch axis (the slices take its place),
     channels-last (the sum is computed over the output's (M, N) view); with `tile`, one of
-    SLICED_TILES with a whole tile of rows."""
+    SLICED_TILES with a whole tile of rows and whole tiles of columns."""
     g = info.geometry
     if info.anchor_kind == "conv2d" and (g.layout != "NHWC" or g.split_k != 1):
         return False
     if info.anchor_kind == "dense" and getattr(g, "batch", 1) not in (1, None):
         return False
-    m, _, k = tc_shape(info)
-    if tile is not None and (tuple(tile[:2]) not in SLICED_TILES or m < tile[0]):
+    m, n, k = tc_shape(info)
+    if tile is not None and (tuple(tile[:2]) not in SLICED_TILES or m < tile[0] or n % tile[1]):
         return False
     return _channels(info) % (8 * slices) == 0 and k // slices >= 128
 
@@ -619,7 +619,8 @@ class TensorCoreGemm(Template):
         # implied 1 in the records from before it
         s.define_knob("slices", [1, 2, 4], implied_first=True)
         s.constrain(lambda v: v["intrin"] == "wgmma" or tuple(v["tile"]) not in WGMMA_ONLY_TILES)
-        s.constrain(lambda v: v["slices"] == 1 or (v["intrin"] == "wgmma" and _sliceable(info, v["slices"], v["tile"])))
+        s.constrain(lambda v: v["slices"] == 1 or (v["intrin"] == "wgmma" and _sliceable(info, v["slices"], v["tile"])
+                                                   and v["vec_out"] == 4))  # (the sum stores 4 wide at most)
         if "wgmma" in intrins:
             from .tensorcore_wgmma import wgmma_admits
 
@@ -634,9 +635,16 @@ class TensorCoreGemm(Template):
         if "wgmma" in _intrins(info, target) and getattr(info.geometry, "b_nk", False):
             from .tensorcore_wgmma import fallback_values
 
-            values = fallback_values(m, n, sms, info.dtype, k, _channels(info) if _sliceable(info, 2) else None)
+            sliceable = info.anchor_kind == "conv2d" and _sliceable(info, 2)  # (graph/split_k.cluster_split)
+            values = fallback_values(m, n, sms, info.dtype, k, _channels(info) if sliceable else None)
             return space.from_values(values)
         return space.from_values({**mma_fallback_values(m, n, sms), "intrin": _intrins(info)[0]})
+
+    def fallback_alternatives(self, info: KernelInfo, target, space: ConfigSpace, cfg: Config):
+        """A cluster split the sum's schedule refuses (an epilogue it cannot compute 4 wide): the
+        same config unsliced."""
+        if _slices(cfg) > 1:
+            yield space.from_values({**cfg.values, "slices": 1})
 
     def apply(self, sch, info: KernelInfo, cfg: Config, target) -> None:
         # prologues (pad, casts, layout changes) stay blocks here: the global -> shared copies

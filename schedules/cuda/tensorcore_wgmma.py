@@ -71,7 +71,8 @@ VEC_OUT = 4
 
 def fallback_values(m: int, n: int, sms: int, dtype: str = "float16", k: Optional[int] = None,
                     channels: Optional[int] = None) -> dict:
-    """The untuned wgmma config, from the H100 sweeps (results/issue9/session10/wgmma.json;
+    """The untuned wgmma config: a cluster split (`slices`, graph/split_k.cluster_split) for a
+    deep small-grid conv whose `channels` are given; otherwise, from the H100 sweeps (results/issue9/session10/wgmma.json;
     session18/conv_b16_sweep_*.jsonl, every block tile and stage count of the 15 ResNet-50 convs
     at batch 16): 128x128 blocks, 3 stages, when they give every SM two blocks (4096^3: 0.28 ms,
     cuBLAS 0.20), or 192x192 where that takes fewer waves (`_fewer_waves_at_192`); 128x128 too
@@ -333,4 +334,4 @@ def apply_wgmma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
         if on_gpu:
             sch.annotate(k0, "software_pipeline_async_stages", [0])
 
-    return {"vec_a": vec_a, "vec_b": vec_b, "vec_out": vec_out, "b_nk": True, "n_warps": n_warps * slices}
+    return {"vec_a": vec_a, "vec_b": vec_b, "vec_out": vec_out, "b_nk": True, "n_warps": n_warps}

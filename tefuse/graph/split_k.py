@@ -13,7 +13,7 @@ Linears reading their weight [N, K]).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional
 
 from .ir import Graph, Node, RewriteContext, fresh_name, op_node, rewrite
@@ -59,8 +59,9 @@ class SplitPolicy:
 
     def splits(self, m: int, n: int, depth: int, channels: int, lanes: int) -> int:
         """The fewest slices (a power of two) that give every SM a block, as many as the depth
-        and the channels' 16-byte chunks allow; 1 where the grid is already half full, or where
-        64x64 tiles fill 3/4 of the SMs and the reduction is under full_depth."""
+        and the channels' 16-byte chunks allow; 1 where the grid is already half full, where
+        64x64 tiles fill 3/4 of the SMs and the reduction is under full_depth, or (`cluster`)
+        where the kernel splits it itself (`cluster_split`)."""
         if m < MIN_MN or n < MIN_MN:  # a GEMV (an SE block's 1x1 conv, a decode step): no tensor-core tile
             return 1
         if self.force:  # whole 16-byte chunks of channels a slice
@@ -99,13 +100,16 @@ CLUSTER_MIN_DEPTH = 1024
 def cluster_split(m: int, n: int, depth: int, channels: int, lanes: int, sms: int) -> Optional[tuple]:
     """((BM, BN), slices) of the in-kernel cluster split for an M x N output `depth` deep whose
     innermost reduction axis has `channels` (each slice takes whole 16-byte vectors of them), or
-    None. 16-bit operands only (8 lanes a vector): the path is measured for fp16 and bf16."""
+    None. 16-bit operands only (8 lanes a vector): the path is measured for fp16 and bf16. A tile
+    is taken only with M at least one tile and N whole tiles (the slices' sum spreads a tile's full
+    width over a warp, sliced_k.stage_sum). Convs only (conv_splits): the sum computes the epilogue
+    4 lanes wide, which a Linear's GELU (erf, scalarized) would not allow."""
     if lanes != 8 or depth < CLUSTER_MIN_TOTAL or m < MIN_MN or n < MIN_MN:
         return None
     for (bm, bn), s in CLUSTER_TILES:
         ctas = _tiles(m, n, bm, bn) * s
         if (7 * sms <= 10 * ctas and ctas <= sms and depth // s >= CLUSTER_MIN_DEPTH
-                and channels % (lanes * s) == 0):
+                and channels % (lanes * s) == 0 and m >= bm and n % bn == 0):
             return (bm, bn), s
     return None
 
@@ -134,8 +138,8 @@ def matmul_splits(n: Node, policy: SplitPolicy) -> int:
     w = n.inputs[1]
     if not tensor_core_operand(n, w) or float(n.attrs.get("alpha", 1.0)) != 1.0:
         return 1
-    g = n.geometry  # a's rows (batch dims included) by N, K deep
-    return policy.splits(g.m, g.n, g.k, g.k, vector_lanes(w.dtype))
+    g = n.geometry  # a's rows (batch dims included) by N, K deep (no cluster split: `cluster_split`)
+    return replace(policy, cluster=False).splits(g.m, g.n, g.k, g.k, vector_lanes(w.dtype))
 
 
 SPLITTERS = {"conv2d": conv_splits, "matmul": matmul_splits}  # op -> its slice count

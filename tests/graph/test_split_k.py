@@ -196,3 +196,23 @@ def test_a_hopper_policy_leaves_the_cluster_splits_to_the_kernel(shape, want, cl
     assert cluster_split(g.m, g.k, g.r, g.c, 8, 132) == cluster
     assert conv_splits(conv, SplitPolicy(sms=132, cluster=True)) == want
     assert cluster_split(g.m, g.k, g.r, g.c, 4, 132) is None  # tf32 (4 lanes a vector): never
+
+
+@pytest.mark.parametrize("shape", [
+    (16, 15, 2048, 96, 1),  # 96 output channels: no whole 128-wide tile of columns
+    (1, 7, 2048, 512, 1),  # 4 tiles: too few CTAs
+])
+def test_no_cluster_split_without_whole_tiles_or_ctas(shape):
+    """The slices' sum spreads a tile's full width over a warp: a conv whose output channels are
+    not whole tiles keeps the graph's split (or none) on Hopper, as without clusters."""
+    n, hw, c, k, r = shape
+    conv = _conv(n, hw, c, k, r).node("conv")
+    assert conv_splits(conv, SplitPolicy(sms=132, cluster=True)) == conv_splits(conv, H100)
+
+
+@pytest.mark.parametrize("rows,k,n", [(128, 4096, 4096), (72, 4096, 6144), (197, 3072, 768)])
+def test_linears_keep_the_graph_split_on_hopper(rows, k, n):
+    """Linears never take the cluster split (their epilogues include GELU, which the slices' sum
+    cannot compute 4 wide): the Hopper policy splits them as the policy without clusters does."""
+    fc = _linear(rows, k, n).node("fc")
+    assert matmul_splits(fc, SplitPolicy(sms=132, cluster=True)) == matmul_splits(fc, H100)

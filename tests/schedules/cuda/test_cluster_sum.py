@@ -54,14 +54,14 @@ def _cuda_kernel(graph, values):
 def test_cuda_reads_peers_through_mapa_between_cluster_barriers():
     """2048 -> 512 1x1 at 7x7 (ResNet-50's, batch 2): 64x128 tiles in 2 slices. The kernel stores
     its partial tile in its own slot, maps the slot of each CTA of the cluster, adds the slices
-    as 16-byte vectors after a full cluster barrier, arrives (relaxed) once it has read them and
+    as 16-byte vectors after a full cluster barrier, arrives once it has read them and
     waits before it exits; the PTX has the mapa and the barriers, the copies stay cp.async 16 B."""
     src = _cuda_kernel(_ohwi_conv(2, 7, 2048, 512, 1),
                        {"tile": (64, 128, 32, 64), "bk": 64, "stages": 4, "intrin": "wgmma", "vec_out": 4,
                         "slices": 2})
     body = src[src.index("main_kernel("):]
     order = [body.index(s) for s in ("tefuse_cluster_barrier();", "tefuse_cluster_map(",
-                                     "tefuse_cluster_arrive_relaxed();", "tefuse_cluster_wait();")]
+                                     "tefuse_cluster_arrive();", "tefuse_cluster_wait();")]
     assert order == sorted(order)
     assert len(re.findall(r"float4 \w+ = \*\(float4\*\)\(\w+_cta[01] \+", body)) >= 2
     assert "blockIdx.z" in body
@@ -69,7 +69,7 @@ def test_cuda_reads_peers_through_mapa_between_cluster_barriers():
     ptx = compile_to_ptx(src, "sm_90a")
     assert "mapa.u64" in ptx
     assert "barrier.cluster.arrive.release.aligned" in ptx and "barrier.cluster.wait.acquire.aligned" in ptx
-    assert "barrier.cluster.arrive.relaxed.aligned" in ptx
+    assert ptx.count("barrier.cluster.arrive.release.aligned") >= 2
     assert re.search(r"cp\.async\.cg\.shared\.global(\.L2::\d+B)? \[%r\d+\], \[%rd\d+\], 16", ptx)
     assert "ld.local" not in ptx and "st.local" not in ptx
 
@@ -102,3 +102,17 @@ def test_the_untuned_config_takes_the_cluster_split_for_deep_small_grids():
     assert pick(16, 14, 256, 256, 3) == ((128, 128), 2)
     assert pick(16, 14, 1024, 256, 1)[1] == 1
     assert pick(1, 7, 512, 512, 3)[1] == 1
+    assert pick(16, 15, 2048, 96, 1)[1] == 1  # 96 output channels: no whole tile of columns
+
+
+def test_a_sliced_fallback_that_does_not_apply_falls_back_unsliced():
+    """Where the slices' sum refuses the epilogue, the untuned build takes the same config with
+    one slice (Template.fallback_alternatives) instead of failing."""
+    tpl = TensorCoreGemm()
+    target = make_target("cuda")
+    _, low = _lowered(_ohwi_conv(16, 7, 512, 512, 3))
+    space = tpl.space(low.info, target)
+    cfg = tpl.fallback(low.info, target, space)
+    assert cfg["slices"] == 4
+    (alt,) = tpl.fallback_alternatives(low.info, target, space, cfg)
+    assert alt["slices"] == 1 and {**alt.values, "slices": 4} == cfg.values
