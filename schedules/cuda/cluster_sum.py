@@ -18,8 +18,8 @@ one part a slice) serial, marked CLUSTER_SUM. After TVM lowers the blocks, `inje
 - puts a cluster barrier before the sum (every partial tile written), and an arrive after the
   sum's reads with its wait at the end (no CTA exits while a peer still reads its shared memory;
   the epilogue runs in between);
-- launches the grid in clusters of the slices along z (thread extent `clusterCtaIdx.z`, as
-  tma_mainloop does for x and y).
+- launches the grid in clusters of the slices along z (`in_clusters`, which tma_mainloop uses for
+  x and y).
 """
 from __future__ import annotations
 
@@ -81,28 +81,26 @@ def _marked(func):
     return found
 
 
-def _thread_var(func, tag: str):
-    found = []
-
-    def visit(n):
-        if n.attr_key == "thread_extent" and n.node.thread_tag == tag:
-            found.append(n.node.var)
-
-    structural_walk(func.body, [(tirx.AttrStmt, visit)])
-    if not found:
-        raise ValueError(f"cluster sum: the kernel binds no {tag}")
-    return found[0]
-
-
-def _thread_extents(func) -> dict:
+def _thread_axes(func) -> dict:
+    """{thread tag: (its var, its extent)} of the kernel's launch axes."""
     found = {}
 
     def visit(n):
         if n.attr_key == "thread_extent":
-            found[str(n.node.thread_tag)] = int(n.value)
+            found[str(n.node.thread_tag)] = (n.node.var, int(n.value))
 
     structural_walk(func.body, [(tirx.AttrStmt, visit)])
     return found
+
+
+def in_clusters(body, dims: dict):
+    """`body` (a blockIdx attribute's) under thread extents `clusterCtaIdx.<axis>` = extent for
+    each of `dims` ({"x": 2, ...}): TVM's runtime then launches the grid in such clusters."""
+    for axis, ext in dims.items():
+        tag = f"clusterCtaIdx.{axis}"
+        iv = tirx.IterVar(tvm.ir.Range(0, ext), tirx.Var(tag.replace(".", "_"), "int32"), 1, tag)
+        body = tirx.AttrStmt(iv, "thread_extent", ext, body)
+    return body
 
 
 def _shared_stores(body) -> list:
@@ -156,11 +154,11 @@ def inject(func):
     slices = int(loop.annotations[CLUSTER_SUM])
     if int(loop.extent) != slices:
         raise ValueError(f"cluster sum: the rows loop has {int(loop.extent)} parts, not {slices}")
-    bz = _thread_var(func, "blockIdx.z")
-    extents = _thread_extents(func)
-    if extents.get("blockIdx.z") != slices:
-        raise ValueError(f"cluster sum: blockIdx.z spans {extents.get('blockIdx.z')} CTAs, not the {slices} slices")
-    if any(tag.startswith("clusterCtaIdx") for tag in extents):  # (a TMA cluster: ranks would not be blockIdx.z)
+    axes = _thread_axes(func)
+    bz, z_ctas = axes.get("blockIdx.z", (None, None))
+    if z_ctas != slices:
+        raise ValueError(f"cluster sum: blockIdx.z spans {z_ctas} CTAs, not the {slices} slices")
+    if any(tag.startswith("clusterCtaIdx") for tag in axes):  # (a TMA cluster: ranks would not be blockIdx.z)
         raise ValueError("cluster sum: the kernel is already launched in clusters")
     staging = _staging(loop.body)
     if staging.dtype != "float32" or int(staging.shape[0]) != slices:
@@ -174,12 +172,12 @@ def inject(func):
     # each CTA keeps only its own slice's partial tile: slot 0 of a one-slot buffer (the same
     # shared allocation, a slice's size), written there and read there by its peers
     own = _one_slot(staging, staging.name, staging.data, staging.scope())
+    ptr_ty = tvm.ir.PointerType(tvm.ir.PrimType(staging.dtype), "global")
+    base = T.address_of(tirx.BufferLoad(own, [tirx.IntImm("int32", 0)] * len(staging.shape)))
     peers, binds = [], []
     for s in range(slices):
-        ptr_ty = tvm.ir.PointerType(tvm.ir.PrimType(staging.dtype), "global")
         ptr = tirx.Var(f"{staging.name}_cta{s}", ptr_ty)
         peers.append(_one_slot(staging, f"{staging.name}_cta{s}", ptr, "global"))
-        base = T.address_of(tirx.BufferLoad(own, [tirx.IntImm("int32", 0)] * len(staging.shape)))
         binds.append(tirx.Bind(ptr, T.cuda.func_call("tefuse_cluster_map", base, tirx.IntImm("uint32", s),
                                                       source_code=SOURCE, return_type=ptr_ty)))
         binds.append(tirx.DeclBuffer(peers[-1], data=ptr))
@@ -213,8 +211,7 @@ def inject(func):
     def on_attr(n, m):
         n = m.default_mutate(n)
         if n.attr_key == "thread_extent" and n.node.thread_tag == "blockIdx.z":
-            iv = tirx.IterVar(tvm.ir.Range(0, slices), tirx.Var("clusterCtaIdx_z", "int32"), 1, "clusterCtaIdx.z")
-            return tirx.AttrStmt(n.node, n.attr_key, n.value, tirx.AttrStmt(iv, "thread_extent", slices, n.body))
+            return tirx.AttrStmt(n.node, n.attr_key, n.value, in_clusters(n.body, {"z": slices}))
         return n
 
     handlers = [(tirx.For, on_for), (tirx.AttrStmt, on_attr), (tirx.BufferStore, on_store), (tirx.AllocBuffer, on_alloc)]

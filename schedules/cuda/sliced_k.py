@@ -18,7 +18,6 @@ multiplies its own slice's tiles and stores its fragments to its float32 staging
 from __future__ import annotations
 
 from tvm import s_tir, tirx
-from tvm.s_tir.schedule import ScheduleError
 
 SLICED = "_rf"  # the name rfactor gives the partial-products block
 SLICE_AXIS = "blockIdx.z"  # the slices are the CTAs of a cluster, launched along z
@@ -143,4 +142,4 @@ def _fuse_rows(shape):
     return to_mn
 
 
-__all__ = ["SLICED", "ScheduleError", "slice_reduction", "stage_sum"]
+__all__ = ["SLICED", "slice_reduction", "stage_sum"]

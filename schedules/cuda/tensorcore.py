@@ -333,7 +333,7 @@ def bind_grid(sch, b, i0, j0, ty) -> None:
     sch.bind(ty, "threadIdx.y")
 
 
-def stage_accumulators(sch, block_outer, ty, sh_scope, frag_c, staged_at="ty"):
+def stage_accumulators(sch, block_outer, ty, sh_scope, frag_c, place_staging=True):
     """The accumulators' two stages at the warp's loop `ty`: the per-warp fragments (`frag_c`,
     in 16x16 tiles) and the staging tile in shared memory that the epilogue reads (its rows
     padded by `tensorize_staging_store`; float32 here, made 16-bit for fp16/bf16 results after the
@@ -342,7 +342,7 @@ def stage_accumulators(sch, block_outer, ty, sh_scope, frag_c, staged_at="ty"):
     acc_sh = sch.cache_write(block_outer, 0, sh_scope)
     acc = sch.cache_write(block_outer, 0, frag_c)
     sch.reverse_compute_at(acc, ty)
-    if staged_at == "ty":  # else the caller places the staging tile's readers (sliced_k.stage_sum)
+    if place_staging:  # else the caller places the staging tile's readers (sliced_k.stage_sum)
         sch.reverse_compute_at(acc_sh, ty)
     ai, aj = sch.get_loops(acc)[-2:]
     ai0, ai1 = sch.split(ai, [None, 16])

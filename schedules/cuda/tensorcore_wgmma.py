@@ -92,8 +92,7 @@ def fallback_values(m: int, n: int, sms: int, dtype: str = "float16", k: Optiona
     the H100: results/issue9/session16.) A tf32 tile row holds 32 elements in the same 128
     bytes, so the same stages fit."""
     common = {"bk": bk_of(dtype), "intrin": "wgmma", "vec_out": VEC_OUT}
-    cluster = (cluster_split(m, n, k, channels, chunk_elems(dtype), sms)
-               if k is not None and channels is not None and dtype in ("float16", "bfloat16") else None)
+    cluster = cluster_split(m, n, k, channels, chunk_elems(dtype), sms) if k is not None and channels is not None else None
     if cluster is not None:  # a deep small grid: slices of K in a cluster's CTAs (cluster_sum.py)
         (bm, bn), slices = cluster
         tile, stages = ((128, 128, 64, 64), 3) if (bm, bn) == (128, 128) else ((64, 128, 32, 64), 4)
@@ -293,7 +292,7 @@ def apply_wgmma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
 
     # ---------------------------------------------------------------- 5. accum -> shared -> epilogue
     if slices > 1:  # each CTA's partial tile staged; their sum and the epilogue, a part of the rows each
-        acc_sh, acc, ai0, aj0 = tc.stage_accumulators(sch, block_outer, ty, sh_scope, frag_c, staged_at=None)
+        acc_sh, acc, ai0, aj0 = tc.stage_accumulators(sch, block_outer, ty, sh_scope, frag_c, place_staging=False)
         vec_out = stage_sum(sch, acc_sh, epilogue_blocks[0], j, slices=slices, warps=warps_m,
                             vec_max=int(c["vec_out"]), on_gpu=on_gpu)
     else:

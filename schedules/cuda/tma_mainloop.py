@@ -35,6 +35,7 @@ from tvm_ffi import structural_mutate, structural_walk
 
 from ..common import dtype_bytes, env_switch
 from . import tma_source
+from .cluster_sum import in_clusters
 from .tensor_intrin_wgmma import bk_of
 
 ANNOTATION = "tefuse_tma"
@@ -206,11 +207,7 @@ def inject(func):
         n = m.default_mutate(n)
         if (n.attr_key == "thread_extent" and n.node.thread_tag == "blockIdx.x"
                 and plan.cm * plan.cn > 1):
-            body = n.body
-            for tag, ext in (("clusterCtaIdx.y", plan.cm), ("clusterCtaIdx.x", plan.cn)):
-                iv = tirx.IterVar(tvm.ir.Range(0, ext), tirx.Var(tag.replace(".", "_"), "int32"), 1, tag)
-                body = tirx.AttrStmt(iv, "thread_extent", ext, body)
-            return tirx.AttrStmt(n.node, n.attr_key, n.value, body)
+            return tirx.AttrStmt(n.node, n.attr_key, n.value, in_clusters(n.body, {"y": plan.cm, "x": plan.cn}))
         return n
 
     body = structural_mutate(func.body, [(tirx.For, on_for), (tirx.AttrStmt, on_attr)])

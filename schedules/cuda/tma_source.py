@@ -42,6 +42,7 @@ How (CUTLASS's Hopper mainloop, without warp specialisation):
 """
 from __future__ import annotations
 
+from .cluster_sum import SOURCE as CLUSTER_SOURCE  # tefuse_cluster_barrier
 from .tensor_intrin_wgmma import DESC_SOURCE, PTX_TYPE, bk_of, register_fences, wgmma_row
 
 ROW_BYTES = 128  # one swizzled tile row: BK elements
@@ -84,9 +85,6 @@ __device__ __forceinline__ void tefuse_tma_2d(unsigned int dst, unsigned long lo
                  :: "r"(dst), "l"(map), "r"(c0), "r"(c1), "r"(bar) : "memory");
   }
 }
-__device__ __forceinline__ void tefuse_cluster_sync() {
-  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-}
 #endif
 """
 
@@ -127,11 +125,11 @@ def device_source(bm: int, bn: int, stages: int, ktiles: int, cm: int, cn: int, 
     mask_a = f"(unsigned short)((({(1 << cn) - 1}u) << (cy * {cn})))" if cn > 1 else "0"
     mask_b = (f"(unsigned short)({' | '.join(f'(1u << (cx + {y * cn}))' for y in range(cm))})"
               if cm > 1 else "0")
-    sync = "tefuse_cluster_sync();" if ctas > 1 else "__syncthreads();"
+    sync = "tefuse_cluster_barrier();" if ctas > 1 else "__syncthreads();"
     release = (f"for (unsigned int c = 0; c < {ctas}; ++c) tefuse_mbar_arrive_cluster(empty + 8 * ps, c);"
                if ctas > 1 else 'asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\\n" :: "r"(empty + 8 * ps) : "memory");')
     name = func_name(bm, bn, stages, ktiles, cm, cn, in_dtype)
-    return DESC_SOURCE + COMMON + f"""
+    return DESC_SOURCE + COMMON + CLUSTER_SOURCE + f"""
 __device__ __forceinline__ void {name}(float* d, unsigned long long ma, unsigned long long mb, void* smem) {{
   const unsigned int tid = threadIdx.y * blockDim.x + threadIdx.x;
   const unsigned int warp = tid >> 5, lane = tid & 31;
