@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import math
-import os
 import re
 
 import tvm
@@ -21,24 +20,6 @@ _SHARED_ALLOC = re.compile(r'T\.sblock_alloc_buffer\(\(([\d,\s]*)\)(?:,\s*"(\w+)
 def largest_divisor(n: int, cap: int) -> int:
     """The largest divisor of n not above cap (at least 1): perfect tiling for fallbacks."""
     return max(d for d in range(1, max(1, min(n, cap)) + 1) if n % d == 0)
-
-
-def env_switch(name: str) -> bool:
-    """Whether a code-generation switch of the environment is on: set, and not 0 (the A/B
-    switches, the TMA experiment's; codegen/cache.py keys a kernel by the ones that are on)."""
-    return os.environ.get(name, "").strip() not in ("", "0")
-
-
-def target_kind(target) -> str:
-    """A target's kind ("cuda", "rocm", "llvm") whether it is a Target, a dict or a string; None
-    (a template asked without one) counts as CUDA."""
-    if target is None:
-        return "cuda"
-    if isinstance(target, str):
-        return target.split()[0]
-    if isinstance(target, dict):
-        return target["kind"]
-    return target.kind.name
 
 
 def dtype_bytes(dtype: str) -> int:

@@ -14,6 +14,7 @@ from typing import Any, Callable, Optional
 
 from tvm import s_tir
 
+from ..options import DEFAULT, BuildOptions
 from .space import Config, ConfigSpace
 
 
@@ -81,7 +82,7 @@ class Template:
         for a subset of its groups, e.g. non-grouped convs only); those that can't are skipped."""
         return True
 
-    def preference(self, info: KernelInfo, target) -> int:
+    def preference(self, info: KernelInfo, target, options: BuildOptions = DEFAULT) -> int:
         """Rank among a key's templates when no tuning record exists (highest wins, then
         registration order): a measured rule of thumb for which untuned fallback is faster.
         DOMINANT or more: it computes on units the others do not use (tensor cores), so none

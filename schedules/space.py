@@ -17,7 +17,7 @@ def factorizations(extent: int, parts: int, max_inner: Optional[int] = None) -> 
     if parts == 1:
         return [(extent,)]
     out = []
-    for d in _divisors(extent):
+    for d in divisors(extent):
         for rest in factorizations(extent // d, parts - 1, max_inner):
             cand = (d,) + rest
             if max_inner is None or cand[-1] <= max_inner:
@@ -30,7 +30,7 @@ def _hashable(v: Any) -> Any:
     return tuple(v) if isinstance(v, list) else v
 
 
-def _divisors(n: int) -> list[int]:
+def divisors(n: int) -> list[int]:
     small = [d for d in range(1, int(math.isqrt(n)) + 1) if n % d == 0]
     return sorted(set(small + [n // d for d in small]))
 

@@ -28,17 +28,16 @@ from .graph.ir import Graph
 from .graph.layout import auto_layout, convert_layout
 from .graph.patches import patch_convs_as_products
 from .graph.scales import hoist_product_scales
-from .graph.split_k import SplitPolicy, split_k as split_reductions
+from .graph.split_k import split_k as split_reductions
 from .graph.views import clone_shared_views
 from .graph.weights import nk_gemm_weights
 from .graph.precision import check_precision, convert_precision
+from .options import DEFAULT, BuildOptions
 from .runtime.executor import CompiledGraph
 from .runtime.kernel import CompiledKernel
 from .runtime.profiles import ProfiledGraph, profiled
-from .schedules import op_supported, prologue_policy
-from .schedules.cuda.tensorcore import mma_capable
-from .schedules.cuda.tensorcore_wgmma import wgmma_capable
-from .target import TargetLike, gpu_limits, make_target
+from .schedules import graph_policy, op_supported, prologue_policy
+from .target import TargetLike, device_caps, make_target
 
 log = logging.getLogger(__name__)
 VERBOSE = logging.INFO - 5  # per-kernel detail (`tefuse -v`); INFO is one line per stage
@@ -57,10 +56,10 @@ class PreparedGroup:
 
 
 def prepare_group(group: FusedGroup, target: tvm.target.Target, db: Optional[BestRecordSource] = None,
-                  choice: Optional[ScheduleChoice] = None) -> PreparedGroup:
+                  choice: Optional[ScheduleChoice] = None, options: BuildOptions = DEFAULT) -> PreparedGroup:
     t0 = time.perf_counter()
     lowered: LoweredGroup = lower_group(group)
-    mod, choice = apply_choice(lowered, target, choice or choose_schedule(lowered, target, db))
+    mod, choice = apply_choice(lowered, target, choice or choose_schedule(lowered, target, db, options))
     return PreparedGroup(group, lowered, choice, mod, workload_key(group), time.perf_counter() - t0)
 
 
@@ -220,21 +219,19 @@ def prepare_graph(graph: Graph, target, *, precision: str = "fp32", layout: Opti
     graph = clone_shared_views(hoist_product_scales(graph))
     graph = convert_precision(graph, precision)
     tgt = make_target(target)
-    kind = tgt.kind.name
-    if mma_capable(tgt):  # after precision (tensor-core dtypes only), before layout: NCHW as imported
+    policy = graph_policy(device_caps(tgt), None if not split_k else 0 if split_k is True else int(split_k))
+    if policy.gemm_products:  # after precision (tensor-core dtypes only), before layout: NCHW as imported
         graph = patch_convs_as_products(graph)
-    graph = convert_layout(graph, auto_layout(precision, kind) if layout is None else layout)
-    if kind == "cuda":  # tensor-core GEMMs read a Linear's weight [N, K], on Hopper a conv's too (graph/weights.py)
-        graph = nk_gemm_weights(graph, convs=wgmma_capable(tgt))
+    graph = convert_layout(graph, auto_layout(precision, policy.channels_last) if layout is None else layout)
+    if policy.nk_weights:  # tensor-core GEMMs read a Linear's weight [N, K], on Hopper a conv's too (graph/weights.py)
+        graph = nk_gemm_weights(graph, convs=policy.nk_conv_weights, min_mn=policy.min_mn)
     if fuse_attention is not False:  # after precision: whether a template takes the op depends on its dtype
         graph = form_attention(graph, lambda geo, dtype: op_supported(tgt, "attention", geo, dtype,
                                                                       by_default=fuse_attention is None))
-    if mma_capable(tgt):  # scores rows of whole 16-byte vectors where attention stays three kernels
+    if policy.gemm_products:  # scores rows of whole 16-byte vectors where attention stays three kernels
         graph = pad_attention_keys(graph)
-    if split_k and mma_capable(tgt):  # after layout and weights: it splits NHWC convs and [N, K] Linears
-        force = 0 if split_k is True else int(split_k)
-        graph = split_reductions(graph, SplitPolicy(gpu_limits(tgt).sm_count, force=force,
-                                                    cluster=wgmma_capable(tgt)))
+    if policy.split is not None:  # after layout and weights: it splits NHWC convs and [N, K] Linears
+        graph = split_reductions(graph, policy.split)
     return graph
 
 
@@ -246,7 +243,7 @@ def build(graph: GraphSource, target: TargetLike = "llvm", *, db: Union[BestReco
           fold_bn: bool = False, jobs: Optional[int] = None, precision: str = "fp32",
           fuse_attention: Optional[bool] = None, split_k: Union[bool, int] = True,
           layout: Optional[str] = None, progress: Optional[Callable[[int, int], None]] = None,
-          batch_sizes: Optional[Sequence[int]] = None):
+          batch_sizes: Optional[Sequence[int]] = None, options: Optional[BuildOptions] = None):
     """Fuse and compile a graph; returns a `CompiledGraph` ready to run.
 
     Batch profiles: `graph` may be {batch: Graph} (e.g. `import_onnx_profiles(model, [1, 8])`),
@@ -260,14 +257,13 @@ def build(graph: GraphSource, target: TargetLike = "llvm", *, db: Union[BestReco
     fuse_attention: matmul -> softmax -> matmul as one attention kernel (graph/attention.py):
     True where the target has a template for it, False never, None (default) where a template
     that beats the three kernels takes it (`forms_by_default`: the flash template on sm_80 and
-    later, fp16; not the wmma one, slower than the three tuned kernels at ViT-B/16's batch 32:
-    results/issue9/session15).
+    later, fp16; not the wmma one, slower than the three tuned kernels at ViT-B/16's batch 32).
     split_k: on CUDA, a tensor-core conv whose output gives too few tiles for the GPU's SMs
     computes partial sums over channel slices, added up by a second kernel with the epilogue
     (graph/split_k.py); False keeps every conv one kernel; an int N > 1 splits every tensor-core
     conv and Linear whose channels divide into N slices of whole 16-byte chunks (to measure a
-    count against the policy's). On Hopper the deep small-grid convs that split_k.cluster_split
-    names are left to the kernel instead, which splits them among a cluster's CTAs (its own
+    count against the policy's). On Hopper the deep small-grid convs that the wgmma template splits
+    itself (schedules/cuda/gemm/cluster.py) are left to the kernel instead, which splits them among a cluster's CTAs (its own
     config, `slices`; not affected by this option).
     db / cache: None (off, the default: builds stay hermetic), an object, or "default" for
     the user + shipped tuning logs / the on-disk kernel cache (what the CLI passes).
@@ -279,14 +275,16 @@ def build(graph: GraphSource, target: TargetLike = "llvm", *, db: Union[BestReco
     changes fused into neighbouring kernels (graph/layout.py); "NCHW" leaves the graph alone;
     None (default): NHWC for fp16/bf16 on CUDA (tensor cores want it), else unchanged.
     progress(done, total): called as each distinct kernel is compiled (a progress bar).
+    options: the BuildOptions (tefuse/options.py); None reads them from the environment.
     Logs one INFO line for the whole build; per-kernel lines are at level VERBOSE (15).
     """
     if batch_sizes is not None or not isinstance(graph, Graph):
         kw = dict(db=db, cache=cache, fuse=fuse, prologue=prologue, multi_output=multi_output, fold_bn=fold_bn,
                   fuse_attention=fuse_attention, split_k=split_k,
-                  jobs=jobs, precision=precision, layout=layout, progress=progress)
+                  jobs=jobs, precision=precision, layout=layout, progress=progress, options=options)
         return build_profiles(_graphs_by_batch(graph, batch_sizes), target, **kw)
     tgt = make_target(target)
+    options = BuildOptions.from_env() if options is None else options
     graph = prepare_graph(graph, tgt, precision=precision, layout=layout, fold_bn=fold_bn,
                           fuse_attention=fuse_attention, split_k=split_k)
     if db == "default":
@@ -298,7 +296,7 @@ def build(graph: GraphSource, target: TargetLike = "llvm", *, db: Union[BestReco
     groups = fuse_graph(graph, fuse=fuse, prologue=prologue_policy(tgt, prologue), multi_output=multi_output)
     t0 = time.perf_counter()
     # scheduling is Python-heavy and quick: one group after another, on this thread
-    preps = [prepare_group(g, tgt, db=db) for g in groups]
+    preps = [prepare_group(g, tgt, db=db, options=options) for g in groups]
     kernels = compile_groups(preps, tgt, cache=cache, jobs=jobs, progress=progress)
     log.info("%s", build_summary(kernels, sum(len(g.nodes) for g in groups), time.perf_counter() - t0))
     return CompiledGraph(graph, tgt, kernels)

@@ -87,46 +87,116 @@ def optin_target(target: tvm.target.Target) -> tvm.target.Target:
     """`target` declaring its arch's opt-in shared memory (SMEM_OPTIN): what a kernel that
     needs more than 48 KB a block is checked and compiled for (TVM's runtime opts in at launch)."""
     d = dict(target.export())
-    d["max_shared_memory_per_block"] = max(SMEM_OPTIN.get(str(d.get("arch", "")), 0),
-                                           int(d.get("max_shared_memory_per_block", 0)))
+    d["max_shared_memory_per_block"] = device_caps(target).smem_optin
     return tvm.target.Target(d)
 
 
-@dataclass(frozen=True)
-class GpuLimits:
-    """The hardware numbers templates size kernels by, read from a target.
+# CDNA archs with matrix cores (MFMA), the ones schedules/rocm's templates generate for
+MFMA_ARCHS = ("gfx908", "gfx90a", "gfx940", "gfx941", "gfx942", "gfx950")
+# a CUDA arch with the Hopper instructions (wgmma, thread-block clusters, TMA) tefuse generates;
+# sm_100a and later have other instructions, so they are not in it
+HOPPER_ARCHS = ("sm_90", "sm_90a")
 
-    Templates take these instead of module constants, so a non-default target (cuda:sm_80,
-    rocm with 64-lane wavefronts) gets fallbacks and caps sized for it; the defaults are the
-    H100 (sm_90) numbers the templates were measured with.
+
+@dataclass(frozen=True)
+class DeviceCaps:
+    """What the device a target describes has, parsed once from the target (`device_caps`).
+
+    Every layer reads these instead of parsing arch strings: templates size kernels by the
+    limits, graph passes and the template registry decide by the `has_*` flags. The defaults are
+    the H100 (sm_90) numbers the templates were measured with, so a non-default target
+    (cuda:sm_80, rocm with 64-lane wavefronts) gets fallbacks and caps sized for it.
     """
 
+    kind: str = "cuda"  # the target kind: "cuda", "rocm" or "llvm"
+    arch: str = "sm_90"  # "sm_90", "gfx90a"; "" for a CPU
     warp_size: int = 32
-    sm_count: int = DEFAULT_SM_COUNT
+    sm_count: int = DEFAULT_SM_COUNT  # SMs (CUDA) or compute units (ROCm)
     max_threads_per_block: int = 1024
-    max_shared_memory_per_block: int = 49152
+    max_shared_memory_per_block: int = 49152  # what the target declares (48 KB by default)
+    smem_optin: int = SMEM_OPTIN["sm_90"]  # what a block may opt into (no more than declared if unknown)
     registers_per_block: int = 65536
 
+    @property
+    def compute_capability(self) -> int:
+        """90 for sm_90 (0 off CUDA)."""
+        digits = "".join(ch for ch in self.arch if ch.isdigit()) if self.kind == "cuda" else ""
+        return int(digits or 0)
 
-def gpu_limits(target: Optional[tvm.target.Target]) -> GpuLimits:
-    """GpuLimits of a GPU target: its `thread_warp_size`, `max_threads_per_block`,
-    `max_shared_memory_per_block`, `registers_per_block` attrs and its arch's SM count
-    (`SM_COUNT`); missing values (or no target) take GpuLimits' defaults."""
+    @property
+    def has_wmma(self) -> bool:
+        return self.kind == "cuda" and self.compute_capability >= 70
+
+    @property
+    def has_mma(self) -> bool:
+        """mma.sync with cp.async (sm_80 and later): tefuse's tensor-core GEMMs."""
+        return self.kind == "cuda" and self.compute_capability >= 80
+
+    @property
+    def has_wgmma(self) -> bool:
+        return self.kind == "cuda" and self.arch in HOPPER_ARCHS
+
+    @property
+    def has_clusters(self) -> bool:
+        """Thread-block clusters and distributed shared memory (the cluster split-K)."""
+        return self.has_wgmma
+
+    @property
+    def has_tma(self) -> bool:
+        return self.has_wgmma
+
+    @property
+    def has_mfma(self) -> bool:
+        return self.kind == "rocm" and self.arch in MFMA_ARCHS
+
+
+def _target_dict(target) -> dict:
+    """A target's attributes as a dict, whatever form it is given in (a Target, a name such as
+    'cuda:sm_80', or a dict); None is the default CUDA target."""
     if target is None:
-        return GpuLimits()
-    attrs = target.attrs
-    base = GpuLimits()
+        return dict(DEFAULTS["cuda"])
+    if isinstance(target, tvm.target.Target):
+        kind = target.kind.name
+        return {**DEFAULTS.get(kind, {}), "kind": kind,
+                **{k: v for k, v in ((k, target.attrs[k]) for k in target.attrs.keys()) if v not in (None, "")}}
+    if isinstance(target, str):
+        name, _, arch = target.split()[0].partition(":")
+        name = ALIASES.get(name, name)
+        d = dict(DEFAULTS.get(name, {"kind": name}))
+        if arch:
+            d["arch" if name == "cuda" else "mcpu"] = arch
+        return d
+    return {**DEFAULTS.get(target.get("kind", ""), {}), **target}
+
+
+def device_caps(target: Optional[TargetLike]) -> DeviceCaps:
+    """The DeviceCaps of a target: its `thread_warp_size`, `max_threads_per_block`,
+    `max_shared_memory_per_block`, `registers_per_block` attrs, its arch's SM count (`SM_COUNT`)
+    and opt-in shared memory (`SMEM_OPTIN`); what is missing takes DeviceCaps' defaults."""
+    d = _target_dict(target)
+    key = tuple(sorted((k, str(v)) for k, v in d.items()))
+    return _caps(key)
+
+
+@lru_cache(maxsize=256)
+def _caps(items: tuple) -> DeviceCaps:
+    d = dict(items)
+    base = DeviceCaps()
+    kind = d.get("kind", "cuda")
 
     def attr(name: str, default: int) -> int:
-        v = attrs.get(name)
-        return int(v) if v else default
+        v = d.get(name)
+        return int(v) if v not in (None, "", "0") else default
 
-    arch = str(attrs.get("arch") or attrs.get("mcpu") or "")
-    return GpuLimits(
+    arch = str(d.get("arch") or d.get("mcpu") or "") if kind != "llvm" else ""
+    declared = attr("max_shared_memory_per_block", base.max_shared_memory_per_block)
+    return DeviceCaps(
+        kind=kind, arch=arch,
         warp_size=attr("thread_warp_size", base.warp_size),
         sm_count=SM_COUNT.get(arch, base.sm_count),
         max_threads_per_block=attr("max_threads_per_block", base.max_threads_per_block),
-        max_shared_memory_per_block=attr("max_shared_memory_per_block", base.max_shared_memory_per_block),
+        max_shared_memory_per_block=declared,
+        smem_optin=max(SMEM_OPTIN.get(arch, 0), declared),
         registers_per_block=attr("registers_per_block", base.registers_per_block),
     )
 

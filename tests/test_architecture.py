@@ -1,10 +1,13 @@
 """The layers depend one way: every import (top-level and function-local) of a tefuse module
 points down this list, so no two subpackages import each other.
 
-    errors, version -> target -> ops -> graph -> fusion -> schedules -> codegen -> runtime
+    errors, version, options, paths -> target -> ops -> graph -> fusion -> schedules -> codegen -> runtime
     -> tune -> driver -> plan, frontend -> the tefuse facade (__init__) -> bench -> commands, cli
 
-Units of one layer may import each other as long as no cycle forms.
+Units of one layer may import each other as long as no cycle forms. Within the tree, no two
+files import each other, directly or round a loop, counting imports inside functions: a
+function-local import that hides such a loop is a loop all the same (an import kept inside a
+function to defer a heavy module is fine where no loop needs it).
 """
 from __future__ import annotations
 
@@ -12,7 +15,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-LAYERS = [("errors", "version"), ("target",), ("ops",), ("graph",), ("fusion",), ("schedules",),
+LAYERS = [("errors", "version", "options", "paths"), ("target",), ("ops",), ("graph",), ("fusion",), ("schedules",),
           ("codegen",), ("runtime",), ("tune",), ("driver",), ("plan", "frontend"), ("__init__",),
           ("bench",), ("commands", "cli", "__main__")]
 RANK = {unit: k for k, units in enumerate(LAYERS) for unit in units}
@@ -130,3 +133,49 @@ def test_function_local_and_relative_imports_are_resolved(tmp_path):
     found = {m for m, _ in _imports("tefuse.runtime.executor", f)}
     assert {"tefuse.codegen", "tefuse.codegen.lower", "tefuse.driver.build", "tefuse.tune.database"} <= found
     assert {_unit(m) for m in found} == {"codegen", "driver", "tune"}
+
+
+def _file_edges() -> list[tuple[str, str, str]]:
+    """(importing module, imported module, where) between tefuse's files, every import counted
+    (function-local ones too). `from pkg import name` counts as an import of pkg.name where that
+    is a module, else of pkg; a package's own registration imports of its submodules are left out
+    (they load the package, nothing else)."""
+    mods = _modules()
+    edges = []
+    for name, path in mods.items():
+        for target, line in _imports(name, path):
+            dst = target if target in mods else target.rpartition(".")[0]
+            if dst not in mods or dst == name:
+                continue
+            if path.name == "__init__.py" and dst.startswith(name + "."):
+                continue
+            edges.append((name, dst, f"{path.relative_to(ROOT)}:{line}"))
+    return edges
+
+
+def test_no_import_cycle_between_files():
+    cycles = _cycles(_file_edges())
+    assert cycles == [], "files importing each other (directly or round a loop):\n" + "\n".join(
+        " <-> ".join(c) for c in cycles)
+
+
+def test_the_file_cycle_finder_sees_a_function_local_import(tmp_path):
+    """A loop closed by an import inside a function is found: the edge is there."""
+    a, b = tmp_path / "a.py", tmp_path / "b.py"
+    a.write_text("from . import b\n")
+    b.write_text("def f():\n    from .a import x\n")
+    imports = {m for m, _ in _imports("tefuse.pkg.b", b)}
+    assert "tefuse.pkg.a" in imports
+    planted = [("tefuse.pkg.a", "tefuse.pkg.b", "a.py:1"), ("tefuse.pkg.b", "tefuse.pkg.a", "b.py:2")]
+    assert _cycles(planted) == [["tefuse.pkg.a", "tefuse.pkg.b"]]
+
+
+def test_no_private_name_is_imported_from_another_module():
+    """A leading underscore says "this module's own": no other file imports it."""
+    bad = []
+    for name, path in _modules().items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("tefuse")):
+                bad += [f"{path.relative_to(ROOT)}:{node.lineno}: {a.name}" for a in node.names
+                        if a.name.startswith("_") and not a.name.startswith("__")]
+    assert not bad, "private names imported across modules:\n" + "\n".join(bad)

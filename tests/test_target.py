@@ -32,21 +32,21 @@ def test_cuda_compiler_choice(monkeypatch, preset, nvcc, want):
 
 
 def test_gpu_limits_of_the_default_cuda_target_are_the_h100_numbers():
-    """The templates' former constants: a refactor onto GpuLimits changes no sm_90 kernel."""
-    from tefuse.target import GpuLimits, gpu_limits, make_target
+    """The templates' former constants: a refactor onto DeviceCaps changes no sm_90 kernel."""
+    from tefuse.target import DeviceCaps, device_caps, make_target
 
-    lim = gpu_limits(make_target("cuda"))
-    assert lim == GpuLimits(warp_size=32, sm_count=132, max_threads_per_block=1024,
+    lim = device_caps(make_target("cuda"))
+    assert lim == DeviceCaps(warp_size=32, sm_count=132, max_threads_per_block=1024,
                             max_shared_memory_per_block=49152, registers_per_block=65536)
-    assert gpu_limits(None) == lim
+    assert device_caps(None) == lim
 
 
 def test_gpu_limits_read_the_arch_and_the_target_attrs():
-    from tefuse.target import gpu_limits, make_target
+    from tefuse.target import device_caps, make_target
 
-    assert gpu_limits(make_target("cuda:sm_80")).sm_count == 108
-    assert gpu_limits(make_target("cuda:sm_89")).sm_count == 128
-    assert gpu_limits(make_target("cuda", max_shared_memory_per_block=65536)).max_shared_memory_per_block == 65536
-    rocm = gpu_limits(make_target("rocm:gfx942"))
+    assert device_caps(make_target("cuda:sm_80")).sm_count == 108
+    assert device_caps(make_target("cuda:sm_89")).sm_count == 128
+    assert device_caps(make_target("cuda", max_shared_memory_per_block=65536)).max_shared_memory_per_block == 65536
+    rocm = device_caps(make_target("rocm:gfx942"))
     assert (rocm.warp_size, rocm.sm_count) == (64, 304)
-    assert gpu_limits(make_target("rocm")).sm_count == 110  # gfx90a
+    assert device_caps(make_target("rocm")).sm_count == 110  # gfx90a

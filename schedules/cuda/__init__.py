@@ -1,4 +1,3 @@
-"""GPU templates (family "gpu"): CUDA's thread model, parametrised by the target, so ROCm
-uses them too until a template of its own family exists."""
-from . import (conv2d_depthwise, conv2d_direct, conv2d_implicit_gemm, dense, generic, injective,  # noqa: F401
-               pool, prologue, reduction, tensorcore, attention, attention_flash)
+"""CUDA templates (family "cuda", looked up before the gpu family's for cuda targets): the
+tensor-core GEMM (gemm/), attention, and the prologue rules of the CUDA family."""
+from . import attention, attention_flash, gemm, prologue  # noqa: F401  (registration)

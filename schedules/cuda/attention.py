@@ -20,12 +20,11 @@ from __future__ import annotations
 from tvm.s_tir.dlight.gpu.matmul import auto_inline_producers
 
 from ...ops.attention import BLOCKS, KEY_TILE, AttentionGeometry
-from ...target import SMEM_OPTIN, optin_target
+from ...target import device_caps, optin_target
 from ..registry import KernelInfo, Template, register
 from ..space import Config, ConfigSpace
-from .lanes import lanes_contiguous, stores_contiguous
-from .tensorcore import _arch, _inline_epilogue, _target_kind
-from .tensorcore_wgmma import _arch_of
+from ..gpu.lanes import lanes_contiguous, stores_contiguous
+from .gemm.tiles import inline_epilogue
 
 SCOPE = "shared.dyn"
 PAD_HALF = 8  # storage_align offsets: fp16 rows padded by 16 bytes, float32 rows by 16 bytes
@@ -72,8 +71,8 @@ def probs_static(geo: AttentionGeometry, warps: int) -> bool:
     return shared_bytes(geo, warps) <= STATIC_SMEM or dynamic_min >= STATIC_SMEM
 
 
-def _fits(geo: AttentionGeometry, warps: int, arch: str) -> bool:
-    return shared_bytes(geo, warps) <= SMEM_OPTIN.get(arch, 0)
+def _fits(geo: AttentionGeometry, warps: int, smem: int) -> bool:
+    return shared_bytes(geo, warps) <= smem
 
 
 @register("cuda", "attention")
@@ -84,19 +83,19 @@ class TensorCoreAttention(Template):
         """fp16, head dims of whole fragments up to 64, tiles within the arch's shared memory; more
         than one key tile. Refused, from wrong results on the H100 (session 15, cause not found):
         a single key tile (Lk <= 16); head dim 128 with 40 keys (with 197 keys it was right)."""
-        return (dtype == "float16" and _arch(target) >= 70
+        return (dtype == "float16" and device_caps(target).compute_capability >= 70
                 and geometry.d % 16 == 0 and geometry.dv % 16 == 0
                 and max(geometry.d, geometry.dv) <= MAX_HEAD_DIM
                 and geometry.lq >= 16 and geometry.lk > KEY_TILE
-                and any(_fits(geometry, w, _arch_of(target)) for w in WARPS))
+                and any(_fits(geometry, w, device_caps(target).smem_optin) for w in WARPS))
 
     def accepts(self, info: KernelInfo) -> bool:
         return isinstance(info.geometry, AttentionGeometry) and info.dtype == "float16"
 
     def space(self, info: KernelInfo, target) -> ConfigSpace:
         s = ConfigSpace()
-        arch = _arch_of(target)
-        s.define_knob("warps", [w for w in WARPS if _fits(info.geometry, w, arch)] or [min(WARPS)])
+        smem = device_caps(target).smem_optin
+        s.define_knob("warps", [w for w in WARPS if _fits(info.geometry, w, smem)] or [min(WARPS)])
         s.define_knob("vec_out", [4, 8])
         return s
 
@@ -108,7 +107,7 @@ class TensorCoreAttention(Template):
 
     def pass_config(self, info: KernelInfo, cfg: Config, target) -> dict:
         # wmma: StorageRewrite may alias the float32 tiles with fp16 ones (see tensorcore.pass_config)
-        return {"tirx.disable_storage_rewrite": True} if _target_kind(target) == "cuda" else {}
+        return {"tirx.disable_storage_rewrite": True} if device_caps(target).kind == "cuda" else {}
 
     def preload(self) -> None:
         import tvm.s_tir.tensor_intrin.cuda  # noqa: F401
@@ -126,7 +125,7 @@ def apply_attention(sch, info: KernelInfo, warps: int, vec_out: int) -> None:
     out = g(BLOCKS.out)
     epilogue = [b for b in info.output_blocks if b != BLOCKS.out]
     if epilogue:  # the head merge (a transpose) and elementwise ops: computed in the store
-        _inline_epilogue(sch, out, epilogue)
+        inline_epilogue(sch, out, epilogue)
 
     # ---- context GEMM (probs @ v): grid over (batch, row tile); warp w: 16 rows x Dv
     *batch, i, d, j = sch.get_loops(ctx)

@@ -20,14 +20,14 @@ import tvm.s_tir as s_tir_mod
 from tvm import tirx
 from tvm_ffi import structural_walk
 
+from ...options import DEFAULT, BuildOptions
 from ...ops.attention import BLOCKS, AttentionGeometry
-from ...target import SMEM_OPTIN, gpu_limits, optin_target
+from ...target import device_caps, optin_target
 from ..registry import DOMINANT, KernelInfo, Template, register
 from ..space import Config, ConfigSpace
 from .attention import PAD_HALF, copy_to_shared, padded_row, store_rows
-from .tensorcore import _arch, _inline_epilogue, _target_kind
-from .tensor_intrin_flash import KEY_STEPS, flash_intrin, placeholder_value
-from .tensorcore_wgmma import _arch_of
+from .gemm.tiles import inline_epilogue
+from .intrin.flash import KEY_STEPS, flash_intrin, placeholder_value
 
 SCOPE = "shared.dyn"
 # warps a block, 16 query rows each: more share a block's k and v tiles (the op pads q rows to a
@@ -46,8 +46,8 @@ def shared_bytes(geo: AttentionGeometry, warps: int) -> int:
     return 2 * (rows * d + lk * d + lk * dv) + 4 * rows * geo.dv
 
 
-def _fits(geo: AttentionGeometry, warps: int, arch: str) -> bool:
-    return geo.lq_pad % (16 * warps) == 0 and shared_bytes(geo, warps) <= SMEM_OPTIN.get(arch, 48 * 1024)
+def _fits(geo: AttentionGeometry, warps: int, smem: int) -> bool:
+    return geo.lq_pad % (16 * warps) == 0 and shared_bytes(geo, warps) <= smem
 
 
 def flash_placeholder(func: tirx.PrimFunc) -> tirx.PrimFunc:
@@ -105,21 +105,21 @@ class FlashAttention(Template):
     def supports(self, geometry, dtype: str, target) -> bool:
         """fp16 on sm_80 and later, head dims of whole 16-column fragments up to MAX_HEAD_DIM, every
         k and v row of a block in the arch's shared memory."""
-        return (dtype == "float16" and _target_kind(target) == "cuda" and _arch(target) >= 80
+        return (dtype == "float16" and device_caps(target).kind == "cuda" and device_caps(target).compute_capability >= 80
                 and geometry.d % 16 == 0 and geometry.dv % 16 == 0
                 and max(geometry.d, geometry.dv) <= MAX_HEAD_DIM and geometry.lq >= 1 and geometry.lk >= 1
-                and any(_fits(geometry, w, _arch_of(target)) for w in WARPS))
+                and any(_fits(geometry, w, device_caps(target).smem_optin) for w in WARPS))
 
     def accepts(self, info: KernelInfo) -> bool:
         return isinstance(info.geometry, AttentionGeometry) and info.dtype == "float16"
 
-    def preference(self, info: KernelInfo, target) -> int:
+    def preference(self, info: KernelInfo, target, options: BuildOptions = DEFAULT) -> int:
         return DOMINANT if self.supports(info.geometry, info.dtype, target) else -10
 
     def space(self, info: KernelInfo, target) -> ConfigSpace:
         s = ConfigSpace()
-        arch = _arch_of(target)
-        s.define_knob("warps", [w for w in WARPS if _fits(info.geometry, w, arch)] or [min(WARPS)])
+        smem = device_caps(target).smem_optin
+        s.define_knob("warps", [w for w in WARPS if _fits(info.geometry, w, smem)] or [min(WARPS)])
         s.define_knob("vec_out", [8, 4])
         s.define_knob("keys", list(KEY_STEPS))
         return s
@@ -130,7 +130,7 @@ class FlashAttention(Template):
         every config): batch 32, 0.030 ms at 8 warps against 0.037 at 4 (768 blocks of 8);
         batch 1, 0.0057 at 4 against 0.0067 at 8 (24 blocks of 8 on 132 SMs); 16 keys a step
         took 1.3-1.5x the time of 64, 4-wide stores 1% less than 8."""
-        geo, sms = info.geometry, gpu_limits(target).sm_count
+        geo, sms = info.geometry, device_caps(target).sm_count
         admitted = space.knobs[0].candidates
         warps = 8 if 8 in admitted and geo.batch * (geo.lq_pad // 128) >= sms else 4
         return space.from_values({"warps": warps if warps in admitted else admitted[0], "vec_out": 4,
@@ -144,7 +144,7 @@ class FlashAttention(Template):
 
     def apply(self, sch, info: KernelInfo, cfg: Config, target) -> None:
         apply_flash(sch, info, int(cfg["warps"]), int(cfg["vec_out"]), int(cfg["keys"]),
-                    _target_kind(target) == "cuda")
+                    device_caps(target).kind == "cuda")
 
 
 def apply_flash(sch, info: KernelInfo, warps: int, vec_out: int, keys: int = 16, tensorize: bool = True) -> None:
@@ -153,7 +153,7 @@ def apply_flash(sch, info: KernelInfo, warps: int, vec_out: int, keys: int = 16,
     core, out = g(PLACEHOLDER), g(BLOCKS.out)
     epilogue = [b for b in info.output_blocks if b != BLOCKS.out]
     if epilogue:  # the head merge (a transpose) and elementwise ops: computed in the store
-        _inline_epilogue(sch, out, epilogue)
+        inline_epilogue(sch, out, epilogue)
 
     *batch, i, j = sch.get_loops(core)
     bx = sch.fuse(*batch) if len(batch) > 1 else batch[0]

@@ -15,16 +15,16 @@ from __future__ import annotations
 
 from ...fusion import PrologueCandidate
 from ...ops import get_op
+from ...target import device_caps
 from ..registry import register_prologue_rule
-from .tensorcore import MIN_MN, TC_DTYPES
-from .tensorcore_wgmma import wgmma_capable
+from .gemm.tiles import MIN_MN, TC_DTYPES
 
 
 def streams_operands(anchor, target) -> bool:
     """Whether the anchor's GEMM runs on wgmma when untuned: a dense or conv of fp16/bf16
     operands (or float32 ones with math='tf32'), B stored [N, K] (a Linear's weight, an OHWI conv
     weight), M and N big enough for tensor cores, an sm_90 target."""
-    if anchor.anchor_kind not in ("dense", "conv2d") or not wgmma_capable(target):
+    if anchor.anchor_kind not in ("dense", "conv2d") or not device_caps(target).has_wgmma:
         return False
     tf32 = anchor.attrs.get("math") == "tf32"
     if any(i.dtype not in TC_DTYPES and not (tf32 and i.dtype == "float32") for i in anchor.inputs[:2]):

@@ -14,7 +14,7 @@ from tvm import s_tir
 from tvm.s_tir.dlight.gpu.matmul import IterKind, detect_iter_traits, make_iter_fusion_index_map
 
 from ..common import inline_all
-from ..cuda.dense import gemm_dims
+from ..gpu.dense import gemm_dims
 from ..registry import DATA, WEIGHT, KernelInfo, register
 from ..space import Config
 from .mfma import TILE

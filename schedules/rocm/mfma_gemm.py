@@ -16,7 +16,7 @@ mfma.py (16x16x16 tiles; float16 or float32 in, float32 accumulators):
 
 What differs from the CUDA templates: 64-lane wavefronts are the unit of work, fragment sizes
 are fixed by the instruction, and tile sizes are capped by the target's LDS (64 KiB) and threads
-per workgroup; the fallback aims at two workgroups per compute unit (GpuLimits.sm_count is the
+per workgroup; the fallback aims at two workgroups per compute unit (DeviceCaps.sm_count is the
 CU count of the arch).
 
 Two TVM 0.27 issues are worked around: LowerWarpMemory lowers only the first "warp" buffer of a
@@ -27,33 +27,32 @@ Not run on AMD hardware: the code objects are built and disassembled in CI (v_mf
 the tiling, padding and fragment layouts are checked on llvm (`schedule(..., on_gpu=False)`:
 the same loops untensorized), the intrinsics' lane mapping against the ISA's, not the silicon.
 So the preference is below the CUDA-family templates: untuned builds keep those (numerically
-checked on CUDA) unless TEFUSE_ROCM_MFMA=1; tuning on an AMD GPU tries MFMA configs and checks
+checked on CUDA) unless the build's options prefer them (`BuildOptions.prefer_mfma`, $TEFUSE_ROCM_MFMA=1 at the
+CLI); tuning on an AMD GPU tries MFMA configs and checks
 each against the reference, and a record naming one selects it.
 """
 from __future__ import annotations
 
 import dataclasses
 import itertools
-import os
 
 import tvm
 from tvm import s_tir, tirx
 
-from ...target import gpu_limits
+from ...options import DEFAULT, BuildOptions
+from ...target import MFMA_ARCHS, device_caps
 from ..common import annotate_unroll, dtype_bytes, read_index
 from ..registry import DOMINANT, TIR_PIPELINE, KernelInfo, Template
 from ..space import Config, ConfigSpace
 from . import mfma
 from .mfma import LANES, TILE
 
-ARCHS = ("gfx908", "gfx90a", "gfx940", "gfx941", "gfx942", "gfx950")  # CDNA: matrix cores
 MAX_WARPS = 8  # wavefronts a workgroup (512 lanes)
 MAX_FRAGS = 16  # 16x16 accumulator tiles a wavefront (64 float32 registers a lane)
 UNROLL = (0, 256)
 BLOCKS_PER_CU = 2
 PIPELINE = "tefuse_rocm_mfma"
 FRAGMENT_BUFFERS = 3  # A, B and the accumulators: LowerWarpMemory runs once for each
-PREFER_ENV = "TEFUSE_ROCM_MFMA"  # "1": untuned builds for CDNA archs pick the MFMA templates
 
 
 def _pipeline_factory(**_):
@@ -210,14 +209,13 @@ class MfmaGemm(Template):
         """-> (GEMM block, A fill, B fill, epilogue block names); see the module docstring."""
         raise NotImplementedError
 
-    def preference(self, info: KernelInfo, target) -> int:
-        """Below the CUDA-family templates (unmeasured on hardware), unless $TEFUSE_ROCM_MFMA=1
-        opts in for an arch with matrix cores (to read or try the MFMA code untuned)."""
-        opted = os.environ.get(PREFER_ENV) == "1" and str(target.attrs.get("mcpu", "")) in ARCHS
-        return DOMINANT if opted else -1
+    def preference(self, info: KernelInfo, target, options: BuildOptions = DEFAULT) -> int:
+        """Below the CUDA-family templates (unmeasured on hardware), unless the options prefer
+        MFMA (to read or try the MFMA code untuned) on an arch with matrix cores."""
+        return DOMINANT if options.prefer_mfma and device_caps(target).has_mfma else -1
 
     def space(self, info: KernelInfo, target) -> ConfigSpace:
-        lim = gpu_limits(target)
+        lim = device_caps(target)
         _, tm, tn, tr = self.tiles(info)
         s = ConfigSpace()
         max_warps = min(MAX_WARPS, lim.max_threads_per_block // lim.warp_size)
@@ -228,7 +226,7 @@ class MfmaGemm(Template):
         return s
 
     def fallback(self, info: KernelInfo, target, space: ConfigSpace) -> Config:
-        lim = gpu_limits(target)
+        lim = device_caps(target)
         batch, tm, tn, tr = self.tiles(info)
         want = BLOCKS_PER_CU * lim.sm_count
         kt = max(_tiles(tr, 2))
@@ -252,8 +250,8 @@ class MfmaGemm(Template):
 
     def apply(self, sch: s_tir.Schedule, info: KernelInfo, cfg: Config, target) -> None:
         on_gpu = target is None or target.kind.name != "llvm"
-        if on_gpu and target is not None and str(target.attrs.get("mcpu", "")) not in ARCHS:
-            raise ValueError(f"{self.name} needs matrix cores (CDNA: {', '.join(ARCHS)}), "
+        if on_gpu and target is not None and not device_caps(target).has_mfma:
+            raise ValueError(f"{self.name} needs matrix cores (CDNA: {', '.join(MFMA_ARCHS)}), "
                              f"not {target.attrs.get('mcpu')}")
         gemm, a_fill, b_fill, epilogue = self.normalize(sch, copy_out_anchor(sch, info), cfg)
         schedule(sch, gemm, a_fill, b_fill, epilogue, cfg, info.dtype, on_gpu)

@@ -50,7 +50,7 @@ class ModelResult:
         return self.tefuse_ms / self.peer_ms if self.peer_ms else None
 
 
-def _torch_model(name: str):
+def torch_model(name: str):
     """torchvision's `name` with seeded random weights and batch-norm statistics.
 
     Fresh BN layers are identities (mean 0, var 1, gamma 1, beta 0) and MobileNet's
@@ -80,7 +80,7 @@ def export_torchvision(name: str, batch: int, path: Path) -> Path:
     """Export torchvision's `name` (random weights) to ONNX at opset 17."""
     import torch
 
-    model = _torch_model(name)
+    model = torch_model(name)
     x = torch.randn(batch, 3, 224, 224)
     kw = dict(input_names=["input"], output_names=["logits"], opset_version=17)
     try:
@@ -99,7 +99,7 @@ def _peer_ms(name: str, x: np.ndarray) -> tuple[Optional[float], Optional[float]
     if not torch.cuda.is_available():
         return None, None
     strict_fp32_peer(torch)
-    model = _torch_model(name).cuda()
+    model = torch_model(name).cuda()
     xt = torch.from_numpy(x).cuda()
     with torch.no_grad():
         eager = time_wall(lambda: model(xt), torch.cuda.synchronize)

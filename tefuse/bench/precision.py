@@ -290,7 +290,7 @@ def model_case(name: str, batch: int, precision: str, workdir: Path, db="default
     from ..driver import build
     from ..frontend.onnx import import_onnx
     from ..frontend.reference import onnxruntime_outputs
-    from .models import _torch_model, export_torchvision
+    from .models import torch_model, export_torchvision
 
     torch = _torch()
     path = export_torchvision(name, batch, workdir / f"{name}_b{batch}.onnx")
@@ -311,7 +311,7 @@ def model_case(name: str, batch: int, precision: str, workdir: Path, db="default
     graph_ms, graph_error, _ = _tefuse_graph_ms(torch, cg, {"input": torch.from_numpy(x).cuda()}, got)
     tdt = getattr(torch, DTYPES[precision])
     _torch_math(torch, precision)
-    tm = _torch_model(name).cuda().to(tdt).to(memory_format=torch.channels_last).eval()
+    tm = torch_model(name).cuda().to(tdt).to(memory_format=torch.channels_last).eval()
     tx = torch.from_numpy(x).cuda().to(tdt).to(memory_format=torch.channels_last)
     with torch.no_grad():
         peer_graph = time_graph(lambda: tm(tx))

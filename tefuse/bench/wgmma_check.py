@@ -130,10 +130,10 @@ def run_job(job: dict) -> dict:
             target, db = "cuda", None
         elif job["variant"] == "mma-fallback":
             from ..schedules.cuda.tensorcore import mma_fallback_values
-            from ..target import gpu_limits, make_target
+            from ..target import device_caps, make_target
 
             target = "cuda"
-            db = ForcedConfig(mma_fallback_values(m, n, gpu_limits(make_target(target)).sm_count))
+            db = ForcedConfig(mma_fallback_values(m, n, device_caps(make_target(target)).sm_count))
         elif job["variant"] == "db":
             target, db = "cuda", "default"
         else:

@@ -23,21 +23,13 @@ from typing import Any, Optional, Union
 
 import tvm
 
+from ..paths import kernel_cache_dir
+
 log = logging.getLogger(__name__)
 
 # host-side module kinds that need no device loader when a library is loaded back
 _HOST_KINDS = {"llvm", "c", "static_library", "library"}
 _MISSING_LOADER = "loader of that name is not registered"
-
-
-def default_cache_dir() -> Path:
-    """$TEFUSE_CACHE_DIR, else kernels/ in the user cache directory (platformdirs: on Linux
-    $XDG_CACHE_HOME/tefuse, ~/.cache/tefuse by default)."""
-    if os.environ.get("TEFUSE_CACHE_DIR"):
-        return Path(os.environ["TEFUSE_CACHE_DIR"]).expanduser()
-    import platformdirs
-
-    return Path(platformdirs.user_cache_dir("tefuse", appauthor=False)) / "kernels"
 
 
 _FINGERPRINT: Optional[str] = None
@@ -63,29 +55,22 @@ def _loader_missing(kind: str) -> bool:
             and tvm.get_global_func(f"ffi.Module.load_from_bytes.{kind}", allow_missing=True) is None)
 
 
-# environment switches that change the generated code (experiments not yet config knobs: the TMA
-# mainloop, schedules/cuda/tma_mainloop.py): part of a kernel's key while set (to anything but 0)
-CODEGEN_ENV = ("TEFUSE_TMA", "TEFUSE_TMA_STAGES", "TEFUSE_WIDE_STAGING", "TEFUSE_PREDICATED_ROWS", "TEFUSE_LATE_PARAMS")
-
-
 class KernelCache:
     """Compiled kernels on disk; `load`/`store` are what build_group calls."""
 
     def __init__(self, root: Optional[Union[str, os.PathLike]] = None):
-        self.root = Path(root).expanduser() if root is not None else default_cache_dir()
+        self.root = Path(root).expanduser() if root is not None else kernel_cache_dir()
 
     def __repr__(self) -> str:
         return f"KernelCache({str(self.root)!r})"
 
     def key(self, workload_key: str, target: tvm.target.Target, choice: Any) -> str:
-        from ..schedules.common import env_switch  # (here: importing schedules registers every template)
         from ..version import __version__
 
         values = {k: list(v) if isinstance(v, tuple) else v for k, v in choice.config.values.items()}
-        # a switch set to 0 is off, as unset: the same code, the same key
-        env = {k: os.environ[k].strip() for k in CODEGEN_ENV if env_switch(k)}
+        options = choice.options.changed()  # the defaults add nothing: keys stay as they were
         blob = json.dumps([workload_key, choice.template.name, values, str(target), __version__,
-                           tvm.__version__, source_fingerprint(), *([env] if env else [])],
+                           tvm.__version__, source_fingerprint(), *([options] if options else [])],
                           sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()
 
@@ -223,5 +208,5 @@ _DEFAULT: dict[Path, KernelCache] = {}
 
 
 def default_cache() -> KernelCache:
-    root = default_cache_dir()
+    root = kernel_cache_dir()
     return _DEFAULT.setdefault(root, KernelCache(root))

@@ -108,7 +108,7 @@ def find_objdump() -> Optional[str]:
         m = re.search(r"-(\d+)$", p)
         return int(m.group(1)) if m else 0
 
-    found = {os.path.realpath(p): p for d in os.environ.get("PATH", "").split(os.pathsep)
+    found = {os.path.realpath(p): p for d in os.get_exec_path()
              for p in glob.glob(os.path.join(d, "llvm-objdump-[0-9]*"))}
     cands = sorted(found.values(), key=version, reverse=True)
     plain = shutil.which("llvm-objdump")

@@ -9,6 +9,7 @@ import tvm
 
 from .. import schedules
 from ..errors import BuildError
+from ..options import DEFAULT, BuildOptions
 from ..fusion.workload import workload_key
 from ..schedules import KernelInfo, Template
 from ..schedules.space import Config
@@ -30,15 +31,16 @@ class ScheduleChoice:
     template: Template
     config: Config
     source: str  # "tuned" or "fallback"
+    options: BuildOptions = DEFAULT  # the build options it was chosen under (the kernel cache keys by them)
 
 
 def find_template(target: tvm.target.Target, anchor_kind: str, name: Optional[str] = None,
-                  info: Optional[KernelInfo] = None) -> list[Template]:
+                  info: Optional[KernelInfo] = None, options: BuildOptions = DEFAULT) -> list[Template]:
     """Templates for the anchor kind; with `info`, those that accept it, most preferred first
     (the first is the untuned fallback choice)."""
     temps = schedules.get_templates(target, anchor_kind)
     if info is not None:
-        temps = sorted((t for t in temps if t.accepts(info)), key=lambda t: -t.preference(info, target))
+        temps = sorted((t for t in temps if t.accepts(info)), key=lambda t: -t.preference(info, target, options))
     if not temps:
         split = info is not None and info.attrs.get("split_k", 1) > 1
         hint = "; a split-K product takes only the tensor-core template (build with split_k=False)" if split else ""
@@ -49,15 +51,20 @@ def find_template(target: tvm.target.Target, anchor_kind: str, name: Optional[st
 
 
 def choose_schedule(lowered: LoweredGroup, target: tvm.target.Target,
-                    db: Optional[BestRecordSource] = None) -> ScheduleChoice:
+                    db: Optional[BestRecordSource] = None, options: BuildOptions = DEFAULT) -> ScheduleChoice:
+    """The fastest record measured under `options` that fits a template, else the most
+    preferred template's fallback config."""
     info = lowered.info
     key = workload_key(lowered.group)
     if db is not None:
         ranked = getattr(db, "ranked", None)
         recs = ranked(key, target_key(target)) if ranked is not None else \
             [r for r in [db.best(key, target_key(target))] if r is not None]
+        changed = options.changed()
         for rec in recs:  # fastest first: a record that does not fit never masks the next one
-            temps = find_template(target, info.anchor_kind, rec.template, info=info)
+            if getattr(rec, "options", {}) != changed:  # measured under other options
+                continue
+            temps = find_template(target, info.anchor_kind, rec.template, info=info, options=options)
             if not temps:
                 log.warning("tuning record for %s names template %s, which does not serve this group "
                             "(any more); ignoring it", key, rec.template)
@@ -65,14 +72,14 @@ def choose_schedule(lowered: LoweredGroup, target: tvm.target.Target,
                 space = t.space(info, target)
                 index = space.find(rec.config)
                 if index is not None:
-                    return ScheduleChoice(t, space.get(index), "tuned")
+                    return ScheduleChoice(t, space.get(index), "tuned", options)
                 log.warning("tuning record for %s does not fit template %s; ignoring it", key, t.name)
-    t = find_template(target, info.anchor_kind, info=info)[0]
+    t = find_template(target, info.anchor_kind, info=info, options=options)[0]
     if target.kind.name != "llvm":
         # per kernel, so below INFO (`tefuse -v` shows it); build() logs the tuned/fallback count
         log.log(logging.INFO - 5, "no tuning record for %s on %s: fallback config of %s", key,
                 target_key(target), t.name)
-    return ScheduleChoice(t, t.fallback(info, target, t.space(info, target)), "fallback")
+    return ScheduleChoice(t, t.fallback(info, target, t.space(info, target)), "fallback", options)
 
 
 def kernel_spec(lowered: LoweredGroup, choice: ScheduleChoice) -> KernelSpec:
@@ -96,7 +103,7 @@ def apply_choice(lowered: LoweredGroup, target: tvm.target.Target,
             raise
         space = choice.template.space(lowered.info, target)
         for cfg in choice.template.fallback_alternatives(lowered.info, target, space, choice.config):
-            alt = ScheduleChoice(choice.template, cfg, "fallback")
+            alt = ScheduleChoice(choice.template, cfg, "fallback", choice.options)
             try:
                 mod = apply_schedule(lowered, target, alt)
             except BuildError:

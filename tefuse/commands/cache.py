@@ -41,10 +41,10 @@ def _from(var: str) -> str:
 
 
 def run_info(args: argparse.Namespace) -> int:
-    from ..codegen.cache import default_cache_dir
+    from ..paths import kernel_cache_dir
     from ..tune.database import Database, system_db_paths, user_db_path
 
-    root = default_cache_dir()
+    root = kernel_cache_dir()
     n, size = _entries(root) if root.is_dir() else (0, 0)
     print(f"kernel cache:     {root}{_from('TEFUSE_CACHE_DIR')}: {n} kernels, {_size(size)}")
     user = user_db_path()
@@ -60,9 +60,10 @@ def run_info(args: argparse.Namespace) -> int:
 
 
 def run_clear(args: argparse.Namespace) -> int:
-    from ..codegen.cache import KernelCache, default_cache_dir
+    from ..codegen.cache import KernelCache
+    from ..paths import kernel_cache_dir
 
-    root = default_cache_dir()
+    root = kernel_cache_dir()
     if not root.is_dir():
         print(f"{root}: no kernel cache")
         return 0

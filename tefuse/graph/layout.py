@@ -57,10 +57,11 @@ def _same_order(x: Node) -> bool:
     return len(x.shape) == 4 and (x.shape[1] == 1 or x.shape[2] * x.shape[3] == 1)
 
 
-def auto_layout(precision: str, target_kind: str) -> Optional[str]:
-    """The build's default: NHWC where tensor-core templates serve the convs (fp16/bf16/tf32
-    on CUDA), else None (the graph is left alone)."""
-    return "NHWC" if precision in ("fp16", "bf16", "tf32") and target_kind == "cuda" else None
+def auto_layout(precision: str, channels_last: tuple[str, ...]) -> Optional[str]:
+    """The build's default: NHWC where the target's templates want convs of this precision
+    channels-last (GraphPolicy.channels_last: tensor cores on CUDA), else None (the graph is left
+    alone)."""
+    return "NHWC" if precision in channels_last else None
 
 
 class _Rewriter:

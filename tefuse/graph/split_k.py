@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Optional
+from typing import Callable, Optional
 
 from .ir import Graph, Node, RewriteContext, fresh_name, op_node, rewrite
-from .weights import MIN_MN, tensor_core_operand, vector_lanes
+from .weights import tensor_core_operand, vector_lanes
 
 
 @dataclass(frozen=True)
@@ -30,9 +30,12 @@ class SplitPolicy:
     count used wherever the channels allow it, whatever the grid (build's split_k=N: to measure
     a count against the policy's, as cuBLAS's split-K setting does; 0: the policy decides).
     full_depth: the shortest reduction split where unsplit 64x64 tiles already fill 3/4 of the
-    SMs (below)."""
+    SMs (below). min_mn: the smallest M and N a tensor-core tile takes. in_kernel: where the
+    template splits a reduction inside its kernel (Hopper's cluster split-K), a predicate on
+    (m, n, depth, channels, lanes, sms) that the graph's split then leaves alone; None: nowhere."""
 
     sms: int
+    min_mn: int
     min_total: int = 1024
     min_depth: int = 256
     max_splits: int = 16
@@ -41,18 +44,16 @@ class SplitPolicy:
     # for such grids), the shortest reduction still split: there a 64-deep step of a block alone
     # on its SM takes ~0.33 us, and a split adds ~6 us (float32 partials, the second kernel) while
     # its slices run two blocks an SM at ~0.6 us a step, so it pays past ~35 steps. H200
-    # (results/issue9/session23), about 100 blocks each: 2048x7x7->512 at batch 16, 2048 deep:
+    # (about 100 blocks each: 2048x7x7->512 at batch 16, 2048 deep:
     # unsplit 10.3 us, in 4 slices 11.0; 1024x14x14->256 at batch 8, 1024 deep: 6.7 against 9.6;
     # 256x14x14 3x3 at batch 8, 2304 deep: 13.4 against 12.2; 512x7x7 3x3 at batch 16, 4608
-    # deep: 24.2 against 17.6
+    # deep: 24.2 against 17.6)
     full_depth: int = 2304
-    # a Hopper target: the deep small grids that `cluster_split` takes are split inside the
-    # tensor-core kernel (a thread-block cluster adding its slices in shared memory), not here
-    cluster: bool = False
+    in_kernel: Optional[Callable[[int, int, int, int, int, int], bool]] = None
 
     def blocks(self, m: int, n: int) -> int:
         """Tiles of 64 x 128 (64 x 64 where N <= 64), the tensor-core template's untuned config
-        for a small grid (tensorcore_wgmma.fallback_values; the half-full test counts these, as
+        for a small grid (schedules/cuda/gemm/wgmma.fallback_values; the half-full test counts these, as
         the policy was first measured against 64 x 128; `splits` counts 64 x 64 tiles, which the
         template takes for grids under half the SMs, for its full_depth rule)."""
         return _tiles(m, n, 64, 64 if n <= 64 else 128)
@@ -60,14 +61,14 @@ class SplitPolicy:
     def splits(self, m: int, n: int, depth: int, channels: int, lanes: int) -> int:
         """The fewest slices (a power of two) that give every SM a block, as many as the depth
         and the channels' 16-byte chunks allow; 1 where the grid is already half full, where
-        64x64 tiles fill 3/4 of the SMs and the reduction is under full_depth, or (`cluster`)
-        where the kernel splits it itself (`cluster_split`)."""
-        if m < MIN_MN or n < MIN_MN:  # a GEMV (an SE block's 1x1 conv, a decode step): no tensor-core tile
+        64x64 tiles fill 3/4 of the SMs and the reduction is under full_depth, or where the
+        kernel splits it itself (`in_kernel`)."""
+        if m < self.min_mn or n < self.min_mn:  # a GEMV (an SE block's 1x1 conv, a decode step): no tensor-core tile
             return 1
         if self.force:  # whole 16-byte chunks of channels a slice
             s = self.force
             return s if channels % s == 0 and (channels // s) % lanes == 0 else 1
-        if self.cluster and cluster_split(m, n, depth, channels, lanes, self.sms) is not None:
+        if self.in_kernel is not None and self.in_kernel(m, n, depth, channels, lanes, self.sms):
             return 1
         blocks = self.blocks(m, n)
         if 2 * blocks > self.sms or depth < self.min_total:
@@ -82,36 +83,6 @@ class SplitPolicy:
                 break
             s *= 2
         return best
-
-
-# In-kernel split-K on Hopper (schedules/cuda/cluster_sum.py): (tile, slices) in the order tried, the
-# largest tile first, as it reads the fewest operand bytes through L2 (what bounds these grids,
-# WGMMA_NOTES session 23). Taken where the slices' CTAs fill 7/10 of the SMs or more without a
-# second wave, each slice at least CLUSTER_MIN_DEPTH deep. H100, fp16 b16 (results/issue9/session28:
-# sweep3.json), against the untuned unsplit kernel: 512x7x7->512 3x3 128x128 in 4 slices 14.8 us (two
-# kernels in 4 slices 17.2, unsplit 24.7); 2048x7x7->512 64x128 in 2 8.8 (64x64 unsplit 9.5;
-# 128x128 in 4, 512 deep a slice, 10.0); 256x14x14 3x3 128x128 in 2 13.8 (64x128 14.1);
-# 1024x14x14->256 (1024 deep) gained nothing: 64x64 7.5, 128x128 in 2 8.8.
-CLUSTER_TILES = (((128, 128), 4), ((128, 128), 2), ((64, 128), 2))
-CLUSTER_MIN_TOTAL = 2048
-CLUSTER_MIN_DEPTH = 1024
-
-
-def cluster_split(m: int, n: int, depth: int, channels: int, lanes: int, sms: int) -> Optional[tuple]:
-    """((BM, BN), slices) of the in-kernel cluster split for an M x N output `depth` deep whose
-    innermost reduction axis has `channels` (each slice takes whole 16-byte vectors of them), or
-    None. 16-bit operands only (8 lanes a vector): the path is measured for fp16 and bf16. A tile
-    is taken only with M at least one tile and N whole tiles (the slices' sum spreads a tile's full
-    width over a warp, sliced_k.stage_sum). Convs only (conv_splits): the sum computes the epilogue
-    4 lanes wide, which a Linear's GELU (erf, scalarized) would not allow."""
-    if lanes != 8 or depth < CLUSTER_MIN_TOTAL or m < MIN_MN or n < MIN_MN:
-        return None
-    for (bm, bn), s in CLUSTER_TILES:
-        ctas = _tiles(m, n, bm, bn) * s
-        if (7 * sms <= 10 * ctas and ctas <= sms and depth // s >= CLUSTER_MIN_DEPTH
-                and channels % (lanes * s) == 0 and m >= bm and n % bn == 0):
-            return (bm, bn), s
-    return None
 
 
 def _tiles(m: int, n: int, bm: int, bn: int) -> int:
@@ -138,8 +109,8 @@ def matmul_splits(n: Node, policy: SplitPolicy) -> int:
     w = n.inputs[1]
     if not tensor_core_operand(n, w) or float(n.attrs.get("alpha", 1.0)) != 1.0:
         return 1
-    g = n.geometry  # a's rows (batch dims included) by N, K deep (no cluster split: `cluster_split`)
-    return replace(policy, cluster=False).splits(g.m, g.n, g.k, g.k, vector_lanes(w.dtype))
+    g = n.geometry  # a's rows (batch dims included) by N, K deep (Linears are never split in the kernel)
+    return replace(policy, in_kernel=None).splits(g.m, g.n, g.k, g.k, vector_lanes(w.dtype))
 
 
 SPLITTERS = {"conv2d": conv_splits, "matmul": matmul_splits}  # op -> its slice count

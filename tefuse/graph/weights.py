@@ -38,7 +38,6 @@ from .ir import CONST, Graph, Node, RewriteContext, fresh_name, op_node, pad_aft
 
 TENSOR_CORE_DTYPES = ("float16", "bfloat16")  # what the wgmma path multiplies (and tf32 float32)
 HWIO_TO_OHWI = (3, 0, 1, 2)
-MIN_MN = 16  # below it the tensor-core template takes no GEMM (schedules/cuda/tensorcore.py)
 
 
 def tensor_core_operand(n: Node, w: Node) -> bool:
@@ -57,7 +56,7 @@ def _candidate(n: Node) -> bool:
     return b.op == CONST and len(b.shape) == 2 and len(a.shape) >= 2 and tensor_core_operand(n, b)
 
 
-def _conv_candidate(n: Node) -> bool:
+def _conv_candidate(n: Node, min_mn: int) -> bool:
     if n.op != "conv2d" or n.attrs.get("layout") != "NHWC" or n.attrs.get("weight_layout"):
         return False
     x, w = n.inputs
@@ -65,7 +64,7 @@ def _conv_candidate(n: Node) -> bool:
         return False
     m = n.shape[0] * n.shape[1] * n.shape[2]
     c, lanes = x.shape[3], vector_lanes(w.dtype)
-    return (c % lanes == 0 or c < lanes) and w.shape[3] >= MIN_MN and m >= MIN_MN
+    return (c % lanes == 0 or c < lanes) and w.shape[3] >= min_mn and m >= min_mn
 
 
 MIN_PIXEL_BYTES = 8  # an image's pixel padded to at least one 8-byte copy (cp.async moves 4, 8 or 16)
@@ -163,11 +162,12 @@ def _paired_weight(v: np.ndarray, pairs: PixelPairs) -> np.ndarray:
     return v.reshape(kh, pairs.taps, PAIR * c, k)
 
 
-def nk_gemm_weights(graph: Graph, *, convs: bool = False) -> Graph:
+def nk_gemm_weights(graph: Graph, *, min_mn: int, convs: bool = False) -> Graph:
     """The graph with every fp16/bf16 (or tf32) matmul by a constant 2-D weight reading it as
-    [N, K], and with convs=True every such NHWC conv's constant weight as OHWI."""
+    [N, K], and with convs=True every such NHWC conv's constant weight as OHWI, where its M and N
+    are at least `min_mn` (GraphPolicy.min_mn: what a tensor-core tile takes)."""
     def wanted(n: Node) -> bool:
-        return _candidate(n) or (convs and _conv_candidate(n))
+        return _candidate(n) or (convs and _conv_candidate(n, min_mn))
 
     if not any(wanted(n) for n in graph.nodes):
         return graph

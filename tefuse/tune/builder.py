@@ -25,7 +25,7 @@ from tvm.support.popen_pool import PopenPoolExecutor
 
 from ..schedules import KernelInfo
 from ..schedules.space import Config
-from .measure import COMPILE_ERROR, TIMEOUT, BuildResult, _last_line
+from .measure import COMPILE_ERROR, TIMEOUT, BuildResult, last_line
 from .task import Task
 
 log = logging.getLogger(__name__)
@@ -93,7 +93,7 @@ def build_one(inp: BuildInput) -> BuildResult:
         return BuildResult(inp.index, cfg_json, inp.out_path, build_seconds=time.perf_counter() - t0,
                            features=tir_features(mod))
     except Exception as e:  # noqa: BLE001 - schedule errors, limits, TVM errors, nvcc errors
-        return BuildResult(inp.index, cfg_json, None, COMPILE_ERROR, _last_line(e),
+        return BuildResult(inp.index, cfg_json, None, COMPILE_ERROR, last_line(e),
                            time.perf_counter() - t0)
 
 
@@ -164,7 +164,7 @@ class LocalBuilder:
                                            f"build took over {self.timeout:.0f}s"))
             except Exception as e:  # noqa: BLE001 - a worker crashed (ChildProcessError)
                 results.append(BuildResult(inp.index, cfg_json, None, COMPILE_ERROR,
-                                           f"build worker died: {_last_line(e)}"))
+                                           f"build worker died: {last_line(e)}"))
         return results
 
     def close(self) -> None:

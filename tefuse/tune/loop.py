@@ -25,6 +25,7 @@ from .record import TuningRecord
 from .runner import LocalRunner
 from .task import Task, as_tasks
 from .tuners import make_tuner
+from ..options import BuildOptions
 from ..schedules.space import KnobError
 
 log = logging.getLogger(__name__)
@@ -84,7 +85,7 @@ def _as_db(log_: Union[None, str, os.PathLike, DB]) -> DB:
 def _record(task: Task, template: str, device: str, r: MeasureResult) -> TuningRecord:
     return TuningRecord(workload=task.workload, target=task.target_key, device=device, template=template,
                         config=r.config, config_index=r.index, costs=list(r.costs) if r.ok else [],
-                        error=r.error, error_msg=r.error_msg)
+                        error=r.error, error_msg=r.error_msg, options=task.options.changed())
 
 
 @dataclass
@@ -112,7 +113,8 @@ def tune(graph_or_tasks, target=None, *, trials: int, tuner: str = "xgb",
          seed: int = 0, builder: Optional[LocalBuilder] = None, runner=None,
          batch_size: Optional[int] = None, transfer: bool = True,
          progress: Optional[Progress] = None, tuner_options: Optional[dict] = None,
-         tasks_at_once: Optional[int] = None, only: Optional[dict] = None) -> list[TuneResult]:
+         tasks_at_once: Optional[int] = None, only: Optional[dict] = None,
+         options: Optional[BuildOptions] = None) -> list[TuneResult]:
     """Tune every task (a Graph's fused groups, or given Tasks) for `trials` measurements each.
 
     `trials` is the budget per task: a few for each of its templates, the rest for the fastest
@@ -128,8 +130,12 @@ def tune(graph_or_tasks, target=None, *, trials: int, tuner: str = "xgb",
     whose spaces hold them; a kernel with none is left untuned (a matmul that wgmma cannot take,
     in a model tuned with intrin=wgmma). When no kernel can take them, KnobError. The untuned
     config is still measured first, whatever its values, so that a record never loses to it.
+
+    `options` (a graph's tasks; given Tasks carry their own): the build options the records are
+    measured under, and replay under; None reads them from the environment (BuildOptions.from_env).
     """
-    tasks = as_tasks(graph_or_tasks, target if target is not None else "llvm")
+    options = BuildOptions.from_env() if options is None else options
+    tasks = as_tasks(graph_or_tasks, target if target is not None else "llvm", options)
     narrowed = [_narrowed(t, only or {}) for t in tasks]  # per task: {template: its space}, refusals
     if only and not any(spaces for spaces, _ in narrowed):  # a typo, not a narrowing: stop before starting
         refusals = [why for _, whys in narrowed for why in whys]

@@ -145,7 +145,7 @@ def measure_module(load: Callable[[], Any], dev, inputs: list, out_specs: list[A
         mod["main"](*inputs, *outs)
         dev.sync()
     except Exception as e:  # noqa: BLE001 - launch failures of any kind
-        return MeasureResult(index, config, error=RUNTIME_ERROR, error_msg=_last_line(e))
+        return MeasureResult(index, config, error=RUNTIME_ERROR, error_msg=last_line(e))
     if opts.check and ref is not None:
         msg = check_outputs([o.numpy() for o in outs], ref)
         if msg is not None:
@@ -156,10 +156,10 @@ def measure_module(load: Callable[[], Any], dev, inputs: list, out_specs: list[A
         res = timer(*inputs, *outs)
         costs = [float(c) for c in res.results]
     except Exception as e:  # noqa: BLE001
-        return MeasureResult(index, config, error=RUNTIME_ERROR, error_msg=_last_line(e))
+        return MeasureResult(index, config, error=RUNTIME_ERROR, error_msg=last_line(e))
     return MeasureResult(index, config, costs=costs)
 
 
-def _last_line(e: BaseException) -> str:
+def last_line(e: BaseException) -> str:
     lines = [ln for ln in str(e).strip().splitlines() if ln.strip()]
     return (lines[-1] if lines else type(e).__name__)[:500]

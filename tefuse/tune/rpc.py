@@ -28,7 +28,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
-from .measure import (RUNTIME_ERROR, BuildResult, MeasureResult, RunOptions, RunSpec, _last_line,
+from .measure import (RUNTIME_ERROR, BuildResult, MeasureResult, RunOptions, RunSpec, last_line,
                       measure_module)
 from .parallel import DeviceLost, DevicesLost, ParallelRunner, Slot
 
@@ -145,7 +145,7 @@ class RPCSlot(Slot):
             self.acquire(self.reacquire_timeout)
             return True
         except Exception as e:  # noqa: BLE001 - no free server, tracker gone
-            log.info("rpc: no new session for slot %s: %s", self.name, _last_line(e) if str(e) else type(e).__name__)
+            log.info("rpc: no new session for slot %s: %s", self.name, last_line(e) if str(e) else type(e).__name__)
             return False
 
     def _remote_dev(self, kind: str):
@@ -181,7 +181,7 @@ class RPCSlot(Slot):
             except Exception as e:  # noqa: BLE001
                 if not _alive(self.sess):
                     raise
-                log.warning("remote reference run failed (%s): candidates go unchecked", _last_line(e))
+                log.warning("remote reference run failed (%s): candidates go unchecked", last_line(e))
                 self._cache[k] = None
         return self._cache[k]
 
@@ -218,14 +218,14 @@ class RPCSlot(Slot):
             try:
                 self.acquire(self.reacquire_timeout)
             except Exception as e:  # noqa: BLE001
-                raise DeviceLost(f"no session: {_last_line(e) if str(e) else type(e).__name__}") from None
+                raise DeviceLost(f"no session: {last_line(e) if str(e) else type(e).__name__}") from None
         sess = self.sess
         try:
             dev, ins = self._inputs(spec, kind)
             ref = self._reference(spec, kind, reference) if self.opts.check else None
         except Exception as e:  # noqa: BLE001 - connection lost
             self._drop()
-            raise DeviceLost(_last_line(e)) from None
+            raise DeviceLost(last_line(e)) from None
         res = measure_module(lambda: self._load(sess, build.path), dev, ins, spec.outputs, ref, self.opts,
                              build.index, build.config,
                              empty=lambda shape, dtype: tvm.runtime.empty(shape, dtype, dev))
@@ -275,13 +275,13 @@ class RPCRunner(ParallelRunner):
                 slot.acquire(self.acquire_timeout)
             except Exception as e:  # noqa: BLE001
                 raise DevicesLost(f"cannot reach the RPC server at {self.server[0]}:{self.server[1]}: "
-                                  f"{_last_line(e)}") from None
+                                  f"{last_line(e)}") from None
             return [slot]
         where = f"tracker {self.tracker[0]}:{self.tracker[1]}"
         try:
             servers = tracker_servers(self.tracker, self.key)
         except Exception as e:  # noqa: BLE001
-            raise DevicesLost(f"cannot reach the RPC {where}: {_last_line(e) if str(e) else type(e).__name__}") from None
+            raise DevicesLost(f"cannot reach the RPC {where}: {last_line(e) if str(e) else type(e).__name__}") from None
         if not servers:
             raise DevicesLost(f"no RPC server is registered under key {self.key!r} at {where}")
         slots = [self._slot() for _ in servers]
@@ -292,7 +292,7 @@ class RPCRunner(ParallelRunner):
                 slot.acquire(self.acquire_timeout)
             except Exception as e:  # noqa: BLE001
                 slot.dead = True
-                errors.append(_last_line(e) if str(e) else type(e).__name__)
+                errors.append(last_line(e) if str(e) else type(e).__name__)
 
         threads = [threading.Thread(target=acquire, args=(s,), daemon=True) for s in slots]
         for t in threads:

@@ -19,7 +19,7 @@ import os
 from typing import Optional, Sequence
 
 from .measure import (RUNTIME_ERROR, TIMEOUT, BuildResult, MeasureResult, RunOptions, RunSpec,
-                      _last_line, measure_module)
+                      last_line, measure_module)
 from .procs import die_with_parent
 
 log = logging.getLogger(__name__)
@@ -82,7 +82,7 @@ def _reference(spec: RunSpec, kind: str, ref_path: Optional[str]):
             dev.sync()
             _STATE[k] = [o.numpy() for o in outs]
         except Exception as e:  # noqa: BLE001
-            log.warning("reference run failed (%s): candidates go unchecked", _last_line(e))
+            log.warning("reference run failed (%s): candidates go unchecked", last_line(e))
             _STATE[k] = None
     return _STATE[k]
 
@@ -160,7 +160,7 @@ class LocalRunner:
             except Exception as e:  # noqa: BLE001 - the worker died (segfault, abort)
                 self._kill_pool()
                 out.append(MeasureResult(b.index, b.config, error=RUNTIME_ERROR,
-                                         error_msg=f"runner worker died: {_last_line(e)}"))
+                                         error_msg=f"runner worker died: {last_line(e)}"))
         return out
 
     def close(self) -> None:

@@ -12,6 +12,7 @@ from typing import Optional, Sequence
 
 import tvm
 
+from ..options import DEFAULT, BuildOptions
 from ..schedules import DOMINANT, KernelInfo, Template, prologue_policy
 
 from ..codegen.lower import LoweredGroup, lower_group
@@ -36,6 +37,7 @@ class Task:
     templates: list[Template]
     spaces: dict[str, ConfigSpace]
     weight: int = 1
+    options: BuildOptions = DEFAULT  # what the templates' preferences and the records depend on
     _script: Optional[str] = field(default=None, repr=False)
 
     @property
@@ -88,7 +90,7 @@ class Task:
         info = self.lowered.info
         able = [t for t in self.templates if t.supports(info.geometry, info.dtype, self.target)]
         able = able or list(self.templates)
-        dominant = [t for t in able if t.preference(info, self.target) >= DOMINANT]
+        dominant = [t for t in able if t.preference(info, self.target, self.options) >= DOMINANT]
         return dominant or able
 
     def describe(self) -> str:
@@ -96,16 +98,16 @@ class Task:
         return f"{self.workload} (x{self.weight}; {sizes})"
 
 
-def task_from_group(group: FusedGroup, target: TargetLike) -> Task:
+def task_from_group(group: FusedGroup, target: TargetLike, options: BuildOptions = DEFAULT) -> Task:
     tgt = make_target(target)
     lowered = lower_group(group)
-    templates = find_template(tgt, lowered.info.anchor_kind, info=lowered.info)
+    templates = find_template(tgt, lowered.info.anchor_kind, info=lowered.info, options=options)
     spaces = {t.name: t.space(lowered.info, tgt) for t in templates}
-    return Task(workload_key(group), group, lowered, tgt, templates, spaces)
+    return Task(workload_key(group), group, lowered, tgt, templates, spaces, options=options)
 
 
 def extract_tasks(graph: Graph, target: TargetLike, *, prologue: ProloguePolicy = True,
-                  multi_output: bool = True) -> list[Task]:
+                  multi_output: bool = True, options: BuildOptions = DEFAULT) -> list[Task]:
     """One task per unique workload key among the graph's fused groups, in graph order."""
     tgt = make_target(target)
     tasks: dict[str, Task] = {}
@@ -114,15 +116,15 @@ def extract_tasks(graph: Graph, target: TargetLike, *, prologue: ProloguePolicy 
         if key in tasks:
             tasks[key].weight += 1
             continue
-        tasks[key] = task_from_group(g, tgt)
+        tasks[key] = task_from_group(g, tgt, options)
     out = list(tasks.values())
     log.info("extracted %d tuning task(s) for %s", len(out), target_key(tgt))
     return out
 
 
-def as_tasks(graph_or_tasks, target: TargetLike) -> list[Task]:
+def as_tasks(graph_or_tasks, target: TargetLike, options: BuildOptions = DEFAULT) -> list[Task]:
     if isinstance(graph_or_tasks, Graph):
-        return extract_tasks(graph_or_tasks, target)
+        return extract_tasks(graph_or_tasks, target, options=options)
     if isinstance(graph_or_tasks, Task):
         return [graph_or_tasks]
     tasks: Sequence = list(graph_or_tasks)

@@ -94,7 +94,7 @@ def test_second_build_compiles_nothing(tmp_path, monkeypatch, rng):
     np.testing.assert_array_equal(a, b)
     assert np.abs(a).max() > 0
     # another config is another entry
-    monkeypatch.setattr(B, "choose_schedule", lambda lowered, target, db=None: _other_choice(lowered, target))
+    monkeypatch.setattr(B, "choose_schedule", lambda lowered, target, db=None, options=None: _other_choice(lowered, target))
     tefuse.build(_graph(), "llvm", cache=cache)
     assert len(calls) == 2
 
@@ -218,18 +218,26 @@ def test_cuda_kernel_keeps_its_generated_source():
     assert "__global__" in k.device_source and k.source("cuda") == k.device_source
 
 
-def test_key_covers_the_codegen_switches_and_an_off_switch_is_unset(tmp_path, monkeypatch):
-    """TEFUSE_LATE_PARAMS (like every CODEGEN_ENV switch) changes the generated code while set to
-    anything but 0; set to 0 it is the default, and so is the key."""
+def test_key_covers_the_build_options_and_the_defaults_add_nothing(tmp_path):
+    """A kernel chosen under options off their defaults is another entry; under the defaults the
+    key is what it was before options existed (no entry of an old cache is lost)."""
+    import dataclasses
+    import hashlib
+    import json
+
+    import tvm
+
+    from tefuse.codegen.cache import source_fingerprint
     from tefuse.codegen.schedule import choose_schedule
+    from tefuse.options import BuildOptions
+    from tefuse.version import __version__
 
     group = tefuse.fuse_graph(_graph())[0]
     cuda = make_target("cuda")
     ch = choose_schedule(lower_group(group), cuda)
     cache, key = KernelCache(tmp_path), workload_key(group)
-    monkeypatch.delenv("TEFUSE_LATE_PARAMS", raising=False)
-    unset = cache.key(key, cuda, ch)
-    monkeypatch.setenv("TEFUSE_LATE_PARAMS", "0")
-    off = cache.key(key, cuda, ch)
-    monkeypatch.setenv("TEFUSE_LATE_PARAMS", "1")
-    assert unset == off != cache.key(key, cuda, ch)
+    values = {k: list(v) if isinstance(v, tuple) else v for k, v in ch.config.values.items()}
+    old = hashlib.sha256(json.dumps([key, ch.template.name, values, str(cuda), __version__, tvm.__version__,
+                                     source_fingerprint()], sort_keys=True, default=str).encode()).hexdigest()
+    assert cache.key(key, cuda, ch) == old
+    assert cache.key(key, cuda, dataclasses.replace(ch, options=BuildOptions(prefer_mfma=True))) != old

@@ -1,6 +1,6 @@
-"""Padded tile rows wrapped onto real rows on a real GPU (schedules/cuda/clamp_rows.py): a wgmma
-kernel whose operands leave partial tiles gives the very same bits as the one built with the
-predicated zero fill (TEFUSE_PREDICATED_ROWS=1). Rows past M (a 7x7 conv at batch 2: 98 rows),
+"""Padded tile rows wrapped onto real rows on a real GPU (schedules/cuda/passes/clamp_rows.py): a
+wgmma kernel whose operands leave partial tiles gives the very same bits as the one built with
+TVM's predicated zero fill (the template's clamp_rows step left out). Rows past M (a 7x7 conv at batch 2: 98 rows),
 past N (96 output channels), and a dense whose K leaves a partial tile too (its zero fill kept).
 
     python -m pytest -m gpu tests/gpu/test_clamp_rows_gpu.py -q
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from tests.gpu.test_narrow_staging_gpu import _graph, built_both_ways
-from tests.schedules.cuda.test_tensorcore import _dense
+from tests.schedules.cuda.gemm.test_mma import _dense
 
 pytestmark = pytest.mark.gpu
 
@@ -23,7 +23,7 @@ CASES = {"conv_m98_n96": lambda: _graph("float16", "NHWC", True, n=2, hw=7),
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_wrapped_rows_give_the_same_bits(case, monkeypatch, rng):
-    (pred_src, predicated), (wrap_src, wrapped) = built_both_ways(CASES[case](), "TEFUSE_PREDICATED_ROWS",
+    (pred_src, predicated), (wrap_src, wrapped) = built_both_ways(CASES[case](), "clamp_rows",
                                                                   rng, monkeypatch)
     assert "wgmma" in wrap_src and "wgmma" in pred_src
     wraps = lambda src: "% 98" in src or "% 197" in src

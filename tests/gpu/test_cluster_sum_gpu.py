@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 import tefuse
-from tefuse.bench.wgmma_check import ForcedConfig
+from tests.reference import ForcedConfig
 from tests.gpu.test_tensorcore_gpu import _inputs
-from tests.schedules.cuda.test_tensorcore_wgmma import _ohwi_conv
+from tests.schedules.cuda.gemm.test_wgmma import _ohwi_conv
 
 pytestmark = pytest.mark.gpu
 

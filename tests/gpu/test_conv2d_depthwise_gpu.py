@@ -16,7 +16,7 @@ from tefuse.codegen.schedule import ScheduleChoice
 from tefuse.runtime.executor import CompiledGraph
 from tefuse.tune.task import as_tasks
 from tests.reference import assert_close, batch_norm, conv2d
-from tests.schedules.cuda.test_conv2d_depthwise import dw_chain, sample_fitting
+from tests.schedules.gpu.test_conv2d_depthwise import dw_chain, sample_fitting
 
 pytestmark = pytest.mark.gpu
 

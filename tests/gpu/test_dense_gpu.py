@@ -18,7 +18,7 @@ from tefuse.driver import build_group
 from tefuse.codegen.schedule import ScheduleChoice
 from tefuse.runtime.executor import CompiledGraph
 from tests.reference import assert_close
-from tests.schedules.cuda.test_dense import CHAINS as CPU_CHAINS, batched_matmul, dense_chain, task_of
+from tests.schedules.gpu.test_dense import CHAINS as CPU_CHAINS, batched_matmul, dense_chain, task_of
 
 pytestmark = pytest.mark.gpu
 

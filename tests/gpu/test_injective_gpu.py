@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import tefuse
-from tests.schedules.cuda.test_injective import _bias_relu, _space, _stem_pad
+from tests.schedules.gpu.test_injective import _bias_relu, _space, _stem_pad
 
 pytestmark = pytest.mark.gpu
 

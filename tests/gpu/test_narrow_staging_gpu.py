@@ -1,6 +1,6 @@
 """16-bit staging on a real GPU: a tensor-core kernel built with its accumulators staged in the
-output's type gives the very same bits as the one built with float32 staging
-(TEFUSE_WIDE_STAGING=1), for mma.sync and wgmma, fp16 and bf16, NHWC and NCHW outputs; the
+output's type gives the very same bits as the one built with float32 staging (the template's
+narrow_staging step left out), for mma.sync and wgmma, fp16 and bf16, NHWC and NCHW outputs; the
 tolerance tests elsewhere would let an ulp through.
 
     python -m pytest -m gpu tests/gpu/test_narrow_staging_gpu.py -q
@@ -13,7 +13,7 @@ import pytest
 import tefuse
 from tefuse.plan.spec import parse_chain
 from tests.gpu.test_tensorcore_gpu import _inputs
-from tests.schedules.cuda.test_tensorcore import _rand
+from tests.schedules.cuda.gemm.test_mma import _rand
 
 pytestmark = pytest.mark.gpu
 
@@ -28,15 +28,19 @@ def _graph(dtype, layout, const_weight, n=4, hw=14):
     return g.with_constants({w.name: (a.astype(np.float32) * 0.1).astype(a.dtype)})
 
 
-def built_both_ways(graph, switch: str, rng, monkeypatch) -> list:
-    """[(CUDA source, output as float32)] of `graph` built and run with the environment switch
-    `switch` set to 1, then unset (each build uncached), on the same inputs; the second output
-    checked finite."""
+def built_both_ways(graph, step: str, rng, monkeypatch) -> list:
+    """[(CUDA source, output as float32)] of `graph` built and run without the tensor-core
+    template's finishing rewrite `step` (narrow_staging, clamp_rows), then with it (each build
+    uncached), on the same inputs; the second output checked finite."""
+    from tefuse.schedules.cuda.gemm import template
+
     vals = _inputs(graph, rng)
     got = []
-    for value in ("1", ""):
-        monkeypatch.setenv(switch, value)
-        cg = tefuse.build(graph, "cuda", cache=None)
+    for keep in (False, True):
+        with monkeypatch.context() as m:
+            if not keep:
+                m.setattr(template, step, lambda func: func)
+            cg = tefuse.build(graph, "cuda", cache=None)
         got.append((cg.source("cuda"), cg.run(**vals)[0].astype(np.float32)))
     assert np.isfinite(got[1][1]).all()
     return got
@@ -46,6 +50,6 @@ def built_both_ways(graph, switch: str, rng, monkeypatch) -> list:
 @pytest.mark.parametrize("layout, const_weight", [("NHWC", True), ("NHWC", False), ("NCHW", False)])
 def test_16_bit_staging_gives_the_same_bits(dtype, layout, const_weight, monkeypatch, rng):
     (wide_src, wide), (narrow_src, narrow) = built_both_ways(_graph(dtype, layout, const_weight),
-                                                              "TEFUSE_WIDE_STAGING", rng, monkeypatch)
+                                                              "narrow_staging", rng, monkeypatch)
     assert "((float*)buf_dyn_shmem" in wide_src and "((float*)buf_dyn_shmem" not in narrow_src
     np.testing.assert_array_equal(narrow, wide)

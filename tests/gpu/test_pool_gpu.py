@@ -17,8 +17,8 @@ from tefuse.target import make_target
 from tefuse.tune.task import task_from_group
 from tests import reference as R
 from tests.gpu.test_reduction_gpu import _configs, reference
-from tests.schedules.cuda.test_pool import NAME
-from tests.schedules.cuda.test_reduction import chain
+from tests.schedules.gpu.test_pool import NAME
+from tests.schedules.gpu.test_reduction import chain
 
 pytestmark = pytest.mark.gpu
 

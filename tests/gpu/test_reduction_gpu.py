@@ -20,7 +20,7 @@ from tefuse.runtime.executor import CompiledGraph
 from tefuse.target import make_target
 from tefuse.tune.task import task_from_group
 from tests import reference as R
-from tests.schedules.cuda.test_reduction import TEMPLATE, chain
+from tests.schedules.gpu.test_reduction import TEMPLATE, chain
 
 pytestmark = pytest.mark.gpu
 

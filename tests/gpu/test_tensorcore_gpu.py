@@ -16,9 +16,9 @@ from tefuse.codegen.schedule import ScheduleChoice
 from tefuse.driver import build_group
 from tefuse.fusion import fuse_graph
 from tefuse.runtime.executor import CompiledGraph
-from tefuse.schedules.cuda.tensorcore import TensorCoreGemm, mma_fallback_values, tc_shape
-from tefuse.target import gpu_limits, make_target
-from tests.schedules.cuda.test_tensorcore import CASES, NAME, TF32_CASES, _rand
+from tefuse.schedules.cuda.gemm.template import TensorCoreGemm, mma_fallback_values, tc_shape
+from tefuse.target import device_caps, make_target
+from tests.schedules.cuda.gemm.test_mma import CASES, NAME, TF32_CASES, _rand
 from tefuse.graph.precision import convert_precision
 from tefuse.plan.spec import parse_chain
 
@@ -71,7 +71,7 @@ def _variants(info, target):
     space = t.space(info, target)
     fb = t.fallback(info, target, space).values
     m, n, _ = tc_shape(info)
-    bases = [{**mma_fallback_values(m, n, gpu_limits(target).sm_count), "intrin": "mma"}, fb]
+    bases = [{**mma_fallback_values(m, n, device_caps(target).sm_count), "intrin": "mma"}, fb]
     seen = []
     for base in bases:
         for knob in space.knobs:

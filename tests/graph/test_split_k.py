@@ -10,8 +10,11 @@ import pytest
 import tefuse
 from tefuse.graph import GraphBuilder
 from tefuse.graph.split_k import SplitPolicy, conv_splits, matmul_splits, split_k
+from tefuse.schedules.cuda.gemm.cluster import cluster_split
+from tefuse.schedules.cuda.gemm.tiles import MIN_MN
+from tefuse.schedules.policy import in_kernel_split
 
-H100 = SplitPolicy(sms=132)
+H100 = SplitPolicy(sms=132, min_mn=MIN_MN)
 
 
 def _conv(n, hw, c, k, r, dtype="float16", layout="NHWC", groups=1, math=None, const=True):
@@ -78,7 +81,7 @@ def test_the_rewrite_keeps_the_name_and_rewires_the_epilogue():
 
 def test_built_on_llvm_two_kernels_with_the_unsplit_numbers():
     g = _conv(1, 7, 256, 64, 3, const=False)
-    s = split_k(g, SplitPolicy(sms=132, min_depth=64, min_total=512))
+    s = split_k(g, SplitPolicy(sms=132, min_mn=MIN_MN, min_depth=64, min_total=512))
     assert s.node("conv").inputs[0].attrs["split_k"] == 16
     rng = np.random.default_rng(1)
     feed = {"x": rng.standard_normal((1, 7, 7, 256)).astype("float16"),
@@ -119,7 +122,7 @@ def test_a_scaled_product_is_left_alone():
 
 def test_a_split_linear_built_on_llvm_matches_the_unsplit_one():
     g = _linear(40, 512, 64)
-    s = split_k(g, SplitPolicy(sms=132, min_depth=64, min_total=512))
+    s = split_k(g, SplitPolicy(sms=132, min_mn=MIN_MN, min_depth=64, min_total=512))
     part = s.node("fc").inputs[0]
     assert part.attrs["split_k"] == 8 and part.shape == (8, 1, 40, 64)
     rng = np.random.default_rng(2)
@@ -163,7 +166,7 @@ def test_a_forced_count_splits_wherever_the_channels_allow(shape, force, want):
     """split_k=N (build, `--split-k N`): that many slices whatever the grid or depth, where the
     channels divide into slices of whole 16-byte chunks; elsewhere none."""
     n, hw, c, k, r = shape
-    assert conv_splits(_conv(n, hw, c, k, r).node("conv"), SplitPolicy(sms=132, force=force)) == want
+    assert conv_splits(_conv(n, hw, c, k, r).node("conv"), SplitPolicy(sms=132, min_mn=MIN_MN, force=force)) == want
 
 
 def test_build_takes_a_slice_count():
@@ -186,15 +189,14 @@ def test_build_takes_a_slice_count():
     ((16, 14, 1024, 256, 1), 1, None),  # 1024 deep
 ])
 def test_a_hopper_policy_leaves_the_cluster_splits_to_the_kernel(shape, want, cluster):
-    """On Hopper (cluster=True) the deep small grids that graph/split_k.cluster_split takes stay one
+    """On Hopper (in_kernel_split) the deep small grids that the wgmma template splits itself stay one
     conv (the tensor-core kernel splits them among a cluster's CTAs); the others split as before."""
-    from tefuse.graph.split_k import cluster_split
 
     n, hw, c, k, r = shape
     conv = _conv(n, hw, c, k, r).node("conv")
     g = conv.geometry
     assert cluster_split(g.m, g.k, g.r, g.c, 8, 132) == cluster
-    assert conv_splits(conv, SplitPolicy(sms=132, cluster=True)) == want
+    assert conv_splits(conv, SplitPolicy(sms=132, min_mn=MIN_MN, in_kernel=in_kernel_split)) == want
     assert cluster_split(g.m, g.k, g.r, g.c, 4, 132) is None  # tf32 (4 lanes a vector): never
 
 
@@ -207,7 +209,7 @@ def test_no_cluster_split_without_whole_tiles_or_ctas(shape):
     not whole tiles keeps the graph's split (or none) on Hopper, as without clusters."""
     n, hw, c, k, r = shape
     conv = _conv(n, hw, c, k, r).node("conv")
-    assert conv_splits(conv, SplitPolicy(sms=132, cluster=True)) == conv_splits(conv, H100)
+    assert conv_splits(conv, SplitPolicy(sms=132, min_mn=MIN_MN, in_kernel=in_kernel_split)) == conv_splits(conv, H100)
 
 
 @pytest.mark.parametrize("rows,k,n", [(128, 4096, 4096), (72, 4096, 6144), (197, 3072, 768)])
@@ -215,4 +217,4 @@ def test_linears_keep_the_graph_split_on_hopper(rows, k, n):
     """Linears never take the cluster split (their epilogues include GELU, which the slices' sum
     cannot compute 4 wide): the Hopper policy splits them as the policy without clusters does."""
     fc = _linear(rows, k, n).node("fc")
-    assert matmul_splits(fc, SplitPolicy(sms=132, cluster=True)) == matmul_splits(fc, H100)
+    assert matmul_splits(fc, SplitPolicy(sms=132, min_mn=MIN_MN, in_kernel=in_kernel_split)) == matmul_splits(fc, H100)

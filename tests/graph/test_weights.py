@@ -8,6 +8,7 @@ import tefuse
 from tefuse.errors import GraphError
 from tefuse.graph import GraphBuilder
 from tefuse.graph.weights import nk_gemm_weights, padded_channels, row_taps
+from tefuse.schedules.cuda.gemm.tiles import MIN_MN
 
 
 def _linear_pair(dtype, rng):
@@ -24,7 +25,7 @@ def _linear_pair(dtype, rng):
 def test_fp16_matmuls_read_one_transposed_copy_of_a_shared_weight():
     rng = np.random.default_rng(0)
     g, w = _linear_pair("float16", rng)
-    got = nk_gemm_weights(g)
+    got = nk_gemm_weights(g, min_mn=MIN_MN)
     mms = [n for n in got.nodes if n.op == "matmul"]
     assert [bool(n.attrs.get("trans_b")) for n in mms] == [True, True, False]
     assert mms[0].inputs[1] is mms[1].inputs[1], "the shared weight was copied twice"
@@ -37,7 +38,7 @@ def test_fp16_matmuls_read_one_transposed_copy_of_a_shared_weight():
 
 def test_float32_matmuls_are_left_alone():
     g, _ = _linear_pair("float32", np.random.default_rng(1))
-    assert nk_gemm_weights(g) is g
+    assert nk_gemm_weights(g, min_mn=MIN_MN) is g
 
 
 def test_trans_b_needs_a_2d_weight():
@@ -70,8 +71,8 @@ def test_nhwc_convs_read_ohwi_weights_where_asked_and_compute_the_same(c):
     4 (input and weight: 8 bytes a pixel); the llvm result is unchanged. Without convs=True nothing changes."""
     rng = np.random.default_rng(2)
     g = _nhwc_conv(c, rng=rng)
-    assert nk_gemm_weights(g) is g
-    got = nk_gemm_weights(g, convs=True)
+    assert nk_gemm_weights(g, min_mn=MIN_MN) is g
+    got = nk_gemm_weights(g, convs=True, min_mn=MIN_MN)
     (conv,) = [n for n in got.nodes if n.op == "conv2d"]
     # an image's 3x3 stride-2 kernel rows read pixel pairs (pair_pixels): 2 taps of 8 channels
     assert conv.attrs["weight_layout"] == "OHWI" and conv.inputs[1].shape == ((64, 3, 3, 64) if c == 64 else (64, 3, 2, 8))
@@ -90,7 +91,7 @@ def test_tf32_convs_read_ohwi_weights_and_an_image_is_padded_to_4_channels(c):
 
     rng = np.random.default_rng(5)
     g = convert_precision(_nhwc_conv(c, dtype="float32", rng=rng), "tf32")
-    got = nk_gemm_weights(g, convs=True)
+    got = nk_gemm_weights(g, convs=True, min_mn=MIN_MN)
     (conv,) = [n for n in got.nodes if n.op == "conv2d"]
     assert conv.attrs["weight_layout"] == "OHWI" and conv.attrs["math"] == "tf32"
     assert conv.inputs[1].shape == (64, 3, 3 if c == 64 else 4, max(c, 4)) and (conv.inputs[0].op == "pad") == (c == 3)
@@ -103,7 +104,7 @@ def test_tf32_matmuls_read_one_transposed_copy_of_a_shared_weight():
     from tefuse.graph.precision import convert_precision
 
     g, w = _linear_pair("float32", np.random.default_rng(6))
-    mms = [n for n in nk_gemm_weights(convert_precision(g, "tf32")).nodes if n.op == "matmul"]
+    mms = [n for n in nk_gemm_weights(convert_precision(g, "tf32"), min_mn=MIN_MN).nodes if n.op == "matmul"]
     assert [bool(n.attrs.get("trans_b")) for n in mms] == [True, True, False]
     np.testing.assert_array_equal(mms[0].inputs[1].value, w.T)
 
@@ -113,7 +114,7 @@ def test_convs_wgmma_cannot_stream_keep_hwio(kw):
     """12 channels (not whole 16-byte vectors, not an image), float32 (not tf32), grouped: left
     alone."""
     g = _nhwc_conv(**kw)
-    assert nk_gemm_weights(g, convs=True) is g
+    assert nk_gemm_weights(g, convs=True, min_mn=MIN_MN) is g
 
 
 @pytest.mark.parametrize("kh,kw,c,itemsize,want", [
@@ -148,7 +149,7 @@ def test_a_7x7_stem_computes_the_same_with_its_rows_widened(dtype):
     g = b.build(b.relu(b.conv2d(x, w, strides=2, padding=3, layout="NHWC")))
     if dtype == "float32":
         g = convert_precision(g, "tf32")
-    got = nk_gemm_weights(g, convs=True)
+    got = nk_gemm_weights(g, convs=True, min_mn=MIN_MN)
     (conv,) = [n for n in got.nodes if n.op == "conv2d"]
     if dtype == "float16":
         assert conv.inputs[1].shape == (32, 7, 4, 8) and conv.geometry.stride == (2, 1)
@@ -194,7 +195,7 @@ def test_paired_pixels_compute_the_same(hw, r, stride, pad):
     x = b.input("x", (2, hw, hw, 3), "float16")
     w = b.const((rng.standard_normal((r, r, 3, 32)) * 0.1).astype("float16"), name="w")
     g = b.build(b.relu(b.conv2d(x, w, strides=stride, padding=pad, layout="NHWC")))
-    got = nk_gemm_weights(g, convs=True)
+    got = nk_gemm_weights(g, convs=True, min_mn=MIN_MN)
     (conv,) = [n for n in got.nodes if n.op == "conv2d"]
     assert conv.inputs[0].shape[2:] == ((hw + 1) // 2, 8) and conv.geometry.stride == (stride, stride // 2)
     xv = rng.standard_normal((2, hw, hw, 3)).astype("float16")
@@ -211,5 +212,5 @@ def test_pixels_are_not_paired_where_the_window_moves_an_odd_step(kw):
     x = b.input("x", (1, 20, 20, 3), "float16")
     w = b.const(np.ones((3, 3, 3, 16), "float16"), name="w")
     g = b.build(b.conv2d(x, w, strides=kw.get("stride", 1), padding=1, dilation=kw.get("dilation", 1), layout="NHWC"))
-    (conv,) = [n for n in nk_gemm_weights(g, convs=True).nodes if n.op == "conv2d"]
+    (conv,) = [n for n in nk_gemm_weights(g, convs=True, min_mn=MIN_MN).nodes if n.op == "conv2d"]
     assert conv.inputs[0].shape[-1] == 4 and conv.inputs[0].op == "pad"

@@ -55,7 +55,7 @@ def test_seq_first_matmul_is_one_gemm_over_the_rows():
     g = b.build(b.op("matmul", a, b.input("w", (64, 96))))
     (group,) = tefuse.fuse_graph(g)
     from tefuse.codegen.lower import lower_group
-    from tefuse.schedules.cuda.dense import gemm_dims
+    from tefuse.schedules.gpu.dense import gemm_dims
     lowered = lower_group(group)
     assert gemm_dims(lowered.info) == (1, 197, 96, 64)
     script = lowered.func.script()

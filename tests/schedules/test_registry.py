@@ -50,7 +50,7 @@ def test_build_workers_preload_the_target_family_before_their_first_build(monkey
 
 
 def test_the_cuda_family_preloads_the_tensor_intrinsics():
-    from tefuse.schedules.cuda.tensorcore import TensorCoreGemm
+    from tefuse.schedules.cuda.gemm.template import TensorCoreGemm
 
     assert "preload" in vars(TensorCoreGemm)
     assert any(isinstance(t, TensorCoreGemm) for t in registry.get_templates("cuda", "dense"))

@@ -158,9 +158,9 @@ def test_default_locations(tmp_path, monkeypatch):
     (tmp_path / "data" / "tefuse").mkdir(parents=True)
     (tmp_path / "data" / "tefuse" / "tuning.jsonl").write_text("")
     assert D.user_db_path() == tmp_path / "data" / "tefuse" / "tuning.jsonl"
-    from tefuse.codegen.cache import default_cache_dir
+    from tefuse.paths import kernel_cache_dir
     monkeypatch.delenv("TEFUSE_CACHE_DIR", raising=False)
-    assert default_cache_dir() == tmp_path / "cache" / "tefuse" / "kernels"
+    assert kernel_cache_dir() == tmp_path / "cache" / "tefuse" / "kernels"
     import tefuse
     from pathlib import Path
     shipped = Path(tefuse.__file__).resolve().parent.parent / "tuning_logs"

@@ -44,13 +44,13 @@ class OnnxNode:
         return self.inputs[k] if k < len(self.inputs) and self.inputs[k] else None
 
 
-def _decode(v: Any) -> Any:
+def decode_bytes(v: Any) -> Any:
     if isinstance(v, bytes):
         return v.decode()
     if isinstance(v, onnx.TensorProto):
         return numpy_helper.to_array(v)
     if isinstance(v, list):
-        return [_decode(x) for x in v]
+        return [decode_bytes(x) for x in v]
     return v
 
 

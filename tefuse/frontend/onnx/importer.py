@@ -19,7 +19,7 @@ from onnx import helper, numpy_helper
 from ...errors import ModelImportError
 from ...graph.ir import Graph, GraphBuilder
 from . import converters as _converters  # noqa: F401 - importing it fills the registry
-from .context import ImportContext, OnnxNode, Unsupported, _decode
+from .context import ImportContext, OnnxNode, Unsupported, decode_bytes
 from .lowbit import TAKES_LOWBIT, is_lowbit, storage_dtype
 from .registry import CONVERTERS, FOLDERS
 
@@ -290,7 +290,7 @@ def _convert_nodes(ctx: ImportContext, nodes, opset: int, converters) -> list[Im
     for k, proto in enumerate(nodes):
         n = OnnxNode(proto.name or f"#{k}:{proto.output[0] if proto.output else ''}", proto.op_type,
                      proto.domain, list(proto.input), list(proto.output),
-                     {a.name: _decode(helper.get_attribute_value(a)) for a in proto.attribute},
+                     {a.name: decode_bytes(helper.get_attribute_value(a)) for a in proto.attribute},
                      opset, proto)
 
         def fail(reason: str) -> None:

@@ -17,7 +17,7 @@ from tefuse.frontend.onnx import import_onnx
 from tefuse.fusion import fuse_graph
 from tefuse.ops.attention import BLOCKS, AttentionGeometry
 from tefuse.schedules.cuda.attention_flash import PLACEHOLDER, FlashAttention, flash_placeholder
-from tefuse.schedules.cuda.tensor_intrin_flash import device_source
+from tefuse.schedules.cuda.intrin.flash import device_source
 from tefuse.target import make_target
 from tefuse.tune.task import task_from_group
 from tests import reference as R
@@ -131,7 +131,7 @@ def test_the_shared_memory_estimate_pads_rows_as_tvm_does(d):
 def test_the_device_function_name_holds_the_scale():
     """The scale is baked into the body, so it is in the name: two kernels of one module that
     differ only in alpha get two functions, not one definition skipped."""
-    from tefuse.schedules.cuda.tensor_intrin_flash import LOG2E, device_source, func_name
+    from tefuse.schedules.cuda.intrin.flash import LOG2E, device_source, func_name
 
     a, b = (func_name(64, 64, 208, 197, alpha * LOG2E, 64) for alpha in (0.125, 0.25))
     assert a != b

@@ -18,7 +18,8 @@ from tefuse.codegen.rocm import code_objects, disassemble, instructions, read_co
 from tefuse.fusion import fuse_graph
 from tefuse.schedules import get_templates
 from tefuse.schedules.rocm.conv2d_mfma import Conv2dMfma
-from tefuse.schedules.rocm.mfma_gemm import PREFER_ENV, lds_bytes
+from tefuse.schedules.rocm.mfma_gemm import lds_bytes
+from tefuse.options import BuildOptions
 from tefuse.target import make_target
 from tefuse.tune.database import Database
 from tefuse.tune.record import TuningRecord
@@ -133,23 +134,24 @@ def test_what_the_template_takes_and_that_untuned_builds_keep_the_others(monkeyp
     assert not m.accepts(extract_tasks(conv_chain(kind="bn", dtype="bfloat16", c=64, k=64, hw=16), t)[0].info)
     assert m.accepts(extract_tasks(conv_chain(kind="bn", dtype="float16", c=64, k=64, hw=14), t)[0].info)  # M=196
     assert not m.accepts(extract_tasks(conv_chain(kind="bn", groups=2, c=64, k=64, hw=16), t)[0].info)
-    monkeypatch.setenv(PREFER_ENV, "1")  # opted in: the untuned choice on matrix-core archs only
     g = conv_chain(kind="bn", dtype="float32", c=64, k=64, hw=16)
-    assert extract_tasks(g, t)[0].templates[0].name == "conv2d_mfma"
-    assert extract_tasks(g, "rocm:gfx1100")[0].templates[0].name != "conv2d_mfma"
+    assert extract_tasks(g, t)[0].templates[0].name != "conv2d_mfma"  # not opted in
+    opted = BuildOptions(prefer_mfma=True)  # the untuned choice on matrix-core archs only
+    assert extract_tasks(g, t, options=opted)[0].templates[0].name == "conv2d_mfma"
+    assert extract_tasks(g, "rocm:gfx1100", options=opted)[0].templates[0].name != "conv2d_mfma"
 
 
 @pytest.mark.parametrize("c,k,hw,dtype", [(64, 64, 56, "float16"), (128, 128, 28, "float16"),
                                           (256, 256, 16, "float32"), (512, 2048, 8, "float32")])
 def test_fallback_fits_a_workgroup_and_the_lds(c, k, hw, dtype):
-    from tefuse.target import gpu_limits
+    from tefuse.target import device_caps
 
     t = tefuse.target.make_target("rocm:gfx942")
     task = extract_tasks(conv_chain(kind="bn", dtype=dtype, c=c, k=k, hw=hw), t)[0]
     m = Conv2dMfma()
     assert m.accepts(task.info)
     cfg = m.fallback(task.info, t, m.space(task.info, t))
-    lim = gpu_limits(t)
+    lim = device_caps(t)
     warps = cfg["tile_m"][1] * cfg["tile_n"][1]
     assert warps * lim.warp_size <= lim.max_threads_per_block and lim.warp_size == 64
     lds = lds_bytes(cfg["tile_m"][1] * cfg["tile_m"][2], cfg["tile_n"][1] * cfg["tile_n"][2], cfg["tile_k"][1],

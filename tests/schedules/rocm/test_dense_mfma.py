@@ -12,11 +12,12 @@ import pytest
 
 from tefuse.graph import GraphBuilder
 from tefuse.schedules.rocm.dense_mfma import DenseMfma
-from tefuse.schedules.rocm.mfma_gemm import PREFER_ENV, lds_bytes, padded_tiles
-from tefuse.target import gpu_limits, make_target
+from tefuse.schedules.rocm.mfma_gemm import lds_bytes, padded_tiles
+from tefuse.options import BuildOptions
+from tefuse.target import device_caps, make_target
 from tefuse.tune.task import extract_tasks
 from tests.codegen.test_rocm_codegen import objdump, toolchain  # noqa: F401  (fixtures)
-from tests.schedules.cuda import test_dense as cuda_dense
+from tests.schedules.gpu import test_dense as cuda_dense
 from tests.schedules.rocm.test_conv2d_mfma import check_on_llvm, mfma_count, steps, task_names, with_template
 
 NAME = "dense_mfma"
@@ -77,10 +78,11 @@ def test_what_the_template_takes_and_that_untuned_builds_keep_the_others(monkeyp
         assert NAME in task_names(task) and task_names(task)[0] != NAME  # tuned, but not the fallback
     assert NAME not in task_names(extract_tasks(dense_chain(64, 256, 512, "float16"), "cuda")[0])
     assert NAME not in task_names(extract_tasks(dense_chain(64, 256, 512, "bfloat16"), t)[0])
-    monkeypatch.setenv(PREFER_ENV, "1")  # opted in: the untuned choice on matrix-core archs only
     g = dense_chain(64, 256, 512, "float32")
-    assert task_names(extract_tasks(g, t)[0])[0] == NAME
-    assert task_names(extract_tasks(g, "rocm:gfx1100")[0])[0] != NAME
+    assert task_names(extract_tasks(g, t)[0])[0] != NAME  # not opted in
+    opted = BuildOptions(prefer_mfma=True)  # the untuned choice on matrix-core archs only
+    assert task_names(extract_tasks(g, t, options=opted)[0])[0] == NAME
+    assert task_names(extract_tasks(g, "rocm:gfx1100", options=opted)[0])[0] != NAME
 
 
 def test_padding_rounds_to_whole_workgroup_tiles():
@@ -95,7 +97,7 @@ def test_fallback_fits_a_workgroup_and_the_lds(m, n, k, dtype):
     task = extract_tasks(dense_chain(m, n, k, dtype), t)[0]
     d = DenseMfma()
     cfg = d.fallback(task.info, t, d.space(task.info, t))
-    lim = gpu_limits(t)
+    lim = device_caps(t)
     assert cfg["tile_m"][1] * cfg["tile_n"][1] * lim.warp_size <= lim.max_threads_per_block
     lds = lds_bytes(cfg["tile_m"][1] * cfg["tile_m"][2], cfg["tile_n"][1] * cfg["tile_n"][2], cfg["tile_k"][1],
                     2 if dtype == "float16" else 4)
@@ -117,7 +119,7 @@ def test_cli_shows_mfma_for_an_onnx_gemm_when_opted_in(toolchain, capsys, monkey
     args = ["build", str(tmp_path / "gemm.onnx"), "-t", "rocm:gfx942", "--no-db", "--no-cache", "-e", "asm"]
     assert main(args) == 0
     assert "v_mfma" not in capsys.readouterr().out  # untuned: the CUDA-family GEMM
-    monkeypatch.setenv(PREFER_ENV, "1")
+    monkeypatch.setenv("TEFUSE_ROCM_MFMA", "1")  # the CLI reads it into BuildOptions
     assert main(args) == 0
     asm = capsys.readouterr().out
     assert len(re.findall(r"^main_kernel:", asm, re.M)) == 1

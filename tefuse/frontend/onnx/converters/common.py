@@ -9,37 +9,37 @@ from ....graph.ir import Node
 from ..context import ImportContext, OnnxNode, Unsupported
 
 
-def _x(ctx: ImportContext, n: OnnxNode, k: int = 0) -> Node:
+def input_node(ctx: ImportContext, n: OnnxNode, k: int = 0) -> Node:
     name = n.input(k)
     if name is None:
         raise Unsupported(f"input {k} is required")
     return ctx.node(name)
 
 
-def _ints(v) -> list[int]:
+def int_list(v) -> list[int]:
     return [int(i) for i in np.asarray(v).reshape(-1)]
 
 
-def _rank_check(x: Node, rank: int, what: str) -> None:
+def rank_check(x: Node, rank: int, what: str) -> None:
     if len(x.shape) != rank:
         raise Unsupported(f"{what}: only {rank}-D input is supported, got shape {x.shape}")
 
 
-def _operand(ctx: ImportContext, name: str, dtype: str) -> Node:
+def binary_operand(ctx: ImportContext, name: str, dtype: str) -> Node:
     """A binary operand; constants are cast to the other side's dtype (ONNX Pow allows mixing)."""
     if ctx.is_const(name) and ctx.dtype(name) != dtype:
         return ctx.b.const(ctx.const(name).astype(dtype), dtype=dtype, name=ctx.fresh(name))
     return ctx.node(name)
 
 
-def _main_dtype(ctx: ImportContext, names: Sequence[str]) -> str:
+def main_dtype(ctx: ImportContext, names: Sequence[str]) -> str:
     for nm in names:
         if not ctx.is_const(nm):
             return ctx.dtype(nm)
     return ctx.dtype(names[0])
 
 
-def _axis_attr(n: OnnxNode, nd: int, default: int) -> int:
+def axis_attr(n: OnnxNode, nd: int, default: int) -> int:
     """The node's `axis` attribute as a non-negative axis of a rank-`nd` input."""
     raw = int(n.attr("axis", default))
     ax = raw + nd if raw < 0 else raw
@@ -48,11 +48,11 @@ def _axis_attr(n: OnnxNode, nd: int, default: int) -> int:
     return ax
 
 
-def _axes_arg(ctx: ImportContext, n: OnnxNode, input_from: int, k: int = 1) -> Optional[list[int]]:
+def axes_arg(ctx: ImportContext, n: OnnxNode, input_from: int, k: int = 1) -> Optional[list[int]]:
     """Axes given as an attribute before opset `input_from`, as an optional input from it on."""
     if n.opset < input_from:
         v = n.attr("axes")
     else:
         nm = n.input(k)
         v = None if nm is None else ctx.const(nm, "axes")
-    return None if v is None else _ints(v)
+    return None if v is None else int_list(v)

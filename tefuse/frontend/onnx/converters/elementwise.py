@@ -9,7 +9,7 @@ import numpy as np
 from ..context import ImportContext, OnnxNode, Unsupported
 from ..lowbit import FLOATS as LOW_FLOATS, INT_BITS, is_lowbit
 from ..registry import ConvertFn, converter
-from .common import _main_dtype, _operand, _x
+from .common import main_dtype, binary_operand, input_node
 
 _UNARY = {"Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Exp": "exp", "Log": "log",
           "Sqrt": "sqrt", "Abs": "abs", "Neg": "neg", "Reciprocal": "reciprocal", "Erf": "erf",
@@ -18,7 +18,7 @@ _UNARY = {"Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Exp": "exp", "L
 
 def _unary_converter(op: str) -> ConvertFn:
     def fn(ctx: ImportContext, n: OnnxNode) -> list:
-        return [ctx.emit(op, [_x(ctx, n)], n.outputs[0])]
+        return [ctx.emit(op, [input_node(ctx, n)], n.outputs[0])]
     return fn
 
 
@@ -28,17 +28,17 @@ for _onnx, _op in _UNARY.items():
 
 @converter("LeakyRelu", attrs=["alpha"])
 def _leaky(ctx, n):
-    return [ctx.emit("leaky_relu", [_x(ctx, n)], n.outputs[0], alpha=float(n.attr("alpha", 0.01)))]
+    return [ctx.emit("leaky_relu", [input_node(ctx, n)], n.outputs[0], alpha=float(n.attr("alpha", 0.01)))]
 
 
 @converter("Elu", attrs=["alpha"])
 def _elu(ctx, n):
-    return [ctx.emit("elu", [_x(ctx, n)], n.outputs[0], alpha=float(n.attr("alpha", 1.0)))]
+    return [ctx.emit("elu", [input_node(ctx, n)], n.outputs[0], alpha=float(n.attr("alpha", 1.0)))]
 
 
 @converter("Selu", attrs=["alpha", "gamma"])
 def _selu(ctx, n):
-    x = _x(ctx, n)
+    x = input_node(ctx, n)
     e = ctx.emit("elu", [x], None, alpha=float(n.attr("alpha", 1.67326319217681884765625)))
     return [ctx.emit("mul", [e, ctx.scalar(float(n.attr("gamma", 1.05070102214813232421875)), x.dtype)],
                      n.outputs[0])]
@@ -47,15 +47,15 @@ def _selu(ctx, n):
 @converter("PRelu")
 def _prelu(ctx, n):
     """x where x >= 0, slope * x elsewhere (slope broadcast to x; NaN stays NaN)."""
-    x = _x(ctx, n)
-    slope = _operand(ctx, n.input(1), x.dtype)
+    x = input_node(ctx, n)
+    slope = binary_operand(ctx, n.input(1), x.dtype)
     neg = ctx.emit("less", [x, ctx.scalar(0.0, x.dtype)])
     return [ctx.emit("where", [neg, ctx.emit("mul", [x, slope]), x], n.outputs[0])]
 
 
 @converter("HardSigmoid", attrs=["alpha", "beta"])
 def _hardsigmoid(ctx, n):
-    return [ctx.emit("hardsigmoid", [_x(ctx, n)], n.outputs[0], alpha=float(n.attr("alpha", 0.2)),
+    return [ctx.emit("hardsigmoid", [input_node(ctx, n)], n.outputs[0], alpha=float(n.attr("alpha", 0.2)),
                      beta=float(n.attr("beta", 0.5)))]
 
 
@@ -67,12 +67,12 @@ def _check_gelu(n: OnnxNode) -> Optional[str]:
 @converter("Gelu", attrs=["approximate"], check=_check_gelu)
 def _gelu(ctx, n):
     approx = n.attr("approximate", "none")
-    return [ctx.emit("gelu", [_x(ctx, n)], n.outputs[0], approximate=approx)]
+    return [ctx.emit("gelu", [input_node(ctx, n)], n.outputs[0], approximate=approx)]
 
 
 @converter("Clip", attrs=["min", "max"])
 def _clip(ctx, n):
-    x = _x(ctx, n)
+    x = input_node(ctx, n)
     if n.opset < 11:
         return [ctx.emit("clip", [x], n.outputs[0], min=float(n.attr("min", -math.inf)),
                          max=float(n.attr("max", math.inf)))]
@@ -109,7 +109,7 @@ def _pow(ctx: ImportContext, n: OnnxNode) -> list:
              for v in (a, b)]
         return [ctx.emit("cast", [ctx.emit("pow", f)], n.outputs[0], dtype=ta)]
     if ta == tb or ctx.is_const(b):
-        return [ctx.emit("pow", [ctx.node(a), _operand(ctx, b, ta)], n.outputs[0])]
+        return [ctx.emit("pow", [ctx.node(a), binary_operand(ctx, b, ta)], n.outputs[0])]
     return [ctx.emit("pow", [ctx.node(a), ctx.emit("cast", [ctx.node(b)], None, dtype=ta)], n.outputs[0])]
 
 
@@ -118,8 +118,8 @@ def _binary_converter(op: str) -> ConvertFn:
         if op == "pow":
             return _pow(ctx, n)
         a, b = n.input(0), n.input(1)
-        dt = _main_dtype(ctx, [a, b])
-        return [ctx.emit(op, [_operand(ctx, a, dt), _operand(ctx, b, dt)], n.outputs[0])]
+        dt = main_dtype(ctx, [a, b])
+        return [ctx.emit(op, [binary_operand(ctx, a, dt), binary_operand(ctx, b, dt)], n.outputs[0])]
     return fn
 
 
@@ -130,8 +130,8 @@ for _onnx, _op in _BINARY.items():
 def _variadic_converter(op: str) -> ConvertFn:
     def fn(ctx: ImportContext, n: OnnxNode) -> list:
         names = [i for i in n.inputs if i]
-        dt = _main_dtype(ctx, names)
-        xs = [_operand(ctx, i, dt) for i in names]
+        dt = main_dtype(ctx, names)
+        xs = [binary_operand(ctx, i, dt) for i in names]
         if len(xs) == 1:
             return [xs[0]]
         if op == "add" and len(xs) > 2:
@@ -160,8 +160,8 @@ converter("Not")(_unary_converter("logical_not"))
 @converter("Where")
 def _where(ctx, n):
     c, a, b = n.input(0), n.input(1), n.input(2)
-    dt = _main_dtype(ctx, [a, b])
-    return [ctx.emit("where", [ctx.node(c), _operand(ctx, a, dt), _operand(ctx, b, dt)], n.outputs[0])]
+    dt = main_dtype(ctx, [a, b])
+    return [ctx.emit("where", [ctx.node(c), binary_operand(ctx, a, dt), binary_operand(ctx, b, dt)], n.outputs[0])]
 
 
 converter("Sum")(_variadic_converter("add"))
@@ -173,7 +173,7 @@ def _cast_to(ctx: ImportContext, n: OnnxNode, dst: str) -> list:
     """Cast to numpy dtype name `dst`; float8/float4/e8m0/int4/int2 on either side go through
     ops/lowbit.py's exact conversions on their byte storage (see ../lowbit.py)."""
     src = ctx.logical_dtype(n.input(0))
-    x = _x(ctx, n)
+    x = input_node(ctx, n)
     out = n.outputs[0]
     if src == dst:
         if is_lowbit(dst) and not ctx.is_const(n.input(0)):

@@ -10,19 +10,19 @@ import numpy as np
 from ....graph.ir import Node
 from ..context import ImportContext, OnnxNode, Unsupported
 from ..registry import ConvertFn, converter
-from .common import _axes_arg, _axis_attr, _ints, _operand, _rank_check, _x
+from .common import axes_arg, axis_attr, int_list, binary_operand, rank_check, input_node
 
 
 # -- dense ----------------------------------------------------------------------------------
 @converter("MatMul")
 def _matmul(ctx, n):
-    return [ctx.emit("matmul", [_x(ctx, n, 0), _x(ctx, n, 1)], n.outputs[0])]
+    return [ctx.emit("matmul", [input_node(ctx, n, 0), input_node(ctx, n, 1)], n.outputs[0])]
 
 
 @converter("Gemm", attrs=["alpha", "beta", "transA", "transB", "broadcast"])
 def _gemm(ctx, n):
     alpha, beta = float(n.attr("alpha", 1.0)), float(n.attr("beta", 1.0))
-    a = _x(ctx, n, 0)
+    a = input_node(ctx, n, 0)
     if n.attr("transA", 0):
         a = ctx.emit("transpose", [a], None, axes=(1, 0))
     bname = n.input(1)
@@ -59,7 +59,7 @@ def _pads2d(n: OnnxNode, in_hw: Sequence[int], kernel: Sequence[int], strides: S
     """(top, left, bottom, right) from ONNX pads [t, l, b, r] or auto_pad."""
     auto = n.attr("auto_pad", "NOTSET")
     if auto in ("NOTSET", ""):
-        p = _ints(n.attr("pads", [0, 0, 0, 0]))
+        p = int_list(n.attr("pads", [0, 0, 0, 0]))
         if len(p) != 4:
             raise Unsupported(f"pads {p}: expected 4 values for 2-D spatial dims")
         return (p[0], p[1], p[2], p[3])
@@ -78,7 +78,7 @@ def _pads2d(n: OnnxNode, in_hw: Sequence[int], kernel: Sequence[int], strides: S
 
 
 def _spatial(n: OnnxNode, key: str, default: int) -> tuple[int, int]:
-    v = _ints(n.attr(key, [default, default]))
+    v = int_list(n.attr(key, [default, default]))
     if len(v) != 2:
         raise Unsupported(f"{key}={v}: only 2-D spatial ops are supported")
     return (v[0], v[1])
@@ -108,16 +108,16 @@ def _as_2d(n: OnnxNode) -> OnnxNode:
     a = dict(n.attrs)
     for key, unit in (("kernel_shape", 1), ("strides", 1), ("dilations", 1)):
         if key in a:
-            a[key] = [unit, *_ints(a[key])]
+            a[key] = [unit, *int_list(a[key])]
     if "pads" in a:
-        p = _ints(a["pads"])
+        p = int_list(a["pads"])
         a["pads"] = [0, p[0], 0, p[1]]
     return replace(n, attrs=a)
 
 
 def _one_d(ctx: ImportContext, n: OnnxNode, convert2d, weight: bool = False) -> list:
     """A 1-D conv or pool, as the 2-D one over [N, C, 1, L] (and an [K, C/g, 1, k] weight)."""
-    x = ctx.emit("expand_dims", [_x(ctx, n, 0)], None, axes=(2,))
+    x = ctx.emit("expand_dims", [input_node(ctx, n, 0)], None, axes=(2,))
     ins = [x]
     if weight:
         wname = n.input(1)
@@ -135,9 +135,9 @@ def _one_d(ctx: ImportContext, n: OnnxNode, convert2d, weight: bool = False) -> 
 
 @converter("Conv", attrs=["auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"], check=_check_2d)
 def _conv(ctx, n):
-    if len(_x(ctx, n, 0).shape) == 3:
+    if len(input_node(ctx, n, 0).shape) == 3:
         return _one_d(ctx, n, lambda c, m, ins, out: _conv2d(c, m, ins, out), weight=True)
-    return _conv2d(ctx, n, [_x(ctx, n, 0), _x(ctx, n, 1)] + ([ctx.node(n.input(2))] if n.input(2) else []),
+    return _conv2d(ctx, n, [input_node(ctx, n, 0), input_node(ctx, n, 1)] + ([ctx.node(n.input(2))] if n.input(2) else []),
                    n.outputs[0])
 
 
@@ -145,7 +145,7 @@ def _conv2d(ctx, n, ins, out):
     x, w = ins[0], ins[1]
     if len(x.shape) != 4:
         raise Unsupported(f"only 2-D convolution (4-D NCHW input) is supported, got input shape {x.shape}")
-    kernel = tuple(_ints(n.attr("kernel_shape", w.shape[2:])))
+    kernel = tuple(int_list(n.attr("kernel_shape", w.shape[2:])))
     if kernel != tuple(w.shape[2:]):
         raise Unsupported(f"kernel_shape {kernel} differs from weight shape {w.shape}")
     strides, dil = _spatial(n, "strides", 1), _spatial(n, "dilations", 1)
@@ -159,13 +159,13 @@ def _conv2d(ctx, n, ins, out):
 
 
 def _pool(ctx: ImportContext, n: OnnxNode, op: str) -> list:
-    if len(_x(ctx, n).shape) == 3:
+    if len(input_node(ctx, n).shape) == 3:
         return _one_d(ctx, n, lambda c, m, ins, out: _pool2d(c, m, op, ins[0], out))
-    return _pool2d(ctx, n, op, _x(ctx, n), n.outputs[0])
+    return _pool2d(ctx, n, op, input_node(ctx, n), n.outputs[0])
 
 
 def _pool2d(ctx: ImportContext, n: OnnxNode, op: str, x, out) -> list:
-    _rank_check(x, 4, n.op_type)
+    rank_check(x, 4, n.op_type)
     kernel = _spatial(n, "kernel_shape", 1)
     strides, dil = _spatial(n, "strides", 1), _spatial(n, "dilations", 1)
     ceil = bool(n.attr("ceil_mode", 0))
@@ -184,8 +184,8 @@ converter("AveragePool", attrs=["auto_pad", "ceil_mode", "count_include_pad", "d
 
 def _global_converter(op: str) -> ConvertFn:
     def fn(ctx: ImportContext, n: OnnxNode) -> list:
-        x = _x(ctx, n)
-        _rank_check(x, 4, n.op_type)
+        x = input_node(ctx, n)
+        rank_check(x, 4, n.op_type)
         return [ctx.emit(op, [x], n.outputs[0])]
     return fn
 
@@ -196,7 +196,7 @@ converter("GlobalMaxPool")(_global_converter("global_max_pool2d"))
 
 @converter("LRN", attrs=["alpha", "beta", "bias", "size"])
 def _lrn(ctx, n):
-    return [ctx.emit("lrn", [_x(ctx, n)], n.outputs[0], size=int(n.attr("size")),
+    return [ctx.emit("lrn", [input_node(ctx, n)], n.outputs[0], size=int(n.attr("size")),
                      alpha=float(n.attr("alpha", 1e-4)), beta=float(n.attr("beta", 0.75)),
                      bias=float(n.attr("bias", 1.0)), axis=1)]
 
@@ -213,9 +213,9 @@ def _check_bn(n: OnnxNode) -> Optional[str]:
 
 @converter("BatchNormalization", attrs=["epsilon", "momentum", "training_mode", "spatial"], check=_check_bn)
 def _bn(ctx, n):
-    x = _x(ctx, n)
+    x = input_node(ctx, n)
     dt = x.dtype
-    params = [_operand(ctx, n.input(k), dt) for k in range(1, 5)]
+    params = [binary_operand(ctx, n.input(k), dt) for k in range(1, 5)]
     return [ctx.emit("batch_norm", [x, *params], n.outputs[0], axis=1,
                      epsilon=float(n.attr("epsilon", 1e-5)))]
 
@@ -223,7 +223,7 @@ def _bn(ctx, n):
 # -- softmax --------------------------------------------------------------------------------
 def _softmax_converter(op: str) -> ConvertFn:
     def fn(ctx: ImportContext, n: OnnxNode) -> list:
-        x = _x(ctx, n)
+        x = input_node(ctx, n)
         nd = len(x.shape)
         if n.opset >= 13:
             return [ctx.emit(op, [x], n.outputs[0], axis=int(n.attr("axis", -1)))]
@@ -251,9 +251,9 @@ def _layer_norm(ctx, n):
     stash_type=1 asks, whatever the input's dtype; the optional Mean and InvStdDev outputs are
     those statistics (keepdims shape, stash dtype).
     """
-    x = _x(ctx, n)
+    x = input_node(ctx, n)
     nd = len(x.shape)
-    axes = tuple(range(_axis_attr(n, nd, -1), nd))
+    axes = tuple(range(axis_attr(n, nd, -1), nd))
     stash = "float32" if int(n.attr("stash_type", 1)) == 1 else x.dtype
     fused = _fused_layer_norm(ctx, n, x, axes, stash)
     if fused is not None:
@@ -274,9 +274,9 @@ def _layer_norm(ctx, n):
     if y.dtype != x.dtype:
         y = ctx.emit("cast", [y], None, dtype=x.dtype)
     has_bias = n.input(2) is not None
-    y = ctx.emit("mul", [y, _operand(ctx, n.input(1), x.dtype)], None if has_bias else n.outputs[0])
+    y = ctx.emit("mul", [y, binary_operand(ctx, n.input(1), x.dtype)], None if has_bias else n.outputs[0])
     if has_bias:
-        y = ctx.emit("add", [y, _operand(ctx, n.input(2), x.dtype)], n.outputs[0])
+        y = ctx.emit("add", [y, binary_operand(ctx, n.input(2), x.dtype)], n.outputs[0])
     return [y, mean, inv_std]
 
 
@@ -288,9 +288,9 @@ def _fused_layer_norm(ctx, n, x: Node, axes: tuple, stash: str) -> Optional[Node
     d = x.shape[-1]
     if any(k is not None and ctx.shape(k) != (d,) for k in (n.input(1), n.input(2))):
         return None
-    scale = _operand(ctx, n.input(1), x.dtype)
+    scale = binary_operand(ctx, n.input(1), x.dtype)
     if n.input(2) is not None:
-        bias = _operand(ctx, n.input(2), x.dtype)
+        bias = binary_operand(ctx, n.input(2), x.dtype)
     else:
         bias = ctx.b.const(np.zeros((d,), x.dtype), dtype=x.dtype, name=ctx.fresh(f"{n.outputs[0]}_bias"))
     return ctx.emit("layer_norm", [x, scale, bias], n.outputs[0], axis=len(x.shape) - 1,
@@ -300,8 +300,8 @@ def _fused_layer_norm(ctx, n, x: Node, axes: tuple, stash: str) -> Optional[Node
 # -- reductions ------------------------------------------------------------------------------
 def _reduce_converter(op: str, axes_input_from: int) -> ConvertFn:
     def fn(ctx: ImportContext, n: OnnxNode) -> list:
-        axes = _axes_arg(ctx, n, axes_input_from)
-        x = _x(ctx, n)
+        axes = axes_arg(ctx, n, axes_input_from)
+        x = input_node(ctx, n)
         if not axes:
             if int(n.attr("noop_with_empty_axes", 0)):
                 return [x]

@@ -8,48 +8,48 @@ import numpy as np
 
 from ..context import ImportContext, OnnxNode, Unsupported, Value
 from ..registry import converter, folder
-from .common import _axes_arg, _axis_attr, _ints, _main_dtype, _operand, _x
+from .common import axes_arg, axis_attr, int_list, main_dtype, binary_operand, input_node
 
 
 # -- layout ---------------------------------------------------------------------------------
 @converter("Flatten", attrs=["axis"])
 def _flatten(ctx, n):
-    return [ctx.emit("flatten", [_x(ctx, n)], n.outputs[0], axis=int(n.attr("axis", 1)))]
+    return [ctx.emit("flatten", [input_node(ctx, n)], n.outputs[0], axis=int(n.attr("axis", 1)))]
 
 
 @converter("Reshape", attrs=["shape", "allowzero"])
 def _reshape(ctx, n):
-    shape = _ints(n.attr("shape") if n.opset < 5 else ctx.const(n.input(1), "shape"))
+    shape = int_list(n.attr("shape") if n.opset < 5 else ctx.const(n.input(1), "shape"))
     if int(n.attr("allowzero", 0)) and 0 in shape:
         raise Unsupported("allowzero=1 with a 0 in the target shape")
-    return [ctx.emit("reshape", [_x(ctx, n)], n.outputs[0], shape=tuple(shape))]
+    return [ctx.emit("reshape", [input_node(ctx, n)], n.outputs[0], shape=tuple(shape))]
 
 
 @converter("Transpose", attrs=["perm"])
 def _transpose(ctx, n):
     perm = n.attr("perm")
-    return [ctx.emit("transpose", [_x(ctx, n)], n.outputs[0], axes=None if perm is None else tuple(_ints(perm)))]
+    return [ctx.emit("transpose", [input_node(ctx, n)], n.outputs[0], axes=None if perm is None else tuple(int_list(perm)))]
 
 
 @converter("Concat", attrs=["axis"])
 def _concat(ctx, n):
     names = [i for i in n.inputs if i]
-    dt = _main_dtype(ctx, names)
-    return [ctx.emit("concat", [_operand(ctx, i, dt) for i in names], n.outputs[0], axis=int(n.attr("axis")))]
+    dt = main_dtype(ctx, names)
+    return [ctx.emit("concat", [binary_operand(ctx, i, dt) for i in names], n.outputs[0], axis=int(n.attr("axis")))]
 
 
 @converter("Squeeze", attrs=["axes"])
 def _squeeze(ctx, n):
-    axes = _axes_arg(ctx, n, 13)
-    return [ctx.emit("squeeze", [_x(ctx, n)], n.outputs[0], axes=None if axes is None else tuple(axes))]
+    axes = axes_arg(ctx, n, 13)
+    return [ctx.emit("squeeze", [input_node(ctx, n)], n.outputs[0], axes=None if axes is None else tuple(axes))]
 
 
 @converter("Unsqueeze", attrs=["axes"])
 def _unsqueeze(ctx, n):
-    axes = _axes_arg(ctx, n, 13)
+    axes = axes_arg(ctx, n, 13)
     if axes is None:
         raise Unsupported("axes are required")
-    return [ctx.emit("expand_dims", [_x(ctx, n)], n.outputs[0], axes=tuple(axes))]
+    return [ctx.emit("expand_dims", [input_node(ctx, n)], n.outputs[0], axes=tuple(axes))]
 
 
 def _check_pad(n: OnnxNode) -> Optional[str]:
@@ -59,17 +59,17 @@ def _check_pad(n: OnnxNode) -> Optional[str]:
 
 @converter("Pad", attrs=["mode", "pads", "value"], check=_check_pad)
 def _pad(ctx, n):
-    x = _x(ctx, n)
+    x = input_node(ctx, n)
     nd = len(x.shape)
     if n.opset < 11:
-        pads, value = _ints(n.attr("pads")), float(n.attr("value", 0.0))
+        pads, value = int_list(n.attr("pads")), float(n.attr("value", 0.0))
     else:
-        pads = _ints(ctx.const(n.input(1), "pads"))
+        pads = int_list(ctx.const(n.input(1), "pads"))
         cv = n.input(2)
         value = float(ctx.const(cv, "constant_value").reshape(())) if cv else 0.0
         axes_name = n.input(3)
         if axes_name:
-            axes = [a + nd if a < 0 else a for a in _ints(ctx.const(axes_name, "axes"))]
+            axes = [a + nd if a < 0 else a for a in int_list(ctx.const(axes_name, "axes"))]
             full = [0] * (2 * nd)
             for j, a in enumerate(axes):
                 full[a], full[nd + a] = pads[j], pads[len(axes) + j]
@@ -86,16 +86,16 @@ def _pad(ctx, n):
 
 @converter("Slice", attrs=["starts", "ends", "axes"])
 def _slice(ctx, n):
-    x = _x(ctx, n)
+    x = input_node(ctx, n)
     if n.opset < 10:
-        starts, ends = _ints(n.attr("starts")), _ints(n.attr("ends"))
+        starts, ends = int_list(n.attr("starts")), int_list(n.attr("ends"))
         axes = n.attr("axes")
         steps = None
     else:
-        starts, ends = _ints(ctx.const(n.input(1), "starts")), _ints(ctx.const(n.input(2), "ends"))
+        starts, ends = int_list(ctx.const(n.input(1), "starts")), int_list(ctx.const(n.input(2), "ends"))
         axes = ctx.const(n.input(3), "axes") if n.input(3) else None
-        steps = _ints(ctx.const(n.input(4), "steps")) if n.input(4) else None
-    axes = None if axes is None else tuple(_ints(axes))
+        steps = int_list(ctx.const(n.input(4), "steps")) if n.input(4) else None
+    axes = None if axes is None else tuple(int_list(axes))
     return [ctx.emit("slice", [x], n.outputs[0], starts=tuple(starts), ends=tuple(ends), axes=axes,
                      steps=None if steps is None else tuple(steps))]
 
@@ -104,13 +104,13 @@ def _slice(ctx, n):
 def _split(ctx, n):
     """Slices along `axis`: sizes from the `split` input (opset 13+) or attribute, else equal parts
     (the last smaller when `num_outputs` does not divide the axis, as opset 18 says)."""
-    x = _x(ctx, n)
-    ax = _axis_attr(n, len(x.shape), 0)
+    x = input_node(ctx, n)
+    ax = axis_attr(n, len(x.shape), 0)
     dim, outs = x.shape[ax], list(n.outputs)
     if n.input(1):
-        sizes = _ints(ctx.const(n.input(1), "split"))
+        sizes = int_list(ctx.const(n.input(1), "split"))
     elif n.attr("split") is not None:
-        sizes = _ints(n.attr("split"))
+        sizes = int_list(n.attr("split"))
     else:
         parts = int(n.attr("num_outputs", len(outs)))
         step = -(-dim // parts)
@@ -127,7 +127,7 @@ def _split(ctx, n):
 @converter("Gather", attrs=["axis"])
 def _gather(ctx, n):
     """Run-time data gathered at constant indices: slices along `axis`."""
-    x = _x(ctx, n)
+    x = input_node(ctx, n)
     idx = ctx.const(n.input(1), "indices")
     ax = int(n.attr("axis", 0))
     ax = ax + len(x.shape) if ax < 0 else ax
@@ -213,7 +213,7 @@ def _constant_of_shape(ctx, n):
 
 @folder("ConstantOfShape")
 def _fold_constant_of_shape(ctx, n):
-    shape = _ints(ctx.const(n.input(0), "shape"))
+    shape = int_list(ctx.const(n.input(0), "shape"))
     v = n.attr("value")
     v = np.zeros((1,), np.float32) if v is None else np.asarray(v)
     return [np.full(shape, v.reshape(-1)[0], dtype=v.dtype)]
@@ -222,7 +222,7 @@ def _fold_constant_of_shape(ctx, n):
 @folder("Unsqueeze")
 def _fold_unsqueeze(ctx, n):
     x = ctx.const(n.input(0))
-    axes = _axes_arg(ctx, n, 13)
+    axes = axes_arg(ctx, n, 13)
     nd = x.ndim + len(axes)
     for a in sorted(a + nd if a < 0 else a for a in axes):
         x = np.expand_dims(x, a)

@@ -1,0 +1,218 @@
+"""The registered tensor-core GEMM template (CUDA family): dense, matmul, batched matmul and
+implicit-GEMM conv2d in fp16/bf16 (float32 accumulation) and tf32. One knob space spans the
+instruction families (`intrin`: mma.sync, wmma, and on Hopper wgmma) so a tuner ranks them against
+each other; each family's schedule lives in its own module (mma.py, wgmma.py), the cluster split-K
+in sliced_k.py and passes/cluster_sum.py.
+"""
+from __future__ import annotations
+
+from tvm import tirx
+
+from ....options import DEFAULT, BuildOptions
+from ....target import device_caps
+from ...registry import DOMINANT, TIR_PIPELINE, KernelInfo, Template, register
+from ...space import Config, ConfigSpace
+from ..intrin.bf16 import register as register_bf16
+from ..passes.clamp_rows import clamp_rows
+from ..passes.hoist import PIPELINE as HOIST_PIPELINE
+from ..passes.late_pipeline import PIPELINE as LATE_PIPELINE
+from ..passes.narrow_staging import narrow_staging
+from .mma import MIN_ARCH, apply_mma_gemm, mma_fallback_values
+from .sliced_k import SLICED, slice_reduction
+from .tiles import DEFAULT_CFG, MIN_MN, TC_DTYPES, tc_shape
+from .wgmma import apply_wgmma_gemm, defer_tf32_rounding, fallback_values, wgmma_admits, wgmma_target
+
+APPLY = {"mma": apply_mma_gemm, "wmma": apply_mma_gemm, "wgmma": apply_wgmma_gemm}  # intrin -> its schedule
+
+
+def apply_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
+    """Schedule a GEMM block with the instruction family `cfg["intrin"]` names (tiles.DEFAULT_CFG's
+    when it names none)."""
+    return APPLY[(cfg or {}).get("intrin", DEFAULT_CFG["intrin"])](sch, gemm_block, epilogue_blocks, cfg, target)
+
+
+# block tile (BM, BN) and warp tile (WM, WN): warps = (BM/WM) * (BN/WN), 2 to 8 of them
+TILES = [(128, 128, 64, 64), (128, 128, 64, 32), (128, 64, 64, 32), (64, 128, 32, 64), (128, 64, 32, 32),
+         (64, 64, 32, 32), (64, 64, 64, 32), (128, 256, 64, 64), (256, 128, 64, 64),
+         (192, 192, 64, 64), (128, 192, 64, 64), (192, 128, 64, 64)]
+# block tiles of 192 rows or columns: wgmma only (2 or 3 warpgroups of 16-row warp strips, whole
+# 16-column fragments); in mma's warp grid they would be 6 or 9 warps. (256x192 never fits Hopper's
+# shared memory with its staging tile: tensorcore_wgmma.wgmma_shared_bytes.) Why 192: M = 6304
+# (ViT-B/16 at batch 32) is 33 such rows, and 33 x 4 = 132 blocks fill the H100's SMs exactly,
+# where 128-row tiles leave a partial wave (cuBLAS's nvjet takes 192x192 there)
+WGMMA_ONLY_TILES = frozenset(t for t in TILES if 192 in t[:2])
+
+
+def _tf32(info: KernelInfo) -> bool:
+    """A float32 matrix product built with math='tf32' (operands rounded to TF32 by the op)."""
+    return info.dtype == "float32" and info.attrs.get("math") == "tf32"
+
+
+def _intrins(info: KernelInfo, target=None) -> list[str]:
+    """Instruction families for the operands' type, preferred first: TVM's CUDA codegen has no
+    float32 wmma fragments, so tf32 is mma.sync (or wgmma) only. Hopper's wgmma (compute
+    capability 9.0 targets; records hold knob values, so appending it keeps theirs valid) comes
+    last; it takes fp16/bf16/tf32 GEMMs with B stored (N, K) (a dense's weights, an NHWC conv's
+    OHWI weights; the untuned choice for them, see `fallback`), others fail to apply."""
+    out = ["mma", "wmma"] if info.dtype == "float16" else ["mma"]
+    if target is not None and (info.dtype in TC_DTYPES or _tf32(info)) and (
+            info.anchor_kind == "dense" or getattr(info.geometry, "b_nk", False)):
+        if device_caps(target).has_wgmma:
+            out.append("wgmma")
+    return out
+
+
+def pass_config(intrin: str, target, slices: int = 1) -> dict:
+    """PassContext options the schedule needs: cp.async is emitted only with
+    `tirx.use_async_copy`; for wmma, StorageRewrite may alias the fp32 staging tile into an fp16
+    one ("tvm_access_ptr element type must match"), so it is off (MergeSharedMemoryAllocations
+    still reuses shared memory); mma needs it on (LowerWarpMemory); wgmma needs TIR's CSE off.
+    CUDA kernels compile with hoist.py's pipeline (loop-invariant epilogue math)."""
+    cfg = {"tirx.use_async_copy": True}
+    on_gpu = device_caps(target).kind == "cuda"
+    if on_gpu:  # per-channel epilogue math once a thread, not once an element
+        cfg[TIR_PIPELINE] = HOIST_PIPELINE
+    if on_gpu and intrin == "wmma":
+        cfg["tirx.disable_storage_rewrite"] = True
+    if on_gpu and intrin == "wgmma":
+        # CSE would bind the accumulators' `threadIdx.x * 8` to a let variable before
+        # LowerWarpMemory, which then cannot tell that the wgmma call's &acc[...] is this lane's
+        cfg["tirx.disable_cse_tir"] = True
+        if slices > 1:  # cluster_sum's lowering
+            cfg[TIR_PIPELINE] = LATE_PIPELINE
+    return cfg
+
+
+def _slices(cfg: Config) -> int:
+    return int(cfg.values.get("slices", 1))
+
+
+# block tiles the slices' sum splits over the CTAs' warps (sliced_k.stage_sum), the sizes measured
+SLICED_TILES = ((64, 64), (64, 128), (128, 128))
+
+
+def _sliceable(info: KernelInfo, slices: int, tile=None) -> bool:
+    """Whether the cluster split (sliced_k.py, cluster_sum.py) can take this kernel's reduction:
+    its innermost axis (a conv's input channels, a dense's K) in whole 16-byte vectors a slice and
+    two k steps a slice at least, a GEMM without a batch axis (the slices take its place),
+    channels-last (the sum is computed over the output's (M, N) view); with `tile`, one of
+    SLICED_TILES with a whole tile of rows and whole tiles of columns."""
+    g = info.geometry
+    if info.anchor_kind == "conv2d" and (g.layout != "NHWC" or g.split_k != 1):
+        return False
+    if info.anchor_kind == "dense" and getattr(g, "batch", 1) not in (1, None):
+        return False
+    m, n, k = tc_shape(info)
+    if tile is not None and (tuple(tile[:2]) not in SLICED_TILES or m < tile[0] or n % tile[1]):
+        return False
+    return _channels(info) % (8 * slices) == 0 and k // slices >= 128
+
+
+def _channels(info: KernelInfo) -> int:
+    """The extent of the reduction's innermost axis: what the cluster split divides."""
+    return info.geometry.c if info.anchor_kind == "conv2d" else tc_shape(info)[2]
+
+
+@register("cuda", "dense", "conv2d")  # mma.sync / wmma PTX: CUDA only (ROCm has its MFMA templates)
+class TensorCoreGemm(Template):
+    """Tensor cores for fp16/bf16 GEMMs and non-grouped convs; for those it is the untuned
+    choice too (CUDA-core templates compute fp16 at a fraction of the rate)."""
+
+    name = "tensorcore_gemm"
+
+    def accepts(self, info: KernelInfo) -> bool:
+        if info.geometry is None or info.stage("accumulator") is None:
+            return False
+        if info.dtype not in TC_DTYPES and not _tf32(info):
+            return False
+        if info.anchor_kind not in ("conv2d", "dense") or getattr(info.geometry, "groups", 1) != 1:
+            return False
+        m, n, _ = tc_shape(info)
+        return m >= MIN_MN and n >= MIN_MN  # a GEMV (ViT's classifier at batch 1) is CUDA cores' work
+
+    def preference(self, info: KernelInfo, target, options: BuildOptions = DEFAULT) -> int:
+        return DOMINANT if device_caps(target).compute_capability >= MIN_ARCH["mma"] else -10
+
+    def space(self, info: KernelInfo, target) -> ConfigSpace:
+        s = ConfigSpace()
+        s.define_knob("tile", list(TILES))
+        s.define_knob("bk", [32, 64])
+        s.define_knob("stages", [3, 2, 4, 1, 6, 8])  # 6, 8: deep prefetch for deep, small grids
+        intrins = _intrins(info, target)
+        s.define_knob("intrin", intrins)
+        s.define_knob("vec_out", [4, 8])
+        # the CTAs of a cluster sharing an output tile's reduction (cluster_sum.py; wgmma only),
+        # implied 1 in the records from before it
+        s.define_knob("slices", [1, 2, 4], implied_first=True)
+        s.constrain(lambda v: v["intrin"] == "wgmma" or tuple(v["tile"]) not in WGMMA_ONLY_TILES)
+        s.constrain(lambda v: v["slices"] == 1 or (v["intrin"] == "wgmma" and _sliceable(info, v["slices"], v["tile"])
+                                                   and v["vec_out"] == 4))  # (the sum stores 4 wide at most)
+        if "wgmma" in intrins:
+            s.constrain(lambda v: wgmma_admits(v, info.dtype, TILES))
+        return s
+
+    def fallback(self, info: KernelInfo, target, space: ConfigSpace) -> Config:
+        """128x128 blocks of 2x2 warps (64x64 warp tiles) for big GEMMs; 64x64 blocks when
+        128x128 would leave most of the GPU idle (M or N small, ResNet's 7x7 layers at batch 1)."""
+        m, n, k = tc_shape(info)
+        sms = device_caps(target).sm_count
+        if "wgmma" in _intrins(info, target) and getattr(info.geometry, "b_nk", False):
+            sliceable = info.anchor_kind == "conv2d" and _sliceable(info, 2)  # (cluster.cluster_split)
+            values = fallback_values(m, n, sms, info.dtype, k, _channels(info) if sliceable else None)
+            return space.from_values(values)
+        return space.from_values({**mma_fallback_values(m, n, sms), "intrin": _intrins(info)[0]})
+
+    def fallback_alternatives(self, info: KernelInfo, target, space: ConfigSpace, cfg: Config):
+        """A cluster split the sum's schedule refuses (an epilogue it cannot compute 4 wide): the
+        same config unsliced."""
+        if _slices(cfg) > 1:
+            yield space.from_values({**cfg.values, "slices": 1})
+
+    def apply(self, sch, info: KernelInfo, cfg: Config, target) -> None:
+        # prologues (pad, casts, layout changes) stay blocks here: the global -> shared copies
+        # inline them (dlight's auto_inline_producers), so they are computed while loading tiles
+        bm, bn, wm, wn = cfg["tile"]
+        m, n, _ = tc_shape(info)
+        # a masked (padded) tail stored 8 wide needs a bool x8 predicate, which CUDA codegen lacks
+        vec_out = min(cfg["vec_out"], 4) if m % bm or n % bn else cfg["vec_out"]
+        nchw = info.anchor_kind == "conv2d" and info.geometry.layout == "NCHW"
+        gemm, epilogue, slices = info.stage("accumulator"), info.epilogue, _slices(cfg)
+        if slices > 1:  # prepare() split the accumulator block (sliced_k.slice_reduction)
+            gemm, epilogue = gemm + SLICED, [gemm, *epilogue]
+        apply_gemm(sch, gemm, epilogue,
+                   dict(BM=bm, BN=bn, WM=wm, WN=wn, BK=cfg["bk"], stages=cfg["stages"], intrin=cfg["intrin"],
+                        vec_out=vec_out, tensorize=device_caps(target).kind == "cuda",
+                        a_m_major=nchw, c_m_major=nchw, slices=slices), target)
+
+    def finish(self, mod, info: KernelInfo, cfg: Config, target):
+        steps = [clamp_rows]  # (on llvm too: same numbers)
+        if device_caps(target).kind == "cuda":
+            steps.append(narrow_staging)
+        out = mod.clone()
+        for gv, f in mod.functions_items():
+            if isinstance(f, tirx.PrimFunc):
+                for step in steps:
+                    f = step(f)
+                out.update_func(gv, f)
+        return out
+
+    def prepare(self, func, info: KernelInfo, cfg: Config, target):
+        if _slices(cfg) > 1:
+            func = slice_reduction(func, info.stage("accumulator"), _slices(cfg))
+        if cfg["intrin"] == "wgmma" and _tf32(info):
+            return defer_tf32_rounding(func)
+        return func
+
+    def compile_target(self, info: KernelInfo, cfg: Config, target):
+        if cfg["intrin"] == "wgmma":
+            return wgmma_target(target)
+        return target
+
+    def pass_config(self, info: KernelInfo, cfg: Config, target) -> dict:
+        return pass_config(cfg["intrin"], target, _slices(cfg))
+
+    def preload(self) -> None:
+        # TVM's CUDA tensor intrinsics: importing the module parses ~100 TVMScript functions (20-40 s)
+        import tvm.s_tir.tensor_intrin.cuda  # noqa: F401
+
+        register_bf16()

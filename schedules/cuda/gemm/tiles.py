@@ -1,0 +1,311 @@
+"""The tile machinery the tensor-core GEMM templates share (mma.sync/wmma in mma.py, Hopper's
+wgmma in wgmma.py): how a block computing C[s, i, j] += A[s, i, k] * B[s, j, k] (any layout dlight's
+iter-trait analysis recognises: a GEMM with B as (N,K) or (K,N), a conv as its implicit GEMM) has
+its operands staged global -> shared (cp.async, every thread a share, producers computed in the
+copy), its accumulators staged in shared memory, and its fused epilogue (bias, BN, activations,
+residual, cast) computed from there and stored once.
+"""
+from __future__ import annotations
+
+import tvm
+from tvm import tirx
+from tvm.s_tir.schedule import ScheduleError
+from tvm.s_tir.dlight.gpu.matmul import IterKind, auto_inline_producers
+
+from ...gpu.lanes import MAX_BOOL_LANES, bool_lanes_vary, children as lane_children, lanes_contiguous
+from ...registry import KernelInfo
+from ..intrin.bf16 import bf16_mma_group
+from ..intrin.tf32 import tf32_mma_group
+
+TC_DTYPES = ("float16", "bfloat16")  # what the tensor cores multiply (and tf32 float32)
+MIN_MN = 16  # one 16x16 fragment: below it the GEMM is a GEMV, and has no I or J axis to tile
+
+
+DEFAULT_CFG = dict(
+    intrin="wmma",  # "wmma" | "mma"
+    in_dtype=None,  # auto from A ("float16" | "bfloat16" | "float32" (tf32, mma only))
+    BM=128,
+    BN=128,
+    BK=32,
+    WM=64,
+    WN=64,
+    stages=3,  # >=2: software pipeline with cp.async (shared-memory multi-buffering)
+    vec=8,  # max vector width (elements) of global->shared loads (auto-reduced for alignment)
+    vec_out=4,  # max vector width of the epilogue global stores (auto-reduced)
+    smem_pad=8,  # storage_align offset (elements) of the shared A/B tiles (bank conflicts)
+    frag_pipeline=True,  # double-buffer the shared->fragment loads inside the BK loop
+    tensorize=True,  # False: identical tiling/padding but plain loops (for CPU numerics)
+)
+
+
+
+
+def last_index_kind(block, read_idx, kinds_by_var):
+    """Kind (I/J/K) of the vars used in the innermost index of a read buffer."""
+    region = block.reads[read_idx].region
+    from tvm.tirx.analysis import undefined_vars
+
+    for r in reversed(region):
+        vs = [v for v in undefined_vars(r.min) if v in kinds_by_var]
+        ks = {kinds_by_var[v] for v in vs if kinds_by_var[v] != IterKind.kIter_T}
+        if ks:
+            return ks
+    return set()
+
+
+def _k_axis(block, read_idx, kinds_by_var):
+    """Which axis of the read buffer the GEMM's K iterator indexes, else None."""
+    from tvm.tirx.analysis import undefined_vars
+
+    for pos, r in enumerate(block.reads[read_idx].region):
+        if any(kinds_by_var.get(v) == IterKind.kIter_K for v in undefined_vars(r.min)):
+            return pos
+    return None
+
+
+def operand_k_major(sch, block_rv, read_idx, kinds_by_var, lanes: int = 8) -> bool:
+    """Whether operand `read_idx` is stored K fastest: its buffer's last index is K, or, read
+    through its inlined prologue, the global data it comes from runs along K and not along its
+    buffer's last axis. Attention's K^T is the second case: a transpose of [.., N, K] data. Read
+    as (K, N), its tile copy would gather one element per row; staged [N, K] it streams 16
+    bytes a thread. Judged on a copy of the schedule (cache_read + inlining, then the lanes of
+    the K loop evaluated), which is thrown away."""
+    blk = sch.get(block_rv)
+    if IterKind.kIter_K in last_index_kind(blk, read_idx, kinds_by_var):
+        return True
+    pos = _k_axis(blk, read_idx, kinds_by_var)
+    if pos is None:
+        return False
+    probe = sch.copy()
+    try:
+        rd = probe.cache_read(block_rv, read_idx, "global")
+        auto_inline_producers(probe, rd)
+        loops = probe.get_loops(rd)
+        ndim = len(blk.reads[read_idx].region)
+        if len(loops) < ndim:
+            return False
+        axes = loops[len(loops) - ndim:]
+        return (lanes_contiguous(probe, rd, axes[pos], lanes)
+                and not lanes_contiguous(probe, rd, axes[-1], lanes))
+    except ScheduleError:
+        return False
+
+
+def _global_last_dim(sch, block_rv):
+    """Innermost extents of the global buffers block_rv reads (after inlining) along its
+    innermost iterator: those bound the copy's vector width. A read that does not move with
+    that iterator (a LayerNorm prologue's per-row mean and rstd) is one value per vector."""
+    from tvm.tirx.analysis import undefined_vars
+
+    blk = sch.get(block_rv)
+    last = blk.iter_vars[-1].var
+    exts = []
+    for r in blk.reads:
+        if r.source.scope() == "global":
+            if any(v.same_as(last) for rg in r.region for v in undefined_vars(rg.min)):
+                exts.append(int(r.source.shape[-1]))
+    return exts
+
+
+def drop_unit_iters(sch, block) -> None:
+    """Re-express the block without its extent-1 iterators (bijective, so the schedule allows it)."""
+    ivs = sch.get(block).iter_vars
+    if not any(isinstance(iv.dom.extent, tirx.IntImm) and iv.dom.extent.value == 1 for iv in ivs):
+        return
+    keep = [k for k, iv in enumerate(ivs) if not (isinstance(iv.dom.extent, tirx.IntImm) and iv.dom.extent.value == 1)]
+    sch.transform_block_layout(block, tirx.IndexMap.from_func(lambda *vs: [vs[k] for k in keep], ndim=len(ivs)))
+
+
+def pick_vec(vmax, *exts):
+    v = vmax
+    while v > 1 and any(e % v for e in exts):
+        v //= 2
+    return max(v, 1)
+
+
+def fetch_to_shared(sch, block_outer, idx: int, *, k_loop, scope: str, vec_max: int, n_warps: int,
+                    on_gpu: bool, m_major: bool = False, smem_pad: int = 0) -> tuple:
+    """Stage operand `idx` of the warp product `block_outer` in `scope` once per K step
+    (`k_loop`), every thread of the block copying a share, `vec_max` elements at a time where the
+    source's lanes are contiguous (narrower where not, or where a ReLU prologue's select would need
+    a bool x8, which CUDA lacks); its producers (pad, casts, layout changes) are computed in the
+    copy. An M-fastest operand (NCHW data) is copied M-fastest, an element a thread, so a warp's
+    loads coalesce. Returns the copy block and its vector width."""
+    blk_read = sch.cache_read(block_outer, idx, scope)
+    sch.compute_at(blk_read, k_loop)
+    auto_inline_producers(sch, blk_read)
+    exts = _global_last_dim(sch, blk_read)
+    inner = int(sch.get(blk_read).writes[0].source.shape[-1])
+    vec = 1 if m_major else pick_vec(vec_max, inner, *exts)
+    rows, cols = sch.get_loops(blk_read)[-2:]
+    if m_major:
+        sch.reorder(cols, rows)
+    fused = sch.fuse(*sch.get_loops(blk_read)[-2:])
+    while vec > 1 and not lanes_contiguous(sch, blk_read, fused, vec):
+        vec //= 2
+    if vec > MAX_BOOL_LANES and bool_lanes_vary(sch, blk_read, fused, vec):
+        vec = MAX_BOOL_LANES
+    _, f1, f2, f3 = sch.split(fused, [None, n_warps, 32, vec])
+    if on_gpu:
+        sch.bind(f2, "threadIdx.x")
+        sch.bind(f1, "threadIdx.y")
+    sch.vectorize(f3)
+    if smem_pad:
+        sch.storage_align(blk_read, 0, axis=-2, factor=32, offset=smem_pad)
+    return blk_read, vec
+
+
+def bind_grid(sch, b, i0, j0, ty) -> None:
+    """Batch, M and N tiles on the grid (z, y, x); the warps on threadIdx.y."""
+    sch.bind(b, "blockIdx.z")
+    sch.bind(i0, "blockIdx.y")
+    sch.bind(j0, "blockIdx.x")
+    sch.bind(ty, "threadIdx.y")
+
+
+def stage_accumulators(sch, block_outer, ty, sh_scope, frag_c, place_staging=True):
+    """The accumulators' two stages at the warp's loop `ty`: the per-warp fragments (`frag_c`,
+    in 16x16 tiles) and the staging tile in shared memory that the epilogue reads (its rows
+    padded by `tensorize_staging_store`; float32 here, made 16-bit for fp16/bf16 results after the
+    schedule by narrow_staging.py). Returns the staging block,
+    the fragment block and its two tile loops."""
+    acc_sh = sch.cache_write(block_outer, 0, sh_scope)
+    acc = sch.cache_write(block_outer, 0, frag_c)
+    sch.reverse_compute_at(acc, ty)
+    if place_staging:  # else the caller places the staging tile's readers (sliced_k.stage_sum)
+        sch.reverse_compute_at(acc_sh, ty)
+    ai, aj = sch.get_loops(acc)[-2:]
+    ai0, ai1 = sch.split(ai, [None, 16])
+    aj0, aj1 = sch.split(aj, [None, 16])
+    sch.reorder(ai0, aj0, ai1, aj1)
+    return acc_sh, acc, ai0, aj0
+
+
+# float32 elements added to each row of the accumulators' staging tile. The fragment stores write
+# 8-byte pairs (columns 2t, 2t+1 of rows lane/4 and lane/4 + 8), served half a warp at a time:
+# rows r..r+3 x four pairs. With rows 8 words apart modulo the 32 banks they fall on 32 different
+# banks; unpadded (BN a multiple of 32 words) the four rows share 8 banks, a 4-way conflict on
+# every accumulator store (the memory-bound 1x1 convs at batch 16 spend their epilogue there)
+STAGING_PAD = 8
+
+
+def staging_row_stride(bn: int) -> int:
+    """Row stride (elements) of a BN-wide staging tile: storage_align(factor=32, offset=STAGING_PAD)
+    rounds the row up to STAGING_PAD past a multiple of 32."""
+    return bn + (STAGING_PAD - bn) % 32
+
+
+def tensorize_staging_store(sch, acc, intrin: str) -> None:
+    """Tensorize the fragments' store into the staging tile (`acc`'s 16x16 loops) and pad the
+    tile's rows (STAGING_PAD) on the block that now writes it: tensorize replaces `acc`, and
+    with it a storage_align set on it before."""
+    store = sch.blockize(sch.get_loops(acc)[-2])
+    sch.tensorize(store, intrin)
+    sch.storage_align(store, 0, axis=-2, factor=32, offset=STAGING_PAD)
+
+
+def store_epilogue(sch, acc_sh, epilogue_blocks, vec_max, width, on_gpu, m_major=False) -> int:
+    """Fuse the epilogue (pad crop, reindex write-back, user blocks) into the staging tile's
+    read and store it up to `vec_max` wide (scalar for an M-fastest NCHW output). Where the
+    epilogue cannot be computed that wide (a ReLU's select: CUDA has no bool x8; erf, which TVM's
+    vectorizer scalarizes together with the store), it is computed narrower into registers and
+    stored from there at full width: a scalarized store writes 2 bytes a lane, at a quarter of
+    the bandwidth. Returns the store's vector width."""
+    inline_epilogue(sch, acc_sh, epilogue_blocks)
+    out_exts = [int(r.source.shape[-1]) for r in sch.get(acc_sh).writes]
+    vec_out = 1 if m_major else pick_vec(vec_max, width, *out_exts)
+    oi, oj = sch.get_loops(acc_sh)[-2:]
+    if m_major:
+        sch.reorder(oj, oi)
+    lanes = vec_out  # how wide the epilogue is computed (the vectors run along oj)
+    if lanes > 1 and scalarizing_calls(sch.get(acc_sh).body):
+        lanes = 1
+    elif lanes > MAX_BOOL_LANES and bool_lanes_vary(sch, acc_sh, oj, lanes):
+        lanes = MAX_BOOL_LANES
+    if lanes == vec_out:
+        fused = sch.fuse(*sch.get_loops(acc_sh)[-2:])
+        _, f1, f2 = sch.split(fused, [None, 32, vec_out])
+        if on_gpu:
+            sch.bind(f1, "threadIdx.x")
+        sch.vectorize(f2)
+        return vec_out
+    oj0, vec = sch.split(oj, [None, vec_out])
+    _, f1 = sch.split(sch.fuse(oi, oj0), [None, 32])
+    if on_gpu:
+        sch.bind(f1, "threadIdx.x")
+    for w in range(len(sch.get(acc_sh).writes)):  # the stores: registers -> global, full width
+        store = sch.cache_write(acc_sh, w, "local")
+        sch.reverse_compute_at(store, f1)
+        sch.vectorize(sch.get_loops(store)[-1])
+    if lanes > 1:  # unrolled, so that no column index depends on a loop (hoist.py)
+        outer, inner = sch.split(vec, [None, lanes])
+        sch.unroll(outer)
+        sch.vectorize(inner)
+    else:
+        sch.unroll(vec)
+    return vec_out
+
+
+def scalarizing_calls(body) -> bool:
+    """Whether a block body calls an op TVM's vectorizer does not vectorize (erf, rsqrt,
+    if_then_else: ops without the TVectorizable attribute); it then computes and stores the
+    whole vector loop lane by lane."""
+    todo = [body]
+    while todo:
+        n = todo.pop()
+        if isinstance(n, tvm.ir.Call) and isinstance(n.op, tvm.ir.Op) and not n.op.get_attr("TVectorizable"):
+            return True
+        todo.extend(lane_children(n))
+    return False
+
+
+def inline_epilogue(sch, acc_sh, epilogue_blocks):
+    """reverse_compute_inline every consumer of the accumulator staging block (the
+    pad_einsum crop block, the reindex write-back block, and the user epilogue blocks,
+    in order) into it, so the epilogue runs on the warp tile straight out of the
+    accumulator fragments."""
+    for _ in range(64):
+        consumers = sch.get_consumers(acc_sh)
+        if not consumers:
+            return
+        progressed = False
+        for cons in consumers:
+            try:
+                sch.reverse_compute_inline(cons)
+                progressed = True
+                break
+            except ScheduleError:
+                continue
+        if not progressed:
+            names = [sch.get(x).name_hint for x in consumers]
+            raise RuntimeError(f"could not fuse epilogue blocks {names} into the output tile")
+
+
+def intrin_names(intrin, in_dtype, out_dtype, load_scope, b_nk):
+    if in_dtype == "float32":
+        return tf32_mma_group(load_scope, b_nk)
+    if intrin == "wmma":
+        from tvm.s_tir.tensor_intrin.cuda import get_wmma_intrin_group
+
+        assert in_dtype == "float16", "TVM's registered wmma intrinsics are fp16/int8 only"
+        return get_wmma_intrin_group(
+            load_scope=load_scope, store_scope=load_scope, in_dtype=in_dtype,
+            out_dtype=out_dtype, trans_b=b_nk)
+    from tvm.s_tir.tensor_intrin.cuda import get_mma_intrin_group
+
+    if in_dtype == "float16":
+        return get_mma_intrin_group(
+            load_scope=load_scope, store_scope=load_scope, in_dtype=in_dtype,
+            out_dtype=out_dtype, trans_a=False, trans_b=b_nk)
+    if in_dtype != "bfloat16" or out_dtype != "float32":
+        raise ValueError(f"no mma intrinsics for {in_dtype} -> {out_dtype}")
+    return bf16_mma_group(load_scope, load_scope, b_nk)
+
+
+def tc_shape(info: KernelInfo) -> tuple[int, int, int]:
+    """(M, N, K) of the GEMM the anchor computes (a conv's implicit GEMM; a split-K conv's
+    slices count as M, as a batch does)."""
+    g = info.geometry
+    if info.anchor_kind == "conv2d":
+        return g.split_k * g.m, g.k, g.r_split
+    return g.batch * g.m, g.n, g.k

@@ -1,0 +1,320 @@
+"""Hopper wgmma tensor intrinsic (sm_90a): one warp's 16 x N x BK slice of a warpgroup's
+wgmma.mma_async, operands read by the tensor cores straight from shared memory, float32
+accumulators in registers. fp16/bf16: m64nNk16, BK = 64; tf32 (float32 operands): m64nNk8,
+BK = 32. Either way a tile row is 128 bytes and one instruction takes 32 bytes of it, four
+instructions a row. tf32 wgmma reads a float32's top 19 bits (truncation); the op rounds them to
+nearest (ops.value.round_tf32) and truncation instead drifted ResNet-50's output by 2% (H100,
+session 13). The copies cannot round (cp.async moves bytes), so the schedule streams the raw
+float32 operands (`tensorcore_wgmma.defer_tf32_rounding`) and the device function rounds the
+landed tiles in shared memory (cvt.rna.tf32.f32) before the tensor cores read them: the kernel
+multiplies exactly the operands llvm does.
+
+Layouts (PTX ISA 9.7.15 "Asynchronous Warpgroup Level Matrix Multiply-Accumulate"):
+
+- A [rows][BK] and B [N][BK] (both K-major) sit in shared memory in the 128-byte swizzle: row r
+  is 128 bytes, its 16-byte chunk c stored at chunk c ^ (r % 8) (applied to the shared tiles by
+  a layout transform, so the global -> shared copies write them that way), in 8-row atoms of
+  1024 bytes; the tiles start on 1024 bytes. The matrix descriptor: start
+  address >> 4 (bits 0-13), leading byte offset (unused for swizzled K-major; 1), stride byte
+  offset 1024 >> 4 (bits 32-45), swizzle mode 1 = 128B (bits 62-63). The k-th instruction of
+  the row is the same descriptor with the start address 32*k bytes on (the swizzle is
+  applied by the hardware on the address bits, as CUTLASS / DeepGEMM do).
+- The accumulator: warp w of the warpgroup holds rows 16w..16w+15 of the 64 x N tile, per lane
+  d[4j + 0/1] at (lane/4, 8j + 2(lane%4) + 0/1) and d[4j + 2/3] eight rows down; that is TVM's
+  16x16 mma accumulator layout (shared_16x16_to_ldmatrix_32x8_layout) for each 16-column
+  fragment, fragments one after another: a warp-scope buffer [N/16, 32, 8] is wgmma's d[N/2].
+  So the warp keeps TVM's mma fill/store intrinsics; only the product is new.
+
+All four warps of a warpgroup call the device function together (wgmma is warpgroup-collective);
+each passes its own A rows, and the function steps back to the warpgroup's first row. Every
+thread of the block calls it at the same point of the k loop (no divergence: tiles are padded).
+Synchronisation: `fence.proxy.async.shared::cta` + a block barrier (the tiles came in by
+cp.async, the generic proxy; wgmma reads through the async proxy), wgmma.fence, the four wgmma,
+commit, then `wait_group pending`. With pending = 0 the tensor cores idle from the wait to the
+next step's wgmma (the barrier, the next copies' issue). With pending = 1 (a pipelined k loop
+whose copies come after the product in its body, `tensorcore_wgmma`), this step's wgmma run on
+while the previous step's are waited for, then a second barrier: every warp's previous wgmma has
+read its tiles before any thread's next copy overwrites them (CUTLASS's mainloop keeps one
+wgmma batch in flight the same way). The accumulators are read only after `wait_group 0`
+(`store_intrin`, the accumulator store's first statement).
+"""
+from __future__ import annotations
+
+from tvm.s_tir import TensorIntrin
+from tvm.script import tirx as T
+
+from ...common import dtype_bytes
+
+WARP = 32
+PTX_TYPE = {"float16": "f16", "bfloat16": "bf16", "float32": "tf32"}
+N_CHOICES = tuple(range(16, 257, 16))  # the per-warp tile is 16 x N; wgmma takes N % 8 == 0 up to 256
+
+
+def xor8(a, b):
+    """a ^ b of two values in [0, 8) (the 16-byte chunk of a 128-byte row, the row in its atom),
+    bit by bit in integer arithmetic: TVM's bound analysis gives tirx.bitwise_xor no range, and
+    transform_layout needs one to size the buffer."""
+    return (a + b) % 2 + (a // 2 + b // 2) % 2 * 2 + (a // 4 + b // 4) % 2 * 4
+
+
+def chunk_elems(dtype: str = "float16") -> int:
+    """Elements in a 16-byte chunk (a cp.async vector): 8 of 16 bits, 4 of 32."""
+    return 16 // dtype_bytes(dtype)
+
+
+def bk_of(dtype: str = "float16") -> int:
+    """The tile depth: one 128-byte swizzle row (64 fp16/bf16 elements, 32 float32)."""
+    return 8 * chunk_elems(dtype)
+
+
+def k_step(dtype: str = "float16") -> int:
+    """K of one wgmma instruction (32 bytes of a row): k16 for 16-bit types, k8 for tf32."""
+    return bk_of(dtype) // 4
+
+
+def swizzle_dims(r, k, dtype: str = "float16"):
+    """Where element (r, k) of a K-major tile [rows][BK * kt] lives, as the dims
+    (k // BK, r // 8, r % 8, chunk, k % E) (E elements a 16-byte chunk): 8-row atoms of
+    8 x 128 bytes, the chunk k % BK // E stored at chunk (k % BK // E) ^ (r % 8). Flattened,
+    that is the 128-byte swizzle of a row-major [rows][BK] tile; kept as dims so that the
+    tensorized product reads a warp's rows at an offset in dim r // 8 alone (a tensorize
+    description can match that)."""
+    e, bk = chunk_elems(dtype), bk_of(dtype)
+    return k // bk, r // 8, r % 8, xor8(k % bk // e, r % 8), k % e
+
+
+def swizzle_index_map(dtype: str = "float16"):
+    """transform_layout map for a shared tile [s, rows, k] (K-major)."""
+    from tvm import tirx
+
+    return tirx.IndexMap.from_func(lambda s, r, k: (s, *swizzle_dims(r, k, dtype)), ndim=3)
+
+
+def func_name(n: int, in_dtype: str, stages: int = 0) -> str:
+    return f"tefuse_wgmma_m64n{n}k{k_step(in_dtype)}x4_{PTX_TYPE[in_dtype]}" + (f"_s{stages}" if stages else "")
+
+
+DESC_SOURCE = """
+#ifndef TEFUSE_WGMMA_DESC
+#define TEFUSE_WGMMA_DESC
+__device__ __forceinline__ unsigned long long tefuse_wgmma_desc_sw128(unsigned int addr) {
+  unsigned long long d = (unsigned long long)((addr & 0x3FFFF) >> 4);
+  d |= 1ull << 16;                          // leading byte offset (unused: swizzled K-major)
+  d |= (unsigned long long)(1024 >> 4) << 32;  // stride byte offset: 8 rows x 128 B
+  d |= 1ull << 62;                          // 128-byte swizzle
+  return d;
+}
+#endif
+"""
+
+
+def register_fences(n: int, indent: str = "  ") -> str:
+    """Empty asm statements that pin this thread's n / 2 accumulators d[] in registers around the
+    wgmma (so the compiler keeps them where the instructions write them)."""
+    return "\n".join(f'{indent}asm volatile("" : "+f"(d[{i}]) :: "memory");' for i in range(n // 2))
+
+
+def wgmma_row(n: int, in_dtype: str, indent: str = "  ") -> str:
+    """CUDA statements for one 128-byte tile row of wgmma on descriptors `da`, `db` (four k
+    steps, the start address 32 bytes on each) into d[]: wgmma.fence, the four, commit."""
+    t, ks, nreg = PTX_TYPE[in_dtype], k_step(in_dtype), n // 2
+    # 16-bit types take imm-trans-a/b (0: K-major); tf32 reads K-major only and has no such operands
+    trans = "" if in_dtype == "float32" else ", 0, 0"
+    regs = ", ".join(f"%{i}" for i in range(nreg))
+    outs = ", ".join(f'"+f"(d[{i}])' for i in range(nreg))
+    body = f"""asm volatile("wgmma.fence.sync.aligned;\\n" ::: "memory");
+#pragma unroll
+for (int kk = 0; kk < 4; ++kk) {{
+  asm volatile(
+    "{{\\n.reg .pred p;\\nsetp.ne.b32 p, 1, 0;\\n"
+    "wgmma.mma_async.sync.aligned.m64n{n}k{ks}.f32.{t}.{t} "
+    "{{{regs}}}, %{nreg}, %{nreg + 1}, p, 1, 1{trans};\\n}}\\n"
+    : {outs}
+    : "l"(da + 2 * kk), "l"(db + 2 * kk));
+}}
+asm volatile("wgmma.commit_group.sync.aligned;\\n" ::: "memory");"""
+    return "\n".join(indent + ln if not ln.startswith("#") else ln for ln in body.split("\n")) + "\n"
+
+
+def device_source(n: int, in_dtype: str, stages: int = 0) -> str:
+    """CUDA source of the device function the intrinsic calls (TVM's cuda func_call puts it
+    before the kernel): float* d (N/2 accumulators of this thread), A and B tile pointers.
+    stages: 0, the batch waited for before returning; else the k loop's pipeline stages (>= 3),
+    one batch left in flight (see the module docstring)."""
+    if stages in (1, 2) or stages < 0:
+        raise ValueError(f"wgmma: a batch stays in flight only in a pipeline of 3 or more stages, not {stages}")
+    pending = 1 if stages else 0
+    fence_regs = register_fences(n)
+    name = func_name(n, in_dtype, stages)
+    # pending 1: every warp's previous batch done (it read the tiles the next copies overwrite)
+    after = "\n  __syncthreads();" if pending else ""
+    # pending 1, the copies after the product in the loop body: of the stages - 1 copy groups in
+    # flight, this step's is the oldest (TVM's pipeline counts its wait for the other order)
+    landed = f'  asm volatile("cp.async.wait_group {stages - 2};\\n" ::: "memory");\n' if pending else ""
+    if pending and in_dtype == "float32":  # the rounding reads tiles other threads copied
+        landed += "  __syncthreads();\n"
+    rounding = _TF32_ROUND.format(n8=n * 8) if in_dtype == "float32" else ""
+    helpers = _TF32_HELPERS if in_dtype == "float32" else ""
+    return f"""{helpers}
+{DESC_SOURCE}__device__ __forceinline__ void {name}(float* d, const void* a_tile, const void* b_tile) {{
+  unsigned int a_addr = (unsigned int)__cvta_generic_to_shared(a_tile);
+  unsigned int b_addr = (unsigned int)__cvta_generic_to_shared(b_tile);
+  // this warp's A rows start 16 * (warp % 4) rows (of 128 B) into its warpgroup's 64
+  a_addr -= (((threadIdx.y * blockDim.x + threadIdx.x) >> 5) & 3) * (16 * 128);
+{landed}{rounding}  // the tiles came in by cp.async (generic proxy); wgmma reads them through the async proxy
+  asm volatile("fence.proxy.async.shared::cta;\\n" ::: "memory");
+  __syncthreads();
+  unsigned long long da = tefuse_wgmma_desc_sw128(a_addr);
+  unsigned long long db = tefuse_wgmma_desc_sw128(b_addr);
+{fence_regs}
+{wgmma_row(n, in_dtype)}  asm volatile("wgmma.wait_group.sync.aligned {pending};\\n" ::: "memory");{after}
+{fence_regs}
+}}
+"""
+
+
+# tf32: round the landed tiles to TF32 in place (every thread of the block is here, after the
+# barrier that follows cp.async's wait): a warpgroup its own 64 A rows (8 KB, 4 float4 a
+# thread), the block B's n rows together; the fence and barrier below publish the writes
+_TF32_HELPERS = """#ifndef TEFUSE_ROUND_TF32X4
+#define TEFUSE_ROUND_TF32X4
+__device__ __forceinline__ float tefuse_rna_tf32(float x) {
+  unsigned int u;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(u) : "f"(x));
+  return __uint_as_float(u);
+}
+__device__ __forceinline__ void tefuse_round_tf32x4(float4* p) {
+  float4 v = *p;
+  v.x = tefuse_rna_tf32(v.x); v.y = tefuse_rna_tf32(v.y);
+  v.z = tefuse_rna_tf32(v.z); v.w = tefuse_rna_tf32(v.w);
+  *p = v;
+}
+#endif
+"""
+_TF32_ROUND = """  {{
+    const unsigned int tid = threadIdx.y * blockDim.x + threadIdx.x;
+    float4* a4 = (float4*)((const char*)a_tile - ((tid >> 5) & 3) * (16 * 128));
+#pragma unroll
+    for (int i = 0; i < 4; ++i) tefuse_round_tf32x4(a4 + (tid & 127) + 128 * i);
+    float4* b4 = (float4*)b_tile;
+    for (unsigned int i = tid; i < {n8}; i += blockDim.x * blockDim.y) tefuse_round_tf32x4(b4 + i);
+  }}
+"""
+
+
+def _lay_c(i, j):
+    """(lane, element) of C[i, j] in a 16x16 accumulator fragment (TVM's mma layout)."""
+    return 4 * (i % 8) + (j % 8) // 2, 4 * (j // 8) + (i // 8) * 2 + j % 2
+
+
+WAIT_ALL = "tefuse_wgmma_wait_all"
+WAIT_ALL_SOURCE = """
+#ifndef TEFUSE_WGMMA_WAIT_ALL
+#define TEFUSE_WGMMA_WAIT_ALL
+__device__ __forceinline__ void tefuse_wgmma_wait_all() {
+  asm volatile("wgmma.wait_group.sync.aligned 0;\\n" ::: "memory");
+}
+#endif
+"""
+
+
+def _store_impl(scope: str):
+    """TVM's 16x16 mma accumulator store (the same loops) after `wait_group 0`: with a wgmma
+    batch left in flight by the k loop, the accumulators are final only then."""
+    from tvm.backend.cuda.op import cuda_func_call
+
+    @T.prim_func(s_tir=True)
+    def impl(a: T.handle, c: T.handle) -> None:
+        s0, s1 = T.int32(), T.int32()
+        C_warp = T.match_buffer(a, (WARP, 8), "float32", scope="warp", offset_factor=1)
+        C = T.match_buffer(c, (16, 16), "float32", strides=[s0, s1], scope=scope, offset_factor=1)
+        with T.sblock("root"):
+            T.reads(C_warp[0:WARP, 0:8])
+            T.writes(C[0:16, 0:16])
+            for tx in T.thread_binding(0, WARP, "threadIdx.x"):
+                T.evaluate(cuda_func_call(WAIT_ALL, source_code=WAIT_ALL_SOURCE))
+                for local_id in range(8):
+                    C[8 * (local_id % 4 // 2) + tx // 4, 8 * (local_id // 4) + tx % 4 * 2 + local_id % 2] = \
+                        C_warp[tx, local_id]
+
+    return impl
+
+
+def store_intrin(mma_store: str, scope: str = "shared.dyn") -> str:
+    """Register (once) and name the accumulator store that drains the wgmma batches first: TVM's
+    `mma_store` intrinsic's description, `_store_impl` as its implementation."""
+    name = f"tefuse_wgmma_{mma_store}"
+    if name not in _registered:
+        TensorIntrin.register(name, TensorIntrin.get(mma_store).desc, _store_impl(scope), override=True)
+        _registered.add(name)
+    return name
+
+
+def _intrin(n: int, in_dtype: str, scope: str, stages: int = 0):
+    """desc: C[16 x n] += A[16 x BK] * B[n x BK]^T with A and B in their swizzled dims
+    (`swizzle_dims`: A (2, 8, 8, E), B (n/8, 8, 8, E)) and C in the warp's mma fragments
+    [n/16, 32, 8]; impl: the device function, given this thread's accumulators and the address
+    of the warp's first A row and of B's first row (both at chunk 0 of their atom's row)."""
+    from tvm.backend.cuda.op import cuda_func_call
+
+    nf, n8 = n // 16, n // 8
+    e, bk = chunk_elems(in_dtype), bk_of(in_dtype)
+    name, src = func_name(n, in_dtype, stages), device_source(n, in_dtype, stages)
+    if in_dtype == "float32":  # the GEMM block multiplies float32 operands as they are
+        def prod(a, b):
+            return a * b
+    else:
+        def prod(a, b):
+            return T.Cast("float32", a) * T.Cast("float32", b)
+
+    @T.prim_func(s_tir=True)
+    def desc(a: T.handle, b: T.handle, c: T.handle) -> None:
+        A = T.match_buffer(a, (2, 8, 8, e), in_dtype, align=64, offset_factor=1, scope=scope)
+        B = T.match_buffer(b, (n8, 8, 8, e), in_dtype, align=64, offset_factor=1, scope=scope)
+        C = T.match_buffer(c, (nf, WARP, 8), "float32", align=64, offset_factor=1, scope="warp")
+        with T.sblock("root"):
+            T.reads(C[0:nf, 0:WARP, 0:8], A[0:2, 0:8, 0:8, 0:e], B[0:n8, 0:8, 0:8, 0:e])
+            T.writes(C[0:nf, 0:WARP, 0:8])
+            for i, j, k in T.grid(16, n, bk):
+                with T.sblock("C"):
+                    vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+                    tc, lc = T.meta_var(_lay_c(vi, vj % 16))
+                    _ak, a0, a1, a2, a3 = T.meta_var(swizzle_dims(vi, vk, in_dtype))
+                    _bk, b0, b1, b2, b3 = T.meta_var(swizzle_dims(vj, vk, in_dtype))
+                    T.reads(C[vj // 16, tc, lc], A[a0, a1, a2, a3], B[b0, b1, b2, b3])
+                    T.writes(C[vj // 16, tc, lc])
+                    C[vj // 16, tc, lc] = C[vj // 16, tc, lc] + prod(A[a0, a1, a2, a3], B[b0, b1, b2, b3])
+
+    @T.prim_func(s_tir=True)
+    def impl(a: T.handle, b: T.handle, c: T.handle) -> None:
+        A = T.match_buffer(a, (2, 8, 8, e), in_dtype, align=64, offset_factor=1, scope=scope,
+                           strides=[T.int32(), T.int32(), T.int32(), T.int32()])
+        B = T.match_buffer(b, (n8, 8, 8, e), in_dtype, align=64, offset_factor=1, scope=scope,
+                           strides=[T.int32(), T.int32(), T.int32(), T.int32()])
+        C = T.match_buffer(c, (nf, WARP, 8), "float32", align=64, offset_factor=1, scope="warp")
+        with T.sblock("root"):
+            T.reads(C[0:nf, 0:WARP, 0:8], A[0:2, 0:8, 0:8, 0:e], B[0:n8, 0:8, 0:8, 0:e])
+            T.writes(C[0:nf, 0:WARP, 0:8])
+            for tx in T.thread_binding(0, WARP, "threadIdx.x"):
+                T.evaluate(cuda_func_call(name, T.address_of(C[0, tx, 0]), A.access_ptr("r"),
+                                          B.access_ptr("r"), source_code=src))
+
+    return desc, impl
+
+
+_registered: set[str] = set()
+
+
+def wgmma_intrin(n: int, in_dtype: str, scope: str = "shared.dyn", stages: int = 0) -> str:
+    """Register (once) and name the intrinsic for a 16 x n x BK per-warp product (`stages`:
+    see device_source)."""
+    if in_dtype not in PTX_TYPE:
+        raise ValueError(f"wgmma intrinsics here take float16/bfloat16/float32 (tf32), not {in_dtype}")
+    if n not in N_CHOICES:
+        raise ValueError(f"wgmma warp tile N must be a multiple of 16 up to 256, not {n}")
+    name = f"tefuse_wgmma_16x{n}x{bk_of(in_dtype)}_{PTX_TYPE[in_dtype]}_{scope.replace('.', '_')}"
+    name += f"_s{stages}" if stages else ""
+    if name not in _registered:
+        TensorIntrin.register(name, *_intrin(n, in_dtype, scope, stages), override=True)
+        _registered.add(name)
+    return name

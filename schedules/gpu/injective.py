@@ -1,0 +1,66 @@
+"""CUDA template for groups with no anchor: elementwise/broadcast/injective chains,
+multi-output ones included (their outputs share one loop nest, hence one kernel)."""
+from __future__ import annotations
+
+import math
+
+from tvm import s_tir
+
+from ...target import device_caps
+from ..space import Config, ConfigSpace
+
+from ..common import bind_threads, dtype_bytes, inline_all, outer_nests
+from ..registry import KernelInfo, Template, register
+from .lanes import MAX_VECTOR_BYTES, stores_contiguous
+
+
+@register("gpu", "injective")
+class CudaInjective(Template):
+    name = "cuda_injective"
+
+    def space(self, info: KernelInfo, target) -> ConfigSpace:
+        s = ConfigSpace()
+        s.define_knob("threads", [256, 128, 512, 1024, 64])
+        s.define_knob("inner", [1, 2, 4, 8])
+        # unrolled first: the records written before this knob existed (tuning_logs) mean it
+        s.define_knob("vector", [False, True], implied_first=True)
+        # a vector of at most 16 bytes, and not of bools (TVM stores 4 one-byte bools as a ushort4)
+        width = 0 if info.dtype == "bool" else dtype_bytes(info.dtype)
+        s.constrain(lambda v: not v["vector"] or 1 < v["inner"] and 0 < v["inner"] * width <= MAX_VECTOR_BYTES)
+        return s
+
+    def fallback(self, info: KernelInfo, target, space: ConfigSpace) -> Config:
+        """256 threads; a 16-bit output (fp16/bf16 models: ResNet's input pad to paired 4-channel
+        pixels) stores one 16-byte vector a thread where its rows hold whole vectors, not one
+        2-byte element (the ResNet-50 stem's pad at batch 16: 10.0 us one element a thread, 4.1 a
+        vector; ResNet-50 b32's input kernel 22.0 -> 9.3 us; H100, results/issue9/session27), in
+        blocks small enough to give every SM two: at batch 1 the pad's 25088 vectors would fill
+        only 98 blocks of 256 on 132 SMs (its time alone is at the per-launch floor of the
+        kernel timer either way; the b1 bench stayed 0.82x cuDNN). Wider outputs keep one
+        element a thread (a warp already stores 128 bytes an instruction)."""
+        itemsize = dtype_bytes(info.dtype)
+        lanes = MAX_VECTOR_BYTES // itemsize
+        if (device_caps(target).kind == "cuda" and itemsize == 2 and len(info.output_blocks) == 1  # ROCm: not measured
+                and info.out_shape and info.out_shape[-1] % lanes == 0):
+            vectors = math.prod(info.out_shape) // lanes
+            want = 2 * device_caps(target).sm_count
+            threads = next((t for t in (256, 128) if -(-vectors // t) >= want), 64)
+            return space.from_values({"threads": threads, "inner": lanes, "vector": True})
+        return space.get(0)
+
+    def fallback_alternatives(self, info: KernelInfo, target, space: ConfigSpace, cfg: Config):
+        """One element a thread, where a kernel's vectors do not apply (a nest TVM will not cache
+        or re-attach)."""
+        if cfg.index != 0:
+            yield space.get(0)
+
+    def apply(self, sch: s_tir.Schedule, info: KernelInfo, cfg: Config, target) -> None:
+        inline_all(sch, info)
+        # a vector a thread through registers: a kernel of one block only (a multi-output nest's
+        # blocks share its loops), whose lanes store consecutive, aligned elements
+        alone = len(sch.get_child_blocks(sch.get_sblock("root"))) == 1
+        for block in outer_nests(sch):
+            vector = (cfg["vector"] and alone
+                      and stores_contiguous(sch, block, sch.get_loops(block)[-1], int(cfg["inner"])))
+            bind_threads(sch, block, cfg["threads"], cfg["inner"], vector)
+

@@ -1,0 +1,16 @@
+"""Where tefuse keeps files between runs, and the environment variables that move them: read
+here, by the layers that open the files, so no compiler layer reads the environment itself."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def kernel_cache_dir() -> Path:
+    """$TEFUSE_CACHE_DIR, else kernels/ in the user cache directory (platformdirs: on Linux
+    $XDG_CACHE_HOME/tefuse, ~/.cache/tefuse by default)."""
+    if os.environ.get("TEFUSE_CACHE_DIR"):
+        return Path(os.environ["TEFUSE_CACHE_DIR"]).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("tefuse", appauthor=False)) / "kernels"

@@ -1,0 +1,118 @@
+"""Cluster split-K (schedules/cuda/sliced_k.py, cluster_sum.py) without a GPU: the sliced schedule
+computes the right numbers on llvm (1x1 and 3x3 convs, 2 and 4 slices, ragged rows), its tile
+copies stay 16-byte vectors, and the CUDA kernel reads its peers' partial tiles through `mapa`
+between cluster barriers, launched in clusters of the slices (PTX compiled here); the untuned
+config takes it for the deep small grids that graph/split_k.cluster_split names."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from tvm import s_tir
+
+import tefuse
+from tests.reference import ForcedConfig
+from tefuse.codegen.ptx import compile_to_ptx
+from tefuse.schedules.cuda.gemm.sliced_k import SLICED, slice_reduction
+from tefuse.schedules.cuda.gemm.template import TensorCoreGemm, apply_gemm
+from tefuse.target import make_target
+
+from tests.schedules.cuda.gemm.test_wgmma import _lowered, _ohwi_conv, _run_on_llvm, _wgmma_cfg
+
+CASES = {  # (graph, BM, BN, stages, slices)
+    "conv_1x1_2_slices": (lambda: _ohwi_conv(2, 7, 256, 128, 1), 64, 128, 3, 2),
+    "conv_1x1_4_slices_128x128": (lambda: _ohwi_conv(4, 7, 256, 128, 1), 128, 128, 2, 4),
+    "conv_3x3_2_slices": (lambda: _ohwi_conv(2, 7, 128, 64, 3), 64, 64, 3, 2),
+}
+
+
+def _sliced(case, target):
+    make, bm, bn, stages, slices = CASES[case]
+    graph = make()
+    group, low = _lowered(graph)
+    acc = low.info.stage("accumulator")
+    sch = s_tir.Schedule(slice_reduction(low.func, acc, slices))
+    cfg = {**_wgmma_cfg(bm, bn, stages, tensorize=target.kind.name == "cuda"), "slices": slices}
+    apply_gemm(sch, acc + SLICED, [acc, *low.info.epilogue], cfg, target)
+    return graph, group, low, sch
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_sliced_schedule_computes_the_right_numbers_on_llvm(case):
+    graph, group, low, sch = _sliced(case, make_target("llvm"))
+    feed, got = _run_on_llvm(sch, group, low)
+    want = tefuse.build(graph, "llvm").run(**feed)[0].astype(np.float32)
+    assert np.abs(got.astype(np.float32) - want).max() <= 1e-2 * np.abs(want).max()
+
+
+def _cuda_kernel(graph, values):
+    (k,) = tefuse.build(graph, "cuda", db=ForcedConfig(values), split_k=False).kernels
+    return k.source("cuda")
+
+
+def test_cuda_reads_peers_through_mapa_between_cluster_barriers():
+    """2048 -> 512 1x1 at 7x7 (ResNet-50's, batch 2): 64x128 tiles in 2 slices. The kernel stores
+    its partial tile in its own slot, maps the slot of each CTA of the cluster, adds the slices
+    as 16-byte vectors after a full cluster barrier, arrives once it has read them and
+    waits before it exits; the PTX has the mapa and the barriers, the copies stay cp.async 16 B."""
+    src = _cuda_kernel(_ohwi_conv(2, 7, 2048, 512, 1),
+                       {"tile": (64, 128, 32, 64), "bk": 64, "stages": 4, "intrin": "wgmma", "vec_out": 4,
+                        "slices": 2})
+    body = src[src.index("main_kernel("):]
+    order = [body.index(s) for s in ("tefuse_cluster_barrier();", "tefuse_cluster_map(",
+                                     "tefuse_cluster_arrive();", "tefuse_cluster_wait();")]
+    assert order == sorted(order)
+    assert len(re.findall(r"float4 \w+ = \*\(float4\*\)\(\w+_cta[01] \+", body)) >= 2
+    assert "blockIdx.z" in body
+    assert "tvm_builtin_cluster_ctaid_z" in src  # the clusterCtaIdx.z launch axis (cluster_sum.inject)
+    ptx = compile_to_ptx(src, "sm_90a")
+    assert "mapa.u64" in ptx
+    assert "barrier.cluster.arrive.release.aligned" in ptx and "barrier.cluster.wait.acquire.aligned" in ptx
+    assert ptx.count("barrier.cluster.arrive.release.aligned") >= 2
+    assert re.search(r"cp\.async\.cg\.shared\.global(\.L2::\d+B)? \[%r\d+\], \[%rd\d+\], 16", ptx)
+    assert "ld.local" not in ptx and "st.local" not in ptx
+
+
+def test_a_3x3_slice_starts_on_whole_channel_vectors():
+    """The slices split the input channels, each over every filter tap: a 3x3 conv's sliced A tile
+    copy stays a (predicated, for the padding) 16-byte cp.async, not an element-by-element copy
+    (split over the fused taps x channels, session 26's slices started mid-tap and went scalar)."""
+    src = _cuda_kernel(_ohwi_conv(4, 7, 256, 256, 3),
+                       {"tile": (128, 128, 64, 64), "bk": 64, "stages": 3, "intrin": "wgmma", "vec_out": 4,
+                        "slices": 2})
+    body = src[src.index("main_kernel("):]
+    assert "ptx_cp_async_legacy_pred_cg_16" in body and "condval" not in body
+
+
+def test_the_untuned_config_takes_the_cluster_split_for_deep_small_grids():
+    """Batch 16 on the H100's 132 SMs: 512x7x7 3x3 takes 128x128 tiles in 4 slices (112 CTAs),
+    2048x7x7->512 64x128 in 2 (104; 4 slices of 128x128 would be 512 deep each), 256x14x14 3x3
+    128x128 in 2 (100); 1024x14x14->256 (1024 deep) and batch 1 (too few tiles) none."""
+    tpl = TensorCoreGemm()
+    target = make_target("cuda")
+
+    def pick(n, hw, c, k, r):
+        _, low = _lowered(_ohwi_conv(n, hw, c, k, r))
+        values = tpl.fallback(low.info, target, tpl.space(low.info, target)).values
+        return tuple(values["tile"][:2]), values.get("slices", 1)
+
+    assert pick(16, 7, 512, 512, 3) == ((128, 128), 4)
+    assert pick(16, 7, 2048, 512, 1) == ((64, 128), 2)
+    assert pick(16, 14, 256, 256, 3) == ((128, 128), 2)
+    assert pick(16, 14, 1024, 256, 1)[1] == 1
+    assert pick(1, 7, 512, 512, 3)[1] == 1
+    assert pick(16, 15, 2048, 96, 1)[1] == 1  # 96 output channels: no whole tile of columns
+
+
+def test_a_sliced_fallback_that_does_not_apply_falls_back_unsliced():
+    """Where the slices' sum refuses the epilogue, the untuned build takes the same config with
+    one slice (Template.fallback_alternatives) instead of failing."""
+    tpl = TensorCoreGemm()
+    target = make_target("cuda")
+    _, low = _lowered(_ohwi_conv(16, 7, 512, 512, 3))
+    space = tpl.space(low.info, target)
+    cfg = tpl.fallback(low.info, target, space)
+    assert cfg["slices"] == 4
+    (alt,) = tpl.fallback_alternatives(low.info, target, space, cfg)
+    assert alt["slices"] == 1 and {**alt.values, "slices": 4} == cfg.values

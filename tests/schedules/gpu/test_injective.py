@@ -1,0 +1,133 @@
+"""The CUDA injective template: a 16-bit output whose rows hold whole 16-byte vectors is stored
+one vector a thread by its untuned kernel (the ResNet stem's pad to paired 4-channel pixels
+took 10 us at batch 16 one element a thread); other outputs keep one element a thread, and
+tuning records written before the `vector` knob still mean what they did. Numerics: the GPU
+test (tests/gpu/test_injective_gpu.py)."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+import tefuse
+from tefuse.schedules.gpu.injective import CudaInjective
+
+
+def _stem_pad(n=2, hw=8, dtype="float16"):
+    """[N, H, W, 3] -> its channels padded to 4 -> pixel pairs [N, H, W/2, 8] (graph/weights)."""
+    b = tefuse.GraphBuilder()
+    x = b.input("x", (n, hw, hw, 3), dtype)
+    return b.build(b.reshape(b.pad(x, pads=(0, 0, 0, 0, 0, 0, 0, 1)), shape=(n, hw, hw // 2, 8)))
+
+
+def _bias_relu(c, dtype="float16"):
+    b = tefuse.GraphBuilder()
+    x, y = b.input("x", (2, 7, 7, c), dtype), b.input("y", (c,), dtype)
+    return b.build(b.relu(b.bias_add(x, y, axis=3)))
+
+
+def _adam_like(dtype="float16"):
+    """Two outputs of one nest (a multi-output elementwise group)."""
+    b = tefuse.GraphBuilder()
+    x, y = b.input("x", (4, 64), dtype), b.input("y", (4, 64), dtype)
+    s = b.add(x, y)
+    return b.build([s, b.mul(s, y)])
+
+
+def _space(group):
+    from tefuse.codegen.lower import lower_group
+    from tefuse.target import make_target
+
+    return CudaInjective().space(lower_group(group).info, make_target("cuda:sm_90"))
+
+
+def _fallback(graph, target="cuda:sm_90"):
+    from tefuse.codegen.lower import lower_group
+    from tefuse.fusion import fuse_graph
+    from tefuse.target import make_target
+
+    (group,) = fuse_graph(graph)
+    info, tgt = lower_group(group).info, make_target(target)
+    t = CudaInjective()
+    space = t.space(info, tgt)
+    return t, info, tgt, space, t.fallback(info, tgt, space)
+
+
+def _kernel(graph):
+    """(the kernel's config values, its CUDA from the kernel's entry on)"""
+    (k,) = tefuse.build(graph, "cuda:sm_90").kernels
+    assert k.template == "cuda_injective" and k.config_source == "fallback"
+    src = k.source("cuda")
+    return _space(k.group).get(k.config_index).values, src[src.index('extern "C" __global__'):]
+
+
+def _stores(src: str, out: str) -> tuple[int, int]:
+    """(vector stores, scalar stores) to the output buffer `out`."""
+    vec = len(re.findall(rf"\*\(uint4\*\)\({out}_ptr \+", src))
+    scalar = len(re.findall(rf"(?<![\w*(]){out}_ptr\[", src))
+    return vec, scalar
+
+
+@pytest.mark.parametrize("graph, out", [(_stem_pad, "out_reshape"), (lambda: _bias_relu(64), "out_relu")],
+                         ids=["stem_pad", "bias_relu"])
+def test_a_16_bit_output_stores_one_vector_a_thread(graph, out):
+    cfg, src = _kernel(graph())
+    assert cfg["vector"] and cfg["inner"] == 8
+    assert _stores(src, re.search(r"half\* __restrict__ (out_\w+)_ptr", src).group(1)) == (1, 0)
+
+
+@pytest.mark.parametrize("graph", [lambda: _bias_relu(64, "float32"), lambda: _bias_relu(12)],
+                         ids=["float32", "rows_of_12_halves"])
+def test_other_outputs_keep_one_element_a_thread(graph):
+    cfg, src = _kernel(graph())
+    assert not cfg["vector"] and cfg["inner"] == 1
+    out = re.search(r"(?:half|float)\* __restrict__ (out_\w+)_ptr\)", src).group(1)
+    assert _stores(src, out) == (0, 1)
+
+
+def test_a_multi_output_nest_builds_with_scalar_stores():
+    (k,) = tefuse.build(_adam_like(), "cuda:sm_90").kernels
+    src = k.source("cuda")
+    assert "uint4" not in src[src.index('extern "C" __global__'):]
+
+
+def test_a_record_from_before_the_vector_knob_means_unrolled():
+    from tefuse.fusion import fuse_graph
+
+    (group,) = fuse_graph(_bias_relu(64))
+    space = _space(group)
+    old = space.find({"threads": 128, "inner": 4})  # a shipped fp16 record's values
+    assert old is not None and space.get(old).values == {"threads": 128, "inner": 4, "vector": False}
+    assert space.get(space.find({"threads": 128, "inner": 4, "vector": True}))["vector"]
+
+
+@pytest.mark.parametrize("n, threads", [(16, 256), (1, 64)])
+def test_vector_blocks_shrink_until_every_sm_has_two(n, threads):
+    """The stem's pad at 224x224: 401408 vectors at batch 16 fill 1568 blocks of 256; at batch 1,
+    25088 vectors would be 98 blocks of 256 for 132 SMs, so they go in blocks of 64 (392)."""
+    cfg = _fallback(_stem_pad(n, 224))[-1]
+    assert (cfg["threads"], cfg["inner"], cfg["vector"]) == (threads, 8, True)
+
+
+def _compare():
+    b = tefuse.GraphBuilder()
+    x, y = b.input("x", (4, 64), "float16"), b.input("y", (4, 64), "float16")
+    return b.build(b.greater(x, y))
+
+
+def test_bools_and_vectors_past_16_bytes_are_not_in_the_space():
+    """TVM stores 4 one-byte bools as a ushort4 (8 bytes); 8 float32 lanes would be 32 bytes."""
+    for graph, widest in ((_compare(), None), (_bias_relu(64, "float32"), 4), (_bias_relu(64), 8)):
+        _, _, _, space, cfg = _fallback(graph)
+        vectors = sorted({c["inner"] for c in space if c["vector"] and space.admits(c.index)})
+        assert vectors == ([] if widest is None else [i for i in (2, 4, 8) if i <= widest])
+        if widest is None:  # the comparison's bools: no vector in the untuned config either
+            assert not cfg["vector"]
+
+
+@pytest.mark.parametrize("make, target", [(_adam_like, "cuda:sm_90"), (_stem_pad, "rocm:gfx942")],
+                         ids=["two_outputs", "rocm"])
+def test_multi_output_groups_and_rocm_keep_the_scalar_fallback(make, target):
+    t, info, tgt, space, cfg = _fallback(make(), target)
+    assert cfg.index == 0 and not cfg["vector"]
+    assert list(t.fallback_alternatives(info, tgt, space, cfg)) == []  # nothing to retry it as
