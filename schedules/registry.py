@@ -72,6 +72,9 @@ class Template:
     """A schedule template: a knob space, a fallback config, and how to apply a config."""
 
     name = "template"
+    # names of templates this one was split from or renamed from: their tuning records are read
+    # as this template's where its space holds their config values
+    record_names: tuple[str, ...] = ()
     priority = 0  # set by `register`: order among a key's templates
     # for an op the graph forms only where a template takes it (attention): whether this
     # template's kernel beats the unfused ones it replaces, so the op forms by default

@@ -3,7 +3,8 @@
 Builds the README chains, ONNX zoo models (CPU side, no GPU needed: nvcc only) and, where
 torch and torchvision are installed, the bench's torchvision exports, for CUDA; writes one
 sha256 per kernel (in graph order, with its template and config) as JSON. `--compare FILE`
-fails, naming each kernel, where a fingerprint differs. Runs as a module or as a file, so
+fails, naming each kernel, where a fingerprint differs (a kernel whose code is the same under
+another template name or config index is listed, not failed). Runs as a module or as a file, so
 an older checkout of tefuse on PYTHONPATH can make the "before" half:
 
     python -m tefuse.bench.sources --json after.json --compare before.json
@@ -47,11 +48,13 @@ def fingerprints(cg) -> list[list]:
             for k in cg.kernels]
 
 
-def build_cuda(graph, db):
-    return importlib.import_module("tefuse").build(graph, "cuda", db=db, cache=None)
+def build_cuda(graph, db, precision: str = "fp32"):
+    return importlib.import_module("tefuse").build(graph, "cuda", db=db, cache=None, precision=precision)
 
 
-def collect(zoo: list[str], torchvision: list[str], db) -> dict[str, list]:
+def collect(zoo: list[str], torchvision: list[str], db, precisions=("fp32",)) -> dict[str, list]:
+    """Fingerprints of the chains, and of the zoo and torchvision models in each precision (the
+    fp32 cases keyed without it)."""
     import onnx
 
     from tefuse.frontend.onnx import import_onnx
@@ -72,14 +75,18 @@ def collect(zoo: list[str], torchvision: list[str], db) -> dict[str, list]:
         with tempfile.TemporaryDirectory() as d:
             for name in torchvision:
                 path = export_torchvision(name, 1, Path(d) / f"{name}.onnx")
-                out[f"torchvision {name}"] = fingerprints(build_cuda(import_onnx(str(path)), db))
-                logging.info("torchvision %s: %d kernels", name, len(out[f"torchvision {name}"]))
+                for prec in precisions:
+                    key = f"torchvision {name}" + ("" if prec == "fp32" else f" {prec}")
+                    out[key] = fingerprints(build_cuda(import_onnx(str(path)), db, prec))
+                    logging.info("%s: %d kernels", key, len(out[key]))
     return out
 
 
-def compare(before: dict, after: dict) -> list[str]:
-    """One line per case or kernel that differs; empty when every kernel is byte-identical."""
-    diffs = []
+def compare(before: dict, after: dict) -> tuple[list[str], list[str]]:
+    """(differences, renames): one line per case or kernel whose code differs (empty when every
+    kernel is byte-identical), and one per kernel whose code is the same but whose template or
+    config index is not (a template split or renamed, a space reordered)."""
+    diffs, renames = [], []
     for case in sorted(set(before) | set(after)):
         b, a = before.get(case), after.get(case)
         if b is None or a is None:
@@ -88,9 +95,11 @@ def compare(before: dict, after: dict) -> list[str]:
         if len(a) != len(b):
             diffs.append(f"{case}: {len(b)} kernels before, {len(a)} after")
         for kb, ka in zip(b, a):
-            if kb != ka:
+            if kb[0] != ka[0] or kb[3] != ka[3]:
                 diffs.append(f"{case}: kernel {kb[0]} ({kb[1]} #{kb[2]}) differs from {ka[0]} ({ka[1]} #{ka[2]})")
-    return diffs
+            elif kb[1:3] != ka[1:3]:
+                renames.append(f"{case}: kernel {kb[0]}: {kb[1]} #{kb[2]} -> {ka[1]} #{ka[2]}, same code")
+    return diffs, renames
 
 
 def main(argv=None) -> int:
@@ -100,6 +109,8 @@ def main(argv=None) -> int:
     p.add_argument("--zoo", nargs="*", default=ZOO, help="ONNX zoo light models (default: %(default)s)")
     p.add_argument("--torchvision", nargs="*", default=None,
                    help="torchvision models to export (default: %s where torchvision is installed)" % TORCHVISION)
+    p.add_argument("--precision", nargs="+", default=["fp32"], choices=["fp32", "tf32", "fp16", "bf16"],
+                   help="precisions the torchvision models are built in (default: %(default)s)")
     p.add_argument("--db", choices=["none", "default"], default="default",
                    help="tuning records to apply: the shipped/user logs (default) or none")
     args = p.parse_args(argv)
@@ -113,14 +124,16 @@ def main(argv=None) -> int:
         except ImportError:
             tv = []
     os.environ.setdefault("TEFUSE_USER_DB", os.devnull)  # the shipped logs only: reproducible
-    result = collect(args.zoo, tv, None if args.db == "none" else "default")
+    result = collect(args.zoo, tv, None if args.db == "none" else "default", args.precision)
     Path(args.json).write_text(json.dumps(result, indent=1))
     n = sum(len(v) for v in result.values())
     print(f"{n} kernels in {len(result)} cases -> {args.json}")
     if args.compare:
-        diffs = compare(json.loads(Path(args.compare).read_text()), result)
+        diffs, renames = compare(json.loads(Path(args.compare).read_text()), result)
         for d in diffs:
             print("DIFF", d)
+        for r in renames:
+            print("SAME CODE", r)
         print(f"{'identical' if not diffs else f'{len(diffs)} differences'} against {args.compare}")
         return 1 if diffs else 0
     return 0

@@ -46,7 +46,7 @@ def find_template(target: tvm.target.Target, anchor_kind: str, name: Optional[st
         hint = "; a split-K product takes only the tensor-core template (build with split_k=False)" if split else ""
         raise BuildError(f"no schedule template for target {target.kind.name!r}, anchor {anchor_kind!r}{hint}")
     if name is not None:
-        temps = [t for t in temps if t.name == name]
+        temps = [t for t in temps if t.name == name or name in t.record_names]
     return temps
 
 
@@ -73,7 +73,8 @@ def choose_schedule(lowered: LoweredGroup, target: tvm.target.Target,
                 index = space.find(rec.config)
                 if index is not None:
                     return ScheduleChoice(t, space.get(index), "tuned", options)
-                log.warning("tuning record for %s does not fit template %s; ignoring it", key, t.name)
+            if temps:
+                log.warning("tuning record for %s does not fit template %s; ignoring it", key, rec.template)
     t = find_template(target, info.anchor_kind, info=info, options=options)[0]
     if target.kind.name != "llvm":
         # per kernel, so below INFO (`tefuse -v` shows it); build() logs the tuned/fallback count

@@ -16,9 +16,9 @@ from tefuse.codegen.schedule import ScheduleChoice
 from tefuse.driver import build_group
 from tefuse.fusion import fuse_graph
 from tefuse.runtime.executor import CompiledGraph
-from tefuse.schedules.cuda.gemm.template import TensorCoreGemm, mma_fallback_values, tc_shape
+from tefuse.schedules.cuda.gemm.template import MmaGemm, WgmmaGemm, mma_fallback_values, tc_shape
 from tefuse.target import device_caps, make_target
-from tests.schedules.cuda.gemm.test_mma import CASES, NAME, TF32_CASES, _rand
+from tests.schedules.cuda.gemm.test_mma import CASES, NAME, TENSOR_CORE, TF32_CASES, _rand
 from tefuse.graph.precision import convert_precision
 from tefuse.plan.spec import parse_chain
 
@@ -60,26 +60,27 @@ def test_fallback_matches_llvm(case, rng):
     graph = GPU_CASES[case]()
     # every prologue in the one kernel, also a computed one that Hopper's rule would split off
     cg = tefuse.build(graph, "cuda", prologue=lambda candidate: True)
-    assert [k.template for k in cg.kernels] == [NAME]
+    assert len(cg.kernels) == 1 and cg.kernels[0].template in TENSOR_CORE
     _check(cg, graph, _inputs(graph, rng))
 
 
 def _variants(info, target):
-    """One knob at a time away from the untuned mma config and, where the fallback is Hopper's
-    wgmma (a dense), away from that one too."""
-    t = TensorCoreGemm()
-    space = t.space(info, target)
-    fb = t.fallback(info, target, space).values
+    """(template, config) pairs one knob at a time away from the untuned mma config and, where
+    Hopper's wgmma template takes the group (a dense, an OHWI conv), away from its untuned config."""
+    templates = [t for t in (MmaGemm(), WgmmaGemm())
+                 if t.accepts(info) and t.supports(info.geometry, info.dtype, target)]
     m, n, _ = tc_shape(info)
-    bases = [{**mma_fallback_values(m, n, device_caps(target).sm_count), "intrin": "mma"}, fb]
     seen = []
-    for base in bases:
+    for t in templates:
+        space = t.space(info, target)
+        base = ({**mma_fallback_values(m, n, device_caps(target).sm_count), "intrin": "mma"}
+                if t.name == NAME else t.fallback(info, target, space).values)
         for knob in space.knobs:
             for v in knob.candidates:
                 cfg = {**base, knob.name: v}
-                if cfg not in seen and space.admits(space.index_of(space.completed(cfg))):
-                    seen.append(cfg)
-    return t, space, seen
+                if (t, cfg) not in seen and space.admits(space.index_of(space.completed(cfg))):
+                    seen.append((t, cfg))
+    return seen
 
 
 @pytest.mark.parametrize("case", ["dense_awkward_197", "conv_nchw_bn_relu", "dense_normalized_prologue",
@@ -89,16 +90,16 @@ def test_every_knob_value_computes_the_same(case, rng):
     (group,) = fuse_graph(graph)
     target = make_target("cuda")
     info = lower_group(group).info
-    t, space, variants = _variants(info, target)
+    variants = _variants(info, target)
     vals = _inputs(graph, rng)
     assert len(variants) > 5
     wrong = []
-    for values in variants:
-        kernel = build_group(group, target, choice=ScheduleChoice(t, space.from_values(values), "test"))
+    for t, values in variants:
+        kernel = build_group(group, target, choice=ScheduleChoice(t, t.space(info, target).from_values(values), "test"))
         try:
             _check(CompiledGraph(graph, target, [kernel]), graph, vals)
         except AssertionError as e:
-            wrong.append(f"{values}: {str(e).splitlines()[0]}")
+            wrong.append(f"{t.name} {values}: {str(e).splitlines()[0]}")
     assert not wrong, "\n".join(wrong)
 
 
@@ -110,7 +111,7 @@ def test_tf32_matches_llvm_up_to_summation_order(case, rng):
     graph = GPU_CASES[case]()
     # every prologue in the one kernel, also a computed one that Hopper's rule would split off
     cg = tefuse.build(graph, "cuda", prologue=lambda candidate: True)
-    assert [k.template for k in cg.kernels] == [NAME]
+    assert len(cg.kernels) == 1 and cg.kernels[0].template in TENSOR_CORE
     vals = _inputs(graph, rng)
     got = cg.run(**vals)[0]
     want = tefuse.build(graph, "llvm").run(**vals)[0]

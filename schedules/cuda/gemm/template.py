@@ -1,8 +1,9 @@
-"""The registered tensor-core GEMM template (CUDA family): dense, matmul, batched matmul and
-implicit-GEMM conv2d in fp16/bf16 (float32 accumulation) and tf32. One knob space spans the
-instruction families (`intrin`: mma.sync, wmma, and on Hopper wgmma) so a tuner ranks them against
-each other; each family's schedule lives in its own module (mma.py, wgmma.py), the cluster split-K
-in sliced_k.py and passes/cluster_sum.py.
+"""The registered tensor-core GEMM templates (CUDA family): dense, matmul, batched matmul and
+implicit-GEMM conv2d in fp16/bf16 (float32 accumulation) and tf32. `MmaGemm` (mma.sync, wmma) and
+`WgmmaGemm` (Hopper's wgmma, with the cluster split-K) are registered side by side for the same
+anchors, so tuning measures both where both apply and the untuned choice is the preferred one;
+what they share is `TensorCoreGemm`. Each instruction family's schedule lives in its own module
+(mma.py, wgmma.py), the cluster split-K in sliced_k.py, cluster.py and passes/cluster_sum.py.
 """
 from __future__ import annotations
 
@@ -48,18 +49,10 @@ def _tf32(info: KernelInfo) -> bool:
     return info.dtype == "float32" and info.attrs.get("math") == "tf32"
 
 
-def _intrins(info: KernelInfo, target=None) -> list[str]:
-    """Instruction families for the operands' type, preferred first: TVM's CUDA codegen has no
-    float32 wmma fragments, so tf32 is mma.sync (or wgmma) only. Hopper's wgmma (compute
-    capability 9.0 targets; records hold knob values, so appending it keeps theirs valid) comes
-    last; it takes fp16/bf16/tf32 GEMMs with B stored (N, K) (a dense's weights, an NHWC conv's
-    OHWI weights; the untuned choice for them, see `fallback`), others fail to apply."""
-    out = ["mma", "wmma"] if info.dtype == "float16" else ["mma"]
-    if target is not None and (info.dtype in TC_DTYPES or _tf32(info)) and (
-            info.anchor_kind == "dense" or getattr(info.geometry, "b_nk", False)):
-        if device_caps(target).has_wgmma:
-            out.append("wgmma")
-    return out
+def _intrins(info: KernelInfo) -> list[str]:
+    """mma.sync's instruction families for the operands' type, preferred first: TVM's CUDA
+    codegen has no float32 wmma fragments, so tf32 is mma.sync only."""
+    return ["mma", "wmma"] if info.dtype == "float16" else ["mma"]
 
 
 def pass_config(intrin: str, target, slices: int = 1) -> dict:
@@ -113,12 +106,12 @@ def _channels(info: KernelInfo) -> int:
     return info.geometry.c if info.anchor_kind == "conv2d" else tc_shape(info)[2]
 
 
-@register("cuda", "dense", "conv2d")  # mma.sync / wmma PTX: CUDA only (ROCm has its MFMA templates)
 class TensorCoreGemm(Template):
-    """Tensor cores for fp16/bf16 GEMMs and non-grouped convs; for those it is the untuned
-    choice too (CUDA-core templates compute fp16 at a fraction of the rate)."""
-
-    name = "tensorcore_gemm"
+    """What the tensor-core GEMM templates share: which groups they take (fp16/bf16 and tf32
+    GEMMs and non-grouped convs, M and N a fragment or more), how a config is applied (the
+    instruction family's schedule, APPLY), the rewrites after it, the compile target and
+    options. Tensor cores compute these dtypes several times faster than CUDA cores, so a
+    template that takes a group is its untuned choice too (preference DOMINANT)."""
 
     def accepts(self, info: KernelInfo) -> bool:
         if info.geometry is None or info.stage("accumulator") is None:
@@ -130,43 +123,12 @@ class TensorCoreGemm(Template):
         m, n, _ = tc_shape(info)
         return m >= MIN_MN and n >= MIN_MN  # a GEMV (ViT's classifier at batch 1) is CUDA cores' work
 
-    def preference(self, info: KernelInfo, target, options: BuildOptions = DEFAULT) -> int:
-        return DOMINANT if device_caps(target).compute_capability >= MIN_ARCH["mma"] else -10
-
-    def space(self, info: KernelInfo, target) -> ConfigSpace:
-        s = ConfigSpace()
+    def tiling_knobs(self, s: ConfigSpace, intrins: list[str]) -> None:
         s.define_knob("tile", list(TILES))
         s.define_knob("bk", [32, 64])
         s.define_knob("stages", [3, 2, 4, 1, 6, 8])  # 6, 8: deep prefetch for deep, small grids
-        intrins = _intrins(info, target)
         s.define_knob("intrin", intrins)
         s.define_knob("vec_out", [4, 8])
-        # the CTAs of a cluster sharing an output tile's reduction (cluster_sum.py; wgmma only),
-        # implied 1 in the records from before it
-        s.define_knob("slices", [1, 2, 4], implied_first=True)
-        s.constrain(lambda v: v["intrin"] == "wgmma" or tuple(v["tile"]) not in WGMMA_ONLY_TILES)
-        s.constrain(lambda v: v["slices"] == 1 or (v["intrin"] == "wgmma" and _sliceable(info, v["slices"], v["tile"])
-                                                   and v["vec_out"] == 4))  # (the sum stores 4 wide at most)
-        if "wgmma" in intrins:
-            s.constrain(lambda v: wgmma_admits(v, info.dtype, TILES))
-        return s
-
-    def fallback(self, info: KernelInfo, target, space: ConfigSpace) -> Config:
-        """128x128 blocks of 2x2 warps (64x64 warp tiles) for big GEMMs; 64x64 blocks when
-        128x128 would leave most of the GPU idle (M or N small, ResNet's 7x7 layers at batch 1)."""
-        m, n, k = tc_shape(info)
-        sms = device_caps(target).sm_count
-        if "wgmma" in _intrins(info, target) and getattr(info.geometry, "b_nk", False):
-            sliceable = info.anchor_kind == "conv2d" and _sliceable(info, 2)  # (cluster.cluster_split)
-            values = fallback_values(m, n, sms, info.dtype, k, _channels(info) if sliceable else None)
-            return space.from_values(values)
-        return space.from_values({**mma_fallback_values(m, n, sms), "intrin": _intrins(info)[0]})
-
-    def fallback_alternatives(self, info: KernelInfo, target, space: ConfigSpace, cfg: Config):
-        """A cluster split the sum's schedule refuses (an epilogue it cannot compute 4 wide): the
-        same config unsliced."""
-        if _slices(cfg) > 1:
-            yield space.from_values({**cfg.values, "slices": 1})
 
     def apply(self, sch, info: KernelInfo, cfg: Config, target) -> None:
         # prologues (pad, casts, layout changes) stay blocks here: the global -> shared copies
@@ -216,3 +178,74 @@ class TensorCoreGemm(Template):
         import tvm.s_tir.tensor_intrin.cuda  # noqa: F401
 
         register_bf16()
+
+
+@register("cuda", "dense", "conv2d")  # mma.sync / wmma PTX: CUDA only (ROCm has its MFMA templates)
+class MmaGemm(TensorCoreGemm):
+    """mma.sync (sm_80 and later; fp16, bf16, tf32) or wmma (fp16) over a grid of warps."""
+
+    name = "tensorcore_gemm"
+
+    def preference(self, info: KernelInfo, target, options: BuildOptions = DEFAULT) -> int:
+        return DOMINANT if device_caps(target).compute_capability >= MIN_ARCH["mma"] else -10
+
+    def space(self, info: KernelInfo, target) -> ConfigSpace:
+        s = ConfigSpace()
+        self.tiling_knobs(s, _intrins(info))
+        s.constrain(lambda v: tuple(v["tile"]) not in WGMMA_ONLY_TILES)
+        return s
+
+    def fallback(self, info: KernelInfo, target, space: ConfigSpace) -> Config:
+        """128x128 blocks of 2x2 warps (64x64 warp tiles) for big GEMMs; 64x64 blocks when
+        128x128 would leave most of the GPU idle (M or N small, ResNet's 7x7 layers at batch 1)."""
+        m, n, _ = tc_shape(info)
+        return space.from_values({**mma_fallback_values(m, n, device_caps(target).sm_count),
+                                  "intrin": _intrins(info)[0]})
+
+
+@register("cuda", "dense", "conv2d")
+class WgmmaGemm(TensorCoreGemm):
+    """Hopper's wgmma (sm_90): fp16/bf16 and tf32 GEMMs whose B is stored (N, K) (a dense's
+    weights, an NHWC conv's OHWI weights), warpgroups over M, swizzled 128-byte shared tiles, and
+    for deep small grids the cluster split-K (`slices`). The untuned choice where it applies; a
+    dense whose B runs along N is left to mma.sync untuned, its configs tried when tuning."""
+
+    name = "wgmma_gemm"
+    # the one template it was split from: a record of that template with intrin=wgmma is this one's
+    record_names = ("tensorcore_gemm",)
+
+    def accepts(self, info: KernelInfo) -> bool:
+        return super().accepts(info) and (info.anchor_kind == "dense" or getattr(info.geometry, "b_nk", False))
+
+    def supports(self, geometry, dtype: str, target) -> bool:
+        return device_caps(target).has_wgmma
+
+    def preference(self, info: KernelInfo, target, options: BuildOptions = DEFAULT) -> int:
+        if not device_caps(target).has_wgmma:
+            return -10
+        return DOMINANT + 1 if getattr(info.geometry, "b_nk", False) else DOMINANT
+
+    def space(self, info: KernelInfo, target) -> ConfigSpace:
+        s = ConfigSpace()
+        self.tiling_knobs(s, ["wgmma"])
+        # the CTAs of a cluster sharing an output tile's reduction (cluster_sum.py), implied 1 in
+        # the records from before it
+        s.define_knob("slices", [1, 2, 4], implied_first=True)
+        s.constrain(lambda v: v["slices"] == 1 or (_sliceable(info, v["slices"], v["tile"])
+                                                   and v["vec_out"] == 4))  # (the sum stores 4 wide at most)
+        s.constrain(lambda v: wgmma_admits(v, info.dtype, TILES))
+        return s
+
+    def fallback(self, info: KernelInfo, target, space: ConfigSpace) -> Config:
+        """fallback_values' tile and stages for the grid; the cluster split for a deep small-grid
+        conv (cluster.cluster_split)."""
+        m, n, k = tc_shape(info)
+        sliceable = info.anchor_kind == "conv2d" and _sliceable(info, 2)
+        return space.from_values(fallback_values(m, n, device_caps(target).sm_count, info.dtype, k,
+                                                 _channels(info) if sliceable else None))
+
+    def fallback_alternatives(self, info: KernelInfo, target, space: ConfigSpace, cfg: Config):
+        """A cluster split the sum's schedule refuses (an epilogue it cannot compute 4 wide): the
+        same config unsliced."""
+        if _slices(cfg) > 1:
+            yield space.from_values({**cfg.values, "slices": 1})

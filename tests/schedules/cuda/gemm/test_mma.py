@@ -20,10 +20,17 @@ from tefuse.graph import GraphBuilder
 from tefuse.graph.precision import convert_precision
 from tefuse.plan.spec import parse_chain
 from tefuse.schedules.cuda.gemm import template as tc
-from tefuse.schedules.cuda.gemm.template import TensorCoreGemm, pass_config
+from tefuse.codegen.schedule import find_template
+from tefuse.schedules.cuda.gemm.template import MmaGemm, pass_config
 from tefuse.target import make_target
 
 NAME = "tensorcore_gemm"
+TENSOR_CORE = (NAME, "wgmma_gemm")  # mma.sync/wmma, and Hopper's wgmma
+
+
+def untuned(info, target):
+    """The tensor-core template an untuned build takes for this group and target."""
+    return find_template(target, info.anchor_kind, info=info)[0]
 
 
 def _dense(m, n, k, dtype, batch=None):
@@ -118,7 +125,7 @@ def test_cuda_and_ptx_use_tensor_cores_and_cp_async(case, arch):
     # every prologue fused, also where Hopper's rule would give it a kernel of its own (test_prologue)
     cg = tefuse.build(CASES[case](), f"cuda:{arch}", prologue=lambda candidate: True)
     (k,) = cg.kernels
-    assert k.template == NAME
+    assert k.template in TENSOR_CORE
     src = k.source("cuda")
     assert "mma" in src and "cp.async" in src
     if case in WGMMA_CASES and arch == "sm_90":
@@ -137,7 +144,7 @@ def test_wmma_variant_compiles_to_wmma():
     group = _group(CASES["dense_awkward_197"]())
     lowered = lower_group(group)
     target = make_target("cuda")
-    t = TensorCoreGemm()
+    t = MmaGemm()
     space = t.space(lowered.info, target)
     cfg = space.from_values({**t.fallback(lowered.info, target, space).values, "intrin": "wmma"})
     sch = s_tir.Schedule(lowered.func)
@@ -218,7 +225,7 @@ def test_a_gathered_tile_copy_stays_scalar():
     arithmetic (`make_longlong4` with 8 arguments) that CUDA 12's nvcc refused; the H100 could
     not build ViT. Only copies whose lanes read consecutive elements are vectorized."""
     cg = tefuse.build(_patch_embedding(), "cuda", precision="fp16")
-    (k,) = [k for k in cg.kernels if k.template == NAME and "conv2d" in k.group.name]
+    (k,) = [k for k in cg.kernels if k.template in TENSOR_CORE and "conv2d" in k.group.name]
     src = k.source("cuda")
     assert "longlong4" not in src
     for n, args in _vector_constructors(src):
@@ -239,7 +246,7 @@ def test_a_copy_that_starts_off_alignment_stays_scalar():
     x = b.slice(b.input("x", (256, 72), "float16"), starts=(1,), ends=(65,), axes=(1,))
     (k,) = tefuse.build(b.build(b.dense(x, b.input("w", (32, 64), "float16"))), "cuda").kernels
     src = k.source("cuda")
-    assert k.template == NAME
+    assert k.template in TENSOR_CORE
     assert not re.search(r"ptx_cp_async\w*_16\w*\([^;]*in_x_ptr", src) and "(uint4*)(in_x_ptr" not in src
 
 
@@ -253,7 +260,7 @@ def test_tiling_and_padding_compute_the_right_numbers_on_llvm(case):
     group = _group(graph)
     lowered = lower_group(group)
     cuda = make_target("cuda")
-    t = TensorCoreGemm()
+    t = untuned(lowered.info, cuda)
     space = t.space(lowered.info, cuda)
     cfg = t.fallback(lowered.info, cuda, space)
     sch = s_tir.Schedule(lowered.func)
@@ -372,7 +379,7 @@ def test_a_select_prologue_builds_for_cuda(m, k, n, act, op):
     model, w = _relu_gemm_onnx(m, k, n, act, op)
     # the ReLU fused as a prologue (on sm_90 the prologue rule would run it as its own kernel)
     cg = tefuse.build(tefuse.import_onnx(model), "cuda", precision="fp16", prologue=lambda candidate: True)
-    (kern,) = [kk for kk in cg.kernels if kk.template == NAME]
+    (kern,) = [kk for kk in cg.kernels if kk.template in TENSOR_CORE]
     src = kern.source("cuda")
     assert "in_x_ptr" in src and not _bool_vectors_wider_than_4(src)
     assert re.search(r"\*\((float4|half4|uint2)\*\)\(in_x_ptr", src), "the A prologue's loads are no longer vectors"
@@ -401,7 +408,7 @@ def test_select_prologue_and_epilogue_with_every_vector_width(m, n, arch):
     group = _group(_select_dense(m, n, k))
     lowered = lower_group(group)
     llvm = make_target("llvm")
-    t = TensorCoreGemm()
+    t = untuned(lowered.info, make_target(f"cuda:{arch}"))
     space = t.space(lowered.info, make_target(f"cuda:{arch}"))
     cfg = space.from_values({**t.fallback(lowered.info, make_target(f"cuda:{arch}"), space).values, "vec_out": 8})
     cuda = t.compile_target(lowered.info, cfg, make_target(f"cuda:{arch}"))
@@ -442,8 +449,8 @@ def test_an_epilogue_computed_narrower_is_still_stored_in_vectors(case, out, vec
     graph = (_gelu_dense(128, 128, 64) if case == "gelu" else
              parse_chain("conv2d(k=128,r=1)+bias+batch_norm+relu", (2, 8, 8, 64), "float16", "NHWC"))
     lowered = lower_group(_group(graph))
-    t = TensorCoreGemm()
     target = make_target(f"cuda:{arch}")
+    t = untuned(lowered.info, target)
     space = t.space(lowered.info, target)
     cfg = space.from_values({**t.fallback(lowered.info, target, space).values, "vec_out": vec_out})
     cuda = t.compile_target(lowered.info, cfg, target)

@@ -17,7 +17,8 @@ from tefuse.codegen.lower import lower_group
 from tefuse.codegen.ptx import compile_to_ptx
 from tefuse.fusion import fuse_graph
 from tefuse.graph import GraphBuilder
-from tefuse.schedules.cuda.gemm.template import WGMMA_ONLY_TILES, TensorCoreGemm, apply_gemm, pass_config
+from tefuse.codegen.schedule import find_template
+from tefuse.schedules.cuda.gemm.template import WGMMA_ONLY_TILES, MmaGemm, WgmmaGemm, apply_gemm, pass_config
 from tefuse.target import make_target
 
 from .test_mma import _dense, _normalized_dense, _rand, _scores
@@ -42,19 +43,17 @@ def _cuda_source(graph, bm, bn, arch="sm_90a", stages=3):
 
 
 def test_offered_on_hopper_dense_and_the_fallback_for_a_dense_weight():
-    """Compute capability 9.0 targets (sm_90, sm_90a) get wgmma as the last knob value; the untuned
-    config of a dense (B stored [N, K]) is wgmma there, mma elsewhere; a float32 dense is no
+    """Compute capability 9.0 targets (sm_90, sm_90a) get the wgmma template; the untuned config of
+    a dense (B stored [N, K]) is wgmma there, mma elsewhere; a float32 dense is no
     tensor-core GEMM at all."""
     _, low = _lowered(_dense(197, 96, 72, "float16"))
-    t = TensorCoreGemm()
-    for arch, want in [("sm_90", ["mma", "wmma", "wgmma"]), ("sm_80", ["mma", "wmma"]),
-                       ("sm_90a", ["mma", "wmma", "wgmma"]), ("sm_100a", ["mma", "wmma"])]:
+    for arch, wgmma in [("sm_90", True), ("sm_80", False), ("sm_90a", True), ("sm_100a", False)]:
         target = make_target(f"cuda:{arch}")
-        space = t.space(low.info, target)
-        (knob,) = [kn for kn in space.knobs if kn.name == "intrin"]
-        assert knob.candidates == want, arch
-        cfg = t.fallback(low.info, target, space)
-        assert cfg["intrin"] == ("wgmma" if "wgmma" in want else "mma"), arch
+        first = find_template(target, "dense", info=low.info)[0]
+        assert first.name == ("wgmma_gemm" if wgmma else "tensorcore_gemm"), arch
+        assert WgmmaGemm().supports(low.info.geometry, low.info.dtype, target) == wgmma, arch
+        cfg = first.fallback(low.info, target, first.space(low.info, target))
+        assert cfg["intrin"] == ("wgmma" if wgmma else "mma"), arch
         assert str(t.compile_target(low.info, cfg, target).attrs["arch"]) == ("sm_90a" if "wgmma" in want else arch)
     _, low32 = _lowered(_dense(64, 64, 64, "float32"))  # float32 dense: not a tensor-core GEMM at all
     assert not t.accepts(low32.info)
@@ -66,7 +65,7 @@ def test_the_space_rules_out_the_wgmma_configs_apply_refuses(dtype):
     trials on them: the space's rule refuses exactly what apply_wgmma_gemm raises on."""
     graph = _dense(256, 128, 128, dtype)
     _, low = _lowered(_tf32(graph) if dtype == "float32" else graph)
-    t = TensorCoreGemm()
+    t = WgmmaGemm()
     target = make_target("cuda")
     space = t.space(low.info, target)
     fb = t.fallback(low.info, target, space).values
@@ -80,10 +79,9 @@ def test_the_space_rules_out_the_wgmma_configs_apply_refuses(dtype):
         else:
             with pytest.raises(ValueError, match="deep"):
                 t.apply(sch, low.info, cfg, target)
-    mma = [i for i in range(len(space)) if space.get(i)["intrin"] == "mma"]
-    unsliced = [i for i in mma if space.get(i)["slices"] == 1]
-    assert unsliced and all(space.admits(i) == (tuple(space.get(i)["tile"]) not in WGMMA_ONLY_TILES) for i in unsliced)
-    assert not any(space.admits(i) for i in mma if space.get(i)["slices"] > 1)  # cluster slices: wgmma only
+    mma = MmaGemm().space(low.info, target)
+    assert all(mma.admits(i) == (tuple(mma.get(i)["tile"]) not in WGMMA_ONLY_TILES) for i in range(len(mma)))
+    assert all(kn.name != "slices" for kn in mma.knobs)  # cluster slices: wgmma only
     wgmma_192 = space.from_values({**fb, "bk": 32 if dtype == "float32" else 64, "tile": (192, 192, 64, 64)})
     assert space.admits(wgmma_192.index)
 
@@ -96,7 +94,7 @@ def test_the_space_refuses_blocks_past_hoppers_shared_memory():
 
     fits = lambda bm, bn, stages: wgmma_shared_bytes(bm, bn, stages) + SMEM_MERGE_SLACK <= HOPPER_SMEM_OPTIN
     assert not fits(256, 192, 2) and not fits(256, 192, 4)
-    space = TensorCoreGemm().space(_lowered(_dense(400, 256, 256, "float16"))[1].info, make_target("cuda"))
+    space = WgmmaGemm().space(_lowered(_dense(400, 256, 256, "float16"))[1].info, make_target("cuda"))
     admitted = [space.get(i) for i in range(len(space)) if space.admits(i) and space.get(i)["intrin"] == "wgmma"]
     assert admitted and all(fits(*c["tile"][:2], c["stages"]) for c in admitted)
     assert {c["stages"] for c in admitted if tuple(c["tile"][:2]) == (192, 192)} == {1, 2, 3, 4}
@@ -150,7 +148,7 @@ def test_an_image_stem_keeps_its_pipeline():
         x = b.input("x", (4, c, hw, hw))
         y = b.conv2d(x, w, strides=stride, padding=r // 2 if stride < r else 0)
         (conv,) = [k for k in tefuse.build(b.build(b.relu(y)), "cuda", precision="fp16").kernels
-                   if k.template == "tensorcore_gemm"]
+                   if k.template == "wgmma_gemm"]
         srcs[c, r] = conv.source("cuda")
         assert "tefuse_wgmma_m64n64k16x4_f16" in srcs[c, r]
     assert re.search(r"ptx_cp_async\w*_16\w*\(buf_dyn_shmem_ptr, [^;]*in_x\w*pairs_ptr", srcs[3, 7])
@@ -163,8 +161,8 @@ def test_matmul_keeps_mma_untuned_on_hopper():
     b = GraphBuilder()
     x, w = b.input("x", (2, 64, 64), "float16"), b.input("w", (2, 64, 64), "float16")
     _, low = _lowered(b.build(b.matmul(x, w)))
-    t = TensorCoreGemm()
     target = make_target("cuda")
+    t = find_template(target, "dense", info=low.info)[0]
     assert t.fallback(low.info, target, t.space(low.info, target))["intrin"] == "mma"
 
 
@@ -205,7 +203,7 @@ def test_build_on_the_default_cuda_target_splits_a_small_grid_conv():
     graph = b.build(b.relu(b.bias_add(b.conv2d(x, w, layout="NHWC"), b.input("bias", (512,), "float16"), axis=3)))
     cg = tefuse.build(graph, "cuda")
     part, total = cg.kernels
-    assert part.group.anchor.attrs["split_k"] == 8 and part.template == "tensorcore_gemm"
+    assert part.group.anchor.attrs["split_k"] == 8 and part.template == "wgmma_gemm"
     assert total.group.anchor.op == "split_sum" and [n.op for n in total.group.nodes] == ["split_sum", "bias_add", "relu"]
     assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n64k16\.f32\.f16\.f16",
                      compile_to_ptx(part.source("cuda"), "sm_90a"))
@@ -472,17 +470,19 @@ ROUNDING = "4294959104"  # 0xFFFFE000: round_tf32's mask, in a kernel that still
 
 
 def test_tf32_offered_on_hopper_with_32_deep_tiles():
-    """A tf32 dense (B [N, K]): mma, then wgmma on sm_90; the untuned config is wgmma with
-    BK = 32 (one 128-byte row of float32). sm_80 keeps mma alone."""
+    """A tf32 dense (B [N, K]): the wgmma template first on sm_90, mma.sync (its only tf32
+    instruction) after it; the untuned config is wgmma with BK = 32 (one 128-byte row of
+    float32). sm_80 keeps mma alone."""
     _, low = _lowered(_tf32(_dense(197, 96, 72, "float32")))
-    t = TensorCoreGemm()
-    for arch, want in [("sm_90", ["mma", "wgmma"]), ("sm_80", ["mma"])]:
+    for arch, want in [("sm_90", ["wgmma_gemm", "tensorcore_gemm"]), ("sm_80", ["tensorcore_gemm"])]:
         target = make_target(f"cuda:{arch}")
-        space = t.space(low.info, target)
-        (knob,) = [kn for kn in space.knobs if kn.name == "intrin"]
-        assert knob.candidates == want, arch
-        cfg = t.fallback(low.info, target, space)
-        assert cfg["intrin"] == want[-1] and (cfg["bk"] == 32 or arch == "sm_80"), arch
+        tunable = [t for t in find_template(target, "dense", info=low.info)
+                   if t.supports(low.info.geometry, low.info.dtype, target) and t.name in want]
+        assert [t.name for t in tunable] == want, arch
+        assert [kn.candidates for kn in tunable[-1].space(low.info, target).knobs if kn.name == "intrin"] == [["mma"]]
+        first = tunable[0]
+        cfg = first.fallback(low.info, target, first.space(low.info, target))
+        assert cfg["intrin"] == ("wgmma" if arch == "sm_90" else "mma") and (cfg["bk"] == 32 or arch == "sm_80"), arch
 
 
 def test_tf32_wgmma_streams_raw_operands_and_ptx_holds_k8_tf32():
@@ -508,14 +508,14 @@ def test_tf32_rounding_is_taken_out_only_for_wgmma():
     """The template's prepare: a wgmma config gets the func without round_tf32 (the copies are
     plain loads), an mma config the func as lowered."""
     _, low = _lowered(_tf32(_dense(64, 64, 64, "float32")))
-    t = TensorCoreGemm()
+    t, m = WgmmaGemm(), MmaGemm()
     target = make_target("cuda")
     space = t.space(low.info, target)
     assert ROUNDING in low.func.script()
     wg = t.prepare(low.func, low.info, space.from_values({**t.fallback(low.info, target, space).values}), target)
     assert ROUNDING not in wg.script()
-    mma = space.from_values({**t.fallback(low.info, target, space).values, "intrin": "mma", "bk": 32})
-    assert t.prepare(low.func, low.info, mma, target).same_as(low.func)
+    mma = m.space(low.info, target).from_values({**t.fallback(low.info, target, space).values, "intrin": "mma"})
+    assert m.prepare(low.func, low.info, mma, target).same_as(low.func)
 
 
 TF32_LLVM_CASES = {
@@ -534,7 +534,7 @@ def test_tf32_tiling_padding_and_swizzle_compute_the_right_numbers_on_llvm(case)
     make, bm, bn, stages = TF32_LLVM_CASES[case]
     graph = _tf32(make())
     group, low = _lowered(graph)
-    t = TensorCoreGemm()
+    t = WgmmaGemm()
     llvm = make_target("llvm")
     space = t.space(low.info, make_target("cuda"))
     cfg = space.from_values({**t.fallback(low.info, make_target("cuda"), space).values})
@@ -598,7 +598,7 @@ def test_the_7x7_stem_copies_its_input_tiles_with_cp_async():
     x = b.input("x", (2, 64, 64, 3), "float16")
     w = b.const((rng.standard_normal((7, 7, 3, 64)) * 0.1).astype("float16"), name="w")
     g = b.build(b.relu(b.conv2d(x, w, strides=2, padding=3, layout="NHWC")))
-    conv = [k for k in tefuse.build(g, "cuda:sm_90", split_k=False).kernels if k.template == "tensorcore_gemm"]
+    conv = [k for k in tefuse.build(g, "cuda:sm_90", split_k=False).kernels if k.template == "wgmma_gemm"]
     (k,) = conv
     src = k.source("cuda")
     assert re.search(r"ptx_cp_async\w*pred\w*_16\w*\(buf_dyn_shmem_ptr, [^;]*in_x_c4_pairs_ptr", src)

@@ -15,7 +15,7 @@ import tefuse
 from tests.reference import ForcedConfig
 from tefuse.codegen.ptx import compile_to_ptx
 from tefuse.schedules.cuda.gemm.sliced_k import SLICED, slice_reduction
-from tefuse.schedules.cuda.gemm.template import TensorCoreGemm, apply_gemm
+from tefuse.schedules.cuda.gemm.template import WgmmaGemm, apply_gemm
 from tefuse.target import make_target
 
 from tests.schedules.cuda.gemm.test_wgmma import _lowered, _ohwi_conv, _run_on_llvm, _wgmma_cfg
@@ -89,7 +89,7 @@ def test_the_untuned_config_takes_the_cluster_split_for_deep_small_grids():
     """Batch 16 on the H100's 132 SMs: 512x7x7 3x3 takes 128x128 tiles in 4 slices (112 CTAs),
     2048x7x7->512 64x128 in 2 (104; 4 slices of 128x128 would be 512 deep each), 256x14x14 3x3
     128x128 in 2 (100); 1024x14x14->256 (1024 deep) and batch 1 (too few tiles) none."""
-    tpl = TensorCoreGemm()
+    tpl = WgmmaGemm()
     target = make_target("cuda")
 
     def pick(n, hw, c, k, r):
@@ -108,7 +108,7 @@ def test_the_untuned_config_takes_the_cluster_split_for_deep_small_grids():
 def test_a_sliced_fallback_that_does_not_apply_falls_back_unsliced():
     """Where the slices' sum refuses the epilogue, the untuned build takes the same config with
     one slice (Template.fallback_alternatives) instead of failing."""
-    tpl = TensorCoreGemm()
+    tpl = WgmmaGemm()
     target = make_target("cuda")
     _, low = _lowered(_ohwi_conv(16, 7, 512, 512, 3))
     space = tpl.space(low.info, target)

@@ -16,7 +16,7 @@ import tefuse
 from tefuse.codegen.lower import lower_group
 from tefuse.plan.spec import parse_chain
 from tefuse.schedules.cuda.passes.narrow_staging import narrow_staging
-from tefuse.schedules.cuda.gemm.template import TensorCoreGemm
+from tefuse.codegen.schedule import find_template
 from tefuse.target import make_target
 
 from tests.schedules.cuda.gemm.test_mma import CASES, TF32_CASES, _dense, _group, _rand
@@ -35,7 +35,8 @@ def _tile_dtypes(func) -> dict:
 def _scheduled_on_llvm(graph):
     """The template's untuned schedule with plain loops (what llvm can run), and its lowering."""
     lowered = lower_group(_group(graph))
-    t, cuda = TensorCoreGemm(), make_target("cuda")
+    cuda = make_target("cuda")
+    t = find_template(cuda, lowered.info.anchor_kind, info=lowered.info)[0]
     cfg = t.fallback(lowered.info, cuda, t.space(lowered.info, cuda))
     sch = s_tir.Schedule(lowered.func)
     t.apply(sch, lowered.info, cfg, make_target("llvm"))
