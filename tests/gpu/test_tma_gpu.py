@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import tefuse
-from tefuse.bench.wgmma_check import ForcedConfig
+from tefuse.bench.forced_config import ForcedConfig
 from tefuse.plan.spec import parse_chain
 from tests.gpu.test_tensorcore_gpu import _check, _inputs
 

@@ -12,7 +12,7 @@ import pytest
 from tvm import s_tir
 
 import tefuse
-from tefuse.bench.wgmma_check import ForcedConfig
+from tefuse.bench.forced_config import ForcedConfig
 from tefuse.codegen.ptx import compile_to_ptx
 from tefuse.schedules.cuda.sliced_k import SLICED, slice_reduction
 from tefuse.schedules.cuda.tensorcore import TensorCoreGemm, apply_tc_gemm

@@ -12,7 +12,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from tefuse.bench.wgmma_check import ForcedConfig
+from tefuse.bench.forced_config import ForcedConfig
 from tefuse.driver import build
 from tefuse.errors import BuildError
 from tefuse.plan.spec import parse_chain

@@ -2,7 +2,7 @@
 today's mma.sync kernels and cuBLAS, in one run: fp16 C = relu(A @ W^T + b) for a few GEMMs, each
 variant checked against torch (float64 reference, relative Frobenius error) and then timed.
 
-    python3 -m tefuse.bench.wgmma_check --json out.json [--shapes 4096x4096x4096 197x2304x768]
+    python3 tools/wgmma_check.py --json out.json [--shapes 4096x4096x4096 197x2304x768]
 
 Variants per shape: `fallback` (target cuda = sm_90, the untuned config: wgmma since it was
 measured here), `mma-fallback` (the untuned mma.sync config, forced), `db` (the shipped/user tuning
@@ -30,6 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
+from tefuse.bench.forced_config import ForcedConfig
+
 log = logging.getLogger(__name__)
 
 SHAPES = ["4096x4096x4096", "197x2304x768", "6272x256x2304"]
@@ -45,18 +47,6 @@ WGMMA_CONFIGS = [
 TOL = 1e-2  # fp16, float32 accumulation (precision.py's TOLERANCE["fp16"])
 CUDA_FAULT = ("illegal", "misaligned", "cudaerror", "cuda_error", "launch failed", "unspecified launch",
               "an illegal", "device-side", "hardware exception", "cuModuleLoad", "CUDA: ")
-
-
-class ForcedConfig:
-    """A tuning-record source answering every workload with one config of tensorcore_gemm."""
-
-    def __init__(self, values: dict):
-        self.values = values
-
-    def best(self, workload, target):
-        from types import SimpleNamespace
-
-        return SimpleNamespace(template="tensorcore_gemm", config=self.values)
 
 
 def _shape(s: str):
@@ -107,9 +97,9 @@ def _rel(got, ref) -> float:
 def run_job(job: dict) -> dict:
     import tvm
 
-    from ..driver import build
-    from ..graph import GraphBuilder
-    from .timing import time_graph
+    from tefuse.driver import build
+    from tefuse.graph import GraphBuilder
+    from tefuse.bench.timing import time_graph
 
     m, n, k = _shape(job["shape"])
     flop = 2.0 * m * n * k
@@ -129,15 +119,15 @@ def run_job(job: dict) -> dict:
         if job["variant"] == "fallback":
             target, db = "cuda", None
         elif job["variant"] == "mma-fallback":
-            from ..schedules.cuda.tensorcore import mma_fallback_values
-            from ..target import gpu_limits, make_target
+            from tefuse.schedules.cuda.tensorcore import mma_fallback_values
+            from tefuse.target import gpu_limits, make_target
 
             target = "cuda"
             db = ForcedConfig(mma_fallback_values(m, n, gpu_limits(make_target(target)).sm_count))
         elif job["variant"] == "db":
             target, db = "cuda", "default"
         else:
-            from ..schedules.cuda.tensorcore_wgmma import HOPPER_SMEM_OPTIN
+            from tefuse.schedules.cuda.tensorcore_wgmma import HOPPER_SMEM_OPTIN
 
             target = {"kind": "cuda", "arch": "sm_90a", "max_shared_memory_per_block": HOPPER_SMEM_OPTIN}
             db = ForcedConfig({"tile": tuple(job["tile"]), "bk": 64, "stages": job["stages"], "intrin": "wgmma",
@@ -167,8 +157,8 @@ def run_job(job: dict) -> dict:
 
 
 def worker(jobs_path: str, out_path: str, start: int) -> int:
-    from ..target import make_target
-    from ..schedules import preload
+    from tefuse.target import make_target
+    from tefuse.schedules import preload
 
     preload(make_target("cuda"))  # TVM's tensor intrinsics (tens of seconds), once
     jobs = json.loads(Path(jobs_path).read_text())
@@ -211,7 +201,7 @@ def run_all(jobs: list[dict], job_timeout: float) -> list[dict]:
     start = 0
     print(f"{'shape':>16} {'variant':>18} {'ms':>9} {'TFLOP/s':>6} {'rel_err':>9} {'':>4}", flush=True)
     while start < len(jobs):
-        proc = subprocess.Popen([sys.executable, "-m", "tefuse.bench.wgmma_check", "--worker", str(jobs_path),
+        proc = subprocess.Popen([sys.executable, __file__, "--worker", str(jobs_path),
                                  str(out_path), str(start)])
         seen, current, last = 0, None, time.time()
         while True:

@@ -1,10 +1,11 @@
 #!/bin/bash
-# Issue 9's device steps (tensor cores; H100 through the device tool), run from the repository
-# root after   bash .gpu/a/load.sh   (carry .gpu/a)   and then, within 30 s:
-#   source .gpu/b/env.sh && bash tefuse/bench/precision_steps.sh STEP...   (carry .gpu/b)
-# (sessions 11 and later; each session's COMMANDS.md under results/issue9/ says which steps made
-# which files, at which commit)
+# Tensor-core measurements on a CUDA GPU (Hopper for the wgmma steps), each STEP a few commands of
+# the precision bench or the GPU tests, run from the repository root; results land under $OUT:
+#   OUT=/tmp/out bash tools/precision_steps.sh STEP...
+# benchmarks/README.md gives the commands behind the published table.
 set -uo pipefail
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
 export TEFUSE_CACHE_DIR=/tmp/kc TVM_CUDA_COMPILE_MODE=nvcc TEFUSE_USER_DB=/tmp/tefuse/user.jsonl
 mkdir -p /tmp/tefuse
 # schedules/ imports as tefuse.schedules only once installed (a package-dir mapping)
@@ -16,7 +17,7 @@ P="python3 -m tefuse.bench.precision"
 for step in "$@"; do
   echo "=== $step $(date -u +%T)"
   case $step in
-    build)   # the issue's Must show: one tensor-core kernel
+    build)   # one fused conv chain in fp16: a single tensor-core kernel
       python3 -m tefuse.cli build "conv2d(k=64,r=3,pad=1)+bias+batch_norm+relu" -i 16x64x56x56 \
         --precision fp16 -t cuda -e cuda > $OUT/build_fp16.cu 2> $OUT/build_fp16.err
       echo "rc $?; mma.sync/wgmma/wmma lines: $(grep -c -E 'mma.sync|wgmma|wmma::mma_sync' $OUT/build_fp16.cu); __global__: $(grep -c __global__ $OUT/build_fp16.cu)"
@@ -24,7 +25,7 @@ for step in "$@"; do
     conv)    $P conv --precision fp16 bf16 --batch 1 16 --layout NHWC --workdir /tmp/tefuse \
                --json $OUT/conv_fp16_bf16.json 2>&1 | tee $OUT/conv_fp16_bf16.log | tail -8 ;;
     convcalls) # the conv suite timed with one call a CUDA graph, then GRAPH_CALLS (10) calls a graph:
-             # whether microsecond kernels meet a graph-launch floor (session 23's batch-1 times)
+             # whether microsecond kernels meet a graph-launch floor (batch-1 times)
              for gc in 1 ${GRAPH_CALLS:-10}; do
                $P conv --precision fp16 bf16 --batch 1 16 --layout NHWC --workdir /tmp/tefuse --graph-calls $gc \
                  --json $OUT/conv_calls$gc.json 2>&1 | tee $OUT/conv_calls$gc.log | tail -4
@@ -52,7 +53,7 @@ for step in "$@"; do
     convnosplit)  # the same with every conv one kernel (build's split_k=False): split-K's baseline
              $P conv --precision fp16 bf16 --batch 1 16 --layout NHWC --workdir /tmp/tefuse --no-split-k \
                --json $OUT/conv_fp16_bf16_nosplit.json 2>&1 | tee $OUT/conv_fp16_bf16_nosplit.log | tail -8 ;;
-    splitlead) # session 22's lead: the split 7x7 convs at batch 16 with the policy's slices, unsplit, and 2 slices
+    splitlead) # the split 7x7 convs at batch 16 with the policy's slices, unsplit, and 2 slices
              for sk in "" "--no-split-k" "--split-k 2"; do tag=${sk//[ -]/}
                $P conv --precision fp16 bf16 --batch 16 --layout NHWC --shapes ${SHAPES:-11 12} --workdir /tmp/tefuse $sk \
                  --json $OUT/conv_split_${tag:-policy}.json 2>&1 | tee $OUT/conv_split_${tag:-policy}.log | grep -v "INFO\|Warn" | tail -6
@@ -73,7 +74,7 @@ for step in "$@"; do
     gemm)    $P gemm --precision fp16 bf16 --gemm 4096x4096x4096 197x2304x768 6272x256x2304 \
                --workdir /tmp/tefuse --json $OUT/gemm_fp16_bf16.json 2>&1 | tee $OUT/gemm_fp16_bf16.log | tail -8 ;;
     gemmvit) # ViT-B/16 b32's four Linears (QKV, out-projection, fc1, fc2) as GEMMs + bias + ReLU beside cuBLAS,
-             # untuned: how far the wgmma mainloop is from cuBLAS at K = 768 and 3072 (session 19: 3.14 vs 2.22 ms)
+             # untuned: how far the wgmma mainloop is from cuBLAS at K = 768 and 3072
              $P gemm --precision fp16 --gemm 6304x2304x768 6304x768x768 6304x3072x768 6304x768x3072 \
                --workdir /tmp/tefuse --json $OUT/gemm_vit_fp16.json 2>&1 | tee $OUT/gemm_vit_fp16.log | tail -6 ;;
     gemmsweep) # every wgmma block tile x stage count (16-byte stores) of ViT-B/16 b32's four Linears as GEMMs +
@@ -105,19 +106,19 @@ for step in "$@"; do
                | tee $OUT/gpu_tests_tensorcore.log | tail -8 ;;
     tunevit) # fp16 records for ViT-B/16's kernels since the weight pass (new GEMM workloads)
              MODELS=vit_b_16 BATCHES="1 32" MODEL_TRIALS=8 TUNE_SECONDS=${TUNE_SECONDS:-200} \
-               bash tefuse/bench/gpu_session.sh tune-fp16 ;;
-    tunesplit) # fp16 records for the split-K kernels (new workloads since session 16) at batch 1
+               bash tools/gpu_bench.sh tune-fp16 ;;
+    tunesplit) # fp16 records for the split-K kernels at batch 1
              MODELS="resnet50 vit_b_16" BATCHES="1" MODEL_TRIALS=8 TUNE_SECONDS=${TUNE_SECONDS:-240} \
-               bash tefuse/bench/gpu_session.sh tune-fp16 ;;
+               bash tools/gpu_bench.sh tune-fp16 ;;
     vitsweep) # every wgmma config (16-byte stores) of ViT-B/16's b32 kernels that wgmma takes, after the
              # shipped records' configs; cut at TUNE_SECONDS; then `vittuned` times the model with them
              MODELS=vit_b_16 BATCHES="32" MODEL_TRIALS=40 TUNER=grid TUNE_ARGS="--only intrin=wgmma --only vec_out=8" \
-               TUNE_SECONDS=${TUNE_SECONDS:-480} bash tefuse/bench/gpu_session.sh tune-fp16 ;;
-    vitretune) # ViT-B/16's kernels at batch 1 and 32 tuned again since session 19 (one wgmma batch in flight
-             # from 3 stages: the shipped 2-stage records of its Linears lost to 3; new workloads at b1),
+               TUNE_SECONDS=${TUNE_SECONDS:-480} bash tools/gpu_bench.sh tune-fp16 ;;
+    vitretune) # ViT-B/16's kernels at batch 1 and 32 tuned again (with one wgmma batch in flight
+             # from 3 stages, 2-stage records of its Linears lose to 3),
              # wgmma configs only, into /tmp/tefuse/fp16_vit_b_16_b*.jsonl; then `vittuned` times them
              MODELS=vit_b_16 BATCHES="1 32" MODEL_TRIALS=12 TUNE_ARGS="--only intrin=wgmma" \
-               TUNE_SECONDS=${TUNE_SECONDS:-240} bash tefuse/bench/gpu_session.sh tune-fp16 ;;
+               TUNE_SECONDS=${TUNE_SECONDS:-240} bash tools/gpu_bench.sh tune-fp16 ;;
     vittuned) TEFUSE_SYSTEM_DB=$PWD/tuning_logs:/tmp/tefuse/fp16_vit_b_16_b1.jsonl:/tmp/tefuse/fp16_vit_b_16_b32.jsonl \
              $P models --models vit_b_16 --precision fp16 --batch 1 32 --workdir /tmp/tefuse \
                --json $OUT/models_fp16_vit_tuned.json 2>&1 | tee $OUT/models_fp16_vit_tuned.log | tail -6 ;;

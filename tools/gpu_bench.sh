@@ -1,16 +1,15 @@
 #!/usr/bin/env bash
-# What the closing notes' GPU numbers come from: one lease on the device machine, in two
-# calls (each under 10 minutes), run from the repository root after TVM's parcels are loaded
-# (see ../shared/gpu/stash). Results land under $OUT (at most 8 files come back).
+# GPU studies, each a mode run from the repository root on a machine with a CUDA GPU; results
+# land under $OUT (default /tmp/out).
 #
-#   bash tefuse/bench/gpu_session.sh tests   # GPU tests + tuning study (3 ResNet-50 shapes)
-#   bash tefuse/bench/gpu_session.sh models  # tune ResNet-50's kernels, then bench models
-#     (or its two halves, one call each: tune-resnet50, then bench-models; BATCH=16 for batch 16)
-#   bash tefuse/bench/gpu_session.sh builds  # build time (NVRTC/nvcc, 1/all jobs); batch 1 and 16
-#   bash tefuse/bench/gpu_session.sh gpu-tests  # the GPU tests alone
-#   bash tefuse/bench/gpu_session.sh tune-fp16  # fp16 records for MODELS x BATCHES (TUNE_SECONDS each)
-#   bash tefuse/bench/gpu_session.sh sources # kernel fingerprints of an older checkout in .baseline/
-#     (carried; e.g. `git archive REV tefuse schedules | tar -x -C .baseline`) against this one
+#   bash tools/gpu_bench.sh tests      # GPU tests + tuning study (3 ResNet-50 shapes)
+#   bash tools/gpu_bench.sh models     # tune ResNet-50's kernels, then bench models
+#     (or its two halves: tune-resnet50, then bench-models; BATCH=16 for batch 16)
+#   bash tools/gpu_bench.sh builds     # build time (NVRTC/nvcc, 1/all jobs); batch 1 and 16
+#   bash tools/gpu_bench.sh gpu-tests  # the GPU tests alone
+#   bash tools/gpu_bench.sh tune-fp16  # fp16 records for MODELS x BATCHES (TUNE_SECONDS each)
+#   bash tools/gpu_bench.sh sources    # kernel fingerprints of an older checkout in .baseline/
+#     (e.g. `git archive REV tefuse schedules | tar -x -C .baseline`) against this one
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
 TRIALS=${TRIALS:-64}  # per chain and tuner in the study
@@ -46,7 +45,7 @@ tests)
   ;;
 tune-resnet50|models)
   # export ResNet-50 at $BATCH and tune its kernels; the log is written under $OUT as it grows
-  # (a call cut short still brings it back) and `tefuse tune` resumes from it when run again
+  # (a run cut short keeps it) and `tefuse tune` resumes from it when run again
   LOG="$OUT/resnet50_b$BATCH.jsonl"
   [ -f "/tmp/tefuse/resnet50_b$BATCH.jsonl" ] && cp "/tmp/tefuse/resnet50_b$BATCH.jsonl" "$LOG"
   python3 -c "from tefuse.bench.models import export_torchvision as e; from pathlib import Path; \
@@ -60,8 +59,8 @@ tune-fp16)
   # the fp16 kernels `build --precision fp16` makes (NHWC), one log per model and batch under $OUT
   for m in ${MODELS:-resnet50 mobilenet_v2 vit_b_16}; do for b in ${BATCHES:-1 32}; do
     ONNX=/tmp/tefuse/${m}_b$b.onnx LOG="$OUT/fp16_${m}_b$b.jsonl"
-    # resume: what this machine tuned before, else what an earlier session brought back
-    for old in "/tmp/tefuse/fp16_${m}_b$b.jsonl" "${RESUME_DIR:-results/issue9/tune_fp16}/fp16_${m}_b$b.jsonl"; do
+    # resume: what this machine tuned before, else the logs under RESUME_DIR
+    for old in "/tmp/tefuse/fp16_${m}_b$b.jsonl" "${RESUME_DIR:-.}/fp16_${m}_b$b.jsonl"; do
       [ -f "$old" ] && { cat "$old" > "$LOG"; break; }
     done
     python3 -c "from tefuse.bench.models import export_torchvision as e; from pathlib import Path; \
@@ -70,7 +69,7 @@ e('$m', $b, Path('$ONNX'))" >/dev/null 2>&1 || { echo "$m b$b: export failed"; c
     timeout "$TUNE_SECONDS" python3 -m tefuse tune "$ONNX" -t cuda --precision fp16 --trials "$MODEL_TRIALS" \
       --tuner "${TUNER:-xgb}" ${TUNE_ARGS:-} --log "$LOG" --no-progress > "/tmp/tefuse/tune_${m}_b$b.log" 2>&1
     echo "$m b$b: tune exit $?; $(wc -l < "$LOG" 2>/dev/null) records; $(grep -c 'best [0-9]' "/tmp/tefuse/tune_${m}_b$b.log") kernels done"
-    cp "$LOG" /tmp/tefuse/ 2>/dev/null  # $OUT is emptied by the next call; bench-fp16 reads them here
+    cp "$LOG" /tmp/tefuse/ 2>/dev/null  # kept beside the ONNX exports for the next mode
   done; done
   ;;
 bench-models|models)
