@@ -26,8 +26,8 @@ def _conv(hw, c):
     return g.with_constants({w.name: (np.random.default_rng(1).standard_normal(w.shape) * 0.05).astype("float16")})
 
 
-# the last: 98 tiles of 128 rows at 2 stages, whose staging tile covers the barriers: before they
-# were invalidated (session 25), row 120 of the later tiles read back the barriers' bytes on the H100
+# the last: 98 tiles of 128 rows at 2 stages, whose staging tile covers the barriers: were they
+# not invalidated first, row 120 of the later tiles would read back the barriers' bytes (H100)
 @pytest.mark.parametrize("cluster, stages, tile, hw, c", [
     ("1x1", "", "64x128", 7, 512), ("2x1", "", "64x128", 7, 512), ("1x2", "", "64x128", 7, 512),
     ("2x2", "", "64x128", 7, 512), ("2x1", "max", "64x128", 7, 512), ("2x1", "2", "128x128", 28, 512)])
