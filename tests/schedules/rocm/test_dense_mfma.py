@@ -15,7 +15,6 @@ from tefuse.schedules.rocm.dense_mfma import DenseMfma
 from tefuse.schedules.rocm.mfma_gemm import PREFER_ENV, lds_bytes, padded_tiles
 from tefuse.target import gpu_limits, make_target
 from tefuse.tune.task import extract_tasks
-from tests.codegen.test_rocm_codegen import objdump, toolchain  # noqa: F401  (fixtures)
 from tests.schedules.cuda import test_dense as cuda_dense
 from tests.schedules.rocm.test_conv2d_mfma import check_on_llvm, mfma_count, steps, task_names, with_template
 
