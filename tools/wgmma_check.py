@@ -1,11 +1,11 @@
 """GPU check of the tensor-core template's Hopper wgmma path (intrin="wgmma", sm_90a) against
-today's mma.sync kernels and cuBLAS, in one run: fp16 C = relu(A @ W^T + b) for a few GEMMs, each
+the mma.sync kernels and cuBLAS, in one run: fp16 C = relu(A @ W^T + b) for a few GEMMs, each
 variant checked against torch (float64 reference, relative Frobenius error) and then timed.
 
     python3 tools/wgmma_check.py --json out.json [--shapes 4096x4096x4096 197x2304x768]
 
-Variants per shape: `fallback` (target cuda = sm_90, the untuned config: wgmma since it was
-measured here), `mma-fallback` (the untuned mma.sync config, forced), `db` (the shipped/user tuning
+Variants per shape: `fallback` (target cuda = sm_90, the untuned config: wgmma),
+`mma-fallback` (the untuned mma.sync config, forced), `db` (the shipped/user tuning
 records, if they hold the workload), and wgmma configs of the template's space (target
 cuda:sm_90a with the H100's 227 KB of shared memory per block).
 cuBLAS is torch.addmm + relu, replayed as a CUDA graph.
