@@ -220,15 +220,3 @@ def run_op(op, *args, target="llvm", **attrs):
     g, feeds = build_op(op, *args, **attrs)
     return tefuse.build(g, target).run(*feeds)[0]
 
-
-class ForcedConfig:
-    """A tuning-record source answering every workload with one config of the tensor-core GEMM
-    template: builds a chain with a config the untuned rules would not pick."""
-
-    def __init__(self, values: dict, template: str = "tensorcore_gemm"):
-        self.values, self.template = values, template
-
-    def best(self, workload, target):
-        from types import SimpleNamespace
-
-        return SimpleNamespace(template=self.template, config=self.values)

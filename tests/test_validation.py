@@ -14,7 +14,7 @@ BAD_SPECS = {
     "conv2d(k=8.5)": "k must be an integer >= 1, got 8.5",
     "conv2d(k=abc)": "k must be an integer >= 1, got 'abc'",
     "conv2d(r=2.5)": "r must be an integer >= 1, got 2.5",
-    "conv2d(k=8,r=2.7)": "r must be an integer >= 1, got 2.7",  # issue 10: was truncated to 2
+    "conv2d(k=8,r=2.7)": "r must be an integer >= 1, got 2.7",  # not truncated to 2
     "conv2d(k=8,depthwise=1)": "depthwise=1 gives k=4 (the input channels); k=8 conflicts",
     "conv2d(k=0)": "k must be an integer >= 1, got 0",
     "conv2d(depthwise=1,k=8)": "depthwise=1 gives k=4 (the input channels); k=8 conflicts",
@@ -113,7 +113,7 @@ def test_conv_params_refused_when_added(kw, msg):
 
 @pytest.mark.parametrize("kind,params,msg", [
     ("leaky_relu", {"alpha": "0.1"}, "alpha must be a number, got '0.1'"),
-    ("leaky_relu", {"alpha": "x"}, "alpha must be a number, got 'x'"),  # issue 10: accepted until compile
+    ("leaky_relu", {"alpha": "x"}, "alpha must be a number, got 'x'"),  # refused here, not at compile
     ("leaky_relu", {"alpha": None}, "alpha must be a number, got None"),
     ("clip", {"min": 0, "maximum": 6}, "unknown parameter(s) ['maximum']; clip takes: max, min"),
     ("elu", {"alpha": float("nan")}, "alpha must be a number, got nan"),

@@ -10,8 +10,8 @@ import numpy as np
 # calls of the timed function captured into one CUDA graph (`set_graph_calls`, the precision
 # bench's --graph-calls). With one, a graph replayed back to back is timed at the rate graphs
 # launch where its kernels are shorter than that: on the H100 tefuse's and cuDNN's microsecond
-# convs both rose by about 1.8 us, to a floor near 5.3-6 us, in some processes and not in others
-# (results/issue9/session23). Several calls a graph time the GPU's work, launch gaps between the
+# convs both rose by about 1.8 us, to a floor near 5.3-6 us, in some processes and not in others.
+# Several calls a graph time the GPU's work, launch gaps between the
 # calls' kernels included.
 GRAPH_CALLS = 1
 

@@ -2,10 +2,11 @@
 over an image's few channels made a matrix product: its input cut into patches (a reshape and a
 transpose, read in the product's loads or one copy) times the weight as [C*kh*kw, K].
 
-Why: the tensor-core conv pads an image's 3 channels (to 8 halves until session 22, 4 now;
-graph/weights.py), so ViT-B/16's patch conv reduced over 16*16*8 = 2048 instead of 768 and
-needed its own padding kernel: 156 us at batch 32 on the H100; as a product, 32 us (the patch
-copy with the input's cast 9, the 6272 x 768 x 768 product 21; results/issue9/session19). Patches do not overlap, so each input element is read once: the
+Why: the tensor-core conv pads an image's 3 channels (graph/weights.py), so ViT-B/16's patch
+conv, its channels padded to 8, reduced over 16*16*8 = 2048 instead of 768 and needed its own
+padding kernel: 156 us at batch 32 on the H100; as a product, 32 us (the patch copy with the
+input's cast 9, the 6272 x 768 x 768 product 21). Patches do not overlap, so each input element
+is read once: the
 product's A is the input itself, rearranged, with K = C*kh*kw whole (c, ky, kx row-major: a
 patch row of kw pixels is contiguous in NCHW). TensorRT and onnxruntime treat such convs as
 GEMMs too. Only for tensor-core dtypes (the pass runs after the precision one), so a float32

@@ -2,7 +2,7 @@
 
 Why an op: written as matmul -> softmax -> matmul (what torch.onnx exports), the [.., Lq, Lk]
 scores go to global memory and back three times; ViT-B/16 at batch 32 spent 1.2 ms of its 4.6
-there (results/issue9/session14). graph/attention.py forms this op where the target has a
+there on the H100. graph/attention.py forms this op where the target has a
 template for it; the CUDA one (schedules/cuda/attention.py) keeps a block's scores in shared
 memory, as onnxruntime's and TensorRT's fused attention kernels do.
 

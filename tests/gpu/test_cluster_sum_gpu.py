@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import tefuse
-from tests.reference import ForcedConfig
+from tefuse.bench.forced_config import ForcedConfig
 from tests.gpu.test_tensorcore_gpu import _inputs
 from tests.schedules.cuda.gemm.test_wgmma import _ohwi_conv
 

@@ -1,5 +1,6 @@
 """run(stream=) on a real GPU: kernels order with torch's work on a side stream, and a whole
-graph's launches are captured into a torch CUDA graph and replayed (issue 9's launch overhead)."""
+graph's launches are captured into a torch CUDA graph and replayed (how a caller
+removes the launch loop's overhead)."""
 import numpy as np
 import pytest
 

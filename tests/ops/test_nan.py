@@ -47,7 +47,8 @@ def test_clip_min_greater_than_max_is_max():
 
 
 def test_clip_min_greater_than_max_is_max_in_chain_spec_and_fusion_plan():
-    """Issue 10: the chain spec and FusionPlan (ops/elemwise.py) gave min; ONNX and numpy give max."""
+    """Where min > max, clip gives max in ONNX and numpy: so must the chain spec and FusionPlan
+    (ops/elemwise.py), which once gave min."""
     from tefuse.plan import FusionPlan, TensorDesc
     from tefuse.plan.spec import parse_chain
 

@@ -70,7 +70,8 @@ def test_deeply_nested_line_is_skipped_with_file_and_line(tmp_path, caplog):
 
 
 def test_deeply_nested_line_does_not_break_db_commands(tmp_path, capsys):
-    """Issue 10: the line used to raise RecursionError in every `db` command (and build)."""
+    """A line nested past Python's recursion limit is a bad line, not a RecursionError in every
+    `db` command (and build)."""
     p = tmp_path / "log.jsonl"
     p.write_text(_rec(idx=1).to_json() + "\n" + "[" * 100_000 + "]" * 100_000 + "\n"
                  + _rec(idx=2, costs=(1e-4,)).to_json() + "\n")

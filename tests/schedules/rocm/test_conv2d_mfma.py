@@ -25,7 +25,6 @@ from tefuse.tune.database import Database
 from tefuse.tune.record import TuningRecord
 from tefuse.tune.task import extract_tasks
 from tests.codegen.test_cuda_codegen import conv_chain
-from tests.codegen.test_rocm_codegen import objdump, toolchain  # noqa: F401  (fixtures)
 
 # the instruction a dtype's 16x16x16 step is made of, and how many of them
 MFMA = {"float16": (re.compile(r"^v_mfma_f32_16x16x16_?f16$"), 1),

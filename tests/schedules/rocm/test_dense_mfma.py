@@ -16,7 +16,6 @@ from tefuse.schedules.rocm.mfma_gemm import lds_bytes, padded_tiles
 from tefuse.options import BuildOptions
 from tefuse.target import device_caps, make_target
 from tefuse.tune.task import extract_tasks
-from tests.codegen.test_rocm_codegen import objdump, toolchain  # noqa: F401  (fixtures)
 from tests.schedules.gpu import test_dense as cuda_dense
 from tests.schedules.rocm.test_conv2d_mfma import check_on_llvm, mfma_count, steps, task_names, with_template
 

@@ -12,7 +12,7 @@ import pytest
 from tvm import s_tir
 
 import tefuse
-from tests.reference import ForcedConfig
+from tefuse.bench.forced_config import ForcedConfig
 from tefuse.codegen.ptx import compile_to_ptx
 from tefuse.schedules.cuda.gemm.sliced_k import SLICED, slice_reduction
 from tefuse.schedules.cuda.gemm.template import WgmmaGemm, apply_gemm

@@ -165,7 +165,7 @@ def test_the_cuda_kernels_round_as_they_store_the_fragments(arch, intrin, dtype)
 def test_wmma_keeps_its_float32_staging():
     """wmma's store_matrix_sync writes the tile through a float32 access pointer: the tile stays
     float32 and the kernel compiles (narrowed, TVM refused the pointer's type; H100, session 25)."""
-    from tests.reference import ForcedConfig
+    from tefuse.bench.forced_config import ForcedConfig
 
     cfg = {"tile": [64, 64, 32, 32], "stages": 3, "bk": 32, "intrin": "wmma", "vec_out": 4}
     cg = tefuse.build(_dense(197, 96, 72, "float16"), make_target("cuda:sm_80"), cache=None, db=ForcedConfig(cfg))

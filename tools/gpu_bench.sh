@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# GPU studies, each a mode run from the repository root on a machine with a CUDA GPU; results
+# land under $OUT (default /tmp/out).
+#
+#   bash tools/gpu_bench.sh tests      # GPU tests + tuning study (3 ResNet-50 shapes)
+#   bash tools/gpu_bench.sh models     # tune ResNet-50's kernels, then bench models
+#     (or its two halves: tune-resnet50, then bench-models; BATCH=16 for batch 16)
+#   bash tools/gpu_bench.sh builds     # build time (NVRTC/nvcc, 1/all jobs); batch 1 and 16
+#   bash tools/gpu_bench.sh gpu-tests  # the GPU tests alone
+#   bash tools/gpu_bench.sh tune-fp16  # fp16 records for MODELS x BATCHES (TUNE_SECONDS each)
+#   bash tools/gpu_bench.sh sources    # kernel fingerprints of an older checkout in .baseline/
+#     (e.g. `git archive REV tefuse schedules | tar -x -C .baseline`) against this one
+set -uo pipefail
+OUT=${OUT:-/tmp/out}
+TRIALS=${TRIALS:-64}  # per chain and tuner in the study
+MODEL_TRIALS=${MODEL_TRIALS:-32}  # per ResNet-50 kernel
+BATCH=${BATCH:-1}  # of the models mode
+TUNE_SECONDS=${TUNE_SECONDS:-3000}  # cut tuning short (the log keeps what was measured)
+mkdir -p "$OUT" /tmp/tefuse
+export PYTHONUNBUFFERED=1 TEFUSE_USER_DB=/tmp/tefuse/user.jsonl
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+# schedules/ imports as tefuse.schedules only once installed (a package-dir mapping)
+python3 -c "import tefuse.schedules" 2>/dev/null \
+  || python3 -m pip install -q --no-deps --no-build-isolation --no-index -e . >/dev/null 2>&1 \
+  || { echo "could not install tefuse (pip install -e .)"; exit 1; }
+case "${1:-tests}" in
+sources)
+  # the same cases built by the checkout in .baseline/ and by this one; every kernel's CUDA must match
+  # (both read this checkout's shipped records: the baseline alone would not find tuning_logs/)
+  export TEFUSE_SYSTEM_DB=$PWD/tuning_logs
+  PYTHONPATH=.baseline:$PYTHONPATH python3 tefuse/bench/sources.py --zoo resnet50 --json "$OUT/sources_before.json" \
+    2>&1 | grep -v "INFO\|Warning\|warn" | tail -2
+  python3 -m tefuse.bench.sources --zoo resnet50 --json "$OUT/sources_after.json" \
+    --compare "$OUT/sources_before.json" 2>&1 | grep -v "INFO\|Warning\|warn" | tail -6
+  ;;
+tests|gpu-tests)
+  python3 -m pytest -m gpu tests -q -p no:cacheprovider 2>&1 | tee "$OUT/gpu_tests.log" | tail -15
+  ;;&
+tests)
+  rm -rf /tmp/tefuse/study && mkdir -p /tmp/tefuse/study
+  python3 -m tefuse.bench.tuning --trials "$TRIALS" --workdir /tmp/tefuse/study --json "$OUT/study.json" \
+    > "$OUT/study.log" 2>&1
+  grep -v " INFO\|tefuse\.\(codegen\|tune\)" "$OUT/study.log" | tail -8
+  cat /tmp/tefuse/study/*.jsonl > "$OUT/study_records.jsonl"
+  ;;
+tune-resnet50|models)
+  # export ResNet-50 at $BATCH and tune its kernels; the log is written under $OUT as it grows
+  # (a run cut short keeps it) and `tefuse tune` resumes from it when run again
+  LOG="$OUT/resnet50_b$BATCH.jsonl"
+  [ -f "/tmp/tefuse/resnet50_b$BATCH.jsonl" ] && cp "/tmp/tefuse/resnet50_b$BATCH.jsonl" "$LOG"
+  python3 -c "from tefuse.bench.models import export_torchvision as e; from pathlib import Path; \
+e('resnet50', $BATCH, Path('/tmp/tefuse/resnet50_b$BATCH.onnx'))" 2>/dev/null
+  timeout "$TUNE_SECONDS" python3 -m tefuse tune "/tmp/tefuse/resnet50_b$BATCH.onnx" -t cuda \
+    --trials "$MODEL_TRIALS" --tuner xgb --log "$LOG" --no-progress > "$OUT/tune_resnet50.log" 2>&1
+  echo "tune exit $?; $(wc -l < "$LOG") records"; tail -3 "$OUT/tune_resnet50.log"
+  cp "$LOG" "/tmp/tefuse/resnet50_b$BATCH.jsonl"
+  ;;&
+tune-fp16)
+  # the fp16 kernels `build --precision fp16` makes (NHWC), one log per model and batch under $OUT
+  for m in ${MODELS:-resnet50 mobilenet_v2 vit_b_16}; do for b in ${BATCHES:-1 32}; do
+    ONNX=/tmp/tefuse/${m}_b$b.onnx LOG="$OUT/fp16_${m}_b$b.jsonl"
+    # resume: what this machine tuned before, else the logs under RESUME_DIR
+    for old in "/tmp/tefuse/fp16_${m}_b$b.jsonl" "${RESUME_DIR:-.}/fp16_${m}_b$b.jsonl"; do
+      [ -f "$old" ] && { cat "$old" > "$LOG"; break; }
+    done
+    python3 -c "from tefuse.bench.models import export_torchvision as e; from pathlib import Path; \
+e('$m', $b, Path('$ONNX'))" >/dev/null 2>&1 || { echo "$m b$b: export failed"; continue; }
+    # TUNER and TUNE_ARGS: another search (TUNER=grid TUNE_ARGS="--only intrin=wgmma": every wgmma config)
+    timeout "$TUNE_SECONDS" python3 -m tefuse tune "$ONNX" -t cuda --precision fp16 --trials "$MODEL_TRIALS" \
+      --tuner "${TUNER:-xgb}" ${TUNE_ARGS:-} --log "$LOG" --no-progress > "/tmp/tefuse/tune_${m}_b$b.log" 2>&1
+    echo "$m b$b: tune exit $?; $(wc -l < "$LOG" 2>/dev/null) records; $(grep -c 'best [0-9]' "/tmp/tefuse/tune_${m}_b$b.log") kernels done"
+    cp "$LOG" /tmp/tefuse/ 2>/dev/null  # kept beside the ONNX exports for the next mode
+  done; done
+  ;;
+bench-models|models)
+  # fallback configs only, then with the new records (TEFUSE_SYSTEM_DB: the shipped logs + them)
+  F=" INFO\|schedule:\|Warning\|warn\|torch.onnx"
+  python3 -m tefuse.bench.models resnet50 mobilenet_v2 --batch "$BATCH" --no-db --workdir /tmp/tefuse \
+    --json "$OUT/models_fallback.json" 2>&1 | grep -v "$F" | tail -2
+  TEFUSE_SYSTEM_DB="tuning_logs:/tmp/tefuse/resnet50_b$BATCH.jsonl" python3 -m tefuse.bench.models resnet50 \
+    --batch "$BATCH" --workdir /tmp/tefuse --json "$OUT/models_tuned.json" 2>&1 | grep -v "$F" | tail -1
+  ;;
+builds)
+  F=" INFO\|schedule:\|Warning\|warn\|torch.onnx"
+  for mode_jobs in nvrtc:1 nvcc:1 nvcc:16; do
+    TVM_CUDA_COMPILE_MODE=${mode_jobs%:*} python3 -m tefuse.bench.models resnet50 --batch 1 \
+      --jobs "${mode_jobs#*:}" --workdir /tmp/tefuse --json "$OUT/build_${mode_jobs/:/_j}.json" 2>&1 \
+      | grep -v "$F" | tail -1 | sed "s/^/${mode_jobs}: /"
+  done
+  python3 -m tefuse.bench.models resnet50 mobilenet_v2 --batch 1 16 --workdir /tmp/tefuse \
+    --json "$OUT/models_b1_b16.json" 2>&1 | grep -v "$F" | tail -4
+  ;;
+esac
