@@ -178,9 +178,11 @@ def compile_groups(preps: list[PreparedGroup], target: tvm.target.Target, cache=
         try:
             futures = [pool.submit(one, p) for p in unique]
             cf.wait(futures, return_when=cf.FIRST_EXCEPTION)
-        finally:
-            # on an error or Ctrl-C, kernels not started yet are dropped, not compiled
-            pool.shutdown(wait=True, cancel_futures=True)
+        except BaseException:  # Ctrl-C: go now; the compiles in flight cannot be stopped
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        # on an error, kernels not started yet are dropped, not compiled
+        pool.shutdown(wait=True, cancel_futures=True)
         failed = [f.exception() for f in futures if not f.cancelled() and f.exception() is not None]
         if failed:
             raise failed[0]
