@@ -217,7 +217,17 @@ class CompiledGraph:
                 raise TefuseError(f"missing input {i.name!r} ({i.type_str()})")
             if given[i.name] is None:
                 raise TefuseError(f"input {i.name!r}: got None, expected an array ({i.type_str()})")
-            t = to_device(given[i.name], self.device)
+            v = given[i.name]
+            kind = getattr(getattr(v, "dtype", None), "kind", None)
+            if isinstance(v, (np.ndarray, np.generic, list, tuple)) and (kind in ("U", "S", "O", "V") or kind is None
+                                                                         and np.asarray(v).dtype.kind in "USOV"):
+                raise TefuseError(f"input {i.name!r}: expected {i.type_str()}, got an array of "
+                                  f"{np.asarray(v).dtype} (strings or objects)")
+            try:
+                t = to_device(v, self.device)
+            except (ValueError, TypeError) as e:
+                raise TefuseError(f"input {i.name!r}: expected {i.type_str()}, got {type(v).__name__} "
+                                  f"({str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__})") from None
             if tuple(t.shape) != i.shape or str(t.dtype) != i.dtype:
                 raise TefuseError(f"input {i.name!r}: expected {i.type_str()}, got "
                                   f"{t.dtype}[{','.join(map(str, t.shape))}]")
