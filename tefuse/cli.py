@@ -194,6 +194,28 @@ def _quiet_broken_pipe() -> None:
     os.close(devnull)
 
 
+def _exit_now(code: int, grace: float = 2.0) -> None:
+    """Let threads still running end for `grace` seconds, then end the process at once if one
+    is left: a compile in flight on a build thread (LLVM, nvcc) cannot be stopped, and the
+    interpreter's exit would wait for it. The command's cleanup has run (the tuner's workers
+    are killed, logs are written line by line, files renamed into place)."""
+    import threading
+    import time
+
+    deadline = time.monotonic() + grace
+    for t in threading.enumerate():
+        if t is not threading.main_thread() and not t.daemon:
+            t.join(max(0.0, deadline - time.monotonic()))
+    if not any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
+        return  # a normal exit: finalizers run (multiprocessing's among them)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
+
+
 def _command_name(args: argparse.Namespace) -> str:
     parts = [args.command] + [str(v) for k, v in sorted(vars(args).items())
                               if k.endswith("_command") and k != "command" and v]
@@ -229,11 +251,15 @@ def main(argv: Optional[list[str]] = None) -> int:
         return 1
     except KeyboardInterrupt:
         progress.close_all()
+        logging.disable(logging.CRITICAL)  # threads still finishing a kernel: the command is over
         print(f"tefuse {name}: interrupted", file=sys.stderr)
+        if argv is None:  # the command line, not a caller in Python
+            _exit_now(130)
         return 130
     finally:
         progress.close_all()
         if argv is not None:  # called from Python (tests, scripts): leave logging as it was
+            logging.disable(logging.NOTSET)
             for h in [h for h in root.handlers if isinstance(h, CliHandler)]:
                 root.removeHandler(h)
             root.setLevel(saved[0])

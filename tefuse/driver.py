@@ -107,9 +107,12 @@ def default_jobs() -> int:
     env = os.environ.get("TEFUSE_BUILD_JOBS")
     if env:
         try:
-            return max(1, int(env))
+            jobs = int(env)
         except ValueError:
             raise BuildError(f"TEFUSE_BUILD_JOBS={env!r} is not a whole number") from None
+        if jobs < 1:
+            raise BuildError(f"TEFUSE_BUILD_JOBS={env!r}: kernels compiled at once must be 1 or more")
+        return jobs
     try:
         cpus = len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
@@ -177,9 +180,11 @@ def compile_groups(preps: list[PreparedGroup], target: tvm.target.Target, cache=
         try:
             futures = [pool.submit(one, p) for p in unique]
             cf.wait(futures, return_when=cf.FIRST_EXCEPTION)
-        finally:
-            # on an error or Ctrl-C, kernels not started yet are dropped, not compiled
-            pool.shutdown(wait=True, cancel_futures=True)
+        except BaseException:  # Ctrl-C: go now; the compiles in flight cannot be stopped
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        # on an error, kernels not started yet are dropped, not compiled
+        pool.shutdown(wait=True, cancel_futures=True)
         failed = [f.exception() for f in futures if not f.cancelled() and f.exception() is not None]
         if failed:
             raise failed[0]
@@ -278,6 +283,7 @@ def build(graph: GraphSource, target: TargetLike = "llvm", *, db: Union[BestReco
     options: the BuildOptions (tefuse/options.py); None reads them from the environment.
     Logs one INFO line for the whole build; per-kernel lines are at level VERBOSE (15).
     """
+    check_build_args(graph, target)
     if batch_sizes is not None or not isinstance(graph, Graph):
         kw = dict(db=db, cache=cache, fuse=fuse, prologue=prologue, multi_output=multi_output, fold_bn=fold_bn,
                   fuse_attention=fuse_attention, split_k=split_k,
@@ -300,6 +306,17 @@ def build(graph: GraphSource, target: TargetLike = "llvm", *, db: Union[BestReco
     kernels = compile_groups(preps, tgt, cache=cache, jobs=jobs, progress=progress)
     log.info("%s", build_summary(kernels, sum(len(g.nodes) for g in groups), time.perf_counter() - t0))
     return CompiledGraph(graph, tgt, kernels)
+
+
+def check_build_args(graph, target) -> None:
+    """build()'s graph and target of the wrong kind, refused in one line before any work."""
+    if not isinstance(graph, (Graph, Mapping)) and not callable(graph):
+        hint = "; for an ONNX file, tefuse.import_onnx(path) first" if isinstance(graph, (str, os.PathLike)) else ""
+        raise BuildError(f"build: expected a tefuse Graph (GraphBuilder.build, tefuse.import_onnx), a "
+                         f"{{batch: Graph}} dict or a function batch -> Graph, got {type(graph).__name__} "
+                         f"{graph!r:.60}{hint}")
+    if target is None:
+        raise BuildError("build: target is None; pass 'llvm', 'cuda', 'cuda:sm_80', 'rocm' or a tvm Target")
 
 
 def _graphs_by_batch(graph: GraphSource, batch_sizes: Optional[Sequence[int]]) -> dict[int, Graph]:

@@ -51,3 +51,24 @@ def test_installed_wheel_imports_tefuse_schedules_not_schedules(wheel, tmp_path)
     assert Path(path).resolve().is_relative_to(site.resolve())
     assert spec == "None"
     assert int(n) == 3  # direct, implicit GEMM, tensor cores
+
+
+def test_installed_wheel_finds_the_shipped_tuning_logs(wheel, tmp_path):
+    """The shipped logs are package data: a wheel install reads the same records as the checkout."""
+    shipped = sorted(p.name for p in (ROOT / "tefuse" / "tuning_logs").glob("*.jsonl"))
+    assert shipped
+    site = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--target", str(site),
+                    str(wheel)], check=True, capture_output=True)
+    code = ("import tefuse.tune.database as d; ps = d.system_db_paths(); print(d.__file__); "
+            "print(','.join(p.name for p in ps)); print(sum(len(d.Database(p).records()) for p in ps))")
+    env = {k: v for k, v in os.environ.items() if k != "TEFUSE_SYSTEM_DB"}
+    env["PYTHONPATH"] = str(site)
+    res = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    path, names, count = res.stdout.split("\n")[:3]
+    assert Path(path).resolve().is_relative_to(site.resolve())
+    assert names.split(",") == shipped
+    want = sum(1 for name in shipped for ln in (ROOT / "tefuse" / "tuning_logs" / name).read_text().splitlines()
+               if ln.strip())
+    assert int(count) == want

@@ -15,6 +15,7 @@ from ..errors import BuildError, OpError
 from ..fusion import FusedGroup
 from ..graph.ir import CONST, Node
 from ..ops import Value, get_op
+from ..ops.value import loop_index_dtype, te_compute
 from ..schedules import KernelInfo
 from ..schedules.registry import ACCUMULATOR, DATA, WEIGHT
 
@@ -42,6 +43,14 @@ def _folded_scalar(node: Node) -> Value:
 
 
 def lower_group(group: FusedGroup) -> LoweredGroup:
+    """The group as one PrimFunc. Its index arithmetic is 64-bit where a tensor it touches has
+    more elements than int32 can index (index_dtype), else TVM's int32."""
+    wide = index_dtype(group)
+    with loop_index_dtype(wide):
+        return _lower(group, wide)
+
+
+def _lower(group: FusedGroup, wide: str) -> LoweredGroup:
     vals: dict[int, Value] = {}
     placeholders, params = [], []
     for i in group.inputs:
@@ -51,7 +60,8 @@ def lower_group(group: FusedGroup) -> LoweredGroup:
         name = f"in_{_ident(i.name)}"
         if any(p.name == name for p in placeholders):  # "X" and "x" both lower-case to in_x
             name = f"{name}_{len(placeholders)}"
-        ph = te.placeholder(i.shape, i.dtype, name=name)
+        shape = [tir.IntImm("int64", d) for d in i.shape] if wide == "int64" else i.shape
+        ph = te.placeholder(shape, i.dtype, name=name)
         vals[id(i)] = Value.of_tensor(ph)
         placeholders.append(ph)
         params.append(i)
@@ -61,7 +71,7 @@ def lower_group(group: FusedGroup) -> LoweredGroup:
         except OpError as e:
             raise BuildError(f"group {group.name}: node {n.name!r} ({n.op}): {e}") from None
     outs = _materialize_outputs(group, vals, placeholders)
-    func = te.create_prim_func(placeholders + outs)
+    func = te.create_prim_func(placeholders + outs, index_dtype_override="int64" if wide == "int64" else None)
     return LoweredGroup(group, func, params, _kernel_info(group, func, len(outs)))
 
 
@@ -70,7 +80,7 @@ def _materialize_outputs(group: FusedGroup, vals: dict, placeholders: list) -> l
     same_shape = len({v.shape for v in outs}) == 1
     if group.anchor is None and len(outs) > 1 and same_shape and all(v.is_lazy for v in outs):
         # one compute with several results: one loop nest, so one kernel
-        res = te.compute(outs[0].shape, lambda *i: tuple(v(*i) for v in outs), name="fused_out")
+        res = te_compute(outs[0].shape, lambda *i: tuple(v(*i) for v in outs), name="fused_out")
         return list(res)
     tensors: list[te.Tensor] = []
     for node, v in zip(group.outputs, outs):
@@ -150,3 +160,22 @@ def _roles(sch: s_tir.Schedule, anchor: Node | None, accumulator: str | None,
 def _buffer_name(func: tir.PrimFunc, param) -> str:
     bmap = getattr(func, "buffer_map", None)
     return bmap[param].name if bmap is not None else param.name
+
+
+INT32_LIMIT = 2**31 - 1
+
+
+def index_dtype(group: FusedGroup) -> str:
+    """"int64" where a tensor the group reads or writes holds more elements than int32 can
+    index (an offset past 2^31 - 1), else "int32". Decided from the extents at build time, so
+    a kernel of ordinary size keeps the cheaper 32-bit arithmetic."""
+    tensors = [*group.inputs, *group.nodes]
+    biggest = max((_numel(n.shape) for n in tensors), default=0)
+    return "int64" if biggest > INT32_LIMIT else "int32"
+
+
+def _numel(shape) -> int:
+    n = 1
+    for d in shape:
+        n *= int(d)
+    return n

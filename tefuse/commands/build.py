@@ -367,6 +367,10 @@ def _ptx(cg, arch: str) -> str:
 
 
 def run(args) -> int:
+    if getattr(args, "output", None):
+        from .paths import check_output_path
+
+        check_output_path(args.output, "-o")
     graphs = load_graphs(args)
     graph = load_graph(args) if graphs is None else graphs
     each = graphs.items() if graphs is not None else [(None, graph)]
@@ -404,5 +408,10 @@ def run(args) -> int:
     if args.output:
         from ..runtime.artifact import save
 
-        save(cg, args.output)  # logs where
+        try:
+            save(cg, args.output)  # logs where
+        except OSError as e:
+            from .paths import write_failed
+
+            raise write_failed(args.output, "-o", e) from None
     return 0

@@ -366,6 +366,17 @@ def _check_input_names(given: dict[str, Any], input_names: list[str]) -> None:
         raise UsageError(f"--input names unknown input(s) {sorted(unknown)}; inputs are {input_names}")
 
 
+def _check_files_complete(items: list[str], given: dict[str, Any], input_names: list[str]) -> None:
+    """A bare `--input FILE.npz` stands for every input: one it lacks is an error, not a random value."""
+    files = [it for it in items if "=" not in it]
+    missing = [n for n in input_names if n not in given]
+    if files and missing:
+        from ..errors import TefuseError
+
+        raise TefuseError(f"--input {', '.join(files)}: no array for input{'s' if len(missing) > 1 else ''} "
+                          f"{', '.join(map(repr, missing))} (give it with --input NAME=FILE.npy)")
+
+
 def _time_runs(cg, feeds: dict[str, Any], warmup: int, iterations: Optional[int],
                duration: Optional[float]) -> Optional[Timing]:
     """Warm-up runs (the first already made by the caller), then the timed ones."""
@@ -418,6 +429,13 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--top must be 0 (all) or more")
     if args.duration is not None and args.duration <= 0:
         raise UsageError("--duration must be more than 0 seconds")
+    if args.iterations is not None and args.iterations < 0:
+        raise UsageError(f"--iterations must be 0 (no timing) or more, got {args.iterations}")
+    from .paths import check_output_path, write_failed
+
+    for path, option in ((args.output, "-o"), (args.json, "--json")):
+        if path:
+            check_output_path(path, option)
     given = load_inputs(args.input)
     loaded, onnx_nodes, model, build_seconds = _load(args, given)
     chosen = _chosen(loaded, args, given)
@@ -431,7 +449,10 @@ def run(args: argparse.Namespace) -> int:
     if args.output:
         import numpy as np
 
-        np.savez(args.output, **saved)
+        try:
+            np.savez(args.output, **saved)
+        except OSError as e:
+            raise write_failed(args.output, "-o", e) from None
         log.info("saved %d output(s) to %s", len(saved), args.output)
     ok = all(r["ok"] for r in reports)
     if args.json:
@@ -439,7 +460,10 @@ def run(args: argparse.Namespace) -> int:
 
         head = {"schema": SCHEMA, "tefuse": __version__, "model": args.model, "target": str(loaded.target)}
         report = {**head, **reports[0]} if chosen[0][0] is None else {**head, "profiles": reports, "ok": ok}
-        Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
+        try:
+            Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
+        except OSError as e:
+            raise write_failed(args.json, "--json", e) from None
         log.info("wrote %s", args.json)
     return 0 if ok else 1
 
@@ -451,6 +475,7 @@ def _run_graph(cg, args: argparse.Namespace, given: dict[str, Any], onnx_nodes: 
     import numpy as np
 
     _check_input_names(given, [i.name for i in cg.graph.inputs])
+    _check_files_complete(args.input, given, [i.name for i in cg.graph.inputs])
     print(fusion_summary(cg, onnx_nodes, args.verbose_groups))
 
     feeds = random_inputs(cg.graph, args.seed, given)

@@ -58,11 +58,34 @@ class Node:
         return f"{self.dtype}[{','.join(map(str, self.shape))}]"
 
 
+def check_dtype(dtype: Any, where: str) -> None:
+    """A dtype numpy knows (ml_dtypes adds bfloat16, the float8s, int4): "float33" is refused
+    here, by name, not at build."""
+    import ml_dtypes  # noqa: F401 - registers its types' names with numpy
+
+    try:
+        np.dtype(str(dtype))
+    except TypeError:
+        raise GraphError(f"{where}: unknown dtype {str(dtype)!r} (float32, float16, bfloat16, int8, ...)") from None
+
+
+def _check_numbers(op: str, attrs: dict) -> None:
+    """An elementwise op's numeric parameters (leaky_relu's alpha, clip's bounds) are numbers, not NaN."""
+    from ..ops.elemwise import UNARY
+
+    if op not in UNARY:
+        return
+    for k, v in attrs.items():
+        if isinstance(v, (float, np.floating)) and v != v:
+            raise OpError(f"{op}: {k} must be a number, got nan")
+
+
 def infer(op: str, attrs: dict, inputs: Sequence[Node], where: str) -> tuple[dict, tuple, str]:
     """Normalised attrs and the output shape/dtype of `op`; errors name `where`."""
     try:
         opdef = get_op(op)
         attrs = opdef.normalize_attrs(attrs)
+        _check_numbers(op, attrs)
         if opdef.num_inputs is not None and len(inputs) != opdef.num_inputs:
             raise OpError(f"{op} takes {opdef.num_inputs} input(s), got {len(inputs)}")
         vals = [Value.of_tensor(te.placeholder(i.shape, i.dtype, f"in{k}")) for k, i in enumerate(inputs)]
@@ -259,9 +282,16 @@ class GraphBuilder:
         return name
 
     def input(self, name: str, shape: Sequence[int], dtype: str = "float32") -> Node:
-        if any(int(s) < 1 for s in shape):
-            raise GraphError(f"input {name!r}: every dim must be >= 1, got {tuple(shape)}")
-        n = Node(self._name("input", name), INPUT, [], {}, tuple(int(s) for s in shape), str(dtype))
+        try:
+            dims = tuple(shape)
+        except TypeError:
+            raise GraphError(f"input {name!r}: shape must be a sequence of integers, got {shape!r}") from None
+        if not all(isinstance(s, (int, np.integer)) and not isinstance(s, bool) for s in dims):
+            raise GraphError(f"input {name!r}: dims must be integers, got {dims}")
+        if any(int(s) < 1 for s in dims):
+            raise GraphError(f"input {name!r}: every dim must be >= 1, got {dims}")
+        check_dtype(dtype, f"input {name!r}")
+        n = Node(self._name("input", name), INPUT, [], {}, tuple(int(s) for s in dims), str(dtype))
         self._inputs.append(n)
         return n
 

@@ -21,7 +21,7 @@ from tvm import te, tirx as tir
 
 from ..errors import OpError
 from .registry import OpPattern, register_op
-from .value import Value, acc_dtype
+from .value import Value, acc_dtype, te_compute
 
 ROW_TILE = 64  # q rows a tensor-core block computes (4 warps of 16)
 KEY_TILE = 16  # keys per fragment
@@ -102,31 +102,31 @@ def attention(inputs: Sequence[Value], attrs: dict) -> Value:
 
     def padded(x: Value, rows: int, name: str) -> te.Tensor:
         n = x.shape[-2]
-        return te.compute(batch + (rows, x.shape[-1]),
+        return te_compute(batch + (rows, x.shape[-1]),
                           lambda *i: tir.if_then_else(i[-2] < n, x(*i[drop:]), zero), name=name)
 
     qs = padded(q, lqp, BLOCKS.q)
     ks = padded(k, lkp, BLOCKS.k)
     vs = padded(v, lkp, BLOCKS.v)
     rd = te.reduce_axis((0, d), "rd")
-    s = te.compute(batch + (lqp, lkp),
+    s = te_compute(batch + (lqp, lkp),
                    lambda *i: te.sum(tir.Cast(acc, qs(*i[:-1], rd)) * tir.Cast(acc, ks(*i[:-2], i[-1], rd)),
                                      axis=rd), name=BLOCKS.scores, tag="attention")
     a = tir.const(alpha, acc)
     r1 = te.reduce_axis((0, lk), "r1")
-    mx = te.compute(batch + (lqp,), lambda *i: te.max(s(*i, r1), axis=r1), name=BLOCKS.max)
+    mx = te_compute(batch + (lqp,), lambda *i: te.max(s(*i, r1), axis=r1), name=BLOCKS.max)
     r2 = te.reduce_axis((0, lk), "r2")
-    den = te.compute(batch + (lqp,), lambda *i: te.sum(tir.exp((s(*i, r2) - mx(*i)) * a), axis=r2),
+    den = te_compute(batch + (lqp,), lambda *i: te.sum(tir.exp((s(*i, r2) - mx(*i)) * a), axis=r2),
                      name=BLOCKS.sum)
 
     def prob(*i):
         r = i[:-1]
         return tir.if_then_else(i[-1] < lk, tir.Cast(dt, tir.exp((s(*i) - mx(*r)) * a) / den(*r)), zero)
 
-    p = te.compute(batch + (lqp, lkp), prob, name=BLOCKS.probs)
+    p = te_compute(batch + (lqp, lkp), prob, name=BLOCKS.probs)
     rj = te.reduce_axis((0, lkp), "rj")
-    o = te.compute(batch + (lqp, dv),
+    o = te_compute(batch + (lqp, dv),
                    lambda *i: te.sum(tir.Cast(acc, p(*i[:-1], rj)) * tir.Cast(acc, vs(*i[:-2], rj, i[-1])),
                                      axis=rj), name=BLOCKS.context, tag="attention")
-    out = te.compute(q.shape[:-2] + (lq, dv), lambda *i: tir.Cast(dt, o(*((0,) * drop + i))), name=BLOCKS.out)
+    out = te_compute(q.shape[:-2] + (lq, dv), lambda *i: tir.Cast(dt, o(*((0,) * drop + i))), name=BLOCKS.out)
     return Value.of_tensor(out)

@@ -16,7 +16,7 @@ from tvm import te, tirx as tir
 
 from ..errors import OpError
 from .registry import OpPattern, register_op
-from .value import MATH, Value, acc_dtype, tf32_operand
+from .value import MATH, Value, acc_dtype, tf32_operand, te_compute
 
 WEIGHT_LAYOUT = {"NCHW": "OIHW", "NHWC": "HWIO"}  # each layout's default
 WEIGHT_LAYOUTS = {"NCHW": ("OIHW",), "NHWC": ("HWIO", "OHWI")}  # what each layout reads
@@ -206,7 +206,7 @@ def pad_stage(x: Value, layout: str, pad: tuple[int, int, int, int], name: str =
         cond = tir.all(y >= t, y < t + h, xx >= l, xx < l + w)
         return tir.if_then_else(cond, x(*src), zero)
 
-    return te.compute(shape, fn, name=name, tag="pad")
+    return te_compute(shape, fn, name=name, tag="pad")
 
 
 def _geometry(in_shapes, out_shape, attrs: dict) -> Conv2dGeometry:
@@ -254,12 +254,12 @@ def conv2d(inputs: Sequence[Value], attrs: dict) -> Value:
             # the partial sums stay in the accumulator's dtype, for split_sum to add up
             def sliced(s, n, y, x, k):
                 return nhwc(n, y, x, k, s * cs + rc, s * cs + rc)
-            return Value.of_tensor(te.compute(shape, sliced, name="conv2d", tag="conv2d"))
+            return Value.of_tensor(te_compute(shape, sliced, name="conv2d", tag="conv2d"))
 
         def body(n, y, x, k):
             return nhwc(n, y, x, k, ch(k), rc)
         shape = (geo.n, geo.oh, geo.ow, geo.k)
-    out = te.compute(shape, body, name="conv2d", tag="conv2d")
+    out = te_compute(shape, body, name="conv2d", tag="conv2d")
     if acc != data.dtype:
         return Value(shape, data.dtype, lambda *i: tir.Cast(data.dtype, out(*i)))
     return Value.of_tensor(out)

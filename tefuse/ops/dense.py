@@ -9,7 +9,7 @@ from tvm import te, tirx as tir
 
 from ..errors import OpError
 from .registry import OpPattern, register_op
-from .value import MATH, Value, acc_dtype, broadcast_shape, lazy, tf32_operand
+from .value import MATH, Value, acc_dtype, broadcast_shape, lazy, tf32_operand, te_compute
 
 
 def _finish(out: te.Tensor, dtype: str, attrs: dict) -> Value:
@@ -81,7 +81,7 @@ def dense(inputs: Sequence[Value], attrs: dict) -> Value:
     xt = tf32_operand(x, attrs).materialize("data_in")
     wt = tf32_operand(w, attrs).materialize("weight_in")
     k = te.reduce_axis((0, x.shape[1]), "k")
-    out = te.compute((x.shape[0], w.shape[0]),
+    out = te_compute((x.shape[0], w.shape[0]),
                      lambda i, j: te.sum(tir.Cast(acc, xt[i, k]) * tir.Cast(acc, wt[j, k]), axis=k),
                      name="dense", tag="dense")
     return _finish(out, x.dtype, attrs)
@@ -119,7 +119,7 @@ def matmul(inputs: Sequence[Value], attrs: dict) -> Value:
     bt = Value(batch + (kk, n), b.dtype, _batched(b, batch)).materialize("weight_in")
     acc = acc_dtype(a.dtype)
     k = te.reduce_axis((0, kk), "k")
-    out = te.compute(batch + (m, n),
+    out = te_compute(batch + (m, n),
                      lambda *i: te.sum(tir.Cast(acc, at(*i[:-1], k)) * tir.Cast(acc, bt(*i[:-2], k, i[-1])),
                                        axis=k), name="matmul", tag="dense")
     res = _finish(out, a.dtype, attrs)
@@ -151,7 +151,7 @@ def _matmul_nk(a: Value, b: Value, attrs: dict) -> Value:
     if splits != 1:
         return _matmul_nk_split(at, bt, splits, acc, attrs)
     k = te.reduce_axis((0, a.shape[-1]), "k")
-    out = te.compute(a.shape[:-1] + (b.shape[0],),
+    out = te_compute(a.shape[:-1] + (b.shape[0],),
                      lambda *i: te.sum(tir.Cast(acc, at(*i[:-1], k)) * tir.Cast(acc, bt(i[-1], k)), axis=k),
                      name="matmul", tag="dense")
     return _finish(out, a.dtype, attrs)
@@ -168,7 +168,7 @@ def _matmul_nk_split(at: te.Tensor, bt: te.Tensor, splits, acc: str, attrs: dict
     ks = kk // splits
     k = te.reduce_axis((0, ks), "k")
     shape = (splits,) + tuple(int(d) for d in at.shape[:-1]) + (int(bt.shape[0]),)
-    out = te.compute(shape, lambda s, *i: te.sum(tir.Cast(acc, at(*i[:-1], s * ks + k))
+    out = te_compute(shape, lambda s, *i: te.sum(tir.Cast(acc, at(*i[:-1], s * ks + k))
                                                  * tir.Cast(acc, bt(i[-1], s * ks + k)), axis=k),
                      name="matmul", tag="dense")
     return Value.of_tensor(out)

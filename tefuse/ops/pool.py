@@ -11,7 +11,7 @@ from ..errors import OpError
 from .conv2d import normalize_padding, normalize_pair
 from .nanprop import from_key, has_order_key, keyed_reduce, lowest as _lowest, reduce_max
 from .registry import OpPattern, register_op
-from .value import Value, acc_dtype, lazy
+from .value import Value, acc_dtype, lazy, te_compute
 
 _POOL_ATTRS = {"kernel": 1, "strides": 1, "padding": 0, "dilation": 1, "ceil_mode": False,
                "count_include_pad": False, "layout": "NCHW"}
@@ -115,7 +115,7 @@ def _pool(kind: str, inputs: Sequence[Value], attrs: dict) -> Value:
             v = tir.if_then_else(inside(y, xx), src(i, y, xx), lowest)
             return keyed_reduce("max", v, [ry, rx]) if keyed else reduce_max(v, axis=[ry, rx])
 
-        out = te.compute(shape, body, name=name, tag="pool")
+        out = te_compute(shape, body, name=name, tag="pool")
         if keyed:
             return lazy(shape, x.dtype, lambda *i: from_key(out(*i), x.dtype, "max"))
         return Value.of_tensor(out)
@@ -125,7 +125,7 @@ def _pool(kind: str, inputs: Sequence[Value], attrs: dict) -> Value:
         return te.sum(tir.if_then_else(inside(y, xx), tir.Cast(acc, src(i, y, xx)), tir.const(0, acc)),
                       axis=[ry, rx])
 
-    total = te.compute(shape, body, name=name, tag="pool")
+    total = te_compute(shape, body, name=name, tag="pool")
 
     def count(i):
         if attrs["count_include_pad"]:
@@ -204,7 +204,7 @@ def lrn(inputs: Sequence[Value], attrs: dict) -> Value:
         v = tir.Cast(acc, x(*j))
         return te.sum(tir.if_then_else(tir.all(c >= 0, c < C), v * v, tir.const(0, acc)), axis=rc)
 
-    sq = te.compute(x.shape, body, name="lrn_sqsum", tag="pool")
+    sq = te_compute(x.shape, body, name="lrn_sqsum", tag="pool")
 
     def fn(*i):
         den = tir.power(tir.const(attrs["bias"], acc) + tir.const(attrs["alpha"] / size, acc) * sq(*i),

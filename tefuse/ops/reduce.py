@@ -10,7 +10,7 @@ from tvm import te, tirx as tir
 from ..errors import OpError
 from .nanprop import from_key, has_order_key, keyed_reduce, reduce_max, reduce_min
 from .registry import OpPattern, register_op
-from .value import Value, acc_dtype, lazy
+from .value import Value, acc_dtype, lazy, te_compute
 
 _REDUCERS = {"sum": te.sum, "mean": te.sum, "max": reduce_max, "min": reduce_min}
 
@@ -87,10 +87,10 @@ def _reduce(kind: str, inputs: Sequence[Value], attrs: dict) -> Value:
         return tir.Cast(acc, x(*idx)) if acc != x.dtype else x(*idx)
 
     if kind in ("max", "min") and has_order_key(x.dtype):  # NaN propagates (see nanprop.py)
-        red = te.compute(shape, lambda *i: keyed_reduce(kind, element(*i), list(raxes.values())),
+        red = te_compute(shape, lambda *i: keyed_reduce(kind, element(*i), list(raxes.values())),
                          name=kind, tag="reduce")
         return lazy(shape, x.dtype, lambda *i: from_key(red(*i), x.dtype, kind))
-    red = te.compute(shape, lambda *i: _REDUCERS[kind](element(*i), axis=list(raxes.values())),
+    red = te_compute(shape, lambda *i: _REDUCERS[kind](element(*i), axis=list(raxes.values())),
                      name=kind, tag="reduce")
     if kind == "mean":
         n = 1
@@ -152,9 +152,9 @@ def _softmax(inputs: Sequence[Value], attrs: dict, log: bool) -> Value:
         raise OpError(f"softmax: valid={attrs.get('valid')} outside 1..{x.shape[ax]} (the axis' extent)")
 
     k1 = te.reduce_axis((0, valid), "k1")
-    mx = te.compute(red_shape, lambda *i: te.max(at(i, k1), axis=k1), name="softmax_max", tag="softmax")
+    mx = te_compute(red_shape, lambda *i: te.max(at(i, k1), axis=k1), name="softmax_max", tag="softmax")
     k2 = te.reduce_axis((0, valid), "k2")
-    den = te.compute(red_shape, lambda *i: te.sum(tir.exp(at(i, k2) - mx(*i)), axis=k2),
+    den = te_compute(red_shape, lambda *i: te.sum(tir.exp(at(i, k2) - mx(*i)), axis=k2),
                      name="softmax_sum", tag="softmax")
 
     def fn(*i):
@@ -196,14 +196,14 @@ def layer_norm(inputs: Sequence[Value], attrs: dict) -> Value:
             raise OpError(f"layer_norm: {name} must have shape ({n},), got {v.shape}")
     inv_n = tir.const(1.0 / n, acc)
     k1 = te.reduce_axis((0, n), "k1")
-    total = te.compute(red_shape, lambda *i: te.sum(at(i, k1), axis=k1), name="norm_sum", tag="norm")
+    total = te_compute(red_shape, lambda *i: te.sum(at(i, k1), axis=k1), name="norm_sum", tag="norm")
     k2 = te.reduce_axis((0, n), "k2")
 
     def centred_square(i, k):
         d = at(i, k) - total(*i) * inv_n
         return d * d
 
-    sq = te.compute(red_shape, lambda *i: te.sum(centred_square(i, k2), axis=k2),
+    sq = te_compute(red_shape, lambda *i: te.sum(centred_square(i, k2), axis=k2),
                     name="norm_sqsum", tag="norm")
     eps = tir.const(float(attrs["epsilon"]), acc)
 

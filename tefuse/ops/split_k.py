@@ -14,7 +14,7 @@ from tvm import te, tirx as tir
 
 from ..errors import OpError
 from .registry import OpPattern, register_op
-from .value import Value
+from .value import Value, te_compute
 
 SUM_DTYPES = ("float16", "bfloat16", "float32")
 
@@ -45,7 +45,7 @@ def split_sum(inputs: Sequence[Value], attrs: dict) -> Value:
     if x.dtype != "float32" or x.ndim < 2:
         raise OpError(f"split_sum: takes float32 partials [S, ...], got {x.dtype} {x.shape}")
     s = te.reduce_axis((0, x.shape[0]), "ks")
-    out = te.compute(x.shape[1:], lambda *i: te.sum(x(s, *i), axis=s), name="split_sum", tag="split_sum")
+    out = te_compute(x.shape[1:], lambda *i: te.sum(x(s, *i), axis=s), name="split_sum", tag="split_sum")
     if dtype == "float32":
         return Value.of_tensor(out)
     return Value(tuple(int(d) for d in out.shape), dtype, lambda *i: tir.Cast(dtype, out(*i)))

@@ -6,8 +6,10 @@ makes epilogue and prologue fusion free. Anchors (conv, dense, reductions) retur
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 from dataclasses import dataclass
-from typing import Callable, Optional, Sequence
+from typing import Callable, Iterator, Optional, Sequence
 
 from tvm.ir.expr import Expr as PrimExpr
 from tvm import te, tirx as tir
@@ -44,8 +46,33 @@ class Value:
         if self.tensor is not None:
             return self.tensor
         if not self.shape:
-            return te.compute((), lambda: self.fn(), name=name, tag=tag)
-        return te.compute(self.shape, lambda *i: self.fn(*i), name=name, tag=tag)
+            return te_compute((), lambda: self.fn(), name=name, tag=tag)
+        return te_compute(self.shape, lambda *i: self.fn(*i), name=name, tag=tag)
+
+
+_INDEX_DTYPE = contextvars.ContextVar("tefuse_index_dtype", default="int32")
+
+
+@contextlib.contextmanager
+def loop_index_dtype(dtype: str) -> Iterator[None]:
+    """Stages created inside (te_compute) loop over `dtype` ("int32" or "int64") indices; per
+    thread, so builds on several threads at once do not mix."""
+    if dtype not in ("int32", "int64"):
+        raise OpError(f"index dtype must be int32 or int64, got {dtype!r}")
+    token = _INDEX_DTYPE.set(dtype)
+    try:
+        yield
+    finally:
+        _INDEX_DTYPE.reset(token)
+
+
+def te_compute(shape: Sequence[int], fcompute: Callable, name: str = "compute", tag: str = "", **kwargs) -> te.Tensor:
+    """te.compute whose loop variables have the index type of the enclosing `loop_index_dtype`
+    (int32 by default, as te.compute's): int64 variables make every index expression built on
+    them 64-bit, which a tensor of more than 2^31 - 1 elements needs."""
+    if _INDEX_DTYPE.get() == "int64":
+        shape = tuple(tir.IntImm("int64", int(s)) for s in shape)
+    return te.compute(shape, fcompute, name=name, tag=tag, **kwargs)
 
 
 def expr_dtype(e) -> str:

@@ -8,9 +8,10 @@ without a copy when already on the device, and outputs come back as the inputs' 
 from __future__ import annotations
 
 import contextlib
-
 import logging
 import sys
+import threading
+from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Sequence, Union
 
 import numpy as np
@@ -70,8 +71,26 @@ def _in_place(buf: Any, dev) -> Optional[tvm.runtime.Tensor]:
     return t if t.device == dev else None
 
 
+@dataclass
+class BufferSet:
+    """One run's intermediate and output buffers and the kernels' argument lists bound to them:
+    a run checks one out, so runs on several threads never share a buffer.
+
+    launches: per kernel (kernel, argv, holes), see CompiledGraph.launch_list; out_uses: graph
+    output slot -> the (launch, position) pairs that pass it; version: the graph's parameter
+    version the argument lists hold; lock: held by the run using this set."""
+
+    slots: list
+    launches: list
+    out_uses: dict
+    kernels: list
+    version: int
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+
 class CompiledGraph:
-    """A fused, compiled graph bound to a target; call `run` as often as needed."""
+    """A fused, compiled graph bound to a target; call `run` as often as needed, from any
+    number of threads (each run uses a set of buffers of its own, see BufferSet)."""
 
     def __init__(self, graph: Graph, target, kernels: list[CompiledKernel], device_index: int = 0):
         self.graph = graph
@@ -79,10 +98,10 @@ class CompiledGraph:
         self.kernels = kernels  # in run order; replace the list rather than its items
         self.device = device_for(target, device_index)
         self._params: dict[Node, tvm.runtime.Tensor] = {}  # nodes hash by identity (eq=False)
-        self._launches: Optional[list] = None  # see _launch_list
-        self._launch_kernels: Optional[list[CompiledKernel]] = None
-        self._out_uses = None  # with _launches: where each output slot is passed
-        self._slot_tensors: Optional[list[tvm.runtime.Tensor]] = None  # allocated at the first run
+        self._lock = threading.Lock()  # guards the pools below and _params
+        self._free: list[BufferSet] = []  # buffer sets no run holds, the last returned on top
+        self._on_stream: dict[int, BufferSet] = {}  # stream handle -> the set runs on it share
+        self._version = 0  # bumped by set_param: buffer sets bound to older constants are dropped
         self._device_ok = False  # set once a run found the target's device
         self._plan = self._plan_buffers()
 
@@ -130,7 +149,9 @@ class CompiledGraph:
     def _param(self, n: Node) -> tvm.runtime.Tensor:
         t = self._params.get(n)
         if t is None:
-            t = self._params[n] = tvm.runtime.tensor(np.asarray(n.value, order="C"), self.device)
+            t = tvm.runtime.tensor(np.asarray(n.value, order="C"), self.device)
+            with self._lock:
+                t = self._params.setdefault(n, t)
         return t
 
     def set_param(self, name: str, value: Any) -> None:
@@ -143,9 +164,12 @@ class CompiledGraph:
             raise TefuseError(f"parameter {name!r}: expected shape {n.shape}, got {arr.shape}")
         if arr.size == 1 and any(n in k.group.inputs and n not in k.params for k in self.kernels):
             raise TefuseError(f"parameter {name!r} is a scalar folded into the kernels; rebuild to change it")
-        n.value = arr
-        self._params.pop(n, None)
-        self._launches = None  # they hold the old tensor
+        with self._lock:
+            n.value = arr
+            self._params.pop(n, None)
+            self._version += 1  # the buffer sets' argument lists hold the old tensor
+            self._free.clear()
+            self._on_stream.clear()
 
     # -- execution ------------------------------------------------------------------------
     def _given(self, args: Sequence[Any], kwargs: dict) -> dict[str, Any]:
@@ -193,41 +217,78 @@ class CompiledGraph:
                 raise TefuseError(f"missing input {i.name!r} ({i.type_str()})")
             if given[i.name] is None:
                 raise TefuseError(f"input {i.name!r}: got None, expected an array ({i.type_str()})")
-            t = to_device(given[i.name], self.device)
+            v = given[i.name]
+            kind = getattr(getattr(v, "dtype", None), "kind", None)
+            if isinstance(v, (np.ndarray, np.generic, list, tuple)) and (kind in ("U", "S", "O", "V") or kind is None
+                                                                         and np.asarray(v).dtype.kind in "USOV"):
+                raise TefuseError(f"input {i.name!r}: expected {i.type_str()}, got an array of "
+                                  f"{np.asarray(v).dtype} (strings or objects)")
+            try:
+                t = to_device(v, self.device)
+            except (ValueError, TypeError) as e:
+                raise TefuseError(f"input {i.name!r}: expected {i.type_str()}, got {type(v).__name__} "
+                                  f"({str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__})") from None
             if tuple(t.shape) != i.shape or str(t.dtype) != i.dtype:
                 raise TefuseError(f"input {i.name!r}: expected {i.type_str()}, got "
                                   f"{t.dtype}[{','.join(map(str, t.shape))}]")
             out[i] = t
         return out
 
-    def _slots_for_run(self) -> list[tvm.runtime.Tensor]:
-        # intermediate and output buffers are allocated once and reused by every run
-        if self._slot_tensors is None:
-            self._slot_tensors = [tvm.runtime.empty(shape, dtype, self.device) for shape, dtype in self._slots]
-        return self._slot_tensors
-
-    def _launch_list(self) -> list[tuple[Any, list, list[tuple[int, int]]]]:
-        """Per kernel: the kernel, its arguments with constants and buffers bound once, and
-        the (position, input id) holes each run fills. Why: the Python work per kernel is what
-        a small network's run time is made of (binding once took a run of MobileNet-V2's 54 kernels
-        from 1.38 to 0.48 ms on the H100).
-        Also sets self._out_uses: graph output slot -> the (launch, position) pairs that use it,
+    def _new_buffer_set(self) -> BufferSet:
+        """Buffers for one run and, per kernel, the kernel, its arguments with constants and
+        buffers bound once, and the (position, input node) holes each run fills. Why: the Python
+        work per kernel is what a small network's run time is made of (binding once took a run of
+        MobileNet-V2's 54 kernels from 1.38 to 0.48 ms on the H100). out_uses: graph output slot -> the (launch, position) pairs that use it,
         so that a run can write an output into a buffer of the caller's (`out=`)."""
-        if self._launches is None or self._launch_kernels is not self.kernels:
-            slots = self._slots_for_run()
-            out_slots = {self._plan[o] for o in self.graph.outputs if o.op not in (INPUT, CONST)}
-            launches, uses = [], {s: [] for s in out_slots}
-            for li, k in enumerate(self.kernels):
-                nodes = [*k.params, *k.outputs]
-                argv: list = [None if p.op == INPUT else self._param(p) if p.op == CONST
-                              else slots[self._plan[p]] for p in nodes]
-                holes = [(i, p) for i, p in enumerate(k.params) if p.op == INPUT]
-                for pos, n in enumerate(nodes):
-                    if n.op not in (INPUT, CONST) and self._plan.get(n) in out_slots:
-                        uses[self._plan[n]].append((li, pos))
-                launches.append((k, argv, holes))
-            self._launches, self._launch_kernels, self._out_uses = launches, self.kernels, uses
-        return self._launches
+        version, kernels = self._version, self.kernels
+        slots = [tvm.runtime.empty(shape, dtype, self.device) for shape, dtype in self._slots]
+        out_slots = {self._plan[o] for o in self.graph.outputs if o.op not in (INPUT, CONST)}
+        launches, uses = [], {s: [] for s in out_slots}
+        for li, k in enumerate(kernels):
+            nodes = [*k.params, *k.outputs]
+            argv: list = [None if p.op == INPUT else self._param(p) if p.op == CONST
+                          else slots[self._plan[p]] for p in nodes]
+            holes = [(i, p) for i, p in enumerate(k.params) if p.op == INPUT]
+            for pos, n in enumerate(nodes):
+                if n.op not in (INPUT, CONST) and self._plan.get(n) in out_slots:
+                    uses[self._plan[n]].append((li, pos))
+            launches.append((k, argv, holes))
+        return BufferSet(slots, launches, uses, kernels, version)
+
+    def _current(self, bs: Optional[BufferSet]) -> bool:
+        return bs is not None and bs.version == self._version and bs.kernels is self.kernels
+
+    @contextlib.contextmanager
+    def buffer_set(self, stream: Optional[int] = None):
+        """A set of buffers for one run, held until the block ends. Without a stream, one no
+        other run holds (from the pool, or a new one when all are in use); the pool keeps
+        every set made, so it grows to the most runs at once and no further. On a caller's
+        stream, the one set of that stream, its runs serialised: they are ordered on the device
+        by the stream, and a CUDA graph captured from such a run keeps pointing at its buffers."""
+        with self._lock:
+            if stream is not None:
+                bs = self._on_stream.get(stream)
+            else:
+                bs = self._free.pop() if self._free else None
+        if not self._current(bs):
+            fresh = self._new_buffer_set()
+            if stream is None:
+                bs = fresh
+            else:
+                with self._lock:  # another thread may have made this stream's set meanwhile
+                    bs = self._on_stream.get(stream)
+                    if not self._current(bs):
+                        bs = self._on_stream[stream] = fresh
+        if stream is not None:
+            with bs.lock:
+                yield bs
+            return
+        try:
+            yield bs
+        finally:
+            with self._lock:
+                if self._current(bs):
+                    self._free.append(bs)
 
     def run(self, *args, out: Union[Sequence[Any], Mapping[str, Any], None] = None,
             as_numpy: Optional[bool] = None, stream: Any = None, **kwargs) -> list:
@@ -253,13 +314,12 @@ class CompiledGraph:
         caller's CUDA graph, with out= device tensors, as capture allows no allocation). Results
         that must be copied (numpy, out= buffers TVM cannot use in place) wait for the stream.
 
-        Not for concurrent use: runs share the graph's buffers.
+        Safe from several threads at once: each run uses buffers no other run holds (see
+        buffer_set), except runs on the same stream=, which take turns. Device tensors returned
+        with as_numpy=False belong to the graph and a later run may overwrite them.
         """
         handle = None if stream is None else _stream_handle(stream)
         env = self.bind_inputs(args, kwargs)
-        slots = self._slots_for_run()
-        launches = self._launch_list()
-        outputs = self.graph.outputs
         framework = None
         if out is None and as_numpy is None:
             given = args[0].values() if len(args) == 1 and isinstance(args[0], Mapping) else [*args, *kwargs.values()]
@@ -270,8 +330,14 @@ class CompiledGraph:
                 raise TefuseError("pass out= or as_numpy=, not both")
             buffers = self._out_buffers(out)
         elif framework is not None:  # fresh tensors each run: the caller keeps them
-            buffers = [tvm.runtime.empty(o.shape, o.dtype, self.device) for o in outputs]
-        direct = self._redirect(buffers) if buffers is not None else {}
+            buffers = [tvm.runtime.empty(o.shape, o.dtype, self.device) for o in self.graph.outputs]
+        with self.buffer_set(handle) as bs:
+            return self._run_on(bs, env, handle, buffers, framework, as_numpy)
+
+    def _run_on(self, bs: BufferSet, env: dict, handle: Optional[int], buffers: Optional[list],
+                framework, as_numpy: Optional[bool]) -> list:
+        slots, launches, outputs = bs.slots, bs.launches, self.graph.outputs
+        direct = self._redirect(bs, buffers) if buffers is not None else {}
         try:
             with _on_stream(self.device, handle):
                 for k, argv, holes in launches:
@@ -283,7 +349,7 @@ class CompiledGraph:
                 for i, _key in holes:
                     argv[i] = None
             if direct:  # and to the caller's buffers
-                for slot, where in self._out_uses.items():
+                for slot, where in bs.out_uses.items():
                     for li, pos in where:
                         launches[li][1][pos] = slots[slot]
         if handle is not None and ((buffers is None and as_numpy is not False)
@@ -319,7 +385,7 @@ class CompiledGraph:
                                   f"[{','.join(map(str, shape))}]")
         return out
 
-    def _redirect(self, buffers: list) -> dict[int, tvm.runtime.Tensor]:
+    def _redirect(self, bs: BufferSet, buffers: list) -> dict[int, tvm.runtime.Tensor]:
         """Point the kernels that write (or read) each graph output at the caller's buffer, where
         TVM can use that buffer in place; {output index: its TVM view} for those."""
         direct: dict[int, tvm.runtime.Tensor] = {}
@@ -333,8 +399,8 @@ class CompiledGraph:
             slot = self._plan[o]
             taken.add(slot)
             direct[j] = view
-            for li, pos in self._out_uses[slot]:
-                self._launches[li][1][pos] = view
+            for li, pos in bs.out_uses[slot]:
+                bs.launches[li][1][pos] = view
         return direct
 
     def _copy_into(self, t: tvm.runtime.Tensor, buf: Any, name: str) -> None:
@@ -354,13 +420,14 @@ class CompiledGraph:
         self.run(*args, as_numpy=False, **kwargs)
         env = self.bind_inputs(args, kwargs)
         times = []
-        for k, bound, holes in self._launch_list():
-            argv = list(bound)
-            for i, key in holes:
-                argv[i] = env[key]
-            f = k.module.time_evaluator("main", self.device, number=number, repeat=repeat,
-                                        min_repeat_ms=min_repeat_ms)
-            times.append(float(np.median(f(*argv).results)))
+        with self.buffer_set() as bs:
+            for k, bound, holes in bs.launches:
+                argv = list(bound)
+                for i, key in holes:
+                    argv[i] = env[key]
+                f = k.module.time_evaluator("main", self.device, number=number, repeat=repeat,
+                                            min_repeat_ms=min_repeat_ms)
+                times.append(float(np.median(f(*argv).results)))
         return times
 
     __call__ = run

@@ -26,6 +26,7 @@ from tvm.support.popen_pool import PopenPoolExecutor
 from ..schedules import KernelInfo
 from ..schedules.space import Config
 from .measure import COMPILE_ERROR, TIMEOUT, BuildResult, last_line
+from .procs import WorkersClosed
 from .task import Task
 
 log = logging.getLogger(__name__)
@@ -97,10 +98,14 @@ def build_one(inp: BuildInput) -> BuildResult:
                            time.perf_counter() - t0)
 
 
-def _warm(parent_pid: int, target_kind: Optional[str] = None) -> int:
-    from .procs import die_with_parent
+def _warm(parent_pid: int, target_kind: Optional[str] = None, pid_dir: Optional[str] = None) -> int:
+    from .procs import die_with_parent, ignore_sigint
 
+    ignore_sigint()
     die_with_parent(parent_pid)  # a SIGKILLed tuner leaves no build worker behind
+    if pid_dir:  # so that close() can end this worker even while a pool thread waits on it
+        os.makedirs(pid_dir, exist_ok=True)
+        open(os.path.join(pid_dir, str(os.getpid())), "w").close()
     import tvm  # noqa: F401
 
     from .. import schedules  # imports tefuse: ops and templates registered
@@ -123,6 +128,7 @@ class LocalBuilder:
         self._pool_lock = threading.Lock()
         self._stderr: Optional[int] = None  # the workers' stderr (see _stderr_pipe)
         self._count = itertools.count(1)  # candidate file names (build() may run from several threads)
+        self._futures: set = set()  # builds submitted and not finished
 
     def _get_pool(self, target_kind: Optional[str] = None) -> PopenPoolExecutor:
         with self._pool_lock:  # kernels tuned at once build from several threads: one pool
@@ -134,14 +140,35 @@ class LocalBuilder:
             # outside its timeout, so import time is not charged to the first builds
             self._stderr = _stderr_pipe()
             self._pool = PopenPoolExecutor(self.n_parallel, timeout=self.timeout, initializer=_warm,
-                                           initargs=(os.getpid(), target_kind), stderr=self._stderr)
+                                           initargs=(os.getpid(), target_kind, self._pid_dir),
+                                           stderr=self._stderr)
         return self._pool
+
+    @property
+    def _pid_dir(self) -> str:
+        return os.path.join(self.workdir, "workers")
+
+    def _submit(self, pool: PopenPoolExecutor, fn, *args):
+        """pool.submit, the future tracked until it is done (see close)."""
+        try:
+            fut = pool.submit(fn, *args)
+        except RuntimeError:  # closed meanwhile: "cannot schedule new futures after shutdown"
+            raise WorkersClosed("the builder was closed") from None
+        with self._pool_lock:
+            self._futures.add(fut)
+        fut.add_done_callback(self._finished)
+        return fut
+
+    def _finished(self, fut) -> None:
+        with self._pool_lock:
+            self._futures.discard(fut)
 
     def warm(self, target_kind: Optional[str] = None) -> None:
         """Start the build workers now (each imports TVM, tefuse and what `target_kind`'s
         templates load lazily, once), e.g. before timing."""
         pool = self._get_pool(target_kind)
-        for fut in [pool.submit(_warm, os.getpid(), target_kind) for _ in range(self.n_parallel)]:
+        futures = [self._submit(pool, _warm, os.getpid(), target_kind, self._pid_dir) for _ in range(self.n_parallel)]
+        for fut in futures:
             fut.result()
 
     def build(self, task: Task, template: str, configs: Sequence[Config]) -> list[BuildResult]:
@@ -153,7 +180,7 @@ class LocalBuilder:
             inputs.append(BuildInput(task.workload, task.func_script(), task.info, template, target,
                                      cfg.index, dict(cfg.values), path))
         pool = self._get_pool(task.target.kind.name)
-        futures = [pool.submit(build_one, i) for i in inputs]
+        futures = [self._submit(pool, build_one, i) for i in inputs]
         results: list[BuildResult] = []
         for inp, fut in zip(inputs, futures):
             cfg_json = Config(inp.index, inp.values).to_json()
@@ -164,18 +191,52 @@ class LocalBuilder:
                                            f"build took over {self.timeout:.0f}s"))
             except Exception as e:  # noqa: BLE001 - a worker crashed (ChildProcessError)
                 results.append(BuildResult(inp.index, cfg_json, None, COMPILE_ERROR,
-                                           f"build worker died: {last_line(e)}"))
+from .measure import COMPILE_ERROR, TIMEOUT, BuildResult, last_line
+from .procs import WorkersClosed
         return results
 
-    def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=False)
-            self._pool = None
+    def close(self, grace: float = 5.0) -> None:
+        """End the workers, at once: builds not started are cancelled and workers still
+        building are killed (a Ctrl-C must not wait for a batch). Safe to call twice, and from
+        another thread than the one building (whose build() then raises WorkersClosed)."""
+        with self._pool_lock:
+            pool, self._pool = self._pool, None
+            futures, self._futures = set(self._futures), set()
+        if pool is not None:
+            for fut in futures:
+                fut.cancel()  # not started: never sent to a worker
+            deadline = time.monotonic() + grace
+            while not all(f.done() for f in futures) and time.monotonic() < deadline:
+                self._kill_workers()  # a pool thread waiting on a killed worker returns
+                time.sleep(0.05)
+            idle = all(f.done() for f in futures)
+            if not idle:
+                log.warning("build workers did not stop within %.0fs", grace)
+            # with its threads idle, the pool's own shutdown kills what is left, racing nothing
+            pool.shutdown(wait=idle)
         if self._stderr is not None:  # the pump ends once the workers have gone too
             os.close(self._stderr)
             self._stderr = None
         if self._own_dir:
             shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def _kill_workers(self) -> None:
+        """SIGKILL this builder's workers (and what they started), as their initializer listed them."""
+        import psutil
+
+        try:
+            pids = [int(n) for n in os.listdir(self._pid_dir)]
+        except OSError:
+            return
+        for pid in pids:
+            try:
+                p = psutil.Process(pid)
+                if p.ppid() != os.getpid():  # gone, and its pid reused
+                    continue
+                for q in [*p.children(recursive=True), p]:
+                    q.kill()
+            except psutil.Error:
+                continue
 
     def __enter__(self) -> "LocalBuilder":
         return self

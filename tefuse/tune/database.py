@@ -6,7 +6,7 @@ lines under O_APPEND and an exclusive flock, then fsync; readers take a shared f
 skip (with a warning naming file and line) whatever does not parse.
 
 Layering (like MIOpen's user/system find-db): the user's own log comes first, then the
-logs shipped in the repo's `tuning_logs/`; the fastest record wins, the user's on ties.
+logs shipped in the package's `tuning_logs/`; the fastest record wins, the user's on ties.
 """
 from __future__ import annotations
 
@@ -279,14 +279,20 @@ def user_db_path() -> Path:
 _LEGACY_NOTED: set[Path] = set()
 
 
+def shipped_logs_dir() -> Path:
+    """tefuse/tuning_logs/, the tuning logs that ship inside the package."""
+    return Path(__file__).resolve().parents[1] / "tuning_logs"
+
+
 def system_db_paths() -> list[Path]:
-    """The shipped logs: every *.jsonl in the repo's tuning_logs/, or in the directories
-    and files listed in $TEFUSE_SYSTEM_DB (os.pathsep-separated; empty = none)."""
+    """The shipped logs: every *.jsonl in the package's tuning_logs/ (package data: the same
+    place in a checkout, an editable install and a wheel), or in the directories and files
+    listed in $TEFUSE_SYSTEM_DB (os.pathsep-separated; empty = none)."""
     env = os.environ.get("TEFUSE_SYSTEM_DB")
     if env is not None:
         roots = [Path(p).expanduser() for p in env.split(os.pathsep) if p]
     else:
-        roots = [Path(__file__).resolve().parents[2] / "tuning_logs"]  # beside the tefuse package
+        roots = [shipped_logs_dir()]
     out: list[Path] = []
     for r in roots:
         out.extend(sorted(r.glob("*.jsonl")) if r.is_dir() else [r] if r.is_file() else [])

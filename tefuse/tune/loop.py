@@ -175,7 +175,11 @@ def tune(graph_or_tasks, target=None, *, trials: int, tuner: str = "xgb",
         if at_once == 1:
             per_task = [tune_task(k, task) for k, task in enumerate(tasks)]
         else:
-            per_task = _in_threads(tune_task, list(enumerate(tasks)), at_once, session.stop)
+            def interrupted() -> None:  # workers killed now: a Ctrl-C does not wait for the batches
+                builder.close()
+                runner.close()
+
+            per_task = _in_threads(tune_task, list(enumerate(tasks)), at_once, session.stop, interrupted)
     finally:
         if own_builder:
             builder.close()
@@ -217,11 +221,13 @@ def _default_at_once(tasks: list[Task], devices: int) -> int:
     return devices + 1
 
 
-def _in_threads(fn, jobs: list, workers: int, stop: threading.Event) -> list:
+def _in_threads(fn, jobs: list, workers: int, stop: threading.Event,
+                on_interrupt: Optional[Callable[[], None]] = None) -> list:
     """fn(*job) for every job, `workers` at a time, results in job order. The first error (in
-    time) or an interrupt sets `stop`: jobs not started are dropped, running ones end after
-    their batch in flight (fn checks `stop`), and that first error is raised; later ones are
-    logged."""
+    time) sets `stop`: jobs not started are dropped, running ones end after their batch in
+    flight (fn checks `stop`), and that first error is raised; later ones are logged. An
+    interrupt (Ctrl-C) calls on_interrupt first, which ends the batches in flight (their
+    results are not recorded), and is raised once the threads have returned."""
     errors: list[BaseException] = []
     lock = threading.Lock()
 
@@ -240,8 +246,10 @@ def _in_threads(fn, jobs: list, workers: int, stop: threading.Event) -> list:
     futures = [pool.submit(guarded, *job) for job in jobs]
     try:
         wait(futures)
-    except BaseException:  # KeyboardInterrupt: let running kernels finish their batch, then go
+    except BaseException:  # KeyboardInterrupt
         stop.set()
+        if on_interrupt is not None:
+            on_interrupt()
         pool.shutdown(wait=True, cancel_futures=True)
         raise
     pool.shutdown(wait=True)

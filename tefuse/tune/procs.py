@@ -9,6 +9,7 @@ and the parallel runner starts its measuring processes from short-lived threads.
 from __future__ import annotations
 
 import os
+import signal
 import threading
 import time
 
@@ -26,3 +27,15 @@ def die_with_parent(parent_pid: int) -> None:
         os._exit(1)
 
     threading.Thread(target=watch, name="tefuse-die-with-parent", daemon=True).start()
+
+
+
+def ignore_sigint() -> None:
+    """Run in a worker (first thing in its initializer): a Ctrl-C, which the terminal sends to
+    the whole process group, reaches the tuner alone, which then ends its workers itself
+    (instead of each dying half-way with a traceback of its own)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+class WorkersClosed(RuntimeError):
+    """The builder or runner was closed (the tuner was interrupted) while a batch was in
+    flight: that batch has no results to record."""

@@ -20,7 +20,7 @@ from typing import Optional, Sequence
 
 from .measure import (RUNTIME_ERROR, TIMEOUT, BuildResult, MeasureResult, RunOptions, RunSpec,
                       last_line, measure_module)
-from .procs import die_with_parent
+from .procs import WorkersClosed, die_with_parent, ignore_sigint
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +31,9 @@ _VISIBLE = {"cuda": "CUDA_VISIBLE_DEVICES", "rocm": "HIP_VISIBLE_DEVICES"}
 
 
 def _init_worker(parent_pid: int, kind: str, index) -> None:
-    """Measuring worker: die with the tuner (even SIGKILLed), then see only its device if pinned."""
+    """Measuring worker: Ctrl-C is the tuner's to handle, die with the tuner (even SIGKILLed),
+    then see only its device if pinned."""
+    ignore_sigint()
     die_with_parent(parent_pid)
     if index is not None:
         _pin(kind, index)
@@ -116,6 +118,7 @@ class LocalRunner:
         if device_index is not None and not isolated:
             raise ValueError("a runner pinned to a device index measures in its own process (isolated=True)")
         self._pool: Optional[cf.ProcessPoolExecutor] = None
+        self._closes = 0  # close() calls: a run that sees it change was interrupted
 
     def _get_pool(self, kind: str) -> cf.ProcessPoolExecutor:
         if self._pool is None:
@@ -123,6 +126,12 @@ class LocalRunner:
                                                 initargs=(os.getpid(), kind, self.device_index))
             self._pool.submit(_warm).result()
         return self._pool
+
+    def _submit(self, kind: str, fn, *args) -> cf.Future:
+        try:
+            return self._get_pool(kind).submit(fn, *args)
+        except RuntimeError:  # "cannot schedule new futures after shutdown": closed meanwhile
+            raise WorkersClosed("the runner was closed during a batch") from None
 
     def warm(self, kind: str) -> None:
         """Start the measuring process now (it imports TVM; pinned runners see their device)."""
@@ -142,14 +151,17 @@ class LocalRunner:
         with their build error."""
         ref_path = reference.path if reference is not None and reference.ok else None
         out = []
+        closes = self._closes
         for b in builds:
+            if self._closes != closes:  # closed from another thread: the tuner was interrupted
+                raise WorkersClosed("the runner was closed during a batch")
             if not b.ok:
                 out.append(MeasureResult(b.index, b.config, error=b.error, error_msg=b.error_msg))
                 continue
             if not self.isolated:
                 out.append(run_one(spec, target_kind, b, ref_path, self.opts))
                 continue
-            fut = self._get_pool(target_kind).submit(run_one, spec, target_kind, b, ref_path, self.opts)
+            fut = self._submit(target_kind, run_one, spec, target_kind, b, ref_path, self.opts)
             try:
                 # the first candidate of a workload also runs the reference
                 out.append(fut.result(timeout=self.timeout * 2))
@@ -159,11 +171,15 @@ class LocalRunner:
                                          error_msg=f"run took over {self.timeout:.0f}s"))
             except Exception as e:  # noqa: BLE001 - the worker died (segfault, abort)
                 self._kill_pool()
+                if self._closes != closes:
+                    raise WorkersClosed("the runner was closed during a batch") from None
                 out.append(MeasureResult(b.index, b.config, error=RUNTIME_ERROR,
-                                         error_msg=f"runner worker died: {last_line(e)}"))
+                      last_line, measure_module)
+from .procs import WorkersClosed, die_with_parent, ignore_sigint
         return out
 
     def close(self) -> None:
+        self._closes += 1
         self._kill_pool()
 
     def __enter__(self) -> "LocalRunner":

@@ -58,3 +58,20 @@ def dynamic_mlp(path, batch="N"):
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, 3])], [w, b, idx, minus1])
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), str(path))
     return path
+
+
+def conv_stack(path, layers: int = 24):
+    """x[1, 8, 32, 32] through `layers` Conv+Relu pairs whose channel counts all differ: as many
+    distinct kernels, a build that takes a while (to interrupt)."""
+    rng = np.random.default_rng(0)
+    inits, nodes, prev, c = [], [], "x", 8
+    for k in range(layers):
+        out_c = 8 + k + 1
+        inits.append(numpy_helper.from_array(rng.standard_normal((out_c, c, 3, 3)).astype("float32") / 8, f"w{k}"))
+        nodes += [helper.make_node("Conv", [prev, f"w{k}"], [f"c{k}"], pads=[1, 1, 1, 1]),
+                  helper.make_node("Relu", [f"c{k}"], [f"r{k}"])]
+        prev, c = f"r{k}", out_c
+    g = helper.make_graph(nodes, "conv_stack", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 32, 32])],
+                          [helper.make_tensor_value_info(prev, TensorProto.FLOAT, [1, c, 32, 32])], inits)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), str(path))
+    return path

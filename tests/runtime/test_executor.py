@@ -129,11 +129,13 @@ def test_a_failed_run_holds_no_input_and_a_new_kernel_list_takes_effect(rng):
     cg.kernels[2].module, real = _Failing(), cg.kernels[2].module
     with pytest.raises(RuntimeError, match="illegal memory access"):
         cg.run(x)
-    assert all(argv[i] is None for _, argv, holes in cg._launches for i, _ in holes)
+    with cg.buffer_set() as bs:  # the set the failed run used, back in the pool
+        assert all(argv[i] is None for _, argv, holes in bs.launches for i, _ in holes)
     cg.kernels[2].module = real  # a new module is looked up again
     np.testing.assert_allclose(cg.run(x)[0], _ref(x, ws), rtol=1e-5, atol=1e-6)
     cg.kernels = good[:1]  # a new list is launched as it is
-    assert len(cg._launch_list()) == 1
+    with cg.buffer_set() as bs:
+        assert len(bs.launches) == 1
 
 
 # -- inputs as a dict, duplicates, byte order; outputs as the inputs' kind, out= buffers -----
@@ -181,7 +183,8 @@ def test_out_buffers_are_written_in_place_and_returned(rng):
     assert got[0] is bufs[0] and got[1] is bufs[1]
     for b, w in zip(bufs, want):
         np.testing.assert_allclose(b, w, rtol=1e-6)
-    slot = cg._slot_tensors[cg._plan[cg.graph.outputs[0]]].numpy()
+    with cg.buffer_set() as bs:
+        slot = bs.slots[cg._plan[cg.graph.outputs[0]]].numpy()
     assert not np.allclose(slot, want[0])  # the kernel wrote the caller's buffer, not its own
     # a later run without out= uses the graph's own buffers again, not the caller's
     x2 = rng.standard_normal((2, 5)).astype("float32")

@@ -11,7 +11,7 @@ from tefuse.bench.tuning import CHAIN, RESNET50_SHAPES
 from tefuse.plan.spec import parse_chain
 from tefuse.tune.database import open_database
 
-LOGS = Path(__file__).resolve().parents[2] / "tuning_logs"
+LOGS = Path(__file__).resolve().parents[2] / "tefuse" / "tuning_logs"
 H100_LOG = LOGS / "cuda-sm_90.jsonl"
 
 

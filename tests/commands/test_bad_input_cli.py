@@ -1,0 +1,85 @@
+"""Bad input to the commands: one line naming the what and where, the right exit code, and
+an output path that cannot be written refused before the work."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from tefuse.cli import main
+
+from .models import small_cnn, two_inputs
+
+
+@pytest.fixture
+def model(tmp_path, tefuse_dirs):
+    return str(two_inputs(tmp_path / "two.onnx"))
+
+
+def _one_error_line(capsys, *words) -> str:
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if "error" in ln]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    for w in words:
+        assert w in lines[0], lines[0]
+    return lines[0]
+
+
+def test_an_npz_that_lacks_inputs_is_an_error_naming_them(model, tmp_path, capsys):
+    np.savez(tmp_path / "empty.npz")
+    assert main(["run", model, "--input", str(tmp_path / "empty.npz"), "--iterations", "0"]) == 1
+    _one_error_line(capsys, "empty.npz", "'x'", "'y'")
+    np.savez(tmp_path / "half.npz", x=np.ones((2, 3), np.float32))
+    assert main(["run", model, "--input", str(tmp_path / "half.npz"), "--iterations", "0"]) == 1
+    line = _one_error_line(capsys, "half.npz", "'y'")
+    assert "'x'" not in line
+
+
+def test_an_npz_with_every_input_runs(model, tmp_path, capsys):
+    x, y = np.full((2, 3), 2, np.float32), np.full((2, 3), -3, np.float32)
+    np.savez(tmp_path / "all.npz", x=x, y=y)
+    out = tmp_path / "o.npz"
+    assert main(["run", model, "--input", str(tmp_path / "all.npz"), "--iterations", "0", "-o", str(out)]) == 0
+    with np.load(out) as saved:
+        np.testing.assert_array_equal(saved["prod"], x * y)
+        np.testing.assert_array_equal(saved["sum/relu"], np.maximum(x + y, 0))
+
+
+@pytest.mark.parametrize("option", ["-o", "--json"])
+@pytest.mark.parametrize("where", ["/proc/o.out", "missing_dir/o.out", "DIR"])
+def test_run_refuses_an_output_path_it_cannot_write_before_running(model, tmp_path, capsys, option, where):
+    path = str(tmp_path) if where == "DIR" else where if where.startswith("/") else str(tmp_path / where)
+    assert main(["run", model, "--iterations", "0", option, path]) == 1
+    _one_error_line(capsys, option, path)
+    assert "kernels" not in capsys.readouterr().out  # nothing was built or run
+
+
+def test_build_refuses_an_output_path_it_cannot_write_before_building(tmp_path, tefuse_dirs, capsys):
+    cnn = str(small_cnn(tmp_path / "cnn.onnx"))
+    assert main(["build", cnn, "-o", "/proc/x.tefuse"]) == 1
+    err = capsys.readouterr().err
+    assert "built" not in err
+    assert err.strip().splitlines()[-1].startswith("tefuse build: error: -o /proc/x.tefuse: cannot write")
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes read-only files")
+def test_build_refuses_a_read_only_output_file(tmp_path, tefuse_dirs, capsys):
+    cnn = str(small_cnn(tmp_path / "cnn.onnx"))
+    out = tmp_path / "ro.tefuse"
+    out.write_bytes(b"")
+    out.chmod(0o444)
+    assert main(["build", cnn, "-o", str(out)]) == 1
+    _one_error_line(capsys, "read-only")
+
+
+def test_negative_iterations_are_a_usage_error(model, capsys):
+    assert main(["run", model, "--iterations", "-1"]) == 2
+    _one_error_line(capsys, "--iterations", "-1")
+
+
+def test_negative_build_jobs_are_refused(tmp_path, tefuse_dirs, monkeypatch, capsys):
+    monkeypatch.setenv("TEFUSE_BUILD_JOBS", "-3")
+    cnn = str(small_cnn(tmp_path / "cnn.onnx"))
+    assert main(["build", cnn]) == 1
+    _one_error_line(capsys, "TEFUSE_BUILD_JOBS='-3'")
