@@ -122,8 +122,8 @@ class Template:
     def finish(self, mod, info: KernelInfo, cfg: Config, target):
         """The scheduled module a config compiles: `mod` itself, unless the template rewrites what
         its schedule primitives cannot say (tensor-core kernels stage fp16/bf16 results in that
-        type, cuda/narrow_staging.py, and read real rows past an operand's last,
-        cuda/clamp_rows.py)."""
+        type, cuda/passes/narrow_staging.py, and read real rows past an operand's last,
+        cuda/passes/clamp_rows.py)."""
         return mod
 
     def compile_target(self, info: KernelInfo, cfg: Config, target):

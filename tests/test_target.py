@@ -31,7 +31,7 @@ def test_cuda_compiler_choice(monkeypatch, preset, nvcc, want):
     assert os.environ.get("TVM_CUDA_COMPILE_MODE") == want
 
 
-def test_gpu_limits_of_the_default_cuda_target_are_the_h100_numbers():
+def test_device_caps_of_the_default_cuda_target_are_the_h100_numbers():
     """The templates' former constants: a refactor onto DeviceCaps changes no sm_90 kernel."""
     from tefuse.target import DeviceCaps, device_caps, make_target
 
@@ -41,7 +41,7 @@ def test_gpu_limits_of_the_default_cuda_target_are_the_h100_numbers():
     assert device_caps(None) == lim
 
 
-def test_gpu_limits_read_the_arch_and_the_target_attrs():
+def test_device_caps_read_the_arch_and_the_target_attrs():
     from tefuse.target import device_caps, make_target
 
     assert device_caps(make_target("cuda:sm_80")).sm_count == 108

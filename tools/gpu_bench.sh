@@ -26,7 +26,7 @@ python3 -c "import tefuse.schedules" 2>/dev/null \
 case "${1:-tests}" in
 sources)
   # the same cases built by the checkout in .baseline/ and by this one; every kernel's CUDA must match
-  # (both read this checkout's shipped records: the baseline alone would not find tuning_logs/)
+  # (both read this checkout's shipped records, tefuse/tuning_logs/: the baseline may have none)
   export TEFUSE_SYSTEM_DB=$PWD/tuning_logs
   PYTHONPATH=.baseline:$PYTHONPATH python3 tefuse/bench/sources.py --zoo resnet50 --json "$OUT/sources_before.json" \
     2>&1 | grep -v "INFO\|Warning\|warn" | tail -2

@@ -81,7 +81,7 @@ class TensorCoreAttention(Template):
 
     def supports(self, geometry, dtype: str, target) -> bool:
         """fp16, head dims of whole fragments up to 64, tiles within the arch's shared memory; more
-        than one key tile. Refused, from wrong results on the H100 (session 15, cause not found):
+        than one key tile. Refused, from wrong results on the H100 (cause not found):
         a single key tile (Lk <= 16); head dim 128 with 40 keys (with 197 keys it was right)."""
         return (dtype == "float16" and device_caps(target).compute_capability >= 70
                 and geometry.d % 16 == 0 and geometry.dv % 16 == 0
@@ -106,7 +106,7 @@ class TensorCoreAttention(Template):
         return optin_target(target)
 
     def pass_config(self, info: KernelInfo, cfg: Config, target) -> dict:
-        # wmma: StorageRewrite may alias the float32 tiles with fp16 ones (see tensorcore.pass_config)
+        # wmma: StorageRewrite may alias the float32 tiles with fp16 ones (see gemm/template.pass_config)
         return {"tirx.disable_storage_rewrite": True} if device_caps(target).kind == "cuda" else {}
 
     def preload(self) -> None:

@@ -1,5 +1,5 @@
 """CUDA flash-attention template for the attention op (ops/attention.py): fp16 on mma.sync, the
-scores and probabilities in registers (tensor_intrin_flash.py), sm_80 and later.
+scores and probabilities in registers (intrin/flash.py), sm_80 and later.
 
 One thread block per (batch entry, 16 * warps query rows), as attention.py's wmma template:
 the block's q rows and all of k and v are copied to shared memory (their prologues, a
@@ -126,8 +126,7 @@ class FlashAttention(Template):
 
     def fallback(self, info: KernelInfo, target, space: ConfigSpace) -> Config:
         """64 keys a step; 8 warps a block where that still gives every SM a block, else 4; 4-wide
-        stores. ViT-B/16's attention on the H200 (results/issue9/session20/attention_sweep.jsonl,
-        every config): batch 32, 0.030 ms at 8 warps against 0.037 at 4 (768 blocks of 8);
+        stores. ViT-B/16's attention on the H200 (a sweep of every config): batch 32, 0.030 ms at 8 warps against 0.037 at 4 (768 blocks of 8);
         batch 1, 0.0057 at 4 against 0.0067 at 8 (24 blocks of 8 on 132 SMs); 16 keys a step
         took 1.3-1.5x the time of 64, 4-wide stores 1% less than 8."""
         geo, sms = info.geometry, device_caps(target).sm_count

@@ -1,14 +1,14 @@
 """Which prologues CUDA's templates read well inside a GEMM's operand loads (a prologue rule,
 see schedules.registry.register_prologue_rule).
 
-Hopper's wgmma path (tensorcore_wgmma.py), the untuned choice for fp16/bf16 GEMMs whose B is
-stored [N, K] (Linear weights, OHWI conv weights: graph/weights.py), streams both operands
-global -> shared by cp.async, a pipeline stage ahead. An elementwise prologue (LayerNorm's
-normalisation, a cast) turns the A copy into loads computed in registers, which cp.async cannot
-do, so the pipeline stalls on them; staging the raw tile and computing it from shared memory was
-tried and was slower (results/issue9/session11). Such a prologue runs as its own elementwise
-kernel instead, as PyTorch and cuBLAS do it. Injective prologues (reshapes, layout changes) only
-move the copy's indices and stay fused, except a pad of the channel axis, which would split the
+Hopper's wgmma template (WgmmaGemm: gemm/wgmma.py, gemm/template.py), the untuned choice for
+fp16/bf16 GEMMs whose B is stored [N, K] (Linear weights, OHWI conv weights: graph/weights.py),
+streams both operands global -> shared by cp.async, a pipeline stage ahead. An elementwise
+prologue (LayerNorm's normalisation, a cast) turns the A copy into loads computed in registers,
+which cp.async cannot do, so the pipeline stalls on them; staging the raw tile and computing it
+from shared memory was tried and was slower. Such a prologue runs as its own elementwise kernel
+instead, as PyTorch and cuBLAS do it. Injective prologues (reshapes, layout changes) only move
+the copy's indices and stay fused, except a pad of the channel axis, which would split the
 copy's vectors.
 """
 from __future__ import annotations

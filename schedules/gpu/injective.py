@@ -33,7 +33,7 @@ class CudaInjective(Template):
         """256 threads; a 16-bit output (fp16/bf16 models: ResNet's input pad to paired 4-channel
         pixels) stores one 16-byte vector a thread where its rows hold whole vectors, not one
         2-byte element (the ResNet-50 stem's pad at batch 16: 10.0 us one element a thread, 4.1 a
-        vector; ResNet-50 b32's input kernel 22.0 -> 9.3 us; H100, results/issue9/session27), in
+        vector; ResNet-50 b32's input kernel 22.0 -> 9.3 us; H100), in
         blocks small enough to give every SM two: at batch 1 the pad's 25088 vectors would fill
         only 98 blocks of 256 on 132 SMs (its time alone is at the per-launch floor of the
         kernel timer either way; the b1 bench stayed 0.82x cuDNN). Wider outputs keep one

@@ -17,7 +17,7 @@ ARCH_SPECIFIC = ("wgmma.",)
 
 def ptx_arch(source: str, arch: str) -> str:
     """The arch to compile `source` for: sm_90 code holding arch-specific instructions (wgmma,
-    which tefuse compiles for sm_90a: schedules/cuda/tensorcore_wgmma.py) needs sm_90a."""
+    which tefuse compiles for sm_90a: schedules/cuda/gemm/wgmma.py) needs sm_90a."""
     if arch == "sm_90" and any(s in source for s in ARCH_SPECIFIC):
         return "sm_90a"
     return arch

@@ -21,8 +21,7 @@ for the lanes of a pixel and the copy is one predicated cp.async; with 7 taps a 
 is `(64 j + 8 t + lane) // 56`, which TVM cannot prove lane-invariant, and the copy went element
 by element, synchronously (3.5x cuDNN's time on the H100 at batch 16). Only where the padded
 reduction takes no more 64-deep steps than before (the fp16 stem: 196 and 224 both take 4; with
-8 channels, as until session 22, 392 and 448 took 7). The extra
-tap reads a pixel or padding times a zero weight: an infinite input pixel there would give NaN.
+8 channels, as before its pixels were paired, 392 and 448 took 7). The extra tap reads a pixel or padding times a zero weight: an infinite input pixel there would give NaN.
 
 The same holds for float32 products built with math='tf32' (`--precision tf32`): Hopper's wgmma
 reads tf32 operands K-major only.

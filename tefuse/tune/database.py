@@ -6,7 +6,7 @@ lines under O_APPEND and an exclusive flock, then fsync; readers take a shared f
 skip (with a warning naming file and line) whatever does not parse.
 
 Layering (like MIOpen's user/system find-db): the user's own log comes first, then the
-logs shipped in the package's `tuning_logs/`; the fastest record wins, the user's on ties.
+logs shipped in the package, `tefuse/tuning_logs/`; the fastest record wins, the user's on ties.
 """
 from __future__ import annotations
 

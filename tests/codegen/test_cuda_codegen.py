@@ -105,7 +105,7 @@ def test_conv_chain_stages_tiles_in_shared_memory(built, kw):
     if kw.get("groups", 1) == kw.get("c", 64):
         # depthwise: conv2d_depthwise's fallback reads the window straight from global memory
         # (L1 serves the reuse; measured faster than staging on H100); its `stage` knob
-        # stages in shared memory instead (tests/schedules/cuda/test_conv2d_depthwise.py)
+        # stages in shared memory instead (tests/schedules/gpu/test_conv2d_depthwise.py)
         assert cg.kernels[0].template == "conv2d_depthwise"
         assert "__shared__" not in src and "__syncthreads()" not in src
         return

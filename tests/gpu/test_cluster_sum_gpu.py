@@ -1,6 +1,6 @@
-"""Cluster split-K on a real GPU (schedules/cuda/sliced_k.py, cluster_sum.py): each CTA of a
-cluster computes a slice of the reduction and the cluster adds the partial tiles through
-distributed shared memory. The sliced kernel gives the numbers of the unsliced one with the same
+"""Cluster split-K on a real GPU (schedules/cuda/gemm/sliced_k.py, passes/cluster_sum.py): each
+CTA of a cluster computes a slice of the reduction and the cluster adds the partial tiles
+through distributed shared memory. The sliced kernel gives the numbers of the unsliced one with the same
 tile (fp16 and bf16, 1x1 and 3x3, 2 and 4 slices, ragged rows), and the untuned build of a deep
 small grid (which takes the split) those of the llvm build.
 

@@ -1,4 +1,4 @@
-"""The NHWC window-pool template (schedules/cuda/pool.py) on a real GPU: max and avg pools
+"""The NHWC window-pool template (schedules/gpu/pool.py) on a real GPU: max and avg pools
 (fp16 and fp32, padding, count_include_pad, a ReLU epilogue and a scaling prologue), with
 the fallback config and a few seeded random configs, vs float64 numpy; NaN in a window wins.
 

@@ -183,7 +183,7 @@ def test_split_k_linear_matches_llvm(precision, rng):
 
 def test_a_conv_untuned_at_192x192_matches_llvm(rng):
     """A conv whose untuned wgmma block is 192x192 (768 channels over 8x28x28 positions: 132 such
-    blocks, one wave, where 128x128 takes two; tensorcore_wgmma._fewer_waves_at_192), fp16, NHWC,
+    blocks, one wave, where 128x128 takes two; gemm/wgmma._fewer_waves_at_192), fp16, NHWC,
     against the float32 llvm build."""
     b = tefuse.GraphBuilder()
     x = b.input("x", (8, 64, 28, 28))

@@ -1,4 +1,4 @@
-"""The shipped performance database (tuning_logs/): well-formed, one best record per
+"""The shipped performance database (tefuse/tuning_logs/): well-formed, one best record per
 workload, and applied when the chains it was tuned for are built (no GPU needed)."""
 from __future__ import annotations
 

@@ -2,16 +2,16 @@
 thread-block cluster, and the slices' sum with the fused epilogue (Hopper's wgmma path).
 
 For a GEMM whose output tiles are too few for the GPU and whose reduction is deep (ResNet-50's
-7x7 and 14x14 convs at batch 16: about 100 blocks for 132 SMs, 2048-4608 deep). Session 26 tried
-the slices as warpgroups of one block (threadIdx.z): slower everywhere, as both passed the
+7x7 and 14x14 convs at batch 16: about 100 blocks for 132 SMs, 2048-4608 deep). The slices were
+also tried as warpgroups of one block (threadIdx.z): slower everywhere, as both passed the
 block's barriers. As CTAs of a cluster they keep their own barriers, and their partial tiles are
-added through distributed shared memory (cluster_sum.py), never through global memory as a
+added through distributed shared memory (passes/cluster_sum.py), never through global memory as a
 second kernel's split-K (graph/split_k.py) does.
 
 `slice_reduction` rewrites the func before scheduling (Template.prepare): the accumulator block
 becomes TVM's rfactor of it over `slices` ranges of its innermost reduction axis (a batch of
 partial GEMMs, `<name>_rf`) and a spatial block `<name>` that adds the slices. The wgmma schedule
-binds the slice axis to blockIdx.z (`tensorcore_wgmma.apply_wgmma_gemm`); each CTA copies and
+binds the slice axis to blockIdx.z (`wgmma.apply_wgmma_gemm`); each CTA copies and
 multiplies its own slice's tiles and stores its fragments to its float32 staging tile, and
 `stage_sum` computes the sum (and the fused epilogue inlined into it) from the staging tiles.
 """
@@ -24,7 +24,7 @@ from .tiles import drop_unit_iters, inline_epilogue, pick_vec, scalarizing_calls
 
 SLICED = "_rf"  # the name rfactor gives the partial-products block
 SLICE_AXIS = "blockIdx.z"  # the slices are the CTAs of a cluster, launched along z
-CLUSTER_SUM = "tefuse_cluster_sum"  # marks the sum's rows loop, one part a CTA (cluster_sum.py)
+CLUSTER_SUM = "tefuse_cluster_sum"  # marks the sum's rows loop, one part a CTA (passes/cluster_sum.py)
 
 
 def slice_reduction(func: tirx.PrimFunc, block_name: str, slices: int) -> tirx.PrimFunc:

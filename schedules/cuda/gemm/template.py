@@ -38,7 +38,7 @@ TILES = [(128, 128, 64, 64), (128, 128, 64, 32), (128, 64, 64, 32), (64, 128, 32
          (192, 192, 64, 64), (128, 192, 64, 64), (192, 128, 64, 64)]
 # block tiles of 192 rows or columns: wgmma only (2 or 3 warpgroups of 16-row warp strips, whole
 # 16-column fragments); in mma's warp grid they would be 6 or 9 warps. (256x192 never fits Hopper's
-# shared memory with its staging tile: tensorcore_wgmma.wgmma_shared_bytes.) Why 192: M = 6304
+# shared memory with its staging tile: wgmma.wgmma_shared_bytes.) Why 192: M = 6304
 # (ViT-B/16 at batch 32) is 33 such rows, and 33 x 4 = 132 blocks fill the H100's SMs exactly,
 # where 128-row tiles leave a partial wave (cuBLAS's nvjet takes 192x192 there)
 WGMMA_ONLY_TILES = frozenset(t for t in TILES if 192 in t[:2])

@@ -1,8 +1,9 @@
-"""The tensor-core template's Hopper path (intrin="wgmma", sm_90a): fp16/bf16 and tf32 GEMMs with
-B stored (N, K) on wgmma.mma_async instead of mma.sync.
+"""The Hopper tensor-core schedule (intrin="wgmma", sm_90a), what the `WgmmaGemm` template
+(template.py) applies: fp16/bf16 and tf32 GEMMs with B stored (N, K) on wgmma.mma_async instead
+of mma.sync.
 
-Same normalisation, padding, cp.async pipeline and fused epilogue as `apply_tc_gemm`; what
-differs (see tensor_intrin_wgmma.py for the layouts):
+Same normalisation, padding, cp.async pipeline and fused epilogue as mma.py's `apply_mma_gemm`
+(the shared parts in tiles.py); what differs (see intrin/wgmma.py for the layouts):
 - warps tile M only: warp w owns rows 16w..16w+15 and all BN columns (BM / 16 warps, BM a
   multiple of 64: whole warpgroups); its accumulators are a warp-scope [BN/16, 32, 8] buffer
   in TVM's mma layout, filled and stored by TVM's mma fill/store intrinsics;
@@ -34,7 +35,7 @@ from ..intrin.wgmma import (N_CHOICES, PTX_TYPE, bk_of, chunk_elems, store_intri
                                   wgmma_intrin)
 
 HOPPER_SMEM_OPTIN = SMEM_OPTIN["sm_90a"]  # bytes of dynamic shared memory a block may opt into (227 KB)
-ASYNC_WGMMA = True  # a pipelined k loop keeps one wgmma batch in flight (tensor_intrin_wgmma)
+ASYNC_WGMMA = True  # a pipelined k loop keeps one wgmma batch in flight (intrin/wgmma.py)
 
 
 def wgmma_target(target):
@@ -46,35 +47,35 @@ def wgmma_target(target):
 # the untuned epilogue's vector width: 4 lanes a thread read the staging tile as one float4, so a
 # quarter warp reads 32 consecutive words (no bank conflict; a thread's 8 as two float4s put eight
 # lanes on 16 banks) and stores 8 bytes; the 15 ResNet-50 convs at batch 16 took 0.95x the time of
-# vec_out 8 (geomean; H200, results/issue9/session21)
+# vec_out 8 (geomean; H200)
 VEC_OUT = 4
 
 
 def fallback_values(m: int, n: int, sms: int, dtype: str = "float16", k: Optional[int] = None,
                     channels: Optional[int] = None) -> dict:
-    """The untuned wgmma config: a cluster split (`slices`, cluster.cluster_split) for a
-    deep small-grid conv whose `channels` are given; otherwise, from the H100 sweeps (results/issue9/session10/wgmma.json;
-    session18/conv_b16_sweep_*.jsonl, every block tile and stage count of the 15 ResNet-50 convs
-    at batch 16): 128x128 blocks, 3 stages, when they give every SM two blocks (4096^3: 0.28 ms,
-    cuBLAS 0.20), or 192x192 where that takes fewer waves (`_fewer_waves_at_192`); 128x128 too
-    where they make one block an SM for 4/5 of the SMs or more: a block's operand tiles come from
-    L2, and 128x128 reads a third less of them than 64x128 (512x7x7->2048 at batch 16, 112 blocks:
-    7.5 us against 8.2 at 64x128. Not past one an SM: 256x14x14->1024, 200 blocks, took 8.5 us
-    against 7.3 at 64x128; H200, results/issue9/session23); else 64x128
-    blocks, 4 stages, twice the blocks for short or narrow GEMMs (197x2304x768 at 0.89x cuBLAS's
-    time, 6272x256x2304 at 1.00x, where 128x128 took 1.2-1.4x); 64x64 where 64x128 leaves SMs
-    idle (the 14x14 convs at batch 16: 98 blocks of 64x128 on 132 SMs took 1.1-1.15x the time
-    of 196 of 64x64 in session 18; since the epilogue fixes, a reduction 2048 deep or more takes
-    64x128 all the same where that leaves at most 3/10 of the SMs idle, `_deep_enough_for_64x128`;
-    ResNet-50's tuned batch-1 records of unsplit 1x1 convs are all 64x64). N <= 64 takes 64-wide tiles. No more stages than the reduction has
-    steps less one (`k`): 4 stages over a 256-deep reduction took 1.2-1.3x the time of 3 (the
-    pipeline's fill is the whole loop). (128x64 blocks of 2 stages for shallow reductions, as
-    ResNet-50's batch-32 records of 1x1 convs have, made its batch-16 1x1 convs 1-13% slower on
-    the H100: results/issue9/session16.) A tf32 tile row holds 32 elements in the same 128
-    bytes, so the same stages fit."""
+    """The untuned wgmma config: a cluster split (`slices`, cluster.cluster_split) for a deep
+    small-grid conv whose `channels` are given; otherwise, from H100 sweeps of every block tile
+    and stage count (GEMMs, and the 15 ResNet-50 convs at batch 16): 128x128 blocks, 3 stages,
+    when they give every SM two blocks (4096^3: 0.28 ms, cuBLAS 0.20), or 192x192 where that
+    takes fewer waves (`_fewer_waves_at_192`); 128x128 too where they make one block an SM for
+    4/5 of the SMs or more: a block's operand tiles come from L2, and 128x128 reads a third less
+    of them than 64x128 (512x7x7->2048 at batch 16, 112 blocks: 7.5 us against 8.2 at 64x128.
+    Not past one an SM: 256x14x14->1024, 200 blocks, took 8.5 us against 7.3 at 64x128; H200);
+    else 64x128 blocks, 4 stages, twice the blocks for short or narrow GEMMs (197x2304x768 at
+    0.89x cuBLAS's time, 6272x256x2304 at 1.00x, where 128x128 took 1.2-1.4x); 64x64 where 64x128
+    leaves SMs idle (the 14x14 convs at batch 16: 98 blocks of 64x128 on 132 SMs took 1.1-1.15x
+    the time of 196 of 64x64, measured with an earlier, slower epilogue; with today's
+    (docs/hopper.md, "The epilogue") a reduction 2048 deep or more takes 64x128 all the same where
+    that leaves at most 3/10 of the SMs idle, `_deep_enough_for_64x128`; ResNet-50's tuned
+    batch-1 records of unsplit 1x1 convs are all 64x64). N <= 64 takes 64-wide tiles. No more
+    stages than the reduction has steps less one (`k`): 4 stages over a 256-deep reduction took
+    1.2-1.3x the time of 3 (the pipeline's fill is the whole loop). (128x64 blocks of 2 stages
+    for shallow reductions, as ResNet-50's batch-32 records of 1x1 convs have, made its batch-16
+    1x1 convs 1-13% slower on the H100.) A tf32 tile row holds 32 elements in the same 128 bytes,
+    so the same stages fit."""
     common = {"bk": bk_of(dtype), "intrin": "wgmma", "vec_out": VEC_OUT}
     cluster = cluster_split(m, n, k, channels, chunk_elems(dtype), sms) if k is not None and channels is not None else None
-    if cluster is not None:  # a deep small grid: slices of K in a cluster's CTAs (cluster_sum.py)
+    if cluster is not None:  # a deep small grid: slices of K in a cluster's CTAs (passes/cluster_sum.py)
         (bm, bn), slices = cluster
         tile, stages = ((128, 128, 64, 64), 3) if (bm, bn) == (128, 128) else ((64, 128, 32, 64), 4)
         stages = min(stages, max(2, math.ceil(k / slices / common["bk"]) - 1))
@@ -101,8 +102,8 @@ def _deep_enough_for_64x128(m: int, n: int, sms: int, k: Optional[int]) -> bool:
     """Whether 64x128 blocks that leave at most 3/10 of the SMs idle still beat twice as many 64x64
     ones: for reductions 2048 deep or more, whose operand tiles (a third less L2 traffic at
     64x128) outweigh the idle SMs. 256x14x14->256 3x3 at batch 16 (98 blocks, 2304 deep): 15.2 us
-    against 16.3 on the H100, 15.6 against 16.8 on the H200; 1024x14x14->256 (1024 deep): a tie
-    (results/issue9/session23)."""
+    against 16.3 on the H100, 15.6 against 16.8 on the H200; 1024x14x14->256 (1024 deep): a
+    tie."""
     return k is not None and k >= 2048 and 10 * _blocks(m, n, 64, 128) >= 7 * sms
 
 
@@ -111,10 +112,10 @@ def _blocks(m: int, n: int, bm: int, bn: int) -> int:
     return math.ceil(m / bm) * math.ceil(n / bn)
 
 
-# (Session 21 loaded an image stem's windows unpipelined, 1 stage, where its grid held two blocks
-# an SM: each 16-byte copy then held one 8-channel pixel, and plain loads through L1 beat cp.async.
-# Since its pixels are read in pairs (graph/weights.pair_pixels) 3 stages win: 43.6 us against 46.6
-# for the ResNet-50 stem at batch 16, 2 stages 42.7; H200, results/issue9/session22/stem_configs.json)
+# (An image stem's windows were once loaded unpipelined, 1 stage, where its grid held two blocks
+# an SM: while each 16-byte copy held one 8-channel pixel, plain loads through L1 beat cp.async.
+# Since its pixels are read in pairs (graph/weights.pair_pixels) 3 stages win: 43.6 us
+# against 46.6 for the ResNet-50 stem at batch 16, 2 stages 42.7; H200)
 
 
 # bytes TVM's shared-memory merge may add past `wgmma_shared_bytes` (measured from the lowered
@@ -125,10 +126,10 @@ SMEM_MERGE_SLACK = 16 * 1024
 def wgmma_shared_bytes(bm: int, bn: int, stages: int) -> int:
     """Dynamic shared memory of a wgmma block before the merge's slack: the pipeline's 128-byte
     tile rows (A and B, `stages` versions), or the float32 staging tile, which reuses them but
-    for up to one version of the tiles (lowered kernels, session 20, rows then unpadded: 256x192
-    at 2 stages took 240 KB, the staging tile's 192 and 48 more; at 3 and 4 stages, the larger of
-    the two). The staging rows are `staging_row_stride` floats apart (padded). Sized as float32
-    even where narrow_staging makes the tile 16-bit (fp16/bf16 results, since session 25): the
+    for up to one version of the tiles (measured on lowered kernels with unpadded staging rows:
+    256x192 at 2 stages took 240 KB, the staging tile's 192 and 48 more; at 3 and 4 stages, the
+    larger of the two). The staging rows are `staging_row_stride` floats apart (padded). Sized as
+    float32 even where passes/narrow_staging.py makes the tile 16-bit (fp16/bf16 results): the
     space stays as it was measured, at the cost of refusing some configs that would now fit."""
     return max(max(stages, 1) * (bm + bn) * 128, bm * staging_row_stride(bn) * 4 + (bm + bn) * 128)
 
@@ -139,7 +140,7 @@ def _fewer_waves_at_192(m: int, n: int, sms: int) -> bool:
     computes 2 * 128^2 or 192^2 outputs; 15% less work in whole waves to switch. ViT-B/16 b32's
     N = 768 products (6304 rows: 132 blocks of 192x192, one wave, where 300 blocks of 128x128
     take two) took 0.017-0.047 ms at 192x192 against 0.021-0.067 at 128x128; N = 3072 (10% less)
-    was a tie (results/issue9/session20/gemm_vit_sweep.jsonl, H200)."""
+    was a tie (H200)."""
     waves = lambda bm, bn, per_sm: math.ceil(_blocks(m, n, bm, bn) / (per_sm * sms))
     return waves(192, 192, 1) * 192 * 192 * 1.15 < waves(128, 128, 2) * 2 * 128 * 128
 
@@ -161,7 +162,7 @@ def wgmma_admits(values: dict, dtype: str, tiles=None) -> bool:
 
 def defer_tf32_rounding(func):
     """`func` with the TF32 rounding of its GEMM operands taken out, for the wgmma intrinsic to do
-    on the tiles in shared memory (tensor_intrin_wgmma): inside the tile copies it would keep
+    on the tiles in shared memory (intrin/wgmma.py): inside the tile copies it would keep
     cp.async from streaming them. Only the wgmma schedule may use it: the func alone no longer
     rounds."""
     from tvm import tirx
@@ -301,7 +302,7 @@ def apply_wgmma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
     if stages >= 2:
         sch.annotate(k0, "software_pipeline_stage", [0, 0, stages - 1])
         # inflight: the product first in the body, so a step's copies (into the tiles the previous
-        # step's wgmma read) follow its wait for that wgmma (tensor_intrin_wgmma)
+        # step's wgmma read) follow its wait for that wgmma (intrin/wgmma.py)
         sch.annotate(k0, "software_pipeline_order", [1, 2, 0] if inflight else [0, 1, 2])
         if on_gpu:
             sch.annotate(k0, "software_pipeline_async_stages", [0])

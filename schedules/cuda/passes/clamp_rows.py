@@ -4,11 +4,11 @@ Why: pad_einsum pads M and N to whole block tiles. A tile copy then reads
 `if_then_else(row < M, A[row, k], 0)`, which TVM lowers to a predicated cp.async plus a
 zero-filling store. In SASS that is a branch, the copy and a store for each 16 bytes of each k
 step. On 2048x7x7->512 at batch 16 (M = 784, 12.25 tiles of 64 rows) the activation copies drew
-about 2.5 times the stall samples of the unpredicated weight copies (ncu, session 26). A padded
+about 2.5 times the stall samples of the unpredicated weight copies (ncu, H100). A padded
 row of A only ever meets a padded row of the output, and a padded row of B a padded column; the
 epilogue crops both. So any finite value will do there: padded row r reads row r mod M. Not
 the last row for all of them: 48 rows of a tile reading one row's bytes every k step made the
-ragged 7x7 convs 40% slower on the H100 (one L2 line hit by the whole tile, session 26).
+ragged 7x7 convs 40% slower on the H100 (one L2 line hit by the whole tile).
 
 K padding is left alone. Its zeros are summed into real outputs.
 
@@ -16,7 +16,7 @@ What: the wgmma schedule marks its two tile copies (ROWS_ANNOTATION; their iter 
 [S, rows, K] view, rows second to last). On the scheduled PrimFunc, in each marked block whose
 value is `if_then_else(cond, load, 0)`, the conjuncts of `cond` of the form `row < C` go and `row`
 becomes `row mod C` in the load. Any other conjunct stays: a conv's zero padding, K's tail.
-`TEFUSE_PREDICATED_ROWS=1` keeps the zero fill, for A/B runs.
+Every wgmma kernel gets the rewrite (TensorCoreGemm.finish); no switch keeps the zero fill.
 """
 from __future__ import annotations
 

@@ -3,9 +3,9 @@ cluster, and their partial tiles are added through distributed shared memory (sm
 
 What it is for: ResNet-50's deep 7x7 and 14x14 convs at batch 16 have too few output tiles for
 the H100 (104 blocks of 64x64 for 2048x7x7->512, one warpgroup an SM, 32 k steps each), and a
-lone warpgroup waits on its own latencies (WGMMA_NOTES, sessions 23-27). Split-K across blocks
-would write float32 partial sums to global memory and add them in a second kernel; two
-warpgroups of one block (sliced K, session 26) share the block's barriers and did not help.
+lone warpgroup waits on its own latencies (ncu's stall samples on the H100). Split-K across
+blocks would write float32 partial sums to global memory and add them in a second kernel; two
+warpgroups of one block (sliced K within a block) share the block's barriers and did not help.
 Here each slice is a CTA with its own barriers, and the partials never leave the SMs.
 
 How: `sliced_k.slice_reduction` rfactors the reduction (Template.prepare); the wgmma schedule
@@ -18,8 +18,8 @@ one part a slice) serial, marked CLUSTER_SUM. After TVM lowers the blocks, `inje
 - puts a cluster barrier before the sum (every partial tile written), and an arrive after the
   sum's reads with its wait at the end (no CTA exits while a peer still reads its shared memory;
   the epilogue runs in between);
-- launches the grid in clusters of the slices along z (`in_clusters`, which tma_mainloop uses for
-  x and y).
+- launches the grid in clusters of the slices along z (`in_clusters`, which takes x and y
+  extents too).
 """
 from __future__ import annotations
 

@@ -2,8 +2,8 @@
 
 A fused epilogue's per-channel math (batch_norm's gamma / sqrt(var + eps) with runtime
 statistics) depends on the output column only. Inlined into the store loop, it is computed again
-for every row a thread stores, and nvcc does not move it out (results/issue9/session18: the PTX
-computed the scale twice an element). This pass binds it once before the loop: in a serial loop
+for every row a thread stores, and nvcc does not move it out (a tensor-core conv's PTX computed
+the scale twice an element). This pass binds it once before the loop: in a serial loop
 of positive constant extent, free of barriers, side effects, while loops and asserts, each
 maximal floating-point subexpression that calls a math function, divides or loads, and reads
 neither the loop's variables nor memory anything writes, becomes a let before the loop.

@@ -2,8 +2,8 @@
 default s_tir pipeline with tefuse's passes after LowerOpaqueBlock (the buffers not yet flattened,
 the host and device parts not yet split), and hoist.py's host and device pipelines:
 - `cluster_sum.InjectClusterSum`: cluster split-K's sum through distributed shared memory.
-Each pass leaves a kernel without its marks unchanged. `tensorcore.pass_config` names PIPELINE
-for the wgmma kernels that need it."""
+Each pass leaves a kernel without its marks unchanged. `gemm/template.pass_config` names
+PIPELINE for the wgmma kernels that need it."""
 from __future__ import annotations
 
 import tvm

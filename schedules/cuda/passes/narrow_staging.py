@@ -1,13 +1,14 @@
 """Stage a tensor-core kernel's accumulators in the output's 16-bit type: a post-schedule rewrite.
 
 Why: the tensor-core schedules store the float32 accumulator fragments into a shared staging
-tile that the fused epilogue reads (tensorcore.stage_accumulators). For an fp16/bf16 op the
+tile that the fused epilogue reads (gemm/tiles.py, stage_accumulators). For an fp16/bf16 op the
 epilogue reads every staging element as `Cast(float16|bfloat16, S[...])` first (a conv's or
 dense's result is its float32 sum rounded: ops/conv2d.py, ops/dense.py), so rounding the values
 as the fragments are stored computes the same numbers bit for bit, while the tile's bytes
 written and read through shared memory, and its footprint, halve. CUTLASS's Hopper epilogue
 stages in the output type for the same reason. The memory-bound convs at batch 16 spend a good
-part of their time in that round trip (WGMMA_NOTES, session 21).
+part of their time in that round trip: with the rewrite every fp16 ResNet-50 conv at batch 16
+got faster (tefuse's times 0.973x, geomean).
 
 Why after scheduling, not `sch.unsafe_set_dtype`: that would leave `Cast(f16, Cast(f32, S))` on
 the loads, and the float32 store intrinsic's description would no longer match the block.
@@ -15,7 +16,7 @@ the loads, and the float32 store intrinsic's description would no longer match t
 What: on a scheduled PrimFunc, a float32 shared buffer whose every load sits directly under one
 16-bit Cast becomes a buffer of that type; its stores (plain, or through a tensorized store's
 match buffer) cast their values; the casts on its loads go; the rows' padding annotation
-(`buffer_dim_align`, tensorcore.tensorize_staging_store) keeps rows 16 bytes past a 32-bank
+(`buffer_dim_align`, gemm/tiles.tensorize_staging_store) keeps rows 16 bytes past a 32-bank
 multiple, which suits 16-bit fragment stores as 32 bytes suited float32 pairs. Anything else touching the
 buffer (a call taking it, as wmma's store_matrix_sync does through a float32 access pointer; a load
 without the cast; a split-K partial sum or tf32 result kept in float32) leaves the function as it is.

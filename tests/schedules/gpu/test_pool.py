@@ -1,4 +1,4 @@
-"""The NHWC window-pool template (schedules/cuda/pool.py) without a GPU: it is the untuned
+"""The NHWC window-pool template (schedules/gpu/pool.py) without a GPU: it is the untuned
 choice for NHWC max/avg pools (NCHW and global pools stay with the cross-thread reduction
 template), its CUDA loads and stores channels as vectors and compiles to PTX, and its schedule
 (the same loops, unbound) computes numpy's numbers on llvm, padding and NaN included."""

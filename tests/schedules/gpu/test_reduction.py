@@ -1,4 +1,4 @@
-"""The CUDA cross-thread reduction template (schedules/cuda/reduction.py), without a GPU:
+"""The CUDA cross-thread reduction template (schedules/gpu/reduction.py), without a GPU:
 reduce / softmax / pool chains build to one kernel whose reduction is a warp-shuffle
 allreduce, sampled configs of the space apply and generate code, the fallback compiles to
 sm_90 PTX."""

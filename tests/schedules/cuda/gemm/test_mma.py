@@ -115,7 +115,7 @@ def _group(graph):
     return group
 
 
-# fp16/bf16/tf32 dense GEMMs (B stored [N, K]): Hopper's untuned choice is wgmma (test_tensorcore_wgmma)
+# fp16/bf16/tf32 dense GEMMs (B stored [N, K]): Hopper's untuned choice is wgmma (test_wgmma.py)
 WGMMA_CASES = {"dense_awkward_197", "dense_bf16", "dense_normalized_prologue", "dense_awkward_197_tf32",
                "dense_rows_permuted", "dense_gelu_197"}
 
@@ -298,7 +298,7 @@ def test_chosen_for_low_precision_only():
 
 
 def test_cli_builds_one_tensor_core_kernel_for_an_fp16_chain(capsys):
-    """README/issue: `tefuse build CHAIN -i 16x64x56x56 --precision fp16 -t cuda -e cuda`."""
+    """The README's command: `tefuse build CHAIN -i 16x64x56x56 --precision fp16 -t cuda -e cuda`."""
     from tefuse.cli import main
 
     rc = main(["build", "conv2d(k=64,r=3,pad=1)+bias+batch_norm+relu", "-i", "16x64x56x56", "--precision", "fp16",
@@ -311,7 +311,7 @@ def test_cli_builds_one_tensor_core_kernel_for_an_fp16_chain(capsys):
 
 def test_tf32_fragment_layouts_follow_the_ptx_isa():
     """Emulate mma.sync.m16n8k8 .tf32 with the PTX ISA's fragment description (written out
-    here, independently of tensor_intrin_tf32): lanes hold what the intrinsics' layouts say, and
+    here, independently of intrin/tf32.py): lanes hold what the intrinsics' layouts say, and
     the two instructions of a 16x16x8 tile produce A @ B in the accumulator layout."""
     from tefuse.schedules.cuda.intrin import tf32 as L
 

@@ -134,8 +134,8 @@ def test_fallback_tiles_follow_the_sm_count():
 def test_an_image_stem_keeps_its_pipeline():
     """A conv window over an image's channels (3, padded to 4, two pixels a 16-byte copy) keeps
     the untuned pipeline at any grid size: its tile copies are 16-byte cp.async, as a 3x3 conv
-    over 64 channels and windows side by side have (session 21 loaded the stem unpipelined, 1
-    stage, when each copy held one pixel; with pairs 3 stages took 43.6 us against 46.6)."""
+    over 64 channels and windows side by side have (an unpipelined stem, 1 stage, won only while
+    each copy held one pixel; with pairs 3 stages took 43.6 us against 46.6)."""
     from tefuse.schedules.cuda.gemm.wgmma import fallback_values
 
     assert fallback_values(200704, 64, 132, k=224)["stages"] == 3
@@ -332,7 +332,7 @@ LLVM_CASES = {
     "layernorm_prologue_2_stages": (lambda: _normalized_dense(130, 96, 128, "float16"), 128, 96, 2),
     "layernorm_prologue_unpipelined": (lambda: _normalized_dense(70, 64, 64, "float16"), 64, 64, 1),
     "cast_prologue": (lambda: _cast_dense(100, 80, 72), 64, 80, 4),
-    # attention's q @ k^T: B read [N, K] through the transpose (tensorcore.operand_k_major)
+    # attention's q @ k^T: B read [N, K] through the transpose (gemm/tiles.operand_k_major)
     "attention_scores": (lambda: _scores(70, 40, 64, "float16"), 64, 48, 3),
 }
 

@@ -1,4 +1,4 @@
-"""Tile copies past the last row of an operand read a real row (schedules/cuda/clamp_rows.py):
+"""Tile copies past the last row of an operand read a real row (schedules/cuda/passes/clamp_rows.py):
 the same numbers bit for bit on llvm with and without the rewrite (ragged M, ragged N, ragged K and
 a conv's zero padding), K's zero fill and the conv padding kept, and the CUDA kernel of a ragged-M
 conv with no predicated copy left (TVM's predicated copies without the rewrite)."""

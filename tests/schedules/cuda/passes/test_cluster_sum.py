@@ -1,8 +1,9 @@
-"""Cluster split-K (schedules/cuda/sliced_k.py, cluster_sum.py) without a GPU: the sliced schedule
-computes the right numbers on llvm (1x1 and 3x3 convs, 2 and 4 slices, ragged rows), its tile
-copies stay 16-byte vectors, and the CUDA kernel reads its peers' partial tiles through `mapa`
-between cluster barriers, launched in clusters of the slices (PTX compiled here); the untuned
-config takes it for the deep small grids that graph/split_k.cluster_split names."""
+"""Cluster split-K (schedules/cuda/gemm/sliced_k.py, schedules/cuda/passes/cluster_sum.py) without
+a GPU: the sliced schedule computes the right numbers on llvm (1x1 and 3x3 convs, 2 and 4 slices,
+ragged rows), its tile copies stay 16-byte vectors, and the CUDA kernel reads its peers' partial
+tiles through `mapa` between cluster barriers, launched in clusters of the slices (PTX compiled
+here); the untuned config takes it for the deep small grids that
+schedules/cuda/gemm/cluster.cluster_split names."""
 from __future__ import annotations
 
 import re
@@ -77,7 +78,7 @@ def test_cuda_reads_peers_through_mapa_between_cluster_barriers():
 def test_a_3x3_slice_starts_on_whole_channel_vectors():
     """The slices split the input channels, each over every filter tap: a 3x3 conv's sliced A tile
     copy stays a (predicated, for the padding) 16-byte cp.async, not an element-by-element copy
-    (split over the fused taps x channels, session 26's slices started mid-tap and went scalar)."""
+    (split over the fused taps x channels, slices started mid-tap and went scalar)."""
     src = _cuda_kernel(_ohwi_conv(4, 7, 256, 256, 3),
                        {"tile": (128, 128, 64, 64), "bk": 64, "stages": 3, "intrin": "wgmma", "vec_out": 4,
                         "slices": 2})

@@ -1,7 +1,8 @@
-"""Tensor-core kernels stage fp16/bf16 results in their own type (schedules/cuda/narrow_staging.py):
-the rewritten staging tile is 16-bit, the numbers do not change by a bit (the same schedule run on
-llvm with and without the rewrite), the CUDA kernels (wgmma and mma.sync) round as the fragments
-are stored, and a tile read in float32 (tf32's result) is left as it is."""
+"""Tensor-core kernels stage fp16/bf16 results in their own type
+(schedules/cuda/passes/narrow_staging.py): the rewritten staging tile is 16-bit, the numbers do
+not change by a bit (the same schedule run on llvm with and without the rewrite), the CUDA
+kernels (wgmma and mma.sync) round as the fragments are stored, and a tile read in float32
+(tf32's result) is left as it is."""
 from __future__ import annotations
 
 import re
@@ -164,7 +165,7 @@ def test_the_cuda_kernels_round_as_they_store_the_fragments(arch, intrin, dtype)
 
 def test_wmma_keeps_its_float32_staging():
     """wmma's store_matrix_sync writes the tile through a float32 access pointer: the tile stays
-    float32 and the kernel compiles (narrowed, TVM refused the pointer's type; H100, session 25)."""
+    float32 and the kernel compiles (narrowed, TVM refused the pointer's type)."""
     from tefuse.bench.forced_config import ForcedConfig
 
     cfg = {"tile": [64, 64, 32, 32], "stages": 3, "bk": 32, "intrin": "wmma", "vec_out": 4}
