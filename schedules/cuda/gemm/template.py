@@ -228,7 +228,7 @@ class WgmmaGemm(TensorCoreGemm):
     def space(self, info: KernelInfo, target) -> ConfigSpace:
         s = ConfigSpace()
         self.tiling_knobs(s, ["wgmma"])
-        # the CTAs of a cluster sharing an output tile's reduction (cluster_sum.py), implied 1 in
+        # the CTAs of a cluster sharing an output tile's reduction (passes/cluster_sum.py), implied 1 in
         # the records from before it
         s.define_knob("slices", [1, 2, 4], implied_first=True)
         s.constrain(lambda v: v["slices"] == 1 or (_sliceable(info, v["slices"], v["tile"])
