@@ -44,6 +44,7 @@ from tvm.s_tir import TensorIntrin
 from tvm.script import tirx as T
 
 from ...common import dtype_bytes
+from ...intrin import register_once
 
 WARP = 32
 PTX_TYPE = {"float16": "f16", "bfloat16": "bf16", "float32": "tf32"}
@@ -243,11 +244,8 @@ def _store_impl(scope: str):
 def store_intrin(mma_store: str, scope: str = "shared.dyn") -> str:
     """Register (once) and name the accumulator store that drains the wgmma batches first: TVM's
     `mma_store` intrinsic's description, `_store_impl` as its implementation."""
-    name = f"tefuse_wgmma_{mma_store}"
-    if name not in _registered:
-        TensorIntrin.register(name, TensorIntrin.get(mma_store).desc, _store_impl(scope), override=True)
-        _registered.add(name)
-    return name
+    return register_once(f"tefuse_wgmma_{mma_store}",
+                         lambda: (TensorIntrin.get(mma_store).desc, _store_impl(scope)))
 
 
 def _intrin(n: int, in_dtype: str, scope: str, stages: int = 0):
@@ -302,9 +300,6 @@ def _intrin(n: int, in_dtype: str, scope: str, stages: int = 0):
     return desc, impl
 
 
-_registered: set[str] = set()
-
-
 def wgmma_intrin(n: int, in_dtype: str, scope: str = "shared.dyn", stages: int = 0) -> str:
     """Register (once) and name the intrinsic for a 16 x n x BK per-warp product (`stages`:
     see device_source)."""
@@ -314,7 +309,4 @@ def wgmma_intrin(n: int, in_dtype: str, scope: str = "shared.dyn", stages: int =
         raise ValueError(f"wgmma warp tile N must be a multiple of 16 up to 256, not {n}")
     name = f"tefuse_wgmma_16x{n}x{bk_of(in_dtype)}_{PTX_TYPE[in_dtype]}_{scope.replace('.', '_')}"
     name += f"_s{stages}" if stages else ""
-    if name not in _registered:
-        TensorIntrin.register(name, *_intrin(n, in_dtype, scope, stages), override=True)
-        _registered.add(name)
-    return name
+    return register_once(name, lambda: _intrin(n, in_dtype, scope, stages))
