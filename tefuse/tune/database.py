@@ -19,6 +19,7 @@ import threading
 from pathlib import Path
 from typing import Iterable, Optional, Sequence, Union
 
+from ..errors import TefuseError
 from .record import TuningRecord
 
 log = logging.getLogger(__name__)
@@ -158,6 +159,8 @@ class Database:
             self._reset()
             self._stamp = None
             return
+        except OSError as e:  # a directory, no permission
+            raise TefuseError(f"tuning log {self.path}: cannot read ({e.strerror or e})") from None
         with f:
             fcntl.flock(f.fileno(), fcntl.LOCK_SH)
             try:
@@ -261,8 +264,13 @@ def user_db_path() -> Path:
     $XDG_DATA_HOME/tefuse, ~/.local/share/tefuse by default): tuning results are data that a
     cache cleaner must not delete. A log at the old place ($XDG_CACHE_HOME/tefuse/tuning.jsonl)
     stays in use until one exists at the new place."""
-    if os.environ.get("TEFUSE_USER_DB"):
-        return Path(os.environ["TEFUSE_USER_DB"]).expanduser()
+    value = os.environ.get("TEFUSE_USER_DB")
+    if value:
+        path = Path(value).expanduser()
+        if path.is_dir():
+            raise TefuseError(f"TEFUSE_USER_DB={value}: is a directory; it names the user tuning log "
+                              f"file (such as {path / 'tuning.jsonl'})")
+        return path
     import platformdirs
 
     path = Path(platformdirs.user_data_dir("tefuse", appauthor=False)) / "tuning.jsonl"
@@ -330,8 +338,6 @@ def missing_log_message(path) -> str:
 
 
 def _check_sources(dbs) -> None:
-    from ..errors import TefuseError
-
     for d in dbs:
         if isinstance(d, Database) and not d.path.is_file():
             raise TefuseError(missing_log_message(d.path))

@@ -83,3 +83,13 @@ def test_negative_build_jobs_are_refused(tmp_path, tefuse_dirs, monkeypatch, cap
     cnn = str(small_cnn(tmp_path / "cnn.onnx"))
     assert main(["build", cnn]) == 1
     _one_error_line(capsys, "TEFUSE_BUILD_JOBS='-3'")
+
+
+@pytest.mark.parametrize("command", [["build", "conv2d(k=8,r=1)+relu", "-i", "1x4x8x8"], ["cache", "info"],
+                                     ["db", "list"]])
+def test_a_user_db_that_is_a_directory_is_one_line_naming_the_variable(tmp_path, tefuse_dirs, monkeypatch,
+                                                                       capsys, command):
+    monkeypatch.setenv("TEFUSE_USER_DB", str(tmp_path))
+    assert main(command) == 1
+    line = _one_error_line(capsys, f"TEFUSE_USER_DB={tmp_path}", "is a directory")
+    assert line.startswith(f"tefuse {command[0]}")
