@@ -114,6 +114,25 @@ class Database:
         return f"Database({str(self.path)!r})"
 
     # -- writing -----------------------------------------------------------------------
+    def check_writable(self) -> None:
+        """Refuse, in one line naming the log, a log that appends could not reach (a directory,
+        a read-only or special file system such as /proc, a missing parent that cannot be
+        made): probed before a tuner spends time measuring. Opens the log for appending, or
+        creates and removes a probe file beside it when it does not exist yet."""
+        path, parent = self.path, self.path.parent
+        try:
+            if path.is_dir():
+                raise IsADirectoryError(21, "Is a directory")
+            parent.mkdir(parents=True, exist_ok=True)
+            if path.exists():
+                os.close(os.open(path, os.O_WRONLY | os.O_APPEND))
+            else:
+                fd, probe = tempfile.mkstemp(dir=parent, prefix=f".{path.name}.", suffix=".probe")
+                os.close(fd)
+                os.unlink(probe)
+        except OSError as e:
+            raise TefuseError(f"tuning log {path}: cannot write ({e.strerror or e})") from None
+
     def append(self, record: TuningRecord) -> None:
         self.append_many([record])
 
@@ -237,6 +256,9 @@ class LayeredDatabase:
 
     def __repr__(self) -> str:
         return f"LayeredDatabase({[str(d.path) for d in self.layers]})"
+
+    def check_writable(self) -> None:
+        self.user.check_writable()
 
     def append(self, record: TuningRecord) -> None:
         self.user.append(record)
