@@ -164,6 +164,24 @@ def _upgrade(model: onnx.ModelProto, opset: int) -> onnx.ModelProto:
     return up
 
 
+def _undefined_inputs(g: onnx.GraphProto, opset: int) -> list[ImportProblem]:
+    """A problem for each node that reads a tensor no graph input, initializer or node output
+    defines (an initializer left out of the file, a misspelt name)."""
+    defined = {i.name for i in g.input} | {i.name for i in g.initializer}
+    defined |= {i.values.name for i in g.sparse_initializer}
+    defined |= {o for nd in g.node for o in nd.output if o}
+    problems = []
+    for k, nd in enumerate(g.node):
+        missing = list(dict.fromkeys(i for i in nd.input if i and i not in defined))
+        if missing:
+            what = (f"input {missing[0]!r} is" if len(missing) == 1 else
+                    f"inputs {', '.join(repr(m) for m in missing)} are")
+            problems.append(ImportProblem(nd.name or f"#{k}:{nd.output[0] if nd.output else ''}", nd.op_type, opset,
+                                          f"{what} not defined: no graph input, initializer or node output "
+                                          f"has that name (a missing initializer?)"))
+    return problems
+
+
 def _fold(ctx: ImportContext, n: OnnxNode) -> list[np.ndarray]:
     """Evaluate a node whose inputs are all constants (numpy fast paths, else onnx.reference)."""
     fast = FOLDERS.get(n.op_type)
@@ -205,6 +223,11 @@ def import_onnx(model_or_path: ModelLike, *, input_shapes: Optional[Mapping[str,
     if opset > MAX_OPSET:
         log.warning("model opset %d is newer than %d; importing with the opset-%d converters",
                     opset, MAX_OPSET, MAX_OPSET)
+    undefined = _undefined_inputs(model.graph, opset)
+    if undefined:  # before the checker, which reports them as an ordering problem
+        where = os.fspath(model_or_path) if isinstance(model_or_path, (str, os.PathLike)) else model.graph.name
+        lines = "\n  ".join(str(p) for p in undefined)
+        raise ModelImportError(f"{where!r}: {len(undefined)} node(s) read undefined tensors:\n  {lines}", undefined)
     if check:
         try:
             onnx.checker.check_model(model)
