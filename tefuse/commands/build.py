@@ -113,10 +113,12 @@ def load_graphs(args: argparse.Namespace) -> Optional[dict]:
         raise UsageError("--input/-i is a chain's input shape; for an ONNX model use --shape NAME=DIMS")
     from ..frontend.onnx import load_model
 
-    return onnx_batch_graphs(load_model(args.spec), batches, parse_shapes(getattr(args, "shape", [])))
+    return onnx_batch_graphs(load_model(args.spec), batches, parse_shapes(getattr(args, "shape", [])),
+                             source=args.spec)
 
 
-def onnx_batch_graphs(model, batches: list[int], shapes: dict[str, tuple[int, ...]]) -> dict:
+def onnx_batch_graphs(model, batches: list[int], shapes: dict[str, tuple[int, ...]],
+                      source: Optional[str] = None) -> dict:
     """{batch: graph}: the ONNX model imported for each batch size (its dynamic leading dims
     set to it); a model without one is a usage error."""
     from ..errors import ModelImportError
@@ -131,7 +133,7 @@ def onnx_batch_graphs(model, batches: list[int], shapes: dict[str, tuple[int, ..
             shapes_b = batch_input_shapes(model, b, shapes)
         except ModelImportError as e:
             raise UsageError(f"--batch: {e}") from None
-        graphs[b] = import_model(model, shapes_b, names)
+        graphs[b] = import_model(model, shapes_b, names, source)
     return graphs
 
 
@@ -209,7 +211,7 @@ def load_graph(args: argparse.Namespace):
 
         model = load_model(args.spec)
         init = {i.name for i in model.graph.initializer}
-        return import_model(model, shapes, [i.name for i in model.graph.input if i.name not in init])
+        return import_model(model, shapes, [i.name for i in model.graph.input if i.name not in init], args.spec)
     from ..plan.spec import parse_chain
 
     return parse_chain(args.spec, chain_shape(args), args.dtype, args.layout)
@@ -261,7 +263,7 @@ def shape_conflict(vi, dims: Sequence[int]) -> Optional[str]:
     return ", ".join(f"dim {k} is fixed at {model[k].dim_value}" for k in fixed)
 
 
-def import_model(model, shapes: dict[str, tuple[int, ...]], input_names: list[str]):
+def import_model(model, shapes: dict[str, tuple[int, ...]], input_names: list[str], source: Optional[str] = None):
     """import_onnx with --shape values; unknown names or dims left unknown are usage errors
     that say which --shape to add. --shape sizes only the dims the model leaves symbolic: one
     that changes a fixed dim is a usage error naming the input and the dims."""
@@ -289,7 +291,7 @@ def import_model(model, shapes: dict[str, tuple[int, ...]], input_names: list[st
             missing.append(f"{vi.name!r} is {shown} (--shape {vi.name}={example})")
     if missing:
         raise UsageError("model inputs with unknown dims: " + "; ".join(missing))
-    return import_onnx(model, input_shapes=shapes or None)
+    return import_onnx(model, input_shapes=shapes or None, source=source)
 
 
 def add_parser(sub) -> None:

@@ -354,12 +354,12 @@ def _load(args: argparse.Namespace, given: dict[str, Any], sources: Optional[dic
     if batches is not None:  # the inputs given pick a profile; they do not shape the model
         from .build import onnx_batch_graphs
 
-        graph = onnx_batch_graphs(model, batches, shapes)
+        graph = onnx_batch_graphs(model, batches, shapes, source=args.model)
     else:
         for k, v in given.items():
             if k in input_names and k not in shapes:
                 shapes[k] = tuple(v.shape)
-        graph = import_model(model, shapes, input_names)
+        graph = import_model(model, shapes, input_names, args.model)
     db, cache = open_db_and_cache(args)
     cg = build_graph(graph, target, db, cache, args.jobs, **graph_options(args))
     return cg, len(model.graph.node), model, time.perf_counter() - t0

@@ -142,3 +142,20 @@ def test_the_help_says_what_shape_can_change(capsys):
     assert main(["build", "--help"]) == 0
     help_text = " ".join(capsys.readouterr().out.split())
     assert "the dims the model fixes must be given as they are" in help_text
+
+
+def test_a_missing_initializer_names_the_file_node_and_input(tmp_path, tefuse_dirs, capsys):
+    import onnx
+    from onnx import TensorProto, helper
+
+    g = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["c"], name="conv1"),
+                           helper.make_node("Relu", ["c"], ["y"], name="relu1")], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 4, 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 4, 4])])
+    path = tmp_path / "no_init.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), str(path))
+    assert main(["build", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "topologically" not in err, err
+    assert f"tefuse build: error: {str(path)!r}: 1 node(s) read undefined tensors:" in err
+    assert "node 'conv1' (Conv, opset 13): input 'w' is not defined" in err
