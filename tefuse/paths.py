@@ -6,11 +6,22 @@ import os
 from pathlib import Path
 
 
-def kernel_cache_dir() -> Path:
-    """$TEFUSE_CACHE_DIR, else kernels/ in the user cache directory (platformdirs: on Linux
-    $XDG_CACHE_HOME/tefuse, ~/.cache/tefuse by default)."""
-    if os.environ.get("TEFUSE_CACHE_DIR"):
-        return Path(os.environ["TEFUSE_CACHE_DIR"]).expanduser()
+def _user_cache() -> Path:
+    """The user cache directory (platformdirs: on Linux $XDG_CACHE_HOME/tefuse, ~/.cache/tefuse
+    by default)."""
     import platformdirs
 
-    return Path(platformdirs.user_cache_dir("tefuse", appauthor=False)) / "kernels"
+    return Path(platformdirs.user_cache_dir("tefuse", appauthor=False))
+
+
+def kernel_cache_dir() -> Path:
+    """$TEFUSE_CACHE_DIR, else kernels/ in the user cache directory."""
+    if os.environ.get("TEFUSE_CACHE_DIR"):
+        return Path(os.environ["TEFUSE_CACHE_DIR"]).expanduser()
+    return _user_cache() / "kernels"
+
+
+def generated_source_dir() -> Path:
+    """generated/ in the user cache directory: Python modules tefuse writes from the installed
+    TVM's source at run time (TVMScript reads its functions' source from real files)."""
+    return _user_cache() / "generated"

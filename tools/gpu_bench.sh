@@ -9,7 +9,8 @@
 #   bash tools/gpu_bench.sh gpu-tests  # the GPU tests alone
 #   bash tools/gpu_bench.sh tune-fp16  # fp16 records for MODELS x BATCHES (TUNE_SECONDS each)
 #   bash tools/gpu_bench.sh sources    # kernel fingerprints of an older checkout in .baseline/
-#     (e.g. `git archive REV tefuse schedules | tar -x -C .baseline`) against this one
+#     against this one (or its halves, one call each: sources-before, then sources-after with
+#     BEFORE=the first's JSON)
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
 TRIALS=${TRIALS:-64}  # per chain and tuner in the study
@@ -24,14 +25,23 @@ python3 -c "import tefuse.schedules" 2>/dev/null \
   || python3 -m pip install -q --no-deps --no-build-isolation --no-index -e . >/dev/null 2>&1 \
   || { echo "could not install tefuse (pip install -e .)"; exit 1; }
 case "${1:-tests}" in
-sources)
-  # the same cases built by the checkout in .baseline/ and by this one; every kernel's CUDA must match
-  # (both read this checkout's shipped records, tefuse/tuning_logs/: the baseline may have none)
-  export TEFUSE_SYSTEM_DB=$PWD/tuning_logs
-  PYTHONPATH=.baseline:$PYTHONPATH python3 tefuse/bench/sources.py --zoo resnet50 --json "$OUT/sources_before.json" \
-    2>&1 | grep -v "INFO\|Warning\|warn" | tail -2
-  python3 -m tefuse.bench.sources --zoo resnet50 --json "$OUT/sources_after.json" \
-    --compare "$OUT/sources_before.json" 2>&1 | grep -v "INFO\|Warning\|warn" | tail -6
+sources|sources-before|sources-after)
+  # the torchvision models (with the shipped records) built by the checkout in .baseline/ and by
+  # this one, in fp32 and fp16; every kernel's CUDA must match. .baseline/ holds an older tefuse
+  # with its schedules inside (`git archive REV tefuse schedules | tar -x -C .baseline &&
+  # mv .baseline/schedules .baseline/tefuse/`); both read this checkout's shipped records.
+  export TEFUSE_SYSTEM_DB=$PWD/tefuse/tuning_logs
+  MODELS=${MODELS:-resnet50 mobilenet_v2 vit_b_16}
+  SRC_ARGS="--zoo --torchvision $MODELS --precision fp32 fp16"
+  if [ "$1" != sources-after ]; then
+    PYTHONPATH=.baseline:$PYTHONPATH python3 tefuse/bench/sources.py $SRC_ARGS --json "$OUT/sources_before.json" \
+      2>&1 | grep -v "INFO\|Warning\|warn" | tail -2
+  fi
+  if [ "$1" != sources-before ]; then
+    BEFORE=${BEFORE:-$OUT/sources_before.json}
+    python3 -m tefuse.bench.sources $SRC_ARGS --json "$OUT/sources_after.json" --compare "$BEFORE" \
+      2>&1 | grep -v "INFO\|Warning\|warn" | tail -40
+  fi
   ;;
 tests|gpu-tests)
   python3 -m pytest -m gpu tests -q -p no:cacheprovider 2>&1 | tee "$OUT/gpu_tests.log" | tail -15

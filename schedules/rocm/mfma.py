@@ -24,6 +24,8 @@ from dataclasses import dataclass
 
 from tvm.script import tirx as T
 
+from ..intrin import register_once
+
 TILE = 16
 LANES = 64
 SLOTS = TILE * TILE // LANES  # 4 values a lane
@@ -219,21 +221,12 @@ def _store():
     return desc, impl
 
 
-_REGISTERED: set[str] = set()
-
-
 def register(dtype: str) -> Intrins:
-    """Register the five intrinsics of one input dtype with TVM (idempotent); their names."""
+    """Register the five intrinsics of one input dtype with TVM (once a process); their names."""
     n = names(dtype)
-    if dtype in _REGISTERED:
-        return n
-    from tvm.s_tir import TensorIntrin
-
-    for name, make in ((n.fill, _fill), (n.load_a, lambda: _load(dtype, False)),
-                       (n.load_b, lambda: _load(dtype, True)), (n.mma, lambda: _mma(dtype)), (n.store, _store)):
-        try:
-            TensorIntrin.get(name)
-        except Exception:  # noqa: BLE001 - not registered in this process yet
-            TensorIntrin.register(name, *make())
-    _REGISTERED.add(dtype)
+    register_once(n.fill, _fill)
+    register_once(n.load_a, lambda: _load(dtype, False))
+    register_once(n.load_b, lambda: _load(dtype, True))
+    register_once(n.mma, lambda: _mma(dtype))
+    register_once(n.store, _store)
     return n

@@ -23,6 +23,7 @@ from typing import Any, Optional, Union
 
 import tvm
 
+from ..errors import TefuseError
 from ..paths import kernel_cache_dir
 
 log = logging.getLogger(__name__)
@@ -194,13 +195,25 @@ class KernelCache:
         return p
 
     def clear(self) -> int:
-        """Remove every entry; returns how many were removed."""
-        n = 0
+        """Remove every entry; returns how many were removed. Files that cannot be removed (a
+        read-only cache) are tried all the same, then reported in one TefuseError naming the
+        cache, the reason and the first of them."""
+        n, failed = 0, []
         for f in self.root.glob("*/*.so"):
-            f.unlink(missing_ok=True)
-            n += 1
+            try:
+                f.unlink(missing_ok=True)
+                n += 1
+            except OSError as e:
+                failed.append((f, e))
         for f in [*self.root.glob("*/*.src"), *self.root.glob("*/*.meta")]:  # with their libraries
-            f.unlink(missing_ok=True)
+            try:
+                f.unlink(missing_ok=True)
+            except OSError as e:
+                failed.append((f, e))
+        if failed:
+            f, e = failed[0]
+            raise TefuseError(f"kernel cache {self.root}: cannot remove {len(failed)} file(s) "
+                              f"({e.strerror or e}: {f}); {n} kernel(s) removed")
         return n
 
 

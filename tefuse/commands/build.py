@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import logging
 import re
-from typing import Optional
+from typing import Optional, Sequence
 
 from . import UsageError
 
@@ -72,8 +72,10 @@ def graph_options(args) -> dict:
 
 def add_shape_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--shape", action="append", default=[], metavar="NAME=1x3x224x224",
-                   help="an ONNX input's shape, fixing symbolic dims such as the batch (repeatable); "
-                        "for a chain, its input shape (NAME= optional)")
+                   help="an ONNX input's shape, giving its symbolic dims (a batch named N, -1) a size "
+                        "(repeatable); the dims the model fixes must be given as they are (as trtexec "
+                        "--shapes and onnxruntime take them): a model exported with batch 1 is refused "
+                        "--shape x=8x...; for a chain, its input shape (NAME= optional)")
 
 
 def add_batch_option(p: argparse.ArgumentParser) -> None:
@@ -111,10 +113,12 @@ def load_graphs(args: argparse.Namespace) -> Optional[dict]:
         raise UsageError("--input/-i is a chain's input shape; for an ONNX model use --shape NAME=DIMS")
     from ..frontend.onnx import load_model
 
-    return onnx_batch_graphs(load_model(args.spec), batches, parse_shapes(getattr(args, "shape", [])))
+    return onnx_batch_graphs(load_model(args.spec), batches, parse_shapes(getattr(args, "shape", [])),
+                             source=args.spec)
 
 
-def onnx_batch_graphs(model, batches: list[int], shapes: dict[str, tuple[int, ...]]) -> dict:
+def onnx_batch_graphs(model, batches: list[int], shapes: dict[str, tuple[int, ...]],
+                      source: Optional[str] = None) -> dict:
     """{batch: graph}: the ONNX model imported for each batch size (its dynamic leading dims
     set to it); a model without one is a usage error."""
     from ..errors import ModelImportError
@@ -129,7 +133,7 @@ def onnx_batch_graphs(model, batches: list[int], shapes: dict[str, tuple[int, ..
             shapes_b = batch_input_shapes(model, b, shapes)
         except ModelImportError as e:
             raise UsageError(f"--batch: {e}") from None
-        graphs[b] = import_model(model, shapes_b, names)
+        graphs[b] = import_model(model, shapes_b, names, source)
     return graphs
 
 
@@ -207,7 +211,7 @@ def load_graph(args: argparse.Namespace):
 
         model = load_model(args.spec)
         init = {i.name for i in model.graph.initializer}
-        return import_model(model, shapes, [i.name for i in model.graph.input if i.name not in init])
+        return import_model(model, shapes, [i.name for i in model.graph.input if i.name not in init], args.spec)
     from ..plan.spec import parse_chain
 
     return parse_chain(args.spec, chain_shape(args), args.dtype, args.layout)
@@ -234,9 +238,35 @@ def named_shapes(shapes: dict[str, tuple[int, ...]], input_names: list[str]) -> 
     return {input_names[0]: shapes[""]} | rest
 
 
-def import_model(model, shapes: dict[str, tuple[int, ...]], input_names: list[str]):
+def _fixed(d) -> bool:
+    return d.HasField("dim_value") and d.dim_value > 0
+
+
+def model_shape_text(vi) -> str:
+    """An ONNX input's shape as the model gives it: 1x3x224x224, Nx3x224x224, ?x10."""
+    return "x".join(str(d.dim_value) if _fixed(d) else (d.dim_param or "?") for d in vi.type.tensor_type.shape.dim)
+
+
+def shape_conflict(vi, dims: Sequence[int]) -> Optional[str]:
+    """Why `dims` cannot be the shape of the ONNX input `vi` (None: they can): another rank, or
+    another size for a dim the model fixes. A symbolic dim (a name, -1, 0 or unset) takes any
+    size; an input without a shape in the model takes any shape."""
+    tt = vi.type.tensor_type
+    if not tt.HasField("shape"):
+        return None
+    model = tt.shape.dim
+    if len(dims) != len(model):
+        return f"{len(model)} dims, not {len(dims)}"
+    fixed = [k for k, (m, d) in enumerate(zip(model, dims)) if _fixed(m) and m.dim_value != d]
+    if not fixed:
+        return None
+    return ", ".join(f"dim {k} is fixed at {model[k].dim_value}" for k in fixed)
+
+
+def import_model(model, shapes: dict[str, tuple[int, ...]], input_names: list[str], source: Optional[str] = None):
     """import_onnx with --shape values; unknown names or dims left unknown are usage errors
-    that say which --shape to add."""
+    that say which --shape to add. --shape sizes only the dims the model leaves symbolic: one
+    that changes a fixed dim is a usage error naming the input and the dims."""
     from ..frontend.onnx import import_onnx
 
     shapes = named_shapes(shapes, input_names)
@@ -245,18 +275,23 @@ def import_model(model, shapes: dict[str, tuple[int, ...]], input_names: list[st
         raise UsageError(f"--shape names unknown input(s) {unknown}; the model's inputs are {input_names}")
     missing = []
     for vi in model.graph.input:
+        if vi.name in shapes and vi.name in input_names:
+            why = shape_conflict(vi, shapes[vi.name])
+            if why:
+                raise UsageError(f"--shape {vi.name}={'x'.join(map(str, shapes[vi.name]))}: input {vi.name!r} is "
+                                 f"{model_shape_text(vi)} in the model ({why}); --shape sizes only the "
+                                 f"dims the model leaves symbolic")
         if vi.name not in input_names or vi.name in shapes:
             continue
         dims = vi.type.tensor_type.shape.dim
-        if any(not (d.HasField("dim_value") and d.dim_value > 0) for d in dims):
-            shown = "x".join(str(d.dim_value) if d.HasField("dim_value") and d.dim_value > 0
-                             else (d.dim_param or "?") for d in dims)
+        if any(not _fixed(d) for d in dims):
+            shown = model_shape_text(vi)
             example = "x".join(str(d.dim_value) if d.HasField("dim_value") and d.dim_value > 0 else "1"
                                for d in dims)
             missing.append(f"{vi.name!r} is {shown} (--shape {vi.name}={example})")
     if missing:
         raise UsageError("model inputs with unknown dims: " + "; ".join(missing))
-    return import_onnx(model, input_shapes=shapes or None)
+    return import_onnx(model, input_shapes=shapes or None, source=source)
 
 
 def add_parser(sub) -> None:

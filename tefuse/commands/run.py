@@ -160,9 +160,11 @@ def add_parser(sub) -> None:
 
 
 # -- inputs ---------------------------------------------------------------------------------
-def load_inputs(items: list[str], names: Optional[list[str]] = None) -> dict[str, Any]:
+def load_inputs(items: list[str], names: Optional[list[str]] = None,
+                sources: Optional[dict[str, str]] = None) -> dict[str, Any]:
     """--input values: NAME=FILE.npy, NAME=FILE.npz (array NAME in it, or its only array), or a
-    bare FILE.npz giving every array it holds (only those named as an input when `names` is given)."""
+    bare FILE.npz giving every array it holds (only those named as an input when `names` is given).
+    `sources`, when given, is filled with the file (FILE, or FILE.npz:ARRAY) of each input."""
     import numpy as np
 
     given: dict[str, Any] = {}
@@ -171,6 +173,8 @@ def load_inputs(items: list[str], names: Optional[list[str]] = None) -> dict[str
         if name in given:
             raise UsageError(f"--input: input {name!r} given twice ({where})")
         given[name] = value
+        if sources is not None:
+            sources[name] = where
 
     for it in items:
         name, sep, path = it.partition("=")
@@ -315,7 +319,7 @@ def _finite(x: float) -> Optional[float]:
 
 
 # -- the command ----------------------------------------------------------------------------
-def _load(args: argparse.Namespace, given: dict[str, Any]):
+def _load(args: argparse.Namespace, given: dict[str, Any], sources: Optional[dict[str, str]] = None):
     """(compiled graph, onnx nodes or None, the ModelProto or None, build seconds or None)."""
     from ..runtime import artifact
     from .build import build_graph, check_runnable, import_model, resolve_target
@@ -345,16 +349,17 @@ def _load(args: argparse.Namespace, given: dict[str, Any]):
     init = {i.name for i in model.graph.initializer}
     input_names = [i.name for i in model.graph.input if i.name not in init]
     _check_input_names(given, input_names)  # before the build, which takes a while
+    _check_input_shapes(given, sources or {}, model, shapes if args.batch is None else {})
     batches = parse_batches(args.batch)
     if batches is not None:  # the inputs given pick a profile; they do not shape the model
         from .build import onnx_batch_graphs
 
-        graph = onnx_batch_graphs(model, batches, shapes)
+        graph = onnx_batch_graphs(model, batches, shapes, source=args.model)
     else:
         for k, v in given.items():
             if k in input_names and k not in shapes:
                 shapes[k] = tuple(v.shape)
-        graph = import_model(model, shapes, input_names)
+        graph = import_model(model, shapes, input_names, args.model)
     db, cache = open_db_and_cache(args)
     cg = build_graph(graph, target, db, cache, args.jobs, **graph_options(args))
     return cg, len(model.graph.node), model, time.perf_counter() - t0
@@ -364,6 +369,30 @@ def _check_input_names(given: dict[str, Any], input_names: list[str]) -> None:
     unknown = set(given) - set(input_names)
     if unknown:
         raise UsageError(f"--input names unknown input(s) {sorted(unknown)}; inputs are {input_names}")
+
+
+def _check_input_shapes(given: dict[str, Any], sources: dict[str, str], model, shapes: dict) -> None:
+    """An input file must fit its model input: the model's rank and fixed dims (a symbolic dim,
+    such as a batch named N, takes the file's size), and the --shape given for it."""
+    from .build import model_shape_text, named_shapes, shape_conflict
+
+    init = {i.name for i in model.graph.initializer}
+    inputs = {vi.name: vi for vi in model.graph.input if vi.name not in init}
+    shapes = named_shapes(shapes, list(inputs)) if shapes else {}
+    for name, value in given.items():
+        vi = inputs.get(name)
+        shape = tuple(getattr(value, "shape", ()))
+        if vi is None:
+            continue
+        where = f"--input {name} ({sources[name]})" if name in sources else f"--input {name}"
+        have = "x".join(map(str, shape)) or "a scalar"
+        why = shape_conflict(vi, shape)
+        if why:
+            raise TefuseError(f"{where}: the array's shape is {have}, but input {name!r} is "
+                              f"{model_shape_text(vi) or 'a scalar'} in the model ({why})")
+        if name in shapes and tuple(shapes[name]) != shape:
+            raise TefuseError(f"{where}: the array's shape is {have}, but --shape gives "
+                              f"{'x'.join(map(str, shapes[name]))}")
 
 
 def _check_files_complete(items: list[str], given: dict[str, Any], input_names: list[str]) -> None:
@@ -436,8 +465,9 @@ def run(args: argparse.Namespace) -> int:
     for path, option in ((args.output, "-o"), (args.json, "--json")):
         if path:
             check_output_path(path, option)
-    given = load_inputs(args.input)
-    loaded, onnx_nodes, model, build_seconds = _load(args, given)
+    sources: dict[str, str] = {}
+    given = load_inputs(args.input, sources=sources)
+    loaded, onnx_nodes, model, build_seconds = _load(args, given, sources)
     chosen = _chosen(loaded, args, given)
     reports, saved = [], {}
     for batch, cg in chosen:

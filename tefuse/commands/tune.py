@@ -37,7 +37,8 @@ def add_parser(sub) -> None:
     p.add_argument("--tuner", default="xgb", choices=["xgb", "random", "grid"])
     add_only_option(p)
     p.add_argument("--log", "-l", default=None,
-                   help="tuning log (JSON lines) to append to and resume from (default: the user database)")
+                   help="tuning log (JSON lines) to append to and resume from (default: the user database); "
+                        "refused before tuning when it cannot be written")
     p.add_argument("--early-stopping", type=int, default=None, metavar="N",
                    help="stop a kernel after N trials without improvement")
     p.add_argument("--seed", type=int, default=0)
@@ -130,6 +131,10 @@ def run(args: argparse.Namespace) -> int:
 
     if args.trials < 1:
         raise UsageError("--trials must be at least 1")
+    if args.log is not None:  # before loading the model: a log that cannot be written loses the run
+        from ..tune.database import Database
+
+        Database(args.log).check_writable()
     target = resolve_target(args.target)
     from ..driver import prepare_graph
 

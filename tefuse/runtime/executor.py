@@ -100,7 +100,7 @@ class CompiledGraph:
         self._params: dict[Node, tvm.runtime.Tensor] = {}  # nodes hash by identity (eq=False)
         self._lock = threading.Lock()  # guards the pools below and _params
         self._free: list[BufferSet] = []  # buffer sets no run holds, the last returned on top
-        self._on_stream: dict[int, BufferSet] = {}  # stream handle -> the set runs on it share
+        self._stream_set: Optional[BufferSet] = None  # the set every run on a caller's stream shares
         self._version = 0  # bumped by set_param: buffer sets bound to older constants are dropped
         self._device_ok = False  # set once a run found the target's device
         self._plan = self._plan_buffers()
@@ -169,7 +169,7 @@ class CompiledGraph:
             self._params.pop(n, None)
             self._version += 1  # the buffer sets' argument lists hold the old tensor
             self._free.clear()
-            self._on_stream.clear()
+            self._stream_set = None
 
     # -- execution ------------------------------------------------------------------------
     def _given(self, args: Sequence[Any], kwargs: dict) -> dict[str, Any]:
@@ -219,8 +219,8 @@ class CompiledGraph:
                 raise TefuseError(f"input {i.name!r}: got None, expected an array ({i.type_str()})")
             v = given[i.name]
             kind = getattr(getattr(v, "dtype", None), "kind", None)
-            if isinstance(v, (np.ndarray, np.generic, list, tuple)) and (kind in ("U", "S", "O", "V") or kind is None
-                                                                         and np.asarray(v).dtype.kind in "USOV"):
+            if isinstance(v, (np.ndarray, np.generic, list, tuple)) and _not_numbers(
+                    v.dtype if kind is not None else np.asarray(v).dtype):
                 raise TefuseError(f"input {i.name!r}: expected {i.type_str()}, got an array of "
                                   f"{np.asarray(v).dtype} (strings or objects)")
             try:
@@ -263,22 +263,21 @@ class CompiledGraph:
         """A set of buffers for one run, held until the block ends. Without a stream, one no
         other run holds (from the pool, or a new one when all are in use); the pool keeps
         every set made, so it grows to the most runs at once and no further. On a caller's
-        stream, the one set of that stream, its runs serialised: they are ordered on the device
-        by the stream, and a CUDA graph captured from such a run keeps pointing at its buffers."""
+        stream (any stream), the one set that every stream run shares, its runs serialised: a
+        CUDA graph captured on one stream after a warm-up run on another keeps pointing at the
+        buffers the warm-up made (nothing may be allocated while a stream captures). Runs on two
+        streams at once are ordered on the device by the caller, as for any shared buffers."""
         with self._lock:
-            if stream is not None:
-                bs = self._on_stream.get(stream)
-            else:
-                bs = self._free.pop() if self._free else None
+            bs = self._stream_set if stream is not None else (self._free.pop() if self._free else None)
         if not self._current(bs):
             fresh = self._new_buffer_set()
             if stream is None:
                 bs = fresh
             else:
-                with self._lock:  # another thread may have made this stream's set meanwhile
-                    bs = self._on_stream.get(stream)
-                    if not self._current(bs):
-                        bs = self._on_stream[stream] = fresh
+                with self._lock:  # another thread may have made the stream set meanwhile
+                    if not self._current(self._stream_set):
+                        self._stream_set = fresh
+                    bs = self._stream_set
         if stream is not None:
             with bs.lock:
                 yield bs
@@ -315,8 +314,9 @@ class CompiledGraph:
         that must be copied (numpy, out= buffers TVM cannot use in place) wait for the stream.
 
         Safe from several threads at once: each run uses buffers no other run holds (see
-        buffer_set), except runs on the same stream=, which take turns. Device tensors returned
-        with as_numpy=False belong to the graph and a later run may overwrite them.
+        buffer_set), except runs given a stream= (any stream), which share one set and take
+        turns. Device tensors returned with as_numpy=False belong to the graph and a later run
+        may overwrite them.
         """
         handle = None if stream is None else _stream_handle(stream)
         env = self.bind_inputs(args, kwargs)
@@ -442,6 +442,12 @@ def _stream_handle(stream: Any) -> int:
         raise TefuseError(f"stream=: expected a stream handle (int) or an object with .cuda_stream, "
                           f"got {type(stream).__name__}")
     return handle
+
+
+def _not_numbers(dtype: np.dtype) -> bool:
+    """Strings, objects or records: numpy void without being one of ml_dtypes' number types
+    (bfloat16 and the float8s are void to numpy, with no fields)."""
+    return dtype.kind in "USO" or (dtype.kind == "V" and dtype.names is not None) or dtype == np.dtype("V")
 
 
 def _on_stream(device, handle: Optional[int]):

@@ -191,8 +191,9 @@ class LocalBuilder:
                                            f"build took over {self.timeout:.0f}s"))
             except Exception as e:  # noqa: BLE001 - a worker crashed (ChildProcessError)
                 results.append(BuildResult(inp.index, cfg_json, None, COMPILE_ERROR,
-from .measure import COMPILE_ERROR, TIMEOUT, BuildResult, last_line
-from .procs import WorkersClosed
+                                           f"build worker died: {last_line(e)}"))
+        if self._pool is not pool:  # closed while building: workers were killed, not the configs
+            raise WorkersClosed("the builder was closed during a batch")
         return results
 
     def close(self, grace: float = 5.0) -> None:

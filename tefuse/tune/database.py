@@ -19,6 +19,7 @@ import threading
 from pathlib import Path
 from typing import Iterable, Optional, Sequence, Union
 
+from ..errors import TefuseError
 from .record import TuningRecord
 
 log = logging.getLogger(__name__)
@@ -113,6 +114,25 @@ class Database:
         return f"Database({str(self.path)!r})"
 
     # -- writing -----------------------------------------------------------------------
+    def check_writable(self) -> None:
+        """Refuse, in one line naming the log, a log that appends could not reach (a directory,
+        a read-only or special file system such as /proc, a missing parent that cannot be
+        made): probed before a tuner spends time measuring. Opens the log for appending, or
+        creates and removes a probe file beside it when it does not exist yet."""
+        path, parent = self.path, self.path.parent
+        try:
+            if path.is_dir():
+                raise IsADirectoryError(21, "Is a directory")
+            parent.mkdir(parents=True, exist_ok=True)
+            if path.exists():
+                os.close(os.open(path, os.O_WRONLY | os.O_APPEND))
+            else:
+                fd, probe = tempfile.mkstemp(dir=parent, prefix=f".{path.name}.", suffix=".probe")
+                os.close(fd)
+                os.unlink(probe)
+        except OSError as e:
+            raise TefuseError(f"tuning log {path}: cannot write ({e.strerror or e})") from None
+
     def append(self, record: TuningRecord) -> None:
         self.append_many([record])
 
@@ -158,6 +178,8 @@ class Database:
             self._reset()
             self._stamp = None
             return
+        except OSError as e:  # a directory, no permission
+            raise TefuseError(f"tuning log {self.path}: cannot read ({e.strerror or e})") from None
         with f:
             fcntl.flock(f.fileno(), fcntl.LOCK_SH)
             try:
@@ -235,6 +257,9 @@ class LayeredDatabase:
     def __repr__(self) -> str:
         return f"LayeredDatabase({[str(d.path) for d in self.layers]})"
 
+    def check_writable(self) -> None:
+        self.user.check_writable()
+
     def append(self, record: TuningRecord) -> None:
         self.user.append(record)
 
@@ -261,8 +286,13 @@ def user_db_path() -> Path:
     $XDG_DATA_HOME/tefuse, ~/.local/share/tefuse by default): tuning results are data that a
     cache cleaner must not delete. A log at the old place ($XDG_CACHE_HOME/tefuse/tuning.jsonl)
     stays in use until one exists at the new place."""
-    if os.environ.get("TEFUSE_USER_DB"):
-        return Path(os.environ["TEFUSE_USER_DB"]).expanduser()
+    value = os.environ.get("TEFUSE_USER_DB")
+    if value:
+        path = Path(value).expanduser()
+        if path.is_dir():
+            raise TefuseError(f"TEFUSE_USER_DB={value}: is a directory; it names the user tuning log "
+                              f"file (such as {path / 'tuning.jsonl'})")
+        return path
     import platformdirs
 
     path = Path(platformdirs.user_data_dir("tefuse", appauthor=False)) / "tuning.jsonl"
@@ -285,7 +315,7 @@ def shipped_logs_dir() -> Path:
 
 
 def system_db_paths() -> list[Path]:
-    """The shipped logs: every *.jsonl in the package's tuning_logs/ (package data: the same
+    """The shipped logs: every *.jsonl in tefuse/tuning_logs/ (package data: the same
     place in a checkout, an editable install and a wheel), or in the directories and files
     listed in $TEFUSE_SYSTEM_DB (os.pathsep-separated; empty = none)."""
     env = os.environ.get("TEFUSE_SYSTEM_DB")
@@ -330,8 +360,6 @@ def missing_log_message(path) -> str:
 
 
 def _check_sources(dbs) -> None:
-    from ..errors import TefuseError
-
     for d in dbs:
         if isinstance(d, Database) and not d.path.is_file():
             raise TefuseError(missing_log_message(d.path))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, wait
@@ -25,6 +26,7 @@ from .record import TuningRecord
 from .runner import LocalRunner
 from .task import Task, as_tasks
 from .tuners import make_tuner
+from ..errors import TefuseError
 from ..options import BuildOptions
 from ..schedules.space import KnobError
 
@@ -80,6 +82,26 @@ def _as_db(log_: Union[None, str, os.PathLike, DB]) -> DB:
     if isinstance(log_, (Database, LayeredDatabase)):
         return log_
     return open_database(log_)
+
+
+def _append(db: DB, records: list[TuningRecord]) -> None:
+    """Append a batch's records; when the log cannot be written after all (the disk filled,
+    the file system went read-only), the batch goes to a file in the temporary directory and
+    the error names both files, so that no measurement is lost silently."""
+    try:
+        db.append_many(records)
+    except OSError as e:
+        path = getattr(db, "user", db).path
+        why = f"tuning log {path}: cannot write ({e.strerror or e})"
+        try:
+            fd, kept = tempfile.mkstemp(prefix="tefuse-unsaved-", suffix=".jsonl")
+            with os.fdopen(fd, "w") as f:
+                f.writelines(r.to_json() + "\n" for r in records)
+        except OSError as e2:
+            raise TefuseError(f"{why}; the {len(records)} record(s) just measured are lost "
+                              f"(the temporary directory failed too: {e2.strerror or e2})") from None
+        raise TefuseError(f"{why}; the {len(records)} record(s) just measured are in {kept} "
+                          f"(`tefuse db merge {kept} -o LOG` adds them to a log)") from None
 
 
 def _record(task: Task, template: str, device: str, r: MeasureResult) -> TuningRecord:
@@ -141,6 +163,7 @@ def tune(graph_or_tasks, target=None, *, trials: int, tuner: str = "xgb",
         refusals = [why for _, whys in narrowed for why in whys]
         raise KnobError(refusals[0] if refusals else f"no template has the knobs {sorted(only)}")
     db = _as_db(log)
+    db.check_writable()  # before any measurement: results that cannot be kept are not worth taking
     own_builder, own_runner = builder is None, runner is None
     builder = builder or LocalBuilder()
     runner = runner or LocalRunner()
@@ -349,9 +372,9 @@ def _tune_template(session: TuningSession, task: Task, template: str, space, bud
         try:
             measured = runner.run(spec, kind, builder.build(task, template, configs), reference)
         except DevicesLost as e:  # keep what the batch measured before the last device went
-            db.append_many([_record(task, template, device, m) for m in e.partial])
+            _append(db, [_record(task, template, device, m) for m in e.partial])
             raise
-        db.append_many([_record(task, template, device, m) for m in measured])
+        _append(db, [_record(task, template, device, m) for m in measured])
         tuner.update([m.index for m in measured], [m.cost for m in measured])
         for m in measured:
             res.history.append(m.cost)

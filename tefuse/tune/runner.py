@@ -174,8 +174,9 @@ class LocalRunner:
                 if self._closes != closes:
                     raise WorkersClosed("the runner was closed during a batch") from None
                 out.append(MeasureResult(b.index, b.config, error=RUNTIME_ERROR,
-                      last_line, measure_module)
-from .procs import WorkersClosed, die_with_parent, ignore_sigint
+                                         error_msg=f"runner worker died: {last_line(e)}"))
+        if self._closes != closes:
+            raise WorkersClosed("the runner was closed during a batch")
         return out
 
     def close(self) -> None:

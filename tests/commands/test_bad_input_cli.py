@@ -83,3 +83,79 @@ def test_negative_build_jobs_are_refused(tmp_path, tefuse_dirs, monkeypatch, cap
     cnn = str(small_cnn(tmp_path / "cnn.onnx"))
     assert main(["build", cnn]) == 1
     _one_error_line(capsys, "TEFUSE_BUILD_JOBS='-3'")
+
+
+@pytest.mark.parametrize("command", [["build", "conv2d(k=8,r=1)+relu", "-i", "1x4x8x8"], ["cache", "info"],
+                                     ["db", "list"]])
+def test_a_user_db_that_is_a_directory_is_one_line_naming_the_variable(tmp_path, tefuse_dirs, monkeypatch,
+                                                                       capsys, command):
+    monkeypatch.setenv("TEFUSE_USER_DB", str(tmp_path))
+    assert main(command) == 1
+    line = _one_error_line(capsys, f"TEFUSE_USER_DB={tmp_path}", "is a directory")
+    assert line.startswith(f"tefuse {command[0]}")
+
+
+@pytest.mark.parametrize("shape, why", [((1, 3, 2, 2), "(dim 2 is fixed at 8, dim 3 is fixed at 8)"),
+                                        ((3, 8, 8), "(4 dims, not 3)"), ((2, 3, 8, 8), "(dim 0 is fixed at 1)")])
+def test_an_input_file_that_does_not_fit_a_fixed_model_input_is_one_line(tmp_path, tefuse_dirs, capsys, shape, why):
+    cnn = str(small_cnn(tmp_path / "cnn.onnx"))
+    np.save(tmp_path / "wrong.npy", np.ones(shape, np.float32))
+    assert main(["run", cnn, "--input", f"x={tmp_path / 'wrong.npy'}", "--iterations", "0"]) == 1
+    have = "x".join(map(str, shape))
+    line = _one_error_line(capsys, f"--input x ({tmp_path / 'wrong.npy'})", f"the array's shape is {have}",
+                           "input 'x' is 1x3x8x8 in the model", why)
+    assert "MaxPool" not in line and "window" not in line
+
+
+def test_an_input_file_sizes_a_symbolic_dim_but_must_fit_the_fixed_ones(tmp_path, tefuse_dirs, capsys):
+    cnn = str(small_cnn(tmp_path / "cnn.onnx", batch="N"))
+    np.save(tmp_path / "b4.npy", np.ones((4, 3, 8, 8), np.float32))
+    out = tmp_path / "o.npz"
+    assert main(["run", cnn, "--input", f"x={tmp_path / 'b4.npy'}", "--iterations", "0", "-o", str(out)]) == 0
+    with np.load(out) as saved:
+        assert saved["prob"].shape == (4, 5)
+    capsys.readouterr()
+    np.save(tmp_path / "small.npy", np.ones((4, 3, 2, 2), np.float32))
+    assert main(["run", cnn, "--input", f"x={tmp_path / 'small.npy'}", "--iterations", "0"]) == 1
+    _one_error_line(capsys, "the array's shape is 4x3x2x2", "input 'x' is Nx3x8x8 in the model",
+                    "dim 2 is fixed at 8, dim 3 is fixed at 8")
+    assert main(["run", cnn, "--input", f"x={tmp_path / 'b4.npy'}", "--shape", "x=2x3x8x8",
+                 "--iterations", "0"]) == 1
+    _one_error_line(capsys, "the array's shape is 4x3x8x8, but --shape gives 2x3x8x8")
+
+
+def test_shape_cannot_change_a_dim_the_model_fixes(tmp_path, tefuse_dirs, capsys):
+    cnn = str(small_cnn(tmp_path / "cnn.onnx"))
+    assert main(["build", cnn, "--shape", "x=8x3x8x8", "-o", str(tmp_path / "out.tefuse")]) == 2
+    _one_error_line(capsys, "--shape x=8x3x8x8: input 'x' is 1x3x8x8 in the model (dim 0 is fixed at 1)",
+                    "only the dims the model leaves symbolic")
+    assert not (tmp_path / "out.tefuse").exists()
+    assert main(["build", cnn, "--shape", "x=1x3x8x8", "-e", "graph"]) == 0  # the model's own shape
+    cnn_n = str(small_cnn(tmp_path / "cnn_n.onnx", batch="N"))
+    capsys.readouterr()
+    assert main(["build", cnn_n, "--shape", "x=8x3x8x8", "-e", "graph"]) == 0
+    assert main(["build", cnn_n, "--shape", "x=8x3x9x9", "-e", "graph"]) == 2
+    _one_error_line(capsys, "input 'x' is Nx3x8x8 in the model (dim 2 is fixed at 8, dim 3 is fixed at 8)")
+
+
+def test_the_help_says_what_shape_can_change(capsys):
+    assert main(["build", "--help"]) == 0
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "the dims the model fixes must be given as they are" in help_text
+
+
+def test_a_missing_initializer_names_the_file_node_and_input(tmp_path, tefuse_dirs, capsys):
+    import onnx
+    from onnx import TensorProto, helper
+
+    g = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["c"], name="conv1"),
+                           helper.make_node("Relu", ["c"], ["y"], name="relu1")], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 4, 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 4, 4])])
+    path = tmp_path / "no_init.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), str(path))
+    assert main(["build", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "topologically" not in err, err
+    assert f"tefuse build: error: {str(path)!r}: 1 node(s) read undefined tensors:" in err
+    assert "node 'conv1' (Conv, opset 13): input 'w' is not defined" in err

@@ -36,3 +36,25 @@ def test_every_environment_variable_is_documented_in_the_reference():
             "TVM_CUDA_COMPILE_MODE"} <= read
     reference = (ROOT / "docs" / "reference.md").read_text()
     assert not [v for v in sorted(read) if f"`{v}`" not in reference]
+
+
+def test_clearing_a_read_only_cache_is_one_line(tmp_path, capsys, tefuse_dirs, monkeypatch):
+    import errno
+    import pathlib
+
+    for name in ("ab/ab01.so", "ab/ab01.meta", "cd/cd02.so"):
+        (tmp_path / "kernels" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "kernels" / name).write_bytes(b"x")
+
+    def read_only(self, missing_ok=False):
+        raise OSError(errno.EROFS, "Read-only file system", str(self))
+
+    monkeypatch.setattr(pathlib.Path, "unlink", read_only)
+    assert main(["cache", "clear"]) == 1
+    cap = capsys.readouterr()
+    lines = cap.err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in cap.err, cap.err
+    assert lines[0].startswith(f"tefuse cache clear: error: kernel cache {tmp_path / 'kernels'}: "
+                               "cannot remove 3 file(s) (Read-only file system: "), lines[0]
+    assert "0 kernel(s) removed" in lines[0]
+    assert (tmp_path / "kernels" / "ab" / "ab01.so").exists()

@@ -18,6 +18,8 @@ import time
 import psutil
 import pytest
 
+from tests.procs import alive
+
 from .models import conv_stack
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux process semantics")
@@ -56,14 +58,7 @@ class Proc:
         return time.monotonic()
 
     def survivors(self) -> list[str]:
-        out = []
-        for c in self.seen.values():
-            try:
-                if c.is_running() and c.status() != psutil.STATUS_ZOMBIE:
-                    out.append(f"{c.pid} {' '.join(c.cmdline())[:100]}")
-            except psutil.NoSuchProcess:
-                pass
-        return out
+        return alive(self.seen.values())
 
     def kill_all(self) -> None:
         for c in [*self.seen.values()]:

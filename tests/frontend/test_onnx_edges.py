@@ -136,3 +136,48 @@ def test_pad_modes(mode, rng):
     got = TefuseBackend.prepare(m).run([x, pads])[0]
     np.testing.assert_array_equal(got, np.pad(x, [(0, 0), (1, 2), (2, 1)], mode={"edge": "edge", "reflect": "reflect",
                                                                                "wrap": "wrap"}[mode]))
+
+
+def test_an_undefined_node_input_names_the_node_and_the_input():
+    m = _model([helper.make_node("Conv", ["x", "w"], ["c"], name="conv1"),
+                helper.make_node("Relu", ["c"], ["y"], name="relu1")],
+               [("x", T.FLOAT, [1, 3, 4, 4])], [("y", T.FLOAT, [1, 4, 4, 4])])
+    with pytest.raises(ModelImportError) as e:
+        import_onnx(m)
+    msg = str(e.value)
+    assert "node 'conv1' (Conv, opset 13): input 'w' is not defined" in msg
+    assert "missing initializer" in msg and "topologically" not in msg
+    assert [p.node for p in e.value.problems] == ["conv1"]
+
+
+def test_a_node_input_defined_later_is_still_an_ordering_problem():
+    m = _model([helper.make_node("Relu", ["c"], ["y"], name="relu1"),
+                helper.make_node("Neg", ["x"], ["c"], name="neg1")],
+               [("x", T.FLOAT, [2])], [("y", T.FLOAT, [2])])
+    with pytest.raises(ModelImportError, match="topologically sorted"):
+        import_onnx(m)
+
+
+@pytest.mark.parametrize("index, axis", [(4, 1), (-5, 1), (2, 0), (-3, -2)])
+def test_a_gather_index_out_of_range_names_the_node_index_and_axis_size(index, axis):
+    idx = helper.make_tensor("idx", T.INT64, [], [index])
+    g = helper.make_graph([helper.make_node("Gather", ["x", "idx"], ["y"], name="pick", axis=axis)], "m",
+                          [helper.make_tensor_value_info("x", T.FLOAT, [2, 4])],
+                          [helper.make_tensor_value_info("y", T.FLOAT, None)], [idx])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    with pytest.raises(ModelImportError) as e:
+        import_onnx(m, check=False)
+    size = 4 if axis in (1, -1) else 2
+    assert (f"node 'pick' (Gather, opset 13): index {index} is out of range for axis {axis % 2} of size {size}"
+            in str(e.value)), str(e.value)
+    assert "reshape" not in str(e.value)
+
+
+def test_a_negative_gather_index_counts_from_the_end(rng):
+    idx = helper.make_tensor("idx", T.INT64, [2], [-1, 0])
+    g = helper.make_graph([helper.make_node("Gather", ["x", "idx"], ["y"], axis=1)], "m",
+                          [helper.make_tensor_value_info("x", T.FLOAT, [2, 4])],
+                          [helper.make_tensor_value_info("y", T.FLOAT, [2, 2])], [idx])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    x = rng.standard_normal((2, 4)).astype(np.float32)
+    np.testing.assert_array_equal(TefuseBackend.prepare(m).run([x])[0], x[:, [-1, 0]])

@@ -101,3 +101,70 @@ def test_cli_only_narrows_the_search_and_names_a_value_no_template_has(tmp_path,
     (line,) = [ln for ln in err.splitlines() if "error" in ln]
     assert "--only" in line and "unroll=17" in line and "g0_conv2d_bias_add_relu" in line
     assert main(argv + ["--only", "unroll"]) == 2  # argparse: expected KNOB=VALUE
+
+
+_SPEC = ["conv2d(k=8,r=3,pad=1)+bias+relu", "--input", "1x8x10x10", "--target", "llvm", "--tuner", "random",
+         "-j", "2", "--no-progress"]
+
+
+def _error_line(capsys) -> tuple[str, str]:
+    cap = capsys.readouterr()
+    lines = [ln for ln in cap.err.splitlines() if "error" in ln]
+    assert len(lines) == 1 and "Traceback" not in cap.err, cap.err
+    return lines[0], cap.out
+
+
+@pytest.mark.parametrize("where", ["/proc/tune.jsonl", "/proc/no_dir/tune.jsonl", "DIR"])
+def test_cli_refuses_a_log_it_cannot_write_before_measuring(tmp_path, tefuse_dirs, capsys, monkeypatch, where):
+    from tefuse.tune import loop
+
+    def no_tuning(*args, **kwargs):
+        raise AssertionError("tuned although the log cannot be written")
+
+    monkeypatch.setattr(loop, "tune", no_tuning)
+    log = str(tmp_path) if where == "DIR" else where
+    assert main(["tune", *_SPEC, "--trials", "2", "--log", log]) == 1
+    line, out = _error_line(capsys)
+    assert line.startswith(f"tefuse tune: error: tuning log {log}: cannot write ("), line
+    assert out == ""
+
+
+def test_tune_refuses_an_unwritable_log_before_measuring(tmp_path):
+    from tefuse.errors import TefuseError
+    from tefuse.graph import GraphBuilder
+    from tefuse.tune.loop import tune
+
+    class NoBuilds:
+        n_parallel = 1
+
+        def build(self, *args, **kwargs):
+            raise AssertionError("built a candidate although the log cannot be written")
+
+        def close(self):
+            pass
+
+    g = GraphBuilder()
+    graph = g.build(g.relu(g.input("x", (4, 8))))
+    with pytest.raises(TefuseError, match=r"^tuning log /proc/t\.jsonl: cannot write \("):
+        tune(graph, "llvm", trials=2, log="/proc/t.jsonl", builder=NoBuilds())
+
+
+def test_a_log_write_that_fails_after_measuring_keeps_the_batch(tmp_path, tefuse_dirs, capsys, monkeypatch):
+    import errno
+    import tempfile
+
+    from tefuse.tune.database import Database as DB
+
+    def full_disk(self, records):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(DB, "append_many", full_disk)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    log = tmp_path / "t.jsonl"
+    assert main(["tune", *_SPEC, "--trials", "2", "--log", str(log)]) == 1
+    line, _ = _error_line(capsys)
+    assert f"tuning log {log}: cannot write (No space left on device)" in line
+    kept = list((tmp_path / "tmp").glob("tefuse-unsaved-*.jsonl"))
+    assert len(kept) == 1 and f"the 2 record(s) just measured are in {kept[0]}" in line
+    assert len(Database(kept[0]).records()) == 2

@@ -11,32 +11,14 @@ import time
 import psutil
 import pytest
 
+from tests.procs import alive, cmdline
+
 
 def _tree(pid: int) -> list[psutil.Process]:
     try:
         return psutil.Process(pid).children(recursive=True)
     except psutil.NoSuchProcess:
         return []
-
-
-def _cmdline(p: psutil.Process) -> str:
-    """p's command line, "" once it has exited (a zombie included: a short-lived child of the
-    tuner may end between the listing and this read, on a loaded machine)."""
-    try:
-        return " ".join(p.cmdline())
-    except psutil.NoSuchProcess:  # ZombieProcess is one
-        return ""
-
-
-def _alive(procs: list[psutil.Process]) -> list[str]:
-    out = []
-    for p in procs:
-        try:
-            if p.is_running() and p.status() != psutil.STATUS_ZOMBIE:
-                out.append(f"{p.pid} {_cmdline(p)[:120]}")
-        except psutil.NoSuchProcess:
-            pass
-    return out
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux process semantics")
@@ -54,23 +36,23 @@ def test_sigkill_of_tune_leaves_no_workers(tmp_path):
         while time.time() < deadline:
             for p in _tree(proc.pid):
                 workers.setdefault(p.pid, p)
-            cmds = [_cmdline(p) for p in workers.values() if p.is_running()]
+            cmds = [cmdline(p) for p in workers.values() if p.is_running()]
             if (sum("popen_worker" in c for c in cmds) >= 2 and any("multiprocessing" in c for c in cmds)
                     and len((tmp_path / "t.jsonl").read_bytes() if (tmp_path / "t.jsonl").exists() else b"") > 0):
                 break
             assert proc.poll() is None, "tefuse tune ended before its workers were seen"
             time.sleep(0.2)
         else:
-            pytest.fail(f"workers not seen in time: {[_cmdline(p)[:80] for p in workers.values()]}")
+            pytest.fail(f"workers not seen in time: {[cmdline(p)[:80] for p in workers.values()]}")
         time.sleep(1.0)  # mid-run: builds in flight
         for p in _tree(proc.pid):
             workers.setdefault(p.pid, p)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
         deadline = time.time() + 5
-        while _alive(list(workers.values())) and time.time() < deadline:
+        while alive(list(workers.values())) and time.time() < deadline:
             time.sleep(0.1)
-        assert not _alive(list(workers.values())), f"survived the tuner: {_alive(list(workers.values()))}"
+        assert not alive(list(workers.values())), f"survived the tuner: {alive(list(workers.values()))}"
     finally:
         if proc.poll() is None:
             proc.kill()

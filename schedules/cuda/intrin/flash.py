@@ -35,8 +35,9 @@ from __future__ import annotations
 import struct
 
 from tvm import tirx
-from tvm.s_tir import TensorIntrin
 from tvm.script import tirx as T
+
+from ...intrin import register_once
 
 WARP = 32
 LOG2E = 1.4426950408889634
@@ -218,15 +219,9 @@ def placeholder_value(q, k, v):
     return tirx.Cast("float32", q) + tirx.Cast("float32", k) + tirx.Cast("float32", v)
 
 
-_registered: set[str] = set()
-
-
 def flash_intrin(d: int, dv: int, lk_pad: int, lk: int, alpha: float, scope: str = "shared.dyn",
                  keys: int = 16) -> str:
     """Register (once) and name the intrinsic for one warp's 16 rows at these extents, `keys`
     keys a step."""
     name = f"{func_name(d, dv, lk_pad, lk, alpha * LOG2E, keys)}_{scope.replace('.', '_')}"
-    if name not in _registered:
-        TensorIntrin.register(name, *_intrin(d, dv, lk_pad, lk, alpha, scope, keys), override=True)
-        _registered.add(name)
-    return name
+    return register_once(name, lambda: _intrin(d, dv, lk_pad, lk, alpha, scope, keys))

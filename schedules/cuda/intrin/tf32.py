@@ -11,8 +11,9 @@ first (ops/value.round_tf32), so what they multiply is what the llvm target comp
 from __future__ import annotations
 
 from tvm.runtime import convert
-from tvm.s_tir import TensorIntrin
 from tvm.script import tirx as T
+
+from ...intrin import register_once
 
 WARP = 32
 F32 = "float32"
@@ -129,16 +130,6 @@ def _mma_intrin(b_trans: bool):
     return desc, impl
 
 
-_registered: set[str] = set()
-
-
-def _register(name: str, make) -> str:
-    if name not in _registered:
-        TensorIntrin.register(name, *make(), override=True)
-        _registered.add(name)
-    return name
-
-
 def tf32_mma_group(load_scope: str, b_nk: bool) -> dict[str, str]:
     """Intrinsic names for a float32 GEMM on tf32 mma.sync, operands and the accumulator
     staging tile in `load_scope` (shared or shared.dyn); fill/store are TVM's fp32 ones."""
@@ -147,9 +138,9 @@ def tf32_mma_group(load_scope: str, b_nk: bool) -> dict[str, str]:
     sfx = load_scope.replace(".", "_")
     b = "b_trans" if b_nk else "b"
     return {
-        "load_a": _register(f"tf32_mma_load_a_{sfx}", lambda: _load_intrin("a", load_scope)),
-        "load_b": _register(f"tf32_mma_load_{b}_{sfx}", lambda: _load_intrin(b, load_scope)),
-        "compute": _register(f"tf32_mma_m16n8k8{'_trans_b' if b_nk else ''}", lambda: _mma_intrin(b_nk)),
+        "load_a": register_once(f"tf32_mma_load_a_{sfx}", lambda: _load_intrin("a", load_scope)),
+        "load_b": register_once(f"tf32_mma_load_{b}_{sfx}", lambda: _load_intrin(b, load_scope)),
+        "compute": register_once(f"tf32_mma_m16n8k8{'_trans_b' if b_nk else ''}", lambda: _mma_intrin(b_nk)),
         "init": "mma_fill_16x16_f32",
         "store": f"mma_store_16x16_f32_{sfx}_simple_",
     }

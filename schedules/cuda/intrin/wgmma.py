@@ -3,9 +3,8 @@ wgmma.mma_async, operands read by the tensor cores straight from shared memory, 
 accumulators in registers. fp16/bf16: m64nNk16, BK = 64; tf32 (float32 operands): m64nNk8,
 BK = 32. Either way a tile row is 128 bytes and one instruction takes 32 bytes of it, four
 instructions a row. tf32 wgmma reads a float32's top 19 bits (truncation); the op rounds them to
-nearest (ops.value.round_tf32) and truncation instead drifted ResNet-50's output by 2% (H100,
-session 13). The copies cannot round (cp.async moves bytes), so the schedule streams the raw
-float32 operands (`tensorcore_wgmma.defer_tf32_rounding`) and the device function rounds the
+nearest (ops.value.round_tf32) and truncation instead drifted ResNet-50's output by 2% (H100). The copies cannot round (cp.async moves bytes), so the schedule streams the raw
+float32 operands (`gemm/wgmma.defer_tf32_rounding`) and the device function rounds the
 landed tiles in shared memory (cvt.rna.tf32.f32) before the tensor cores read them: the kernel
 multiplies exactly the operands llvm does.
 
@@ -32,7 +31,7 @@ Synchronisation: `fence.proxy.async.shared::cta` + a block barrier (the tiles ca
 cp.async, the generic proxy; wgmma reads through the async proxy), wgmma.fence, the four wgmma,
 commit, then `wait_group pending`. With pending = 0 the tensor cores idle from the wait to the
 next step's wgmma (the barrier, the next copies' issue). With pending = 1 (a pipelined k loop
-whose copies come after the product in its body, `tensorcore_wgmma`), this step's wgmma run on
+whose copies come after the product in its body, `gemm/wgmma.py`), this step's wgmma run on
 while the previous step's are waited for, then a second barrier: every warp's previous wgmma has
 read its tiles before any thread's next copy overwrites them (CUTLASS's mainloop keeps one
 wgmma batch in flight the same way). The accumulators are read only after `wait_group 0`
@@ -44,6 +43,7 @@ from tvm.s_tir import TensorIntrin
 from tvm.script import tirx as T
 
 from ...common import dtype_bytes
+from ...intrin import register_once
 
 WARP = 32
 PTX_TYPE = {"float16": "f16", "bfloat16": "bf16", "float32": "tf32"}
@@ -243,11 +243,8 @@ def _store_impl(scope: str):
 def store_intrin(mma_store: str, scope: str = "shared.dyn") -> str:
     """Register (once) and name the accumulator store that drains the wgmma batches first: TVM's
     `mma_store` intrinsic's description, `_store_impl` as its implementation."""
-    name = f"tefuse_wgmma_{mma_store}"
-    if name not in _registered:
-        TensorIntrin.register(name, TensorIntrin.get(mma_store).desc, _store_impl(scope), override=True)
-        _registered.add(name)
-    return name
+    return register_once(f"tefuse_wgmma_{mma_store}",
+                         lambda: (TensorIntrin.get(mma_store).desc, _store_impl(scope)))
 
 
 def _intrin(n: int, in_dtype: str, scope: str, stages: int = 0):
@@ -302,9 +299,6 @@ def _intrin(n: int, in_dtype: str, scope: str, stages: int = 0):
     return desc, impl
 
 
-_registered: set[str] = set()
-
-
 def wgmma_intrin(n: int, in_dtype: str, scope: str = "shared.dyn", stages: int = 0) -> str:
     """Register (once) and name the intrinsic for a 16 x n x BK per-warp product (`stages`:
     see device_source)."""
@@ -314,7 +308,4 @@ def wgmma_intrin(n: int, in_dtype: str, scope: str = "shared.dyn", stages: int =
         raise ValueError(f"wgmma warp tile N must be a multiple of 16 up to 256, not {n}")
     name = f"tefuse_wgmma_16x{n}x{bk_of(in_dtype)}_{PTX_TYPE[in_dtype]}_{scope.replace('.', '_')}"
     name += f"_s{stages}" if stages else ""
-    if name not in _registered:
-        TensorIntrin.register(name, *_intrin(n, in_dtype, scope, stages), override=True)
-        _registered.add(name)
-    return name
+    return register_once(name, lambda: _intrin(n, in_dtype, scope, stages))

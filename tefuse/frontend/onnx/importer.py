@@ -164,6 +164,24 @@ def _upgrade(model: onnx.ModelProto, opset: int) -> onnx.ModelProto:
     return up
 
 
+def _undefined_inputs(g: onnx.GraphProto, opset: int) -> list[ImportProblem]:
+    """A problem for each node that reads a tensor no graph input, initializer or node output
+    defines (an initializer left out of the file, a misspelt name)."""
+    defined = {i.name for i in g.input} | {i.name for i in g.initializer}
+    defined |= {i.values.name for i in g.sparse_initializer}
+    defined |= {o for nd in g.node for o in nd.output if o}
+    problems = []
+    for k, nd in enumerate(g.node):
+        missing = list(dict.fromkeys(i for i in nd.input if i and i not in defined))
+        if missing:
+            what = (f"input {missing[0]!r} is" if len(missing) == 1 else
+                    f"inputs {', '.join(repr(m) for m in missing)} are")
+            problems.append(ImportProblem(nd.name or f"#{k}:{nd.output[0] if nd.output else ''}", nd.op_type, opset,
+                                          f"{what} not defined: no graph input, initializer or node output "
+                                          f"has that name (a missing initializer?)"))
+    return problems
+
+
 def _fold(ctx: ImportContext, n: OnnxNode) -> list[np.ndarray]:
     """Evaluate a node whose inputs are all constants (numpy fast paths, else onnx.reference)."""
     fast = FOLDERS.get(n.op_type)
@@ -184,7 +202,8 @@ def _fold(ctx: ImportContext, n: OnnxNode) -> list[np.ndarray]:
 
 
 def import_onnx(model_or_path: ModelLike, *, input_shapes: Optional[Mapping[str, Sequence[int]]] = None,
-                check: bool = True, constant_inputs: Optional[Mapping[str, np.ndarray]] = None) -> Graph:
+                check: bool = True, constant_inputs: Optional[Mapping[str, np.ndarray]] = None,
+                source: Optional[str] = None) -> Graph:
     """Import an ONNX model as a tefuse Graph (inputs named as in the model, outputs in order).
 
     input_shapes fixes symbolic or unknown input dims, e.g. {"x": (1, 3, 224, 224)}.
@@ -192,8 +211,11 @@ def import_onnx(model_or_path: ModelLike, *, input_shapes: Optional[Mapping[str,
     reduction's axes, Slice's starts...): they become constants and leave the graph's inputs.
     Raises ModelImportError listing every unsupported node of the model at once; its
     `constant_inputs` names the model inputs that nodes needed as constants.
+    source names the model in errors (its file, when a loaded ModelProto is given).
     """
     model = load_model(model_or_path)
+    if source is None:
+        source = os.fspath(model_or_path) if isinstance(model_or_path, (str, os.PathLike)) else model.graph.name
     if not model.HasField("graph") or not model.opset_import:
         raise ModelImportError("not an ONNX model: it has no graph or no opset_import (empty or truncated?)")
     if input_shapes:
@@ -205,6 +227,10 @@ def import_onnx(model_or_path: ModelLike, *, input_shapes: Optional[Mapping[str,
     if opset > MAX_OPSET:
         log.warning("model opset %d is newer than %d; importing with the opset-%d converters",
                     opset, MAX_OPSET, MAX_OPSET)
+    undefined = _undefined_inputs(model.graph, opset)
+    if undefined:  # before the checker, which reports them as an ordering problem
+        lines = "\n  ".join(str(p) for p in undefined)
+        raise ModelImportError(f"{source!r}: {len(undefined)} node(s) read undefined tensors:\n  {lines}", undefined)
     if check:
         try:
             onnx.checker.check_model(model)
@@ -270,9 +296,8 @@ def import_onnx(model_or_path: ModelLike, *, input_shapes: Optional[Mapping[str,
         elif o.name in ctx.unusable and not problems:
             problems.append(ImportProblem(f"output {o.name}", "(graph output)", opset, ctx.unusable[o.name]))
     if problems:
-        where = os.fspath(model_or_path) if isinstance(model_or_path, (str, os.PathLike)) else g.name
         lines = "\n  ".join(str(p) for p in problems)
-        raise ModelImportError(f"{where!r}: {len(problems)} node(s) cannot be imported:\n  {lines}", problems,
+        raise ModelImportError(f"{source!r}: {len(problems)} node(s) cannot be imported:\n  {lines}", problems,
                                sorted(ctx.needs_const))
 
     outputs = [ctx.node(o.name) for o in g.output]

@@ -70,7 +70,7 @@ def test_injective_prologue_stays_fused_into_a_wgmma_gemm():
 def test_the_split_gemm_runs_wgmma_untuned():
     groups = _groups(_layernorm_linear(), "cuda:sm_90")
     choice = choose_schedule(lower_group(_gemm_group(groups)), make_target("cuda:sm_90"), None)
-    assert (choice.template.name, choice.config["intrin"]) == ("tensorcore_gemm", "wgmma")
+    assert (choice.template.name, choice.config["intrin"]) == ("wgmma_gemm", "wgmma")
 
 
 def test_split_and_fused_graphs_compute_the_same():

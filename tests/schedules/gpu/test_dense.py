@@ -79,7 +79,7 @@ def cuda_source(task: Task, cfg) -> str:
 def test_dense_has_its_own_cuda_template():
     # CUDA looks at its own family (tensor cores) first, then the GPU family; ROCm at its own
     # (MFMA), never the CUDA-only tensor-core template
-    assert [t.name for t in schedules.get_templates("cuda", "dense")] == ["tensorcore_gemm", "cuda_dense"]
+    assert [t.name for t in schedules.get_templates("cuda", "dense")] == ["tensorcore_gemm", "wgmma_gemm", "cuda_dense"]
     assert [t.name for t in schedules.get_templates("rocm", "dense")] == ["dense_mfma", "cuda_dense"]
 
 
@@ -88,8 +88,8 @@ def test_dense_chain_is_one_kernel_with_shared_tiles(kw):
     g = dense_chain(**kw)
     cg = tefuse.build(g, "cuda")
     # fp16 GEMMs go to tensor cores (tests/schedules/cuda/gemm/test_mma.py); the rest to cuda_dense
-    expected = "tensorcore_gemm" if kw.get("dtype") == "float16" else "cuda_dense"
-    assert cg.num_kernels == 1 and cg.kernels[0].template == expected
+    expected = ("tensorcore_gemm", "wgmma_gemm") if kw.get("dtype") == "float16" else ("cuda_dense",)
+    assert cg.num_kernels == 1 and cg.kernels[0].template in expected
     src = cg.kernels[0].source("cuda")
     (name,) = cuda_kernel_names(src)
     # graph input, weight, bias and output only: the dense result never goes to global memory

@@ -20,6 +20,7 @@ from tefuse.graph import GraphBuilder
 from tefuse.graph.precision import convert_precision
 from tefuse.plan.spec import parse_chain
 from tefuse.schedules.cuda.gemm import template as tc
+from tefuse.schedules.cuda.gemm import tiles
 from tefuse.codegen.schedule import find_template
 from tefuse.schedules.cuda.gemm.template import MmaGemm, pass_config
 from tefuse.target import make_target
@@ -488,7 +489,7 @@ def _store_bank_conflicts(stride: int) -> int:
 
 @pytest.mark.parametrize("bn", sorted({t[1] for t in tc.TILES}))
 def test_padded_staging_rows_make_the_accumulator_stores_conflict_free(bn):
-    assert _store_bank_conflicts(tc.staging_row_stride(bn)) == 1
+    assert _store_bank_conflicts(tiles.staging_row_stride(bn)) == 1
     assert _store_bank_conflicts(bn) == 4  # unpadded: four rows of a half warp on the same banks
 
 
@@ -508,7 +509,7 @@ def test_the_staging_tile_rows_are_padded_in_the_kernel(intrin, arch, bn):
                stages=2, intrin=intrin, vec_out=8)
     tc.apply_gemm(sch, low.info.stage("accumulator"), low.info.epilogue, cfg, target)
     src = device_compile(sch.mod, target, pass_config(intrin, target)).imports[0].inspect_source()
-    stride = tc.staging_row_stride(bn)
+    stride = tiles.staging_row_stride(bn)
     assert stride == bn + 8
     if intrin == "wmma":  # wmma::store_matrix_sync(ptr, frag, ldm, mem_row_major)
         assert re.search(rf"store_matrix_sync\([^;]*, {stride}, nvcuda::wmma::mem_row_major\)", src)
