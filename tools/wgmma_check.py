@@ -1,4 +1,4 @@
-"""GPU check of the tensor-core template's Hopper wgmma path (intrin="wgmma", sm_90a) against
+"""GPU check of the Hopper wgmma template (WgmmaGemm, intrin="wgmma", sm_90a) against
 the mma.sync kernels and cuBLAS, in one run: fp16 C = relu(A @ W^T + b) for a few GEMMs, each
 variant checked against torch (float64 reference, relative Frobenius error) and then timed.
 

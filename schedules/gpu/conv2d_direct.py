@@ -32,7 +32,7 @@ class Conv2dDirect(Template):
     name = "conv2d_direct"
 
     def accepts(self, info: KernelInfo) -> bool:
-        return info.geometry.split_k == 1  # split-K partials are the tensor-core template's
+        return info.geometry.split_k == 1  # split-K partials are the tensor-core templates'
 
     def space(self, info: KernelInfo, target) -> ConfigSpace:
         s = ConfigSpace()

@@ -15,7 +15,7 @@ What an engineer expects from `--precision fp16` (TensorRT's, torch.autocast's h
 - a graph already in fp16 is taken as it is (nothing float32 to convert).
 `tf32` keeps float32 everywhere and marks every float32 matrix product (conv2d, dense, matmul)
 math='tf32': their operands are rounded to TF32 (what PyTorch does by default for convolutions),
-and the tensor-core template multiplies them with mma.sync .tf32 (wgmma .tf32 on Hopper).
+and the tensor-core templates multiply them with mma.sync .tf32 (wgmma .tf32 on Hopper).
 `fp32` leaves the graph alone.
 """
 from __future__ import annotations

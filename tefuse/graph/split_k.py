@@ -7,7 +7,7 @@ split-K kernels for such shapes the same way.
 Why: at batch 1, ResNet-50's 512-channel 3x3 conv is a 49 x 512 x 4608 implicit GEMM, four
 64x128 tiles for 132 SMs, each walking a 4608-deep reduction. Sixteen slices give 64 tiles of
 288; the partials cost 1.6 MB of float32 traffic. Decided per conv from the GPU's SM count and
-the tensor-core template's untuned tiles (`SplitPolicy`), only for tensor-core dtypes (NHWC convs,
+the tensor-core templates' untuned tiles (`SplitPolicy`), only for tensor-core dtypes (NHWC convs,
 Linears reading their weight [N, K]).
 """
 from __future__ import annotations
@@ -52,7 +52,7 @@ class SplitPolicy:
     in_kernel: Optional[Callable[[int, int, int, int, int, int], bool]] = None
 
     def blocks(self, m: int, n: int) -> int:
-        """Tiles of 64 x 128 (64 x 64 where N <= 64), the tensor-core template's untuned config
+        """Tiles of 64 x 128 (64 x 64 where N <= 64), the tensor-core templates' untuned config
         for a small grid (schedules/cuda/gemm/wgmma.fallback_values; the half-full test counts these, as
         the policy was first measured against 64 x 128; `splits` counts 64 x 64 tiles, which the
         template takes for grids under half the SMs, for its full_depth rule)."""

@@ -1,4 +1,4 @@
-"""The tensor-core template on a real GPU: fp16/bf16 convs, awkward GEMMs and batched matmuls
+"""The tensor-core templates (MmaGemm, WgmmaGemm) on a real GPU: fp16/bf16 convs, awkward GEMMs and batched matmuls
 (fallback and every tile/stage/intrinsic variant of one shape) against the same graph on llvm,
 whose fp16/bf16 inputs are accumulated in float32 as on the tensor cores.
 

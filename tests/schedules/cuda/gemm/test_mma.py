@@ -1,4 +1,4 @@
-"""The tensor-core template without a GPU: its CUDA and PTX hold mma/wmma and cp.async, its
+"""The tensor-core templates (MmaGemm's mma.sync/wmma above all) without a GPU: its CUDA and PTX hold mma/wmma and cp.async, its
 tiling and padding compute the right numbers (the same schedule, untensorized, run on llvm),
 it is the untuned choice for fp16/bf16/tf32 GEMMs and convs only, and the tf32 fragment layouts
 are the ones the PTX ISA gives for mma.sync m16n8k8."""

@@ -1,4 +1,4 @@
-"""The tensor-core template's Hopper path (intrin="wgmma", sm_90a) without a GPU: offered only
+"""The Hopper tensor-core template, WgmmaGemm (intrin="wgmma", sm_90a), without a GPU: offered only
 where it can run, its CUDA calls the wgmma device function and its PTX (nvcc here) holds
 wgmma.mma_async; the same schedule untensorized on llvm (swizzled shared tiles included) computes
 the right numbers; the swizzle and accumulator layouts are the ones the PTX ISA gives."""
