@@ -1,7 +1,7 @@
-"""The tensor-core templates (MmaGemm's mma.sync/wmma above all) without a GPU: its CUDA and PTX hold mma/wmma and cp.async, its
-tiling and padding compute the right numbers (the same schedule, untensorized, run on llvm),
-it is the untuned choice for fp16/bf16/tf32 GEMMs and convs only, and the tf32 fragment layouts
-are the ones the PTX ISA gives for mma.sync m16n8k8."""
+"""The mma.sync/wmma tensor-core template (MmaGemm) without a GPU: its CUDA and PTX hold mma/wmma
+and cp.async, its tiling and padding compute the right numbers (the same schedule, untensorized,
+run on llvm), a tensor-core template is the untuned choice for fp16/bf16/tf32 GEMMs and convs
+only, and the tf32 fragment layouts are the ones the PTX ISA gives for mma.sync m16n8k8."""
 from __future__ import annotations
 
 import re
