@@ -25,3 +25,13 @@ def generated_source_dir() -> Path:
     """generated/ in the user cache directory: Python modules tefuse writes from the installed
     TVM's source at run time (TVMScript reads its functions' source from real files)."""
     return _user_cache() / "generated"
+
+
+def probe_directory(parent: Path, name: str) -> None:
+    """Create and remove a file named after `name` in `parent`: whether a file there can be
+    written, asked before long work rather than found out after it. Raises OSError."""
+    import tempfile
+
+    fd, probe = tempfile.mkstemp(dir=parent, prefix=f".{name}.", suffix=".probe")
+    os.close(fd)
+    os.unlink(probe)

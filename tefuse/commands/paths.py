@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 from ..errors import TefuseError
+from ..paths import probe_directory
 
 
 def check_output_path(path: str, option: str) -> None:
@@ -19,9 +19,7 @@ def check_output_path(path: str, option: str) -> None:
     if not parent.is_dir():
         raise TefuseError(f"{option} {path}: no directory {str(parent)!r}")
     try:
-        fd, probe = tempfile.mkstemp(dir=parent, prefix=f".{p.name}.", suffix=".probe")
-        os.close(fd)
-        os.unlink(probe)
+        probe_directory(parent, p.name)
     except OSError as e:
         raise TefuseError(f"{option} {path}: cannot write in {str(parent)!r} ({e.strerror or e})") from None
     if p.exists() and not os.access(p, os.W_OK):

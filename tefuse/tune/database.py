@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import fcntl
 import logging
-import math
 import os
 import tempfile
 import threading
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import Iterable, Optional, Sequence, Union
 
 from ..errors import TefuseError
+from ..paths import probe_directory
 from .record import TuningRecord
 
 log = logging.getLogger(__name__)
@@ -127,9 +127,7 @@ class Database:
             if path.exists():
                 os.close(os.open(path, os.O_WRONLY | os.O_APPEND))
             else:
-                fd, probe = tempfile.mkstemp(dir=parent, prefix=f".{path.name}.", suffix=".probe")
-                os.close(fd)
-                os.unlink(probe)
+                probe_directory(parent, path.name)
         except OSError as e:
             raise TefuseError(f"tuning log {path}: cannot write ({e.strerror or e})") from None
 
