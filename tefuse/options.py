@@ -9,10 +9,8 @@ runtime reads it.
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from typing import Mapping, Optional
-
-from .errors import TefuseError
 
 # environment variable -> BuildOptions field, each a switch: set and not "0" turns it on
 ENV = {"TEFUSE_ROCM_MFMA": "prefer_mfma"}
@@ -30,18 +28,6 @@ class BuildOptions:
         """The fields that differ from the defaults: what keys a kernel and marks a record."""
         default = BuildOptions()
         return {k: v for k, v in asdict(self).items() if v != getattr(default, k)}
-
-    @classmethod
-    def from_dict(cls, values: Mapping, where: str = "build options") -> "BuildOptions":
-        """Options from a record's or an artefact's stored dict; unknown names or wrong types
-        are refused by name."""
-        known = {f.name: f for f in fields(cls)}
-        for k, v in values.items():
-            if k not in known:
-                raise TefuseError(f"{where}: unknown build option {k!r} (known: {', '.join(sorted(known))})")
-            if not isinstance(v, bool):
-                raise TefuseError(f"{where}: build option {k!r} should be true or false, not {v!r}")
-        return cls(**dict(values))
 
     @classmethod
     def from_env(cls, environ: Optional[Mapping[str, str]] = None) -> "BuildOptions":

@@ -83,7 +83,7 @@ class TensorCoreAttention(Template):
         """fp16, head dims of whole fragments up to 64, tiles within the arch's shared memory; more
         than one key tile. Refused, from wrong results on the H100 (cause not found):
         a single key tile (Lk <= 16); head dim 128 with 40 keys (with 197 keys it was right)."""
-        return (dtype == "float16" and device_caps(target).compute_capability >= 70
+        return (dtype == "float16" and device_caps(target).has_wmma
                 and geometry.d % 16 == 0 and geometry.dv % 16 == 0
                 and max(geometry.d, geometry.dv) <= MAX_HEAD_DIM
                 and geometry.lq >= 16 and geometry.lk > KEY_TILE

@@ -16,8 +16,6 @@ from ..intrin.tf32 import lay_a, lay_b
 from .tiles import (DEFAULT_CFG, bind_grid, drop_unit_iters, fetch_to_shared, intrin_names, last_index_kind,
                     operand_k_major, stage_accumulators, store_epilogue, tensorize_staging_store)
 
-MIN_ARCH = {"wmma": 70, "mma": 80}  # the compute capability each instruction family needs
-
 
 def apply_mma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
     c = dict(DEFAULT_CFG)

@@ -18,7 +18,7 @@ from ..passes.clamp_rows import clamp_rows
 from ..passes.hoist import PIPELINE as HOIST_PIPELINE
 from ..passes.late_pipeline import PIPELINE as LATE_PIPELINE
 from ..passes.narrow_staging import narrow_staging
-from .mma import MIN_ARCH, apply_mma_gemm, mma_fallback_values
+from .mma import apply_mma_gemm, mma_fallback_values
 from .sliced_k import SLICED, slice_reduction
 from .tiles import DEFAULT_CFG, MIN_MN, TC_DTYPES, tc_shape
 from .wgmma import apply_wgmma_gemm, defer_tf32_rounding, fallback_values, wgmma_admits, wgmma_target
@@ -187,7 +187,7 @@ class MmaGemm(TensorCoreGemm):
     name = "tensorcore_gemm"
 
     def preference(self, info: KernelInfo, target, options: BuildOptions = DEFAULT) -> int:
-        return DOMINANT if device_caps(target).compute_capability >= MIN_ARCH["mma"] else -10
+        return DOMINANT if device_caps(target).has_mma else -10
 
     def space(self, info: KernelInfo, target) -> ConfigSpace:
         s = ConfigSpace()
