@@ -19,6 +19,7 @@ from ..schedules import KernelInfo, Template
 from ..schedules.registry import TIR_PIPELINE
 from ..schedules.common import block_threads, launch_extents, shared_alloc_bytes
 from ..schedules.space import Config
+from .let_to_local import PIPELINE as DEFAULT_PIPELINE
 
 
 @dataclass(frozen=True)
@@ -88,7 +89,7 @@ def device_compile(mod: tvm.IRModule, target: tvm.target.Target, pass_config: Op
                    ) -> tvm.runtime.Module:
     """TVM's codegen and the device compiler, errors as TVM raises them."""
     config = dict(pass_config or {})
-    pipeline = config.pop(TIR_PIPELINE, "default")
+    pipeline = config.pop(TIR_PIPELINE, DEFAULT_PIPELINE)
     if config:
         with target, tvm.transform.PassContext(opt_level=3, config=config):
             return tvm.compile(mod, target=target, tir_pipeline=pipeline).mod

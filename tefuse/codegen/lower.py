@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+import tvm
 from tvm import s_tir, te, tirx as tir
 
 from ..errors import BuildError, OpError
@@ -72,7 +73,15 @@ def _lower(group: FusedGroup, wide: str) -> LoweredGroup:
             raise BuildError(f"group {group.name}: node {n.name!r} ({n.op}): {e}") from None
     outs = _materialize_outputs(group, vals, placeholders)
     func = te.create_prim_func(placeholders + outs, index_dtype_override="int64" if wide == "int64" else None)
+    func = _single_definitions(func)
     return LoweredGroup(group, func, params, _kernel_info(group, func, len(outs)))
+
+
+def _single_definitions(func: tir.PrimFunc) -> tir.PrimFunc:
+    """`func` with each Let variable defined once: a value read twice in a group is one
+    expression object (ops/value.Value memoises it), so its bindings can appear twice, which
+    TIR's schedules refuse as ill-formed; ConvertSSA renames the second."""
+    return tir.transform.ConvertSSA()(tvm.IRModule({"main": func}))["main"]
 
 
 def _materialize_outputs(group: FusedGroup, vals: dict, placeholders: list) -> list[te.Tensor]:

@@ -14,7 +14,7 @@ from tvm import tirx as tir
 from ..errors import OpError
 from .nanprop import clip_with, fmax, fmin, max_with
 from .registry import OpPattern, register_op
-from .value import Value, broadcast_shape, broadcast_to, expr_dtype as _dt, lazy
+from .value import Value, bind, bind_all, broadcast_shape, broadcast_to, expr_dtype as _dt, lazy
 
 Scalar = Callable[..., PrimExpr]
 
@@ -187,7 +187,7 @@ def _register_unary(name: str, rule: Scalar, defaults: dict) -> None:
         (x,) = inputs
         if not (name in INT_OK and _dt(x).startswith(("int", "uint"))):
             _check_float(name, x)
-        return lazy(x.shape, _dt(x), lambda *i: rule(x(*i), **attrs))
+        return lazy(x.shape, _dt(x), lambda *i: bind(x(*i), lambda v: rule(v, **attrs)))
 
     compute.__doc__ = f"Elementwise {name}."
     register_op(name, OpPattern.ELEMWISE, num_inputs=1, attrs=defaults)(compute)
@@ -200,7 +200,7 @@ def _register_binary(name: str, rule: Scalar) -> None:
             raise OpError(f"{name}: dtype mismatch {_dt(a)} vs {_dt(b)}")
         shape = broadcast_shape([a.shape, b.shape], f"{name}'s inputs")
         fa, fb = broadcast_to(a, shape), broadcast_to(b, shape)
-        return lazy(shape, _dt(a), lambda *i: rule(fa(*i), fb(*i)))
+        return lazy(shape, _dt(a), lambda *i: bind_all([fa(*i), fb(*i)], rule))
 
     compute.__doc__ = f"Broadcasting {name}."
     register_op(name, OpPattern.BROADCAST, num_inputs=2)(compute)

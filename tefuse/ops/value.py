@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Iterator, Optional, Sequence
 
 from tvm.ir.expr import Expr as PrimExpr
 from tvm import te, tirx as tir
+from tvm_ffi import VisitInterrupt, structural_walk
 
 from ..errors import OpError
 
@@ -24,10 +25,19 @@ class Value:
     fn: Callable[..., PrimExpr]
     tensor: Optional[te.Tensor] = None
 
+    _memo: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+
     def __call__(self, *idx):
+        """The expression at `idx`; the same index objects give the same expression object, so
+        an op reading one value twice (maximum(v, v), x * sigmoid(x) across nodes) sees one
+        operand and binds it once (`bind_all`) instead of building it twice."""
         if len(idx) != len(self.shape):
             raise OpError(f"indexing rank-{len(self.shape)} value with {len(idx)} indices")
-        return self.fn(*idx)
+        key = tuple(("int", i) if isinstance(i, int) else id(i) for i in idx)
+        hit = self._memo.get(key)
+        if hit is None:
+            hit = self._memo[key] = (idx, self.fn(*idx))  # idx kept: its ids stay unique
+        return hit[1]
 
     @property
     def ndim(self) -> int:
@@ -121,6 +131,62 @@ def tf32_operand(v: "Value", attrs: dict) -> "Value":
     if v.dtype != "float32":
         raise OpError(f"math='tf32' applies to float32 operands, got {v.dtype}")
     return Value(v.shape, v.dtype, lambda *i: round_tf32(v(*i)))
+
+
+SMALL = 12  # nodes: an operand up to this size is repeated rather than bound
+
+
+def _small(expr: PrimExpr) -> bool:
+    """Whether expr has at most SMALL nodes: repeating it costs little, and leaving it in
+    place keeps the forms schedules and TVM's vectorizer recognise (a GEMM's A copy computing
+    `x < 0 ? 0 : x` while loading stays a vector load). A chain of ops still grows only until
+    its operand passes SMALL nodes, then that operand is bound."""
+    count = [0]
+
+    def on_node(_e):
+        count[0] += 1
+        return VisitInterrupt(None) if count[0] > SMALL else None
+
+    return structural_walk(expr, (PrimExpr, on_node), order="pre") is None
+
+
+_LEGALIZED = ("bfloat16", "float8", "float6", "float4")
+
+
+def _legalized_inside(expr: PrimExpr) -> bool:
+    """Whether a bfloat16 or float8/6/4 value is part of expr: TVM's BF16/FP8 compute
+    legalization does not lower what sits inside a Let, so such an expression is left unbound
+    (it repeats, as before; these types' chains are short in practice)."""
+    def on_node(e):
+        return VisitInterrupt(e) if expr_dtype(e).startswith(_LEGALIZED) else None
+
+    return structural_walk(expr, (PrimExpr, on_node), order="pre") is not None
+
+
+def bind(expr: PrimExpr, body: Callable[[PrimExpr], PrimExpr]) -> PrimExpr:
+    """body(expr) with a larger expr computed once: a rule that uses its operand twice (relu's
+    select, gelu, x * sigmoid(x)) would otherwise repeat the operand's whole expression, and a
+    chain of N such ops inlined into one kernel would grow as 2^N."""
+    if _small(expr) or _legalized_inside(expr):
+        return body(expr)
+    v = tir.Var("v", expr_dtype(expr))
+    return tir.Let(v, expr, body(v))
+
+
+def bind_all(exprs: Sequence[PrimExpr], body: Callable[..., PrimExpr]) -> PrimExpr:
+    """`bind` for several operands; the same expression object passed twice is bound once."""
+    bound: list = []
+
+    def step(k: int) -> PrimExpr:
+        if k == len(exprs):
+            return body(*bound)
+        for j in range(k):
+            if exprs[j].same_as(exprs[k]):
+                bound.append(bound[j])
+                return step(k + 1)
+        return bind(exprs[k], lambda v: (bound.append(v), step(k + 1))[1])
+
+    return step(0)
 
 
 def lazy(shape: Sequence[int], dtype: str, fn: Callable[..., PrimExpr]) -> Value:
