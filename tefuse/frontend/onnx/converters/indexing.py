@@ -13,7 +13,7 @@ import numpy as np
 
 from ....graph.ir import Node
 from ..context import ImportContext, OnnxNode, Unsupported
-from ..registry import converter
+from ..registry import converter, folder
 from .common import axis_attr, input_node
 
 REDUCTIONS = {"none": "none", "add": "add", "mul": "mul", "max": "max", "min": "min"}
@@ -79,6 +79,16 @@ def _gather_elements(ctx, n):
     if ctx.is_const(n.input(1)):
         _wrapped(ctx.const(n.input(1)), x.shape[ax], f"axis {ax}")
     return [ctx.emit("gather_elements", [x, input_node(ctx, n, 1)], n.outputs[0], axis=ax)]
+
+
+@folder("GatherElements")
+def _fold_gather_elements(ctx, n):
+    """numpy's take_along_axis: onnx.reference's GatherElements fails on a 2-D gather along axis 1
+    from a larger axis (BERT's token_type_ids buffer, [1, 512] read at [1, L])."""
+    x = ctx.const(n.input(0))
+    ax = axis_attr(n, x.ndim, 0)
+    idx = _wrapped(ctx.const(n.input(1)), x.shape[ax], f"axis {ax}")
+    return [np.take_along_axis(x, idx, axis=ax)]
 
 
 @converter("GatherND", attrs=["batch_dims"])
