@@ -326,8 +326,10 @@ def _fold(reduction: str, match, update, axes, dtype: str):
             return te.sum(tir.Select(match, u, tir.const(0, acc)), axis=axes)
         return _PRODUCT(tir.Select(match, u, tir.const(1, acc)), axis=axes)
     red = te.max if reduction == "max" else te.min
-    v = tir.Select(match, update, lowest(dtype) if reduction == "max" else highest(dtype))
-    return red(order_key(v, reduction) if has_order_key(dtype) else v, axis=axes)
+    ident = lowest(dtype) if reduction == "max" else highest(dtype)
+    if has_order_key(dtype):  # keys of the update and of the identity: `match` is written once
+        return red(tir.Select(match, order_key(update, reduction), order_key(ident, reduction)), axis=axes)
+    return red(tir.Select(match, update, ident), axis=axes)
 
 
 def _scatter(op: str, data: Value, reduction: str, slot_axes, match_fn, update_fn):
