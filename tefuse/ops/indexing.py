@@ -44,29 +44,35 @@ def _loop_dtype(idx: Sequence) -> str:
 
 
 def wrap(j, dim: int):
-    """An ONNX index in the index's own dtype: a negative one counts from the end (j + dim)."""
+    """An ONNX index as a signed 64-bit (or 32-bit, where the axis fits it) value, or unsigned 64-bit:
+    a negative one counts from the end (j + dim). Narrow index types are widened first, so that
+    an int8 -1 into an axis of 200 is 199, not an overflow."""
     dt = expr_dtype(j)
-    if dt.startswith("uint"):
+    if dt == "uint64":
         return j
+    if dt != "int64" and not (dt == "int32" and dim <= 2 ** 31 - 1):
+        j, dt = tir.Cast("int64", j), "int64"
     return tir.Select(j < tir.const(0, dt), j + tir.const(dim, dt), j)
 
 
 def address(j, dim: int, dtype: str):
     """Index j of an axis of `dim` elements as a safe address of type `dtype`: wrapped when
     negative, then clamped into [0, dim) (out-of-range indices read the nearest end)."""
-    dt = expr_dtype(j)
     w = wrap(j, dim)
-    w = tir.max(tir.min(w, tir.const(dim - 1, dt)), tir.const(0, dt))
+    dt = expr_dtype(w)
+    w = tir.min(w, tir.const(dim - 1, dt))
+    if dt != "uint64":
+        w = tir.max(w, tir.const(0, dt))
     return w if dt == dtype else tir.Cast(dtype, w)
 
 
 def matches(j, dim: int, pos):
     """Whether ONNX index j (any integer dtype) names position `pos` of an axis of `dim`
     elements; an index outside [-dim, dim) names none."""
-    dt = expr_dtype(j)
     w = wrap(j, dim)
-    in_range = tir.all(w >= tir.const(0, dt), w < tir.const(dim, dt)) if not dt.startswith("uint") \
-        else w < tir.const(dim, dt)
+    dt = expr_dtype(w)
+    below = w < tir.const(dim, dt)
+    in_range = below if dt == "uint64" else tir.all(w >= tir.const(0, dt), below)
     return tir.all(in_range, w == tir.Cast(dt, pos))
 
 

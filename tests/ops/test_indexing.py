@@ -38,6 +38,15 @@ def test_take_from_a_constant_table_with_scalar_and_int8_indices(rng):
     np.testing.assert_array_equal(run_op("take", Const(table), idx), table[idx])
 
 
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "uint64"])
+def test_narrow_and_unsigned_indices_into_a_long_axis(rng, dtype):
+    """An int8 -1 into 300 rows is row 299 (widened before wrapping, no int8 overflow)."""
+    table = rng.standard_normal((300, 2)).astype("float32")
+    idx = np.array({"int8": [-1, -128, 5, 127], "uint8": [255, 0, 7, 200], "int16": [-300, 299, -1, 300],
+                    "uint64": [299, 0, 300, np.iinfo(np.uint64).max]}[dtype], dtype)
+    np.testing.assert_array_equal(run_op("take", Const(table), idx), table[wrapped(idx, 300)])
+
+
 def test_out_of_range_indices_read_the_nearest_end_never_out_of_bounds(rng):
     """onnxruntime refuses them at run time; a kernel cannot, so its reads are clamped: far past
     either end (int64 extremes included) they read the last / first element."""
