@@ -242,9 +242,9 @@ def _tiny_bert():
 
 def test_a_tiny_exported_bert_matches_onnxruntime(rng):
     """Word-embedding Gather of the token ids, position ids, the attention mask's arithmetic, in
-    fp32 and fp16 (a fully masked sequence included). Expand (the mask broadcast) has no converter
-    on this branch: until it has, the import stops at the Expand node(s) and only there (any
-    other refused node fails this test), and the test reports xfail naming them."""
+    fp32 and fp16 (a fully masked sequence included). Until tefuse converts Expand (the mask
+    broadcast), the import stops at the Expand node(s) and only there (any other refused node
+    fails this test), and the test reports xfail naming them."""
     import warnings
 
     with warnings.catch_warnings():

@@ -300,7 +300,8 @@ CUDA_CASES = {
     "argmax": ("argmax", np.zeros((8, 1000), np.float32)),
     "argmin": ("argmin", np.zeros((8, 100), np.float16)),
     "topk": ("topk", np.zeros((8, 100), np.float32)),
-    "scatter_nd": ("scatter_nd", np.zeros((4, 3), np.float16), np.zeros((3, 1), np.int64), np.zeros((3, 3), np.float16)),
+    "scatter_nd": ("scatter_nd", np.zeros((4, 3), np.float16), np.zeros((3, 1), np.int64),
+                   np.zeros((3, 3), np.float16)),
     "scatter_elements": ("scatter_elements", np.zeros((4, 3), np.float32), np.zeros((2, 3), np.int64),
                          np.zeros((2, 3), np.float32)),
 }
