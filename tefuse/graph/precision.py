@@ -98,6 +98,7 @@ class _Rewriter:
         # constant beyond the low range, or such a node (mask arithmetic): see the module doc
         self.wide: set[int] = set()
         self.saturated: dict[int, Node] = {}
+        self.beyond: dict[int, bool] = {}  # constant -> beyond_low, each looked at once
 
     def fresh(self, base: str) -> str:
         return fresh_name(self.names, base)
@@ -135,7 +136,12 @@ class _Rewriter:
     def _widens(self, n: Node) -> bool:
         """Whether `n` computes in float32 as mask arithmetic (see the module doc)."""
         return (n.dtype == "float32" and get_op(n.op).pattern <= OpPattern.INJECTIVE
-                and any(id(i) in self.wide or beyond_low(i, self.low) for i in n.inputs))
+                and any(id(i) in self.wide or self._beyond(i) for i in n.inputs))
+
+    def _beyond(self, n: Node) -> bool:
+        if id(n) not in self.beyond:
+            self.beyond[id(n)] = beyond_low(n, self.low)
+        return self.beyond[id(n)]
 
     def node(self, n: Node) -> Node:
         low = self.low
