@@ -12,7 +12,16 @@ What an engineer expects from `--precision fp16` (TensorRT's, torch.autocast's h
   float32 inside the op and are left in the low precision, as PyTorch's fp16 softmax is: a
   float32 softmax between attention's two matrix products doubled the bytes of the scores
   written, read, written and read again (ViT-B/16: 197x197 per head);
-- a graph already in fp16 is taken as it is (nothing float32 to convert).
+- a graph already in fp16 is taken as it is (nothing float32 to convert);
+- nothing overflows into an infinity the float32 model did not have (onnxconverter-common's
+  float16 conversion, PyTorch autocast's habits): a float32 constant's finite values beyond the
+  low type's range saturate to its largest finite value (65504 for fp16), so 0 * mask stays 0, not
+  NaN. Additive attention masks go further: elementwise and injective ops reading such a constant
+  (`(1 - mask) * torch.finfo(torch.float32).min`, `Where(mask, 0, finfo.min)`), and those reading
+  their results (the scores + mask), compute in float32 as the model did, and their result
+  saturates where it enters the low precision (the softmax): a masked score is then the lowest
+  finite value, not -inf, so a fully masked row comes out uniform, as the float32 model gives it.
+  Integer inputs (token ids, masks) pass through as they are.
 `tf32` keeps float32 everywhere and marks every float32 matrix product (conv2d, dense, matmul)
 math='tf32': their operands are rounded to TF32 (what PyTorch does by default for convolutions),
 and the tensor-core templates multiply them with mma.sync .tf32 (wgmma .tf32 on Hopper).
@@ -47,6 +56,30 @@ def _np_dtype(dtype: str):
     return np.dtype(dtype)
 
 
+def low_max(low: str) -> float:
+    """The largest finite value of the low precision (65504 for float16)."""
+    import ml_dtypes
+
+    return float(ml_dtypes.finfo(_np_dtype(low)).max)
+
+
+def to_low(value: np.ndarray, low: str) -> np.ndarray:
+    """float32 values in the low precision, finite ones beyond its range saturated to its largest
+    finite value rather than overflowing to an infinity (infinities and NaN stay as they are)."""
+    v = np.asarray(value, np.float32)
+    big = low_max(low)
+    return np.where(np.isfinite(v), np.clip(v, -big, big), v).astype(_np_dtype(low))
+
+
+def beyond_low(n: Node, low: str) -> bool:
+    """A float32 constant with finite values the low precision cannot hold (torch.finfo(float32)
+    .min in an additive attention mask)."""
+    if n.op != CONST or n.dtype != "float32":
+        return False
+    v = np.asarray(n.value)
+    return bool(np.any(np.isfinite(v) & (np.abs(v) > low_max(low))))
+
+
 def _keeps_float32(n: Node, is_output: bool) -> bool:
     """Statistics ops; and an opaque op (softmax, layer_norm) whose result is a float32 graph
     output: its kernel takes no epilogue, so the output cast would be a kernel of its own."""
@@ -61,6 +94,11 @@ class _Rewriter:
         self.names = {n.name for n in graph.nodes}
         self.new: dict[int, Node] = {}
         self.float32_outputs: set[int] = set()  # (original) outputs computed in float32
+        # (original) elementwise/injective float32 nodes kept in float32 because they read a
+        # constant beyond the low range, or such a node (mask arithmetic): see the module doc
+        self.wide: set[int] = set()
+        self.saturated: dict[int, Node] = {}
+        self.beyond: dict[int, bool] = {}  # constant -> beyond_low, each looked at once
 
     def fresh(self, base: str) -> str:
         return fresh_name(self.names, base)
@@ -80,7 +118,30 @@ class _Rewriter:
             if orig.op == CONST and orig.dtype == "float32":
                 return orig
             return self.cast(x, "float32") if x.dtype == self.low else x
+        if id(orig) in self.wide:
+            return self.saturate(orig)
         return self.cast(x, self.low) if id(orig) in self.float32_outputs else x
+
+    def saturate(self, orig: Node) -> Node:
+        """A float32 mask value as the low precision reads it: clipped to its finite range, then
+        cast (elementwise: it fuses into the kernel that computes the value); one per value."""
+        got = self.saturated.get(id(orig))
+        if got is None:
+            x, big = self.new[id(orig)], low_max(self.low)
+            attrs, shape, dtype = infer("clip", {"min": -big, "max": big}, [x], x.name)
+            clipped = Node(self.fresh(f"{x.name}_saturated"), "clip", [x], attrs, tuple(shape), dtype)
+            got = self.saturated[id(orig)] = self.cast(clipped, self.low)
+        return got
+
+    def _widens(self, n: Node) -> bool:
+        """Whether `n` computes in float32 as mask arithmetic (see the module doc)."""
+        return (n.dtype == "float32" and get_op(n.op).pattern <= OpPattern.INJECTIVE
+                and any(id(i) in self.wide or self._beyond(i) for i in n.inputs))
+
+    def _beyond(self, n: Node) -> bool:
+        if id(n) not in self.beyond:
+            self.beyond[id(n)] = beyond_low(n, self.low)
+        return self.beyond[id(n)]
 
     def node(self, n: Node) -> Node:
         low = self.low
@@ -89,8 +150,12 @@ class _Rewriter:
         if n.op == CONST:
             if n.dtype != "float32":
                 return n
-            value = np.asarray(n.value).astype(_np_dtype(low))
-            return Node(n.name, CONST, [], {}, n.shape, low, value)
+            return Node(n.name, CONST, [], {}, n.shape, low, to_low(n.value, low))
+        if self._widens(n):
+            self.wide.add(id(n))
+            inputs = [self.operand(i, float32=True) for i in n.inputs]
+            attrs, shape, dtype = infer(n.op, dict(n.attrs), inputs, n.name)
+            return Node(n.name, n.op, inputs, attrs, tuple(shape), dtype)
         attrs = dict(n.attrs)
         if n.op == "cast" and attrs.get("dtype") == "float32":
             attrs["dtype"] = low  # the working precision of a float32 model

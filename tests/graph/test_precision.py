@@ -220,3 +220,89 @@ def test_an_fp16_graph_ending_in_layer_norm_is_taken_as_it_is():
     h = convert_precision(g, "fp16")
     assert all(n.dtype == "float16" for n in h.nodes) and not any(n.op == "cast" for n in h.nodes)
     assert tefuse.build(g, "llvm", precision="fp16").num_kernels == tefuse.build(g, "llvm").num_kernels
+
+
+# -- attention masks in half precision ---------------------------------------------------------
+F32_MIN = float(np.finfo(np.float32).min)  # torch.finfo(torch.float32).min, what exporters write
+
+
+def _masked_attention(form: str):
+    """A small self-attention with an attention mask as exporters write it: `additive`,
+    (1.0 - Cast(mask)) * finfo(float32).min added to the scores (BERT); `where_min` and
+    `where_inf`, Where(mask, scores, finfo.min / -inf) broadcast over the query axis."""
+    from onnx import TensorProto as T, helper, numpy_helper
+
+    n = helper.make_node
+    nodes = [n("Transpose", ["x"], ["xt"], perm=[0, 2, 1]), n("MatMul", ["x", "xt"], ["s0"]),
+             n("Mul", ["s0", "scale"], ["s"])]
+    consts = {"scale": np.float32(0.5), "axes": np.array([1], np.int64)}
+    if form == "additive":
+        nodes += [n("Cast", ["mask"], ["mf"], to=T.FLOAT), n("Sub", ["one", "mf"], ["inv"]),
+                  n("Mul", ["inv", "low"], ["ext"]), n("Unsqueeze", ["ext", "axes"], ["ext3"]),
+                  n("Add", ["s", "ext3"], ["masked"])]
+        consts.update(one=np.float32(1.0), low=np.float32(F32_MIN))
+    else:
+        nodes += [n("Cast", ["mask"], ["mb"], to=T.BOOL), n("Unsqueeze", ["mb", "axes"], ["mb3"]),
+                  n("Where", ["mb3", "s", "low"], ["masked"])]
+        consts.update(low=np.float32(F32_MIN if form == "where_min" else -np.inf))
+    nodes += [n("Softmax", ["masked"], ["p"], axis=-1), n("MatMul", ["p", "x"], ["y"])]
+    g = helper.make_graph(nodes, "masked_attention",
+                          [helper.make_tensor_value_info("x", T.FLOAT, [2, 6, 8]),
+                           helper.make_tensor_value_info("mask", T.INT64, [2, 6])],
+                          [helper.make_tensor_value_info("y", T.FLOAT, [2, 6, 8])],
+                          [numpy_helper.from_array(np.asarray(v), k) for k, v in consts.items()])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=9)
+
+
+@pytest.mark.parametrize("precision", ["fp16", "bf16"])
+@pytest.mark.parametrize("form", ["additive", "where_min", "where_inf"])
+def test_masked_attention_in_half_precision_matches_onnxruntime_fp32(form, precision):
+    """Sequence 0 masked after 4 tokens, sequence 1 fully masked. Its rows: uniform attention in
+    the float32 model with finfo.min (no NaN, no overflow to -inf in fp16), NaN with -inf, as
+    PyTorch and onnxruntime give them. The mask arithmetic and its saturation join the scores'
+    kernel: the one kernel more than fp32 is x's cast to fp16 (read by both products)."""
+    ort = pytest.importorskip("onnxruntime")
+    from tefuse.frontend.onnx import import_onnx
+
+    m = _masked_attention(form)
+    x = (np.random.default_rng(9).standard_normal((2, 6, 8)) * 3).astype(np.float32)  # scores up to ~100
+    mask = np.array([[1, 1, 1, 1, 0, 0], [0] * 6], np.int64)
+    want = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(
+        None, {"x": x, "mask": mask})[0]
+    graph = import_onnx(m)
+    cg = tefuse.build(graph, "llvm", precision=precision)
+    got = cg.run(x=x, mask=mask)[0]
+    assert got.dtype == np.float32
+    if form == "where_inf":
+        assert np.isnan(want[1]).all()
+    else:
+        np.testing.assert_allclose(want[1], np.broadcast_to(x[1].mean(0), (6, 8)), rtol=1e-5, atol=1e-5)
+    tol = 1e-2 if precision == "fp16" else 6e-2
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.abs(x).max(), equal_nan=True)
+    groups = [[n.op for n in k.group.nodes] for k in cg.kernels]
+    assert groups.count(["cast"]) == 1 and len(groups) - 1 == tefuse.build(graph, "llvm").num_kernels
+
+
+def test_mask_arithmetic_stays_float32_and_saturates_into_fp16():
+    """The finfo.min constant is kept as it is, the ops reading it (and the add reading them)
+    compute in float32, and their result enters fp16 through a clip to +-65504."""
+    from tefuse.frontend.onnx import import_onnx
+
+    h = convert_precision(import_onnx(_masked_attention("additive")), "fp16")
+    by_name = {n.name: n for n in h.nodes}
+    assert by_name["low"].dtype == "float32" and by_name["low"].value == np.float32(F32_MIN)
+    assert by_name["ext"].dtype == by_name["masked"].dtype == "float32"
+    (sm,) = [n for n in h.nodes if n.op == "softmax"]
+    cast = sm.inputs[0]
+    assert sm.dtype == "float16" and cast.op == "cast" and cast.inputs[0].op == "clip"
+    assert cast.inputs[0].attrs["min"] == -65504.0 and cast.inputs[0].inputs[0] is by_name["masked"]
+
+
+@pytest.mark.parametrize("precision, big", [("fp16", 65504.0), ("bf16", 3.3895313892515355e38)])
+def test_constants_beyond_the_low_range_saturate_instead_of_overflowing(precision, big):
+    from tefuse.graph.precision import LOW, to_low
+
+    v = np.array([2.0 ** 20, F32_MIN, np.inf, -np.inf, np.nan, 1.5, 0.0], np.float32)
+    got = to_low(v, LOW[precision]).astype(np.float64)
+    want = np.array([min(2.0 ** 20, big), -big, np.inf, -np.inf, np.nan, 1.5, 0.0])
+    np.testing.assert_array_equal(got, want)

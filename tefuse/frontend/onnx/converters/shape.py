@@ -124,24 +124,6 @@ def _split(ctx, n):
     return res
 
 
-@converter("Gather", attrs=["axis"])
-def _gather(ctx, n):
-    """Run-time data gathered at constant indices: slices along `axis`."""
-    x = input_node(ctx, n)
-    idx = ctx.const(n.input(1), "indices")
-    ax = axis_attr(n, len(x.shape), 0)
-    dim = x.shape[ax]
-    bad = [int(i) for i in idx.reshape(-1) if not -dim <= int(i) < dim]
-    if bad:  # ONNX allows [-dim, dim): a negative index counts from the end
-        raise Unsupported(f"index {bad[0]} is out of range for axis {ax} of size {dim} (indices must be in "
-                          f"[{-dim}, {dim - 1}])")
-    flat = [int(i) + dim if int(i) < 0 else int(i) for i in idx.reshape(-1)]
-    parts = [ctx.emit("slice", [x], None, starts=(i,), ends=(i + 1,), axes=(ax,)) for i in flat]
-    y = parts[0] if len(parts) == 1 else ctx.emit("concat", parts, None, axis=ax)
-    shape = x.shape[:ax] + tuple(idx.shape) + x.shape[ax + 1:]
-    return [ctx.emit("reshape", [y], n.outputs[0], shape=shape)]
-
-
 @converter("Shape", attrs=["start", "end"])
 def _shape(ctx, n):
     shape = ctx.shape(n.inputs[0])
