@@ -320,8 +320,8 @@ class PrecisionResult:
 
 @dataclass
 class ZooResult:
-    """One model. status: ok, or the first failure: export failed, weak reference (its output
-    hardly depends on its input), import refused (`problems`: every refused node), import
+    """One model. status: ok, or the first failure: export failed, reference failed
+    (onnxruntime could not run it), weak reference (its output hardly depends on its input), import refused (`problems`: every refused node), import
     failed, or a precision's build failed / run failed / mismatch."""
 
     name: str
@@ -444,8 +444,12 @@ def check_entry(e: ZooEntry, target: str = "llvm", precisions: Sequence[str] = (
     r.onnx_nodes = len(model.graph.node)
     cfg = e.config(small)
     feeds = random_inputs(cfg)
-    want = onnxruntime_outputs(model, feeds)
-    r.sensitivity = sensitivity(want, onnxruntime_outputs(model, random_inputs(cfg, SEED + 1)))
+    try:
+        want = onnxruntime_outputs(model, feeds)
+        r.sensitivity = sensitivity(want, onnxruntime_outputs(model, random_inputs(cfg, SEED + 1)))
+    except Exception as ex:  # noqa: BLE001 - no reference, nothing to check against
+        r.status, r.reason = "reference failed", f"onnxruntime: {first_line(ex)}"
+        return r
     if r.sensitivity < MIN_SENSITIVITY:
         r.status, r.reason = "weak reference", (f"the output moves by only {r.sensitivity:.2g} of its scale "
                                                 f"between two inputs (wanted >= {MIN_SENSITIVITY:g})")
