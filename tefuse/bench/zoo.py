@@ -36,8 +36,10 @@ from . import zoo_builders as zb
 log = logging.getLogger(__name__)
 
 SEED = 0
-# the least move of the reference between two inputs, relative to its scale, for a check to count
-MIN_SENSITIVITY = 0.05
+# the least move of the reference between two inputs, relative to its scale, for a check to count.
+# Degenerate weights give 1e-5; a global average pool over many positions (SqueezeNet 1.1's
+# 13x13) legitimately leaves a few percent
+MIN_SENSITIVITY = 0.02
 CALIBRATION_BATCH = 4  # images whose statistics the batch norms take (build_module)
 # error allowed relative to the output's scale (max |reference|), per build precision
 TOLERANCE = {"fp32": 1e-4, "tf32": 1e-3, "fp16": 1e-2, "bf16": 3e-2}
@@ -397,7 +399,7 @@ def compare(got: Sequence[np.ndarray], want: Sequence[np.ndarray], precision: st
     return err, agree, bool(not (decisive & (ga != wa)).any())
 
 
-def check_precision(graph, feeds: dict[str, np.ndarray], want: list[np.ndarray], precision: str, target: str,
+def build_and_compare(graph, feeds: dict[str, np.ndarray], want: list[np.ndarray], precision: str, target: str,
                     argmax_axis: Optional[int], db=None, jobs: Optional[int] = None) -> PrecisionResult:
     """Build `graph` at `precision` for `target`, run it on `feeds` and compare with `want`."""
     from ..driver import build
@@ -468,7 +470,7 @@ def check_entry(e: ZooEntry, target: str = "llvm", precisions: Sequence[str] = (
     r.import_s = time.perf_counter() - t0
     for p in precisions:
         log.info("%s: building %s for %s", e.name, p, target)
-        pr = check_precision(graph, feeds, want, p, target, e.argmax_axis, db=db, jobs=jobs)
+        pr = build_and_compare(graph, feeds, want, p, target, e.argmax_axis, db=db, jobs=jobs)
         r.precisions.append(pr)
         if not pr.ok and r.ok:
             r.status, r.reason = pr.status, f"{p}: {pr.reason}"
