@@ -21,6 +21,12 @@ def kernel_cache_dir() -> Path:
     return _user_cache() / "kernels"
 
 
+def zoo_cache_dir() -> Path:
+    """zoo/ in the user cache directory: the model zoo's ONNX exports (tefuse/bench/zoo.py),
+    kept between runs because exporting a network takes longer than checking it."""
+    return _user_cache() / "zoo"
+
+
 def generated_source_dir() -> Path:
     """generated/ in the user cache directory: Python modules tefuse writes from the installed
     TVM's source at run time (TVMScript reads its functions' source from real files)."""

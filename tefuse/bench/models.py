@@ -64,16 +64,28 @@ def torch_model(name: str):
     torch.manual_seed(0)
     model = getattr(torchvision.models, name)(weights=None).eval()
     with torch.no_grad():
-        for m in model.modules():
-            if isinstance(m, torch.nn.BatchNorm2d):
-                m.running_mean.normal_(0, 0.1)
-                m.running_var.uniform_(0.5, 1.5)
-                m.weight.uniform_(0.5, 1.5)
-                m.bias.normal_(0, 0.1)
+        randomize_batch_norm(model)
         for p in model.parameters():
             if p.dim() > 1 and not p.any():
                 p.normal_(0, 0.02)
     return model
+
+
+def randomize_batch_norm(model) -> None:
+    """Random statistics, scale and shift (from torch's global generator) for every batch norm
+    of `model`: any module with running_mean and running_var, torchvision's FrozenBatchNorm2d
+    (buffers only) included."""
+    import torch
+
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(getattr(m, "running_mean", None), torch.Tensor) and \
+                    isinstance(getattr(m, "running_var", None), torch.Tensor):
+                m.running_mean.normal_(0, 0.1)
+                m.running_var.uniform_(0.5, 1.5)
+                if m.weight is not None:
+                    m.weight.uniform_(0.5, 1.5)
+                    m.bias.normal_(0, 0.1)
 
 
 def export_torchvision(name: str, batch: int, path: Path) -> Path:
