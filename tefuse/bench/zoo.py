@@ -18,6 +18,7 @@ top-1 / argmax agrees.
 from __future__ import annotations
 
 import argparse
+import os
 import hashlib
 import json
 import logging
@@ -506,6 +507,8 @@ def parse_args(argv: Optional[Sequence[str]]):
     p.add_argument("--models", default=None, help=f"comma-separated subset of: {', '.join(names())}")
     p.add_argument("--out", default=None, help="the JSON report")
     p.add_argument("--cache-dir", default=None, help="exported ONNX files (default: the user cache's zoo/)")
+    p.add_argument("--resume", action="store_true", help="keep the models --out already holds (same target, "
+                   "precisions and configuration) and check the rest")
     p.add_argument("--no-db", action="store_true", help="ignore tuning logs (fallback configs)")
     p.add_argument("-j", "--jobs", type=int, default=None, help="kernels compiled at once (default: CPU count)")
     args = p.parse_args(argv)
@@ -520,27 +523,46 @@ def parse_args(argv: Optional[Sequence[str]]):
     return args
 
 
+def write_report(path: Path, report: dict) -> None:
+    """Write the JSON whole or not at all (a run cut off keeps the last complete report)."""
+    tmp = path.with_name(path.name + ".part")
+    tmp.write_text(json.dumps(report, indent=1, default=str) + "\n")
+    os.replace(tmp, path)
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
-    results = []
+    out = Path(args.out) if args.out else None
+    header = {"command": shlex.join(["python", "-m", "tefuse.bench.zoo", *argv]), "target": args.target,
+              "precisions": args.precision, "config": "small" if args.small else "full",
+              "tolerance": {p: TOLERANCE[p] for p in args.precision}, "versions": zb.versions()}
+    done: dict[str, dict] = {}
+    if args.resume and out is not None and out.exists():
+        old = json.loads(out.read_text())
+        same = all(old.get(k) == header[k] for k in ("target", "precisions", "config"))
+        done = {r["name"]: r for r in old.get("results", [])} if same else {}
+        log.info("resuming %s: %d models already checked", out, len(done))
+    results: list[dict] = []
     for k, name in enumerate(args.models, 1):
+        if name in done:
+            results.append(done[name])
+            continue
         log.info("[%d/%d] %s", k, len(args.models), name)
         r = check_entry(entry(name), args.target, args.precision, args.small,
                         Path(args.cache_dir) if args.cache_dir else None,
                         db=None if args.no_db else "default", jobs=args.jobs)
         log.info("%s", result_line(r))
-        results.append(r)
-    ok = sum(r.ok for r in results)
+        results.append(as_dict(r))
+        if out is not None:  # after every model: a long run can be resumed where it stopped
+            ok = sum(bool(x["ok"]) for x in results)
+            write_report(out, {**header, "ok": ok, "models": len(results), "results": results})
+    ok = sum(bool(x["ok"]) for x in results)
     log.info("%d of %d models ok", ok, len(results))
-    if args.out:
-        report = {"command": shlex.join(["python", "-m", "tefuse.bench.zoo", *argv]), "target": args.target,
-                  "precisions": args.precision, "config": "small" if args.small else "full",
-                  "tolerance": {p: TOLERANCE[p] for p in args.precision}, "versions": zb.versions(),
-                  "ok": ok, "models": len(results), "results": [as_dict(r) for r in results]}
-        Path(args.out).write_text(json.dumps(report, indent=1, default=str) + "\n")
-        log.info("wrote %s", args.out)
+    if out is not None:
+        write_report(out, {**header, "ok": ok, "models": len(results), "results": results})
+        log.info("wrote %s", out)
     return 0 if ok == len(results) else 1
 
 
