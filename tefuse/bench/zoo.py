@@ -507,8 +507,8 @@ def parse_args(argv: Optional[Sequence[str]]):
     p.add_argument("--models", default=None, help=f"comma-separated subset of: {', '.join(names())}")
     p.add_argument("--out", default=None, help="the JSON report")
     p.add_argument("--cache-dir", default=None, help="exported ONNX files (default: the user cache's zoo/)")
-    p.add_argument("--resume", action="store_true", help="keep the models --out already holds (same target, "
-                   "precisions and configuration) and check the rest")
+    p.add_argument("--resume", action="store_true", help="keep the models --out already holds as ok (same "
+                   "target, precisions and configuration) and check the rest")
     p.add_argument("--no-db", action="store_true", help="ignore tuning logs (fallback configs)")
     p.add_argument("-j", "--jobs", type=int, default=None, help="kernels compiled at once (default: CPU count)")
     args = p.parse_args(argv)
@@ -542,7 +542,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.resume and out is not None and out.exists():
         old = json.loads(out.read_text())
         same = all(old.get(k) == header[k] for k in ("target", "precisions", "config"))
-        done = {r["name"]: r for r in old.get("results", [])} if same else {}
+        done = {r["name"]: r for r in old.get("results", []) if r.get("ok")} if same else {}
         log.info("resuming %s: %d models already checked", out, len(done))
     results: list[dict] = []
     for k, name in enumerate(args.models, 1):
