@@ -131,14 +131,8 @@ NEAREST: dict[str, Pick] = {
 @dataclass(frozen=True)
 class Filter:
     taps: int  # the window's length along one axis (always even)
-    weights: Callable[[PrimExpr], list[PrimExpr]]
-
-
-def _normalised(cs: list[PrimExpr]) -> list[PrimExpr]:
-    total = cs[0]
-    for c in cs[1:]:
-        total = total + c
-    return [c / total for c in cs]
+    coefficients: Callable[[PrimExpr], list[PrimExpr]]
+    normalised: bool = False  # weights are the coefficients divided by their sum (antialias)
 
 
 def _linear(scale: float, a: float) -> Filter:
@@ -148,7 +142,7 @@ def _linear(scale: float, a: float) -> Filter:
 def _cubic(scale: float, a: float) -> Filter:
     A = _f(a)
 
-    def weights(r):
+    def coefficients(r):
         s, t = r + _f(1.0), _f(1.0) - r  # distances to the outer taps are s and t + 1
         u = t + _f(1.0)
         return [((A * s - _f(5 * a)) * s + _f(8 * a)) * s - _f(4 * a),
@@ -156,7 +150,7 @@ def _cubic(scale: float, a: float) -> Filter:
                 ((A + _f(2.0)) * t - (A + _f(3.0))) * t * t + _f(1.0),
                 ((A * u - _f(5 * a)) * u + _f(8 * a)) * u - _f(4 * a)]
 
-    return Filter(4, weights)
+    return Filter(4, coefficients)
 
 
 def _linear_antialias(scale: float, a: float) -> Filter:
@@ -164,12 +158,11 @@ def _linear_antialias(scale: float, a: float) -> Filter:
     start = int(np.floor(-1 / s) + 1)
     n = 2 - 2 * start
 
-    def weights(r):
-        cs = [tir.max(tir.min(_f(1.0) - tir.abs((_f(start + k) - r) * _f(s)), _f(1.0)), _f(0.0))
-              for k in range(n)]
-        return _normalised(cs)
+    def coefficients(r):
+        return [tir.max(tir.min(_f(1.0) - tir.abs((_f(start + k) - r) * _f(s)), _f(1.0)), _f(0.0))
+                for k in range(n)]
 
-    return Filter(n, weights)
+    return Filter(n, coefficients, normalised=True)
 
 
 def _cubic_antialias(scale: float, a: float) -> Filter:
@@ -177,15 +170,13 @@ def _cubic_antialias(scale: float, a: float) -> Filter:
     start = int(np.floor(-2 / s) + 1)
     n = 2 - 2 * start
 
-    def kernel(x):
+    def kernel(x):  # Keys' cubic in Horner form (the weights are normalised; rounding differs by ulps)
         x = tir.abs(x)
-        x2 = x * x
-        x3 = x * x2
-        near = _f(a + 2) * x3 - _f(a + 3) * x2 + _f(1.0)
-        far = _f(a) * x3 - _f(5 * a) * x2 + _f(8 * a) * x - _f(4 * a)
+        near = (_f(a + 2) * x - _f(a + 3)) * x * x + _f(1.0)
+        far = ((_f(a) * x - _f(5 * a)) * x + _f(8 * a)) * x - _f(4 * a)
         return tir.Select(x <= _f(1.0), near, tir.Select(x < _f(2.0), far, _f(0.0)))
 
-    return Filter(n, lambda r: _normalised([kernel(_f(s) * (_f(start + k) - r)) for k in range(n)]))
+    return Filter(n, lambda r: [kernel(_f(s) * (_f(start + k) - r)) for k in range(n)], normalised=True)
 
 
 FILTERS: dict[tuple[str, bool], Callable[[float, float], Filter]] = {
@@ -263,13 +254,11 @@ def resize_axes(shape: Sequence[int], attrs: dict) -> list[Axis]:
 # -- the compute ----------------------------------------------------------------------------------
 def _window_start(x: PrimExpr, taps: int, idx: str) -> PrimExpr:
     """First index of the `taps` neighbours of x (unclamped), as the reference picks them: among
-    edge-padded positions, the nearest, ties to the lower one (taps is even: the window is
-    floor(x) - taps/2 + 1 .. floor(x) + taps/2, one lower when x is a whole number)."""
+    edge-padded positions (x + taps/2, rounded as there), the nearest, ties to the lower one. For
+    an even window that is ceil(x + taps/2) - taps: floor(x) - taps/2 + 1 .. floor(x) + taps/2,
+    one lower when x is a whole number."""
     pad = (taps + 1) // 2
-    xp = x + _f(pad)  # the reference's padded coordinate, rounded as there
-    p = tir.floor(xp)
-    half = taps // 2
-    return tir.Cast(idx, p) - pad + tir.Select(xp == p, tir.const(-half, idx), tir.const(1 - half, idx))
+    return tir.Cast(idx, tir.ceil(x + _f(pad))) - (pad + taps // 2)
 
 
 def _ratio(x: PrimExpr) -> PrimExpr:
@@ -291,33 +280,59 @@ class _Plan:
     attrs: dict
 
 
-def _taps(plan: _Plan, k: int, y: PrimExpr) -> tuple[list[tuple[PrimExpr, Optional[PrimExpr]]], Optional[PrimExpr]]:
-    """(index, weight) of each tap of axis k at output position y (weight None for nearest's single
-    pick), and the axis' out-of-roi condition (tf_crop_and_resize only, else None)."""
-    a, attrs = plan.axes[k], plan.attrs
-    idx = expr_dtype(y)
+def _sum(terms: list[PrimExpr]) -> PrimExpr:
+    total = terms[0]
+    for t in terms[1:]:
+        total = total + t
+    return total
+
+
+def _coordinate(plan: _Plan, k: int, y: PrimExpr) -> tuple[PrimExpr, Optional[PrimExpr]]:
+    """Axis k's source coordinate of output position y (float64), and its out-of-roi condition
+    (tf_crop_and_resize only, else None)."""
+    a = plan.axes[k]
     x = plan.coordinate(tir.Cast(F64, y), a)
-    outside = ((x < _f(0.0)) | (x > _f(a.size - 1))) if plan.crop else None
-    exclude = bool(attrs["exclude_outside"])
-    if attrs["mode"] == "nearest":
-        pick = NEAREST[attrs["nearest_mode"]](_ratio(x), a)
-        i = _window_start(x, 2, idx) + tir.Cast(idx, pick)
-        w = None
-        if exclude:  # the one weight renormalised: 1 inside, 0 where the pick fell off the axis
-            w = tir.Select((i >= 0) & (i < a.size), _f(1.0), _f(0.0))
-        return [(_clamp(i, a.size), w)], outside
+    return x, (((x < _f(0.0)) | (x > _f(a.size - 1))) if plan.crop else None)
+
+
+def _pick(plan: _Plan, k: int, y: PrimExpr) -> tuple[PrimExpr, Optional[PrimExpr], Optional[PrimExpr]]:
+    """nearest: axis k's (clamped) index at output position y, whether the pick lies on the axis
+    (exclude_outside only, else None: a pick off the axis then reads as 0), and the out-of-roi
+    condition."""
+    a = plan.axes[k]
+    x, outside = _coordinate(plan, k, y)
+    pick = NEAREST[plan.attrs["nearest_mode"]](_ratio(x), a)
+    idx = expr_dtype(y)
+    i = _window_start(x, 2, idx) + tir.Cast(idx, pick)
+    inside = ((i >= 0) & (i < a.size)) if plan.attrs["exclude_outside"] else None
+    return _clamp(i, a.size), inside, outside
+
+
+def _window(plan: _Plan, k: int, y: PrimExpr):
+    """linear and cubic: axis k's taps at output position y as (clamped index, coefficient), the
+    divisor that normalises the coefficients (None: they are the weights), and the out-of-roi
+    condition.
+
+    The window is floor(x) - taps/2 + 1 .. floor(x) + taps/2 and the ratio x - floor(x), in
+    [0, 1). At a whole-number x the reference takes ratio 1 and the window one lower instead: the
+    tap that drops out and the one that comes in both weigh 0 in every filter and the others keep
+    their distances, so the sum is the same, for one floor less per coefficient. Normalising once,
+    after the sum, gives the reference's weights up to rounding: antialias divides by the
+    coefficients' sum, exclude_outside by the sum of those on the axis."""
+    a, attrs = plan.axes[k], plan.attrs
+    x, outside = _coordinate(plan, k, y)
     flt = FILTERS[(attrs["mode"], bool(attrs["antialias"]))](a.scale, float(attrs["cubic_coeff_a"]))
-    start = _window_start(x, flt.taps, idx)
-    ws = flt.weights(_ratio(x))
+    fl = tir.floor(x)
+    start = tir.Cast(expr_dtype(y), fl) - (flt.taps // 2 - 1)
     ids = [start + t for t in range(flt.taps)]
-    if exclude:
-        ws = [tir.Select((i >= 0) & (i < a.size), w, _f(0.0)) for i, w in zip(ids, ws)]
-        total = ws[0]
-        for w in ws[1:]:
-            total = total + w
-        total = tir.Select(total == _f(0.0), _f(1.0), total)
-        ws = [w / total for w in ws]
-    return [(_clamp(i, a.size), w) for i, w in zip(ids, ws)], outside
+    cs = flt.coefficients(x - fl)
+    if attrs["exclude_outside"]:
+        cs = [tir.Select((i >= 0) & (i < a.size), c, _f(0.0)) for i, c in zip(ids, cs)]
+        total = _sum(cs)
+        divisor = tir.Select(total == _f(0.0), _f(1.0), total)
+    else:
+        divisor = _sum(cs) if flt.normalised else None
+    return [(_clamp(i, a.size), c) for i, c in zip(ids, cs)], divisor, outside
 
 
 def _compute_dtype(dtype: str) -> str:
@@ -404,27 +419,28 @@ def _with_extrapolation(plan: _Plan, outside: list[PrimExpr], value: PrimExpr, d
 def _nearest(x: Value, plan: _Plan, i) -> PrimExpr:
     idx, outside, inside = list(i), [], []
     for k in plan.moved:
-        ((j, w),), out = _taps(plan, k, i[k])
-        idx[k] = j
-        if w is not None:
-            inside.append(w == _f(1.0))
-        if out is not None:
-            outside.append(out)
+        idx[k], on_axis, out = _pick(plan, k, i[k])
+        inside += [on_axis] if on_axis is not None else []
+        outside += [out] if out is not None else []
     value = x(*idx)
-    if inside:  # exclude_outside: a pick that fell off the input reads as 0
-        cond = inside[0]
-        for c in inside[1:]:
-            cond = cond & c
-        value = tir.Select(cond, value, tir.const(0, x.dtype))
+    if inside:  # exclude_outside: the one weight renormalised is 0 where the pick fell off the axis
+        value = tir.Select(_all(inside), value, tir.const(0, x.dtype))
     return _with_extrapolation(plan, outside, value, x.dtype)
 
 
+def _all(conds: list[PrimExpr]) -> PrimExpr:
+    out = conds[0]
+    for c in conds[1:]:
+        out = out & c
+    return out
+
+
 def _interpolated(x: Value, plan: _Plan, i, acc: str) -> PrimExpr:
-    taps, outside = {}, []
+    taps, divisors, outside = {}, [], []
     for k in plan.moved:
-        taps[k], out = _taps(plan, k, i[k])
-        if out is not None:
-            outside.append(out)
+        taps[k], divisor, out = _window(plan, k, i[k])
+        divisors += [divisor] if divisor is not None else []
+        outside += [out] if out is not None else []
 
     def total(pos: int, idx: list) -> PrimExpr:
         """The sum over axis moved[pos]'s taps of the sums over the earlier axes' (the reference
@@ -432,15 +448,20 @@ def _interpolated(x: Value, plan: _Plan, i, acc: str) -> PrimExpr:
         if pos < 0:
             v = x(*idx)
             return v if expr_dtype(v) == acc else tir.Cast(acc, v)
-        k, s = plan.moved[pos], None
-        for j, w in taps[k]:
+        k = plan.moved[pos]
+        terms = []
+        for j, c in taps[k]:
             sub = list(idx)
             sub[k] = j
-            term = tir.Cast(acc, w) * total(pos - 1, sub)
-            s = term if s is None else s + term
-        return s
+            terms.append(tir.Cast(acc, c) * total(pos - 1, sub))
+        return _sum(terms)
 
     value = total(len(plan.moved) - 1, list(i)) if plan.moved else tir.Cast(acc, x(*i))
+    if divisors:
+        d = divisors[0]
+        for e in divisors[1:]:
+            d = d * e
+        value = value / tir.Cast(acc, d)
     if acc != x.dtype:
         value = _saturate(value, x.dtype)
     return _with_extrapolation(plan, outside, value, x.dtype)
