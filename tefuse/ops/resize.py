@@ -34,7 +34,10 @@ from .registry import OpPattern, register_op
 from .value import Value, expr_dtype, lazy
 
 F64 = "float64"
-MAX_READS = 256  # input elements one output element may read (antialias downscaling widens windows)
+# input elements one output element may read: antialias widens windows by 1/scale when downscaling
+# (cubic at 1/4: 16 x 16 taps); the weights are inline in the expression, which takes seconds to
+# compile at that size
+MAX_READS = 256
 POLICIES = ("stretch", "not_larger", "not_smaller")
 ROI_DTYPES = ("float16", "float32", "float64")  # ONNX roi tensors' types
 
@@ -252,13 +255,11 @@ def resize_axes(shape: Sequence[int], attrs: dict) -> list[Axis]:
 
 
 # -- the compute ----------------------------------------------------------------------------------
-def _window_start(x: PrimExpr, taps: int, idx: str) -> PrimExpr:
-    """First index of the `taps` neighbours of x (unclamped), as the reference picks them: among
-    edge-padded positions (x + taps/2, rounded as there), the nearest, ties to the lower one. For
-    an even window that is ceil(x + taps/2) - taps: floor(x) - taps/2 + 1 .. floor(x) + taps/2,
-    one lower when x is a whole number."""
-    pad = (taps + 1) // 2
-    return tir.Cast(idx, tir.ceil(x + _f(pad))) - (pad + taps // 2)
+def _nearest_start(x: PrimExpr, idx: str) -> PrimExpr:
+    """The lower of nearest's two candidates for x (unclamped), as the reference picks them from its
+    edge-padded coordinate x + 1 (rounded as there): ceil(x + 1) - 2, which is floor(x), or one
+    lower at a whole number (whose ratio is 1, so that the upper candidate, x itself, is taken)."""
+    return tir.Cast(idx, tir.ceil(x + _f(1.0))) - 2
 
 
 def _ratio(x: PrimExpr) -> PrimExpr:
@@ -303,7 +304,7 @@ def _pick(plan: _Plan, k: int, y: PrimExpr) -> tuple[PrimExpr, Optional[PrimExpr
     x, outside = _coordinate(plan, k, y)
     pick = NEAREST[plan.attrs["nearest_mode"]](_ratio(x), a)
     idx = expr_dtype(y)
-    i = _window_start(x, 2, idx) + tir.Cast(idx, pick)
+    i = _nearest_start(x, idx) + tir.Cast(idx, pick)
     inside = ((i >= 0) & (i < a.size)) if plan.attrs["exclude_outside"] else None
     return _clamp(i, a.size), inside, outside
 
@@ -385,15 +386,14 @@ def resize(inputs: Sequence[Value], attrs: dict) -> Value:
     moved = [k for k, a in enumerate(axes) if not a.is_identity(crop)]
     plan = _Plan(axes, moved, COORDINATES[attrs["coordinate_transformation_mode"]], crop, attrs)
     out_shape = tuple(a.out for a in axes)
-    if attrs["mode"] != "nearest":
-        reads = math.prod(FILTERS[(attrs["mode"], bool(attrs["antialias"]))](axes[k].scale, -0.75).taps
-                          for k in moved)
-        if reads > MAX_READS:
-            raise OpError(f"resize: {attrs['mode']} antialias at scales "
-                          f"{[round(axes[k].scale, 4) for k in moved]} reads {reads} input elements per output "
-                          f"(at most {MAX_READS} are supported)")
     if attrs["mode"] == "nearest":
         return lazy(out_shape, x.dtype, lambda *i: _nearest(x, plan, i))
+    flt = FILTERS[(attrs["mode"], bool(attrs["antialias"]))]
+    reads = math.prod(flt(axes[k].scale, float(attrs["cubic_coeff_a"])).taps for k in moved)
+    if reads > MAX_READS:  # the expression (and its compile time) grows with the reads
+        raise OpError(f"resize: {attrs['mode']}{' antialias' if attrs['antialias'] else ''} at scales "
+                      f"{[round(axes[k].scale, 4) for k in moved]} of axes {moved} reads {reads} input elements "
+                      f"per output (at most {MAX_READS} are supported)")
     acc = _compute_dtype(x.dtype)
     return lazy(out_shape, x.dtype, lambda *i: _interpolated(x, plan, i, acc))
 
