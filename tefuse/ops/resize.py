@@ -133,6 +133,9 @@ NEAREST: dict[str, Pick] = {
 # -- filters: the weights of a window's taps, from the ratio (float64 expressions) -------------
 @dataclass(frozen=True)
 class Filter:
+    """A mode's weights along one axis: `taps` coefficients as functions of the ratio r = x -
+    floor(x), tap k sitting at floor(x) - taps/2 + 1 + k."""
+
     taps: int  # the window's length along one axis (always even)
     coefficients: Callable[[PrimExpr], list[PrimExpr]]
     normalised: bool = False  # weights are the coefficients divided by their sum (antialias)
@@ -255,11 +258,18 @@ def resize_axes(shape: Sequence[int], attrs: dict) -> list[Axis]:
 
 
 # -- the compute ----------------------------------------------------------------------------------
-def _nearest_start(x: PrimExpr, idx: str) -> PrimExpr:
-    """The lower of nearest's two candidates for x (unclamped), as the reference picks them from its
-    edge-padded coordinate x + 1 (rounded as there): ceil(x + 1) - 2, which is floor(x), or one
-    lower at a whole number (whose ratio is 1, so that the upper candidate, x itself, is taken)."""
-    return tir.Cast(idx, tir.ceil(x + _f(1.0))) - 2
+def _bounded(x: PrimExpr, size: int, margin: int) -> PrimExpr:
+    """x held within `margin` of the axis before it becomes an integer: a coordinate far outside
+    (a roi of 1e12) would overflow the cast, and every window that far out clamps to the same
+    edge element anyway."""
+    return tir.max(tir.min(x, _f(size + margin)), _f(-margin))
+
+
+def _nearest_start(x: PrimExpr, size: int, idx: str) -> PrimExpr:
+    """The lower of nearest's two candidates for x (before clamping), as the reference picks them
+    from its edge-padded coordinate x + 1 (rounded as there): ceil(x + 1) - 2, which is floor(x), or
+    one lower at a whole number (whose ratio is 1, so that the upper candidate, x itself, is taken)."""
+    return tir.Cast(idx, tir.ceil(_bounded(x, size, 2) + _f(1.0))) - 2
 
 
 def _ratio(x: PrimExpr) -> PrimExpr:
@@ -304,7 +314,7 @@ def _pick(plan: _Plan, k: int, y: PrimExpr) -> tuple[PrimExpr, Optional[PrimExpr
     x, outside = _coordinate(plan, k, y)
     pick = NEAREST[plan.attrs["nearest_mode"]](_ratio(x), a)
     idx = expr_dtype(y)
-    i = _nearest_start(x, idx) + tir.Cast(idx, pick)
+    i = _nearest_start(x, a.size, idx) + tir.Cast(idx, pick)
     inside = ((i >= 0) & (i < a.size)) if plan.attrs["exclude_outside"] else None
     return _clamp(i, a.size), inside, outside
 
@@ -323,10 +333,9 @@ def _window(plan: _Plan, k: int, y: PrimExpr):
     a, attrs = plan.axes[k], plan.attrs
     x, outside = _coordinate(plan, k, y)
     flt = FILTERS[(attrs["mode"], bool(attrs["antialias"]))](a.scale, float(attrs["cubic_coeff_a"]))
-    fl = tir.floor(x)
-    start = tir.Cast(expr_dtype(y), fl) - (flt.taps // 2 - 1)
+    start = tir.Cast(expr_dtype(y), tir.floor(_bounded(x, a.size, flt.taps))) - (flt.taps // 2 - 1)
     ids = [start + t for t in range(flt.taps)]
-    cs = flt.coefficients(x - fl)
+    cs = flt.coefficients(x - tir.floor(x))
     if attrs["exclude_outside"]:
         cs = [tir.Select((i >= 0) & (i < a.size), c, _f(0.0)) for i, c in zip(ids, cs)]
         total = _sum(cs)

@@ -167,13 +167,16 @@ def test_simple_nearest_floors_up_and_ceils_down():
 
 def test_border_windows_read_inside_the_input(rng):
     """Windows hanging off both ends (cubic's four taps at the first and last outputs, a ceil pick
-    past the end, a roi far outside) read clamped indices, as the reference's edge padding."""
+    past the end, a roi far outside, one too far for an int32) read clamped indices, as the
+    reference's edge padding."""
     x = rng.standard_normal((1, 1, 3, 3)).astype("float32")
     check_all(x, [dict(scales=(1, 1, 3.0, 0.34), mode="cubic", coordinate_transformation_mode="asymmetric"),
                   dict(scales=(1, 1, 0.4, 0.4), mode="nearest", nearest_mode="ceil",
                        coordinate_transformation_mode="asymmetric"),
                   dict(sizes=(1, 1, 4, 4), mode="linear", coordinate_transformation_mode="tf_crop_and_resize",
-                       roi=(0, 0, -5, -5, 1, 1, 5, 5), extrapolation_value=0.0)])
+                       roi=(0, 0, -5, -5, 1, 1, 5, 5), extrapolation_value=0.0),
+                  dict(sizes=(1, 1, 4, 4), mode="cubic", coordinate_transformation_mode="tf_crop_and_resize",
+                       roi=(0, 0, -1e12, 0.2, 1, 1, 1e12, 3e9), extrapolation_value=5.0)])
 
 
 def test_identity_axes_pass_through(rng):
