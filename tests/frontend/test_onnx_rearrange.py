@@ -138,7 +138,8 @@ def test_range_of_a_model_input_can_be_specialized():
     ("Trilu", {"k": "run-time"}, {}, "k 'k' must be a constant"),
     ("CumSum", {"axis": "run-time"}, {}, "axis 'axis' must be a constant"),
     ("Trilu", {"k": np.array([1, 2], np.int64)}, {}, r"k must be a single integer, got shape \[2\]"),
-    ("Expand", {"shape": np.array([4], np.int64)}, {}, r"\(2, 3\), \(4,\) of expand's input and shape \[4\] do not broadcast"),
+    ("Expand", {"shape": np.array([4], np.int64)}, {},
+     r"\(2, 3\), \(4,\) of expand's input and shape \[4\] do not broadcast"),
     ("DepthToSpace", {}, {}, "blocksize is required"),
     ("DepthToSpace", {}, {"blocksize": 2, "mode": "XYZ"}, "mode='XYZ'"),
 ])

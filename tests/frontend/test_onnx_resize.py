@@ -59,7 +59,8 @@ CASES = {
                                 coordinate_transformation_mode="align_corners"),
     "nearest_ceil_half_pixel": dict(sizes=[1, 2, 9, 3], mode="nearest", nearest_mode="ceil"),
     "linear_half_pixel": dict(scales=[1, 1, 1.7, 0.6], mode="linear"),
-    "linear_pytorch_half_pixel": dict(sizes=[1, 2, 3, 7], mode="linear", coordinate_transformation_mode="pytorch_half_pixel"),
+    "linear_pytorch_half_pixel": dict(sizes=[1, 2, 3, 7], mode="linear",
+                                      coordinate_transformation_mode="pytorch_half_pixel"),
     "linear_align_corners": dict(scales=[1, 1, 2, 2], mode="linear", coordinate_transformation_mode="align_corners"),
     "linear_half_pixel_symmetric": dict(scales=[1, 1, 1.3, 0.7], mode="linear",
                                         coordinate_transformation_mode="half_pixel_symmetric"),
@@ -166,6 +167,19 @@ def test_run_time_scales_are_refused_by_name(rng):
     y = tefuse.build(import_onnx(m, constant_inputs={"s": np.array([1, 1, 2, 2], np.float32)}), "llvm").run(
         np.ones((1, 1, 4, 4), np.float32))[0]
     np.testing.assert_array_equal(y, np.ones((1, 1, 8, 8), np.float32))
+
+
+def test_a_run_time_roi_is_ignored_outside_tf_crop_and_resize(rng):
+    """Exporters wire roi to anything; only tf_crop_and_resize reads it, so only it needs it known."""
+    g = helper.make_graph([helper.make_node("Resize", ["x", "roi", "scales"], ["y"], mode="linear")], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 4, 4]),
+                           helper.make_tensor_value_info("roi", TensorProto.FLOAT, [8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                          [numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales")])
+    m = onnx.shape_inference.infer_shapes(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]))
+    graph = import_onnx(m)
+    assert graph.outputs[0].shape == (1, 1, 8, 8)
+    assert all(i.name != "roi" for n in graph.nodes for i in n.inputs)
 
 
 REFUSED = [

@@ -5,7 +5,6 @@ refusals naming the op. Several configurations share one build (one kernel each)
 from __future__ import annotations
 
 import numpy as np
-import onnx
 import pytest
 from onnx import helper, numpy_helper
 from onnx.reference import ReferenceEvaluator

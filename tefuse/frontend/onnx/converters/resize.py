@@ -57,7 +57,6 @@ def _resize(ctx, n):
         return [ctx.emit("resize", [x], n.outputs[0], scales=tuple(float(s) for s in scales.reshape(-1)),
                          mode=n.attr("mode", "nearest"), coordinate_transformation_mode="asymmetric",
                          nearest_mode="simple")]
-    roi = _optional(ctx, n, 1, "roi")
     scales = _optional(ctx, n, 2, "scales")
     sizes = _optional(ctx, n, 3, "sizes")
     if (scales is None) == (sizes is None):
@@ -75,7 +74,8 @@ def _resize(ctx, n):
         attrs["scales"] = tuple(float(s) for s in scales.reshape(-1))
     else:
         attrs["sizes"] = tuple(int_list(sizes))
-    if ctm == "tf_crop_and_resize":
+    if ctm == "tf_crop_and_resize":  # (other modes ignore roi: it may even be a run-time value)
+        roi = _optional(ctx, n, 1, "roi")
         if roi is None:
             raise Unsupported("coordinate_transformation_mode='tf_crop_and_resize' needs the roi input")
         if str(roi.dtype) not in ROI_DTYPES:
