@@ -242,20 +242,13 @@ def _tiny_bert():
 
 def test_a_tiny_exported_bert_matches_onnxruntime(rng):
     """Word-embedding Gather of the token ids, position ids, the attention mask's arithmetic, in
-    fp32 and fp16 (a fully masked sequence included). Until tefuse converts Expand (the mask
-    broadcast), the import stops at the Expand node(s) and only there (any other refused node
-    fails this test), and the test reports xfail naming them."""
+    fp32 and fp16 (a fully masked sequence included)."""
     import warnings
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # torch's TorchScript exporter is deprecated, and chatty
         m = _tiny_bert()
-    try:
-        graph = import_onnx(m)
-    except ModelImportError as e:
-        others = [str(p) for p in e.problems if p.op_type != "Expand"]
-        assert not others, f"nodes other than Expand stop the import: {others}"
-        pytest.xfail(f"no converter for Expand yet: {', '.join(p.node for p in e.problems)}")
+    graph = import_onnx(m)
     ids = rng.integers(0, 100, (2, 8))
     mask = np.ones((2, 8), np.int64)
     mask[0, 5:] = 0

@@ -1,3 +1,2 @@
 """ONNX op converters, one module per op family; importing this package fills the registry."""
-from . import elementwise, nn, shape  # noqa: F401 - registration
-from . import indexing  # noqa: F401 - registration
+from . import elementwise, indexing, nn, rearrange, resize, shape  # noqa: F401 - registration
