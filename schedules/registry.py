@@ -46,6 +46,7 @@ class KernelInfo:
     output_blocks: list[str]  # blocks writing the group's outputs
     attrs: dict[str, Any] = field(default_factory=dict)  # the anchor node's attrs
     out_shape: tuple[int, ...] = ()  # the anchor's (else the first output's) shape
+    output_shapes: list[tuple[int, ...]] = field(default_factory=list)  # the group's outputs
     in_shapes: list[tuple[int, ...]] = field(default_factory=list)  # the anchor's inputs
     dtype: str = "float32"
     geometry: Any = None  # the anchor op's geometry dataclass; None without one

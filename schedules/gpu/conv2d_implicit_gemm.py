@@ -137,7 +137,11 @@ class Conv2dImplicitGemm(Template):
         return 0 if g.n == 1 and g.k <= 64 else 1
 
     def accepts(self, info: KernelInfo) -> bool:
-        return info.geometry.groups == 1 and info.geometry.split_k == 1
+        """One group, no split-K, and an epilogue that writes the conv's own shape: its blocks
+        are re-indexed by the GEMM's [M, K] map (an epilogue transpose, such as an SE gate's
+        NHWC -> NCHW at 1x1 pixels, goes to another template)."""
+        return (info.geometry.groups == 1 and info.geometry.split_k == 1
+                and all(tuple(s) == tuple(info.out_shape) for s in info.output_shapes))
 
     def space(self, info: KernelInfo, target) -> ConfigSpace:
         g = gemm_shape(info)

@@ -125,6 +125,7 @@ def _kernel_info(group: FusedGroup, func: tir.PrimFunc, n_out: int) -> KernelInf
         output_blocks=outputs,
         attrs=dict(a.attrs) if a is not None else {},
         out_shape=tuple(a.shape if a is not None else group.outputs[0].shape),
+        output_shapes=[tuple(int(d) for d in o.shape) for o in group.outputs],
         in_shapes=[tuple(i.shape) for i in a.inputs] if a is not None else [],
         dtype=_compute_dtype(a, group),
         geometry=_geometry(a),

@@ -196,3 +196,23 @@ def test_fallback_compiles_to_sm90_ptx(kw):
     assert re.search(r"^\.target\s+sm_90\b", ptx, re.M), ptx[:400]
     assert ptx_entries(ptx) == cuda_kernel_names(src)
     assert ".shared" in ptx
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+def test_an_se_gate_with_a_transposed_epilogue_goes_to_another_template():
+    """EfficientNet's squeeze-excite gate in fp16: its 1x1 conv on 1x1 pixels ends in the layout
+    pass's NHWC -> NCHW transpose, which implicit GEMM's [M, K] re-indexing cannot take (the
+    build failed naming its epilogue block); the conv now goes to a template that takes it."""
+    rng = np.random.default_rng(0)
+    c, r = 96, 4
+    b = GraphBuilder()
+    x = b.input("x", (1, c, 28, 28))
+    s = b.global_avg_pool2d(x)
+    s = b.relu(b.bias_add(b.conv2d(s, b.const(rng.standard_normal((r, c, 1, 1)).astype("float32"))),
+                          b.const(rng.standard_normal(r).astype("float32")), axis=1))
+    s = b.sigmoid(b.bias_add(b.conv2d(s, b.const(rng.standard_normal((c, r, 1, 1)).astype("float32"))),
+                             b.const(rng.standard_normal(c).astype("float32")), axis=1))
+    g = b.build(b.conv2d(b.mul(x, s), b.const(rng.standard_normal((40, c, 1, 1)).astype("float32"))))
+    cg = tefuse.build(g, "cuda:sm_90", precision="fp16")
+    gate = [k for k in cg.kernels if "sigmoid" in k.group.name]
+    assert gate and all(k.template != "conv2d_implicit_gemm" for k in gate), [(k.group.name, k.template) for k in cg.kernels]
