@@ -1,18 +1,66 @@
-"""Reductions over axes (sum, mean, max, min) and softmax / log_softmax."""
+"""Reductions over axes (sum, mean, max, min, prod, the L1 / L2 norms, sum of squares, log of the
+sum), softmax / log_softmax, and the row-wise normalisations (layer_norm, group_norm_rows)."""
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable, ClassVar, Sequence
+from typing import Callable, ClassVar, Optional, Sequence
 
 from tvm import te, tirx as tir
 
 from ..errors import OpError
 from .nanprop import from_key, has_order_key, keyed_reduce, reduce_max, reduce_min
 from .registry import OpPattern, register_op
-from .value import Value, acc_dtype, lazy, te_compute
+from .value import Value, acc_dtype, expr_dtype, lazy, te_compute
 
-_REDUCERS = {"sum": te.sum, "mean": te.sum, "max": reduce_max, "min": reduce_min}
+_PROD = te.comm_reducer(lambda a, b: a * b, lambda t: tir.const(1, t), name="prod")
+
+
+def _mean(v, n: int):
+    return v / tir.const(n, expr_dtype(v))
+
+
+def _square(v):
+    return v * v
+
+
+def _real(f: Callable) -> Callable:
+    """A post-map computed in float64 for an integer reduction, truncated back (onnx.reference:
+    np.sqrt(...).astype(dtype)); floats as they are."""
+
+    def post(v, n: int):
+        d = expr_dtype(v)
+        if d.startswith(("float", "bfloat")):
+            return f(v)
+        return tir.Cast(d, f(tir.Cast("float64", v)))
+
+    return post
+
+
+@dataclass(frozen=True)
+class _Kind:
+    """A reduction: each element mapped by `pre`, combined by `reducer`, the result mapped by
+    `post(value, element count)`; pre and post run in the accumulator's dtype (float32 for
+    half inputs: a sum, product or norm of many fp16 values overflows or loses its low terms)."""
+
+    doc: str
+    reducer: Callable
+    pre: Optional[Callable] = None
+    post: Optional[Callable] = None
+    wide: bool = True  # accumulate half inputs in float32 (max and min need not)
+
+
+_KINDS = {
+    "sum": _Kind("sum", te.sum),
+    "mean": _Kind("mean", te.sum, post=_mean),
+    "max": _Kind("max (NaN propagates)", reduce_max, wide=False),
+    "min": _Kind("min (NaN propagates)", reduce_min, wide=False),
+    "prod": _Kind("product", _PROD),
+    "l1": _Kind("sum of |x| (the L1 norm)", te.sum, pre=tir.abs),
+    "l2": _Kind("sqrt of the sum of squares (the L2 norm)", te.sum, pre=_square, post=_real(tir.sqrt)),
+    "sum_square": _Kind("sum of squares", te.sum, pre=_square),
+    "log_sum": _Kind("log of the sum", te.sum, post=_real(tir.log)),
+}
 
 
 @dataclass(frozen=True)
@@ -67,10 +115,11 @@ def _axes(x: Value, axes, name: str) -> list[int]:
 
 def _reduce(kind: str, inputs: Sequence[Value], attrs: dict) -> Value:
     (x,) = inputs
+    k = _KINDS[kind]
     axes = _axes(x, attrs["axes"], kind)
     keep = attrs["keepdims"]
     raxes = {a: te.reduce_axis((0, x.shape[a]), f"r{a}") for a in axes}
-    acc = acc_dtype(x.dtype) if kind in ("sum", "mean") else x.dtype
+    acc = acc_dtype(x.dtype) if k.wide else x.dtype
     shape = tuple(1 if a in raxes else s for a, s in enumerate(x.shape)) if keep else \
         tuple(s for a, s in enumerate(x.shape) if a not in raxes)
 
@@ -84,19 +133,18 @@ def _reduce(kind: str, inputs: Sequence[Value], attrs: dict) -> Value:
                 idx.append(raxes[a])
             else:
                 idx.append(next(it))
-        return tir.Cast(acc, x(*idx)) if acc != x.dtype else x(*idx)
+        v = tir.Cast(acc, x(*idx)) if acc != x.dtype else x(*idx)
+        return k.pre(v) if k.pre else v
 
     if kind in ("max", "min") and has_order_key(x.dtype):  # NaN propagates (see nanprop.py)
         red = te_compute(shape, lambda *i: keyed_reduce(kind, element(*i), list(raxes.values())),
                          name=kind, tag="reduce")
         return lazy(shape, x.dtype, lambda *i: from_key(red(*i), x.dtype, kind))
-    red = te_compute(shape, lambda *i: _REDUCERS[kind](element(*i), axis=list(raxes.values())),
+    red = te_compute(shape, lambda *i: k.reducer(element(*i), axis=list(raxes.values())),
                      name=kind, tag="reduce")
-    if kind == "mean":
-        n = 1
-        for a in axes:
-            n *= x.shape[a]
-        return lazy(shape, x.dtype, lambda *i: tir.Cast(x.dtype, red(*i) / tir.const(n, acc)))
+    if k.post:
+        n = math.prod(x.shape[a] for a in axes)
+        return lazy(shape, x.dtype, lambda *i: tir.Cast(x.dtype, k.post(red(*i), n)))
     if acc != x.dtype:
         return lazy(shape, x.dtype, lambda *i: tir.Cast(x.dtype, red(*i)))
     return Value.of_tensor(red)
@@ -106,12 +154,12 @@ def _register_reduce(kind: str) -> None:
     def compute(inputs: Sequence[Value], attrs: dict) -> Value:
         return _reduce(kind, inputs, attrs)
 
-    compute.__doc__ = f"Reduce-{kind} over axes."
+    compute.__doc__ = f"The {_KINDS[kind].doc} over axes."
     register_op(f"reduce_{kind}", OpPattern.COMM_REDUCE, anchor="reduce", num_inputs=1,
                 attrs={"axes": None, "keepdims": False}, geometry=_reduce_geometry)(compute)
 
 
-for _k in _REDUCERS:
+for _k in _KINDS:
     _register_reduce(_k)
 
 

@@ -84,3 +84,43 @@ def test_softmax_without_valid_keeps_its_attributes_and_workload_key():
     assert p.attrs == {"axis": -1}
     geo = b.softmax(b.input("y", (2, 5, 8), "float16"), axis=-1, valid=7).geometry
     assert (geo.rows, geo.extent) == (10, 7)
+
+
+MAPPED = {"prod": np.prod, "l1": lambda x, **k: np.abs(x).sum(**k), "l2": lambda x, **k: np.sqrt((x * x).sum(**k)),
+          "sum_square": lambda x, **k: (x * x).sum(**k), "log_sum": lambda x, **k: np.log(x.sum(**k))}
+
+
+@pytest.mark.parametrize("kind", list(MAPPED))
+@pytest.mark.parametrize("axes,keepdims", [(None, False), ((1,), True), ((0, 2), False), ((-1,), True)])
+def test_mapped_reduce(rng, kind, axes, keepdims):
+    x = rng.uniform(0.6, 1.4, (3, 4, 5)) * (1 if kind == "log_sum" else rng.choice([-1, 1], (3, 4, 5)))
+    x = x.astype("float32")
+    y = run_op(f"reduce_{kind}", x, axes=axes, keepdims=keepdims)
+    assert_close(y, MAPPED[kind](x.astype(np.float64), axis=axes, keepdims=keepdims), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["prod", "l2"])
+def test_mapped_reduce_float16_accumulates_in_float32(kind):
+    """512 values of 16: their sum of squares (131072) is past fp16's 65504, their L2 norm (362)
+    is not; 0.99^512 multiplied in fp16 would drift by some 10% (a rounding a step)."""
+    x = np.full((2, 512), 16.0 if kind == "l2" else 0.99, np.float16)
+    y = run_op(f"reduce_{kind}", x, axes=(1,))
+    assert_close(y, MAPPED[kind](x.astype(np.float64), axis=1), "float16", rtol=2e-3, atol=0)
+
+
+@pytest.mark.parametrize("kind", ["prod", "l1", "sum_square", "l2"])
+def test_mapped_reduce_integers(rng, kind):
+    x = rng.integers(-4, 5, (3, 6)).astype("int32")
+    want = MAPPED[kind](x.astype(np.float64), axis=1).astype("int32")
+    np.testing.assert_array_equal(run_op(f"reduce_{kind}", x, axes=(1,)), want)
+
+
+@pytest.mark.parametrize("kind", list(MAPPED))
+def test_mapped_reduce_builds_for_cuda(kind):
+    """Compile only: the cross-thread template takes the product's reducer and the post-maps."""
+    import tefuse
+
+    b = tefuse.GraphBuilder()
+    cg = tefuse.build(b.build(b.op(f"reduce_{kind}", b.input("x", (64, 1024), "float16"), axes=(1,))), "cuda")
+    (k,) = cg.kernels
+    assert "__global__" in k.source("cuda")

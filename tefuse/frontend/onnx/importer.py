@@ -109,6 +109,8 @@ def _input_shape(vi: onnx.ValueInfoProto) -> tuple[list[int], list[str]]:
 DESCRIPTIVE_INPUTS = {"CastLike": {1}, "Reshape": {1}, "Squeeze": {1}, "Unsqueeze": {1}, "ReduceSum": {1},
                       "ReduceMean": {1}, "ReduceMax": {1}, "ReduceMin": {1}, "Pad": {1, 3},
                       "Slice": {1, 2, 3, 4}, "Split": {1}, "ConstantOfShape": {0}}
+DESCRIPTIVE_INPUTS.update({op: {1} for op in ("ReduceProd", "ReduceL1", "ReduceL2", "ReduceSumSquare",
+                                               "ReduceLogSum", "ReduceLogSumExp")})
 
 
 def _only_descriptive(name: str, g: onnx.GraphProto) -> bool:

@@ -1,0 +1,170 @@
+"""ONNX import of the math, reduction, normalisation, Einsum and ConvTranspose ops: one-node
+models built with onnx.helper, tefuse (llvm) vs onnxruntime."""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto as T, helper, numpy_helper
+
+import tefuse
+from tefuse.errors import ModelImportError
+from tefuse.frontend.onnx import import_onnx
+
+ort = pytest.importorskip("onnxruntime")
+
+ELEM = {"float32": T.FLOAT, "float16": T.FLOAT16, "float64": T.DOUBLE, "int8": T.INT8, "int32": T.INT32,
+        "int64": T.INT64, "uint8": T.UINT8, "uint32": T.UINT32, "bool": T.BOOL}
+
+
+def model(node, feeds: dict, opset: int, inits: dict | None = None) -> onnx.ModelProto:
+    """A one-node model: `feeds` are its inputs (their shapes and dtypes), `inits` initializers."""
+    g = helper.make_graph(
+        [node], "m", [helper.make_tensor_value_info(k, ELEM[str(v.dtype)], list(v.shape)) for k, v in feeds.items()],
+        [helper.make_tensor_value_info(o, T.UNDEFINED, None) for o in node.output],
+        [numpy_helper.from_array(np.asarray(v), k) for k, v in (inits or {}).items()])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], ir_version=10)
+    return onnx.shape_inference.infer_shapes(m, strict_mode=True)
+
+
+def check(m: onnx.ModelProto, feeds: dict, rtol=1e-5, atol=1e-6, exact=False):
+    """Import, build for llvm, run; every output equals onnxruntime's (dtype, shape, values)."""
+    cg = tefuse.build(import_onnx(m), "llvm")
+    got = cg.run(**feeds)
+    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    want = sess.run(None, feeds)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and g.shape == w.shape, (g.dtype, g.shape, w.dtype, w.shape)
+        if exact:
+            np.testing.assert_array_equal(g, w)
+        else:
+            np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64), rtol=rtol, atol=atol)
+    return cg
+
+
+def refused(m: onnx.ModelProto, match: str) -> None:
+    with pytest.raises(ModelImportError, match=match):
+        import_onnx(m)
+
+
+# -- elementwise ----------------------------------------------------------------------------
+UNARY = {"Sin": (-10, 10), "Cos": (-10, 10), "Tan": (-1.4, 1.4), "Asin": (-1, 1), "Acos": (-1, 1),
+         "Atan": (-20, 20), "Sinh": (-5, 5), "Cosh": (-5, 5), "Asinh": (-20, 20), "Acosh": (1, 20),
+         "Atanh": (-0.99, 0.99), "Sign": (-3, 3), "Round": (-4, 4), "Mish": (-6, 6), "Softsign": (-6, 6)}
+
+
+@pytest.mark.parametrize("op", sorted(UNARY))
+def test_unary(op, rng):
+    x = rng.uniform(*UNARY[op], (3, 17)).astype(np.float32)
+    if op == "Round":
+        x[0, :6] = [0.5, 1.5, 2.5, -0.5, -2.5, 3.5]  # half to even
+    if op == "Sign":
+        x[0, :2] = 0.0
+    check(model(helper.make_node(op, ["x"], ["y"]), {"x": x}, 18), {"x": x})
+
+
+@pytest.mark.parametrize("op,attrs", [("ThresholdedRelu", {}), ("ThresholdedRelu", {"alpha": 0.3}),
+                                      ("Celu", {}), ("Celu", {"alpha": 0.5}), ("Shrink", {}),
+                                      ("Shrink", {"bias": 0.7, "lambd": 1.2})])
+def test_activation_with_attributes(op, attrs, rng):
+    x = rng.uniform(-3, 3, (4, 9)).astype(np.float32)
+    check(model(helper.make_node(op, ["x"], ["y"], **attrs), {"x": x}, 18), {"x": x})
+
+
+@pytest.mark.parametrize("attrs", [{}, {"detect_positive": 0}, {"detect_negative": 0}])
+def test_isinf_isnan(attrs):
+    x = np.array([[1.0, np.inf, -np.inf, np.nan, 0.0, -2.0]], np.float32)
+    check(model(helper.make_node("IsInf", ["x"], ["y"], **attrs), {"x": x}, 20), {"x": x}, exact=True)
+    check(model(helper.make_node("IsNaN", ["x"], ["y"]), {"x": x}, 20), {"x": x}, exact=True)
+
+
+@pytest.mark.parametrize("dtype,fmod", [("int32", 0), ("int64", 0), ("int8", 1), ("uint8", 0),
+                                        ("float32", 1), ("float64", 1), ("float16", 1)])
+def test_mod(dtype, fmod, rng):
+    a = (rng.uniform(-50, 50, (3, 8)) if dtype.startswith(("int", "float")) else rng.uniform(0, 200, (3, 8)))
+    b = rng.uniform(1, 9, (8,)) * rng.choice([-1, 1], (8,)) if dtype[0] != "u" else rng.uniform(1, 9, (8,))
+    a, b = a.astype(dtype), b.astype(dtype)
+    if dtype.startswith("float"):
+        b[b == 0] = 1
+    else:
+        b[b == 0] = 3
+    check(model(helper.make_node("Mod", ["a", "b"], ["y"], fmod=fmod), {"a": a, "b": b}, 13), {"a": a, "b": b},
+          exact=True)
+
+
+def test_float_mod_with_fmod_0_is_numpys():
+    """onnxruntime refuses a float Mod with fmod=0 (the spec asks for 1); onnx.reference computes
+    numpy.mod, and so does tefuse."""
+    a = np.array([-4.3, 7.2, 5.0, -0.0, 1.0], np.float32)
+    b = np.array([2.1, -3.4, 8.0, 2.0, -np.inf], np.float32)
+    g = import_onnx(model(helper.make_node("Mod", ["a", "b"], ["y"], fmod=0), {"a": a, "b": b}, 13))
+    np.testing.assert_array_equal(tefuse.build(g, "llvm").run(a, b)[0], np.mod(a, b))
+
+
+@pytest.mark.parametrize("direction", ["LEFT", "RIGHT"])
+@pytest.mark.parametrize("dtype", ["uint8", "uint32"])
+def test_bitshift(dtype, direction):
+    a = np.array([1, 3, 200, 17, 255], dtype)
+    b = np.array([1, 0, 2, 4, 7], dtype)
+    check(model(helper.make_node("BitShift", ["a", "b"], ["y"], direction=direction), {"a": a, "b": b}, 11),
+          {"a": a, "b": b}, exact=True)
+
+
+def test_bitshift_without_a_direction_is_refused_naming_the_node():
+    a = np.zeros(3, np.uint8)
+    refused(model(helper.make_node("BitShift", ["a", "b"], ["y"], direction="UP"), {"a": a, "b": a}, 11),
+            "BitShift.*direction='UP'")
+
+
+# -- reductions -----------------------------------------------------------------------------
+REDUCE = ["ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceProd", "ReduceSumSquare"]
+
+
+@pytest.mark.parametrize("op", REDUCE)
+@pytest.mark.parametrize("axes,keepdims,opset", [(None, 1, 13), ([1], 0, 18), ([0, 2], 1, 13), ([-1], 0, 13),
+                                                 ([2, 0], 1, 18), (None, 0, 18)])
+def test_reduce(op, axes, keepdims, opset, rng):
+    x = rng.uniform(0.5, 1.5, (3, 4, 5)).astype(np.float32)
+    if op != "ReduceLogSum":
+        x *= rng.choice([-1, 1], x.shape).astype(np.float32)
+    inits = {}
+    if axes is not None and opset >= 18:
+        node = helper.make_node(op, ["x", "axes"], ["y"], keepdims=keepdims)
+        inits = {"axes": np.array(axes, np.int64)}
+    else:
+        node = helper.make_node(op, ["x"], ["y"], keepdims=keepdims, **({"axes": axes} if axes else {}))
+    check(model(node, {"x": x}, opset, inits), {"x": x}, rtol=1e-5, atol=1e-5)
+
+
+def test_reduce_log_sum_exp_is_stable():
+    """exp(100) overflows float32: the max is taken out first, and an all -inf row stays -inf."""
+    x = np.array([[100.0, 99.0, -3.0], [-np.inf, -np.inf, -np.inf], [88.0, -np.inf, 1.0]], np.float32)
+    node = helper.make_node("ReduceLogSumExp", ["x"], ["y"], axes=[1], keepdims=0)
+    y = tefuse.build(import_onnx(model(node, {"x": x}, 13)), "llvm").run(x)[0]
+    want = np.logaddexp.reduce(x.astype(np.float64), axis=1)
+    np.testing.assert_allclose(y, want, rtol=1e-6)
+
+
+def test_reduce_log_sum_exp_float16_computes_in_float32(rng):
+    x = (rng.standard_normal((4, 300)) * 4).astype(np.float16)
+    node = helper.make_node("ReduceLogSumExp", ["x"], ["y"], axes=[1], keepdims=1)
+    y = tefuse.build(import_onnx(model(node, {"x": x}, 13)), "llvm").run(x)[0]
+    assert y.dtype == np.float16
+    np.testing.assert_allclose(y, np.logaddexp.reduce(x.astype(np.float64), axis=1, keepdims=True), rtol=1e-3)
+
+
+@pytest.mark.parametrize("op", REDUCE)
+def test_reduce_over_no_axes_keeps_the_elementwise_part(op, rng):
+    """noop_with_empty_axes=1 without axes: "ReduceSumSquare acts as a vanilla Square"."""
+    x = rng.uniform(0.5, 2.0, (2, 3)).astype(np.float32)
+    if op != "ReduceLogSum":
+        x[0] *= -1
+    node = helper.make_node(op, ["x"], ["y"], noop_with_empty_axes=1)
+    check(model(node, {"x": x}, 18), {"x": x}, rtol=1e-6)
+
+
+@pytest.mark.parametrize("op", ["ReduceProd", "ReduceSumSquare", "ReduceL1"])
+def test_reduce_integers(op, rng):
+    x = rng.integers(-3, 4, (3, 4)).astype(np.int32)
+    check(model(helper.make_node(op, ["x"], ["y"], axes=[1]), {"x": x}, 13), {"x": x}, exact=True)
