@@ -261,3 +261,75 @@ def layer_norm(inputs: Sequence[Value], attrs: dict) -> Value:
         return tir.Cast(x.dtype, z * tir.Cast(acc, scale(i[ax])) + tir.Cast(acc, bias(i[ax])))
 
     return lazy(x.shape, x.dtype, fn)
+
+
+def _group_rows_geometry(in_shapes, out_shape, attrs: dict) -> SoftmaxGeometry:
+    n, g, extent = out_shape
+    return SoftmaxGeometry(n * g, extent, True, 2)
+
+
+def _unravel(flat, shape: Sequence[int]) -> list:
+    """Indices into `shape` (row-major) of a flat offset below its size."""
+    idx = []
+    for s in reversed(shape):
+        idx.append(tir.floormod(flat, s) if s != 1 else tir.const(0, expr_dtype(flat)))
+        flat = tir.floordiv(flat, s)
+    return list(reversed(idx))
+
+
+@register_op("group_norm_rows", OpPattern.OPAQUE, anchor="norm", num_inputs=3, attrs={"groups": 1, "epsilon": 1e-5},
+             geometry=_group_rows_geometry)
+def group_norm_rows(inputs: Sequence[Value], attrs: dict) -> Value:
+    """Group normalisation of x [N, C, *spatial] with `groups` groups of C/groups channels, scale
+    and bias per channel ([C]) or per group ([groups]); groups == C is instance normalisation.
+
+    Its output is the row view [N, groups, C/groups * prod(spatial)], one row a group: that is
+    the shape layer_norm's one-block-a-row kernel ("norm" templates) reduces along its last axis,
+    mean then centred variance then the output, statistics in float32 whatever x's dtype. A
+    reshape back to x's shape follows; the op being opaque, whatever reads it is a kernel of its
+    own anyway, and the reshape is computed inside that one (a copy's index, no kernel)."""
+    x, scale, bias = inputs
+    if x.ndim < 2:
+        raise OpError(f"group_norm_rows: x must be [N, C, ...], got shape {x.shape}")
+    (n, c), spatial = x.shape[:2], x.shape[2:]
+    g = attrs["groups"]
+    if not isinstance(g, int) or g < 1 or c % g:
+        raise OpError(f"group_norm_rows: groups={g!r} must be a positive integer dividing the {c} channels")
+    for what, v in (("scale", scale), ("bias", bias)):
+        if v.shape not in ((c,), (g,)):
+            raise OpError(f"group_norm_rows: {what} must have shape ({c},) (per channel) or ({g},) (per group), "
+                          f"got {v.shape}")
+    eps = float(attrs["epsilon"])
+    if not eps >= 0:
+        raise OpError(f"group_norm_rows: epsilon must be >= 0, got {eps}")
+    cg, size = c // g, math.prod(spatial)
+    extent, acc = cg * size, acc_dtype(x.dtype)
+    xin = x.materialize("norm_in") if x.is_lazy else x.tensor
+
+    def channel(gi, k):
+        return gi if cg == 1 else gi * cg + (k if size == 1 else tir.floordiv(k, size))
+
+    def at(ni, gi, k):
+        where = _unravel(k if cg == 1 else tir.floormod(k, size), spatial) if spatial else []
+        return tir.Cast(acc, xin(ni, channel(gi, k), *where))
+
+    inv_n = tir.const(1.0 / extent, acc)
+    k1 = te.reduce_axis((0, extent), "k1")
+    total = te_compute((n, g), lambda ni, gi: te.sum(at(ni, gi, k1), axis=k1), name="norm_sum", tag="norm")
+    k2 = te.reduce_axis((0, extent), "k2")
+
+    def centred_square(ni, gi, k):
+        d = at(ni, gi, k) - total(ni, gi) * inv_n
+        return d * d
+
+    sq = te_compute((n, g), lambda ni, gi: te.sum(centred_square(ni, gi, k2), axis=k2), name="norm_sqsum", tag="norm")
+    eps_c = tir.const(eps, acc)
+
+    def param(v, gi, k):
+        return tir.Cast(acc, v(channel(gi, k) if v.shape == (c,) and cg > 1 else gi))
+
+    def fn(ni, gi, k):
+        z = (at(ni, gi, k) - total(ni, gi) * inv_n) * tir.rsqrt(sq(ni, gi) * inv_n + eps_c)
+        return tir.Cast(x.dtype, z * param(scale, gi, k) + param(bias, gi, k))
+
+    return lazy((n, g, extent), x.dtype, fn)

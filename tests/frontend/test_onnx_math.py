@@ -17,19 +17,23 @@ ELEM = {"float32": T.FLOAT, "float16": T.FLOAT16, "float64": T.DOUBLE, "int8": T
         "int64": T.INT64, "uint8": T.UINT8, "uint32": T.UINT32, "bool": T.BOOL}
 
 
-def model(node, feeds: dict, opset: int, inits: dict | None = None) -> onnx.ModelProto:
-    """A one-node model: `feeds` are its inputs (their shapes and dtypes), `inits` initializers."""
+def model(nodes, feeds: dict, opset: int, inits: dict | None = None, out: tuple | None = None) -> onnx.ModelProto:
+    """A model of one node (or a list, the last one's outputs the model's): `feeds` are its inputs
+    (their shapes and dtypes), `inits` initializers; `out` the (dtype, shape) of an output that
+    onnx's shape inference does not fill (a function op's)."""
+    nodes = nodes if isinstance(nodes, list) else [nodes]
+    outs = [helper.make_tensor_value_info(o, ELEM[out[0]], list(out[1])) if out else
+            helper.make_tensor_value_info(o, T.UNDEFINED, None) for o in nodes[-1].output]
     g = helper.make_graph(
-        [node], "m", [helper.make_tensor_value_info(k, ELEM[str(v.dtype)], list(v.shape)) for k, v in feeds.items()],
-        [helper.make_tensor_value_info(o, T.UNDEFINED, None) for o in node.output],
-        [numpy_helper.from_array(np.asarray(v), k) for k, v in (inits or {}).items()])
+        nodes, "m", [helper.make_tensor_value_info(k, ELEM[str(v.dtype)], list(v.shape)) for k, v in feeds.items()],
+        outs, [numpy_helper.from_array(np.asarray(v), k) for k, v in (inits or {}).items()])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], ir_version=10)
     return onnx.shape_inference.infer_shapes(m, strict_mode=True)
 
 
-def check(m: onnx.ModelProto, feeds: dict, rtol=1e-5, atol=1e-6, exact=False):
+def check(m: onnx.ModelProto, feeds: dict, rtol=1e-5, atol=1e-6, exact=False, **import_args):
     """Import, build for llvm, run; every output equals onnxruntime's (dtype, shape, values)."""
-    cg = tefuse.build(import_onnx(m), "llvm")
+    cg = tefuse.build(import_onnx(m, **import_args), "llvm")
     got = cg.run(**feeds)
     sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
     want = sess.run(None, feeds)
@@ -168,3 +172,33 @@ def test_reduce_over_no_axes_keeps_the_elementwise_part(op, rng):
 def test_reduce_integers(op, rng):
     x = rng.integers(-3, 4, (3, 4)).astype(np.int32)
     check(model(helper.make_node(op, ["x"], ["y"], axes=[1]), {"x": x}, 13), {"x": x}, exact=True)
+
+
+# -- normalisation --------------------------------------------------------------------------
+@pytest.mark.parametrize("shape", [(2, 3, 5, 4), (1, 4, 7), (2, 2, 3, 1, 2)])
+def test_instance_norm(shape, rng):
+    x = (rng.standard_normal(shape) * 2 + 1).astype(np.float32)
+    c = shape[1]
+    inits = {"s": rng.standard_normal(c).astype(np.float32), "b": rng.standard_normal(c).astype(np.float32)}
+    nodes = [helper.make_node("InstanceNormalization", ["x", "s", "b"], ["n"], epsilon=1e-3),
+             helper.make_node("Relu", ["n"], ["y"])]
+    cg = check(model(nodes, {"x": x}, 13, inits), {"x": x}, rtol=1e-4, atol=1e-5)
+    assert cg.num_kernels == 2, "the reshape back to x's shape is computed in the relu's kernel"
+
+
+@pytest.mark.parametrize("opset,groups", [(18, 2), (18, 4), (21, 2), (21, 1)])
+def test_group_norm(opset, groups, rng):
+    """Opset 18's scale and bias are per group, opset 21's per channel. (onnx's checker calls
+    opset 18's GroupNormalization deprecated, so such a model imports with check=False.)"""
+    x = (rng.standard_normal((2, 4, 3, 5)) * 3).astype(np.float32)
+    k = groups if opset == 18 else 4
+    feeds = {"x": x, "s": rng.standard_normal(k).astype(np.float32), "b": rng.standard_normal(k).astype(np.float32)}
+    node = helper.make_node("GroupNormalization", ["x", "s", "b"], ["y"], num_groups=groups, epsilon=1e-4)
+    check(model(node, feeds, opset, out=("float32", x.shape)), feeds, rtol=1e-4, atol=1e-5, check=opset >= 21)
+
+
+def test_group_norm_refuses_groups_that_do_not_divide_the_channels():
+    x, s = np.zeros((1, 6, 2, 2), np.float32), np.zeros(6, np.float32)
+    m = model(helper.make_node("GroupNormalization", ["x", "s", "b"], ["y"], num_groups=4), {"x": x, "s": s, "b": s}, 21,
+              out=("float32", x.shape))
+    refused(m, "GroupNormalization.*groups=4 must be a positive integer dividing the 6 channels")
