@@ -202,3 +202,44 @@ def test_group_norm_refuses_groups_that_do_not_divide_the_channels():
     m = model(helper.make_node("GroupNormalization", ["x", "s", "b"], ["y"], num_groups=4), {"x": x, "s": s, "b": s}, 21,
               out=("float32", x.shape))
     refused(m, "GroupNormalization.*groups=4 must be a positive integer dividing the 6 channels")
+
+
+# -- Einsum ---------------------------------------------------------------------------------
+EINSUM = [
+    ("bij,bjk->bik", [(5, 2, 3), (5, 3, 4)]), ("bhid,bhjd->bhij", [(2, 3, 4, 8), (2, 3, 5, 8)]),
+    ("bhij,bhjd->bhid", [(2, 3, 4, 5), (2, 3, 5, 8)]), ("ij->ji", [(3, 4)]), ("ij->i", [(3, 4)]),
+    ("ii->i", [(4, 4)]), ("ii", [(4, 4)]), ("...ii->...i", [(3, 5, 5)]), ("i,i", [(5,), (5,)]),
+    ("ij,jk", [(3, 4), (4, 5)]), ("...ij,...jk->...ik", [(2, 1, 3, 4), (1, 5, 4, 2)]), ("i,j->ij", [(3,), (4,)]),
+    ("bn,anm,bm->ba", [(2, 3), (4, 3, 5), (2, 5)]), ("nchw,kc->nkhw", [(2, 3, 4, 5), (6, 3)]),
+    ("ij,ij->ij", [(3, 4), (3, 4)]), ("abc,cd->", [(2, 3, 4), (4, 5)]), ("iij,jk->ik", [(3, 3, 4), (4, 2)]),
+]
+
+
+@pytest.mark.parametrize("eq,shapes", EINSUM, ids=[e for e, _ in EINSUM])
+def test_einsum(eq, shapes, rng):
+    feeds = {f"x{k}": rng.standard_normal(s).astype(np.float32) for k, s in enumerate(shapes)}
+    check(model(helper.make_node("Einsum", list(feeds), ["y"], equation=eq), feeds, 12), feeds, rtol=1e-5, atol=1e-5)
+
+
+def test_einsum_attention_scores_are_one_gemm_kernel(rng):
+    """bhid,bhjd->bhij: a batched GEMM reading the keys transposed, no kernel of its own for them."""
+    feeds = {"q": rng.standard_normal((2, 4, 16, 8)).astype(np.float32),
+             "k": rng.standard_normal((2, 4, 16, 8)).astype(np.float32)}
+    cg = check(model(helper.make_node("Einsum", ["q", "k"], ["y"], equation="bhid,bhjd->bhij"), feeds, 12), feeds,
+               rtol=1e-5, atol=1e-5)
+    assert cg.num_kernels == 1
+
+
+@pytest.mark.parametrize("eq,shapes,match", [
+    ("ij,jk->ik", [(3, 4), (5, 6)], "label 'j' has sizes 4 and 5"),
+    ("ij->k", [(3, 4)], "output labels must be distinct labels of the operands"),
+    ("ijk->ij", [(3, 4)], "term 'ijk' does not fit an operand of shape"),
+])
+def test_einsum_refusals_name_the_equation(eq, shapes, match):
+    feeds = {f"x{k}": np.zeros(s, np.float32) for k, s in enumerate(shapes)}
+    node = helper.make_node("Einsum", list(feeds), ["y"], equation=eq)
+    g = helper.make_graph([node], "m", [helper.make_tensor_value_info(k, T.FLOAT, list(v.shape))
+                                        for k, v in feeds.items()], [helper.make_tensor_value_info("y", T.FLOAT, None)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 12)], ir_version=10)
+    with pytest.raises(ModelImportError, match=rf"Einsum.*equation {eq!r}.*{match}"):
+        import_onnx(m, check=False)
