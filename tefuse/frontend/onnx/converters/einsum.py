@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 
 from ....graph.ir import Node
-from ..context import ImportContext, OnnxNode, Unsupported
+from ..context import ImportContext, Unsupported
 from ..registry import converter
 
 _TERM = re.compile(r"^[A-Za-z]*(\.\.\.)?[A-Za-z]*$")
