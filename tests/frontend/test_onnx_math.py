@@ -243,3 +243,52 @@ def test_einsum_refusals_name_the_equation(eq, shapes, match):
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 12)], ir_version=10)
     with pytest.raises(ModelImportError, match=rf"Einsum.*equation {eq!r}.*{match}"):
         import_onnx(m, check=False)
+
+
+# -- ConvTranspose --------------------------------------------------------------------------
+CONV_T = {
+    "stride2_pad1": dict(strides=[2, 2], pads=[1, 1, 1, 1]),
+    "stride3x2_asym_pads": dict(strides=[3, 2], pads=[0, 1, 2, 0]),
+    "dilated": dict(dilations=[2, 2], pads=[1, 0, 1, 2]),
+    "group2_stride2": dict(group=2, strides=[2, 2]),
+    "depthwise": dict(group=4, strides=[2, 1], pads=[1, 1, 1, 1]),
+    "output_padding": dict(strides=[2, 3], output_padding=[1, 2]),
+    "same_upper": dict(strides=[2, 2], auto_pad="SAME_UPPER"),
+    "same_lower": dict(strides=[2, 2], auto_pad="SAME_LOWER"),
+    "valid": dict(strides=[2, 1], auto_pad="VALID"),
+    "output_shape": dict(strides=[3, 2], output_shape=[14, 8]),
+    "output_shape_same_upper": dict(strides=[3, 2], output_shape=[13, 8], auto_pad="SAME_UPPER"),
+    "pads_crop_past_the_kernel": dict(strides=[2, 2], pads=[3, 2, 3, 4]),
+    "dilated_stride_group": dict(strides=[2, 2], dilations=[2, 1], group=2, pads=[2, 1, 0, 1], output_padding=[1, 0]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CONV_T))
+@pytest.mark.parametrize("weight", ["constant", "input"])
+def test_conv_transpose(case, weight, rng):
+    attrs = CONV_T[case]
+    g = attrs.get("group", 1)
+    x = rng.standard_normal((2, 4, 5, 4)).astype(np.float32)
+    w = rng.standard_normal((4, 6 // g if g != 4 else 1, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(w.shape[1] * g).astype(np.float32)
+    feeds, inits = {"x": x}, {"b": b}
+    (feeds if weight == "input" else inits)["w"] = w
+    node = helper.make_node("ConvTranspose", ["x", "w", "b"], ["y"], kernel_shape=[3, 3], **attrs)
+    cg = check(model(node, feeds, 11, inits), feeds, rtol=1e-4, atol=1e-5)
+    if weight == "constant":
+        assert cg.num_kernels == 1, "zeros inserted in the conv's input read, bias in its epilogue"
+
+
+@pytest.mark.parametrize("attrs", [dict(strides=[2], pads=[1, 0]), dict(strides=[3], group=2, output_padding=[1]),
+                                   dict(dilations=[2], auto_pad="SAME_UPPER", strides=[2])])
+def test_conv_transpose_1d(attrs, rng):
+    x = rng.standard_normal((2, 4, 7)).astype(np.float32)
+    w = rng.standard_normal((4, 3, 4)).astype(np.float32)
+    node = helper.make_node("ConvTranspose", ["x", "w"], ["y"], **attrs)
+    check(model(node, {"x": x}, 11, {"w": w}), {"x": x}, rtol=1e-4, atol=1e-5)
+
+
+def test_conv_transpose_3d_is_refused_naming_the_node():
+    x, w = np.zeros((1, 2, 3, 3, 3), np.float32), np.zeros((2, 2, 2, 2, 2), np.float32)
+    refused(model(helper.make_node("ConvTranspose", ["x", "w"], ["y"], kernel_shape=[2, 2, 2]), {"x": x}, 11,
+                  {"w": w}), r"ConvTranspose.*kernel_shape \[2, 2, 2\]: only 1-D and 2-D")
