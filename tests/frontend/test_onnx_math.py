@@ -292,3 +292,16 @@ def test_conv_transpose_3d_is_refused_naming_the_node():
     x, w = np.zeros((1, 2, 3, 3, 3), np.float32), np.zeros((2, 2, 2, 2, 2), np.float32)
     refused(model(helper.make_node("ConvTranspose", ["x", "w"], ["y"], kernel_shape=[2, 2, 2]), {"x": x}, 11,
                   {"w": w}), r"ConvTranspose.*kernel_shape \[2, 2, 2\]: only 1-D and 2-D")
+
+
+@pytest.mark.parametrize("op,identity", [("ReduceProd", 1.0), ("ReduceL2", 0.0), ("ReduceLogSumExp", -np.inf)])
+def test_a_reduction_of_an_empty_input_is_its_identity_known_at_import(op, identity):
+    """A zero-length input has one possible value: reduced over its empty axis, the result is a
+    constant, and the input no input of the graph."""
+    node = helper.make_node(op, ["x"], ["y"], axes=[1], keepdims=1)
+    g = helper.make_graph([node], "m", [helper.make_tensor_value_info("x", T.FLOAT, [2, 0, 3])],
+                          [helper.make_tensor_value_info("y", T.FLOAT, [2, 1, 3])])
+    graph = import_onnx(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=10))
+    assert graph.inputs == []
+    (y,) = tefuse.build(graph, "llvm").run()
+    np.testing.assert_array_equal(y, np.full((2, 1, 3), identity, np.float32))
