@@ -255,9 +255,9 @@ def _mod(a, b, fmod=0):
     (C's fmod, numpy.fmod); half inputs computed in float32."""
     if _is_int(a):
         return _int_mod(a, b, bool(fmod))
-    if _dt(a) == "float16":
+    if _dt(a) in ("float16", "bfloat16"):
         f = lambda v: tir.Cast("float32", v)  # noqa: E731
-        return tir.Cast("float16", _float_mod(f(a), f(b), bool(fmod)))
+        return tir.Cast(_dt(a), _float_mod(f(a), f(b), bool(fmod)))
     return _float_mod(a, b, bool(fmod))
 
 
@@ -284,20 +284,23 @@ def _bitshift(a, b, direction="left"):
     return tir.Select(out_of_range, fill, tir.shift_right(a, n))
 
 
-def _numeric(name: str, attrs: dict, dtype: str) -> Optional[str]:
+def _check_mod(name: str, attrs: dict, dtype: str) -> Optional[str]:
+    if attrs["fmod"] not in (0, 1):
+        return f"fmod must be 0 or 1, got {attrs['fmod']!r}"
     return None if dtype != "bool" else "expects numeric tensors, got bool"
 
 
-def _integers(name: str, attrs: dict, dtype: str) -> Optional[str]:
+def _check_shift(name: str, attrs: dict, dtype: str) -> Optional[str]:
     if attrs["direction"] not in ("left", "right"):
         return f"direction must be 'left' or 'right', got {attrs['direction']!r}"
     return None if dtype.startswith(("int", "uint")) else f"expects integer tensors, got {dtype}"
 
 
-# binary rules with attributes: name -> (rule, attribute defaults, what is wrong with a dtype)
+# binary rules with attributes: name -> (rule, attribute defaults, check(name, attrs, dtype) naming
+# what is wrong with the attributes or the operands' dtype)
 BINARY_ATTRS: dict[str, tuple[Scalar, dict, Callable[[str, dict, str], Optional[str]]]] = {
-    "mod": (_mod, {"fmod": 0}, _numeric),
-    "bitshift": (_bitshift, {"direction": "left"}, _integers),
+    "mod": (_mod, {"fmod": 0}, _check_mod),
+    "bitshift": (_bitshift, {"direction": "left"}, _check_shift),
 }
 
 
