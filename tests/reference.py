@@ -136,6 +136,14 @@ UNARY = {
     "ceil": np.ceil,
     "round": np.round,
     "identity": lambda x: x,
+    "sin": np.sin, "cos": np.cos, "tan": np.tan, "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan,
+    "sinh": np.sinh, "cosh": np.cosh, "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh,
+    "sign": np.sign,
+    "mish": lambda x: x * np.tanh(softplus(x)),
+    "softsign": lambda x: x / (1 + np.abs(x)),
+    "thresholded_relu": lambda x, alpha=1.0: np.where(x > alpha, x, 0),
+    "celu": lambda x, alpha=1.0: np.maximum(x, 0) + np.minimum(0, alpha * np.expm1(np.asarray(x, np.float64) / alpha)),
+    "shrink": lambda x, bias=0.0, lambd=0.5: np.where(x < -lambd, x + bias, np.where(x > lambd, x - bias, 0)),
 }
 
 

@@ -34,6 +34,19 @@ def _in_f32(rule: Scalar) -> Scalar:
     return wrapped
 
 
+def _in_f64_for_int(rule: Scalar) -> Scalar:
+    """Run a rule with float parameters on an integer input in float64, the result cast back
+    (truncated), as onnx.reference computes Shrink on integers."""
+
+    def wrapped(x, **attrs):
+        d = _dt(x)
+        if d.startswith(("int", "uint")):
+            return tir.Cast(d, rule(tir.Cast("float64", x), **attrs))
+        return rule(x, **attrs)
+
+    return wrapped
+
+
 def _gelu(x, approximate="none"):
     d = _dt(x)
     if approximate == "tanh":
@@ -72,6 +85,28 @@ def _softplus(x):
     return max_with(x, _c(0, d)) + tir.log1p(tir.exp(_c(0, d) - tir.abs(x)))
 
 
+def _sign(x):
+    """-1, 0 or 1; NaN stays NaN and both zeros give +0 (numpy)."""
+    d = _dt(x)
+    one, zero = _c(1, d), _c(0, d)
+    if d.startswith("uint"):
+        return tir.Select(x > zero, one, zero)
+    rest = tir.Select(x == zero, zero, x) if d.startswith(("float", "bfloat")) else zero
+    return tir.Select(x > zero, one, tir.Select(x < zero, _c(-1, d), rest))
+
+
+def _celu(x, alpha=1.0):
+    # max(0, x) + min(0, alpha * (exp(x / alpha) - 1)): one of the two terms is 0 either side of 0
+    d = _dt(x)
+    return tir.Select(x > _c(0, d), x, _c(alpha, d) * (tir.exp(x / _c(alpha, d)) - _c(1, d)))
+
+
+def _shrink(x, bias=0.0, lambd=0.5):
+    d = _dt(x)
+    return tir.Select(x < _c(-lambd, d), x + _c(bias, d),
+                      tir.Select(x > _c(lambd, d), x - _c(bias, d), _c(0, d)))
+
+
 # name -> (scalar rule, attribute defaults); activations are the ones FusionPlan accepts
 UNARY: dict[str, tuple[Scalar, dict]] = {
     "relu": (lambda x: max_with(x, _c(0, _dt(x))), {}),
@@ -97,8 +132,25 @@ UNARY: dict[str, tuple[Scalar, dict]] = {
     "square": (lambda x: x * x, {}),
     "floor": (lambda x: tir.floor(x), {}),
     "ceil": (lambda x: tir.ceil(x), {}),
-    "round": (lambda x: tir.nearbyint(x), {}),
+    "round": (lambda x: tir.nearbyint(x), {}),  # half to even (the default rounding mode)
     "identity": (lambda x: x, {}),
+    "sin": (_in_f32(lambda x: tir.sin(x)), {}),
+    "cos": (_in_f32(lambda x: tir.cos(x)), {}),
+    "tan": (_in_f32(lambda x: tir.tan(x)), {}),
+    "asin": (_in_f32(lambda x: tir.asin(x)), {}),
+    "acos": (_in_f32(lambda x: tir.acos(x)), {}),
+    "atan": (_in_f32(lambda x: tir.atan(x)), {}),
+    "sinh": (_in_f32(lambda x: tir.sinh(x)), {}),
+    "cosh": (_in_f32(lambda x: tir.cosh(x)), {}),
+    "asinh": (_in_f32(lambda x: tir.asinh(x)), {}),
+    "acosh": (_in_f32(lambda x: tir.acosh(x)), {}),
+    "atanh": (_in_f32(lambda x: tir.atanh(x)), {}),
+    "sign": (_sign, {}),
+    "mish": (_in_f32(lambda x: x * tir.tanh(_softplus(x))), {}),
+    "softsign": (lambda x: x / (_c(1, _dt(x)) + tir.abs(x)), {}),
+    "thresholded_relu": (lambda x, alpha=1.0: tir.Select(x > _c(alpha, _dt(x)), x, _c(0, _dt(x))), {"alpha": 1.0}),
+    "celu": (_in_f32(_celu), {"alpha": 1.0}),
+    "shrink": (_in_f64_for_int(_shrink), {"bias": 0.0, "lambd": 0.5}),
 }
 
 ACTIVATIONS = ("relu", "relu6", "clip", "leaky_relu", "sigmoid", "tanh", "gelu", "silu",
@@ -174,12 +226,90 @@ BINARY: dict[str, Scalar] = {
 }
 
 
+def _int_mod(a, b, truncated: bool):
+    """a mod b for integers: the sign of b (floored, Python) or of a (truncated, C); where C's
+    remainder traps (x % 0, INT_MIN % -1: SIGFPE on x86) numpy's answer, 0."""
+    d = _dt(a)
+    zero = _c(0, d)
+    safe = tir.Select(b == zero, _c(1, d), b)
+    r = tir.truncmod(a, safe) if truncated else tir.floormod(a, safe)
+    if d.startswith("int"):
+        r = tir.Select(b == _c(-1, d), zero, r)
+    return tir.Select(b == zero, zero, r)
+
+
+def _float_mod(a, b, truncated: bool):
+    """C's fmod (truncated), or numpy's mod (floored): fmod moved into b's sign, a zero result
+    taking b's sign (numpy's own npy_divmod, so inf, NaN and signed zeros come out as numpy's)."""
+    d = _dt(a)
+    zero = _c(0, d)
+    r = tir.fmod(a, b)
+    if truncated:
+        return r
+    other_side = tir.Or(tir.And(b < zero, r > zero), tir.And(b > zero, r < zero))
+    return tir.Select(r == zero, tir.copysign(zero, b), tir.Select(other_side, r + b, r))
+
+
+def _mod(a, b, fmod=0):
+    """ONNX Mod: fmod=0 the floored remainder (Python's %, numpy.mod), fmod=1 the truncated one
+    (C's fmod, numpy.fmod); half inputs computed in float32."""
+    if _is_int(a):
+        return _int_mod(a, b, bool(fmod))
+    if _dt(a) in ("float16", "bfloat16"):
+        f = lambda v: tir.Cast("float32", v)  # noqa: E731
+        return tir.Cast(_dt(a), _float_mod(f(a), f(b), bool(fmod)))
+    return _float_mod(a, b, bool(fmod))
+
+
+def _bitshift(a, b, direction="left"):
+    """a shifted by b bits, as onnx.reference: a shift of the type's width or more, or a negative
+    one, gives 0 (a right shift of a negative signed value: -1); a left shift of a signed value
+    wraps (done on the unsigned bits: C leaves it undefined)."""
+    d = _dt(a)
+    signed = d.startswith("int")
+    bits = int(d[3:] if signed else d[4:])
+    zero = _c(0, d)
+    out_of_range = b >= _c(bits, d)
+    if signed:
+        out_of_range = tir.Or(out_of_range, b < zero)
+    n = tir.Select(out_of_range, zero, b)
+    if direction == "left":
+        if signed:
+            u = f"uint{bits}"
+            shifted = tir.Cast(d, tir.shift_left(tir.Cast(u, a), tir.Cast(u, n)))
+        else:
+            shifted = tir.shift_left(a, n)
+        return tir.Select(out_of_range, zero, shifted)
+    fill = tir.Select(a < zero, _c(-1, d), zero) if signed else zero
+    return tir.Select(out_of_range, fill, tir.shift_right(a, n))
+
+
+def _check_mod(name: str, attrs: dict, dtype: str) -> Optional[str]:
+    if attrs["fmod"] not in (0, 1):
+        return f"fmod must be 0 or 1, got {attrs['fmod']!r}"
+    return None if dtype != "bool" else "expects numeric tensors, got bool"
+
+
+def _check_shift(name: str, attrs: dict, dtype: str) -> Optional[str]:
+    if attrs["direction"] not in ("left", "right"):
+        return f"direction must be 'left' or 'right', got {attrs['direction']!r}"
+    return None if dtype.startswith(("int", "uint")) else f"expects integer tensors, got {dtype}"
+
+
+# binary rules with attributes: name -> (rule, attribute defaults, check(name, attrs, dtype) naming
+# what is wrong with the attributes or the operands' dtype)
+BINARY_ATTRS: dict[str, tuple[Scalar, dict, Callable[[str, dict, str], Optional[str]]]] = {
+    "mod": (_mod, {"fmod": 0}, _check_mod),
+    "bitshift": (_bitshift, {"direction": "left"}, _check_shift),
+}
+
+
 def _check_float(name: str, v: Value) -> None:
     if not _dt(v).startswith(("float", "bfloat")):
         raise OpError(f"{name}: expects a float tensor, got {_dt(v)}")
 
 
-INT_OK = {"clip", "abs", "neg", "relu", "identity"}  # defined on integers too (ONNX allows them)
+INT_OK = {"clip", "abs", "neg", "relu", "identity", "sign", "shrink"}  # defined on integers too (ONNX allows them)
 
 
 def _register_unary(name: str, rule: Scalar, defaults: dict) -> None:
@@ -193,23 +323,29 @@ def _register_unary(name: str, rule: Scalar, defaults: dict) -> None:
     register_op(name, OpPattern.ELEMWISE, num_inputs=1, attrs=defaults)(compute)
 
 
-def _register_binary(name: str, rule: Scalar) -> None:
+def _register_binary(name: str, rule: Scalar, defaults: Optional[dict] = None,
+                     check: Optional[Callable[[str, dict, str], Optional[str]]] = None) -> None:
     def compute(inputs: Sequence[Value], attrs: dict) -> Value:
         a, b = inputs
         if _dt(a) != _dt(b):
             raise OpError(f"{name}: dtype mismatch {_dt(a)} vs {_dt(b)}")
+        problem = check(name, attrs, _dt(a)) if check else None
+        if problem:
+            raise OpError(f"{name}: {problem}")
         shape = broadcast_shape([a.shape, b.shape], f"{name}'s inputs")
         fa, fb = broadcast_to(a, shape), broadcast_to(b, shape)
-        return lazy(shape, _dt(a), lambda *i: bind_all([fa(*i), fb(*i)], rule))
+        return lazy(shape, _dt(a), lambda *i: bind_all([fa(*i), fb(*i)], lambda x, y: rule(x, y, **attrs)))
 
     compute.__doc__ = f"Broadcasting {name}."
-    register_op(name, OpPattern.BROADCAST, num_inputs=2)(compute)
+    register_op(name, OpPattern.BROADCAST, num_inputs=2, attrs=defaults)(compute)
 
 
 for _n, (_r, _d) in UNARY.items():
     _register_unary(_n, _r, _d)
 for _n, _r in BINARY.items():
     _register_binary(_n, _r)
+for _n, (_r, _d, _chk) in BINARY_ATTRS.items():
+    _register_binary(_n, _r, _d, _chk)
 
 
 COMPARE: dict[str, Scalar] = {
@@ -251,6 +387,38 @@ LOGICAL: dict[str, Scalar] = {
 for _n, _r in LOGICAL.items():
     _register_bool_binary(_n, _r, lambda x, y: None if x == y == "bool" else f"expects bool tensors, got {x} and {y}",
                           f"Broadcasting {_n} of bool tensors.")
+
+
+def _isinf(x, detect_positive=True, detect_negative=True):
+    d = _dt(x)
+    if detect_positive and detect_negative:
+        return tir.isinf(x)
+    if detect_positive:
+        return x == _c(math.inf, d)
+    if detect_negative:
+        return x == _c(-math.inf, d)
+    return tir.const(False, "bool")
+
+
+# float -> bool predicates: name -> (rule, attribute defaults)
+PREDICATES: dict[str, tuple[Scalar, dict]] = {
+    "isnan": (lambda x: tir.isnan(x), {}),
+    "isinf": (_isinf, {"detect_positive": True, "detect_negative": True}),
+}
+
+
+def _register_predicate(name: str, rule: Scalar, defaults: dict) -> None:
+    def compute(inputs: Sequence[Value], attrs: dict) -> Value:
+        (x,) = inputs
+        _check_float(name, x)
+        return lazy(x.shape, "bool", lambda *i: rule(x(*i), **attrs))
+
+    compute.__doc__ = f"Elementwise {name} of a float tensor (a bool result)."
+    register_op(name, OpPattern.ELEMWISE, num_inputs=1, attrs=defaults)(compute)
+
+
+for _n, (_r, _d) in PREDICATES.items():
+    _register_predicate(_n, _r, _d)
 
 
 @register_op("logical_not", OpPattern.ELEMWISE, num_inputs=1)

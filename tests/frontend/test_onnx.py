@@ -355,18 +355,18 @@ def test_unsupported_nodes_are_all_listed():
              helper.make_node("Pad", ["b", "p"], ["c"], name="bad_pad_mode", mode="antisymmetric"),
              helper.make_node("Conv", ["x", "w3"], ["d"], name="bad_conv3d", kernel_shape=[1, 1, 3]),
              helper.make_node("Relu", ["a"], ["e"], name="bad_relu_attr"),
-             helper.make_node("Shrink", ["e"], ["f"], name="bad_shrink")]
+             helper.make_node("Bernoulli", ["e"], ["f"], name="bad_bernoulli")]
     nodes[4].attribute.append(helper.make_attribute("bogus", 1))
     m = make_model(nodes, {"x": (1, 2, 8)}, {"c": None, "d": None, "f": None},
                    {"p": np.zeros(6, np.int64), "w3": np.ones((2, 2, 3), np.float32)})
     with pytest.raises(ModelImportError) as ei:
         import_onnx(m, check=False)
     msg = str(ei.value)
-    for name in ("bad_hardmax", "bad_pad_mode", "bad_conv3d", "bad_relu_attr", "bad_shrink"):
+    for name in ("bad_hardmax", "bad_pad_mode", "bad_conv3d", "bad_relu_attr", "bad_bernoulli"):
         assert name in msg
     assert "ok_relu" not in msg
     assert {p.node for p in ei.value.problems} == {"bad_hardmax", "bad_pad_mode", "bad_conv3d",
-                                                   "bad_relu_attr", "bad_shrink"}
+                                                   "bad_relu_attr", "bad_bernoulli"}
     assert "Hardmax" in msg and "opset 13" in msg and "bogus" in msg
 
 

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import tefuse
+from tefuse.codegen.ptx import cuda_kernel_names
 from tests.reference import UNARY, Const, assert_close, run_op
 
 SHAPE = (2, 3, 5)
@@ -208,3 +209,165 @@ def test_sum_n_dtype_mismatch_is_refused():
 def test_unary_rejects_int():
     with pytest.raises(tefuse.GraphError, match="float"):
         run_op("sigmoid", np.zeros(3, "int32"))
+
+
+# -- trigonometric, hyperbolic and the newer activations ----------------------------------------
+def _within(lo, hi):
+    return lambda r: r.uniform(lo, hi, SHAPE)
+
+
+MATH_CASES = [
+    ("sin", _within(-10, 10), {}), ("cos", _within(-10, 10), {}), ("tan", _within(-1.4, 1.4), {}),
+    ("asin", _within(-1, 1), {}), ("acos", _within(-1, 1), {}), ("atan", _within(-20, 20), {}),
+    ("sinh", _within(-5, 5), {}), ("cosh", _within(-5, 5), {}), ("asinh", _within(-50, 50), {}),
+    ("acosh", _within(1, 50), {}), ("atanh", _within(-0.99, 0.99), {}),
+    ("mish", _within(-8, 8), {}), ("softsign", _within(-8, 8), {}),
+    ("thresholded_relu", _within(-3, 3), {}), ("thresholded_relu", _within(-3, 3), {"alpha": 0.5}),
+    ("celu", _within(-5, 5), {}), ("celu", _within(-5, 5), {"alpha": 2.0}),
+    ("shrink", _within(-2, 2), {}), ("shrink", _within(-2, 2), {"bias": 1.5, "lambd": 1.0}),
+]
+
+
+@pytest.mark.parametrize("op,gen,attrs", MATH_CASES,
+                         ids=[f"{o}{'_' + '_'.join(map(str, a.values())) if a else ''}" for o, _, a in MATH_CASES])
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_math_unary(rng, op, gen, attrs, dtype):
+    """float16 computes transcendental rules in float32: within fp16's rounding of the result."""
+    x = gen(rng).astype(dtype)
+    y = run_op(op, x, **attrs)
+    assert y.dtype == np.dtype(dtype)
+    tol = dict(rtol=2e-5, atol=2e-6) if dtype == "float32" else dict(rtol=2e-3, atol=2e-3)
+    assert_close(y, UNARY[op](x.astype(np.float64), **attrs), dtype, what=op, **tol)
+
+
+def test_math_unary_outside_the_domain_is_nan_as_numpy():
+    x = np.array([-2.0, 2.0, 0.5], "float32")
+    with np.errstate(invalid="ignore"):
+        for op in ("asin", "acos", "acosh", "atanh"):
+            np.testing.assert_array_equal(np.isnan(run_op(op, x)), np.isnan(UNARY[op](x.astype(np.float64))), op)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int32", "int8", "uint8"])
+def test_sign(dtype):
+    x = np.array([3, 0, 1, 7, 2], dtype) if dtype == "uint8" else np.array([-3, 0, 1, -7, 2], dtype)
+    np.testing.assert_array_equal(run_op("sign", x), np.sign(x))
+
+
+def test_sign_of_nan_and_signed_zeros():
+    y = run_op("sign", np.array([np.nan, -0.0, 0.0, -np.inf], "float32"))
+    np.testing.assert_array_equal(y, [np.nan, 0.0, 0.0, -1.0])
+    assert not np.signbit(y[1]), "numpy's sign(-0.0) is +0.0"
+
+
+def test_shrink_on_integers_truncates_as_onnx_reference():
+    x = np.array([-5, -1, 0, 1, 5], "int32")
+    y = run_op("shrink", x, bias=1.5, lambd=0.5)
+    np.testing.assert_array_equal(y, np.array([-3.5, 0.5, 0, -0.5, 3.5]).astype("int32"))
+
+
+@pytest.mark.parametrize("attrs,want", [({}, [0, 1, 1, 0]), ({"detect_negative": False}, [0, 1, 0, 0]),
+                                        ({"detect_positive": False}, [0, 0, 1, 0]),
+                                        ({"detect_positive": False, "detect_negative": False}, [0, 0, 0, 0])])
+@pytest.mark.parametrize("dtype", ["float32", "float16", "float64"])
+def test_isinf(dtype, attrs, want):
+    y = run_op("isinf", np.array([1.0, np.inf, -np.inf, np.nan], dtype), **attrs)
+    assert y.dtype == np.bool_
+    np.testing.assert_array_equal(y, np.array(want, bool))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_isnan(dtype):
+    y = run_op("isnan", np.array([1.0, np.inf, np.nan, -0.0], dtype))
+    np.testing.assert_array_equal(y, [False, False, True, False])
+
+
+@pytest.mark.parametrize("op", ["isnan", "isinf", "sin", "mish"])
+def test_float_only_math_refuses_integers(op):
+    with pytest.raises(tefuse.GraphError, match=f"{op}: expects a float tensor, got int32"):
+        run_op(op, np.zeros(3, "int32"))
+
+
+# -- Mod and BitShift ------------------------------------------------------------------------
+MOD_A = [-4.3, 7.2, 5.0, 4.3, -7.2, 8.0, 0.0, -0.0, 0.0, -0.0, -3.0, 3.0, np.inf, 1.0, np.nan, 1.0]
+MOD_B = [2.1, -3.4, 8.0, -2.1, 3.4, 5.0, -2.0, 2.0, 2.0, -2.0, np.inf, -np.inf, 2.0, 0.0, 2.0, np.nan, 7.0]
+BIG = {"float16": 6e4, "float32": 1e30, "float64": 1e300}  # a quotient past the mantissa's reach
+
+
+@pytest.mark.parametrize("fmod", [0, 1])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+def test_float_mod_is_numpys_bit_for_bit(dtype, fmod):
+    """fmod=0 is numpy.mod (the divisor's sign), fmod=1 numpy.fmod (the dividend's), exactly:
+    signed zeros, infinities, NaN and a quotient past 2^24 included."""
+    a, b = np.array(MOD_A + [BIG[dtype]], dtype), np.array(MOD_B, dtype)
+    with np.errstate(all="ignore"):
+        want = (np.fmod if fmod else np.mod)(a, b)
+    y = run_op("mod", a, b, fmod=fmod)
+    np.testing.assert_array_equal(y, want)
+    np.testing.assert_array_equal(np.signbit(y), np.signbit(want))
+
+
+@pytest.mark.parametrize("fmod", [0, 1])
+@pytest.mark.parametrize("dtype", ["int8", "int32", "int64", "uint8"])
+def test_integer_mod_never_traps(dtype, fmod):
+    """x % 0 and INT_MIN % -1 trap in C; numpy gives 0 for both."""
+    info = np.iinfo(dtype)
+    if info.min < 0:
+        a = np.array([-4, 7, 5, 4, -7, 8, 3, info.min, info.min, 9], dtype)
+        b = np.array([2, -3, 8, -2, 3, 5, 0, -1, 3, -4], dtype)
+    else:
+        a, b = np.array([4, 7, 5, 255, 0], dtype), np.array([3, 0, 8, 7, 3], dtype)
+    with np.errstate(all="ignore"):
+        want = (np.fmod if fmod else np.mod)(a, b)
+    np.testing.assert_array_equal(run_op("mod", a, b, fmod=fmod), want)
+
+
+def test_mod_broadcasts(rng):
+    a = rng.integers(-20, 20, (2, 3, 4)).astype("int32")
+    b = np.array([3, -5, 7, -2], "int32")
+    np.testing.assert_array_equal(run_op("mod", a, b), np.mod(a, b))
+
+
+def _shift_reference(a, b, direction):
+    """onnx.reference's BitShift: out-of-range shifts give 0 (-1 for a right shift of a negative)."""
+    bits = np.iinfo(a.dtype).bits
+    out = []
+    for x, s in zip(a.tolist(), b.tolist()):
+        if not 0 <= s < bits:
+            out.append(-1 if direction == "right" and x < 0 else 0)
+        elif direction == "right":
+            out.append(x >> s)
+        else:
+            v = (x << s) & ((1 << bits) - 1)
+            out.append(v - (1 << bits) if np.iinfo(a.dtype).min < 0 and v >= 1 << (bits - 1) else v)
+    return np.array(out, a.dtype)
+
+
+@pytest.mark.parametrize("direction", ["left", "right"])
+@pytest.mark.parametrize("dtype", ["int8", "int32", "int64", "uint8", "uint32"])
+def test_bitshift(dtype, direction):
+    bits = np.iinfo(dtype).bits
+    if np.iinfo(dtype).min < 0:
+        a = np.array([1, -8, 127, -128, 5, -1, 3, -3], dtype)
+        b = np.array([1, 2, bits - 1, 1, bits, -1, bits + 3, 0], dtype)
+    else:
+        a = np.array([1, 8, 255, 128, 5, 3], dtype)
+        b = np.array([1, 2, bits - 1, 1, bits, 0], dtype)
+    np.testing.assert_array_equal(run_op("bitshift", a, b, direction=direction), _shift_reference(a, b, direction))
+
+
+def test_bitshift_refuses_floats_and_unknown_directions():
+    with pytest.raises(tefuse.GraphError, match="bitshift: expects integer tensors, got float32"):
+        run_op("bitshift", np.zeros(3, "float32"), np.zeros(3, "float32"))
+    with pytest.raises(tefuse.GraphError, match="direction must be 'left' or 'right'"):
+        run_op("bitshift", np.zeros(3, "int32"), np.zeros(3, "int32"), direction="up")
+
+
+@pytest.mark.parametrize("op,dtype", [("sin", "float32"), ("mish", "float16"), ("mod", "float16"), ("mod", "int32"),
+                                      ("bitshift", "int8"), ("isinf", "float16"), ("sign", "int32")])
+def test_math_builds_for_cuda(op, dtype):
+    """Compile only (no GPU needed): the rules lower through CUDA's intrinsics too."""
+    b = tefuse.GraphBuilder()
+    xs = [b.input(f"x{k}", (4, 64), dtype) for k in range(2 if op in ("mod", "bitshift") else 1)]
+    cg = tefuse.build(b.build(b.op(op, *xs)), "cuda")
+    (k,) = cg.kernels
+    assert len(cuda_kernel_names(k.source("cuda"))) == 1

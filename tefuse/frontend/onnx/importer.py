@@ -109,15 +109,23 @@ def _input_shape(vi: onnx.ValueInfoProto) -> tuple[list[int], list[str]]:
 DESCRIPTIVE_INPUTS = {"CastLike": {1}, "Reshape": {1}, "Squeeze": {1}, "Unsqueeze": {1}, "ReduceSum": {1},
                       "ReduceMean": {1}, "ReduceMax": {1}, "ReduceMin": {1}, "Pad": {1, 3},
                       "Slice": {1, 2, 3, 4}, "Split": {1}, "ConstantOfShape": {0}}
+DESCRIPTIVE_INPUTS.update({op: {1} for op in ("ReduceProd", "ReduceL1", "ReduceL2", "ReduceSumSquare",
+                                               "ReduceLogSum", "ReduceLogSumExp")})
+# Operands whose one possible zero-length value decides the node's result at import: the data of
+# a reduction (over an empty set, its identity: 0 for a sum, 1 for a product, -inf for a max...)
+DETERMINED_WHEN_EMPTY = {op: {0} for op in ("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd",
+                                            "ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSum",
+                                            "ReduceLogSumExp")}
 
 
 def _only_descriptive(name: str, g: onnx.GraphProto) -> bool:
-    """Whether every use of `name` in the graph is a descriptive operand (and no output is it);
-    an unused input counts."""
+    """Whether every use of `name` in the graph is a descriptive operand or one a zero-length value
+    determines (and no output is it); an unused input counts."""
     if any(o.name == name for o in g.output):
         return False
     uses = [(nd.op_type, k) for nd in g.node for k, i in enumerate(nd.input) if i == name]
-    return all(k in DESCRIPTIVE_INPUTS.get(op, ()) for op, k in uses)  # (or unused)
+    return all(k in DESCRIPTIVE_INPUTS.get(op, ()) or k in DETERMINED_WHEN_EMPTY.get(op, ())
+               for op, k in uses)  # (or unused)
 
 
 def _unsupported_type(vi: onnx.ValueInfoProto) -> Optional[str]:

@@ -24,7 +24,7 @@ SHFL = re.compile(r"__shfl_(down_)?sync")
 
 
 def chain(op, shape, dtype="float32", **attrs):
-    """scale (prologue) -> op -> relu (epilogue); softmax and layer_norm alone (they fuse with
+    """scale (prologue) -> op -> relu (epilogue); softmax, layer_norm and group_norm_rows alone (they fuse with
     nothing)."""
     b = GraphBuilder()
     x = b.input("x", shape, dtype)
@@ -35,6 +35,9 @@ def chain(op, shape, dtype="float32", **attrs):
         rng = np.random.default_rng(0)
         scale, bias = (b.const(rng.standard_normal(d).astype(dtype)) for _ in range(2))
         return b.build(b.op(op, x, scale, bias, **attrs))
+    if op == "group_norm_rows":
+        scale = b.const(np.ones(shape[1], dtype))
+        return b.build(b.op(op, x, scale, scale, **attrs))
     y = b.op(op, b.mul(x, b.const(np.array(0.5, dtype))), **attrs)
     return b.build(b.relu(y))
 
@@ -147,6 +150,8 @@ SAMPLED = [
     ("softmax", (7, 100), {}),
     ("softmax", (4, 10, 6), {"axis": 1}),
     ("layer_norm", (6, 200), {}),
+    ("group_norm_rows", (2, 64, 32, 32), {"groups": 32}),
+    ("group_norm_rows", (3, 12, 7, 5), {"groups": 12}),
     ("max_pool2d", (1, 8, 9, 9), {"kernel": 3, "strides": 2, "padding": 1}),
     ("global_avg_pool2d", (1, 7, 7, 64), {"layout": "NHWC"}),
 ]

@@ -1,5 +1,5 @@
 """Neural-network ONNX ops: MatMul and Gemm, convolution and pools, LRN, batch- and
-layer-normalization, the softmax family, reductions."""
+layer-normalization, the softmax family."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -10,7 +10,7 @@ import numpy as np
 from ....graph.ir import Node
 from ..context import ImportContext, OnnxNode, Unsupported
 from ..registry import ConvertFn, converter
-from .common import axes_arg, axis_attr, int_list, binary_operand, rank_check, input_node
+from .common import axis_attr, int_list, binary_operand, rank_check, input_node
 
 
 # -- dense ----------------------------------------------------------------------------------
@@ -295,26 +295,3 @@ def _fused_layer_norm(ctx, n, x: Node, axes: tuple, stash: str) -> Optional[Node
         bias = ctx.b.const(np.zeros((d,), x.dtype), dtype=x.dtype, name=ctx.fresh(f"{n.outputs[0]}_bias"))
     return ctx.emit("layer_norm", [x, scale, bias], n.outputs[0], axis=len(x.shape) - 1,
                     epsilon=float(n.attr("epsilon", 1e-5)))
-
-
-# -- reductions ------------------------------------------------------------------------------
-def _reduce_converter(op: str, axes_input_from: int) -> ConvertFn:
-    def fn(ctx: ImportContext, n: OnnxNode) -> list:
-        axes = axes_arg(ctx, n, axes_input_from)
-        x = input_node(ctx, n)
-        if not axes:
-            if int(n.attr("noop_with_empty_axes", 0)):
-                return [x]
-            axes = None
-        attrs = dict(axes=None if axes is None else tuple(axes), keepdims=bool(n.attr("keepdims", 1)))
-        if x.dtype == "bool" and op in ("reduce_max", "reduce_min"):  # any / all, through uint8
-            r = ctx.emit(op, [ctx.emit("cast", [x], None, dtype="uint8")], None, **attrs)
-            return [ctx.emit("cast", [r], n.outputs[0], dtype="bool")]
-        return [ctx.emit(op, [x], n.outputs[0], **attrs)]
-    return fn
-
-
-converter("ReduceMean", attrs=["axes", "keepdims", "noop_with_empty_axes"])(_reduce_converter("reduce_mean", 18))
-converter("ReduceMax", attrs=["axes", "keepdims", "noop_with_empty_axes"])(_reduce_converter("reduce_max", 18))
-converter("ReduceMin", attrs=["axes", "keepdims", "noop_with_empty_axes"])(_reduce_converter("reduce_min", 18))
-converter("ReduceSum", attrs=["axes", "keepdims", "noop_with_empty_axes"])(_reduce_converter("reduce_sum", 13))
