@@ -9,6 +9,7 @@ import pytest
 from onnx import TensorProto as T, helper, numpy_helper
 
 import tefuse
+from tests.frontend.ort_check import matches_onnxruntime
 from tefuse.errors import ModelImportError
 from tefuse.frontend.onnx import import_onnx
 
@@ -26,18 +27,7 @@ def model(nodes, inputs, outputs, inits=None, opset=18):
 
 def check(m, feeds, exact=True):
     """tefuse (llvm) vs onnxruntime on every output; returns the imported graph and the build."""
-    graph = import_onnx(m)
-    cg = tefuse.build(graph, "llvm")
-    got = cg.run(**feeds)
-    want = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
-    assert len(got) == len(want)
-    for g, w in zip(got, want):
-        assert g.shape == w.shape and g.dtype == w.dtype, (g.shape, g.dtype, w.shape, w.dtype)
-        if exact:
-            np.testing.assert_array_equal(g, w)
-        else:
-            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
-    return graph, cg
+    return matches_onnxruntime(m, feeds, rtol=1e-5, atol=1e-5, exact=exact)
 
 
 def ops(graph):

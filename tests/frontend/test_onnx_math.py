@@ -8,6 +8,7 @@ import pytest
 from onnx import TensorProto as T, helper, numpy_helper
 
 import tefuse
+from tests.frontend.ort_check import matches_onnxruntime
 from tefuse.errors import ModelImportError
 from tefuse.frontend.onnx import import_onnx
 
@@ -33,18 +34,7 @@ def model(nodes, feeds: dict, opset: int, inits: dict | None = None, out: tuple 
 
 def check(m: onnx.ModelProto, feeds: dict, rtol=1e-5, atol=1e-6, exact=False, **import_args):
     """Import, build for llvm, run; every output equals onnxruntime's (dtype, shape, values)."""
-    cg = tefuse.build(import_onnx(m, **import_args), "llvm")
-    got = cg.run(**feeds)
-    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
-    want = sess.run(None, feeds)
-    assert len(got) == len(want)
-    for g, w in zip(got, want):
-        assert g.dtype == w.dtype and g.shape == w.shape, (g.dtype, g.shape, w.dtype, w.shape)
-        if exact:
-            np.testing.assert_array_equal(g, w)
-        else:
-            np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64), rtol=rtol, atol=atol)
-    return cg
+    return matches_onnxruntime(m, feeds, rtol, atol, exact, **import_args)[1]
 
 
 def refused(m: onnx.ModelProto, match: str) -> None:
