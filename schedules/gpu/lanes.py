@@ -12,6 +12,7 @@ import numpy as np
 from tvm import s_tir, tirx
 
 from ...ops.value import expr_dtype as _dtype  # a Var's dtype may raise (TVM 0.27)
+from ...ops.value import is_if_then_else
 
 
 def lane_envs(sch, block_rv, loop_rv):
@@ -162,7 +163,7 @@ def _bool_exprs(node) -> Optional[list]:
         if isinstance(n, tirx.Expr) and _dtype(n).startswith("bool"):
             out.append(n)
             continue
-        if kind == "Call" and str(getattr(n.op, "name", "")).endswith(".if_then_else"):
+        if is_if_then_else(n):
             todo.extend(n.args[1:])
             continue
         todo.extend(children(n))

@@ -19,15 +19,11 @@ import tvm
 from tvm import tirx
 from tvm.s_tir.pipeline import default_s_tir_pipeline
 from tvm.ir.expr import Call
-from tvm_ffi import structural_map, structural_walk
+from tvm_ffi import VisitInterrupt, structural_map, structural_walk
 
-from ..ops.value import expr_dtype
+from ..ops.value import expr_dtype, is_if_then_else
 
 PIPELINE = "tefuse_default"
-
-
-def _is_if_then_else(e) -> bool:
-    return isinstance(e, Call) and str(getattr(e.op, "name", "")).endswith("if_then_else")
 
 
 def _guarded_lets(expr) -> set:
@@ -36,7 +32,7 @@ def _guarded_lets(expr) -> set:
     guarded: set = set()
 
     def on_call(c):
-        if _is_if_then_else(c):
+        if is_if_then_else(c):
             for branch in c.args[1:]:
                 structural_walk(branch, (tirx.Let, lambda let: guarded.add(let.var)))
 
@@ -72,9 +68,7 @@ def _hoisted(store):
 
 
 def _has_let(expr) -> bool:
-    found = []
-    structural_walk(expr, (tirx.Let, lambda let: found.append(let)))
-    return bool(found)
+    return structural_walk(expr, (tirx.Let, VisitInterrupt), order="pre") is not None
 
 
 def _substitute(expr, loads: dict):

@@ -11,7 +11,7 @@ import contextvars
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, Optional, Sequence
 
-from tvm.ir.expr import Expr as PrimExpr
+from tvm.ir.expr import Call, Expr as PrimExpr
 from tvm import te, tirx as tir
 from tvm_ffi import VisitInterrupt, structural_walk
 
@@ -89,6 +89,12 @@ def expr_dtype(e) -> str:
     """dtype of a TIR expression or tensor element (TVM 0.27's Select and some Vars carry it as
     `ty`, not `dtype`)."""
     return str(e.dtype) if hasattr(e, "dtype") else str(e.ty)
+
+
+def is_if_then_else(e) -> bool:
+    """Whether e is a call of tir.if_then_else: the one TIR expression whose branches are
+    evaluated only when taken (passes must not hoist out of them)."""
+    return isinstance(e, Call) and str(getattr(e.op, "name", "")).endswith("if_then_else")
 
 
 def acc_dtype(dtype: str) -> str:

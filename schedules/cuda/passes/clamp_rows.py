@@ -21,8 +21,10 @@ Every wgmma kernel gets the rewrite (TensorCoreGemm.finish); no switch keeps the
 from __future__ import annotations
 
 from tvm import s_tir, tirx
-from tvm.ir.expr import Call, TensorLoad
+from tvm.ir.expr import TensorLoad
 from tvm_ffi import structural_map, structural_walk
+
+from ....ops.value import is_if_then_else
 
 
 ROWS_ANNOTATION = "tefuse_clamp_rows"  # on a tile copy block: its rows past the last may read real rows
@@ -46,7 +48,7 @@ def _clamped(store, row):
     if not isinstance(store, tirx.BufferStore):
         return store
     value = store.value
-    if not (isinstance(value, Call) and str(getattr(value.op, "name", "")).endswith("if_then_else")):
+    if not is_if_then_else(value):
         return store
     cond, inner, other = value.args
     if not (isinstance(other, (tirx.IntImm, tirx.FloatImm)) and other.value == 0 and _loads(inner)):
