@@ -315,6 +315,7 @@ class PrecisionResult:
     tolerance: float = 0.0
     argmax_agree: Optional[float] = None  # fraction of positions whose argmax matches onnxruntime's
     argmax_ok: Optional[bool] = None  # no disagreement where the reference's margin exceeds the error allowed
+    first_divergence: Optional[dict] = None  # with --bisect, a failed check's first bad tensor (bisect.Divergence)
 
     @property
     def ok(self) -> bool:
@@ -425,10 +426,29 @@ def build_and_compare(graph, feeds: dict[str, np.ndarray], want: list[np.ndarray
                            agree, argmax_ok)
 
 
+def locate(model, feeds: dict[str, np.ndarray], target: str, precision: str, db=None,
+           jobs: Optional[int] = None) -> Optional[dict]:
+    """The first tensor of `model` where the build departs from onnxruntime, as a dict; None when
+    the search finds none (or fails: logged)."""
+    from .bisect import first_divergence, tefuse_runner
+
+    try:
+        d = first_divergence(model, feeds, tefuse_runner(target, precision, db, jobs), precision,
+                             TOLERANCE[precision])
+    except Exception as ex:  # noqa: BLE001 - a diagnosis that fails leaves the result as it was
+        log.warning("bisect failed: %s", first_line(ex))
+        return None
+    if d is not None:
+        log.info("%s", d.line())
+    return asdict(d) if d is not None else None
+
+
 def check_entry(e: ZooEntry, target: str = "llvm", precisions: Sequence[str] = ("fp32",), small: bool = True,
-                cache_dir: Optional[Path] = None, db=None, jobs: Optional[int] = None) -> ZooResult:
+                cache_dir: Optional[Path] = None, db=None, jobs: Optional[int] = None,
+                bisect: bool = False) -> ZooResult:
     """Export `e` (cached), import it, build it at each precision and compare with onnxruntime
-    (CPU, float32). Failures are recorded in the result, never raised."""
+    (CPU, float32). Failures are recorded in the result, never raised. `bisect` looks for the
+    first ONNX tensor that departs, for a precision whose check fails."""
     import onnx
 
     from ..errors import ModelImportError
@@ -473,6 +493,8 @@ def check_entry(e: ZooEntry, target: str = "llvm", precisions: Sequence[str] = (
         log.info("%s: building %s for %s", e.name, p, target)
         pr = build_and_compare(graph, feeds, want, p, target, e.argmax_axis, db=db, jobs=jobs)
         r.precisions.append(pr)
+        if bisect and pr.status in ("mismatch", "run failed"):
+            pr.first_divergence = locate(model, feeds, target, p, db, jobs)
         if not pr.ok and r.ok:
             r.status, r.reason = pr.status, f"{p}: {pr.reason}"
     return r
@@ -510,6 +532,8 @@ def parse_args(argv: Optional[Sequence[str]]):
     p.add_argument("--resume", action="store_true", help="keep the models --out already holds as ok (same "
                    "target, precisions and configuration) and check the rest")
     p.add_argument("--no-db", action="store_true", help="ignore tuning logs (fallback configs)")
+    p.add_argument("--bisect", action="store_true", help="for a failed check, find the first ONNX tensor that "
+                   "departs from onnxruntime (tefuse.bench.bisect; a few more builds)")
     p.add_argument("-j", "--jobs", type=int, default=None, help="kernels compiled at once (default: CPU count)")
     args = p.parse_args(argv)
     args.precision = [s.strip() for s in args.precision.split(",") if s.strip()]
@@ -552,7 +576,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         log.info("[%d/%d] %s", k, len(args.models), name)
         r = check_entry(entry(name), args.target, args.precision, args.small,
                         Path(args.cache_dir) if args.cache_dir else None,
-                        db=None if args.no_db else "default", jobs=args.jobs)
+                        db=None if args.no_db else "default", jobs=args.jobs, bisect=args.bisect)
         log.info("%s", result_line(r))
         results.append(as_dict(r))
         if out is not None:  # after every model: a long run can be resumed where it stopped
