@@ -201,6 +201,9 @@ def _caps(items: tuple) -> DeviceCaps:
     )
 
 
+CUDA_MATH_NVRTC_OPTIONS = "--ftz=false --prec-div=true --prec-sqrt=true"
+
+
 def ensure_cuda_compiler() -> None:
     """Register TVM's CUDA compile callback, choosing nvcc over NVRTC when nvcc is installed.
 
@@ -208,9 +211,17 @@ def ensure_cuda_compiler() -> None:
     and NVRTC serialises concurrent compiles (16 threads: no faster) while nvcc runs as a
     subprocess, so a network's kernels compile in parallel (16 threads: 10x faster).
     An explicit $TVM_CUDA_COMPILE_MODE is left alone.
+
+    IEEE math, not TVM's default --use_fast_math: fast math lowers powf through exp2(y * log2(x))
+    (NaN for every negative base: GPT-2's GELU and T5's RMSNorm came out NaN), flushes denormals
+    and approximates division and square roots, so fp32 builds would not match onnxruntime or
+    PyTorch. NVRTC keeps its fast math library calls but takes IEEE division, square roots and
+    denormals (CUDA_MATH_NVRTC_OPTIONS).
     """
     if "TVM_CUDA_COMPILE_MODE" not in os.environ and shutil.which("nvcc"):
         os.environ["TVM_CUDA_COMPILE_MODE"] = "nvcc"
+    os.environ.setdefault("TVM_CUDA_NVCC_NO_FAST_MATH", "1")
+    os.environ.setdefault("TVM_CUDA_NVRTC_EXTRA_OPTS", CUDA_MATH_NVRTC_OPTIONS)
     import tvm.support.nvcc  # noqa: F401  (registers tvm_callback_cuda_compile)
 
 

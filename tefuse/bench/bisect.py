@@ -150,7 +150,8 @@ def first_divergence(model, feeds: dict, runner: Runner, precision: str = "fp32"
             break
         span = end - lo - 1
         k = min(width, span)
-        picks = sorted({lo + 1 + (span - 1) * (j + 1) // k for j in range(k)} if hi is not None
+        # spread over (lo, hi) exclusive of a known-bad hi; the last candidate included while none is known bad
+        picks = sorted({lo + (hi - lo) * (j + 1) // (k + 1) for j in range(k)} if hi is not None
                        else {lo + span * (j + 1) // k for j in range(k)})
         sub = cut(model, [cands[p].tensor for p in picks])
         want = onnxruntime_outputs(sub, feeds)

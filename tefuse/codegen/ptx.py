@@ -28,6 +28,9 @@ def compile_to_ptx(source: str, arch: str = "sm_90") -> str:
     import tvm
     from tvm.support import nvcc
 
+    from ..target import ensure_cuda_compiler
+
+    ensure_cuda_compiler()  # the math flags builds use
     # nvcc's wrapper reads the compute version from the target in scope, not only `arch`
     with tvm.target.Target({"kind": "cuda", "arch": arch}):
         ptx = nvcc.compile_cuda(source, target_format="ptx", arch=arch, compiler="nvcc")

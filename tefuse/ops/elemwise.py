@@ -215,6 +215,50 @@ def _int_pow(a, b):
     return tir.Select(b < zero, neg, pos)
 
 
+MAX_UNROLLED_POWER = 4  # a constant integral exponent up to this is multiplications
+
+
+def _const_float(e) -> Optional[float]:
+    """The value of a float constant expression (through casts), else None."""
+    while isinstance(e, tir.Cast):
+        e = e.value
+    return float(e.value) if isinstance(e, (tir.FloatImm, tir.IntImm)) else None
+
+
+def _float_pow(a, b):
+    """a ** b for floats, as numpy: a negative base keeps its sign under an integral exponent
+    and is NaN under any other. Not left to the target's pow: wherever pow is lowered through
+    exp(b * log(a)) (CUDA's fast math, vector math libraries) a negative base gives NaN, which
+    broke GELU's x ** 3 and RMSNorm's x ** 2. A small integral constant exponent is
+    multiplications, exact and cheaper; 0.5 is a square root, as in numpy."""
+    d = _dt(a)
+    one = _c(1, d)
+    c = _const_float(b)
+    if c is not None and c == int(c) and abs(c) <= MAX_UNROLLED_POWER:
+        n = int(abs(c))
+        if n == 0:
+            return one
+        def product(x):
+            r = x
+            for _ in range(n - 1):
+                r = r * x
+            return one / r if c < 0 else r
+        return product(a) if n == 1 else bind(a, product)
+    def signed(x, y):
+        m = tir.power(tir.abs(x), y)
+        negative = tir.And(x < _c(0, d), x != _c(-math.inf, d))  # pow(-inf, y) is pow(inf, y) or its negation
+        odd_neg = tir.Select(x < _c(0, d), _c(0, d) - m, m)
+        if c is not None:  # the exponent's kind is known here
+            if c != math.floor(c):
+                return tir.Select(negative, _c(math.nan, d), m)
+            return odd_neg if c % 2 == 1 else m
+        integral = tir.floor(y) == y
+        odd = tir.And(integral, tir.floor(y * _c(0.5, d)) * _c(2, d) != y)
+        r = tir.Select(odd, odd_neg, tir.Select(tir.And(negative, tir.Not(integral)), _c(math.nan, d), m))
+        return tir.Select(y == _c(0, d), one, r)
+    return bind_all([a, b], signed) if c is None else bind(a, lambda x: signed(x, b))
+
+
 BINARY: dict[str, Scalar] = {
     "add": lambda a, b: a + b,
     "sub": lambda a, b: a - b,
@@ -222,7 +266,7 @@ BINARY: dict[str, Scalar] = {
     "div": _div,
     "maximum": fmax,
     "minimum": fmin,
-    "pow": lambda a, b: _int_pow(a, b) if _is_int(a) else tir.power(a, b),
+    "pow": lambda a, b: _int_pow(a, b) if _is_int(a) else _float_pow(a, b),
 }
 
 

@@ -51,9 +51,13 @@ def test_finds_the_wrong_node(node):
     assert d.builds <= 3  # 24 candidates, 8 per build
 
 
-def test_finds_the_node_whose_cut_fails():
-    d = first_divergence(chain(), FEEDS, sabotaged("n11", fail=True))
-    assert d is not None and d.node == "n11" and "launch failed" in d.reason and d.error == np.inf
+@pytest.mark.parametrize("node", ["n0", "n11", "n23"])
+def test_finds_the_node_whose_cut_fails(node):
+    """A cut that fails could fail at any of its tensors: the search halves one at a time."""
+    run = sabotaged(node, fail=True)
+    d = first_divergence(chain(), FEEDS, run)
+    assert d is not None and d.node == node and "launch failed" in d.reason and d.error == np.inf
+    assert d.builds <= 2 + 5  # the failed cut of 8, then halving 24 candidates
 
 
 def test_nothing_wrong_is_none():

@@ -6,7 +6,7 @@ import pytest
 
 import tefuse
 from tefuse.codegen.ptx import cuda_kernel_names
-from tests.reference import UNARY, Const, assert_close, run_op
+from tests.reference import UNARY, Const, assert_close, build_op, run_op
 
 SHAPE = (2, 3, 5)
 
@@ -371,3 +371,37 @@ def test_math_builds_for_cuda(op, dtype):
     cg = tefuse.build(b.build(b.op(op, *xs)), "cuda")
     (k,) = cg.kernels
     assert len(cuda_kernel_names(k.source("cuda"))) == 1
+
+
+POW_BASES = [-2.0, -1.5, 0.0, 1.5, 3.0, -4.0, 0.75, np.inf, -np.inf, np.nan]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+@pytest.mark.parametrize("e", [3.0, 2.0, -2.0, -3.0, 0.0, 1.0, 5.0, 2.5, 1.0 / 3])
+def test_pow_of_a_negative_base_is_numpys(dtype, e):
+    """An integral exponent keeps a negative base's sign, any other gives NaN (pow lowered through
+    exp(e * log(x)), as CUDA's fast math does, gives NaN for every negative base)."""
+    a = np.array(POW_BASES, dtype)
+    with np.errstate(all="ignore"):
+        want = np.power(a, np.array(e, dtype))
+    got = run_op("pow", a, Const(np.array(e, dtype)))
+    np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=2e-3, equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_pow_with_a_runtime_exponent_is_numpys(dtype):
+    a = np.array(POW_BASES * 2, dtype)
+    b = np.array([3.0, 2.0, -2.0, 0.0, 1.0, 0.5, 2.5, -3.0, 5.0, 0.0,
+                  0.0, -1.0, 4.0, 3.0, 7.0, 1.0, 1.0, 2.0, 3.0, 2.5], dtype)
+    with np.errstate(all="ignore"):
+        want = np.power(a, b)
+    np.testing.assert_allclose(run_op("pow", a, b).astype(np.float64), want.astype(np.float64), rtol=2e-3,
+                               equal_nan=True)
+
+
+def test_pow_by_a_small_integer_is_multiplications_on_cuda():
+    """GELU's x ** 3 and RMSNorm's x ** 2 call no pow (exact, and no NaN for x < 0)."""
+    g, _ = build_op("pow", np.zeros((4, 64), "float32"), Const(np.array(3.0, "float32")))
+    (k,) = tefuse.build(g, "cuda").kernels
+    src = k.source("cuda")
+    assert "pow" not in src.split("main_kernel", 1)[1].replace("out_pow", "")
