@@ -10,8 +10,9 @@ first bad one. A model of N nodes takes about log_F(N) builds (F candidates per 
 
 A tensor is bad when its error relative to its scale (max |reference|) exceeds the tolerance, when
 it is not finite where the reference is, or when the cut model fails to build or run. Candidates
-are the node outputs that depend on a model input (constants are folded at import, so a node that
-reads only initializers is never a kernel of its own) and whose type onnx's shape inference knows.
+are the node outputs that depend on a model input's values (constants and shape arithmetic are
+folded at import, so they are never a kernel of their own, and a search that took them for
+evidence would be misled) and whose type onnx's shape inference knows.
 
 The answer is the first bad tensor *of the cut models*: a cut can split a pattern tefuse fuses
 (an attention block cut inside its softmax builds unfused), so a fault of a fused pattern shows up
@@ -32,6 +33,9 @@ FANOUT = 8  # candidates compared per build
 # the largest finite value of a build precision's storage type: a reference value beyond it
 # (a mask's finfo(float32).min) is compared as that value, as tefuse's half-precision builds clip it
 _FINITE_MAX = {"fp16": float(np.finfo(np.float16).max), "bf16": 3.3895e38}
+
+# ops whose output depends on their input's shape alone: folded at import, like constants
+SHAPE_ONLY = frozenset({"Shape", "Size"})
 
 Runner = Callable[[object, dict], list]  # (cut ModelProto, feeds) -> outputs in graph order
 
@@ -75,7 +79,7 @@ def candidates(inferred) -> list[Candidate]:
     live = {i.name for i in g.input if i.name not in init}
     out = []
     for k, n in enumerate(g.node):
-        if not any(i in live for i in n.input if i):
+        if n.op_type in SHAPE_ONLY or not any(i in live for i in n.input if i):
             continue
         for t in n.output:
             if t:
@@ -163,7 +167,7 @@ def first_divergence(model, feeds: dict, runner: Runner, precision: str = "fp32"
                 width = 1  # which of them fails is unknown: go on one candidate at a time
                 log.info("cut at %d tensors failed (%s); narrowing one at a time", len(picks), ex)
                 continue
-            hi, hi_err, hi_reason = picks[0], math.inf, f"build or run failed: {str(ex).strip().splitlines()[-1]}"
+            hi, hi_err, hi_reason = picks[0], math.inf, f"build or run failed: {str(ex).strip().splitlines()[0]}"
             log.info("cut at %s fails", cands[hi].tensor)
             continue
         for p, g, w in zip(picks, got, want):

@@ -68,9 +68,12 @@ def test_tefuse_build_matches_everywhere():
     assert first_divergence(chain(12), FEEDS, tefuse_runner("llvm")) is None
 
 
-def test_candidates_skip_constant_subgraphs():
+def test_candidates_skip_constants_and_shape_arithmetic():
+    """Both fold at import: taken for evidence, they would pass and mislead the search."""
     m = chain(3)
     m.graph.node.insert(0, helper.make_node("Neg", ["c"], ["nc"], name="folded"))
+    m.graph.node.extend([helper.make_node("Shape", ["t2"], ["s"], name="shape"),
+                         helper.make_node("Cast", ["s"], ["sf"], name="shape_cast", to=TensorProto.FLOAT)])
     names = [c.node for c in candidates(infer(m))]
     assert names == ["n0", "n1", "n2"]
 
