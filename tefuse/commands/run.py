@@ -45,6 +45,8 @@ lists the batch sizes). `-o` then keys the outputs `batchN/NAME`.
       "outputs": [{"name": str, "dtype": str, "shape": [int], "mean": float}],
       "check":   null | [{"name": str, "max_abs": float | null, "max_rel": float | null,
                           "ok": bool}],   # null errors: the shapes differ
+      "bisect":  null | {"tensor": str, "node": str, "op_type": str,   # --bisect after a failed check:
+                         "error": float | null, "reason": str, "builds": int},  # the first bad tensor
       "ok": bool                          # false when a check failed (exit code 1)
     }
 
@@ -58,7 +60,7 @@ import json
 import logging
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Optional
 
@@ -130,6 +132,9 @@ def add_parser(sub) -> None:
     p.add_argument("--check", action="store_true", help="compare with onnxruntime (CPU)")
     p.add_argument("--rtol", type=float, default=1e-3, help="--check tolerance (default 1e-3)")
     p.add_argument("--atol", type=float, default=1e-4, help="--check tolerance (default 1e-4)")
+    p.add_argument("--bisect", action="store_true",
+                   help="when --check fails, find the first ONNX tensor that departs from onnxruntime by more "
+                        "than --rtol of its scale (builds cut models: tefuse.bench.bisect)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs (and --random-weights)")
     p.add_argument("--random-weights", action="store_true",
                    help="replace weights stored as constant fills (the ONNX zoo's light models) with "
@@ -406,6 +411,26 @@ def _check_files_complete(items: list[str], given: dict[str, Any], input_names: 
                           f"{', '.join(map(repr, missing))} (give it with --input NAME=FILE.npy)")
 
 
+def _bisect(args: argparse.Namespace, target, model, feeds: dict[str, Any]):
+    """The first tensor where this build departs from onnxruntime (bench.bisect), the cut models
+    built as the model was: same shapes, precision, options and tuning records."""
+    from ..bench.bisect import first_divergence
+    from .build import build_graph, import_model
+
+    db, cache = open_db_and_cache(args)
+    shapes = {k: tuple(v.shape) for k, v in feeds.items()}
+    options = graph_options(args)
+
+    def runner(sub, inputs):
+        init = {i.name for i in sub.graph.initializer}
+        names = [i.name for i in sub.graph.input if i.name not in init]
+        graph = import_model(sub, {k: v for k, v in shapes.items() if k in names}, names, f"{args.model} (cut)")
+        return build_graph(graph, target, db, cache, args.jobs, **options).run(
+            as_numpy=True, **{k: v for k, v in inputs.items() if k in names})
+
+    return first_divergence(model, feeds, runner, options["precision"], args.rtol)
+
+
 def _time_runs(cg, feeds: dict[str, Any], warmup: int, iterations: Optional[int],
                duration: Optional[float]) -> Optional[Timing]:
     """Warm-up runs (the first already made by the caller), then the timed ones."""
@@ -536,6 +561,11 @@ def _run_graph(cg, args: argparse.Namespace, given: dict[str, Any], onnx_nodes: 
             print(f"check {c.name}: max abs err {c.max_abs:.3g}, max rel err {c.max_rel:.3g} "
                   f"-> {'OK' if c.ok else 'MISMATCH'} (rtol {args.rtol:g}, atol {args.atol:g})")
     ok = checks is None or all(c.ok for c in checks)
+    divergence = None
+    if args.bisect and not ok and model is not None:
+        divergence = _bisect(args, cg.target, model, feeds)
+        print(divergence.line() if divergence else "bisect: every tensor of the cut models matches onnxruntime "
+              f"within {args.rtol:g} of its scale")
     tuned = sum(k.config_source == "tuned" for k in cg.kernels)
     report = {
         "inputs": [{"name": i.name, "dtype": i.dtype, "shape": list(i.shape),
@@ -549,6 +579,7 @@ def _run_graph(cg, args: argparse.Namespace, given: dict[str, Any], onnx_nodes: 
                     for n, o in zip(out_names, outs)],
         "check": None if checks is None else [{"name": c.name, "max_abs": _finite(c.max_abs),
                                                "max_rel": _finite(c.max_rel), "ok": c.ok} for c in checks],
+        "bisect": None if divergence is None else {**asdict(divergence), "error": _finite(divergence.error)},
         "ok": ok,
     }
     return report, dict(zip(out_names, outs))

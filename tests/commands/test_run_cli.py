@@ -151,6 +151,8 @@ RUN_SCHEMA = {
                           "time_ms": float, "share": float}]),
     "outputs": [{"name": str, "dtype": str, "shape": [int], "mean": float}],
     "check": Nullable([{"name": str, "max_abs": (float, None), "max_rel": (float, None), "ok": bool}]),
+    "bisect": Nullable({"tensor": str, "node": str, "op_type": str, "error": (float, None), "reason": str,
+                        "builds": int}),
     "ok": bool,
 }
 
@@ -228,3 +230,31 @@ def test_bad_inputs_are_usage_errors(tmp_path, capsys, monkeypatch, inputs, mess
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
+
+
+def test_bisect_names_the_node_that_departs(tmp_path, capsys, monkeypatch):
+    """A failed --check with --bisect names the first ONNX node whose value departs. The
+    reference is sabotaged at one node (its Add computed as Sub), so tefuse departs there."""
+    import json
+
+    from tefuse.frontend import reference
+    from tests.bench.test_bisect import chain
+
+    path = tmp_path / "chain.onnx"
+    onnx.save(chain(12), str(path))
+    real = reference.onnxruntime_outputs
+
+    def sabotaged(model, feeds):
+        model = onnx.ModelProto.FromString(model.SerializeToString())
+        for n in model.graph.node:
+            if n.name == "n7":
+                n.op_type = "Sub"
+        return real(model, feeds)
+
+    monkeypatch.setattr(reference, "onnxruntime_outputs", sabotaged)
+    out = tmp_path / "r.json"
+    assert main(["run", str(path), "--check", "--bisect", "--repeat", "0", "--json", str(out)]) == 1
+    assert "first divergence at 't7' (node 'n7', Add)" in capsys.readouterr().out
+    report = json.loads(out.read_text())
+    _check(report, RUN_SCHEMA)
+    assert report["bisect"]["node"] == "n7" and report["bisect"]["builds"] <= 2
