@@ -169,6 +169,26 @@ def log_softmax(x, axis=-1):
     return z - np.log(np.exp(z).sum(axis=axis, keepdims=True))
 
 
+def layer_norm(x, scale, bias, eps=1e-5):
+    """LayerNorm over the last axis (biased variance, as ONNX's)."""
+    x = np.asarray(x, np.float64)
+    mean = x.mean(axis=-1, keepdims=True)
+    var = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
+    return (x - mean) / np.sqrt(var + eps) * scale + bias
+
+
+def group_norm(x, groups, scale, bias, eps=1e-5):
+    """GroupNorm of x [N, C, ...] with per-channel scale and bias, in x's shape."""
+    x = np.asarray(x, np.float64)
+    n, c = x.shape[:2]
+    r = x.reshape(n, groups, -1)
+    mean = r.mean(axis=-1, keepdims=True)
+    var = ((r - mean) ** 2).mean(axis=-1, keepdims=True)
+    y = ((r - mean) / np.sqrt(var + eps)).reshape(x.shape)
+    shape = (1, c) + (1,) * (x.ndim - 2)
+    return y * np.reshape(scale, shape) + np.reshape(bias, shape)
+
+
 # -- test helpers ---------------------------------------------------------------------------
 TOL = {
     "float64": dict(rtol=1e-10, atol=1e-10),

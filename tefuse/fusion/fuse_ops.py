@@ -4,7 +4,9 @@ Follows Relay's FuseOps (post-dominator based, so a value with several consumers
 fuses where every path allows it), with two extensions:
 - prologue fusion: injective producers of an anchor's input (pad, cast, normalise, layout
   change) join the anchor's group and are computed inside its input read, where the target's
-  templates read that operand well (schedules.registry.register_prologue_rule);
+  templates read that operand well (schedules.registry.register_prologue_rule); the row-wise
+  norms, opaque otherwise, take one too (PROLOGUE_OPAQUE: BERT's embedding lookup and its adds
+  in LayerNorm's kernel);
 - multi-output elementwise groups: connected elementwise groups of one shape merge into one
   kernel with several outputs (an Adam step updates param, m and v in one launch).
 """
@@ -21,6 +23,11 @@ from .dominator import DomNode, post_dominator_tree
 log = logging.getLogger(__name__)
 
 ANCHOR_PATTERNS = (OpPattern.OUT_ELEMWISE_FUSABLE, OpPattern.COMM_REDUCE)
+# anchor kinds of opaque ops (no epilogue) that still compute an injective prologue inside their
+# input read: layer_norm and group_norm_rows read each row three times (sum, centred squares,
+# output), so a cheap producer (an embedding lookup and its adds) is recomputed per read instead
+# of written by a kernel of its own and read back
+PROLOGUE_OPAQUE = ("norm",)
 MAX_GROUP_SIZE = 256
 
 
@@ -157,7 +164,6 @@ class _Fuser:
         sink = dom.parent.node
         if self.groups[sink].root() is g or not self._size_ok(n, sink):
             return
-        sink_pat = self.groups[sink].root().pattern
         if g.pattern in ANCHOR_PATTERNS:
             # phase 0: an anchor takes its elementwise/broadcast epilogue
             if phase == 0 and dom.pattern == OpPattern.ELEMWISE:
@@ -185,21 +191,28 @@ class _Fuser:
             if phase == 1 and (dom.pattern <= OpPattern.INJECTIVE or dom.pattern == OpPattern.COMM_REDUCE):
                 if self._check_path(n, sink, fcond):
                     self._commit(n, sink)
-            elif phase == 2 and sink_pat in ANCHOR_PATTERNS and self._prologue_ok(n, sink):
+            elif phase == 2 and self._takes_prologue(sink) and self._prologue_ok(n, sink):
                 # prologue: an elementwise producer (cast, scale, normalise) of an anchor's
                 # input is computed inside the anchor's input read, like injective ones below
-                if self._check_path(n, sink, fcond):
+                if self._check_path(n, sink, _prologue_path):
                     self._commit(n, sink)
         elif g.pattern == OpPattern.INJECTIVE:
             if phase == 1 and dom.pattern <= OpPattern.INJECTIVE:
                 if self._check_path(n, sink, lambda k, is_sink: k <= OpPattern.INJECTIVE):
                     self._commit(n, sink)
-            elif phase == 2 and sink_pat in ANCHOR_PATTERNS and self._prologue_ok(n, sink):
+            elif phase == 2 and self._takes_prologue(sink) and self._prologue_ok(n, sink):
                 # beyond Relay: injective producer computed inside the anchor's input read
-                def fcond(k, is_sink):
-                    return k <= OpPattern.INJECTIVE or (is_sink and k in ANCHOR_PATTERNS)
-                if self._check_path(n, sink, fcond):
+                if self._check_path(n, sink, _prologue_path):
                     self._commit(n, sink)
+
+    def _takes_prologue(self, sink: Node) -> bool:
+        """Whether sink's group computes a producer inside its anchor's input read: an anchor
+        pattern's group, or an opaque one whose anchor kind is in PROLOGUE_OPAQUE."""
+        root = self.groups[sink].root()
+        if root.pattern in ANCHOR_PATTERNS:
+            return True
+        anchor = self._anchor(sink)
+        return root.pattern == OpPattern.OPAQUE and anchor is not None and anchor.anchor_kind in PROLOGUE_OPAQUE
 
     def _prologue_ok(self, n: Node, sink: Node) -> bool:
         if isinstance(self.prologue, bool):
@@ -211,9 +224,9 @@ class _Fuser:
         return ok
 
     def _anchor(self, n: Node) -> Optional[Node]:
-        """The anchor op of n's group (a group holds at most one), else None."""
+        """The anchor op of n's group, an opaque op included (a group holds at most one), else None."""
         root = self.groups[n].root()
-        return next((m for m in self.ops if self.groups[m].root() is root and m.pattern in ANCHOR_PATTERNS), None)
+        return next((m for m in self.ops if self.groups[m].root() is root and _is_anchor(m)), None)
 
     def _anchor_kind(self, n: Node) -> Optional[str]:
         anchor = self._anchor(n)
@@ -245,7 +258,7 @@ class _Fuser:
                     inputs.append(i)
         outputs = [n for n in nodes if id(n) in graph_outs
                    or any(id(c) not in inside for c in self.consumers[n])]
-        anchors = [n for n in nodes if n.pattern in ANCHOR_PATTERNS or n.pattern == OpPattern.OPAQUE]
+        anchors = [n for n in nodes if _is_anchor(n)]
         if len(anchors) > 1:  # invariant of the rules above
             raise AssertionError(f"group with several anchors: {[a.name for a in anchors]}")
         anchor = anchors[0] if anchors else None
@@ -316,6 +329,17 @@ class _Fuser:
             done.add(id(g))
             ordered.append(g)
         return [self._make_group(k, g.nodes) for k, g in enumerate(ordered)]
+
+
+def _is_anchor(n: Node) -> bool:
+    """An op that is its group's kernel: an anchor pattern's, or an opaque one."""
+    return n.pattern in ANCHOR_PATTERNS or n.pattern == OpPattern.OPAQUE
+
+
+def _prologue_path(k: OpPattern, is_sink: bool) -> bool:
+    """The path from a prologue to the group taking it (checked to take one: _takes_prologue)
+    holds injective ops only."""
+    return k <= OpPattern.INJECTIVE or is_sink
 
 
 # anchors whose output rows (last axis) are written whole by their epilogue's stores: GEMMs, and

@@ -8,7 +8,7 @@ import pytest
 import tefuse
 from tefuse import GraphBuilder
 from tefuse.fusion import fuse_graph
-from tests.reference import assert_close, batch_norm, conv2d, sigmoid, softmax
+from tests.reference import assert_close, batch_norm, conv2d, group_norm, layer_norm, sigmoid, softmax
 
 
 def ops_of(groups):
@@ -245,6 +245,135 @@ def test_weight_prologue(rng):
     assert len(tefuse.fuse_graph(g)) == 1
     xv = rng.standard_normal((1, 4, 5, 5)).astype("float32")
     assert_close(run(g, xv)[1][0], conv2d(xv, w * sc, padding=1), rtol=1e-4, atol=1e-4)
+
+
+# -- row-wise norms take an injective prologue ----------------------------------------------
+def bert_embeddings(rng, batch=2, length=7, vocab=50, width=32, also=None):
+    """BERT's embeddings: Gather(word table, int64 ids) + Gather(position table, positions) +
+    Gather(token-type table, int64 types), then LayerNorm. also="output" makes the sum a graph
+    output too, also="residual" adds it to the norm's result (a pre-LN residual stream).
+    -> (graph, feeds, references)"""
+    b = GraphBuilder()
+    ids, types = b.input("ids", (batch, length), "int64"), b.input("types", (batch, length), "int64")
+    words, positions, kinds = (rng.standard_normal(s).astype("float32") for s in
+                               ((vocab, width), (2 * length, width), (2, width)))
+    pos = np.arange(length, dtype="int64")[None]
+    gamma, beta = rng.uniform(0.5, 1.5, width).astype("float32"), rng.standard_normal(width).astype("float32")
+    e = b.add(b.take(b.const(words, name="words"), ids), b.take(b.const(positions, name="positions"),
+                                                                b.const(pos, name="pos")))
+    e = b.add(e, b.take(b.const(kinds, name="kinds"), types), name="emb")
+    y = b.layer_norm(e, b.const(gamma, name="gamma"), b.const(beta, name="beta"), epsilon=1e-12, name="ln")
+    iv, tv = rng.integers(0, vocab, (batch, length)), rng.integers(0, 2, (batch, length))
+    ev = words[iv].astype(np.float64) + positions[pos] + kinds[tv]
+    yv = layer_norm(ev, gamma, beta, 1e-12)
+    if also == "output":
+        return b.build([y, e]), [iv, tv], [yv, ev]
+    if also == "residual":
+        return b.build(b.add(y, e)), [iv, tv], [yv + ev]
+    return b.build(y), [iv, tv], [yv]
+
+
+def test_an_embedding_lookup_and_its_adds_are_computed_inside_layer_norms_kernel(rng):
+    """The gathers and adds are layer_norm's prologue (fuse_ops.PROLOGUE_OPAQUE): recomputed
+    in each of its row reads, no kernel of their own."""
+    g, feeds, (ref,) = bert_embeddings(rng)
+    (gr,) = tefuse.fuse_graph(g)
+    assert gr.anchor.op == "layer_norm" and gr.anchor_kind == "norm"
+    assert sorted(n.op for n in gr.prologue) == ["add", "add", "take", "take", "take"]
+    cg, (y,) = run(g, *feeds)
+    assert cg.num_kernels == 1
+    assert_close(y, ref, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("also", ["output", "residual"])
+def test_an_embedding_sum_read_elsewhere_is_written_once_not_recomputed_in_layer_norm(rng, also):
+    """The sum has a consumer besides layer_norm (a graph output; a residual add): it is
+    written by its own kernel, which layer_norm and the other consumer read."""
+    g, feeds, refs = bert_embeddings(rng, also=also)
+    groups = tefuse.fuse_graph(g)
+    assert sum(len(gr.nodes) for gr in groups) == len([n for n in g.nodes if n.is_op])  # nothing twice
+    (norm,) = [gr for gr in groups if gr.anchor is not None and gr.anchor.op == "layer_norm"]
+    assert not norm.prologue
+    emb = next(gr for gr in groups if "emb" in [o.name for o in gr.outputs])
+    assert emb.anchor is None and {n.op for n in emb.nodes} == {"take", "add"}
+    cg, outs = run(g, *feeds)
+    assert cg.num_kernels == len(groups)
+    for got, ref in zip(outs, refs):
+        assert_close(got, ref, rtol=1e-5, atol=1e-5)
+
+
+def test_group_norm_rows_takes_an_elementwise_prologue(rng):
+    """The other op on the norm template: a residual sum and its cast read inside the kernel."""
+    b = GraphBuilder()
+    x, r = b.input("x", (2, 8, 3, 5), "float16"), b.input("r", (2, 8, 3, 5), "float16")
+    scale, bias = rng.uniform(0.5, 1.5, 8).astype("float32"), rng.standard_normal(8).astype("float32")
+    s = b.cast(b.add(x, r), dtype="float32")
+    y = b.op("group_norm_rows", s, b.const(scale), b.const(bias), groups=4)
+    g = b.build(y)
+    (gr,) = tefuse.fuse_graph(g)
+    assert [n.op for n in gr.prologue] == ["add", "cast"] and gr.anchor.op == "group_norm_rows"
+    xv, rv = (rng.standard_normal((2, 8, 3, 5)).astype("float16") for _ in range(2))
+    cg, (yv,) = run(g, xv, rv)
+    assert cg.num_kernels == 1
+    ref = group_norm((xv + rv).astype(np.float64), 4, scale, bias)
+    assert_close(yv, ref.reshape(2, 4, -1), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("heavy", ["dense", "conv2d"])
+def test_a_norm_after_a_gemm_or_conv_does_not_take_it(rng, heavy):
+    """A product is an anchor of its own: its bias and residual add are its epilogue, and the
+    norm (layer_norm after a dense, group_norm_rows after a conv) stays a kernel of its own."""
+    b = GraphBuilder()
+    if heavy == "dense":
+        x, res = b.input("x", (6, 16)), b.input("res", (6, 8))
+        w, bias = rng.standard_normal((8, 16)).astype("float32"), rng.standard_normal(8).astype("float32")
+        h = b.add(b.bias_add(b.dense(x, b.const(w)), b.const(bias), axis=1), res)
+        y = b.layer_norm(h, b.const(np.ones(8, "float32")), b.const(np.zeros(8, "float32")))
+        feeds = [rng.standard_normal((6, 16)).astype("float32"), rng.standard_normal((6, 8)).astype("float32")]
+        ref = layer_norm(feeds[0].astype(np.float64) @ w.T + bias + feeds[1], 1, 0)
+        products = ["dense", "bias_add", "add"]
+    else:
+        x = b.input("x", (1, 4, 6, 6))
+        w = rng.standard_normal((8, 4, 3, 3)).astype("float32")
+        h = b.relu(b.conv2d(x, b.const(w), padding=1))
+        y = b.op("group_norm_rows", h, b.const(np.ones(8, "float32")), b.const(np.zeros(8, "float32")), groups=2)
+        feeds = [rng.standard_normal((1, 4, 6, 6)).astype("float32")]
+        ref = group_norm(np.maximum(conv2d(feeds[0], w, padding=1), 0), 2, np.ones(8), np.zeros(8)).reshape(1, 2, -1)
+        products = ["conv2d", "relu"]
+    g = b.build(y)
+    groups = tefuse.fuse_graph(g)
+    assert ops_of(groups) == [products, [g.outputs[0].op]]
+    assert not groups[1].prologue
+    cg, (yv,) = run(g, *feeds)
+    assert cg.num_kernels == 2
+    assert_close(yv, ref, rtol=1e-4, atol=1e-4)
+
+
+def test_a_norms_prologue_is_asked_of_the_targets_rules(rng):
+    """A norm's candidate prologue goes through the prologue policy like an anchor's
+    (schedules.prologue_policy): refused there, the lookup stays a kernel of its own."""
+    g, feeds, (ref,) = bert_embeddings(rng)
+    asked = []
+
+    def refuse_norms(c):
+        asked.append(c)
+        return c.anchor.anchor_kind != "norm"
+
+    groups = tefuse.fuse_graph(g, prologue=refuse_norms)
+    assert ops_of(groups)[-1] == ["layer_norm"] and len(groups) == 2
+    assert asked and all(c.anchor.op == "layer_norm" for c in asked)
+    assert any(p.op == "take" for c in asked for p in c.producers)
+    cg, (y,) = run(g, *feeds, prologue=refuse_norms)
+    assert cg.num_kernels == 2
+    assert_close(y, ref, rtol=1e-5, atol=1e-5)
+
+
+def test_softmax_still_takes_no_prologue(rng):
+    """softmax is row-wise too but not in PROLOGUE_OPAQUE: its producer stays out."""
+    b = GraphBuilder()
+    x = b.input("x", (3, 8))
+    g = b.build(b.softmax(b.mul(x, b.const(np.float32(0.5)))))
+    assert ops_of(tefuse.fuse_graph(g)) == [["mul"], ["softmax"]]
 
 
 # -- multi-output elementwise: Adam -------------------------------------------------------

@@ -61,10 +61,9 @@ def test_take_refuses_float_indices_by_name():
         run_op("take", np.zeros((3, 2), np.float32), np.zeros(2, np.float32))
 
 
-def test_an_embedding_lookup_fuses_with_the_position_add_but_not_into_layer_norm(rng):
-    """take + add is one injective kernel. layer_norm is a row-wise anchor (OpPattern.OPAQUE, like
-    softmax), which takes no producer into its kernel (fusion/fuse_ops.py), so the sum is written
-    once and layer_norm reads it: two kernels."""
+def test_an_embedding_lookup_and_the_position_add_are_read_inside_layer_norms_kernel(rng):
+    """take + add is layer_norm's prologue (fusion/fuse_ops.py: PROLOGUE_OPAQUE): the row-wise
+    norm computes the lookup in its row reads, one kernel, no sum written and read back."""
     b = tefuse.GraphBuilder()
     ids = b.input("ids", (2, 8), "int64")
     table = rng.standard_normal((50, 16)).astype("float32")
@@ -73,7 +72,7 @@ def test_an_embedding_lookup_fuses_with_the_position_add_but_not_into_layer_norm
     x = b.add(b.take(b.const(table, name="table"), ids), b.const(pos, name="pos"))
     y = b.layer_norm(x, b.const(g, name="g"), b.const(beta, name="beta"), epsilon=1e-5)
     cg = tefuse.build(b.build(y), "llvm")
-    assert [[n.op for n in k.group.nodes] for k in cg.kernels] == [["take", "add"], ["layer_norm"]]
+    assert [[n.op for n in k.group.nodes] for k in cg.kernels] == [["take", "add", "layer_norm"]]
     i = rng.integers(0, 50, (2, 8))
     e = table[i] + pos
     ref = (e - e.mean(-1, keepdims=True)) / np.sqrt(e.var(-1, keepdims=True) + 1e-5) * g + beta

@@ -24,8 +24,8 @@ SHFL = re.compile(r"__shfl_(down_)?sync")
 
 
 def chain(op, shape, dtype="float32", **attrs):
-    """scale (prologue) -> op -> relu (epilogue); softmax, layer_norm and group_norm_rows alone (they fuse with
-    nothing)."""
+    """scale (prologue) -> op -> relu (epilogue); softmax, layer_norm and group_norm_rows alone (they take no
+    epilogue; a norm's prologue is tested with BERT's embeddings below)."""
     b = GraphBuilder()
     x = b.input("x", shape, dtype)
     if op.endswith("softmax"):
@@ -115,6 +115,43 @@ def test_layer_norm_is_two_allreduces_in_one_kernel(built):
     assert len(cuda_kernel_names(src)) == 1
     assert len(re.findall(r"__shfl_down_sync\(mask\w*\[0\], \w+\[0\], 16, 32\)", src)) >= 2
     assert "rsqrtf" in src
+
+
+def test_an_embedding_lookup_is_read_inside_the_layer_norm_kernel():
+    """BERT's embeddings (three gathers by int64 ids, two adds, LayerNorm) are one CUDA kernel:
+    the norm's row reads index the tables by the ids (fusion/fuse_ops.py: PROLOGUE_OPAQUE)."""
+    from tests.fusion.test_fuse_ops import bert_embeddings
+
+    g, _, _ = bert_embeddings(np.random.default_rng(0))
+    cg = tefuse.build(g, "cuda:sm_90", cache=None)
+    (k,) = cg.kernels
+    assert k.group.anchor.op == "layer_norm" and k.template == TEMPLATE
+    src = cg.source("cuda")
+    assert len(cuda_kernel_names(src)) == 1
+    assert re.search(r"int64_t\* __restrict__ in_ids", src) and re.search(r"in_words\w*\[", src)
+    assert len(re.findall(r"__shfl_down_sync\(mask\w*\[0\], \w+\[0\], 16, 32\)", src)) >= 2
+    if shutil.which("nvcc") is not None:
+        ptx = compile_to_ptx(src, "sm_90")
+        assert ptx_entries(ptx) == cuda_kernel_names(src) and "shfl.sync" in ptx
+
+
+def test_sampled_configs_apply_to_a_norm_with_an_embedding_prologue():
+    """The prologue inlined into the norm's three row reads: every sampled config still applies
+    and generates one kernel."""
+    from tests.fusion.test_fuse_ops import bert_embeddings
+
+    g, _, _ = bert_embeddings(np.random.default_rng(0), batch=3, length=5, width=200)
+    (t,) = extract_tasks(g, "cuda")
+    assert t.info.anchor_kind == "norm" and t.info.stage("data") in t.info.inline_blocks
+    space, tmpl = t.space(), t.template()
+    for i in random.Random(len(space)).sample(range(len(space)), min(6, len(space))):
+        cfg = space.get(i)
+        if not space.admits(i):
+            continue
+        sch = s_tir.Schedule(t.func)
+        tmpl.apply(sch, t.info, cfg, t.target)
+        (dev,) = [m for m in compile_module(sch.mod, t.target).imports if m.kind == "cuda"]
+        assert len(cuda_kernel_names(dev.inspect_source())) == 1, cfg.values
 
 
 def test_mean_epilogue_in_kernel(built):
