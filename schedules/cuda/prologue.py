@@ -9,7 +9,8 @@ which cp.async cannot do, so the pipeline stalls on them; staging the raw tile a
 from shared memory was tried and was slower. Such a prologue runs as its own elementwise kernel
 instead, as PyTorch and cuBLAS do it. Injective prologues (reshapes, layout changes) only move
 the copy's indices and stay fused, except a pad of the channel axis, which would split the
-copy's vectors.
+copy's vectors. A row normalisation takes gathers, adds and casts (an embedding lookup) but no
+transpose.
 """
 from __future__ import annotations
 
@@ -46,6 +47,16 @@ def _pads_channels(c: PrologueCandidate) -> bool:
     return any(p.op == "pad" and pads_last(p) for p in c.producers)
 
 
+def _strides_rows(c: PrologueCandidate) -> bool:
+    """A transpose read inside a row normalisation (ConvNeXt's channels-last permute before its
+    LayerNorm): the template's threads each take one element of a row, so they would read a
+    transposed axis a stride apart, three times (mean, variance, normalise); a transpose kernel
+    of its own reads the input once."""
+    return c.anchor.anchor_kind == "norm" and any(p.op == "transpose" for p in c.producers)
+
+
 @register_prologue_rule("cuda")
 def computed_operand_rule(c: PrologueCandidate, target) -> bool:
+    if _strides_rows(c):
+        return False
     return not (c.computes or _pads_channels(c)) or not streams_operands(c.anchor, target)

@@ -110,3 +110,18 @@ def test_a_channel_pad_alone_stays_out_of_a_wgmma_conv():
     g = b.build(b.relu(b.conv2d(x, w, strides=2, padding=3, layout="NHWC")))
     for target, want in [("cuda:sm_90", [["pad", "reshape"], ["conv2d", "relu"]]), ("cuda:sm_80", [["conv2d", "relu"]])]:
         assert [[n.op for n in grp.nodes] for grp in _groups(g, target)] == want, target
+
+
+@pytest.mark.parametrize("target,fused", [("cuda:sm_90", False), ("cuda:sm_80", False), ("llvm", True)])
+def test_a_transpose_stays_out_of_a_row_norm_on_cuda(target, fused):
+    """ConvNeXt's channels-last permute before its LayerNorm: read inside the norm, each thread
+    of a row would read a channel plane apart, three times over; an embedding's gathers and adds
+    still join (tests/fusion/test_fuse_ops.py)."""
+    b = GraphBuilder()
+    x = b.input("x", (1, 32, 7, 7))
+    t = b.transpose(x, axes=[0, 2, 3, 1])
+    y = b.layer_norm(t, b.const(np.ones(32, "f4")), b.const(np.zeros(32, "f4")), axis=-1)
+    groups = _groups(b.build(y), target, "fp32")
+    (norm,) = [g for g in groups if g.anchor is not None and g.anchor.op == "layer_norm"]
+    assert any(n.op == "transpose" for n in norm.nodes) == fused
+    assert len(groups) == (1 if fused else 2)
