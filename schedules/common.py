@@ -13,8 +13,8 @@ THREAD_AXES = ("threadIdx.z", "threadIdx.y", "threadIdx.x")
 # anchors computed row by row with dependent reductions and an output per row (softmax's max then
 # exp-sum; layer_norm's sum then centred sum of squares): one block a row, nothing fused after
 ROWWISE_ANCHORS = ("softmax", "norm")
-_SHARED_ALLOC = re.compile(r'T\.sblock_alloc_buffer\(\(([\d,\s]*)\)(?:,\s*"(\w+)")?'
-                           r'(?:,\s*strides=\(([\d,\s]*)\))?,\s*scope="shared"\)')
+_ALLOC = r'T\.sblock_alloc_buffer\(\(([\d,\s]*)\)(?:,\s*"(\w+)")?(?:,\s*strides=\(([\d,\s]*)\))?,\s*scope="{}"\)'
+_SCOPED_ALLOC = {scope: re.compile(_ALLOC.format(scope)) for scope in ("shared", "local")}
 
 
 def largest_divisor(n: int, cap: int) -> int:
@@ -27,23 +27,29 @@ def dtype_bytes(dtype: str) -> int:
     return max(1, int(bits or 32) // 8)
 
 
-def shared_alloc_bytes(mod: tvm.IRModule) -> int:
-    """Bytes of shared memory a scheduled module allocates, with buffers compacted to the
-    regions accessed as lowering will (TVM may stage more than a tile when an index is not
-    affine, e.g. a floordiv by a depthwise channel multiplier). The printed TVMScript is read:
-    TVM 0.27 has no Python TIR visitor."""
+def alloc_bytes(mod: tvm.IRModule, scope: str) -> int:
+    """Bytes a scheduled module allocates in `scope` ("shared": per block; "local": per thread),
+    with buffers compacted to the regions accessed as lowering will (TVM may keep more than a
+    tile when an index is not affine, e.g. a floordiv by a depthwise channel multiplier, or a
+    batched GEMM's padded rows). The printed TVMScript is read: TVM 0.27 has no Python TIR
+    visitor."""
     passes = s_tir.transform
     lowered = tvm.ir.transform.Sequential([
         passes.LowerInitBlock(), passes.PlanAndUpdateBufferAllocationLocation(),
         passes.ConvertBlocksToOpaque(), passes.CompactBufferAllocation()])(mod)
     total = 0
-    for shape, dtype, strides in _SHARED_ALLOC.findall(lowered.script()):
+    for shape, dtype, strides in _SCOPED_ALLOC[scope].findall(lowered.script()):
         dims = [int(d) for d in shape.split(",") if d.strip()]
         elems = math.prod(dims)
         if strides and dims:  # padded rows (storage_align): the outermost stride spans a row
             elems = max(elems, dims[0] * int(strides.split(",")[0]))
         total += elems * dtype_bytes(dtype or "float32")
     return total
+
+
+def shared_alloc_bytes(mod: tvm.IRModule) -> int:
+    """Bytes of shared memory a block of a scheduled module allocates (alloc_bytes)."""
+    return alloc_bytes(mod, "shared")
 
 
 _BINDING = re.compile(r'T\.thread_binding\((?:0,\s*)?(\d+),\s*thread="([\w.]+)"')

@@ -99,6 +99,33 @@ def build_group(group: FusedGroup, target: tvm.target.Target, db: Optional[BestR
     return compile_group(prepare_group(group, target, db, choice), target, cache)
 
 
+def prepare_groups(graph: Graph, target: tvm.target.Target, fuse: Callable[[frozenset], list[FusedGroup]],
+                   db: Optional[BestRecordSource] = None, options: BuildOptions = DEFAULT
+                   ) -> tuple[list[FusedGroup], list[PreparedGroup]]:
+    """Fuse (`fuse(bare_anchors)`) and schedule every group, one after another on this thread
+    (Python-heavy and quick). A group that no config of its template can schedule whole (a
+    batched GEMM whose reshaped epilogue keeps its accumulators from compacting to a thread's
+    tile) is fused again with its anchor bare, the epilogue a kernel of its own (logged); an
+    anchor that fails bare is the error."""
+    bare: frozenset = frozenset()
+    while True:
+        groups = fuse(bare)
+        preps, retry = [], None
+        for g in groups:
+            try:
+                preps.append(prepare_group(g, target, db=db, options=options))
+            except BuildError as e:
+                if g.anchor is None or g.anchor.name in bare or g.nodes[-1] is g.anchor:
+                    raise
+                retry = g, e
+                break
+        if retry is None:
+            return groups, preps
+        g, e = retry
+        log.info("%s: %s; building %s without its epilogue", g.name, str(e).split(": ", 1)[-1], g.anchor.name)
+        bare = bare | {g.anchor.name}
+
+
 MAX_DEFAULT_JOBS = 32  # each nvcc takes a few hundred MB; a 128-CPU host need not run 128 at once
 
 
@@ -299,10 +326,10 @@ def build(graph: GraphSource, target: TargetLike = "llvm", *, db: Union[BestReco
     if cache == "default":
         from .codegen.cache import default_cache
         cache = default_cache()
-    groups = fuse_graph(graph, fuse=fuse, prologue=prologue_policy(tgt, prologue), multi_output=multi_output)
     t0 = time.perf_counter()
-    # scheduling is Python-heavy and quick: one group after another, on this thread
-    preps = [prepare_group(g, tgt, db=db, options=options) for g in groups]
+    groups, preps = prepare_groups(graph, tgt, lambda bare: fuse_graph(
+        graph, fuse=fuse, prologue=prologue_policy(tgt, prologue), multi_output=multi_output, bare_anchors=bare),
+        db, options)
     kernels = compile_groups(preps, tgt, cache=cache, jobs=jobs, progress=progress)
     log.info("%s", build_summary(kernels, sum(len(g.nodes) for g in groups), time.perf_counter() - t0))
     return CompiledGraph(graph, tgt, kernels)

@@ -17,7 +17,7 @@ from tvm import s_tir
 from ..errors import BuildError
 from ..schedules import KernelInfo, Template
 from ..schedules.registry import TIR_PIPELINE
-from ..schedules.common import block_threads, launch_extents, shared_alloc_bytes
+from ..schedules.common import alloc_bytes, block_threads, launch_extents, shared_alloc_bytes
 from ..schedules.space import Config
 from .let_to_local import PIPELINE as DEFAULT_PIPELINE
 
@@ -35,11 +35,15 @@ class KernelSpec:
 
 # CUDA's grid: blockIdx.x up to 2^31 - 1, y and z up to 65535 (a launch past them fails at run time)
 CUDA_GRID_LIMITS = {"blockIdx.x": 2**31 - 1, "blockIdx.y": 65535, "blockIdx.z": 65535}
+# registers and spills a thread may hold: a tile's accumulators take a few hundred bytes to 4 KB, so a
+# local buffer past this is one that did not compact to its tile (a whole batched GEMM's output,
+# 2 MB a thread, failed to launch: CUDA_ERROR_INVALID_VALUE)
+MAX_LOCAL_BYTES = 16 * 1024
 
 
 def check_limits(mod: tvm.IRModule, target: tvm.target.Target) -> None:
-    """Refuse a scheduled module over the target's threads or shared memory per block, or over
-    CUDA's grid."""
+    """Refuse a scheduled module over the target's threads or shared memory per block, over
+    CUDA's grid, or with a local buffer that did not compact to a thread's tile."""
     if target.kind.name == "llvm":
         return
     script = mod.script()
@@ -58,6 +62,10 @@ def check_limits(mod: tvm.IRModule, target: tvm.target.Target) -> None:
         need = shared_alloc_bytes(mod)
         if need > int(max_shared):
             raise BuildError(f"{need} bytes of shared memory per block > {int(max_shared)}")
+    local = alloc_bytes(mod, "local")
+    if local > MAX_LOCAL_BYTES:
+        raise BuildError(f"{local} bytes of local memory per thread > {MAX_LOCAL_BYTES} (a buffer kept whole, "
+                         "not a thread's tile)")
 
 
 def kernel_target(spec: KernelSpec, target: tvm.target.Target) -> tvm.target.Target:

@@ -95,8 +95,10 @@ class FusedGroup:
 
 
 class _Fuser:
-    def __init__(self, graph: Graph, prologue: ProloguePolicy, multi_output: bool):
+    def __init__(self, graph: Graph, prologue: ProloguePolicy, multi_output: bool,
+                 bare_anchors: frozenset = frozenset()):
         self.graph = graph
+        self.bare_anchors = bare_anchors
         self.ops = [n for n in graph.nodes if n.is_op]
         self.consumers = {n: [c for c in cs if c.is_op] for n, cs in graph.consumers().items()}
         self.groups = {n: _UF(n.pattern) for n in self.ops}
@@ -165,6 +167,8 @@ class _Fuser:
         if self.groups[sink].root() is g or not self._size_ok(n, sink):
             return
         if g.pattern in ANCHOR_PATTERNS:
+            if n.name in self.bare_anchors:
+                return
             # phase 0: an anchor takes its elementwise/broadcast epilogue
             if phase == 0 and dom.pattern == OpPattern.ELEMWISE:
                 if self._check_path(n, sink, lambda k, is_sink: k <= OpPattern.BROADCAST):
@@ -370,14 +374,16 @@ def _to_nchw(n: Node) -> bool:
 
 
 def fuse_graph(graph: Graph, *, fuse: bool = True, prologue: ProloguePolicy = True,
-               multi_output: bool = True) -> list[FusedGroup]:
+               multi_output: bool = True, bare_anchors: frozenset = frozenset()) -> list[FusedGroup]:
     """Fused groups of `graph` in an order that respects their dependencies.
 
     fuse=False gives one group per op: the unfused baseline that benchmarks compare with.
     prologue: True fuses every prologue, False none, a function decides each candidate (the
     driver passes the target's rules, schedules.prologue_policy).
+    bare_anchors: names of anchor ops that take no epilogue (the driver's retry of a group no
+    template could schedule whole).
     """
-    fuser = _Fuser(graph, prologue, multi_output)
+    fuser = _Fuser(graph, prologue, multi_output, bare_anchors)
     groups = fuser._reindex(fuser.run() if fuse else fuser._collect())
     log.debug("fused %d ops into %d groups", sum(len(g.nodes) for g in groups), len(groups))
     return groups
