@@ -281,9 +281,10 @@ def default_cache_dir() -> Path:
 
 
 def onnx_path(e: ZooEntry, small: bool, cache_dir: Optional[Path] = None) -> Path:
-    """Where `e`'s export is cached: named by the configuration, the seed and the versions of
-    torch, torchvision and transformers, so a change to any of them exports anew."""
-    key = json.dumps([e.name, e.config(small).key(), SEED, zb.versions()], default=str)
+    """Where `e`'s export is cached: named by the configuration, the seed, the weight draw's
+    version and the versions of torch, torchvision and transformers, so a change to any of them
+    exports anew."""
+    key = json.dumps([e.name, e.config(small).key(), SEED, zb.DRAW_VERSION, zb.versions()], default=str)
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
     return Path(cache_dir or default_cache_dir()) / f"{e.name}-{'small' if small else 'full'}-{digest}.onnx"
 
