@@ -252,7 +252,8 @@ def _budget_lines(report) -> list[str]:
     have = sum(1 for t in report.tasks if t.rounds)  # kernels with records, from this run or before
     why = {"budget": "the budget is spent", "converged": "every kernel converged"}.get(report.stopped,
                                                                                       report.stopped)
-    return [f"budget {report.budget / 60:g} min: tuned for {report.elapsed:.1f} s, {report.rounds} rounds, "
+    return [f"budget {report.budget / 60:g} min: tuned for {report.elapsed:.1f} s (workers started in "
+            f"{report.startup:.1f} s before), {report.rounds} rounds, "
             f"{report.measured} trials over {len(report.tasks)} kernels ({have} with records); stopped: {why}"]
 
 
@@ -288,7 +289,8 @@ def _write_json(args: argparse.Namespace, target, results, report, times) -> Non
         "schema": "tefuse-tune/1", "tefuse": __version__, "spec": args.spec, "target": str(target),
         "log": args.log, "tuner": args.tuner,
         "budget": None if report is None else {
-            "minutes": args.minutes, "elapsed_s": report.elapsed, "rounds": report.rounds,
+            "minutes": args.minutes, "elapsed_s": report.elapsed, "startup_s": report.startup,
+            "rounds": report.rounds,
             "stopped": report.stopped, "model_ms_by_records_before": ms(report.model_time_before)},
         "trials_per_kernel": args.trials,
         "kernels": [{"batch": b, "kernel": r.task.name, "workload": r.task.workload, "weight": r.task.weight,

@@ -52,7 +52,8 @@ class BudgetReport:
     results `tune` returns."""
 
     budget: float  # seconds
-    elapsed: float  # from the start to the end of the last round
+    elapsed: float  # from the start (the workers up) to the end of the last round
+    startup: float  # seconds the build and measuring workers took to start (not in the budget)
     rounds: int
     stopped: str  # "budget", "converged" (every kernel) or "stopped" (an error or Ctrl-C)
     tasks: list[TaskStats]
@@ -131,10 +132,10 @@ def tune_within(graph_or_tasks, target=None, *, seconds: float, tuner: str = "xg
                 options: Optional[BuildOptions] = None) -> BudgetReport:
     """Tune the kernels of a graph (or the Tasks given) for `seconds` of wall time in all,
     rounds going where the model's time is expected to fall most (TaskScheduler). The clock
-    starts here: task extraction, worker start-up, builds and measurements all count; the
-    batch in flight at the deadline is finished and logged. `tasks_at_once`, `only`, `options`,
+    starts once the build and measuring workers are up (they import TVM: seconds that no
+    budget should go to); reading the log, builds, measurements and the learning all count,
+    and the batch in flight at the deadline is finished and logged. `tasks_at_once`, `only`, `options`,
     `builder`, `runner` and `log` are as for `tune`."""
-    start = time.monotonic()
     settings = settings or SchedulerSettings()
     options = BuildOptions.from_env() if options is None else options
     tasks = as_tasks(graph_or_tasks, target if target is not None else "llvm", options)
@@ -154,8 +155,12 @@ def tune_within(graph_or_tasks, target=None, *, seconds: float, tuner: str = "xg
         if at_once > 1 and not getattr(runner, "concurrent_runs", False):
             runner = OneRunAtATime(runner)
         session = TuningSession(db, builder, runner, tuner, seed, batch_size, None, transfer, None,
-                                dict(tuner_options or {}), deadline=start + seconds)
+                                dict(tuner_options or {}))
+        t0 = time.monotonic()
         _warm(builder, runner, tasks[0].target.kind.name if tasks else "llvm")
+        start = time.monotonic()
+        startup = start - t0
+        session.deadline = start + seconds
         kernels, stats = [], []
         for k, (task, (spaces, refusals)) in enumerate(zip(tasks, narrowed)):
             prefix = f"[task {k + 1}/{len(tasks)}] {task.name}"
@@ -198,7 +203,7 @@ def tune_within(graph_or_tasks, target=None, *, seconds: float, tuner: str = "xg
     for r in results:
         for e, n in r.errors.items():
             errors[e] = errors.get(e, 0) + n
-    return BudgetReport(seconds, elapsed, driver.rounds, stopped, stats, results, before, errors)
+    return BudgetReport(seconds, elapsed, startup, driver.rounds, stopped, stats, results, before, errors)
 
 
 def _warm(builder, runner, kind: str) -> None:
