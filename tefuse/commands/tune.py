@@ -291,7 +291,8 @@ def _write_json(args: argparse.Namespace, target, results, report, times) -> Non
         "budget": None if report is None else {
             "minutes": args.minutes, "elapsed_s": report.elapsed, "startup_s": report.startup,
             "rounds": report.rounds,
-            "stopped": report.stopped, "model_ms_by_records_before": ms(report.model_time_before)},
+            "stopped": report.stopped, "model_ms_by_records_before": ms(report.model_time_before),
+            "model_ms_by_records_after": ms(report.model_time_after)},
         "trials_per_kernel": args.trials,
         "kernels": [{"batch": b, "kernel": r.task.name, "workload": r.task.workload, "weight": r.task.weight,
                      "template": r.template, "best_ms": ms(r.best_cost), "best_index": r.best_index,

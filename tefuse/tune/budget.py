@@ -62,6 +62,11 @@ class BudgetReport:
     errors: dict[str, int] = field(default_factory=dict)  # this run's failed trials by kind
 
     @property
+    def model_time_after(self) -> float:
+        """sum(weight * best) by the log after this run."""
+        return sum(t.weight * t.best for t in self.tasks)
+
+    @property
     def measured(self) -> int:
         return sum(r.measured for r in self.results)
 
