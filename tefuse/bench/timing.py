@@ -64,3 +64,20 @@ def time_wall(fn, sync, warmup: int = 3, iters: int = 20) -> float:
         sync()
         times.append(time.perf_counter() - t)
     return 1e3 * float(np.median(times))
+
+
+def time_interleaved(fns, sync, warmup: int = 3, iters: int = 20) -> list[float]:
+    """Median ms of each of `fns`, timed in turns (a call of each, then the next round), so that
+    a clock change, a noisy neighbour or a warming cache weighs on all of them alike."""
+    for _ in range(warmup):
+        for fn in fns:
+            fn()
+    sync()
+    times: list[list[float]] = [[] for _ in fns]
+    for _ in range(iters):
+        for k, fn in enumerate(fns):
+            t = time.perf_counter()
+            fn()
+            sync()
+            times[k].append(time.perf_counter() - t)
+    return [1e3 * float(np.median(ts)) for ts in times]

@@ -81,6 +81,16 @@ class Task:
             self._script = self.func.script()
         return self._script
 
+    def flops(self) -> float:
+        """Floating-point operations of one call (TVM's estimate; 0 when it cannot tell): what
+        the budget scheduler compares similar kernels' throughputs by."""
+        try:
+            from tvm.s_tir.analysis import estimate_tir_flops
+
+            return float(estimate_tir_flops(tvm.IRModule({"main": self.func})))
+        except Exception:  # noqa: BLE001 - an op TVM's estimator does not know
+            return 0.0
+
     def tunable(self) -> list[Template]:
         """The templates tuning gives trials: those that say they build this op on this target
         (`supports`: flash attention on sm_75 would spend every trial failing to compile); among

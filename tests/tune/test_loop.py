@@ -151,7 +151,7 @@ def test_parallel_runner_shared_by_concurrent_runs_measures_one_candidate_per_de
 
 
 def test_the_first_error_in_time_stops_the_rest_and_is_raised(caplog):
-    from tefuse.tune.loop import _in_threads
+    from tefuse.tune.loop import in_threads
 
     started = []
 
@@ -165,7 +165,7 @@ def test_the_first_error_in_time_stops_the_rest_and_is_raised(caplog):
     jobs = [(0, 0.6, RuntimeError), (1, 0.1, ValueError), (2, 0.1, None), (3, 0.1, None), (4, 0.1, None)]
     stop = threading.Event()
     with pytest.raises(ValueError, match="job 1"):
-        _in_threads(job, jobs, 2, stop)
+        in_threads(job, jobs, 2, stop)
     assert stop.is_set() and "job 0" in caplog.text  # the later error is logged, not lost
     assert 4 not in started  # jobs queued after the error never start
 
@@ -190,7 +190,7 @@ def test_an_interrupt_stops_queued_jobs_at_once(monkeypatch):
     stop = threading.Event()
     t0 = time.perf_counter()
     with pytest.raises(KeyboardInterrupt):
-        loop._in_threads(job, [(k,) for k in range(8)], 2, stop)
+        loop.in_threads(job, [(k,) for k in range(8)], 2, stop)
     assert stop.is_set() and time.perf_counter() - t0 < 1.0 and len(started) <= 3
 
 
