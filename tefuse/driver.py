@@ -18,7 +18,7 @@ import tvm
 from .codegen.compile import compile_module, device_source
 from .codegen.lower import LoweredGroup, lower_group
 from .codegen.schedule import BestRecordSource, ScheduleChoice, apply_choice, choose_schedule
-from .errors import BuildError
+from .errors import BuildError, UnschedulableGroup
 from .fusion import FusedGroup, ProloguePolicy, fuse_graph
 from .fusion.workload import workload_key
 from .graph.attention import fuse_attention as form_attention
@@ -114,7 +114,7 @@ def prepare_groups(graph: Graph, target: tvm.target.Target, fuse: Callable[[froz
         for g in groups:
             try:
                 preps.append(prepare_group(g, target, db=db, options=options))
-            except BuildError as e:
+            except UnschedulableGroup as e:
                 if g.anchor is None or g.anchor.name in bare or g.nodes[-1] is g.anchor:
                     raise
                 retry = g, e

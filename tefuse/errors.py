@@ -25,6 +25,11 @@ class BuildError(TefuseError, RuntimeError):
     """Lowering, scheduling or compiling a fused group failed: names the group."""
 
 
+class UnschedulableGroup(BuildError):
+    """No untuned config of a group's template applies (a tuned one that fails is a plain
+    BuildError: its record says it applied); the driver may split the group and try again."""
+
+
 class ModelImportError(TefuseError, ValueError):
     """A model could not be imported; `problems` lists every offending node, not just the first.
     `constant_inputs` names the graph inputs that some node needs as constants (a Reshape's

@@ -8,7 +8,7 @@ from typing import Optional, Protocol
 import tvm
 
 from .. import schedules
-from ..errors import BuildError
+from ..errors import BuildError, UnschedulableGroup
 from ..options import DEFAULT, BuildOptions
 from ..fusion.workload import workload_key
 from ..schedules import KernelInfo, Template
@@ -113,4 +113,4 @@ def apply_choice(lowered: LoweredGroup, target: tvm.target.Target,
                      lowered.group.name, choice.config.index, choice.template.name, cfg.index,
                      str(first).split(": ", 1)[-1])
             return mod, alt
-        raise
+        raise UnschedulableGroup(str(first)) from first
