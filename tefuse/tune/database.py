@@ -327,6 +327,17 @@ def system_db_paths() -> list[Path]:
     return out
 
 
+def trial_log_paths() -> list[Path]:
+    """Every trial of the tuning runs the shipped logs were distilled from: trials/*.jsonl.gz
+    beside each shipped log directory (tefuse/tuning_logs/trials/, or under the directories
+    of $TEFUSE_SYSTEM_DB). Not ranked by build (a trial is no better than the distilled best);
+    the transfer cost model (tune/transfer.py) trains on them."""
+    env = os.environ.get("TEFUSE_SYSTEM_DB")
+    roots = [Path(p).expanduser() for p in env.split(os.pathsep) if p] if env is not None \
+        else [shipped_logs_dir()]
+    return [p for r in roots if r.is_dir() for p in sorted(r.glob("trials/*.jsonl.gz"))]
+
+
 _OPEN: dict[Path, Database] = {}
 _OPEN_LOCK = threading.Lock()
 
