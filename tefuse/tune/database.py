@@ -243,10 +243,12 @@ class LayeredDatabase:
     """Databases searched together, the first (the user's) taking precedence on ties;
     appends go to the first."""
 
-    def __init__(self, layers: Sequence[Database]):
+    def __init__(self, layers: Sequence[Database], training_logs: Sequence[Path] = ()):
         if not layers:
             raise ValueError("a layered database needs at least one layer")
         self.layers = list(layers)
+        # logs that build never ranks but the transfer cost model learns from (trial_log_paths)
+        self.training_logs = list(training_logs)
 
     @property
     def user(self) -> Database:
@@ -352,10 +354,11 @@ def open_database(path: PathLike) -> Database:
 
 
 def default_database() -> LayeredDatabase:
-    """User log first, then the shipped system logs (resolved from the environment now)."""
+    """User log first, then the shipped system logs (resolved from the environment now), with
+    the shipped trials as its training logs."""
     user = user_db_path()
     system = [p for p in system_db_paths() if p.absolute() != user.absolute()]
-    return LayeredDatabase([open_database(user), *(open_database(p) for p in system)])
+    return LayeredDatabase([open_database(user), *(open_database(p) for p in system)], trial_log_paths())
 
 
 # -- maintenance ---------------------------------------------------------------------------
