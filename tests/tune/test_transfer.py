@@ -28,7 +28,8 @@ def _cost(shape: tuple, config: dict) -> float:
     return size * (1 + abs(np.log2(1 + config["unroll"]) - np.log2(1 + FAST)) + 0.3 * (config["parallel_loops"] == 1))
 
 
-def _records(shapes, target="llvm", template="cpu_generic") -> list[TuningRecord]:
+def synthetic_records(shapes, target="llvm", template="cpu_generic") -> list[TuningRecord]:
+    """Every cpu_generic config timed on each shape by _cost: unroll=FAST is fastest everywhere."""
     out = []
     for shape in shapes:
         wl = f"relu|{'x'.join(map(str, shape))}|float32|{zlib.crc32(repr(shape).encode()):016x}"
@@ -48,7 +49,7 @@ def _space() -> ConfigSpace:
 
 
 def test_model_ranks_a_faster_config_above_a_slower_one_for_an_unseen_workload():
-    samples = samples_by_template(_records([(8, 32), (64, 64), (16, 128)]))[("llvm", "cpu_generic")]
+    samples = samples_by_template(synthetic_records([(8, 32), (64, 64), (16, 128)]))[("llvm", "cpu_generic")]
     model = TransferModel.train(samples)
     unseen = "relu|32x256|float32|0123456789abcdef"
     fast, slow = {"parallel_loops": 2, "unroll": FAST, "unroll_explicit": 1}, \
@@ -61,16 +62,16 @@ def test_model_ranks_a_faster_config_above_a_slower_one_for_an_unseen_workload()
 
 
 def test_no_model_without_two_workloads_timing_two_configs():
-    one = samples_by_template(_records([(8, 32)]))[("llvm", "cpu_generic")]
+    one = samples_by_template(synthetic_records([(8, 32)]))[("llvm", "cpu_generic")]
     assert TransferModel.train(one) is None
-    pred = TransferPredictor(_records([(8, 32), (64, 64)]))
+    pred = TransferPredictor(synthetic_records([(8, 32), (64, 64)]))
     space = _space()
     assert pred.pick("relu|4x4|float32|x", "cuda-sm_90", ("cpu_generic",), space, space.get(0)) is None
     assert pred.pick("relu|4x4|float32|x", "llvm", ("other",), space, space.get(0)) is None
 
 
 def test_predictor_picks_the_fast_config_of_the_space(tmp_path):
-    pred = TransferPredictor(_records([(8, 32), (64, 64), (16, 128)]), ModelCache(tmp_path))
+    pred = TransferPredictor(synthetic_records([(8, 32), (64, 64), (16, 128)]), ModelCache(tmp_path))
     space = _space()
     pick = pred.pick("relu|32x256|float32|0123456789abcdef", "llvm", ("cpu_generic",), space, space.get(0))
     assert pick is not None and pick.values["unroll"] == FAST and pick.values["parallel_loops"] == 2
@@ -95,7 +96,7 @@ def test_model_cache_ignores_a_damaged_entry(tmp_path, caplog):
 
 
 def test_predictor_retrains_over_a_damaged_cache_entry(tmp_path):
-    records = _records([(8, 32), (64, 64), (16, 128)])
+    records = synthetic_records([(8, 32), (64, 64), (16, 128)])
     space = _space()
     first = TransferPredictor(records, ModelCache(tmp_path))
     want = first.pick("relu|32x256|float32|ab", "llvm", ("cpu_generic",), space, space.get(0))
@@ -107,7 +108,7 @@ def test_predictor_retrains_over_a_damaged_cache_entry(tmp_path):
 
 
 def test_a_valid_but_foreign_entry_is_retrained_not_loaded(tmp_path):
-    records = _records([(8, 32), (64, 64)])
+    records = synthetic_records([(8, 32), (64, 64)])
     pred = TransferPredictor(records, ModelCache(tmp_path))
     pred.model("llvm", ("cpu_generic",))
     (entry,) = list(tmp_path.glob("*.bin"))
@@ -125,7 +126,7 @@ def _relu_graph(shape=(24, 40)):
 def test_untuned_build_takes_the_models_pick(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     log = Database(tmp_path / "log.jsonl")
-    log.append_many(_records([(8, 32), (64, 64), (16, 128)]))
+    log.append_many(synthetic_records([(8, 32), (64, 64), (16, 128)]))
     cg = tefuse.build(_relu_graph(), "llvm", db=log, options=BuildOptions())
     (k,) = cg.kernels
     assert k.template == "cpu_generic" and k.config_source == "predicted"
@@ -138,7 +139,7 @@ def test_untuned_build_takes_the_models_pick(tmp_path, monkeypatch):
 def test_the_option_turns_the_model_off(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     log = Database(tmp_path / "log.jsonl")
-    log.append_many(_records([(8, 32), (64, 64), (16, 128)]))
+    log.append_many(synthetic_records([(8, 32), (64, 64), (16, 128)]))
     cg = tefuse.build(_relu_graph(), "llvm", db=log, options=BuildOptions(transfer=False))
     (k,) = cg.kernels
     assert k.config_source == "fallback" and k.config_index == 0
@@ -159,8 +160,27 @@ def test_a_record_of_the_workload_still_wins(tmp_path, monkeypatch):
     from tefuse.fusion.workload import workload_key
     key = workload_key(fuse_graph(g)[0])
     log = Database(tmp_path / "log.jsonl")
-    log.append_many(_records([(8, 32), (64, 64), (16, 128)]))
+    log.append_many(synthetic_records([(8, 32), (64, 64), (16, 128)]))
     log.append(TuningRecord(key, "llvm", "cpu", "cpu_generic", {"parallel_loops": 1, "unroll": 0,
                                                                  "unroll_explicit": 0}, 9, [1e-6]))
     (k,) = tefuse.build(g, "llvm", db=log, options=BuildOptions()).kernels
     assert k.config_source == "tuned" and k.config_index == 9
+
+
+def test_a_predicted_config_that_does_not_apply_gives_way_to_the_fallback(tmp_path, monkeypatch):
+    import tefuse.codegen.schedule as S
+    from tefuse.errors import BuildError
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    real = S.apply_schedule
+
+    def refuse_predicted(lowered, target, choice):
+        if choice.source == "predicted":
+            raise BuildError(f"{lowered.group.name}: refused for the test")
+        return real(lowered, target, choice)
+
+    monkeypatch.setattr(S, "apply_schedule", refuse_predicted)
+    log = Database(tmp_path / "log.jsonl")
+    log.append_many(synthetic_records([(8, 32), (64, 64), (16, 128)]))
+    (k,) = tefuse.build(_relu_graph(), "llvm", db=log, options=BuildOptions()).kernels
+    assert k.config_source == "fallback" and k.config_index == 0
