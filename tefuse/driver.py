@@ -17,7 +17,7 @@ import tvm
 
 from .codegen.compile import compile_module, device_source
 from .codegen.lower import LoweredGroup, lower_group
-from .codegen.schedule import BestRecordSource, ScheduleChoice, apply_choice, choose_schedule
+from .codegen.schedule import BestRecordSource, ConfigPredictor, ScheduleChoice, apply_choice, choose_schedule
 from .errors import BuildError, UnschedulableGroup
 from .fusion import FusedGroup, ProloguePolicy, fuse_graph
 from .fusion.workload import workload_key
@@ -56,10 +56,11 @@ class PreparedGroup:
 
 
 def prepare_group(group: FusedGroup, target: tvm.target.Target, db: Optional[BestRecordSource] = None,
-                  choice: Optional[ScheduleChoice] = None, options: BuildOptions = DEFAULT) -> PreparedGroup:
+                  choice: Optional[ScheduleChoice] = None, options: BuildOptions = DEFAULT,
+                  predictor: Optional[ConfigPredictor] = None) -> PreparedGroup:
     t0 = time.perf_counter()
     lowered: LoweredGroup = lower_group(group)
-    mod, choice = apply_choice(lowered, target, choice or choose_schedule(lowered, target, db, options))
+    mod, choice = apply_choice(lowered, target, choice or choose_schedule(lowered, target, db, options, predictor=predictor))
     return PreparedGroup(group, lowered, choice, mod, workload_key(group), time.perf_counter() - t0)
 
 
@@ -100,8 +101,8 @@ def build_group(group: FusedGroup, target: tvm.target.Target, db: Optional[BestR
 
 
 def prepare_groups(graph: Graph, target: tvm.target.Target, fuse: Callable[[frozenset], list[FusedGroup]],
-                   db: Optional[BestRecordSource] = None, options: BuildOptions = DEFAULT
-                   ) -> tuple[list[FusedGroup], list[PreparedGroup]]:
+                   db: Optional[BestRecordSource] = None, options: BuildOptions = DEFAULT,
+                   predictor: Optional[ConfigPredictor] = None) -> tuple[list[FusedGroup], list[PreparedGroup]]:
     """Fuse (`fuse(bare_anchors)`) and schedule every group, one after another on this thread
     (Python-heavy and quick). A group that no config of its template can schedule whole (a
     batched GEMM whose reshaped epilogue keeps its accumulators from compacting to a thread's
@@ -113,7 +114,7 @@ def prepare_groups(graph: Graph, target: tvm.target.Target, fuse: Callable[[froz
         preps, retry = [], None
         for g in groups:
             try:
-                preps.append(prepare_group(g, target, db=db, options=options))
+                preps.append(prepare_group(g, target, db=db, options=options, predictor=predictor))
             except UnschedulableGroup as e:
                 if g.anchor is None or g.anchor.name in bare or g.nodes[-1] is g.anchor:
                     raise
@@ -225,17 +226,20 @@ def compile_groups(preps: list[PreparedGroup], target: tvm.target.Target, cache=
 
 def build_summary(kernels: list[CompiledKernel], num_ops: int, seconds: float) -> str:
     """One line for a whole build: kernels, how many were compiled, shared or cached, and how
-    many configs came from tuning records (the rest are the templates' fallbacks)."""
+    many configs came from tuning records, from the transfer model (when any did), and from the
+    templates' fallbacks."""
     modules = {id(k.module): k for k in kernels}
     cached = sum(k.from_cache for k in modules.values())
     tuned = sum(k.config_source == "tuned" for k in kernels)
+    predicted = sum(k.config_source == "predicted" for k in kernels)
     parts = [f"{len(modules) - cached} compiled"]
     if cached:
         parts.append(f"{cached} from the kernel cache")
     if len(modules) < len(kernels):
         parts.append(f"{len(kernels) - len(modules)} shared with an identical kernel")
     return (f"built {len(kernels)} kernels for {num_ops} ops in {seconds:.1f}s ({', '.join(parts)}); "
-            f"{tuned} tuned, {len(kernels) - tuned} fallback configs")
+            f"{tuned} tuned, {f'{predicted} predicted, ' if predicted else ''}"
+            f"{len(kernels) - tuned - predicted} fallback configs")
 
 
 def prepare_graph(graph: Graph, target, *, precision: str = "fp32", layout: Optional[str] = None,
@@ -307,7 +311,9 @@ def build(graph: GraphSource, target: TargetLike = "llvm", *, db: Union[BestReco
     changes fused into neighbouring kernels (graph/layout.py); "NCHW" leaves the graph alone;
     None (default): NHWC for fp16/bf16 on CUDA (tensor cores want it), else unchanged.
     progress(done, total): called as each distinct kernel is compiled (a progress bar).
-    options: the BuildOptions (tefuse/options.py); None reads them from the environment.
+    options: the BuildOptions (tefuse/options.py); None reads them from the environment. With a
+    db, a kernel no record covers takes the transfer cost model's pick (options.transfer,
+    tune/transfer.py; config_source "predicted"), else its template's fallback.
     Logs one INFO line for the whole build; per-kernel lines are at level VERBOSE (15).
     """
     check_build_args(graph, target)
@@ -323,16 +329,28 @@ def build(graph: GraphSource, target: TargetLike = "llvm", *, db: Union[BestReco
     if db == "default":
         from .tune.database import default_database
         db = default_database()
+    predictor = _transfer_predictor(db, options)
     if cache == "default":
         from .codegen.cache import default_cache
         cache = default_cache()
     t0 = time.perf_counter()
     groups, preps = prepare_groups(graph, tgt, lambda bare: fuse_graph(
         graph, fuse=fuse, prologue=prologue_policy(tgt, prologue), multi_output=multi_output, bare_anchors=bare),
-        db, options)
+        db, options, predictor)
     kernels = compile_groups(preps, tgt, cache=cache, jobs=jobs, progress=progress)
     log.info("%s", build_summary(kernels, sum(len(g.nodes) for g in groups), time.perf_counter() - t0))
     return CompiledGraph(graph, tgt, kernels)
+
+
+def _transfer_predictor(db, options: BuildOptions) -> Optional[ConfigPredictor]:
+    """The transfer cost model over the build's tuning database (its records() and, for the
+    default database, the shipped trials): None without one or with options.transfer off, so
+    hermetic builds keep their fallbacks."""
+    if db is None or not options.transfer or not hasattr(db, "records"):
+        return None
+    from .tune.transfer import transfer_predictor
+
+    return transfer_predictor(db, getattr(db, "training_logs", ()))
 
 
 def check_build_args(graph, target) -> None:

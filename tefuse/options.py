@@ -2,32 +2,42 @@
 
 One `BuildOptions` goes through `build()`, `tune()` and `FusionPlan.compile`; the kernel cache
 keys a kernel by it and a tuning record stores it, so a record replays only under the options it
-was measured with (a record without options was measured under the defaults). The environment is
-read here alone (`from_env`), once, by the CLI and the `build` facade: no template, pass or
-runtime reads it.
+was measured with (a record without options was measured under the defaults). An option that only
+chooses among configs and never changes the kernel a config makes (`transfer`) is marked
+`keys=False`: it is left out of `changed()`, so it neither splits the kernel cache nor hides
+records. The environment is read here alone (`from_env`), once, by the CLI and the `build`
+facade: no template, pass or runtime reads it.
 """
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field, fields
 from typing import Mapping, Optional
 
 # environment variable -> BuildOptions field, each a switch: set and not "0" turns it on
-ENV = {"TEFUSE_ROCM_MFMA": "prefer_mfma"}
+ENV = {"TEFUSE_ROCM_MFMA": "prefer_mfma", "TEFUSE_TRANSFER": "transfer"}
 
 
 @dataclass(frozen=True)
 class BuildOptions:
     """prefer_mfma: untuned builds for a ROCm arch with matrix cores take the MFMA templates,
     which are unmeasured on hardware and otherwise rank below the CUDA-family ones (tuning on an
-    AMD GPU measures both either way)."""
+    AMD GPU measures both either way).
+    transfer: a kernel no tuning record covers takes the config the transfer cost model
+    (tune/transfer.py, trained on the tuning logs) predicts fastest; off, its template's
+    rule-based fallback. Only builds with a tuning database use it. Off by default until the
+    model zoo has been checked on the GPU with predicted configs: the fallbacks are the configs
+    that check has covered."""
 
     prefer_mfma: bool = False
+    transfer: bool = field(default=False, metadata={"keys": False})
 
     def changed(self) -> dict:
-        """The fields that differ from the defaults: what keys a kernel and marks a record."""
+        """The fields that differ from the defaults, less those marked keys=False: what keys a
+        kernel and marks a record."""
         default = BuildOptions()
-        return {k: v for k, v in asdict(self).items() if v != getattr(default, k)}
+        return {f.name: getattr(self, f.name) for f in fields(self)
+                if f.metadata.get("keys", True) and getattr(self, f.name) != getattr(default, f.name)}
 
     @classmethod
     def from_env(cls, environ: Optional[Mapping[str, str]] = None) -> "BuildOptions":

@@ -27,6 +27,12 @@ def zoo_cache_dir() -> Path:
     return _user_cache() / "zoo"
 
 
+def transfer_model_dir() -> Path:
+    """transfer/ in the user cache directory: cost models trained on the tuning logs
+    (tune/transfer.py), kept by the logs' content hash so a build trains once per log set."""
+    return _user_cache() / "transfer"
+
+
 def generated_source_dir() -> Path:
     """generated/ in the user cache directory: Python modules tefuse writes from the installed
     TVM's source at run time (TVMScript reads its functions' source from real files)."""

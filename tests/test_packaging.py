@@ -61,14 +61,16 @@ def test_installed_wheel_finds_the_shipped_tuning_logs(wheel, tmp_path):
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--target", str(site),
                     str(wheel)], check=True, capture_output=True)
     code = ("import tefuse.tune.database as d; ps = d.system_db_paths(); print(d.__file__); "
-            "print(','.join(p.name for p in ps)); print(sum(len(d.Database(p).records()) for p in ps))")
+            "print(','.join(p.name for p in ps)); print(sum(len(d.Database(p).records()) for p in ps)); "
+            "import tefuse.tune.transfer as t; print(len(t.read_logs(d.trial_log_paths())))")
     env = {k: v for k, v in os.environ.items() if k != "TEFUSE_SYSTEM_DB"}
     env["PYTHONPATH"] = str(site)
     res = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
-    path, names, count = res.stdout.split("\n")[:3]
+    path, names, count, trials = res.stdout.split("\n")[:4]
     assert Path(path).resolve().is_relative_to(site.resolve())
     assert names.split(",") == shipped
     want = sum(1 for name in shipped for ln in (ROOT / "tefuse" / "tuning_logs" / name).read_text().splitlines()
                if ln.strip())
     assert int(count) == want
+    assert int(trials) > 1000  # the transfer model's trials (tuning_logs/trials/*.jsonl.gz) ship too

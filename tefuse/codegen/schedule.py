@@ -1,9 +1,11 @@
-"""Choosing and applying a schedule for a lowered group: best tuning record, else fallback."""
+"""Choosing and applying a schedule for a lowered group: best tuning record, else a cost model's
+pick (a ConfigPredictor: the transfer model of tune/transfer.py, which the driver passes in, as
+tune sits above codegen), else the template's fallback."""
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Optional, Protocol
+from typing import Optional, Protocol, Sequence
 
 import tvm
 
@@ -12,7 +14,7 @@ from ..errors import BuildError, UnschedulableGroup
 from ..options import DEFAULT, BuildOptions
 from ..fusion.workload import workload_key
 from ..schedules import KernelInfo, Template
-from ..schedules.space import Config
+from ..schedules.space import Config, ConfigSpace
 from ..target import target_key
 from .compile import KernelSpec, schedule_kernel
 from .lower import LoweredGroup
@@ -26,11 +28,25 @@ class BestRecordSource(Protocol):
     def best(self, workload: str, target: str) -> Optional[object]: ...
 
 
+class ConfigPredictor(Protocol):
+    """What build needs from a cost model: the config it expects to be fastest for a workload
+    no record covers, among those `space` holds, or None where it has no opinion (no records of
+    the template on the target). `templates`: a template's name and its record_names."""
+
+    def pick(self, workload: str, target: str, templates: Sequence[str], space: ConfigSpace,
+             fallback: Config) -> Optional[Config]: ...
+
+
+#: ScheduleChoice.source values (CompiledKernel.config_source): a tuning record's config, a cost
+#: model's pick for a workload no record covers, the template's rule-based config
+SOURCES = ("tuned", "predicted", "fallback")
+
+
 @dataclass
 class ScheduleChoice:
     template: Template
     config: Config
-    source: str  # "tuned" or "fallback"
+    source: str  # one of SOURCES
     options: BuildOptions = DEFAULT  # the build options it was chosen under (the kernel cache keys by them)
 
 
@@ -51,9 +67,11 @@ def find_template(target: tvm.target.Target, anchor_kind: str, name: Optional[st
 
 
 def choose_schedule(lowered: LoweredGroup, target: tvm.target.Target,
-                    db: Optional[BestRecordSource] = None, options: BuildOptions = DEFAULT) -> ScheduleChoice:
+                    db: Optional[BestRecordSource] = None, options: BuildOptions = DEFAULT,
+                    predictor: Optional[ConfigPredictor] = None) -> ScheduleChoice:
     """The fastest record measured under `options` that fits a template, else the most
-    preferred template's fallback config."""
+    preferred template's config that `predictor` picks (with options.transfer), else that
+    template's fallback config."""
     info = lowered.info
     key = workload_key(lowered.group)
     if db is not None:
@@ -76,11 +94,19 @@ def choose_schedule(lowered: LoweredGroup, target: tvm.target.Target,
             if temps:
                 log.warning("tuning record for %s does not fit template %s; ignoring it", key, rec.template)
     t = find_template(target, info.anchor_kind, info=info, options=options)[0]
+    space = t.space(info, target)
+    fallback = t.fallback(info, target, space)
+    if predictor is not None and options.transfer:
+        picked = predictor.pick(key, target_key(target), (t.name, *t.record_names), space, fallback)
+        if picked is not None:
+            log.log(logging.INFO - 5, "no tuning record for %s on %s: %s #%d predicted (fallback #%d)",
+                    key, target_key(target), t.name, picked.index, fallback.index)
+            return ScheduleChoice(t, picked, "predicted", options)
     if target.kind.name != "llvm":
         # per kernel, so below INFO (`tefuse -v` shows it); build() logs the tuned/fallback count
         log.log(logging.INFO - 5, "no tuning record for %s on %s: fallback config of %s", key,
                 target_key(target), t.name)
-    return ScheduleChoice(t, t.fallback(info, target, t.space(info, target)), "fallback", options)
+    return ScheduleChoice(t, fallback, "fallback", options)
 
 
 def kernel_spec(lowered: LoweredGroup, choice: ScheduleChoice) -> KernelSpec:
@@ -96,10 +122,19 @@ def apply_choice(lowered: LoweredGroup, target: tvm.target.Target,
                  choice: ScheduleChoice) -> tuple[tvm.IRModule, ScheduleChoice]:
     """apply_schedule, and for an untuned config that does not apply, the template's
     alternatives in turn (Template.fallback_alternatives); the choice returned is the one
-    applied. A tuned config that does not apply is an error: its record says it did."""
+    applied. A predicted config that does not apply gives way to the fallback (and its
+    alternatives). A tuned config that does not apply is an error: its record says it did."""
     try:
         return apply_schedule(lowered, target, choice), choice
     except BuildError as first:
+        if choice.source == "predicted":
+            space = choice.template.space(lowered.info, target)
+            fallback = ScheduleChoice(choice.template, choice.template.fallback(lowered.info, target, space),
+                                      "fallback", choice.options)
+            log.info("%s: predicted config #%d of %s does not apply (%s); taking the fallback",
+                     lowered.group.name, choice.config.index, choice.template.name,
+                     str(first).split(": ", 1)[-1])
+            return apply_choice(lowered, target, fallback)
         if choice.source != "fallback":
             raise
         space = choice.template.space(lowered.info, target)

@@ -30,7 +30,7 @@ lists the batch sizes). `-o` then keys the outputs `batchN/NAME`.
       "model": str, "target": str,        # the path given, the target's text form
       "inputs":  [{"name": str, "dtype": str, "shape": [int], "source": "file" | "random"}],
       "build":   {"kernels": int, "ops": int, "onnx_nodes": int | null,
-                  "tuned": int, "fallback": int,
+                  "tuned": int, "predicted": int, "fallback": int,   # configs by source
                   "seconds": float | null},   # import + build; null for a loaded artefact
       "timing":  null | {                 # null with --iterations 0
           "warmup": int, "iterations": int, "seconds": float,   # timed runs and their total
@@ -41,7 +41,7 @@ lists the batch sizes). `-o` then keys the outputs `batchN/NAME`.
           "samples_per_s": float | null}, # batch * throughput_per_s
       "profile": null | [                 # with --profile, slowest first
           {"kernel": str, "ops": [str], "template": str, "config_index": int,
-           "config": "tuned" | "fallback", "time_ms": float, "share": float}],  # share in [0, 1]
+           "config": "tuned" | "predicted" | "fallback", "time_ms": float, "share": float}],  # share in [0, 1]
       "outputs": [{"name": str, "dtype": str, "shape": [int], "mean": float}],
       "check":   null | [{"name": str, "max_abs": float | null, "max_rel": float | null,
                           "ok": bool}],   # null errors: the shapes differ
@@ -149,7 +149,8 @@ def add_parser(sub) -> None:
     n.add_argument("--duration", type=float, default=None, metavar="S",
                    help="time runs for S seconds (at least one run)")
     t.add_argument("--profile", action="store_true",
-                   help="time each kernel: a table of kernel, fused ops, template, tuned or fallback, time, share")
+                   help="time each kernel: a table of kernel, fused ops, template, config source (tuned, "
+                        "predicted or fallback), time, share")
     t.add_argument("--top", type=int, default=0, metavar="N",
                    help="--profile table: the N slowest kernels and one line for the rest (default: all; "
                         "the JSON report has all)")
@@ -158,7 +159,8 @@ def add_parser(sub) -> None:
     o.add_argument("--json", metavar="FILE", help="write the fusion, timing, profile, outputs and check as JSON "
                                                   "(schema in `pydoc tefuse.commands.run`)")
     p.add_argument("--verbose-groups", action="store_true",
-                   help="list every fused group with its schedule (template, config, tuned or fallback)")
+                   help="list every fused group with its schedule (template, config, and whether a tuning "
+                        "record, the transfer model or the fallback chose it)")
     add_db_options(p)
     add_precision_option(p)
     p.set_defaults(func=run)
@@ -567,11 +569,13 @@ def _run_graph(cg, args: argparse.Namespace, given: dict[str, Any], onnx_nodes: 
         print(divergence.line() if divergence else "bisect: every tensor of the cut models matches onnxruntime "
               f"within {args.rtol:g} of its scale")
     tuned = sum(k.config_source == "tuned" for k in cg.kernels)
+    predicted = sum(k.config_source == "predicted" for k in cg.kernels)
     report = {
         "inputs": [{"name": i.name, "dtype": i.dtype, "shape": list(i.shape),
                     "source": "file" if i.name in given else "random"} for i in cg.graph.inputs],
         "build": {"kernels": cg.num_kernels, "ops": sum(len(k.group.nodes) for k in cg.kernels),
-                  "onnx_nodes": onnx_nodes, "tuned": tuned, "fallback": cg.num_kernels - tuned,
+                  "onnx_nodes": onnx_nodes, "tuned": tuned, "predicted": predicted,
+                  "fallback": cg.num_kernels - tuned - predicted,
                   "seconds": build_seconds},
         "timing": timing.stats() if timing is not None else None,
         "profile": rows,

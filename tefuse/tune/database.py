@@ -243,10 +243,12 @@ class LayeredDatabase:
     """Databases searched together, the first (the user's) taking precedence on ties;
     appends go to the first."""
 
-    def __init__(self, layers: Sequence[Database]):
+    def __init__(self, layers: Sequence[Database], training_logs: Sequence[Path] = ()):
         if not layers:
             raise ValueError("a layered database needs at least one layer")
         self.layers = list(layers)
+        # logs that build never ranks but the transfer cost model learns from (trial_log_paths)
+        self.training_logs = list(training_logs)
 
     @property
     def user(self) -> Database:
@@ -327,6 +329,17 @@ def system_db_paths() -> list[Path]:
     return out
 
 
+def trial_log_paths() -> list[Path]:
+    """Every trial of the tuning runs the shipped logs were distilled from: trials/*.jsonl.gz
+    beside each shipped log directory (tefuse/tuning_logs/trials/, or under the directories
+    of $TEFUSE_SYSTEM_DB). Not ranked by build (a trial is no better than the distilled best);
+    the transfer cost model (tune/transfer.py) trains on them."""
+    env = os.environ.get("TEFUSE_SYSTEM_DB")
+    roots = [Path(p).expanduser() for p in env.split(os.pathsep) if p] if env is not None \
+        else [shipped_logs_dir()]
+    return [p for r in roots if r.is_dir() for p in sorted(r.glob("trials/*.jsonl.gz"))]
+
+
 _OPEN: dict[Path, Database] = {}
 _OPEN_LOCK = threading.Lock()
 
@@ -341,10 +354,11 @@ def open_database(path: PathLike) -> Database:
 
 
 def default_database() -> LayeredDatabase:
-    """User log first, then the shipped system logs (resolved from the environment now)."""
+    """User log first, then the shipped system logs (resolved from the environment now), with
+    the shipped trials as its training logs."""
     user = user_db_path()
     system = [p for p in system_db_paths() if p.absolute() != user.absolute()]
-    return LayeredDatabase([open_database(user), *(open_database(p) for p in system)])
+    return LayeredDatabase([open_database(user), *(open_database(p) for p in system)], trial_log_paths())
 
 
 # -- maintenance ---------------------------------------------------------------------------

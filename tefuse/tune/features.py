@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import re
+import zlib
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
@@ -27,14 +28,17 @@ def _log2(v: float) -> float:
 
 
 def value_features(value: Any) -> list[float]:
-    """Features of one knob value: log2 of each split factor, else a scaled scalar."""
+    """Features of one knob value: log2 of each split factor, else a scaled scalar (a string:
+    a fixed code of it)."""
     if isinstance(value, (tuple, list)):
         return [math.log2(max(int(x), 1)) for x in value]
     if isinstance(value, bool):
         return [float(value)]
     if isinstance(value, (int, float)):
         return [_log2(value)]
-    return [float(hash(str(value)) % 97) / 97.0]
+    # a stable hash: str's hash() changes from process to process, and a model trained in one
+    # (the transfer model's disk cache) scores configs in another
+    return [float(zlib.crc32(str(value).encode()) % 97) / 97.0]
 
 
 @dataclass
@@ -112,3 +116,74 @@ def tir_features(mod) -> dict[str, float]:
 
     return {"threads": prod("threadIdx"), "blocks": prod("blockIdx"), "vthreads": prod("vthread"),
             "unroll": unroll}
+
+
+#: dims of the anchor shape a workload's features hold (right-aligned: the channels/N last)
+SHAPE_SLOTS = 4
+WORKLOAD_FEATURES = ([f"shape[{j}]" for j in range(SHAPE_SLOTS)]
+                     + ["numel", "dtype_bits", "ops"])
+
+
+def workload_features(workload: str) -> list[float]:
+    """Features of a workload from its key alone (`ops|shape|dtype|digest`, fusion/workload.py):
+    log2 of the anchor's dims, of its size, the dtype's width and the op count. A record holds
+    only the key, so a model trained on records can know no more of a workload than this; it
+    is what makes other workloads' timings say something about an unseen one."""
+    parts = workload.split("|")
+    ops = parts[0].split("+") if parts and parts[0] else []
+    dims = []
+    if len(parts) > 1:
+        for d in parts[1].split("x"):
+            try:
+                dims.append(max(int(d), 1))
+            except ValueError:
+                pass
+    dims = ([1] * SHAPE_SLOTS + dims)[-SHAPE_SLOTS:] if len(dims) <= SHAPE_SLOTS else \
+        [math.prod(dims[:len(dims) - SHAPE_SLOTS + 1])] + dims[len(dims) - SHAPE_SLOTS + 1:]
+    width = re.search(r"(\d+)$", parts[2]) if len(parts) > 2 else None
+    numel = math.prod(dims)
+    return [math.log2(d) for d in dims] + [math.log2(numel), float(width.group(1)) if width else 32.0,
+                                           float(len(ops))]
+
+
+@dataclass(frozen=True)
+class KnobSchema:
+    """The knob feature layout of one template, taken from config values alone (no space):
+    the same features as Featurizer (`value_features` per knob, and the per-part products of
+    split knobs of one part count), so a model of records of many workloads can score any
+    workload's configs, even one whose space cannot be rebuilt (a record's workload)."""
+
+    knobs: tuple[tuple[str, int], ...]  # (name, width), sorted by name
+
+    @classmethod
+    def of(cls, configs: Sequence[dict]) -> "KnobSchema":
+        """The layout of these configs' knobs: every name seen, each at its widest value."""
+        widths: dict[str, int] = {}
+        for values in configs:
+            for name, v in values.items():
+                widths[name] = max(widths.get(name, 0), len(value_features(v)))
+        return cls(tuple(sorted(widths.items())))
+
+    @property
+    def split_groups(self) -> dict[int, list[int]]:
+        groups: dict[int, list[int]] = {}
+        for k, (_, width) in enumerate(self.knobs):
+            if width > 1:
+                groups.setdefault(width, []).append(k)
+        return {w: ks for w, ks in sorted(groups.items()) if len(ks) > 1}
+
+    @property
+    def names(self) -> list[str]:
+        out = [f"{name}[{j}]" for name, width in self.knobs for j in range(width)]
+        return out + [f"prod{w}[{j}]" for w in self.split_groups for j in range(w)]
+
+    def features(self, values: dict) -> np.ndarray:
+        """One config's features; a knob it lacks (a record older than the knob) reads as zeros."""
+        cols = []
+        for name, width in self.knobs:
+            f = value_features(tuple(values[name]) if isinstance(values.get(name), list)
+                               else values[name]) if name in values else []
+            cols.append((f + [0.0] * width)[:width])
+        for width, ks in self.split_groups.items():
+            cols.append([sum(cols[k][j] for k in ks) for j in range(width)])
+        return np.asarray([x for c in cols for x in c], np.float32)

@@ -142,8 +142,8 @@ class Nullable:
 RUN_SCHEMA = {
     "schema": str, "tefuse": str, "model": str, "target": str,
     "inputs": [{"name": str, "dtype": str, "shape": [int], "source": str}],
-    "build": {"kernels": int, "ops": int, "onnx_nodes": (int, None), "tuned": int, "fallback": int,
-              "seconds": (float, None)},
+    "build": {"kernels": int, "ops": int, "onnx_nodes": (int, None), "tuned": int, "predicted": int,
+              "fallback": int, "seconds": (float, None)},
     "timing": Nullable({"warmup": int, "iterations": int, "seconds": float, "min_ms": float, "mean_ms": float,
                         "median_ms": float, "p90_ms": float, "p99_ms": float, "max_ms": float,
                         "throughput_per_s": float, "batch": (int, None), "samples_per_s": (float, None)}),
@@ -258,3 +258,35 @@ def test_bisect_names_the_node_that_departs(tmp_path, capsys, monkeypatch):
     report = json.loads(out.read_text())
     _check(report, RUN_SCHEMA)
     assert report["bisect"]["node"] == "n7" and report["bisect"]["builds"] <= 2
+
+
+def _relu_model(path):
+    nodes = [helper.make_node("Relu", ["x"], ["y"])]
+    g = helper.make_graph(nodes, "relu", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [24, 40])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [24, 40])])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), str(path))
+    return str(path)
+
+
+def test_a_predicted_config_shows_in_the_group_list_profile_and_json(tefuse_dirs, tmp_path, monkeypatch, capsys):
+    """Records of the template on other workloads (the user log): the unseen kernel's config is the
+    transfer model's, shown as `predicted` by --verbose-groups, --profile and --json."""
+    from tefuse.tune.database import Database
+    from tests.tune.test_transfer import synthetic_records
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setenv("TEFUSE_TRANSFER", "1")
+    Database(tefuse_dirs / "user.jsonl").append_many(synthetic_records([(8, 32), (64, 64), (16, 128)]))
+    model = _relu_model(tmp_path / "relu.onnx")
+    out_json = tmp_path / "r.json"
+    assert main(["run", model, "--iterations", "0", "--verbose-groups", "--profile", "--json", str(out_json)]) == 0
+    out = capsys.readouterr().out
+    assert ", predicted]" in out and " predicted #" in out
+    import json
+    report = json.loads(out_json.read_text())
+    _check(report, RUN_SCHEMA)
+    assert report["build"]["predicted"] == 1 and report["build"]["fallback"] == 0
+    assert report["profile"][0]["config"] == "predicted"
+    monkeypatch.delenv("TEFUSE_TRANSFER")
+    assert main(["run", model, "--iterations", "0", "--verbose-groups", "--no-cache"]) == 0
+    assert ", fallback]" in capsys.readouterr().out
