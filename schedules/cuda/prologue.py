@@ -10,12 +10,12 @@ from shared memory was tried and was slower. Such a prologue runs as its own ele
 instead, as PyTorch and cuBLAS do it. Injective prologues (reshapes, layout changes) only move
 the copy's indices and stay fused, except a pad of the channel axis, which would split the
 copy's vectors. A row normalisation takes gathers, adds and casts (an embedding lookup) but no
-transpose.
+other data movement.
 """
 from __future__ import annotations
 
 from ...fusion import PrologueCandidate
-from ...ops import get_op
+from ...ops import OpPattern, get_op
 from ...target import device_caps
 from ..registry import register_prologue_rule
 from .gemm.tiles import MIN_MN, TC_DTYPES
@@ -47,16 +47,22 @@ def _pads_channels(c: PrologueCandidate) -> bool:
     return any(p.op == "pad" and pads_last(p) for p in c.producers)
 
 
-def _strides_rows(c: PrologueCandidate) -> bool:
-    """A transpose read inside a row normalisation (ConvNeXt's channels-last permute before its
-    LayerNorm): the template's threads each take one element of a row, so they would read a
-    transposed axis a stride apart, three times (mean, variance, normalise); a transpose kernel
-    of its own reads the input once."""
-    return c.anchor.anchor_kind == "norm" and any(p.op == "transpose" for p in c.producers)
+# data movement a row normalisation reads its input through on CUDA: an embedding lookup's gathers
+NORM_GATHERS = frozenset({"take"})
+
+
+def _moves_rows(c: PrologueCandidate) -> bool:
+    """Data movement other than a gather read inside a row normalisation. A transpose
+    (ConvNeXt's channels-last permute before its LayerNorm) would have the template's threads,
+    one element of a row each, read a stride apart, once per pass over the row (mean, variance,
+    normalise); slices and concats (Swin's patch merging) are left out too until the model zoo
+    has checked them on the GPU. An embedding lookup (gathers by token id, adds, casts) joins."""
+    return c.anchor.anchor_kind == "norm" and any(
+        p.pattern == OpPattern.INJECTIVE and p.op not in NORM_GATHERS for p in c.producers)
 
 
 @register_prologue_rule("cuda")
 def computed_operand_rule(c: PrologueCandidate, target) -> bool:
-    if _strides_rows(c):
+    if _moves_rows(c):
         return False
     return not (c.computes or _pads_channels(c)) or not streams_operands(c.anchor, target)

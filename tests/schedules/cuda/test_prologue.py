@@ -125,3 +125,16 @@ def test_a_transpose_stays_out_of_a_row_norm_on_cuda(target, fused):
     (norm,) = [g for g in groups if g.anchor is not None and g.anchor.op == "layer_norm"]
     assert any(n.op == "transpose" for n in norm.nodes) == fused
     assert len(groups) == (1 if fused else 2)
+
+
+def test_slices_and_a_concat_stay_out_of_a_row_norm_on_cuda():
+    """Swin's patch merging: four strided slices concatenated, then LayerNorm."""
+    b = GraphBuilder()
+    x = b.input("x", (1, 8, 8, 16))
+    parts = [b.slice(x, starts=[0, i, j, 0], ends=[1, 8, 8, 16], axes=[0, 1, 2, 3], steps=[1, 2, 2, 1])
+             for i, j in ((0, 0), (1, 0), (0, 1), (1, 1))]
+    y = b.layer_norm(b.concat(*parts, axis=-1), b.const(np.ones(64, "f4")), b.const(np.zeros(64, "f4")), axis=-1)
+    for target, fused in (("cuda:sm_90", False), ("llvm", True)):
+        groups = _groups(b.build(y), target, "fp32")
+        (norm,) = [g for g in groups if g.anchor is not None and g.anchor.op == "layer_norm"]
+        assert any(n.op == "concat" for n in norm.nodes) == fused
