@@ -10,7 +10,10 @@ On the GPU machine (needs the `zoo` extra: torch, torchvision, transformers):
 
     python -m tefuse.bench.zoo --target cuda --precision fp32,fp16 --out benchmarks/zoo.json
 
-`--small` takes the small configurations, `--models resnet50,bert` a subset. The JSON holds, per
+`--small` takes the small configurations, `--models resnet50,bert` a subset. On a machine of
+several GPUs, `--shard 1/2` and `--shard 2/2` (one process a GPU) split the list, and `--merge
+a.json b.json --out zoo.json` joins their reports; `--bisect` names the first ONNX tensor that
+departs in a failed check (tefuse.bench.bisect). The JSON holds, per
 model: the export/import/build status (a refused import with its one-line reason), kernels, build
 seconds, the error relative to the output's scale (max |onnxruntime|) per precision and whether
 top-1 / argmax agrees.
@@ -533,6 +536,11 @@ def parse_args(argv: Optional[Sequence[str]]):
     p.add_argument("--resume", action="store_true", help="keep the models --out already holds as ok (same "
                    "target, precisions and configuration) and check the rest")
     p.add_argument("--no-db", action="store_true", help="ignore tuning logs (fallback configs)")
+    p.add_argument("--shard", default=None, metavar="K/N", help="check every N-th model of the list from the "
+                   "K-th (1-based): N processes, one a GPU (CUDA_VISIBLE_DEVICES), then --merge their reports")
+    p.add_argument("--merge", nargs="+", default=None, metavar="REPORT",
+                   help="write the reports given (same target, precisions and configuration) as one to --out, "
+                        "in the zoo's order; nothing is built")
     p.add_argument("--bisect", action="store_true", help="for a failed check, find the first ONNX tensor that "
                    "departs from onnxruntime (tefuse.bench.bisect; a few more builds)")
     p.add_argument("-j", "--jobs", type=int, default=None, help="kernels compiled at once (default: CPU count)")
@@ -545,7 +553,31 @@ def parse_args(argv: Optional[Sequence[str]]):
     unknown = [m for m in args.models if m not in names()]
     if unknown:
         p.error(f"unknown model {unknown[0]!r}; the zoo has {', '.join(names())}")
+    if args.shard is not None:
+        k, _, n = args.shard.partition("/")
+        if not (k.isdigit() and n.isdigit() and 1 <= int(k) <= int(n)):
+            p.error(f"--shard {args.shard!r}: expected K/N with 1 <= K <= N, e.g. 1/2")
+        args.models = args.models[int(k) - 1::int(n)]
+    if args.merge is not None and args.out is None:
+        p.error("--merge needs --out")
     return args
+
+
+def merge_reports(reports: Sequence[dict]) -> dict:
+    """One report of several (shards of one run): results in the zoo's order, every command kept.
+    Reports of another target, precision set or configuration are refused (ValueError)."""
+    first = reports[0]
+    for r in reports[1:]:
+        for k in ("target", "precisions", "config"):
+            if r.get(k) != first.get(k):
+                raise ValueError(f"reports differ in {k}: {first.get(k)!r} and {r.get(k)!r}")
+    by_name = {x["name"]: x for r in reports for x in r.get("results", [])}
+    order = [n for n in names() if n in by_name] + sorted(set(by_name) - set(names()))
+    results = [by_name[n] for n in order]
+    commands = [c for r in reports for c in (r.get("commands") or [r.get("command")]) if c]
+    keep = {k: first[k] for k in ("target", "precisions", "config", "tolerance", "versions") if k in first}
+    return {**keep, "commands": commands, "ok": sum(bool(x.get("ok")) for x in results), "models": len(results),
+            "results": results}
 
 
 def write_report(path: Path, report: dict) -> None:
@@ -560,6 +592,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     out = Path(args.out) if args.out else None
+    if args.merge is not None:
+        try:
+            merged = merge_reports([json.loads(Path(f).read_text()) for f in args.merge])
+        except (OSError, ValueError) as e:
+            log.error("--merge: %s", e)
+            return 2
+        write_report(out, merged)
+        log.info("wrote %s: %d of %d models ok", out, merged["ok"], merged["models"])
+        return 0 if merged["ok"] == merged["models"] else 1
     header = {"command": shlex.join(["python", "-m", "tefuse.bench.zoo", *argv]), "target": args.target,
               "precisions": args.precision, "config": "small" if args.small else "full",
               "tolerance": {p: TOLERANCE[p] for p in args.precision}, "versions": zb.versions()}

@@ -162,3 +162,29 @@ def test_the_command_line_refuses_unknown_models_and_precisions(capsys):
     with pytest.raises(SystemExit):
         zoo.main(["--precision", "fp8"])
     assert "unknown precision 'fp8'" in capsys.readouterr().err
+
+
+def test_shards_split_the_list_and_their_reports_merge(tmp_path, capsys):
+    every = zoo.names()
+    parts = [zoo.parse_args(["--shard", f"{k}/3"]).models for k in (1, 2, 3)]
+    assert sorted(sum(parts, [])) == sorted(every) and all(parts)
+    with pytest.raises(SystemExit):
+        zoo.parse_args(["--shard", "4/3"])
+    assert "--shard '4/3'" in capsys.readouterr().err
+
+    def report(names, ok, **head):
+        rows = [{"name": n, "ok": ok} for n in names]
+        return {"command": f"zoo {names[0]}", "target": "cuda", "precisions": ["fp32"], "config": "full",
+                "tolerance": {"fp32": 1e-4}, "versions": {}, "results": rows, **head}
+
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps(report(parts[1], True)))
+    b.write_text(json.dumps(report(parts[0], False)))
+    out = tmp_path / "zoo.json"
+    assert zoo.main(["--merge", str(a), str(b), "--out", str(out)]) == 1  # shard 1's models failed
+    merged = json.loads(out.read_text())
+    assert [r["name"] for r in merged["results"]] == [n for n in every if n in parts[0] + parts[1]]
+    assert merged["ok"] == len(parts[1]) and merged["models"] == len(parts[0]) + len(parts[1])
+    assert merged["commands"] == [f"zoo {parts[1][0]}", f"zoo {parts[0][0]}"]
+    b.write_text(json.dumps(report(parts[0], True, target="llvm")))
+    assert zoo.main(["--merge", str(a), str(b), "--out", str(out)]) == 2
