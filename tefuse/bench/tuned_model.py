@@ -25,34 +25,19 @@ class ModelTimes:
                 "runs": self.runs, "kernels": self.kernels, "tuned_kernels": self.tuned_kernels}
 
 
-def random_feeds(graph, seed: int = 0) -> dict:
-    """Uniform [0, 1) floats (small integers, random booleans) for every graph input."""
-    import numpy as np
-
-    rng = np.random.default_rng(seed)
-    feeds = {}
-    for i in graph.inputs:
-        if i.dtype.startswith("float"):
-            feeds[i.name] = rng.random(i.shape, dtype=np.float32).astype(i.dtype)
-        elif i.dtype == "bool":
-            feeds[i.name] = rng.random(i.shape) > 0.5
-        else:
-            feeds[i.name] = rng.integers(0, 4, size=i.shape).astype(i.dtype)
-    return feeds
-
-
 def time_untuned_and_tuned(graph, target, db, *, runs: int = 20, warmup: int = 3, cache=None,
                            jobs: Optional[int] = None, **options) -> ModelTimes:
     """Build `graph` without records and with `db`'s best, then time the two in turns (inputs
     already on the device, each run synchronised). options: driver.build's graph options."""
     from ..driver import build
     from ..runtime import to_device
+    from ..runtime.feeds import random_inputs
     from .timing import time_interleaved
 
     untuned = build(graph, target, db=None, cache=cache, jobs=jobs, **options)
     tuned = build(graph, target, db=db, cache=cache, jobs=jobs, **options)
     dev = tuned.device
-    feeds = {k: to_device(v, dev) for k, v in random_feeds(graph).items()}
+    feeds = {k: to_device(v, dev) for k, v in random_inputs(graph).items()}
     untuned_ms, tuned_ms = time_interleaved([lambda: untuned.run(as_numpy=False, **feeds),
                                              lambda: tuned.run(as_numpy=False, **feeds)],
                                             dev.sync, warmup=warmup, iters=runs)

@@ -233,24 +233,6 @@ def _read_array(name: str, item: str, path: str):
         raise UsageError(f"{what}: cannot read {path!r}: not a .npy or .npz file ({why})") from None
 
 
-def random_inputs(graph, seed: int = 0, given: Optional[dict[str, Any]] = None) -> dict[str, Any]:
-    """Values for every graph input: the given ones, random for the rest (uniform [0, 1) floats)."""
-    import numpy as np
-
-    rng = np.random.default_rng(seed)
-    feeds = dict(given or {})
-    for i in graph.inputs:
-        if i.name in feeds:
-            continue
-        if i.dtype.startswith("float"):
-            feeds[i.name] = rng.random(i.shape, dtype=np.float32).astype(i.dtype)
-        elif i.dtype == "bool":
-            feeds[i.name] = rng.random(i.shape) > 0.5
-        else:
-            feeds[i.name] = rng.integers(0, 4, size=i.shape).astype(i.dtype)
-    return feeds
-
-
 def compare(names: list[str], got: list, want: list, rtol: float, atol: float) -> list[Comparison]:
     import numpy as np
 
@@ -534,6 +516,8 @@ def _run_graph(cg, args: argparse.Namespace, given: dict[str, Any], onnx_nodes: 
     _check_input_names(given, [i.name for i in cg.graph.inputs])
     _check_files_complete(args.input, given, [i.name for i in cg.graph.inputs])
     print(fusion_summary(cg, onnx_nodes, args.verbose_groups))
+
+    from ..runtime.feeds import random_inputs
 
     feeds = random_inputs(cg.graph, args.seed, given)
     outs = cg.run(**feeds)

@@ -17,14 +17,13 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional, Union
 
 from .builder import LocalBuilder
-from .loop import OneRunAtATime, default_at_once, in_threads, narrowed_spaces
+from .loop import in_threads, open_tuning, workers_shape
 from .measure import COMPILE_ERROR
 from .runner import LocalRunner
 from .scheduler import Round, SchedulerSettings, TaskScheduler, TaskStats, stats_from_costs
-from .search import DB, TemplateSearch, TuneResult, TuningSession, open_log, own_records
-from .task import Task, as_tasks
+from .search import DB, TemplateSearch, TuneResult, TuningSession, own_records
+from .task import Task
 from ..options import BuildOptions
-from ..schedules.space import KnobError
 
 log = logging.getLogger(__name__)
 
@@ -142,23 +141,12 @@ def tune_within(graph_or_tasks, target=None, *, seconds: float, tuner: str = "xg
     and the batch in flight at the deadline is finished and logged. `tasks_at_once`, `only`, `options`,
     `builder`, `runner` and `log` are as for `tune`."""
     settings = settings or SchedulerSettings()
-    options = BuildOptions.from_env() if options is None else options
-    tasks = as_tasks(graph_or_tasks, target if target is not None else "llvm", options)
-    narrowed = [narrowed_spaces(t, only or {}) for t in tasks]
-    if only and not any(spaces for spaces, _ in narrowed):
-        refusals = [why for _, whys in narrowed for why in whys]
-        raise KnobError(refusals[0] if refusals else f"no template has the knobs {sorted(only)}")
-    db = open_log(log)
-    db.check_writable()
+    tasks, narrowed, db = open_tuning(graph_or_tasks, target, options, only, log)
     own_builder, own_runner = builder is None, runner is None
     builder = builder or LocalBuilder()
     runner = runner or LocalRunner()
     try:
-        parallelism = max(1, getattr(runner, "parallelism", 1))
-        batch_size = batch_size or max(builder.n_parallel, parallelism)
-        at_once = max(1, min(len(tasks), tasks_at_once or default_at_once(tasks, parallelism)))
-        if at_once > 1 and not getattr(runner, "concurrent_runs", False):
-            runner = OneRunAtATime(runner)
+        runner, batch_size, at_once = workers_shape(tasks, builder, runner, batch_size, tasks_at_once)
         session = TuningSession(db, builder, runner, tuner, seed, batch_size, None, transfer, None,
                                 dict(tuner_options or {}))
         t0 = time.monotonic()

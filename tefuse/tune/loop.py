@@ -52,24 +52,12 @@ def tune(graph_or_tasks, target=None, *, trials: int, tuner: str = "xgb",
     `options` (a graph's tasks; given Tasks carry their own): the build options the records are
     measured under, and replay under; None reads them from the environment (BuildOptions.from_env).
     """
-    options = BuildOptions.from_env() if options is None else options
-    tasks = as_tasks(graph_or_tasks, target if target is not None else "llvm", options)
-    narrowed = [narrowed_spaces(t, only or {}) for t in tasks]  # per task: {template: its space}, refusals
-    if only and not any(spaces for spaces, _ in narrowed):  # a typo, not a narrowing: stop before starting
-        refusals = [why for _, whys in narrowed for why in whys]
-        raise KnobError(refusals[0] if refusals else f"no template has the knobs {sorted(only)}")
-    db = open_log(log)
-    db.check_writable()  # before any measurement: results that cannot be kept are not worth taking
+    tasks, narrowed, db = open_tuning(graph_or_tasks, target, options, only, log)
     own_builder, own_runner = builder is None, runner is None
     builder = builder or LocalBuilder()
     runner = runner or LocalRunner()
     try:
-        parallelism = max(1, getattr(runner, "parallelism", 1))
-        # a batch keeps every build worker and every measuring device busy
-        batch_size = batch_size or max(builder.n_parallel, parallelism)
-        at_once = max(1, min(len(tasks), tasks_at_once or default_at_once(tasks, parallelism)))
-        if at_once > 1 and not getattr(runner, "concurrent_runs", False):
-            runner = OneRunAtATime(runner)
+        runner, batch_size, at_once = workers_shape(tasks, builder, runner, batch_size, tasks_at_once)
         session = TuningSession(db, builder, runner, tuner, seed, batch_size, early_stopping, transfer,
                                 locked(progress) if progress is not None else None,
                                 dict(tuner_options or {}))
@@ -112,6 +100,36 @@ def tune(graph_or_tasks, target=None, *, trials: int, tuner: str = "xgb",
         if own_runner:
             runner.close()
     return [r for rs in per_task for r in rs]
+
+
+def open_tuning(graph_or_tasks, target, options: Optional[BuildOptions], only: Optional[dict],
+                log: Union[None, str, os.PathLike, DB]) -> tuple[list[Task], list[tuple[dict, list[str]]], DB]:
+    """The tasks (a graph's fused groups, or given Tasks), each with its templates' spaces
+    narrowed to `only` and why others are left, and the log to append to, checked writable
+    before any measurement (results that cannot be kept are not worth taking). `only` that
+    no kernel can take is a typo, not a narrowing: KnobError before anything starts."""
+    options = BuildOptions.from_env() if options is None else options
+    tasks = as_tasks(graph_or_tasks, target if target is not None else "llvm", options)
+    narrowed = [narrowed_spaces(t, only or {}) for t in tasks]
+    if only and not any(spaces for spaces, _ in narrowed):
+        refusals = [why for _, whys in narrowed for why in whys]
+        raise KnobError(refusals[0] if refusals else f"no template has the knobs {sorted(only)}")
+    db = open_log(log)
+    db.check_writable()
+    return tasks, narrowed, db
+
+
+def workers_shape(tasks: list[Task], builder, runner, batch_size: Optional[int],
+                  tasks_at_once: Optional[int]) -> tuple[object, int, int]:
+    """(runner, batch size, tasks tuned at once): a batch keeps every build worker and every
+    measuring device busy; several tasks at once share a runner that measures one at a time
+    unless it runs concurrently itself."""
+    parallelism = max(1, getattr(runner, "parallelism", 1))
+    batch_size = batch_size or max(builder.n_parallel, parallelism)
+    at_once = max(1, min(len(tasks), tasks_at_once or default_at_once(tasks, parallelism)))
+    if at_once > 1 and not getattr(runner, "concurrent_runs", False):
+        runner = OneRunAtATime(runner)
+    return runner, batch_size, at_once
 
 
 def narrowed_spaces(task: Task, only: dict) -> tuple[dict, list[str]]:

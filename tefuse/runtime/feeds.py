@@ -1,0 +1,24 @@
+"""Seeded inputs for a graph: what `tefuse run` feeds where no file gives an input, and what the
+tuner's before/after timing feeds."""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+
+def random_inputs(graph, seed: int = 0, given: Optional[dict[str, Any]] = None) -> dict[str, Any]:
+    """Values for every graph input: the given ones, seeded random for the rest (uniform [0, 1)
+    floats, random booleans, integers in [0, 4): valid indices for small tables)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    feeds = dict(given or {})
+    for i in graph.inputs:
+        if i.name in feeds:
+            continue
+        if i.dtype.startswith("float"):
+            feeds[i.name] = rng.random(i.shape, dtype=np.float32).astype(i.dtype)
+        elif i.dtype == "bool":
+            feeds[i.name] = rng.random(i.shape) > 0.5
+        else:
+            feeds[i.name] = rng.integers(0, 4, size=i.shape).astype(i.dtype)
+    return feeds
