@@ -63,6 +63,21 @@ def padded(extent: int) -> int:
     return -(-extent // PAD_QUANTUM) * PAD_QUANTUM
 
 
+def aliases_padding(info: KernelInfo, cfg: Config) -> bool:
+    """Whether a config's padded tail could write over other rows' outputs. Tiles that do not
+    divide M (or N) cover padding rows (columns) that the GEMM masks; an epilogue that reshapes
+    the output (Swin's window reverse: [windows, 49, C] -> [1, 28, 28, C]) maps a padding row of
+    one batch entry onto a real row of the next, which the epilogue, attached under the tile,
+    then writes from an accumulator never computed. Elementwise epilogues keep the anchor's
+    shape, where padding indexes past the end and stays masked."""
+    dims = gemm_dims(info)
+    if dims is None or all(tuple(s) == tuple(info.out_shape) for s in info.output_shapes):
+        return False
+    batch, m, n, _ = dims
+    rows, cols = math.prod(cfg["tile_m"][1:]), math.prod(cfg["tile_n"][1:])
+    return (m % rows != 0 and batch > 1) or (n % cols != 0 and batch * m > 1)
+
+
 def _bank_elems(itemsize: int) -> int:
     return max(1, 4 // itemsize)
 
@@ -225,6 +240,9 @@ class CudaDense(Template):
         if gemm_dims(info) is None:
             self._generic.apply(sch, info, cfg, target)
             return
+        if aliases_padding(info, cfg):
+            raise ValueError("tiles pad M or N under an epilogue that reshapes the output: padding rows "
+                             "would be written over another batch entry's")
         anchor = info.anchor_block
         block = sch.get_sblock(anchor)
         roles = [r for r in (DATA, WEIGHT) if r in info.operands]

@@ -226,3 +226,34 @@ def test_fallback_compiles_to_sm90_ptx(kw):
     ptx = compile_to_ptx(src, "sm_90")
     assert re.search(r"^\.target\s+sm_90\b", ptx, re.M), ptx[:400]
     assert ptx_entries(ptx) == cuda_kernel_names(src)
+
+
+def _window_reverse_projection():
+    """Swin's attention output projection: 16 windows of 49 tokens, a Linear with bias, then the
+    window reverse (reshape, transpose, reshape) back to the 28x28 image as its epilogue."""
+    rng = np.random.default_rng(0)
+    b = GraphBuilder()
+    x = b.input("x", (16, 49, 192))
+    y = b.add(b.matmul(x, b.const((rng.standard_normal((192, 192)) / 14).astype("f4"))),
+              b.const(rng.standard_normal(192).astype("f4")))
+    y = b.reshape(y, shape=(1, 4, 4, 7, 7, 192))
+    y = b.reshape(b.transpose(y, axes=[0, 1, 3, 2, 4, 5]), shape=(1, 28, 28, 192))
+    return b.build(y)
+
+
+def test_no_padded_tile_under_a_reshaping_epilogue():
+    """Tiles that pad the 49 rows would map a window's padding rows onto the next window's first
+    row, which the epilogue then writes from accumulators never computed (a wrong Swin-T on the
+    GPU): every config applied divides the rows, or the epilogue is a kernel of its own."""
+    from tefuse.schedules.gpu.dense import aliases_padding
+
+    (task,) = [t for t in as_tasks(_window_reverse_projection(), "cuda:sm_90") if "matmul" in t.name]
+    space = task.spaces["cuda_dense"]
+    padded_cfgs = [c for c in (space.get(i) for i in range(0, len(space), max(1, len(space) // 200)))
+                   if math.prod(c["tile_m"][1:]) and 49 % math.prod(c["tile_m"][1:])]
+    assert padded_cfgs and all(aliases_padding(task.info, c) for c in padded_cfgs)
+    cg = tefuse.build(_window_reverse_projection(), "cuda:sm_90")
+    for k in cg.kernels:
+        if k.template == "cuda_dense" and any(n.op == "transpose" for n in k.group.nodes):
+            cfg = task.spaces["cuda_dense"].get(k.config_index)
+            assert 49 % math.prod(cfg["tile_m"][1:]) == 0
