@@ -52,6 +52,9 @@ class KernelInfo:
     geometry: Any = None  # the anchor op's geometry dataclass; None without one
     stages: dict[str, str] = field(default_factory=dict)  # role -> block name (ROLES)
     operands: dict[str, str] = field(default_factory=dict)  # data/weight -> buffer the accumulator reads
+    # whether a padded row / column index of the anchor's output lands on another output element
+    # through the epilogue's reshapes (fusion/epilogue.py): tiles must then divide that extent
+    padding_spills: tuple[bool, bool] = (False, False)
 
     def stage(self, role: str) -> Optional[str]:
         """The block playing `role`, or None (a weight read straight from a parameter has none)."""

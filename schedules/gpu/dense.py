@@ -64,18 +64,17 @@ def padded(extent: int) -> int:
 
 
 def aliases_padding(info: KernelInfo, cfg: Config) -> bool:
-    """Whether a config's padded tail could write over other rows' outputs. Tiles that do not
-    divide M (or N) cover padding rows (columns) that the GEMM masks; an epilogue that reshapes
-    the output (Swin's window reverse: [windows, 49, C] -> [1, 28, 28, C]) maps a padding row of
-    one batch entry onto a real row of the next, which the epilogue, attached under the tile,
-    then writes from an accumulator never computed. Elementwise epilogues keep the anchor's
-    shape, where padding indexes past the end and stays masked."""
+    """Whether a config's padded tail could write over other outputs: tiles that do not divide
+    M (N) cover padding rows (columns) the GEMM masks, and an epilogue whose reshapes merge that
+    axis with a more significant one (Swin's window reverse; KernelInfo.padding_spills) maps a
+    padding row onto a real row of the next entry, written from an accumulator never computed."""
     dims = gemm_dims(info)
-    if dims is None or all(tuple(s) == tuple(info.out_shape) for s in info.output_shapes):
+    if dims is None:
         return False
-    batch, m, n, _ = dims
-    rows, cols = math.prod(cfg["tile_m"][1:]), math.prod(cfg["tile_n"][1:])
-    return (m % rows != 0 and batch > 1) or (n % cols != 0 and batch * m > 1)
+    _, m, n, _ = dims
+    rows_spill, cols_spill = info.padding_spills
+    return (rows_spill and m % math.prod(cfg["tile_m"][1:]) != 0) or \
+        (cols_spill and n % math.prod(cfg["tile_n"][1:]) != 0)
 
 
 def _bank_elems(itemsize: int) -> int:

@@ -7,13 +7,14 @@ anchor's own stages and the group's outputs remain as blocks.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 
 import tvm
 from tvm import s_tir, te, tirx as tir
 
 from ..errors import BuildError, OpError
 from ..fusion import FusedGroup
+from ..fusion.epilogue import padding_spill
 from ..graph.ir import CONST, Node
 from ..ops import Value, get_op
 from ..ops.value import loop_index_dtype, te_compute
@@ -131,6 +132,7 @@ def _kernel_info(group: FusedGroup, func: tir.PrimFunc, n_out: int) -> KernelInf
         geometry=_geometry(a),
         stages=stages,
         operands=operands,
+        padding_spills=astuple(padding_spill(group)),
     )
 
 
