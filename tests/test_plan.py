@@ -1,8 +1,11 @@
 """FusionPlan: add-time errors, compile once, execute many times with separate args."""
+import re
+import shutil
+
 import numpy as np
 import pytest
 
-from tefuse.codegen.ptx import cuda_kernel_names
+from tefuse.codegen.ptx import compile_to_ptx, cuda_kernel_names
 from tefuse.errors import PlanStateError, UnsupportedFusion
 from tefuse.plan import FusionPlan, TensorDesc
 from tests import reference as R
@@ -121,3 +124,116 @@ def test_state_errors(rng):
     p.add_activation("tanh")
     with pytest.raises(PlanStateError, match="changed after compile"):
         p.execute(x, a)
+
+
+def _fp16_nhwc_plan(shape=(2, 8, 8, 16), k=16):
+    """conv + bias + batch-norm + ReLU on an fp16 NHWC input, channels whole 16-byte copies."""
+    p = FusionPlan(TensorDesc(shape, dtype="float16", layout="NHWC"))
+    hs = (p.add_conv(TensorDesc((3, 3, shape[3], k), dtype="float16", layout="HWIO"), padding=1),
+          p.add_bias(), p.add_batch_norm(), p.add_activation("relu"))
+    return p, hs
+
+
+def _fp16_args(a, hs, rng):
+    """Sets the plan's arguments (weight HWIO, as users pass it); returns them in float32."""
+    hc, hb, hn, _ = hs
+    w = (rng.standard_normal(hc.arg_shapes[0]) * 0.2).astype("float16")
+    k = hc.arg_shapes[0][3]
+    b, g, be, m = (rng.standard_normal(k).astype("float16") for _ in range(4))
+    v = (rng.random(k) + 0.5).astype("float16")
+    a.set_conv(hc, w)
+    a.set_bias(hb, b)
+    a.set_batch_norm(hn, g, be, m, v)
+    return [t.astype("float32") for t in (w, b, g, be, m, v)]
+
+
+def _fp16_reference(x, w, b, g, be, m, v):
+    y = R.conv2d(x.astype("float32"), w, padding=1, layout="NHWC") + b
+    return np.maximum(R.batch_norm(y, g, be, m, v, eps=1e-5, axis=3), 0)
+
+
+def test_ohwi_weight_converted_when_set_computes_the_same(rng, monkeypatch):
+    """The Hopper layout on llvm (kernel_layouts forced): the plan declares its conv weight OHWI,
+    the user still passes HWIO, set_conv converts it once, and the result matches float32 numpy
+    within fp16 tolerance and the HWIO plan's result exactly."""
+    x = rng.standard_normal((2, 8, 8, 16)).astype("float16")
+    plain, hs = _fp16_nhwc_plan()
+    plain.compile("llvm")
+    assert plain.kernel_layouts("llvm") == {}
+    a = plain.new_args()
+    ref = _fp16_reference(x, *_fp16_args(a, hs, np.random.default_rng(1)))
+    want = plain.execute(x, a)
+    p, hs = _fp16_nhwc_plan()
+    monkeypatch.setattr(p, "kernel_layouts", lambda *_, **__: {"s0_weight": "OHWI"})
+    p.compile("llvm")
+    conv = next(n for n in p.compiled.graph.nodes if n.op == "conv2d")
+    assert conv.attrs["weight_layout"] == "OHWI" and conv.inputs[1].shape == (16, 3, 3, 16)
+    a = p.new_args()
+    w = _fp16_args(a, hs, np.random.default_rng(1))[0]
+    assert a.values["s0_weight"].shape == (16, 3, 3, 16)  # converted when set, not per execute
+    np.testing.assert_array_equal(a.values["s0_weight"].astype("float32"), w.transpose(3, 0, 1, 2))
+    got = p.execute(x, a)
+    np.testing.assert_allclose(got.astype("float32"), ref, rtol=2e-2, atol=2e-2)
+    np.testing.assert_array_equal(got, want)  # the same sums in the same order: bit for bit
+
+
+def test_args_set_before_compile_are_converted_once():
+    """Args made before compile (or for another target) hold the user's layout; execute converts
+    them to the kernel's once, and back where a later compile reads the user's."""
+    p, hs = _fp16_nhwc_plan()
+    a = p.new_args()
+    w = np.arange(3 * 3 * 16 * 16, dtype="float16").reshape(3, 3, 16, 16)
+    a.set_conv(hs[0], w)
+    assert a.values["s0_weight"] is not None and a.values["s0_weight"].shape == (3, 3, 16, 16)
+    a.read_as({"s0_weight": "OHWI"})
+    np.testing.assert_array_equal(a.values["s0_weight"], w.transpose(3, 0, 1, 2))
+    a.set_conv(hs[0], w)  # set again: converted at once
+    assert a.values["s0_weight"].shape == (16, 3, 3, 16)
+    a.read_as({})
+    np.testing.assert_array_equal(a.values["s0_weight"], w)
+
+
+@pytest.mark.parametrize("target, precision, dtype, layout", [
+    ("cuda:sm_90", "fp16", "float16", "NHWC"), ("cuda:sm_90", "tf32", "float32", "NHWC"),
+    ("cuda:sm_80", "fp16", "float16", "NHWC"), ("cuda:sm_90", "fp32", "float32", "NHWC"),
+    ("cuda:sm_90", "fp16", "float32", "NHWC"), ("cuda:sm_90", "fp16", "float16", "NCHW"),
+    ("llvm", "fp16", "float16", "NHWC")])
+def test_weight_stored_ohwi_only_where_wgmma_runs(target, precision, dtype, layout):
+    """OHWI on sm_90 for fp16/bf16 or tf32 NHWC convs; a float32 plan at fp16 keeps HWIO (its
+    input's cast could not be read by wgmma's copies: a second kernel); elsewhere the user's
+    layout, the graph unchanged."""
+    shape, wshape = ((2, 16, 16, 64), (3, 3, 64, 64)) if layout == "NHWC" else ((2, 64, 16, 16), (64, 64, 3, 3))
+    p = FusionPlan(TensorDesc(shape, dtype=dtype, layout=layout))
+    p.add_conv(TensorDesc(wshape, dtype=dtype), padding=1)
+    p.add_activation("relu")
+    ohwi = target == "cuda:sm_90" and layout == "NHWC" and precision in ("fp16", "tf32") and (
+        dtype == "float16" or precision == "tf32")
+    assert p.kernel_layouts(target, precision) == ({"s0_weight": "OHWI"} if ohwi else {})
+    g = p.kernel_graph(target, precision)
+    assert (g is p.graph or g.text() == p.graph.text()) != ohwi
+    if ohwi:
+        assert g.node("s0_weight").shape == (64, 3, 3, 64)
+        assert g.node("s0_conv2d").attrs["weight_layout"] == "OHWI"
+
+
+def test_few_channels_keep_hwio_on_hopper():
+    """An image's 3 channels would need the input padded and taps widened (the constant pass
+    does that): a run-time weight over them keeps HWIO."""
+    p = FusionPlan(TensorDesc((2, 32, 32, 3), dtype="float16", layout="NHWC"))
+    p.add_conv(TensorDesc((3, 3, 3, 64), dtype="float16"), padding=1)
+    assert p.kernel_layouts("cuda:sm_90", "fp16") == {}
+
+
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+
+
+@needs_nvcc
+def test_hopper_fp16_nhwc_plan_runs_its_weight_on_wgmma():
+    """Compile only: the sm_90 fp16 NHWC plan is one wgmma_gemm kernel reading the OHWI weight,
+    and nvcc compiles its CUDA to wgmma.mma_async."""
+    p, _ = _fp16_nhwc_plan((2, 16, 16, 64), 64)
+    p.compile("cuda:sm_90", precision="fp16")
+    (k,) = p.compiled.kernels
+    src = k.source("cuda")
+    assert k.template == "wgmma_gemm" and "wgmma" in src
+    assert re.search(r"wgmma\.mma_async", compile_to_ptx(src, "sm_90a"))

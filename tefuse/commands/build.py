@@ -108,7 +108,9 @@ def load_graphs(args: argparse.Namespace) -> Optional[dict]:
         from ..plan.spec import parse_chain
 
         shape = chain_shape(args)
-        return {b: parse_chain(args.spec, (b, *shape[1:]), args.dtype, args.layout) for b in batches}
+        target, precision = chain_target(args)
+        return {b: parse_chain(args.spec, (b, *shape[1:]), args.dtype, args.layout, target, precision)
+                for b in batches}
     if getattr(args, "input", None):
         raise UsageError("--input/-i is a chain's input shape; for an ONNX model use --shape NAME=DIMS")
     from ..frontend.onnx import load_model
@@ -214,7 +216,14 @@ def load_graph(args: argparse.Namespace):
         return import_model(model, shapes, [i.name for i in model.graph.input if i.name not in init], args.spec)
     from ..plan.spec import parse_chain
 
-    return parse_chain(args.spec, chain_shape(args), args.dtype, args.layout)
+    return parse_chain(args.spec, chain_shape(args), args.dtype, args.layout, *chain_target(args))
+
+
+def chain_target(args: argparse.Namespace) -> tuple:
+    """(target, precision) a chain's graph is made for: its conv weight is then declared in the
+    layout that target's kernel reads (OHWI on Hopper), as a FusionPlan compiled for it stores it."""
+    target = getattr(args, "target", None)
+    return (resolve_target(target) if target else None), getattr(args, "precision", "fp32")
 
 
 def chain_shape(args: argparse.Namespace) -> tuple[int, ...]:

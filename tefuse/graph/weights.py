@@ -32,7 +32,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .ir import CONST, Graph, Node, RewriteContext, fresh_name, op_node, pad_after, rewrite
+from ..errors import GraphError
+from .ir import CONST, INPUT, Graph, Node, RewriteContext, fresh_name, op_node, pad_after, rewrite
 
 
 TENSOR_CORE_DTYPES = ("float16", "bfloat16")  # what the wgmma path multiplies (and tf32 float32)
@@ -55,15 +56,66 @@ def _candidate(n: Node) -> bool:
     return b.op == CONST and len(b.shape) == 2 and len(a.shape) >= 2 and tensor_core_operand(n, b)
 
 
-def _conv_candidate(n: Node, min_mn: int) -> bool:
+def _wgmma_conv(n: Node, min_mn: int) -> bool:
+    """An NHWC conv with an HWIO tensor-core weight whose implicit GEMM is big enough for a
+    tensor-core tile: what wgmma would read as OHWI, wherever the weight comes from."""
     if n.op != "conv2d" or n.attrs.get("layout") != "NHWC" or n.attrs.get("weight_layout"):
         return False
-    x, w = n.inputs
-    if w.op != CONST or not tensor_core_operand(n, w) or n.attrs.get("groups", 1) != 1:
+    w = n.inputs[1]
+    if not tensor_core_operand(n, w) or n.attrs.get("groups", 1) != 1:
         return False
     m = n.shape[0] * n.shape[1] * n.shape[2]
-    c, lanes = x.shape[3], vector_lanes(w.dtype)
-    return (c % lanes == 0 or c < lanes) and w.shape[3] >= min_mn and m >= min_mn
+    return w.shape[3] >= min_mn and m >= min_mn
+
+
+def _conv_candidate(n: Node, min_mn: int) -> bool:
+    if not _wgmma_conv(n, min_mn) or n.inputs[1].op != CONST:
+        return False
+    c, lanes = n.inputs[0].shape[3], vector_lanes(n.inputs[1].dtype)
+    return c % lanes == 0 or c < lanes
+
+
+def input_conv_candidate(n: Node, min_mn: int) -> bool:
+    """Whether an NHWC conv whose weight is a graph input (a FusionPlan's run-time weight) should
+    read it as OHWI on Hopper: the constant pass's conditions, with the channels already whole
+    16-byte copies. Fewer channels (an image's 3) would need the input padded and the kernel rows
+    widened (`padded_channels`, `row_taps`), which only the constant pass does."""
+    if not _wgmma_conv(n, min_mn) or n.inputs[1].op != INPUT:
+        return False
+    return n.inputs[0].shape[3] % vector_lanes(n.inputs[1].dtype) == 0
+
+
+def to_layout(v, src: str, dst: str):
+    """A 4-D array held in layout `src` (e.g. HWIO) as `dst` (e.g. OHWI), contiguous: a numpy
+    array, or anything with numpy's `transpose` (or torch's `permute`) and a copy."""
+    perm = tuple(src.index(axis) for axis in dst)
+    if isinstance(v, np.ndarray) or not hasattr(v, "permute"):
+        return np.ascontiguousarray(np.asarray(v).transpose(perm))
+    return v.permute(*perm).contiguous()
+
+
+def ohwi_weight_inputs(graph: Graph, names: set[str]) -> Graph:
+    """The graph with the HWIO weight inputs named `names` declared OHWI (same names) and the
+    NHWC convs that read them marked `weight_layout="OHWI"`: the caller feeds them converted
+    (`to_layout`), once, where the constant pass converts constants at build time."""
+    swapped = {i.name: Node(i.name, INPUT, [], dict(i.attrs), tuple(i.shape[a] for a in HWIO_TO_OHWI), i.dtype)
+               for i in graph.inputs if i.name in names}
+    new: dict[int, Node] = {}
+    for n in graph.nodes:
+        if not n.is_op:
+            new[id(n)] = swapped.get(n.name, n) if n.op == INPUT else n
+            continue
+        inputs = [new[id(i)] for i in n.inputs]
+        reads = [k for k, i in enumerate(n.inputs) if i.op == INPUT and i.name in swapped]
+        if reads and (n.op != "conv2d" or reads != [1]):
+            raise GraphError(f"{n.name} ({n.op}) reads {n.inputs[reads[0]].name}, which is not only a conv's weight")
+        if reads:
+            out = op_node(n.name, n.op, inputs, {**n.attrs, "weight_layout": "OHWI"})
+            assert out.shape == n.shape, f"{n.name}: OHWI changed its shape {n.shape} -> {out.shape}"
+            new[id(n)] = out
+        else:
+            new[id(n)] = Node(n.name, n.op, inputs, n.attrs, n.shape, n.dtype, n.value)
+    return Graph([swapped.get(i.name, i) for i in graph.inputs], [new[id(o)] for o in graph.outputs])
 
 
 MIN_PIXEL_BYTES = 8  # an image's pixel padded to at least one 8-byte copy (cp.async moves 4, 8 or 16)

@@ -21,11 +21,14 @@ from ..driver import build
 from ..errors import GraphError, OpError, PlanStateError, UnsupportedFusion
 from ..fusion import fuse_graph
 from ..graph.ir import Graph, GraphBuilder, Node
+from ..graph.precision import convert_precision
+from ..graph.weights import input_conv_candidate, ohwi_weight_inputs, to_layout
 from ..ops import ACTIVATIONS
 from ..ops.conv2d import WEIGHT_LAYOUT, normalize_padding, normalize_pair
 from ..ops.elemwise import BINARY, UNARY
 from ..runtime.executor import CompiledGraph
-from ..target import TargetLike
+from ..schedules import graph_policy
+from ..target import TargetLike, device_caps, make_target
 
 log = logging.getLogger(__name__)
 
@@ -81,23 +84,46 @@ class OpHandle:
     kind: str
     arg_names: tuple[str, ...]  # graph inputs this step reads at run time
     arg_shapes: tuple[tuple[int, ...], ...]
+    arg_layouts: tuple[str, ...] = ()  # the layout the user passes each in ("" where it has none)
 
 
 @dataclass
 class OperatorArgs:
-    """Runtime arguments of a plan, set per op handle, separate from the compiled plan."""
+    """Runtime arguments of a plan, set per op handle, separate from the compiled plan.
+
+    Users pass every argument in the plan's documented layout (a conv weight OIHW or HWIO).
+    `layouts` names those the compiled kernel reads in another one (an NHWC conv's weight as
+    OHWI where Hopper's wgmma runs): they are converted once, when set, not at each execute.
+    `values` holds what the kernel reads; `held` the (user's, held) layout of each laid-out one."""
 
     values: dict[str, np.ndarray] = field(default_factory=dict)
+    layouts: dict[str, str] = field(default_factory=dict)
+    held: dict[str, tuple[str, str]] = field(default_factory=dict)
 
     def _set(self, h: OpHandle, kind: str, arrays: Sequence[Any]) -> None:
         if h.kind != kind:
             raise PlanStateError(f"step {h.step} is a {h.kind}, not a {kind}")
-        for name, shape, a in zip(h.arg_names, h.arg_shapes, arrays):
+        layouts = h.arg_layouts or ("",) * len(h.arg_names)
+        for name, shape, layout, a in zip(h.arg_names, h.arg_shapes, layouts, arrays):
             arr = np.asarray(a) if not hasattr(a, "__dlpack__") or isinstance(a, np.ndarray) else a
             if tuple(arr.shape) != shape:
                 raise PlanStateError(f"step {h.step} ({kind}): {name} must have shape {shape}, "
                                      f"got {tuple(arr.shape)}")
             self.values[name] = arr
+            if layout:
+                self.held[name] = (layout, layout)
+        self.read_as(self.layouts)
+
+    def read_as(self, layouts: dict[str, str]) -> None:
+        """Hold every laid-out argument as `layouts` says (the user's layout where it names none),
+        converting those held otherwise: args set before compile, or for a plan since compiled
+        for another target, are converted here once, then read as they are."""
+        self.layouts = dict(layouts)
+        for name, (user, held) in self.held.items():
+            want = self.layouts.get(name, user)
+            if want != held:
+                self.values[name] = to_layout(self.values[name], held, want)
+                self.held[name] = (user, want)
 
     def set_conv(self, h: OpHandle, weight) -> None:
         self._set(h, "conv2d", [weight])
@@ -127,6 +153,7 @@ class FusionPlan:
         self._steps: list[OpHandle] = []
         self._compiled: Optional[CompiledGraph] = None
         self._compiled_steps = 0
+        self._kernel_layouts: dict[str, str] = {}
 
     # -- building ---------------------------------------------------------------------------
     @property
@@ -137,7 +164,8 @@ class FusionPlan:
     def output_desc(self) -> TensorDesc:
         return TensorDesc(self._cur.shape, self._cur.dtype, self.input.layout)
 
-    def _add(self, kind: str, op: str, args: list[tuple[str, tuple[int, ...]]], **attrs) -> OpHandle:
+    def _add(self, kind: str, op: str, args: list[tuple[str, tuple[int, ...]]], arg_layouts: tuple[str, ...] = (),
+             **attrs) -> OpHandle:
         step = len(self._steps)
         what = f"step {step} ({kind})"
         b = self._b
@@ -157,7 +185,7 @@ class FusionPlan:
                 f"{what}: {op} after {[h.kind for h in self._steps]} would need {len(groups)} kernels "
                 f"({'; '.join(g.describe() for g in groups)}); a plan fuses into one kernel")
         self._cur = node
-        h = OpHandle(step, kind, tuple(n for n, _ in args), tuple(s for _, s in args))
+        h = OpHandle(step, kind, tuple(n for n, _ in args), tuple(s for _, s in args), arg_layouts)
         self._steps.append(h)
         if self._compiled is not None:
             log.info("plan changed after compile (%s); compile again before executing", what)
@@ -184,7 +212,7 @@ class FusionPlan:
             raise UnsupportedFusion(f"step {step} (conv2d): {e}") from None
         if not isinstance(groups, (int, np.integer)) or isinstance(groups, bool) or groups < 1:
             raise UnsupportedFusion(f"step {step} (conv2d): groups must be a positive integer, got {groups!r}")
-        return self._add("conv2d", "conv2d", [(f"s{step}_weight", weight.shape)], strides=stride,
+        return self._add("conv2d", "conv2d", [(f"s{step}_weight", weight.shape)], (want,), strides=stride,
                          padding=padding, dilation=dilation, groups=groups, layout=self.input.layout)
 
     def add_bias(self) -> OpHandle:
@@ -239,12 +267,36 @@ class FusionPlan:
         return Graph(self._b.inputs, [self._cur])
 
     # -- compile and run --------------------------------------------------------------------
+    def kernel_layouts(self, target: TargetLike = "llvm", precision: str = "fp32") -> dict[str, str]:
+        """{argument: layout} for the run-time arguments the plan's kernel for `target` reads in
+        another layout than users pass: an NHWC conv's HWIO weight as OHWI where Hopper's wgmma
+        runs (sm_90, fp16/bf16 or tf32 operands, whole 16-byte channel copies, M and N a tile
+        big enough), the layout graph/weights.py gives a constant weight at build time. The
+        precision is applied first, as the build does: a weight it casts is read as cast."""
+        policy = graph_policy(device_caps(make_target(target)))
+        if not policy.nk_conv_weights:
+            return {}
+        graph = convert_precision(self.graph, precision)
+        return {n.inputs[1].name: "OHWI" for n in graph.nodes if input_conv_candidate(n, policy.min_mn)}
+
+    def kernel_graph(self, target: TargetLike = "llvm", precision: str = "fp32") -> Graph:
+        """The graph `compile` builds: the plan's, its laid-out weights declared in the layout the
+        kernel reads (`kernel_layouts`); what the command line builds and tunes for a chain."""
+        return self._graph_reading(self.kernel_layouts(target, precision))
+
+    def _graph_reading(self, layouts: dict[str, str]) -> Graph:
+        """The plan's graph with the arguments `layouts` names declared in that layout (OHWI)."""
+        return ohwi_weight_inputs(self.graph, set(layouts)) if layouts else self.graph
+
     def compile(self, target: TargetLike = "llvm", *, precision: str = "fp32", **build_kwargs) -> "FusionPlan":
         """Build the plan's single kernel (expensive: do it once). precision: fp32, fp16 or bf16
         (float32 accumulation; arguments and results stay in the plan's dtype). No split-K: a
-        plan is one kernel, so a small-grid conv stays whole (graph/split_k.py)."""
+        plan is one kernel, so a small-grid conv stays whole (graph/split_k.py). On Hopper the
+        conv weight is stored OHWI (`kernel_layouts`); OperatorArgs converts it when set."""
         build_kwargs.setdefault("split_k", False)
-        self._compiled = build(self.graph, target, precision=precision, **build_kwargs)
+        layouts = self.kernel_layouts(target, precision)
+        self._compiled = build(self._graph_reading(layouts), target, precision=precision, **build_kwargs)
+        self._kernel_layouts = layouts
         self._compiled_steps = len(self._steps)
         return self
 
@@ -258,7 +310,9 @@ class FusionPlan:
         return self._compiled
 
     def new_args(self) -> OperatorArgs:
-        return OperatorArgs()
+        """Arguments for this plan; after compile they convert weights to the kernel's layout as
+        they are set (made before, they are converted at the first execute)."""
+        return OperatorArgs(layouts=dict(self._kernel_layouts))
 
     def execute(self, x, args: OperatorArgs, *, as_numpy: bool = True):
         """Run the compiled kernel on input `x` with runtime arguments `args`."""
@@ -269,6 +323,8 @@ class FusionPlan:
         missing = [n for h in self._steps for n in h.arg_names if n not in args.values]
         if missing:
             raise PlanStateError(f"runtime arguments not set: {', '.join(missing)}")
+        if args.layouts != self._kernel_layouts:
+            args.read_as(self._kernel_layouts)
         return cg.run(x=x, as_numpy=as_numpy, **args.values)[0]
 
     def source(self, kind: Optional[str] = None) -> str:

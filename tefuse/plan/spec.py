@@ -6,10 +6,11 @@ inputs, so the same spec serves build, inspect, tune and bench.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Optional
 
 from ..errors import TefuseError
 from ..graph.ir import Graph
+from ..target import TargetLike
 from .fusion_plan import FusionPlan, TensorDesc
 
 _ITEM = re.compile(r"^\s*([A-Za-z_][\w]*)\s*(?:\(([^()]*)\))?\s*$")
@@ -139,6 +140,11 @@ def build_plan(text: str, input_shape: tuple, dtype: str = "float32", layout: st
     return plan
 
 
-def parse_chain(text: str, input_shape: tuple, dtype: str = "float32", layout: str = "NCHW") -> Graph:
-    """The graph of a chain spec; weights and operands are graph inputs."""
-    return build_plan(text, input_shape, dtype, layout).graph
+def parse_chain(text: str, input_shape: tuple, dtype: str = "float32", layout: str = "NCHW",
+                target: Optional[TargetLike] = None, precision: str = "fp32") -> Graph:
+    """The graph of a chain spec; weights and operands are graph inputs. With a target, the graph
+    the plan compiles for it and `precision`: its conv weight in the layout the kernel reads
+    (FusionPlan.kernel_graph: OHWI where Hopper's wgmma runs), so the command line builds and
+    tunes the kernel a plan runs."""
+    plan = build_plan(text, input_shape, dtype, layout)
+    return plan.graph if target is None else plan.kernel_graph(target, precision)

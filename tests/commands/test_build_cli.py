@@ -110,3 +110,23 @@ def test_attention_option(tmp_path, capsys, monkeypatch, attention, want):
     out = capsys.readouterr().out
     assert out.count("[flash_attention") == want
     assert ("softmax" in out) is (want == 0)
+
+
+HOPPER_CHAIN = [CHAINS[0], "-i", "16x56x56x64", "--layout", "NHWC", "--dtype", "float16", "--precision", "fp16",
+                "--no-db", "--no-cache"]
+
+
+def test_a_hopper_fp16_chain_declares_its_conv_weight_ohwi(capsys):
+    """The chain's graph for sm_90 is the one its FusionPlan compiles: the weight input OHWI, the
+    conv reading it so (the wgmma template's B, K-major); for sm_80 it stays HWIO."""
+    assert main(["build", *HOPPER_CHAIN, "-t", "cuda:sm_90", "-e", "graph"]) == 0
+    assert re.search(r"s0_weight\W.*float16\[64,3,3,64\]", capsys.readouterr().out)
+    assert main(["build", *HOPPER_CHAIN, "-t", "cuda:sm_80", "-e", "graph"]) == 0
+    assert re.search(r"s0_weight\W.*float16\[3,3,64,64\]", capsys.readouterr().out)
+
+
+@pytest.mark.slow
+def test_a_hopper_fp16_chain_builds_to_wgmma(capsys):
+    assert main(["build", *HOPPER_CHAIN, "-t", "cuda:sm_90", "-e", "cuda"]) == 0
+    src = capsys.readouterr().out
+    assert len(cuda_kernel_names(src)) == 1 and "wgmma" in src

@@ -7,7 +7,8 @@ import pytest
 import tefuse
 from tefuse.errors import GraphError
 from tefuse.graph import GraphBuilder
-from tefuse.graph.weights import nk_gemm_weights, padded_channels, row_taps
+from tefuse.graph.weights import (input_conv_candidate, nk_gemm_weights, ohwi_weight_inputs, padded_channels,
+                                  row_taps, to_layout)
 from tefuse.schedules.cuda.gemm.tiles import MIN_MN
 
 
@@ -214,3 +215,41 @@ def test_pixels_are_not_paired_where_the_window_moves_an_odd_step(kw):
     g = b.build(b.conv2d(x, w, strides=kw.get("stride", 1), padding=1, dilation=kw.get("dilation", 1), layout="NHWC"))
     (conv,) = [n for n in nk_gemm_weights(g, convs=True, min_mn=MIN_MN).nodes if n.op == "conv2d"]
     assert conv.inputs[0].shape[-1] == 4 and conv.inputs[0].op == "pad"
+
+
+def _input_weight_conv(c=16, dtype="float16"):
+    b = GraphBuilder()
+    x, w = b.input("x", (2, 8, 8, c), dtype), b.input("w", (3, 3, c, 32), dtype)
+    return b.build(b.relu(b.conv2d(x, w, padding=1, layout="NHWC")))
+
+
+def test_a_run_time_conv_weight_declared_ohwi_computes_the_same(rng):
+    """ohwi_weight_inputs declares an input weight OHWI (same name) and marks its conv; fed
+    `to_layout(w, "HWIO", "OHWI")` the graph computes what the HWIO one does."""
+    g = _input_weight_conv(dtype="float32")
+    conv = next(n for n in g.nodes if n.op == "conv2d")
+    assert input_conv_candidate(conv, MIN_MN) is False  # float32 without tf32: no tensor cores
+    got = ohwi_weight_inputs(g, {"w"})
+    assert got.node("w").shape == (32, 3, 3, 16) and got.node("w") in got.inputs
+    assert next(n for n in got.nodes if n.op == "conv2d").attrs["weight_layout"] == "OHWI"
+    x = rng.standard_normal((2, 8, 8, 16)).astype("float32")
+    w = rng.standard_normal((3, 3, 16, 32)).astype("float32")
+    want = tefuse.build(g, "llvm").run(x=x, w=w)[0]
+    ohwi = to_layout(w, "HWIO", "OHWI")
+    assert ohwi.flags.c_contiguous and np.array_equal(to_layout(ohwi, "OHWI", "HWIO"), w)
+    np.testing.assert_allclose(tefuse.build(got, "llvm").run(x=x, w=ohwi)[0], want, rtol=1e-5, atol=1e-5)
+
+
+def test_input_conv_candidate_wants_tensor_core_operands_and_whole_channel_copies():
+    for c, dtype, want in [(16, "float16", True), (8, "float16", True), (12, "float16", False),
+                           (3, "float16", False), (16, "float32", False)]:
+        conv = next(n for n in _input_weight_conv(c, dtype).nodes if n.op == "conv2d")
+        assert input_conv_candidate(conv, MIN_MN) is want, (c, dtype)
+
+
+def test_ohwi_weight_inputs_refuses_an_input_read_otherwise():
+    b = GraphBuilder()
+    x, w = b.input("x", (2, 8, 8, 16), "float16"), b.input("w", (3, 3, 16, 16), "float16")
+    y = b.conv2d(x, w, padding=1, layout="NHWC")
+    with pytest.raises(GraphError, match="not only a conv's weight"):
+        ohwi_weight_inputs(b.build([y, b.relu(w)]), {"w"})
