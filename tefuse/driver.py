@@ -100,7 +100,7 @@ def build_group(group: FusedGroup, target: tvm.target.Target, db: Optional[BestR
     return compile_group(prepare_group(group, target, db, choice), target, cache)
 
 
-def prepare_groups(graph: Graph, target: tvm.target.Target, fuse: Callable[[frozenset], list[FusedGroup]],
+def prepare_groups(target: tvm.target.Target, fuse: Callable[[frozenset], list[FusedGroup]],
                    db: Optional[BestRecordSource] = None, options: BuildOptions = DEFAULT,
                    predictor: Optional[ConfigPredictor] = None) -> tuple[list[FusedGroup], list[PreparedGroup]]:
     """Fuse (`fuse(bare_anchors)`) and schedule every group, one after another on this thread
@@ -111,20 +111,19 @@ def prepare_groups(graph: Graph, target: tvm.target.Target, fuse: Callable[[froz
     bare: frozenset = frozenset()
     while True:
         groups = fuse(bare)
-        preps, retry = [], None
+        preps, failed = [], {}
         for g in groups:
             try:
                 preps.append(prepare_group(g, target, db=db, options=options, predictor=predictor))
             except UnschedulableGroup as e:
                 if g.anchor is None or g.anchor.name in bare or g.nodes[-1] is g.anchor:
                     raise
-                retry = g, e
-                break
-        if retry is None:
+                failed[g.anchor.name] = (g, e)  # the rest are still tried: one more fusion for all of them
+        if not failed:
             return groups, preps
-        g, e = retry
-        log.info("%s: %s; building %s without its epilogue", g.name, str(e).split(": ", 1)[-1], g.anchor.name)
-        bare = bare | {g.anchor.name}
+        for g, e in failed.values():
+            log.info("%s: %s; building %s without its epilogue", g.name, str(e).split(": ", 1)[-1], g.anchor.name)
+        bare = bare | frozenset(failed)
 
 
 MAX_DEFAULT_JOBS = 32  # each nvcc takes a few hundred MB; a 128-CPU host need not run 128 at once
@@ -334,7 +333,7 @@ def build(graph: GraphSource, target: TargetLike = "llvm", *, db: Union[BestReco
         from .codegen.cache import default_cache
         cache = default_cache()
     t0 = time.perf_counter()
-    groups, preps = prepare_groups(graph, tgt, lambda bare: fuse_graph(
+    groups, preps = prepare_groups(tgt, lambda bare: fuse_graph(
         graph, fuse=fuse, prologue=prologue_policy(tgt, prologue), multi_output=multi_output, bare_anchors=bare),
         db, options, predictor)
     kernels = compile_groups(preps, tgt, cache=cache, jobs=jobs, progress=progress)
