@@ -27,29 +27,33 @@ def dtype_bytes(dtype: str) -> int:
     return max(1, int(bits or 32) // 8)
 
 
-def alloc_bytes(mod: tvm.IRModule, scope: str) -> int:
-    """Bytes a scheduled module allocates in `scope` ("shared": per block; "local": per thread),
+def alloc_bytes(mod: tvm.IRModule) -> dict[str, int]:
+    """Bytes a scheduled module allocates per scope ("shared": per block; "local": per thread),
     with buffers compacted to the regions accessed as lowering will (TVM may keep more than a
     tile when an index is not affine, e.g. a floordiv by a depthwise channel multiplier, or a
-    batched GEMM's padded rows). The printed TVMScript is read: TVM 0.27 has no Python TIR
-    visitor."""
+    batched GEMM's padded rows). One compaction serves every scope. The printed TVMScript is
+    read: TVM 0.27 has no Python TIR visitor."""
     passes = s_tir.transform
     lowered = tvm.ir.transform.Sequential([
         passes.LowerInitBlock(), passes.PlanAndUpdateBufferAllocationLocation(),
         passes.ConvertBlocksToOpaque(), passes.CompactBufferAllocation()])(mod)
-    total = 0
-    for shape, dtype, strides in _SCOPED_ALLOC[scope].findall(lowered.script()):
-        dims = [int(d) for d in shape.split(",") if d.strip()]
-        elems = math.prod(dims)
-        if strides and dims:  # padded rows (storage_align): the outermost stride spans a row
-            elems = max(elems, dims[0] * int(strides.split(",")[0]))
-        total += elems * dtype_bytes(dtype or "float32")
-    return total
+    script = lowered.script()
+    totals = {}
+    for scope, pattern in _SCOPED_ALLOC.items():
+        total = 0
+        for shape, dtype, strides in pattern.findall(script):
+            dims = [int(d) for d in shape.split(",") if d.strip()]
+            elems = math.prod(dims)
+            if strides and dims:  # padded rows (storage_align): the outermost stride spans a row
+                elems = max(elems, dims[0] * int(strides.split(",")[0]))
+            total += elems * dtype_bytes(dtype or "float32")
+        totals[scope] = total
+    return totals
 
 
 def shared_alloc_bytes(mod: tvm.IRModule) -> int:
     """Bytes of shared memory a block of a scheduled module allocates (alloc_bytes)."""
-    return alloc_bytes(mod, "shared")
+    return alloc_bytes(mod)["shared"]
 
 
 _BINDING = re.compile(r'T\.thread_binding\((?:0,\s*)?(\d+),\s*thread="([\w.]+)"')

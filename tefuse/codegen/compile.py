@@ -17,7 +17,7 @@ from tvm import s_tir
 from ..errors import BuildError
 from ..schedules import KernelInfo, Template
 from ..schedules.registry import TIR_PIPELINE
-from ..schedules.common import alloc_bytes, block_threads, launch_extents, shared_alloc_bytes
+from ..schedules.common import alloc_bytes, block_threads, launch_extents
 from ..schedules.space import Config
 from .let_to_local import PIPELINE as DEFAULT_PIPELINE
 
@@ -57,12 +57,11 @@ def check_limits(mod: tvm.IRModule, target: tvm.target.Target) -> None:
         for tag, cap in CUDA_GRID_LIMITS.items():
             if extents.get(tag, 1) > cap:
                 raise BuildError(f"{int(extents[tag])} blocks along {tag} > CUDA's {cap}")
+    allocated = alloc_bytes(mod)
     max_shared = target.attrs.get("max_shared_memory_per_block")
-    if max_shared:
-        need = shared_alloc_bytes(mod)
-        if need > int(max_shared):
-            raise BuildError(f"{need} bytes of shared memory per block > {int(max_shared)}")
-    local = alloc_bytes(mod, "local")
+    if max_shared and allocated["shared"] > int(max_shared):
+        raise BuildError(f"{allocated['shared']} bytes of shared memory per block > {int(max_shared)}")
+    local = allocated["local"]
     if local > MAX_LOCAL_BYTES:
         raise BuildError(f"{local} bytes of local memory per thread > {MAX_LOCAL_BYTES} (a buffer kept whole, "
                          "not a thread's tile)")
