@@ -134,8 +134,10 @@ class CudaWindowPool(Template):
             sch.set_scope(block, 0, "local")
         self._lanes(sch, block, ci, vec, loads=True)
         if rd:
+            # the accumulator's init is register moves, unrolled: a vectorized init of 8 fp16
+            # order keys (int16x8) is printed by TVM's CUDA codegen as make_int4 of 8 shorts
             init = sch.decompose_reduction(block, rd[0])
-            self._lanes(sch, init, sch.get_loops(init)[-1], vec)
+            sch.unroll(sch.get_loops(init)[-1])
         for name in epilogue:
             b = sch.get_sblock(name)
             sch.reverse_compute_at(b, tx)

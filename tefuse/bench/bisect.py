@@ -30,8 +30,9 @@ import numpy as np
 log = logging.getLogger(__name__)
 
 FANOUT = 8  # candidates compared per build
-# the largest finite value of a build precision's storage type: a reference value beyond it
-# (a mask's finfo(float32).min) is compared as that value, as tefuse's half-precision builds clip it
+# the largest finite value of a build precision's storage type: a value beyond it (a mask's
+# finfo(float32).min) is compared as that value, on both sides: a half-precision build clips it
+# where it is stored in half, and gives it back whole where a float32 output is computed from it
 _FINITE_MAX = {"fp16": float(np.finfo(np.float16).max), "bf16": 3.3895e38}
 
 # ops whose output depends on their input's shape alone: folded at import, like constants
@@ -113,6 +114,7 @@ def tensor_error(got, want, precision: str) -> tuple[float, str]:
     g, w = got.astype(np.float64), want.astype(np.float64)
     if precision in _FINITE_MAX:
         w = np.clip(w, -_FINITE_MAX[precision], _FINITE_MAX[precision])
+        g = np.clip(g, -_FINITE_MAX[precision], _FINITE_MAX[precision])
     fin = np.isfinite(w)
     if (np.isfinite(g) != fin).any() or (~fin & (g != w) & ~(np.isnan(g) & np.isnan(w))).any():
         bad = int((np.isfinite(g) != fin).sum())

@@ -85,4 +85,5 @@ def test_tensor_error():
     assert tensor_error(np.array([1.0, np.inf, 4.0]), w, "fp32")[0] == np.inf
     mask = np.array([0.0, np.finfo(np.float32).min], np.float32)  # a half build clips it to fp16's max
     assert tensor_error(np.array([0.0, -65504.0]), mask, "fp16") == (0.0, "")
+    assert tensor_error(mask.astype("float64"), mask, "fp16") == (0.0, "")  # kept whole in float32
     assert tensor_error(np.array([1, 2]), np.array([1, 3]), "fp32")[0] == np.inf

@@ -16,7 +16,9 @@ from tvm import s_tir
 import tefuse
 from tefuse import GraphBuilder
 from tefuse.codegen.lower import lower_group
+from tefuse.codegen.schedule import ScheduleChoice
 from tefuse.codegen.ptx import compile_to_ptx
+from tefuse.driver import build_group
 from tefuse.fusion import fuse_graph
 from tefuse.schedules.gpu.pool import CudaWindowPool
 from tefuse.target import make_target
@@ -184,3 +186,24 @@ def test_fp16_model_path_pool_after_the_layout_pass():
     want = tefuse.build(g, "llvm").run(x=x)[0]
     got = tefuse.build(g, "llvm", precision="fp16", layout="NHWC").run(x=x)[0]
     assert np.abs(got - want).max() <= 1e-2 * np.abs(want).max()
+
+
+@needs_nvcc
+@pytest.mark.parametrize("kind", ["max", "avg"])
+@pytest.mark.parametrize("vec", [8, 4])
+def test_every_vector_width_compiles_in_fp16(kind, vec):
+    """fp16 max pooling keeps int16 order keys: 8 of them in one thread's accumulator, behind a
+    scaling prologue, must still make CUDA that nvcc accepts (a vectorized int16x8 init did not)."""
+    b = GraphBuilder()
+    x = b.mul(b.input("x", (2, 112, 112, 64), "float16"), b.const(np.array(0.5, "float16")))
+    g = b.build(b.relu(b.op(f"{kind}_pool2d", x, layout="NHWC", kernel=3, strides=2, padding=1)))
+    (grp,) = fuse_graph(g)
+    cuda = make_target("cuda")
+    t = CudaWindowPool()
+    info = lower_group(grp).info
+    space = t.space(info, cuda)
+    cfgs = [space.get(i) for i in range(len(space)) if space.get(i).values["vec"] == vec]
+    assert cfgs
+    for cfg in cfgs[:3]:
+        k = build_group(grp, cuda, choice=ScheduleChoice(t, cfg, "tuned"))
+        compile_to_ptx(k.source("cuda"))
