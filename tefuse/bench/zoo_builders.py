@@ -277,7 +277,7 @@ BN_SHIFT, BN_SHIFT_STD = 1.0, 0.25
 # the least variance a calibrated batch norm divides by, relative to its input's mean square
 MIN_RELATIVE_VAR = 0.1
 # changes with the draw above: part of the export cache's key (zoo.onnx_path)
-DRAW_VERSION = 2
+DRAW_VERSION = 3
 
 
 def randomize_weights(model, seed: int = 0):
@@ -293,6 +293,10 @@ def randomize_weights(model, seed: int = 0):
       ones of LayerNorm scales, ConvNeXt's 1e-6 layer scale (which hides a block's residual
       branch); values of magnitude >= 0.5 become uniform in [0.5, 1.5] (sign kept), the rest
       normal with std 0.1.
+    - An attention that scales its scores by 1/sqrt(d_head) in its query projection's init, not
+      in its forward (T5), keeps that scale when the query is drawn anew: without it the scores
+      are sqrt(d_head) times too large, the softmax nearly one-hot, and float16 misses by 4%
+      (PyTorch's own `model.half()` as much as tefuse's build).
     """
     import torch
 
@@ -300,11 +304,17 @@ def randomize_weights(model, seed: int = 0):
 
     torch.manual_seed(seed)
     with torch.no_grad():
+        drawn = set()
         for m in model.modules():
             if isinstance(m, (torch.nn.Linear, torch.nn.Conv1d, torch.nn.Conv2d)) and m.weight.numel():
                 fan_in = m.weight[0].numel()
                 if float(m.weight.std(unbiased=False)) * fan_in ** 0.5 < MIN_GAIN:
                     m.weight.normal_(0.0, fan_in ** -0.5)
+                    drawn.add(m)
+        for m in model.modules():  # transformers' T5Attention: the score scale lives in q's init
+            q, d_head = getattr(m, "q", None), getattr(m, "key_value_proj_dim", None)
+            if q in drawn and isinstance(d_head, int):
+                q.weight.mul_(d_head ** -0.5)
         randomize_batch_norm(model)
         shift_batch_norm(model)
         for p in model.parameters():

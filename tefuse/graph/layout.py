@@ -17,7 +17,11 @@ topological order and tags each value it holds in NHWC ("a 4-D NCHW value, store
   (0, 3, 1, 2) of its own (one consumer each, so fusion computes it inside that consumer's
   load; a transpose shared by two kernels would be a kernel of its own);
 - reshape/flatten/squeeze of an N,C,1,1 value (a global pool's) read the NHWC value as it is:
-  both layouts list its elements in the same order.
+  both layouts list its elements in the same order;
+- a model's own transpose to channels-last (0, 2, 3, 1) of a tagged value is the NHWC value
+  itself, and its transpose back (0, 3, 1, 2) of a 4-D value is that value tagged: both become
+  identities (ConvNeXt permutes around every LayerNorm and MLP, TensorFlow exports around every
+  conv), so no transpose is left around the convs between them.
 Graph inputs stay NCHW: a value that a conv reads in NHWC gets one transpose (0, 2, 3, 1),
 which fusion computes inside the conv's load (an injective prologue). Graph outputs keep their
 layout and names: a tagged output is transposed back under its own name (fused into the
@@ -144,6 +148,16 @@ class _Rewriter:
             if out.shape == n.shape:
                 return out
             return self.make(name, "reshape", ins, {"shape": n.shape})
+        if n.op == "transpose" and len(n.shape) == 4 and id(n) not in self.outputs:
+            # a model that permutes to channels-last itself (ConvNeXt's blocks, LayerNorm2d,
+            # TensorFlow exports) names the value the tag already stores: an identity, no copy
+            perm = tuple(int(a) % 4 for a in n.attrs["axes"])
+            if perm == TO_NHWC and id(ins[0]) in self.tagged:
+                return self.make(name, "identity", ins, {})  # the NHWC value, plain from here on
+            if perm == TO_NCHW and id(ins[0]) not in self.tagged:
+                out = self.make(name, "identity", ins, {})  # an NCHW value held as NHWC: tagged
+                self.tagged.add(id(out))
+                return out
         got = self._nhwc(n, ins)
         if got is None:
             return self.make(name, n.op, [self.nchw(i) for i in ins], dict(n.attrs))

@@ -94,6 +94,17 @@ def test_weights_are_seeded_and_nothing_is_left_constant(zoo_cache):
     assert not torch.allclose(bn.running_var, torch.ones_like(bn.running_var))  # measured, not the identity
 
 
+
+def test_a_redrawn_t5_query_keeps_its_score_scale(zoo_cache):
+    """T5 scales its attention scores in q's init, not in its forward: a redrawn q keeps the
+    1/sqrt(d_head), so the scores' gain is about one (not sqrt(d_head)) as in a fresh T5."""
+    m = zoo.build_module(zoo.entry("t5_encoder"), small=True)
+    att = m.model.encoder.block[0].layer[0].SelfAttention
+    fan_in, d_head = att.q.weight.shape[1], att.key_value_proj_dim
+    assert d_head >= 4
+    gain = lambda w: float(w.std()) * fan_in ** 0.5  # noqa: E731
+    assert gain(att.q.weight) == pytest.approx(gain(att.k.weight) / d_head ** 0.5, rel=0.25)
+
 def _relu_model(path):
     g = helper.make_graph([helper.make_node("Relu", ["input"], ["logits"], name="the_relu")], "tiny",
                           [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, 32, 32])],

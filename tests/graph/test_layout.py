@@ -77,6 +77,49 @@ def test_resnet_block_kernels_no_standalone_transpose(residual_from_input):
     assert not [k for k in cg.kernels if all(n.op == "transpose" for n in k.group.nodes)]
 
 
+
+def _convnext_block(rng, nhwc_input=False):
+    """A ConvNeXt block as torchvision exports it: depthwise 7x7 conv (NCHW) -> permute to
+    channels-last -> LayerNorm over C -> Linear -> GELU -> Linear -> permute back -> layer scale
+    -> residual add -> a 1x1 conv. With `nhwc_input` the graph input is NHWC and permuted first,
+    as TensorFlow exports are."""
+    b = GraphBuilder()
+    shape = (2, 7, 7, 16) if nhwc_input else (2, 16, 7, 7)
+    x = b.input("x", shape)
+    x = b.transpose(x, axes=(0, 3, 1, 2)) if nhwc_input else x
+
+    def c(shape, s=0.2):
+        return b.const(rng.standard_normal(shape).astype("float32") * s)
+
+    y = b.bias_add(b.conv2d(x, c((16, 1, 7, 7)), padding=3, groups=16), c(16))
+    y = b.transpose(y, axes=(0, 2, 3, 1))
+    y = b.layer_norm(y, b.const(np.ones(16, "float32")), c(16), axis=-1)
+    y = b.gelu(b.add(b.matmul(y, c((16, 32))), c(32)))
+    y = b.add(b.matmul(y, c((32, 16))), c(16))
+    y = b.mul(b.transpose(y, axes=(0, 3, 1, 2)), c((16, 1, 1)))
+    y = b.add(y, x)
+    return b.build(b.conv2d(y, c((8, 16, 1, 1))))
+
+
+@pytest.mark.parametrize("nhwc_input", [False, True], ids=["nchw_input", "nhwc_input"])
+def test_models_own_permutes_become_identities(nhwc_input):
+    rng = np.random.default_rng(3)
+    g = _convnext_block(rng, nhwc_input)
+    h = convert_layout(g, "NHWC")
+    assert all(n.attrs["layout"] == "NHWC" for n in h.nodes if n.op == "conv2d")
+    # the model's permutes name what the layout already stores: none is left but the graph
+    # input's (an NCHW input, one per reader) and the output's transpose back
+    transposes = [n for n in h.nodes if n.op == "transpose"]
+    assert [t for t in transposes if t.inputs[0].op != "input"] == list(h.outputs)
+    assert len(transposes) == (1 if nhwc_input else 3), [(t.name, t.attrs["axes"]) for t in transposes]
+    for k in fuse_graph(h):  # the depthwise conv writes NHWC: no transpose in its epilogue
+        assert all(t.inputs[0].op == "input" or t in h.outputs for t in k.nodes if t.op == "transpose")
+    x = rng.standard_normal(g.inputs[0].shape).astype("float32")
+    want = tefuse.build(g, "llvm").run(x)[0]
+    for precision in ("fp32", "fp16"):
+        got = tefuse.build(g, "llvm", precision=precision, layout="NHWC").run(x)[0]
+        _close(got, want, precision)
+
 def test_constants_outputs_and_fallbacks():
     """Per-channel [C,1,1] constants are converted, weights become HWIO once under their own
     name, outputs keep names and NCHW shapes, and a reshape of a 4-D value reads NCHW."""
