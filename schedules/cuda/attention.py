@@ -24,6 +24,7 @@ from ...target import device_caps, optin_target
 from ..registry import KernelInfo, Template, register
 from ..space import Config, ConfigSpace
 from ..gpu.lanes import lanes_contiguous, stores_contiguous
+from .intrin.tvm_library import tvm_cuda_intrinsics
 from .gemm.tiles import inline_epilogue
 
 SCOPE = "shared.dyn"
@@ -118,7 +119,7 @@ class TensorCoreAttention(Template):
 
 def apply_attention(sch, info: KernelInfo, warps: int, vec_out: int) -> None:
     p_scope = "shared" if probs_static(info.geometry, warps) else SCOPE
-    from tvm.s_tir.tensor_intrin.cuda import get_wmma_intrin_group
+    get_wmma_intrin_group = tvm_cuda_intrinsics().get_wmma_intrin_group
 
     g = sch.get_sblock
     ctx, scores, probs = g(BLOCKS.context), g(BLOCKS.scores), g(BLOCKS.probs)

@@ -13,6 +13,7 @@ from tvm.s_tir.dlight.gpu.matmul import IterKind, detect_iter_traits, make_iter_
 
 from ....target import device_caps
 from ..intrin.tf32 import lay_a, lay_b
+from ..intrin.tvm_library import tvm_cuda_intrinsics
 from .tiles import (DEFAULT_CFG, bind_grid, drop_unit_iters, fetch_to_shared, intrin_names, last_index_kind,
                     operand_k_major, stage_accumulators, store_epilogue, tensorize_staging_store)
 
@@ -125,7 +126,7 @@ def apply_mma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
     if tensorize and intrin == "mma":
         # mma.sync fragments live in "warp" scope buffers laid out as [.., 32 lanes, 8 elems]
         # per 16x16 tile; the ldmatrix/mma/store intrinsics match that layout.
-        from tvm.s_tir.tensor_intrin.cuda import shared_16x16_to_ldmatrix_32x8_layout as lay
+        lay = tvm_cuda_intrinsics().shared_16x16_to_ldmatrix_32x8_layout
 
         def warp_map(lay_, ti, tj):
             return lambda b_, i_, j_: (b_, i_ // ti, j_ // tj, *lay_(i_ % ti, j_ % tj))

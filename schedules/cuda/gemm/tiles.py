@@ -16,6 +16,7 @@ from ...gpu.lanes import MAX_BOOL_LANES, bool_lanes_vary, children as lane_child
 from ...registry import KernelInfo
 from ..intrin.bf16 import bf16_mma_group
 from ..intrin.tf32 import tf32_mma_group
+from ..intrin.tvm_library import tvm_cuda_intrinsics
 
 TC_DTYPES = ("float16", "bfloat16")  # what the tensor cores multiply (and tf32 float32)
 MIN_MN = 16  # one 16x16 fragment: below it the GEMM is a GEMV, and has no I or J axis to tile
@@ -285,14 +286,11 @@ def intrin_names(intrin, in_dtype, out_dtype, load_scope, b_nk):
     if in_dtype == "float32":
         return tf32_mma_group(load_scope, b_nk)
     if intrin == "wmma":
-        from tvm.s_tir.tensor_intrin.cuda import get_wmma_intrin_group
-
         assert in_dtype == "float16", "TVM's registered wmma intrinsics are fp16/int8 only"
-        return get_wmma_intrin_group(
+        return tvm_cuda_intrinsics().get_wmma_intrin_group(
             load_scope=load_scope, store_scope=load_scope, in_dtype=in_dtype,
             out_dtype=out_dtype, trans_b=b_nk)
-    from tvm.s_tir.tensor_intrin.cuda import get_mma_intrin_group
-
+    get_mma_intrin_group = tvm_cuda_intrinsics().get_mma_intrin_group
     if in_dtype == "float16":
         return get_mma_intrin_group(
             load_scope=load_scope, store_scope=load_scope, in_dtype=in_dtype,

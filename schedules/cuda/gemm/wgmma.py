@@ -26,6 +26,7 @@ from tvm.s_tir.dlight.gpu.matmul import IterKind, detect_iter_traits, make_iter_
 
 from ....ops.value import unround_tf32
 from ....target import SMEM_OPTIN, device_caps, optin_target
+from ..intrin.tvm_library import tvm_cuda_intrinsics
 from ..passes.clamp_rows import ROWS_ANNOTATION
 from .cluster import cluster_split
 from .sliced_k import SLICE_AXIS, stage_sum
@@ -289,7 +290,7 @@ def apply_wgmma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
 
     # ---------------------------------------------------------------- 6. tensorize
     if tensorize:
-        from tvm.s_tir.tensor_intrin.cuda import shared_16x16_to_ldmatrix_32x8_layout as lay
+        lay = tvm_cuda_intrinsics().shared_16x16_to_ldmatrix_32x8_layout
 
         sch.transform_layout(acc, ("read", 0),
                              lambda b_, i_, j_: (b_, i_ // 16, j_ // 16, *lay(i_ % 16, j_ % 16)))
