@@ -33,7 +33,7 @@ from .graph.views import clone_shared_views
 from .graph.weights import nk_gemm_weights
 from .graph.precision import check_precision, convert_precision
 from .options import DEFAULT, BuildOptions
-from .runtime.executor import CompiledGraph
+from .runtime.executor import BuildTimes, CompiledGraph
 from .runtime.kernel import CompiledKernel
 from .runtime.profiles import ProfiledGraph, profiled
 from .schedules import graph_policy, op_supported, prologue_policy
@@ -323,8 +323,10 @@ def build(graph: GraphSource, target: TargetLike = "llvm", *, db: Union[BestReco
         return build_profiles(_graphs_by_batch(graph, batch_sizes), target, **kw)
     tgt = make_target(target)
     options = BuildOptions.from_env() if options is None else options
+    t_graph = time.perf_counter()
     graph = prepare_graph(graph, tgt, precision=precision, layout=layout, fold_bn=fold_bn,
                           fuse_attention=fuse_attention, split_k=split_k)
+    t_graph = time.perf_counter() - t_graph
     if db == "default":
         from .tune.database import default_database
         db = default_database()
@@ -336,9 +338,15 @@ def build(graph: GraphSource, target: TargetLike = "llvm", *, db: Union[BestReco
     groups, preps = prepare_groups(tgt, lambda bare: fuse_graph(
         graph, fuse=fuse, prologue=prologue_policy(tgt, prologue), multi_output=multi_output, bare_anchors=bare),
         db, options, predictor)
+    t_compile = time.perf_counter()
     kernels = compile_groups(preps, tgt, cache=cache, jobs=jobs, progress=progress)
-    log.info("%s", build_summary(kernels, sum(len(g.nodes) for g in groups), time.perf_counter() - t0))
-    return CompiledGraph(graph, tgt, kernels)
+    t_end = time.perf_counter()
+    log.info("%s", build_summary(kernels, sum(len(g.nodes) for g in groups), t_end - t0))
+    cg = CompiledGraph(graph, tgt, kernels)
+    modules = {id(k.module): k for k in kernels}
+    cg.build_times = BuildTimes(t_graph, t_compile - t0, t_end - t_compile, len(kernels),
+                                sum(not k.from_cache for k in modules.values()))
+    return cg
 
 
 def _transfer_predictor(db, options: BuildOptions) -> Optional[ConfigPredictor]:

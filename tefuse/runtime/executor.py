@@ -88,6 +88,19 @@ class BufferSet:
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
 
+@dataclass(frozen=True)
+class BuildTimes:
+    """Where a build's seconds went: the graph passes (precision, layout, weights), fusion and
+    scheduling (Python and TVM's schedule primitives, one group after another), and code
+    generation with the device compiler (in parallel), with how many kernels were compiled."""
+
+    graph_s: float
+    schedule_s: float
+    compile_s: float
+    kernels: int
+    compiled: int  # distinct modules compiled (the rest shared one, or came from the kernel cache)
+
+
 class CompiledGraph:
     """A fused, compiled graph bound to a target; call `run` as often as needed, from any
     number of threads (each run uses a set of buffers of its own, see BufferSet)."""
@@ -96,6 +109,7 @@ class CompiledGraph:
         self.graph = graph
         self.target = target
         self.kernels = kernels  # in run order; replace the list rather than its items
+        self.build_times: Optional[BuildTimes] = None  # set by tefuse.build
         self.device = device_for(target, device_index)
         self._params: dict[Node, tvm.runtime.Tensor] = {}  # nodes hash by identity (eq=False)
         self._lock = threading.Lock()  # guards the pools below and _params

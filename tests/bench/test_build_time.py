@@ -1,0 +1,45 @@
+"""The cold-build bench (tefuse/bench/build_time.py): a child process builds a model and reports
+its phases, which add up to no more than its whole life; a model that fails to build is reported
+with its error line, not a crash; `tefuse.build` records the same phases on the graph it returns."""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+import tefuse
+from tefuse.bench import build_time as B
+
+
+def _conv_model(path, bad=False):
+    w = numpy_helper.from_array(np.random.default_rng(0).standard_normal((4, 3, 3, 3)).astype("float32"), "w")
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1], name="conv"),
+             helper.make_node("NonZero" if bad else "Relu", ["c"], ["y"], name="act")]
+    g = helper.make_graph(nodes, "tiny", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.INT64, [4, "n"]) if bad
+                           else helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 8, 8])],
+                          [w])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(path))
+    return path
+
+
+def test_a_child_reports_its_phases(tmp_path):
+    r = B.measure("tiny", _conv_model(tmp_path / "m.onnx"), "llvm", "fp32", jobs=1)
+    assert r.status == "ok", r.status
+    assert r.kernels == 1 and r.compiled == 1
+    phases = [r.import_s, r.onnx_s, r.graph_s, r.schedule_s, r.compile_s]
+    assert all(s >= 0 for s in phases) and r.compile_s > 0
+    assert sum(phases) <= r.wall_s
+    assert "1 kernels, 1 compiled" in B.result_line(r)
+
+
+def test_a_failed_build_is_its_error_line(tmp_path):
+    r = B.measure("tiny", _conv_model(tmp_path / "bad.onnx", bad=True), "llvm", "fp32", jobs=1)
+    assert r.status != "ok" and "NonZero" in r.status and "Traceback" not in r.status
+
+
+def test_build_records_its_phases():
+    b = tefuse.GraphBuilder()
+    g = b.build(b.relu(b.input("x", (2, 3))))
+    bt = tefuse.build(g, "llvm").build_times
+    assert bt.kernels == 1 and bt.compiled == 1 and min(bt.graph_s, bt.schedule_s, bt.compile_s) >= 0
