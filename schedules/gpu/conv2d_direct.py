@@ -12,7 +12,8 @@ from tvm import s_tir
 
 from ..space import Config, ConfigSpace
 
-from ..common import (THREAD_AXES, annotate_unroll, attach_epilogue, cooperative_fetch, inline_all,
+from ...target import device_caps
+from ..common import (THREAD_AXES, annotate_unroll, attach_epilogue, cooperative_fetch, dtype_bytes, inline_all,
                       largest_divisor, loop_depth, read_index, spatial_reduce_loops)
 from ..registry import DATA, WEIGHT, KernelInfo, Template, register
 
@@ -25,6 +26,26 @@ FALLBACK_INNER = (4, 2, 1)
 
 def _rc_extent(info: KernelInfo) -> int:
     return info.geometry.channels_per_group
+
+
+def threads(v: dict) -> int:
+    return v["tile_0"][2] * v["tile_1"][2] * v["tile_2"][2]
+
+
+def shared_bytes(info: KernelInfo, v: dict) -> int:
+    """The data and weight tiles a block of a conv with one group stages per outer reduction
+    step, as TVM allocates them: rci channels of the input window its outputs cover, and its
+    output channels' weights. (Of a grouped conv TVM keeps more than the groups a block's
+    output channels touch: a floordiv it does not bound; `check_limits` measures those.)"""
+    g = info.geometry
+    block = [v[f"tile_{k}"][1] * v[f"tile_{k}"][2] * v[f"tile_{k}"][3] for k in range(3)]
+    k_axis = 0 if g.layout == "NCHW" else 2
+    bk = block[k_axis]
+    bh, bw = (b for i, b in enumerate(block) if i != k_axis)
+    rci = v["tile_rc"][1]
+    ih = (bh - 1) * g.stride[0] + (g.kh - 1) * g.dilation[0] + 1
+    iw = (bw - 1) * g.stride[1] + (g.kw - 1) * g.dilation[1] + 1
+    return (rci * ih * iw + bk * rci * g.kh * g.kw) * dtype_bytes(info.dtype)
 
 
 @register("gpu", "conv2d", priority=1)  # the fallback when preferences tie
@@ -42,6 +63,11 @@ class Conv2dDirect(Template):
         s.define_split("tile_rc", _rc_extent(info), 2, filter=lambda c: c[1] <= 32)
         s.define_knob("unroll", [0, 512, 1500])
         s.define_knob("unroll_explicit", [1, 0])
+        # the product of the splits holds blocks past the device's limits: not worth a trial
+        caps = device_caps(target)
+        s.constrain(lambda v: threads(v) <= caps.max_threads_per_block)
+        if info.geometry.groups == 1:
+            s.constrain(lambda v: shared_bytes(info, v) <= caps.max_shared_memory_per_block)
         return s
 
     def fallback(self, info: KernelInfo, target, space: ConfigSpace) -> Config:
