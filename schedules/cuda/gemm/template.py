@@ -11,6 +11,7 @@ from tvm import tirx
 
 from ....options import DEFAULT, BuildOptions
 from ....target import device_caps
+from ...common import dtype_bytes
 from ...registry import DOMINANT, TIR_PIPELINE, KernelInfo, Template, register
 from ...space import Config, ConfigSpace
 from ..intrin.bf16 import register as register_bf16
@@ -20,7 +21,7 @@ from ..passes.late_pipeline import PIPELINE as LATE_PIPELINE
 from ..passes.narrow_staging import narrow_staging
 from .mma import apply_mma_gemm, mma_fallback_values
 from .sliced_k import SLICED, slice_reduction
-from .tiles import DEFAULT_CFG, MIN_MN, TC_DTYPES, tc_shape
+from .tiles import DEFAULT_CFG, MIN_MN, TC_DTYPES, pipeline_smem_bytes, tc_shape
 from .wgmma import apply_wgmma_gemm, defer_tf32_rounding, fallback_values, wgmma_admits, wgmma_target
 
 APPLY = {"mma": apply_mma_gemm, "wmma": apply_mma_gemm, "wgmma": apply_wgmma_gemm}  # intrin -> its schedule
@@ -180,6 +181,15 @@ class TensorCoreGemm(Template):
         register_bf16()
 
 
+def b_rows_along_k(info: KernelInfo) -> bool:
+    """Whether B's rows run along the reduction: an NHWC conv's HWIO weight or a [K, N] Linear
+    weight (an OIHW or OHWI conv weight and an [N, K] Linear weight are N rows of K)."""
+    geo = info.geometry
+    if getattr(geo, "b_nk", False):
+        return False
+    return not (info.anchor_kind == "conv2d" and geo.layout == "NCHW")
+
+
 @register("cuda", "dense", "conv2d")  # mma.sync / wmma PTX: CUDA only (ROCm has its MFMA templates)
 class MmaGemm(TensorCoreGemm):
     """mma.sync (sm_80 and later; fp16, bf16, tf32) or wmma (fp16) over a grid of warps."""
@@ -193,6 +203,11 @@ class MmaGemm(TensorCoreGemm):
         s = ConfigSpace()
         self.tiling_knobs(s, _intrins(info))
         s.constrain(lambda v: tuple(v["tile"]) not in WGMMA_ONLY_TILES)
+        # deep pipelines of big tiles past what a block may opt into (refused at build otherwise)
+        optin = device_caps(target).smem_optin
+        elem, b_rows_k = dtype_bytes(info.dtype), b_rows_along_k(info)
+        s.constrain(lambda v: pipeline_smem_bytes(v["tile"][0], v["tile"][1], v["bk"], v["stages"], elem,
+                                                  b_rows_k) <= optin)
         return s
 
     def fallback(self, info: KernelInfo, target, space: ConfigSpace) -> Config:

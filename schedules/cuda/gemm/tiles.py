@@ -196,6 +196,20 @@ def staging_row_stride(bn: int) -> int:
     return bn + (STAGING_PAD - bn) % 32
 
 
+def pipeline_smem_bytes(bm: int, bn: int, bk: int, stages: int, elem_bytes: int, b_rows_k: bool = False) -> int:
+    """Shared memory of a pipelined mma.sync/wmma GEMM's operand tiles: `stages` copies of the A
+    tile (BM rows of BK) and the B tile (BN rows of BK; BK rows of BN where B's rows run along
+    K: an HWIO conv weight, a [K, N] Linear weight), each row padded by storage_align (factor
+    32, offset smem_pad)."""
+    pad = DEFAULT_CFG["smem_pad"]
+
+    def row(n: int) -> int:
+        return n + (pad - n) % 32
+
+    b = bk * row(bn) if b_rows_k else bn * row(bk)
+    return max(stages, 1) * (bm * row(bk) + b) * elem_bytes
+
+
 def tensorize_staging_store(sch, acc, intrin: str) -> None:
     """Tensorize the fragments' store into the staging tile (`acc`'s 16x16 loops) and pad the
     tile's rows (STAGING_PAD) on the block that now writes it: tensorize replaces `acc`, and

@@ -22,7 +22,7 @@ from tefuse.plan.spec import parse_chain
 from tefuse.schedules.cuda.gemm import template as tc
 from tefuse.schedules.cuda.gemm import tiles
 from tefuse.codegen.schedule import find_template
-from tefuse.schedules.cuda.gemm.template import MmaGemm, pass_config
+from tefuse.schedules.cuda.gemm.template import MmaGemm, b_rows_along_k, pass_config
 from tefuse.target import make_target
 
 NAME = "tensorcore_gemm"
@@ -515,3 +515,35 @@ def test_the_staging_tile_rows_are_padded_in_the_kernel(intrin, arch, bn):
         assert re.search(rf"store_matrix_sync\([^;]*, {stride}, nvcuda::wmma::mem_row_major\)", src)
     else:  # the mma layout's row: lane / 4
         assert re.search(rf"\(\(\(int\)threadIdx\.x\) >> 2\) \* {stride}\)", src), src[:2000]
+
+
+def test_the_space_refuses_pipelines_past_a_blocks_shared_memory():
+    """Deep pipelines of big tiles need more shared memory than an sm_90 block may opt into: the
+    space refuses them (no tuning trial spent), by the same bytes the build would refuse."""
+    from tefuse.codegen.compile import KernelSpec, compile_kernel
+    from tefuse.errors import BuildError
+    from tefuse.schedules.cuda.gemm.tiles import pipeline_smem_bytes
+    from tefuse.target import device_caps
+
+    group = _group(parse_chain("conv2d(k=256,r=3,pad=1)+relu", (8, 28, 28, 256), "float16", "NHWC"))
+    low = lower_group(group)
+    tgt = make_target("cuda:sm_90")
+    t = MmaGemm()
+    space = t.space(low.info, tgt)
+    optin = device_caps(tgt).smem_optin
+    big = space.from_values({**t.fallback(low.info, tgt, space).values, "tile": (128, 128, 64, 64), "bk": 64,
+                             "stages": 8})
+    need = pipeline_smem_bytes(128, 128, 64, 8, 2, b_rows_along_k(low.info))
+    assert need > optin and not space.admits(big.index)
+    assert space.admits(space.from_values({**big.values, "stages": 3}).index)
+    with pytest.raises(BuildError, match=f"{need} bytes of dynamic shared memory"):
+        compile_kernel(KernelSpec(group.name, low.func, low.info, t, big), tgt)
+    # the same for an NCHW conv (an OIHW weight: N rows of K), a dense and a batched [K, N] product
+    for graph in (parse_chain("conv2d(k=256,r=3,pad=1)+relu", (8, 256, 28, 28), "float16", "NCHW"),
+                  _dense(512, 256, 512, "float16"), _dense(512, 256, 512, "float16", batch=2)):
+        g = _group(graph)
+        low2 = lower_group(g)
+        cfg = t.space(low2.info, tgt).from_values(big.values)
+        need2 = pipeline_smem_bytes(128, 128, 64, 8, 2, b_rows_along_k(low2.info))
+        with pytest.raises(BuildError, match=f"{need2} bytes of dynamic shared memory"):
+            compile_kernel(KernelSpec(g.name, low2.func, low2.info, t, cfg), tgt)

@@ -18,8 +18,10 @@ from tefuse.codegen.ptx import compile_to_ptx
 from tefuse.fusion import fuse_graph
 from tefuse.graph import GraphBuilder
 from tefuse.codegen.schedule import find_template
-from tefuse.schedules.cuda.gemm.template import WGMMA_ONLY_TILES, MmaGemm, WgmmaGemm, apply_gemm, pass_config
-from tefuse.target import make_target
+from tefuse.schedules.cuda.gemm.template import (WGMMA_ONLY_TILES, MmaGemm, WgmmaGemm, apply_gemm, b_rows_along_k,
+                                                 pass_config)
+from tefuse.schedules.cuda.gemm.tiles import pipeline_smem_bytes
+from tefuse.target import device_caps, make_target
 
 from .test_mma import _dense, _normalized_dense, _rand, _scores
 
@@ -80,7 +82,14 @@ def test_the_space_rules_out_the_wgmma_configs_apply_refuses(dtype):
             with pytest.raises(ValueError, match="deep"):
                 t.apply(sch, low.info, cfg, target)
     mma = MmaGemm().space(low.info, target)
-    assert all(mma.admits(i) == (tuple(mma.get(i)["tile"]) not in WGMMA_ONLY_TILES) for i in range(len(mma)))
+    optin, elem = device_caps(target).smem_optin, 4 if dtype == "float32" else 2
+
+    def fits(v):  # the pipeline's shared memory (test_mma.py checks the bytes against the build's)
+        return pipeline_smem_bytes(v["tile"][0], v["tile"][1], v["bk"], v["stages"], elem,
+                                   b_rows_along_k(low.info)) <= optin
+
+    assert all(mma.admits(i) == (tuple(mma.get(i)["tile"]) not in WGMMA_ONLY_TILES and fits(mma.get(i).values))
+               for i in range(len(mma)))
     assert all(kn.name != "slices" for kn in mma.knobs)  # cluster slices: wgmma only
     wgmma_192 = space.from_values({**fb, "bk": 32 if dtype == "float32" else 64, "tile": (192, 192, 64, 64)})
     assert space.admits(wgmma_192.index)
