@@ -111,7 +111,7 @@ class TensorCoreAttention(Template):
         return {"tirx.disable_storage_rewrite": True} if device_caps(target).kind == "cuda" else {}
 
     def preload(self) -> None:
-        import tvm.s_tir.tensor_intrin.cuda  # noqa: F401
+        tvm_cuda_intrinsics()
 
     def apply(self, sch, info: KernelInfo, cfg: Config, target) -> None:
         apply_attention(sch, info, int(cfg["warps"]), int(cfg["vec_out"]))

@@ -111,7 +111,7 @@ def _warm(parent_pid: int, target_kind: Optional[str] = None, pid_dir: Optional[
     from .. import schedules  # imports tefuse: ops and templates registered
 
     if target_kind:
-        schedules.preload(target_kind)  # e.g. CUDA tensor intrinsics: 20-40 s, not in a timed build
+        schedules.preload(target_kind)  # e.g. CUDA tensor intrinsics: seconds, not in a timed build
     return os.getpid()
 
 

@@ -15,6 +15,7 @@ from ...common import dtype_bytes
 from ...registry import DOMINANT, TIR_PIPELINE, KernelInfo, Template, register
 from ...space import Config, ConfigSpace
 from ..intrin.bf16 import register as register_bf16
+from ..intrin.tvm_library import tvm_cuda_intrinsics
 from ..passes.clamp_rows import clamp_rows
 from ..passes.hoist import PIPELINE as HOIST_PIPELINE
 from ..passes.late_pipeline import PIPELINE as LATE_PIPELINE
@@ -175,8 +176,7 @@ class TensorCoreGemm(Template):
         return pass_config(cfg["intrin"], target, _slices(cfg))
 
     def preload(self) -> None:
-        # TVM's CUDA tensor intrinsics: importing the module parses ~100 TVMScript functions (20-40 s)
-        import tvm.s_tir.tensor_intrin.cuda  # noqa: F401
+        tvm_cuda_intrinsics()  # TVM's CUDA tensor intrinsics (intrin/tvm_library.py)
 
         register_bf16()
 

@@ -14,6 +14,7 @@ from tvm.runtime import convert
 from tvm.script import tirx as T
 
 from ...intrin import register_once
+from .tvm_library import tvm_cuda_intrinsics
 
 WARP = 32
 F32 = "float32"
@@ -133,7 +134,7 @@ def _mma_intrin(b_trans: bool):
 def tf32_mma_group(load_scope: str, b_nk: bool) -> dict[str, str]:
     """Intrinsic names for a float32 GEMM on tf32 mma.sync, operands and the accumulator
     staging tile in `load_scope` (shared or shared.dyn); fill/store are TVM's fp32 ones."""
-    import tvm.s_tir.tensor_intrin.cuda  # noqa: F401  (mma_fill_16x16_f32, mma_store_16x16_f32_*)
+    tvm_cuda_intrinsics()  # TVM's mma_fill_16x16_f32, mma_store_16x16_f32_*
 
     sfx = load_scope.replace(".", "_")
     b = "b_trans" if b_nk else "b"
