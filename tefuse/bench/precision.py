@@ -1,15 +1,18 @@
 """Tensor-core precisions against PyTorch in the same precision, side by side on one GPU.
 
-Three suites, each result a ratio (tefuse time / peer time; below 1 means tefuse is faster),
+Four suites, each result a ratio (tefuse time / peer time; below 1 means tefuse is faster),
 each checked against a float64 (or onnxruntime float32) reference before it is timed:
 
 * `conv`: conv+bias+batch_norm+relu over ResNet-50's 15 conv shapes, tefuse's one fused kernel
   against cuDNN's convolution alone (channels_last, the same precision), CUDA-graph replays;
 * `gemm`: an fp16 GEMM with a fused bias+ReLU against cuBLAS (torch.addmm + relu);
 * `models`: torchvision ResNet-50 / ViT-B/16 built with `precision=` against PyTorch in that
-  precision (channels_last CUDA graph, and torch.compile where it works).
+  precision (channels_last CUDA graph, and torch.compile where it works);
+* `zoo`: the model zoo's torchvision and transformers models the same way, by default the ones
+  no shipped tuning record was made for (`UNTUNED_ZOO`; with `--no-db`: untuned).
 
     python -m tefuse.bench.precision conv --precision fp16 bf16 --batch 1 16 --json out.json
+    python -m tefuse.bench.precision zoo --precision fp16 --batch 1 32 --no-db --json untuned.json
 """
 from __future__ import annotations
 
@@ -343,6 +346,84 @@ def model_case(name: str, batch: int, precision: str, workdir: Path, db="default
                err <= 1e-2 and top1 == 1.0, _templates(cg), extra)
 
 
+# zoo models the shipped tuning records were not made for (ResNet-50, MobileNet-V2 and ViT-B/16
+# were): what a user's own model meets untuned (`zoo` suite, `--no-db`)
+UNTUNED_ZOO = ("resnext50_32x4d", "wide_resnet50_2", "regnet_y_400mf", "efficientnet_b0", "efficientnet_v2_s",
+               "mobilenet_v3_large", "convnext_tiny", "densenet121", "inception_v3", "googlenet",
+               "shufflenet_v2_x1_0", "mnasnet1_0", "swin_t", "bert", "gpt2", "distilbert", "vit_hf")
+
+
+def zoo_model_case(name: str, batch: int, precision: str, workdir: Path, db=None, compile_peer: bool = True,
+                   small: bool = False) -> Row:
+    """A model zoo entry (tefuse/bench/zoo.py: torchvision and transformers, seeded random weights)
+    at `batch`, exported in float32, built by tefuse with `precision`, checked against onnxruntime
+    (float32), timed against the same module in PyTorch in that precision (image models
+    channels_last), the better of its CUDA graph and torch.compile, each taken in turn with
+    tefuse's CUDA graph."""
+    import onnx
+
+    from ..driver import build
+    from ..frontend.onnx import import_onnx
+    from ..frontend.reference import onnxruntime_outputs
+    from . import zoo, zoo_builders
+
+    torch = _torch()
+    entry = zoo.entry(name)
+    cfg = entry.config(small)
+    feeds = zoo.random_inputs(cfg, batch=batch)
+    path = zoo_builders.export_onnx(zoo.build_module(entry, small), feeds, cfg.outputs,
+                                    workdir / f"zoo_{name}_{'small' if small else 'full'}_b{batch}.onnx")
+    model = onnx.load(str(path))
+    t0 = time.perf_counter()
+    cg = build(import_onnx(model), "cuda", db=db, precision=precision)
+    build_s = time.perf_counter() - t0
+    got = cg.run(**feeds)[0]
+    want = onnxruntime_outputs(model, feeds)[0].reshape(got.shape)
+    err = _rel(got, want)
+    images = all(spec.kind == "image" for spec in cfg.inputs)
+    top1 = float((got.argmax(-1) == want.argmax(-1)).mean()) if images else None
+    tdt = getattr(torch, DTYPES[precision])
+    device_feeds = {k: torch.from_numpy(v).cuda() for k, v in feeds.items()}
+    graph_ms, graph_error, run = _tefuse_graph_ms(torch, cg, device_feeds, got)
+    _torch_math(torch, precision)
+    fmt = torch.channels_last if images else torch.contiguous_format
+    tm = zoo.build_module(entry, small).cuda().to(tdt).to(memory_format=fmt).eval()
+    targs = [t.to(tdt).to(memory_format=fmt) if t.is_floating_point() else t for t in device_feeds.values()]
+
+    def peer():
+        with torch.no_grad():
+            return tm(*targs)
+
+    graph_ms, peer_graph = alternate(run, peer, graph_ms)
+    kernels_ms = 1e3 * sum(cg.time_kernels(**feeds))
+    extra = {"build_s": build_s, "kernels_ms": kernels_ms, "graph_ms": graph_ms, "kernels": cg.num_kernels,
+             "peer_graph_ms": peer_graph, "top1_agreement": top1, "config": "small" if small else "full"}
+    if graph_error:
+        extra["graph_error"] = graph_error
+    if compile_peer:
+        try:
+            cm = torch.compile(tm)
+
+            def compiled():
+                with torch.no_grad():
+                    return cm(*targs)
+
+            graph_ms, extra["peer_compile_ms"] = alternate(run, compiled, graph_ms)
+            extra["graph_ms"] = graph_ms
+        except Exception as e:  # noqa: BLE001 - torch.compile failing is the peer's problem, noted
+            extra["peer_compile_error"] = str(e).splitlines()[0][:200]
+    best = min(v for v in (peer_graph, extra.get("peer_compile_ms")) if v)
+    profile = sorted(zip(cg.kernels, cg.time_kernels(**feeds)), key=lambda kt: -kt[1])
+    extra["slowest"] = [(k.group.name, k.template, round(1e3 * t, 4)) for k, t in profile[:8]]
+    try:
+        extra["peer_profile"] = peer_kernels(torch, peer)
+    except Exception as e:  # noqa: BLE001 - the profiler failing is noted, the timing stands
+        extra["peer_profile_error"] = str(e).splitlines()[0][:200]
+    ok = err <= TOLERANCE[precision] and (top1 is None or top1 == 1.0)
+    return Row("zoo", name, precision, batch, graph_ms or kernels_ms, best,
+               f"torch {precision}, best of CUDA graph and torch.compile", err, ok, _templates(cg), extra)
+
+
 def peer_kernels(torch, fn, runs: int = 5, top: int = 16) -> list:
     """The peer's `top` kernels by device time a run, [(kernel, launches a run, ms a run)], from
     torch.profiler over `runs` eager runs: where PyTorch's time goes, beside tefuse's `profile`."""
@@ -423,12 +504,14 @@ def geomean(xs) -> Optional[float]:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("suite", choices=["conv", "gemm", "attention", "models"])
+    p.add_argument("suite", choices=["conv", "gemm", "attention", "models", "zoo"])
     p.add_argument("--precision", nargs="+", default=["fp16"], choices=list(DTYPES))
     p.add_argument("--batch", type=int, nargs="+", default=[1, 16])
     p.add_argument("--shapes", type=int, nargs="*", default=None, help="indices into RESNET50_CONVS")
     p.add_argument("--layout", default="NCHW", choices=["NCHW", "NHWC"], help="conv suite: tefuse's layout")
-    p.add_argument("--models", nargs="+", default=["resnet50", "vit_b_16"])
+    p.add_argument("--models", nargs="+", default=None,
+                   help="models: torchvision names (default resnet50 vit_b_16); zoo: zoo names (default: "
+                        "UNTUNED_ZOO, models without shipped records)")
     p.add_argument("--gemm", nargs="+", default=["4096x4096x4096"], help="MxNxK")
     p.add_argument("--attention", nargs="+", default=["32x12x197x64", "1x12x197x64"], help="BxHxLxD")
     p.add_argument("--no-compile", action="store_true", help="models: skip the torch.compile peer")
@@ -497,8 +580,13 @@ def run_suites(args, db, tuning, attempt) -> None:
         elif args.suite == "gemm":
             for g in args.gemm:
                 attempt("gemm", g, prec, 0, lambda: gemm_case(*map(int, g.split("x")), prec, db, args.tune, tuning))
+        elif args.suite == "zoo":
+            for name in args.models or UNTUNED_ZOO:
+                for b in args.batch:
+                    attempt("zoo", name, prec, b, lambda: zoo_model_case(name, b, prec, Path(args.workdir), db,
+                                                                         not args.no_compile))
         else:
-            for name in args.models:
+            for name in args.models or ["resnet50", "vit_b_16"]:
                 for b in args.batch:
                     for pro in args.prologue:
                         case = name if pro == "rules" else f"{name} prologue={pro}"

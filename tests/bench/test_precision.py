@@ -112,3 +112,26 @@ def test_attention_suite_runs_each_shape_with_the_tuning_asked(monkeypatch, tmp_
                            "--json", str(out)]) == 0
     assert seen == [((32, 12, 197, 64), "fp16", 3, True), ((1, 2, 16, 32), "fp16", 3, True)]
     assert [r["case"] for r in json.loads(out.read_text())["rows"]] == ["32x12x197x64", "1x2x16x32"]
+
+
+def test_zoo_suite_runs_the_untuned_list_by_default(monkeypatch, tmp_path):
+    """`zoo` runs zoo_model_case per model and batch, by default over UNTUNED_ZOO: zoo models
+    (every name the zoo knows), none of those the shipped tuning records were made for."""
+    from tefuse.bench import precision, zoo
+
+    seen = []
+
+    def fake_case(name, b, prec, workdir, db, compile_peer):
+        seen.append((name, b, prec, db, compile_peer))
+        return _row(name, 1.0, 2.0)
+
+    monkeypatch.setattr(precision, "zoo_model_case", fake_case)
+    out = tmp_path / "z.json"
+    assert precision.main(["zoo", "--batch", "1", "32", "--no-db", "--no-compile", "--json", str(out)]) == 0
+    assert [s[:2] for s in seen] == [(n, b) for n in precision.UNTUNED_ZOO for b in (1, 32)]
+    assert all(s[3] is None and s[4] is False for s in seen)
+    assert len(precision.UNTUNED_ZOO) >= 15 and set(precision.UNTUNED_ZOO) <= set(zoo.names())
+    assert not {"resnet50", "mobilenet_v2", "vit_b_16"} & set(precision.UNTUNED_ZOO)
+    seen.clear()
+    assert precision.main(["zoo", "--models", "bert", "--batch", "8"]) == 0
+    assert [s[:3] for s in seen] == [("bert", 8, "fp16")]
