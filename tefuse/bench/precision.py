@@ -1,10 +1,12 @@
 """Tensor-core precisions against PyTorch in the same precision, side by side on one GPU.
 
-Four suites, each result a ratio (tefuse time / peer time; below 1 means tefuse is faster),
+Five suites, each result a ratio (tefuse time / peer time; below 1 means tefuse is faster),
 each checked against a float64 (or onnxruntime float32) reference before it is timed:
 
 * `conv`: conv+bias+batch_norm+relu over ResNet-50's 15 conv shapes, tefuse's one fused kernel
   against cuDNN's convolution alone (channels_last, the same precision), CUDA-graph replays;
+* `plan`: the same chain as a FusionPlan (MIOpen's Fusion API): compiled once, its weights set
+  at run time through OperatorArgs, against cuDNN's conv alone;
 * `gemm`: an fp16 GEMM with a fused bias+ReLU against cuBLAS (torch.addmm + relu);
 * `models`: torchvision ResNet-50 / ViT-B/16 built with `precision=` against PyTorch in that
   precision (channels_last CUDA graph, and torch.compile where it works);
@@ -128,17 +130,7 @@ def conv_case(c: int, hw: int, k: int, r: int, s: int, batch: int, precision: st
         got = got.transpose(0, 3, 1, 2)
         vals = {**vals, "x": vals["x"].transpose(0, 3, 1, 2)}
         vals.update({n: v.transpose(3, 2, 0, 1) for n, v in vals.items() if n.endswith("_weight")})
-    t = {n: torch.from_numpy(np.ascontiguousarray(v)).cuda().double() for n, v in vals.items()}
-    bn = {suffix: [i.name for i in plan.graph.inputs if i.name.endswith(suffix)][0]
-          for suffix in ("_gamma", "_beta", "_mean", "_var")}
-    bias = [i.name for i in plan.graph.inputs if i.name.endswith("_bias")][0]
-    eps = next(n.attrs["epsilon"] for n in plan.graph.nodes if n.op == "batch_norm")
-    with torch.no_grad():
-        ref = torch.nn.functional.conv2d(t["x"], t[w], None, s, r // 2) + t[bias].view(1, -1, 1, 1)
-        ref = torch.nn.functional.batch_norm(ref, t[bn["_mean"]], t[bn["_var"]], t[bn["_gamma"]], t[bn["_beta"]],
-                                             False, 0.0, eps)
-        ref = torch.relu(ref).cpu().numpy()
-    err = _rel(got, ref)
+    err = _rel(got, _conv_bn_relu_reference(torch, plan, vals, s, r // 2))
     tdt = getattr(torch, dt)
     x = torch.from_numpy(np.ascontiguousarray(vals["x"])).cuda().to(tdt).to(memory_format=torch.channels_last)
     wt = torch.from_numpy(np.ascontiguousarray(vals[w])).cuda().to(tdt).to(memory_format=torch.channels_last)
@@ -147,6 +139,69 @@ def conv_case(c: int, hw: int, k: int, r: int, s: int, batch: int, precision: st
     splits = _split_products(cg)
     extra = {"kernels": cg.num_kernels, "split_k": splits[0] if splits else 1, **timing}
     return Row("conv", f"{c}x{hw}x{hw}->{k} {r}x{r}/{s} {layout}", precision, batch, ms, peer,
+               f"cuDNN conv alone, {precision}, channels_last", err, err <= TOLERANCE[precision], _templates(cg),
+               extra)
+
+
+def _conv_bn_relu_reference(torch, plan, vals: dict, stride: int, pad: int) -> np.ndarray:
+    """conv+bias+BN+ReLU of a plan's arguments (by name; NCHW tensors, OIHW weight) in float64."""
+    t = {n: torch.from_numpy(np.ascontiguousarray(v)).cuda().double() for n, v in vals.items()}
+
+    def arg(suffix: str):
+        return t[next(i.name for i in plan.graph.inputs if i.name.endswith(suffix))]
+
+    eps = next(n.attrs["epsilon"] for n in plan.graph.nodes if n.op == "batch_norm")
+    with torch.no_grad():
+        ref = torch.nn.functional.conv2d(t["x"], arg("_weight"), None, stride, pad) + arg("_bias").view(1, -1, 1, 1)
+        ref = torch.nn.functional.batch_norm(ref, arg("_mean"), arg("_var"), arg("_gamma"), arg("_beta"), False, 0.0,
+                                             eps)
+        return torch.relu(ref).cpu().numpy()
+
+
+def plan_case(c: int, hw: int, k: int, r: int, s: int, batch: int, precision: str, layout: str = "NHWC") -> Row:
+    """MIOpen's Fusion API path: a FusionPlan conv+bias+BN+ReLU in `precision`'s dtype compiled
+    once, every weight a run-time argument set through OperatorArgs (converted once to the
+    kernel's layout: OHWI where Hopper's wgmma reads it), executed from device tensors; vs cuDNN's
+    conv alone (channels_last, the same precision)."""
+    import tvm
+
+    from ..plan import FusionPlan, TensorDesc
+    from .chain import random_args
+
+    torch = _torch()
+    dt = DTYPES[precision]
+    shape = (batch, c, hw, hw) if layout == "NCHW" else (batch, hw, hw, c)
+    wshape = (k, c, r, r) if layout == "NCHW" else (r, r, c, k)
+    plan = FusionPlan(TensorDesc(shape, dt, layout))
+    hc = plan.add_conv(TensorDesc(wshape, dt), stride=s, padding=r // 2)
+    hb, hn = plan.add_bias(), plan.add_batch_norm()
+    plan.add_activation("relu")
+    plan.compile("cuda", precision=precision)
+    vals = {n: v.astype(np.float32) for n, v in random_args(plan, np.random.default_rng(0)).items()}
+    names = {suffix: next(n for n in vals if n.endswith(suffix))
+             for suffix in ("_weight", "_bias", "_gamma", "_beta", "_mean", "_var")}
+    args = plan.new_args()
+    args.set_conv(hc, _to_np(vals[names["_weight"]], dt))
+    args.set_bias(hb, _to_np(vals[names["_bias"]], dt))
+    args.set_batch_norm(hn, *(_to_np(vals[names[x]], dt) for x in ("_gamma", "_beta", "_mean", "_var")))
+    cg = plan.compiled
+    dev = cg.device
+    tv = {"x": tvm.runtime.tensor(_to_np(vals["x"], dt), dev),
+          **{n: tvm.runtime.tensor(np.ascontiguousarray(v), dev) for n, v in args.values.items()}}
+    out = cg.run(**tv)[0]
+    got = out.astype(np.float32)
+    if layout == "NHWC":  # the reference is NCHW
+        got = got.transpose(0, 3, 1, 2)
+        vals = {**vals, "x": vals["x"].transpose(0, 3, 1, 2), names["_weight"]: vals[names["_weight"]].transpose(3, 2, 0, 1)}
+    err = _rel(got, _conv_bn_relu_reference(torch, plan, vals, s, r // 2))
+    tdt = getattr(torch, dt)
+    x = torch.from_numpy(np.ascontiguousarray(vals["x"])).cuda().to(tdt).to(memory_format=torch.channels_last)
+    wt = torch.from_numpy(np.ascontiguousarray(vals[names["_weight"]])).cuda().to(tdt)
+    wt = wt.to(memory_format=torch.channels_last)
+    ms, peer, timing = _time_against(torch, cg, tv, out, precision,
+                                     lambda: torch.nn.functional.conv2d(x, wt, None, s, r // 2))
+    extra = {"kernels": cg.num_kernels, "weight_layout": args.layouts.get(names["_weight"], ""), **timing}
+    return Row("plan", f"{c}x{hw}x{hw}->{k} {r}x{r}/{s} {layout}", precision, batch, ms, peer,
                f"cuDNN conv alone, {precision}, channels_last", err, err <= TOLERANCE[precision], _templates(cg),
                extra)
 
@@ -504,7 +559,7 @@ def geomean(xs) -> Optional[float]:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("suite", choices=["conv", "gemm", "attention", "models", "zoo"])
+    p.add_argument("suite", choices=["conv", "plan", "gemm", "attention", "models", "zoo"])
     p.add_argument("--precision", nargs="+", default=["fp16"], choices=list(DTYPES))
     p.add_argument("--batch", type=int, nargs="+", default=[1, 16])
     p.add_argument("--shapes", type=int, nargs="*", default=None, help="indices into RESNET50_CONVS")
@@ -573,6 +628,11 @@ def run_suites(args, db, tuning, attempt) -> None:
                 for shp in shapes:
                     attempt("conv", str(shp), prec, b, lambda: conv_case(*shp, b, prec, db, args.layout,
                                                                            _split_option(args), args.tune, tuning))
+        elif args.suite == "plan":
+            shapes = [RESNET50_CONVS[i] for i in args.shapes] if args.shapes is not None else RESNET50_CONVS
+            for b in args.batch:
+                for shp in shapes:
+                    attempt("plan", str(shp), prec, b, lambda: plan_case(*shp, b, prec, args.layout))
         elif args.suite == "attention":
             for a in args.attention:
                 dims = tuple(map(int, a.split("x")))

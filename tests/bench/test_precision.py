@@ -135,3 +135,19 @@ def test_zoo_suite_runs_the_untuned_list_by_default(monkeypatch, tmp_path):
     seen.clear()
     assert precision.main(["zoo", "--models", "bert", "--batch", "8"]) == 0
     assert [s[:3] for s in seen] == [("bert", 8, "fp16")]
+
+
+def test_plan_suite_runs_resnet50s_shapes_in_the_layout_asked(monkeypatch):
+    """`plan` runs plan_case (a FusionPlan, weights set at run time) per shape and batch, in the
+    layout asked, as `conv` runs conv_case."""
+    from tefuse.bench import precision
+
+    seen = []
+
+    def fake_case(c, hw, k, r, s, b, prec, layout):
+        seen.append(((c, hw, k, r, s), b, prec, layout))
+        return _row(f"{c}x{hw}", 1.0, 2.0)
+
+    monkeypatch.setattr(precision, "plan_case", fake_case)
+    assert precision.main(["plan", "--batch", "16", "--layout", "NHWC", "--shapes", "0", "14"]) == 0
+    assert seen == [(precision.RESNET50_CONVS[0], 16, "fp16", "NHWC"), (precision.RESNET50_CONVS[14], 16, "fp16", "NHWC")]

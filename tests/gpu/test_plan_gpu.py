@@ -49,3 +49,14 @@ def test_plan_takes_torch_cuda_tensors(rng):
     out = plan.execute(torch.from_numpy(x).cuda(), args, as_numpy=False)
     got = torch.from_dlpack(out).cpu().numpy()
     np.testing.assert_allclose(got, np.maximum(R.conv2d(x, w, padding=1) + r, 0), rtol=1e-4, atol=1e-4)
+
+
+def test_plan_bench_case_on_gpu():
+    """The precision bench's `plan` case: fp16 NHWC plan, weights set at run time, checked and timed
+    against cuDNN; on Hopper its weight is held OHWI for wgmma."""
+    pytest.importorskip("torch")
+    from tefuse.bench.precision import plan_case
+
+    row = plan_case(64, 14, 64, 3, 1, 2, "fp16", "NHWC")
+    assert row.ok and row.extra["kernels"] == 1, row.rel_err
+    assert row.tefuse_ms > 0 and row.peer_ms > 0
