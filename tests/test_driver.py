@@ -1,10 +1,14 @@
-"""The driver's retry of a group no config can schedule whole: its anchor is built bare."""
+"""The driver: the retry of a group no config can schedule whole (its anchor is built bare), and
+groups scheduled in threads as one after another would schedule them, errors in their order."""
 import logging
 import re
 
 import numpy as np
 
+import pytest
+
 import tefuse
+from tefuse import driver
 from tefuse.codegen.compile import MAX_LOCAL_BYTES
 from tefuse.fusion import fuse_graph
 from tefuse.graph import GraphBuilder
@@ -50,3 +54,37 @@ def test_the_llvm_build_stays_one_kernel_and_right():
     assert cg.num_kernels == 1
     want = ((q @ k + BIAS).reshape(1, 64, 3, 49, 49) + MASK).reshape(64, 3, 49, 49)
     np.testing.assert_allclose(cg.run(q, k)[0], want, rtol=1e-4, atol=1e-4)
+
+
+def _chain():
+    """Several groups of different templates: conv+relu, a pool, a Linear, a softmax."""
+    b = GraphBuilder()
+    y = b.relu(b.conv2d(b.input("x", (2, 8, 12, 12)), b.const(RNG.standard_normal((8, 8, 3, 3)).astype("f4")),
+                        padding=1))
+    y = b.flatten(b.global_avg_pool2d(b.max_pool2d(y, kernel=2, strides=2)))
+    return b.build(b.softmax(b.dense(y, b.const(RNG.standard_normal((10, 8)).astype("f4"))), axis=-1))
+
+
+def test_threads_schedule_what_one_thread_schedules():
+    g = _chain()
+    one, many = tefuse.build(g, "cuda:sm_90", jobs=1), tefuse.build(g, "cuda:sm_90", jobs=4)
+    assert len(one.kernels) >= 4
+    assert [(k.group.name, k.template, k.config_index) for k in one.kernels] == \
+        [(k.group.name, k.template, k.config_index) for k in many.kernels]
+    assert [k.source("cuda") for k in one.kernels] == [k.source("cuda") for k in many.kernels]
+
+
+def test_the_first_groups_error_is_raised(monkeypatch):
+    """Two groups fail in threads: the error is the one the first in order meets."""
+    real = driver.prepare_group
+
+    def failing(group, *a, **kw):
+        if group.anchor is not None:
+            raise tefuse.errors.BuildError(f"no schedule for {group.name}")
+        return real(group, *a, **kw)
+
+    monkeypatch.setattr(driver, "prepare_group", failing)
+    groups = fuse_graph(_chain())
+    first = next(grp.name for grp in groups if grp.anchor is not None)
+    with pytest.raises(tefuse.errors.BuildError, match=f"no schedule for {first}$"):
+        tefuse.build(_chain(), "llvm", jobs=4)

@@ -5,7 +5,7 @@
 
 Each model of the zoo list (`tefuse.bench.zoo`, exported once beforehand and not timed) is built
 by a child process that reports: importing tefuse (and TVM), importing the ONNX model, the graph
-passes, fusion and scheduling (Python and TVM's schedule primitives, serial), and code generation
+passes, fusion and scheduling (Python and TVM's schedule primitives), and code generation
 with the device compiler (parallel, `--jobs`); `wall_s` is the child's whole life as the parent
 saw it, interpreter start-up included. A CUDA build needs nvcc or NVRTC, not a GPU: the numbers
 say how long a user waits on this machine's cores (`cpus` in the report).

@@ -91,7 +91,7 @@ class BufferSet:
 @dataclass(frozen=True)
 class BuildTimes:
     """Where a build's seconds went: the graph passes (precision, layout, weights), fusion and
-    scheduling (Python and TVM's schedule primitives, one group after another), and code
+    scheduling (Python and TVM's schedule primitives, in threads), and code
     generation with the device compiler (in parallel), with how many kernels were compiled."""
 
     graph_s: float
