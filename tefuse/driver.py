@@ -146,12 +146,12 @@ def _map_in_threads(fn: Callable, items: list, jobs: Optional[int]) -> list[tupl
         return [one(item) for item in items]
     pool = cf.ThreadPoolExecutor(jobs, thread_name_prefix="tefuse-schedule")
     try:
-        return list(pool.map(one, items))
-    except BaseException:
+        out = list(pool.map(one, items))
+    except BaseException:  # Ctrl-C: go now, as compile_groups does
         pool.shutdown(wait=False, cancel_futures=True)
         raise
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+    pool.shutdown(wait=True)
+    return out
 
 
 MAX_DEFAULT_JOBS = 32  # each nvcc takes a few hundred MB; a 128-CPU host need not run 128 at once
