@@ -124,23 +124,33 @@ def conv_case(c: int, hw: int, k: int, r: int, s: int, batch: int, precision: st
     cg = build(graph, "cuda", db=db, precision=_graph_precision(precision), split_k=split_k)
     dev = cg.device
     tv = {n: tvm.runtime.tensor(_to_np(v, dt), dev) for n, v in vals.items() if n != w}
-    out = cg.run(**tv)[0]
-    got = out.astype(np.float32)
-    if layout == "NHWC":  # compare in NCHW: torch's reference below is NCHW
-        got = got.transpose(0, 3, 1, 2)
-        vals = {**vals, "x": vals["x"].transpose(0, 3, 1, 2)}
-        vals.update({n: v.transpose(3, 2, 0, 1) for n, v in vals.items() if n.endswith("_weight")})
-    err = _rel(got, _conv_bn_relu_reference(torch, plan, vals, s, r // 2))
-    tdt = getattr(torch, dt)
-    x = torch.from_numpy(np.ascontiguousarray(vals["x"])).cuda().to(tdt).to(memory_format=torch.channels_last)
-    wt = torch.from_numpy(np.ascontiguousarray(vals[w])).cuda().to(tdt).to(memory_format=torch.channels_last)
-    ms, peer, timing = _time_against(torch, cg, tv, out, precision,
-                                     lambda: torch.nn.functional.conv2d(x, wt, None, s, r // 2))
+    err, ms, peer, timing = _check_and_time_against_cudnn(torch, plan, cg, tv, vals, precision, s, r // 2, layout)
     splits = _split_products(cg)
     extra = {"kernels": cg.num_kernels, "split_k": splits[0] if splits else 1, **timing}
     return Row("conv", f"{c}x{hw}x{hw}->{k} {r}x{r}/{s} {layout}", precision, batch, ms, peer,
                f"cuDNN conv alone, {precision}, channels_last", err, err <= TOLERANCE[precision], _templates(cg),
                extra)
+
+
+def _check_and_time_against_cudnn(torch, plan, cg, tv: dict, vals: dict, precision: str, stride: int, pad: int,
+                                  layout: str) -> tuple:
+    """(error against float64, tefuse's ms, cuDNN's conv alone's ms, timing extras) of a built
+    conv+bias+BN+ReLU `cg` run on device tensors `tv`, its arguments `vals` (float32, the plan's
+    names and layouts)."""
+    out = cg.run(**tv)[0]
+    got = out.astype(np.float32)
+    if layout == "NHWC":  # compare in NCHW: torch's reference is NCHW
+        got = got.transpose(0, 3, 1, 2)
+        vals = {n: v.transpose(0, 3, 1, 2) if n == "x" else v.transpose(3, 2, 0, 1) if n.endswith("_weight") else v
+                for n, v in vals.items()}
+    err = _rel(got, _conv_bn_relu_reference(torch, plan, vals, stride, pad))
+    tdt = getattr(torch, DTYPES[precision])
+    w = next(n for n in vals if n.endswith("_weight"))
+    x, wt = (torch.from_numpy(np.ascontiguousarray(vals[n])).cuda().to(tdt).to(memory_format=torch.channels_last)
+             for n in ("x", w))
+    ms, peer, timing = _time_against(torch, cg, tv, out, precision,
+                                     lambda: torch.nn.functional.conv2d(x, wt, None, stride, pad))
+    return err, ms, peer, timing
 
 
 def _conv_bn_relu_reference(torch, plan, vals: dict, stride: int, pad: int) -> np.ndarray:
@@ -188,18 +198,7 @@ def plan_case(c: int, hw: int, k: int, r: int, s: int, batch: int, precision: st
     dev = cg.device
     tv = {"x": tvm.runtime.tensor(_to_np(vals["x"], dt), dev),
           **{n: tvm.runtime.tensor(np.ascontiguousarray(v), dev) for n, v in args.values.items()}}
-    out = cg.run(**tv)[0]
-    got = out.astype(np.float32)
-    if layout == "NHWC":  # the reference is NCHW
-        got = got.transpose(0, 3, 1, 2)
-        vals = {**vals, "x": vals["x"].transpose(0, 3, 1, 2), names["_weight"]: vals[names["_weight"]].transpose(3, 2, 0, 1)}
-    err = _rel(got, _conv_bn_relu_reference(torch, plan, vals, s, r // 2))
-    tdt = getattr(torch, dt)
-    x = torch.from_numpy(np.ascontiguousarray(vals["x"])).cuda().to(tdt).to(memory_format=torch.channels_last)
-    wt = torch.from_numpy(np.ascontiguousarray(vals[names["_weight"]])).cuda().to(tdt)
-    wt = wt.to(memory_format=torch.channels_last)
-    ms, peer, timing = _time_against(torch, cg, tv, out, precision,
-                                     lambda: torch.nn.functional.conv2d(x, wt, None, s, r // 2))
+    err, ms, peer, timing = _check_and_time_against_cudnn(torch, plan, cg, tv, vals, precision, s, r // 2, layout)
     extra = {"kernels": cg.num_kernels, "weight_layout": args.layouts.get(names["_weight"], ""), **timing}
     return Row("plan", f"{c}x{hw}x{hw}->{k} {r}x{r}/{s} {layout}", precision, batch, ms, peer,
                f"cuDNN conv alone, {precision}, channels_last", err, err <= TOLERANCE[precision], _templates(cg),
@@ -426,7 +425,8 @@ def zoo_model_case(name: str, batch: int, precision: str, workdir: Path, db=None
     entry = zoo.entry(name)
     cfg = entry.config(small)
     feeds = zoo.random_inputs(cfg, batch=batch)
-    path = zoo_builders.export_onnx(zoo.build_module(entry, small), feeds, cfg.outputs,
+    module = zoo.build_module(entry, small)
+    path = zoo_builders.export_onnx(module, feeds, cfg.outputs,
                                     workdir / f"zoo_{name}_{'small' if small else 'full'}_b{batch}.onnx")
     model = onnx.load(str(path))
     t0 = time.perf_counter()
@@ -442,7 +442,7 @@ def zoo_model_case(name: str, batch: int, precision: str, workdir: Path, db=None
     graph_ms, graph_error, run = _tefuse_graph_ms(torch, cg, device_feeds, got)
     _torch_math(torch, precision)
     fmt = torch.channels_last if images else torch.contiguous_format
-    tm = zoo.build_module(entry, small).cuda().to(tdt).to(memory_format=fmt).eval()
+    tm = module.cuda().to(tdt).to(memory_format=fmt).eval()
     targs = [t.to(tdt).to(memory_format=fmt) if t.is_floating_point() else t for t in device_feeds.values()]
 
     def peer():
@@ -450,7 +450,8 @@ def zoo_model_case(name: str, batch: int, precision: str, workdir: Path, db=None
             return tm(*targs)
 
     graph_ms, peer_graph = alternate(run, peer, graph_ms)
-    kernels_ms = 1e3 * sum(cg.time_kernels(**feeds))
+    kernel_s = cg.time_kernels(**feeds)
+    kernels_ms = 1e3 * sum(kernel_s)
     extra = {"build_s": build_s, "kernels_ms": kernels_ms, "graph_ms": graph_ms, "kernels": cg.num_kernels,
              "peer_graph_ms": peer_graph, "top1_agreement": top1, "config": "small" if small else "full"}
     if graph_error:
@@ -468,7 +469,7 @@ def zoo_model_case(name: str, batch: int, precision: str, workdir: Path, db=None
         except Exception as e:  # noqa: BLE001 - torch.compile failing is the peer's problem, noted
             extra["peer_compile_error"] = str(e).splitlines()[0][:200]
     best = min(v for v in (peer_graph, extra.get("peer_compile_ms")) if v)
-    profile = sorted(zip(cg.kernels, cg.time_kernels(**feeds)), key=lambda kt: -kt[1])
+    profile = sorted(zip(cg.kernels, kernel_s), key=lambda kt: -kt[1])
     extra["slowest"] = [(k.group.name, k.template, round(1e3 * t, 4)) for k, t in profile[:8]]
     try:
         extra["peer_profile"] = peer_kernels(torch, peer)

@@ -190,10 +190,15 @@ def stage_accumulators(sch, block_outer, ty, sh_scope, frag_c, place_staging=Tru
 STAGING_PAD = 8
 
 
+def aligned_row(n: int, offset: int) -> int:
+    """Row stride (elements) of an n-wide tile under storage_align(factor=32, offset): the row
+    rounded up to `offset` past a multiple of 32."""
+    return n + (offset - n) % 32
+
+
 def staging_row_stride(bn: int) -> int:
-    """Row stride (elements) of a BN-wide staging tile: storage_align(factor=32, offset=STAGING_PAD)
-    rounds the row up to STAGING_PAD past a multiple of 32."""
-    return bn + (STAGING_PAD - bn) % 32
+    """Row stride (elements) of a BN-wide staging tile (storage_align offset STAGING_PAD)."""
+    return aligned_row(bn, STAGING_PAD)
 
 
 def pipeline_smem_bytes(bm: int, bn: int, bk: int, stages: int, elem_bytes: int, b_rows_k: bool = False) -> int:
@@ -202,12 +207,8 @@ def pipeline_smem_bytes(bm: int, bn: int, bk: int, stages: int, elem_bytes: int,
     K: an HWIO conv weight, a [K, N] Linear weight), each row padded by storage_align (factor
     32, offset smem_pad)."""
     pad = DEFAULT_CFG["smem_pad"]
-
-    def row(n: int) -> int:
-        return n + (pad - n) % 32
-
-    b = bk * row(bn) if b_rows_k else bn * row(bk)
-    return max(stages, 1) * (bm * row(bk) + b) * elem_bytes
+    b = bk * aligned_row(bn, pad) if b_rows_k else bn * aligned_row(bk, pad)
+    return max(stages, 1) * (bm * aligned_row(bk, pad) + b) * elem_bytes
 
 
 def tensorize_staging_store(sch, acc, intrin: str) -> None:

@@ -6,14 +6,19 @@ from __future__ import annotations
 
 import importlib
 from types import ModuleType
+from typing import Optional
 
 from ...intrin import quick_frames
 
 MODULE = "tvm.s_tir.tensor_intrin.cuda"
+_module: Optional[ModuleType] = None  # once imported whole: every tensor-core schedule asks
 
 
 def tvm_cuda_intrinsics() -> ModuleType:
     """The imported module (its intrinsics registered): get_mma_intrin_group,
     get_wmma_intrin_group, shared_16x16_to_ldmatrix_32x8_layout..."""
-    with quick_frames():
-        return importlib.import_module(MODULE)
+    global _module
+    if _module is None:
+        with quick_frames():
+            _module = importlib.import_module(MODULE)
+    return _module
