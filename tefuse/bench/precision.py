@@ -24,6 +24,8 @@ import json
 import logging
 import math
 import os
+import shlex
+import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -586,10 +588,31 @@ def main(argv=None) -> int:
                    help="--tune: only configs with this knob value, as `tefuse tune --only`")
     p.add_argument("--workdir", default="/tmp")
     p.add_argument("--json", default=None)
+    p.add_argument("--shard", default=None, metavar="K/N",
+                   help="zoo, models: only every N-th model from the K-th (1-based): N processes, one a GPU "
+                        "(CUDA_VISIBLE_DEVICES), then --merge their JSONs")
+    p.add_argument("--merge", nargs="+", default=None, metavar="JSON",
+                   help="write one JSON (--json) of these shards' rows, summary and commands; runs nothing")
     p.add_argument("--graph-calls", type=int, default=1, metavar="N",
                    help="calls captured into each timed CUDA graph, tefuse's and the peers' alike (1: a "
                         "graph a call; more: microsecond kernels timed without a graph launch each)")
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = p.parse_args(argv)
+    if args.merge is not None:
+        if not args.json:
+            p.error("--merge needs --json")
+        try:
+            merged = merge_reports([json.loads(Path(f).read_text()) for f in args.merge])
+        except (OSError, ValueError) as e:
+            p.error(f"--merge: {e}")
+        write_report(merged, args.json)
+        return 0
+    if args.shard is not None:
+        try:
+            args.shard = shard_of(args.shard)
+        except ValueError as e:
+            p.error(f"--shard: {e}")
+    command = shlex.join(["python", "-m", "tefuse.bench.precision", *argv])
     try:
         timing.set_graph_calls(args.graph_calls)
     except ValueError as e:  # one line and exit 2, as argparse's own errors
@@ -609,11 +632,11 @@ def main(argv=None) -> int:
             log.error("%s %s %s b%d failed: %s", suite, case, prec, batch, msg)
             rows.append(Row(suite, case, prec, batch, math.nan, None, "", math.inf, False, [], {"error": msg}))
         print(line(rows[-1]), flush=True)
-        write_json(rows, args.json)
+        write_json(rows, args.json, command)
 
     with TuningTools(args.tuner, dict(args.only)) if args.tune else contextlib.nullcontext() as tuning:
         run_suites(args, db, tuning, attempt)
-    summary = write_json(rows, args.json)
+    summary = write_json(rows, args.json, command)
     for key, s in summary.items():
         gm = s["geomean_ratio"]
         print(f"{key}: geomean tefuse/peer {gm:.2f}x over {s['n']}" if gm else f"{key}: no ratio")
@@ -642,12 +665,12 @@ def run_suites(args, db, tuning, attempt) -> None:
             for g in args.gemm:
                 attempt("gemm", g, prec, 0, lambda: gemm_case(*map(int, g.split("x")), prec, db, args.tune, tuning))
         elif args.suite == "zoo":
-            for name in args.models or UNTUNED_ZOO:
+            for name in sharded(args.models or UNTUNED_ZOO, args.shard):
                 for b in args.batch:
                     attempt("zoo", name, prec, b, lambda: zoo_model_case(name, b, prec, Path(args.workdir), db,
                                                                          not args.no_compile))
         else:
-            for name in args.models or ["resnet50", "vit_b_16"]:
+            for name in sharded(args.models or ["resnet50", "vit_b_16"], args.shard):
                 for b in args.batch:
                     for pro in args.prologue:
                         case = name if pro == "rules" else f"{name} prologue={pro}"
@@ -656,21 +679,56 @@ def run_suites(args, db, tuning, attempt) -> None:
                             _split_option(args)))
 
 
-def write_json(rows: list, path: Optional[str]) -> dict:
+def write_json(rows: list, path: Optional[str], command: str = "") -> dict:
     """Rows and per-(suite, precision, batch) geomeans; written after every case, so a run cut
-    short keeps what it measured."""
-    summary = {}
-    for key in sorted({(r.suite, r.precision, r.batch) for r in rows}):
-        sel = [r for r in rows if (r.suite, r.precision, r.batch) == key]
-        summary["/".join(map(str, key))] = {"geomean_ratio": geomean(r.ratio for r in sel),
-                                            "all_ok": all(r.ok for r in sel), "n": len(sel)}
-    if path:  # replaced whole: a kill mid-write leaves the previous version
-        tmp = Path(f"{path}.tmp")
-        tmp.write_text(json.dumps({"rows": [{**asdict(r), "ratio": r.ratio} for r in rows],
-                                   "summary": summary, "timing": {"graph_calls": timing.GRAPH_CALLS}},
-                                  indent=1, default=str))
-        os.replace(tmp, path)
+    short keeps what it measured. `command`: the command line that made them."""
+    dicts = [{**asdict(r), "ratio": r.ratio} for r in rows]
+    summary = summarize(dicts)
+    if path:
+        write_report({"commands": [command] if command else [], "rows": dicts, "summary": summary,
+                      "timing": {"graph_calls": timing.GRAPH_CALLS}}, path)
     return summary
+
+
+def summarize(rows: list[dict]) -> dict:
+    """Geomean ratio, all-ok and count per (suite, precision, batch) of JSON rows."""
+    summary = {}
+    for key in sorted({(r["suite"], r["precision"], r["batch"]) for r in rows}):
+        sel = [r for r in rows if (r["suite"], r["precision"], r["batch"]) == key]
+        summary["/".join(map(str, key))] = {"geomean_ratio": geomean(r["ratio"] for r in sel),
+                                            "all_ok": all(r["ok"] for r in sel), "n": len(sel)}
+    return summary
+
+
+def merge_reports(reports: list[dict]) -> dict:
+    """One report of several shards of one run: every row and command kept, the summary made anew.
+    Shards timed with different graph calls are refused (ValueError)."""
+    timings = {json.dumps(r.get("timing"), sort_keys=True) for r in reports}
+    if len(timings) > 1:
+        raise ValueError(f"the reports were timed differently: {sorted(timings)}")
+    rows = [row for r in reports for row in r.get("rows", [])]
+    commands = [c for r in reports for c in r.get("commands", [])]
+    return {"commands": commands, "rows": rows, "summary": summarize(rows), "timing": reports[0].get("timing")}
+
+
+def write_report(report: dict, path: str) -> None:
+    """Replaced whole: a kill mid-write leaves the previous version."""
+    tmp = Path(f"{path}.tmp")
+    tmp.write_text(json.dumps(report, indent=1, default=str))
+    os.replace(tmp, path)
+
+
+def sharded(names, shard: Optional[tuple[int, int]]) -> list:
+    """Every N-th name from the K-th (shard (K, N)); all of them without one."""
+    return list(names) if shard is None else list(names)[shard[0] - 1::shard[1]]
+
+
+def shard_of(text: str) -> tuple[int, int]:
+    """'K/N' as (K, N), 1 <= K <= N."""
+    k, sep, n = text.partition("/")
+    if not (sep and k.isdigit() and n.isdigit() and 1 <= int(k) <= int(n)):
+        raise ValueError(f"want K/N with 1 <= K <= N, got {text!r}")
+    return int(k), int(n)
 
 
 def line(r: Row) -> str:

@@ -151,3 +151,39 @@ def test_plan_suite_runs_resnet50s_shapes_in_the_layout_asked(monkeypatch):
     monkeypatch.setattr(precision, "plan_case", fake_case)
     assert precision.main(["plan", "--batch", "16", "--layout", "NHWC", "--shapes", "0", "14"]) == 0
     assert seen == [(precision.RESNET50_CONVS[0], 16, "fp16", "NHWC"), (precision.RESNET50_CONVS[14], 16, "fp16", "NHWC")]
+
+
+def test_zoo_shards_split_the_list_and_merge_into_one_table(monkeypatch, tmp_path):
+    """Shards K/N run every N-th model from the K-th; --merge writes one JSON with every row,
+    the summary made over all of them and each shard's command."""
+    from tefuse.bench import precision
+
+    seen = []
+    ratio = {"bert": 2.0, "gpt2": 0.5, "swin_t": 1.0}
+
+    def fake_case(name, b, prec, workdir, db, compile_peer):
+        seen.append(name)
+        return _row(name, ratio[name], 1.0)
+
+    monkeypatch.setattr(precision, "zoo_model_case", fake_case)
+    shards = []
+    for k in (1, 2):
+        shards.append(tmp_path / f"s{k}.json")
+        argv = ["zoo", "--models", "bert", "gpt2", "swin_t", "--batch", "1", "--shard", f"{k}/2",
+                "--json", str(shards[-1])]
+        assert precision.main(argv) == 0
+    assert seen == ["bert", "swin_t", "gpt2"]
+    out = tmp_path / "all.json"
+    assert precision.main(["zoo", "--merge", *map(str, shards), "--json", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert sorted(r["case"] for r in data["rows"]) == ["bert", "gpt2", "swin_t"]
+    assert math.isclose(data["summary"]["conv/fp16/16"]["geomean_ratio"], 1.0)
+    assert [c.split("--shard ")[1].split()[0] for c in data["commands"]] == ["1/2", "2/2"]
+
+
+def test_a_bad_shard_is_one_usage_error(capsys):
+    from tefuse.bench import precision
+
+    with contextlib.suppress(SystemExit):
+        precision.main(["zoo", "--shard", "3/2"])
+    assert "--shard: want K/N with 1 <= K <= N, got '3/2'" in capsys.readouterr().err
