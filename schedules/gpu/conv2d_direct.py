@@ -8,6 +8,8 @@ Shapes come from the anchor's Conv2dGeometry, the staged blocks by role (data, w
 """
 from __future__ import annotations
 
+import math
+
 from tvm import s_tir
 
 from ..space import Config, ConfigSpace
@@ -19,9 +21,12 @@ from ..registry import DATA, WEIGHT, KernelInfo, Template, register
 
 VTHREAD_AXES = ("vthread.z", "vthread.y", "vthread.x")
 BLOCK_AXES = ("blockIdx.z", "blockIdx.y", "blockIdx.x")
-# fallback targets per tiled dim (outermost..innermost in memory): threads, outputs per thread
-FALLBACK_THREADS = (4, 4, 8)
-FALLBACK_INNER = (4, 2, 1)
+MAX_DIM_THREADS = 32  # threads along one dim (the space's limit)
+FALLBACK_BLOCK = 256  # threads per block the fallback aims at
+FALLBACK_BLOCKS_PER_SM = 2  # outputs per thread grow only while the grid keeps this many blocks an SM
+# most outputs per thread along the output channels (each input read serves several filters),
+# then along the row
+FALLBACK_INNER = {"channels": 4, "row": 2}
 
 
 def _rc_extent(info: KernelInfo) -> int:
@@ -71,11 +76,32 @@ class Conv2dDirect(Template):
         return s
 
     def fallback(self, info: KernelInfo, target, space: ConfigSpace) -> Config:
-        vals = {}
-        for k, extent in enumerate(info.out_shape[1:]):
-            t = largest_divisor(extent, FALLBACK_THREADS[k])
-            i = largest_divisor(extent // t, FALLBACK_INNER[k])
-            vals[f"tile_{k}"] = (extent // (t * i), 1, t, i)
+        """About FALLBACK_BLOCK threads, given to the dims innermost in memory first (coalesced
+        loads and stores), then outputs per thread (register reuse) while the grid keeps every SM
+        busy. A fixed per-dim thread count made blocks of 8 threads where a dim is 7 wide (a
+        late stage's 7x7 maps: ResNeXt's grouped convs ran at a few percent of the CUDA cores).
+        A grouped conv's block keeps its output channels inside one group, so it stages the
+        input channels of that group alone."""
+        g = info.geometry
+        dims = list(info.out_shape[1:])
+        k_axis = 0 if g.layout == "NCHW" else 2
+        k_span = dims[k_axis] if g.groups == 1 else g.k // g.groups  # channels a block may cover
+        threads, budget = [1, 1, 1], FALLBACK_BLOCK
+        for k in (2, 1, 0):
+            cap = min(MAX_DIM_THREADS, budget, k_span if k == k_axis else dims[k])
+            threads[k] = largest_divisor(k_span if k == k_axis else dims[k], cap)
+            budget //= threads[k]
+        inner = [1, 1, 1]
+        blocks = g.n * math.prod(d // t for d, t in zip(dims, threads))
+        row_axis = 2 if g.layout == "NCHW" else 1
+        for k, most in ((k_axis, FALLBACK_INNER["channels"]), (row_axis, FALLBACK_INNER["row"])):
+            extent = (k_span if k == k_axis else dims[k]) // threads[k]
+            i = largest_divisor(extent, most)
+            while i > 1 and blocks // i < FALLBACK_BLOCKS_PER_SM * device_caps(target).sm_count:
+                i = largest_divisor(extent, i - 1)
+            inner[k] = i
+            blocks //= i
+        vals = {f"tile_{k}": (dims[k] // (threads[k] * inner[k]), 1, threads[k], inner[k]) for k in range(3)}
         rc = _rc_extent(info)
         ri = largest_divisor(rc, 8)
         vals["tile_rc"] = (rc // ri, ri)

@@ -57,3 +57,36 @@ def test_the_space_admits_only_blocks_within_the_limits(case):
         if groups == 1:
             assert alloc_bytes(mod)["shared"] == shared_bytes(low.info, v), v
 
+
+RESNEXT = {  # ResNeXt-50 32x4d's grouped 3x3 convs at batch 32, NHWC fp16 (and a ResNet stem, NCHW)
+    "stage1": ((32, 56, 56, 128), 128, 3, 32, 1, "NHWC", "float16"),
+    "stage4": ((32, 7, 7, 1024), 1024, 3, 32, 1, "NHWC", "float16"),
+    "stage4_b1": ((1, 7, 7, 1024), 1024, 3, 32, 1, "NHWC", "float16"),
+    "stem_nchw": ((1, 3, 224, 224), 64, 7, 1, 2, "NCHW", "float32"),
+}
+
+
+@pytest.mark.parametrize("case", list(RESNEXT))
+def test_the_fallback_fills_blocks_and_stays_in_a_group(case):
+    shape, k, kernel, groups, stride, layout, dtype = RESNEXT[case]
+    b = GraphBuilder()
+    c = shape[3] if layout == "NHWC" else shape[1]
+    wshape = (kernel, kernel, c // groups, k) if layout == "NHWC" else (k, c // groups, kernel, kernel)
+    w = np.random.default_rng(0).standard_normal(wshape).astype(dtype)
+    y = b.conv2d(b.input("x", shape, dtype), b.const(w), strides=stride, padding=kernel // 2, groups=groups,
+                 layout=layout)
+    (grp,) = fuse_graph(b.build(b.relu(y)))
+    low = lower_group(grp)
+    cuda = make_target("cuda")
+    t = Conv2dDirect()
+    space = t.space(low.info, cuda)
+    cfg = t.fallback(low.info, cuda, space)
+    v = cfg.values
+    assert space.admits(cfg.index)
+    n_threads = threads(v)
+    assert 64 <= n_threads <= 1024, v  # not the 8-thread blocks a 7-wide map gave
+    k_axis = 2 if layout == "NHWC" else 0
+    block_k = v[f"tile_{k_axis}"][2] * v[f"tile_{k_axis}"][3]
+    assert (k // groups) % block_k == 0, v  # a block's filters inside one group
+    mod = schedule_kernel(KernelSpec(grp.name, low.func, low.info, t, cfg), cuda)  # within the limits
+    assert block_threads(mod.script()) == n_threads
