@@ -27,7 +27,7 @@ import os
 import shlex
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Optional, Union
 
@@ -387,7 +387,11 @@ def model_case(name: str, batch: int, precision: str, workdir: Path, db="default
                 extra["peer_compile_ms"] = time_graph(lambda: cm(tx), repeat=20)
         except Exception as e:  # noqa: BLE001 - torch.compile failing is the peer's problem, noted
             extra["peer_compile_error"] = str(e).splitlines()[0][:200]
-    best = min(v for v in (peer_graph, extra.get("peer_compile_ms")) if v)
+    peers = [v for v in (peer_graph, extra.get("peer_compile_ms")) if v]
+    if not peers:  # neither captures: PyTorch as it runs, each call launched from Python
+        peer_graph = extra["peer_eager_ms"] = time_wall(peer, torch.cuda.synchronize)
+        peers = [peer_graph]
+    best = min(peers)
     try:
         extra["peer_profile"] = peer_kernels(torch, lambda: tm(tx))
     except Exception as e:  # noqa: BLE001 - the profiler failing is noted, the timing stands
@@ -451,11 +455,15 @@ def zoo_model_case(name: str, batch: int, precision: str, workdir: Path, db=None
         with torch.no_grad():
             return tm(*targs)
 
-    graph_ms, peer_graph = alternate(run, peer, graph_ms)
+    extra = {"build_s": build_s, "kernels": cg.num_kernels, "top1_agreement": top1,
+             "config": "small" if small else "full"}
+    try:  # a module that copies host tensors in its forward (transformers' masks) cannot be captured
+        graph_ms, peer_graph = alternate(run, peer, graph_ms)
+    except RuntimeError as e:
+        peer_graph, extra["peer_graph_error"] = None, str(e).splitlines()[0][:200]
     kernel_s = cg.time_kernels(**feeds)
     kernels_ms = 1e3 * sum(kernel_s)
-    extra = {"build_s": build_s, "kernels_ms": kernels_ms, "graph_ms": graph_ms, "kernels": cg.num_kernels,
-             "peer_graph_ms": peer_graph, "top1_agreement": top1, "config": "small" if small else "full"}
+    extra.update(kernels_ms=kernels_ms, graph_ms=graph_ms, peer_graph_ms=peer_graph)
     if graph_error:
         extra["graph_error"] = graph_error
     if compile_peer:
@@ -470,7 +478,11 @@ def zoo_model_case(name: str, batch: int, precision: str, workdir: Path, db=None
             extra["graph_ms"] = graph_ms
         except Exception as e:  # noqa: BLE001 - torch.compile failing is the peer's problem, noted
             extra["peer_compile_error"] = str(e).splitlines()[0][:200]
-    best = min(v for v in (peer_graph, extra.get("peer_compile_ms")) if v)
+    peers = [v for v in (peer_graph, extra.get("peer_compile_ms")) if v]
+    if not peers:  # neither captures: PyTorch as it runs, each call launched from Python
+        peer_graph = extra["peer_eager_ms"] = time_wall(peer, torch.cuda.synchronize)
+        peers = [peer_graph]
+    best = min(peers)
     profile = sorted(zip(cg.kernels, kernel_s), key=lambda kt: -kt[1])
     extra["slowest"] = [(k.group.name, k.template, round(1e3 * t, 4)) for k, t in profile[:8]]
     try:
@@ -588,6 +600,9 @@ def main(argv=None) -> int:
                    help="--tune: only configs with this knob value, as `tefuse tune --only`")
     p.add_argument("--workdir", default="/tmp")
     p.add_argument("--json", default=None)
+    p.add_argument("--resume", action="store_true",
+                   help="keep the cases --json already holds as measured (failed ones run again) and run the "
+                        "rest: a sweep split over the calls of a time-limited machine")
     p.add_argument("--shard", default=None, metavar="K/N",
                    help="zoo, models: only every N-th model from the K-th (1-based): N processes, one a GPU "
                         "(CUDA_VISIBLE_DEVICES), then --merge their JSONs")
@@ -619,10 +634,13 @@ def main(argv=None) -> int:
         p.error(f"--graph-calls: {e}")
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s: %(message)s")
     db = None if args.no_db else "default"
-    rows: list[Row] = []
+    rows: list[Row] = measured_rows(args.json) if args.resume else []
+    done = {(r.suite, r.case, r.precision, r.batch) for r in rows}
 
     def attempt(suite: str, case: str, prec: str, batch: int, fn) -> None:
         """One case; a failure is a row of its own (ok False, the error's last line), not the end."""
+        if (suite, case, prec, batch) in done:
+            return
         try:
             rows.append(fn())
         except Exception as e:  # noqa: BLE001 - build errors, peer errors: recorded and reported
@@ -702,11 +720,14 @@ def summarize(rows: list[dict]) -> dict:
 
 def merge_reports(reports: list[dict]) -> dict:
     """One report of several shards of one run: every row and command kept, the summary made anew.
+    A case measured again in a later report (a re-run after a fix) replaces its earlier row.
     Shards timed with different graph calls are refused (ValueError)."""
     timings = {json.dumps(r.get("timing"), sort_keys=True) for r in reports}
     if len(timings) > 1:
         raise ValueError(f"the reports were timed differently: {sorted(timings)}")
-    rows = [row for r in reports for row in r.get("rows", [])]
+    by_case = {(row["suite"], row["case"], row["precision"], row["batch"]): row
+               for r in reports for row in r.get("rows", [])}
+    rows = list(by_case.values())
     commands = [c for r in reports for c in r.get("commands", [])]
     return {"commands": commands, "rows": rows, "summary": summarize(rows), "timing": reports[0].get("timing")}
 
@@ -716,6 +737,15 @@ def write_report(report: dict, path: str) -> None:
     tmp = Path(f"{path}.tmp")
     tmp.write_text(json.dumps(report, indent=1, default=str))
     os.replace(tmp, path)
+
+
+def measured_rows(path: Optional[str]) -> list[Row]:
+    """The rows a JSON of this bench holds, less failed cases (an error): none without a file."""
+    if not path or not Path(path).exists():
+        return []
+    names = {f.name for f in fields(Row)}
+    rows = [Row(**{k: v for k, v in r.items() if k in names}) for r in json.loads(Path(path).read_text())["rows"]]
+    return [r for r in rows if "error" not in r.extra]
 
 
 def sharded(names, shard: Optional[tuple[int, int]]) -> list:

@@ -187,3 +187,23 @@ def test_a_bad_shard_is_one_usage_error(capsys):
     with contextlib.suppress(SystemExit):
         precision.main(["zoo", "--shard", "3/2"])
     assert "--shard: want K/N with 1 <= K <= N, got '3/2'" in capsys.readouterr().err
+
+
+def test_resume_keeps_measured_cases_and_runs_failed_and_missing_ones(monkeypatch, tmp_path):
+    from tefuse.bench import precision
+
+    out = tmp_path / "z.json"
+    failed = Row("zoo", "gpt2", "fp16", 1, math.nan, None, "", math.inf, False, [], {"error": "boom"})
+    write_json([Row("zoo", "bert", "fp16", 1, 2.0, 1.0, "torch", 1e-3, True), failed], str(out))
+    seen = []
+
+    def fake_case(name, b, prec, workdir, db, compile_peer):
+        seen.append(name)
+        return Row("zoo", name, prec, b, 1.0, 1.0, "torch", 1e-3, True)
+
+    monkeypatch.setattr(precision, "zoo_model_case", fake_case)
+    argv = ["zoo", "--models", "bert", "gpt2", "swin_t", "--batch", "1", "--resume", "--json", str(out)]
+    assert precision.main(argv) == 0
+    assert seen == ["gpt2", "swin_t"]
+    rows = json.loads(out.read_text())["rows"]
+    assert [(r["case"], r["ratio"]) for r in rows] == [("bert", 2.0), ("gpt2", 1.0), ("swin_t", 1.0)]
