@@ -26,10 +26,14 @@ number of its N tiles; `block_diagonal` merges by any g dividing G for that.
 """
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 
 from .ir import CONST, Graph, Node, RewriteContext, fresh_name, op_node, rewrite
 from .weights import tensor_core_operand
+
+log = logging.getLogger(__name__)
 
 MIN_GROUP_CHANNELS = 4  # ResNeXt 32x4d's first stage; fewer channels a group stay grouped
 
@@ -78,6 +82,8 @@ def dense_grouped_convs(graph: Graph, *, max_groups: int, min_mn: int) -> Graph:
             suffix = "dense" if g == groups else f"g{groups // g}"
             merged[id(w), g] = Node(fresh_name(ctx.names, f"{w.name}_{suffix}"), CONST, [], {}, v.shape, w.dtype, v)
         out = op_node(n.name, n.op, [inputs[0], merged[id(w), g]], {**n.attrs, "groups": groups // g})
+        log.debug("%s: %d groups of %d channels computed as %d (block-diagonal weight)", n.name, groups,
+                  n.geometry.channels_per_group, groups // g)
         assert out.shape == n.shape, f"{n.name}: merging groups changed its shape {n.shape} -> {out.shape}"
         return out
 
