@@ -30,39 +30,117 @@ import logging
 
 import numpy as np
 
-from .ir import CONST, Graph, Node, RewriteContext, fresh_name, op_node, rewrite
-from .weights import tensor_core_operand
+from ..errors import GraphError
+from .ir import CONST, INPUT, Graph, Node, RewriteContext, fresh_name, op_node, rewrite
+from .weights import tensor_core_operand, to_layout
 
 log = logging.getLogger(__name__)
 
 MIN_GROUP_CHANNELS = 4  # ResNeXt 32x4d's first stage; fewer channels a group stay grouped
 
 
-def block_diagonal(w: np.ndarray, groups: int, g: int, layout: str) -> np.ndarray:
+def _zeros(like, shape):
+    """Zeros shaped `shape` of `like`'s kind: numpy, or a torch tensor on its device."""
+    return like.new_zeros(shape) if hasattr(like, "new_zeros") else np.zeros(shape, dtype=like.dtype)
+
+
+def block_diagonal(w, groups: int, g: int, layout: str):
     """A grouped conv's weight (HWIO [kh, kw, Cg, K] or OIHW [K, Cg, kh, kw], `groups` groups)
     as the weight of `groups // g` groups: each merged group's g*Cg inputs by g*Kg outputs, the
-    original groups on its diagonal, zeros elsewhere."""
+    original groups on its diagonal, zeros elsewhere. A numpy array, or (HWIO) a torch tensor."""
     if groups % g:
         raise ValueError(f"merging {g} groups of {groups}: {g} does not divide {groups}")
     v = w if layout == "HWIO" else w.transpose(2, 3, 1, 0)  # OIHW -> HWIO
     kh, kw, cg, k = v.shape
     kg = k // groups
-    out = np.zeros((kh, kw, g * cg, k), dtype=v.dtype)
+    out = _zeros(v, (kh, kw, g * cg, k))
     for j in range(groups):  # original group j sits at block j % g of merged group j // g
         b = j % g
         out[:, :, b * cg:(b + 1) * cg, j * kg:(j + 1) * kg] = v[:, :, :, j * kg:(j + 1) * kg]
     return out if layout == "HWIO" else np.ascontiguousarray(out.transpose(3, 2, 0, 1))
 
 
-def merged_groups(n: Node, *, max_groups: int, min_mn: int) -> int:
-    """How many groups of conv `n` to merge into one (1: none; the module docstring's rule)."""
+def diagonal_blocks(w, groups: int):
+    """The inverse of a full merge: a dense HWIO weight's `groups` diagonal blocks as the
+    grouped conv's HWIO weight [kh, kw, C/groups, K]."""
+    kh, kw, c, k = w.shape
+    cg, kg = c // groups, k // groups
+    out = _zeros(w, (kh, kw, cg, k))
+    for j in range(groups):
+        out[:, :, :, j * kg:(j + 1) * kg] = w[:, :, j * cg:(j + 1) * cg, j * kg:(j + 1) * kg]
+    return out
+
+
+def _dense_rule(n: Node, max_groups: int, min_mn: int) -> bool:
+    """The module docstring's rule, whatever the weight is (a constant or a run-time argument)."""
     if n.op != "conv2d" or n.attrs.get("layout") != "NHWC" or n.attrs.get("weight_layout"):
-        return 1
-    geo, w = n.geometry, n.inputs[1]
-    if (geo.groups == 1 or geo.groups > max_groups or geo.channels_per_group < MIN_GROUP_CHANNELS
-            or w.op != CONST or not tensor_core_operand(n, w) or geo.split_k != 1):
-        return 1
-    return geo.groups if geo.k >= min_mn and geo.m >= min_mn else 1
+        return False
+    geo = n.geometry
+    return (1 < geo.groups <= max_groups and geo.channels_per_group >= MIN_GROUP_CHANNELS and geo.split_k == 1
+            and tensor_core_operand(n, n.inputs[1]) and geo.k >= min_mn and geo.m >= min_mn)
+
+
+def merged_groups(n: Node, *, max_groups: int, min_mn: int) -> int:
+    """How many groups of conv `n` to merge into one (1: none): all of them, where its weight is
+    a constant and the rule holds."""
+    return n.geometry.groups if _dense_rule(n, max_groups, min_mn) and n.inputs[1].op == CONST else 1
+
+
+def input_dense_candidate(n: Node, *, max_groups: int, min_mn: int) -> bool:
+    """Whether grouped conv `n`, whose weight is a graph input (a FusionPlan's run-time weight),
+    should read it dense: the constant pass's rule; the caller expands the argument
+    (`convert_weight`) when it is set."""
+    return _dense_rule(n, max_groups, min_mn) and n.inputs[1].op == INPUT
+
+
+def dense_weight_inputs(graph: Graph, groups: dict[str, int]) -> Graph:
+    """The graph with each HWIO weight input named in `groups` ({name: its conv's groups})
+    declared dense [kh, kw, C, K] (same name) and the convs reading it made groups=1."""
+    swapped = {}
+    for i in graph.inputs:
+        if i.name in groups:
+            kh, kw, cg, k = i.shape
+            swapped[i.name] = Node(i.name, INPUT, [], dict(i.attrs), (kh, kw, cg * groups[i.name], k), i.dtype)
+    new: dict[int, Node] = {}
+    for n in graph.nodes:
+        if not n.is_op:
+            new[id(n)] = swapped.get(n.name, n) if n.op == INPUT else n
+            continue
+        inputs = [new[id(i)] for i in n.inputs]
+        reads = [k for k, i in enumerate(n.inputs) if i.op == INPUT and i.name in swapped]
+        if reads and (n.op != "conv2d" or reads != [1] or n.attrs.get("groups") != groups[n.inputs[1].name]):
+            raise GraphError(f"{n.name} ({n.op}) reads {n.inputs[reads[0]].name}, which is not only the "
+                             f"weight of a conv of {groups[n.inputs[reads[0]].name]} groups")
+        new[id(n)] = op_node(n.name, n.op, inputs, {**n.attrs, "groups": 1}) if reads else \
+            Node(n.name, n.op, inputs, n.attrs, n.shape, n.dtype, n.value)
+    return Graph([swapped.get(i.name, i) for i in graph.inputs], [new[id(o)] for o in graph.outputs])
+
+
+DENSE = ":dense"  # a run-time weight's layout suffix: a grouped weight held dense, e.g. "OHWI:dense32"
+
+
+def dense_layout(layout: str, groups: int) -> str:
+    """`layout` for a weight held dense where it has `groups` > 1 groups, else `layout` itself."""
+    return f"{layout}{DENSE}{groups}" if groups > 1 else layout
+
+
+def split_layout(layout: str) -> tuple[str, int]:
+    """(the axes' layout, the groups it holds dense; 1 for none): "OHWI:dense32" -> ("OHWI", 32)."""
+    axes, _, groups = layout.partition(DENSE)
+    return axes, int(groups) if groups else 1
+
+
+def convert_weight(v, src: str, dst: str):
+    """A run-time conv weight held in layout `src` as `dst` (4-letter layouts, optionally held
+    dense: `dense_layout`): through HWIO, its groups taken off the diagonal or put on it."""
+    (s, gs), (d, gd) = split_layout(src), split_layout(dst)
+    if (s, gs) == (d, gd):
+        return v
+    v = to_layout(v, s, "HWIO") if s != "HWIO" else v
+    if gs != gd:
+        v = diagonal_blocks(v, gs) if gs > 1 else v
+        v = block_diagonal(v, gd, gd, "HWIO") if gd > 1 else v
+    return to_layout(v, "HWIO", d) if d != "HWIO" else v
 
 
 def dense_grouped_convs(graph: Graph, *, max_groups: int, min_mn: int) -> Graph:

@@ -1,6 +1,7 @@
 """ResNeXt's grouped 3x3 convs, made dense on the tensor cores (graph/grouped.py), on a real CUDA
 GPU in fp16 vs the float64 numpy reference: the four stages of ResNeXt-50 32x4d (4 to 32
-channels a group) with bias and ReLU, and a 32x8d stage.
+channels a group) with bias and ReLU, a 32x8d stage, and a FusionPlan whose run-time grouped
+weight is expanded when set.
 
 Deselected by default; run with
     python -m pytest -m gpu tests/gpu/test_grouped_conv_gpu.py -q -s
@@ -11,6 +12,7 @@ import numpy as np
 import pytest
 
 import tefuse
+from tefuse.plan import FusionPlan, TensorDesc
 from tests.reference import assert_close, conv2d
 
 pytestmark = pytest.mark.gpu
@@ -40,3 +42,19 @@ def test_grouped_conv_bias_relu_fp16(rng, c, hw, groups, stride):
                      + bv.astype(np.float16).reshape(1, -1, 1, 1), 0)
     err = assert_close(got, ref, "float32", rtol=1e-2, atol=2e-2, what=f"c={c} hw={hw} stride={stride}")
     print(f"\nc={c} hw={hw} groups={groups} stride={stride} [{conv.template}]: max abs err {err:.3g}")
+
+
+def test_grouped_plan_fp16(rng):
+    """ResNeXt-50's last grouped conv as a plan: the user's grouped HWIO weight, made dense."""
+    p = FusionPlan(TensorDesc((8, 7, 7, 1024), dtype="float16", layout="NHWC"))
+    h = p.add_conv(TensorDesc((3, 3, 32, 1024), dtype="float16"), padding=1, groups=32)
+    p.add_activation("relu")
+    p.compile("cuda")
+    assert p.compiled.graph.node("s0_conv2d").attrs["groups"] == 1, p.compiled.summary()
+    x = rng.standard_normal((8, 7, 7, 1024)).astype("float16")
+    w = (rng.standard_normal((3, 3, 32, 1024)) / 17).astype("float16")
+    a = p.new_args()
+    a.set_conv(h, w)
+    ref = np.maximum(conv2d(x.astype(np.float64), w.astype(np.float64), padding=1, layout="NHWC", groups=32), 0)
+    err = assert_close(p.execute(x, a), ref, "float16", rtol=1e-2, atol=2e-2, what="grouped plan")
+    print(f"\ngrouped plan [{p.compiled.kernels[0].template}]: max abs err {err:.3g}")

@@ -8,7 +8,9 @@ import pytest
 import tefuse
 from tefuse.driver import prepare_graph
 from tefuse.graph import GraphBuilder
-from tefuse.graph.grouped import MIN_GROUP_CHANNELS, block_diagonal, dense_grouped_convs
+from tefuse.errors import GraphError
+from tefuse.graph.grouped import (MIN_GROUP_CHANNELS, block_diagonal, convert_weight, dense_grouped_convs,
+                                  dense_weight_inputs)
 from tefuse.schedules.cuda.gemm.tiles import MIN_MN
 from tefuse.schedules.policy import DENSE_GROUPS
 from tests.reference import assert_close, conv2d
@@ -101,3 +103,23 @@ def test_the_targets_policy_decides(target, dense):
     conv = _conv(g)
     assert conv.attrs["groups"] == (1 if dense else 32)
     assert (conv.attrs.get("weight_layout") == "OHWI") == (target == "cuda:sm_90")
+
+
+def test_a_run_time_weight_converts_to_dense_and_back():
+    w = np.random.default_rng(3).standard_normal((3, 3, 4, 16))
+    dense = convert_weight(w, "HWIO", "OHWI:dense4")
+    np.testing.assert_array_equal(dense, block_diagonal(w, 4, 4, "HWIO").transpose(3, 0, 1, 2))
+    np.testing.assert_array_equal(convert_weight(dense, "OHWI:dense4", "HWIO"), w)
+    np.testing.assert_array_equal(convert_weight(w, "HWIO", "OHWI"), w.transpose(3, 0, 1, 2))
+
+
+def test_a_dense_weight_input_must_be_only_its_convs_weight():
+    b = GraphBuilder()
+    x = b.input("x", (1, 4, 4, 16), "float16")
+    w = b.input("w", (3, 3, 4, 16), "float16")
+    y = b.conv2d(x, w, padding=1, layout="NHWC", groups=4)
+    g = b.build([y, b.relu(w)])
+    with pytest.raises(GraphError, match="reads w, which is not only the weight of a conv of 4 groups"):
+        dense_weight_inputs(g, {"w": 4})
+    dense = dense_weight_inputs(b.build(y), {"w": 4})
+    assert dense.inputs[1].shape == (3, 3, 16, 16) and _conv(dense).attrs["groups"] == 1
