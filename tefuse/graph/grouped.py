@@ -21,6 +21,10 @@ runs at hundreds of TFLOP/s there). `merged_groups` chooses g: G itself, where
 - the conv is one the tensor-core path takes: NHWC (what the layout pass gives tensor-core
   precisions), an fp16/bf16 (or tf32) weight, M and K at least one tile (`min_mn`).
 
+A FusionPlan's run-time weight follows the same rule (`input_dense_candidate`): the plan declares
+it dense (`dense_weight_inputs`, `dense_layout`) and its arguments expand the user's grouped
+weight once, when it is set (`convert_weight`).
+
 A template that took groups as a grid axis would want g only as large as makes g*Kg a whole
 number of its N tiles; `block_diagonal` merges by any g dividing G for that.
 """
