@@ -24,6 +24,7 @@ from .fusion.workload import workload_key
 from .graph.attention import fuse_attention as form_attention
 from .graph.attention_keys import pad_attention_keys
 from .graph.fold_bn import fold_batch_norm
+from .graph.grouped import dense_grouped_convs
 from .graph.ir import Graph
 from .graph.layout import auto_layout, convert_layout
 from .graph.patches import patch_convs_as_products
@@ -286,6 +287,8 @@ def prepare_graph(graph: Graph, target, *, precision: str = "fp32", layout: Opti
     if policy.gemm_products:  # after precision (tensor-core dtypes only), before layout: NCHW as imported
         graph = patch_convs_as_products(graph)
     graph = convert_layout(graph, auto_layout(precision, policy.channels_last) if layout is None else layout)
+    if policy.dense_groups:  # after layout (NHWC convs), before the weights' OHWI: the merged convs are dense
+        graph = dense_grouped_convs(graph, max_groups=policy.dense_groups, min_mn=policy.min_mn)
     if policy.nk_weights:  # tensor-core GEMMs read a Linear's weight [N, K], on Hopper a conv's too (graph/weights.py)
         graph = nk_gemm_weights(graph, convs=policy.nk_conv_weights, min_mn=policy.min_mn)
     if fuse_attention is not False:  # after precision: whether a template takes the op depends on its dtype

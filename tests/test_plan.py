@@ -226,6 +226,45 @@ def test_few_channels_keep_hwio_on_hopper():
     assert p.kernel_layouts("cuda:sm_90", "fp16") == {}
 
 
+def _grouped_plan(groups=8, cg=4, shape=(2, 6, 6, 32)):
+    """A grouped fp16 NHWC conv + ReLU plan (ResNeXt's 4 channels a group)."""
+    p = FusionPlan(TensorDesc(shape, dtype="float16", layout="NHWC"))
+    h = p.add_conv(TensorDesc((3, 3, cg, shape[3]), dtype="float16", layout="HWIO"), padding=1, groups=groups)
+    p.add_activation("relu")
+    return p, h
+
+
+def test_grouped_weight_made_dense_when_set_computes_the_same(rng, monkeypatch):
+    """The tensor cores' dense form on llvm (kernel_layouts forced): the plan declares its grouped
+    weight dense and OHWI, the user passes the grouped HWIO weight, set_conv expands it once, and
+    the result matches the grouped conv."""
+    x = rng.standard_normal((2, 6, 6, 32)).astype("float16")
+    w = (rng.standard_normal((3, 3, 4, 32)) * 0.3).astype("float16")
+    p, h = _grouped_plan()
+    monkeypatch.setattr(p, "kernel_layouts", lambda *_, **__: {"s0_weight": "OHWI:dense8"})
+    p.compile("llvm")
+    conv = next(n for n in p.compiled.graph.nodes if n.op == "conv2d")
+    assert conv.attrs["groups"] == 1 and conv.inputs[1].shape == (32, 3, 3, 32)
+    a = p.new_args()
+    a.set_conv(h, w)
+    assert a.values["s0_weight"].shape == (32, 3, 3, 32)  # expanded when set, not per execute
+    ref = np.maximum(R.conv2d(x.astype(np.float64), w.astype(np.float64), padding=1, layout="NHWC", groups=8), 0)
+    R.assert_close(p.execute(x, a), ref, "float16")
+    a.read_as({})  # and back to the user's grouped weight
+    np.testing.assert_array_equal(a.values["s0_weight"], w)
+
+
+@pytest.mark.parametrize("target, groups, cg, want", [
+    ("cuda:sm_90", 32, 4, "OHWI:dense32"), ("cuda:sm_80", 32, 4, "HWIO:dense32"), ("llvm", 32, 4, None),
+    ("cuda:sm_90", 128, 1, None),  # depthwise: its own template
+    ("cuda:sm_90", 64, 2, None)])  # tiny groups (and more than 32)
+def test_grouped_weight_dense_where_the_tensor_cores_take_it(target, groups, cg, want):
+    p, _ = _grouped_plan(groups, cg, (2, 8, 8, groups * cg))
+    assert p.kernel_layouts(target, "fp16") == ({"s0_weight": want} if want else {})
+    g = p.kernel_graph(target, "fp16")
+    assert g.node("s0_conv2d").attrs["groups"] == (1 if want else groups)
+
+
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
 
 

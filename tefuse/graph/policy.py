@@ -16,6 +16,8 @@ class GraphPolicy:
     patched into products, attention's key rows padded to whole vectors). nk_weights: Linears read
     their constant weight as [N, K]; nk_conv_weights: NHWC convs read theirs as OHWI
     (graph/weights.py). min_mn: the smallest M and N a tensor-core tile takes (a GEMV below it).
+    dense_groups: grouped convs of at most this many groups are computed dense on a
+    block-diagonal weight (graph/grouped.py), 0 for none.
     split: the graph's split-K rules, None where the templates want none."""
 
     channels_last: tuple[str, ...] = ()
@@ -23,4 +25,5 @@ class GraphPolicy:
     nk_weights: bool = False
     nk_conv_weights: bool = False
     min_mn: int = 0
+    dense_groups: int = 0
     split: Optional[SplitPolicy] = None

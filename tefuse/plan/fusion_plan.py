@@ -22,7 +22,8 @@ from ..errors import GraphError, OpError, PlanStateError, UnsupportedFusion
 from ..fusion import fuse_graph
 from ..graph.ir import Graph, GraphBuilder, Node
 from ..graph.precision import convert_precision
-from ..graph.weights import input_conv_candidate, ohwi_weight_inputs, to_layout
+from ..graph.grouped import convert_weight, dense_layout, dense_weight_inputs, input_dense_candidate, split_layout
+from ..graph.weights import input_conv_candidate, ohwi_weight_inputs
 from ..ops import ACTIVATIONS
 from ..ops.conv2d import WEIGHT_LAYOUT, normalize_padding, normalize_pair
 from ..ops.elemwise import BINARY, UNARY
@@ -93,7 +94,9 @@ class OperatorArgs:
 
     Users pass every argument in the plan's documented layout (a conv weight OIHW or HWIO).
     `layouts` names those the compiled kernel reads in another one (an NHWC conv's weight as
-    OHWI where Hopper's wgmma runs): they are converted once, when set, not at each execute.
+    OHWI where Hopper's wgmma runs, a grouped conv's made dense for the tensor cores, as
+    graph/grouped.py does with constants): they are converted once, when set, not at each
+    execute.
     `values` holds what the kernel reads; `held` the (user's, held) layout of each laid-out one."""
 
     values: dict[str, np.ndarray] = field(default_factory=dict)
@@ -122,7 +125,7 @@ class OperatorArgs:
         for name, (user, held) in self.held.items():
             want = self.layouts.get(name, user)
             if want != held:
-                self.values[name] = to_layout(self.values[name], held, want)
+                self.values[name] = convert_weight(self.values[name], held, want)
                 self.held[name] = (user, want)
 
     def set_conv(self, h: OpHandle, weight) -> None:
@@ -271,13 +274,19 @@ class FusionPlan:
         """{argument: layout} for the run-time arguments the plan's kernel for `target` reads in
         another layout than users pass: an NHWC conv's HWIO weight as OHWI where Hopper's wgmma
         runs (sm_90, fp16/bf16 or tf32 operands, whole 16-byte channel copies, M and N a tile
-        big enough), the layout graph/weights.py gives a constant weight at build time. The
-        precision is applied first, as the build does: a weight it casts is read as cast."""
+        big enough), the layout graph/weights.py gives a constant weight at build time; a
+        grouped conv's weight dense (block-diagonal, `dense_layout`: "HWIO:dense32") where the
+        tensor cores take it so, as graph/grouped.py makes a constant one. The precision is
+        applied first, as the build does: a weight it casts is read as cast."""
         policy = graph_policy(device_caps(make_target(target)))
-        if not policy.nk_conv_weights:
-            return {}
         graph = convert_precision(self.graph, precision)
-        return {n.inputs[1].name: "OHWI" for n in graph.nodes if input_conv_candidate(n, policy.min_mn)}
+        dense = {n.inputs[1].name: n.geometry.groups for n in graph.nodes
+                 if input_dense_candidate(n, max_groups=policy.dense_groups, min_mn=policy.min_mn)}
+        graph = dense_weight_inputs(graph, dense) if dense else graph
+        ohwi = {n.inputs[1].name for n in graph.nodes
+                if policy.nk_conv_weights and input_conv_candidate(n, policy.min_mn)}
+        return {name: dense_layout("OHWI" if name in ohwi else "HWIO", dense.get(name, 1))
+                for name in sorted(ohwi | set(dense))}
 
     def kernel_graph(self, target: TargetLike = "llvm", precision: str = "fp32") -> Graph:
         """The graph `compile` builds: the plan's, its laid-out weights declared in the layout the
@@ -285,8 +294,12 @@ class FusionPlan:
         return self._graph_reading(self.kernel_layouts(target, precision))
 
     def _graph_reading(self, layouts: dict[str, str]) -> Graph:
-        """The plan's graph with the arguments `layouts` names declared in that layout (OHWI)."""
-        return ohwi_weight_inputs(self.graph, set(layouts)) if layouts else self.graph
+        """The plan's graph with the arguments `layouts` names declared in that layout (dense,
+        OHWI)."""
+        dense = {name: g for name, layout in layouts.items() for g in [split_layout(layout)[1]] if g > 1}
+        graph = dense_weight_inputs(self.graph, dense) if dense else self.graph
+        ohwi = {name for name, layout in layouts.items() if split_layout(layout)[0] == "OHWI"}
+        return ohwi_weight_inputs(graph, ohwi) if ohwi else graph
 
     def compile(self, target: TargetLike = "llvm", *, precision: str = "fp32", **build_kwargs) -> "FusionPlan":
         """Build the plan's single kernel (expensive: do it once). precision: fp32, fp16 or bf16
