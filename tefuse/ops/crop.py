@@ -1,0 +1,228 @@
+"""crop and crop_resize: planes of a fixed size cut from an image by rectangles given at run time.
+
+The rectangles are a tensor argument ([n, 4] rows of x, y, w, h, or [n, 5] rows of image, x, y,
+w, h for a batch of images), so new rectangles run the same compiled kernel. One launch covers
+every plane: the planes are one output axis, each thread computes one output pixel and reads its
+own plane's rectangle (the horizontal fusion of planes whose source extents differ).
+
+crop_resize is the crop and the resize as one index computation on the source image: an output
+pixel maps to a coordinate inside its rectangle with ONNX Resize's half_pixel transform (OpenCV's
+INTER_LINEAR / INTER_NEAREST centres), and reads only the few source pixels its filter window
+covers, clamped to the rectangle and to the image (a rectangle reaching outside the image reads
+the edge, never out of bounds). The filters and nearest rounding are resize.py's. With
+keep_aspect_ratio the rectangle is scaled by one factor, min(oh / h, ow / w), to th x tw (the
+other side rounded half up), centred in the plane; the bands around it hold `background`.
+
+The source is [H, W] or [H, W, C] (one image) or [N, H, W, C] (a batch, each rectangle naming
+its image); any integer or float type is read and converted in the kernel.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from tvm import tirx as tir
+from tvm.ir.expr import Expr as PrimExpr
+
+from ..errors import OpError
+from .registry import OpPattern, register_op
+from .resize import F64, FILTERS, NEAREST, Axis, bounded, nearest_start, saturate, tie_ratio
+from .value import Value, expr_dtype, lazy
+
+CROP_MODES = ("nearest", "linear", "cubic")
+RECT_DTYPES = ("int32", "int64", "int16", "uint16")
+_ANY_AXIS = Axis(1, 1, 1.0)  # NEAREST's rules read an axis only for Resize-10's "simple" mode
+
+
+def _f(v: float) -> PrimExpr:
+    return tir.const(float(v), F64)
+
+
+def _i(v: int) -> PrimExpr:
+    return tir.const(int(v), "int32")
+
+
+def _layout(x: Value, rects: Value, op: str) -> bool:
+    """Whether the source is a batch ([N, H, W, C]); checks the rectangles' shape against it."""
+    if x.ndim not in (2, 3, 4):
+        raise OpError(f"{op}: the image must be [H, W], [H, W, C] or [N, H, W, C], got shape {x.shape}")
+    batched = x.ndim == 4
+    want = 5 if batched else 4
+    if rects.ndim != 2 or rects.shape[1] != want:
+        rows = "image, x, y, w, h" if batched else "x, y, w, h"
+        raise OpError(f"{op}: rects must be [n, {want}] rows of {rows} for an image of shape {x.shape}, "
+                      f"got shape {rects.shape}")
+    if rects.dtype not in RECT_DTYPES:
+        raise OpError(f"{op}: rects must be an integer tensor ({', '.join(RECT_DTYPES)}), got {rects.dtype}")
+    return batched
+
+
+def _size(attrs: dict, op: str) -> tuple[int, int]:
+    size = attrs["size"]
+    if size is None or len(size) != 2 or not all(isinstance(s, int) and s >= 1 for s in size):
+        raise OpError(f"{op}: size must be (height, width) of positive integers, got {size!r}")
+    return int(size[0]), int(size[1])
+
+
+def _background(attrs: dict, channels: int, op: str) -> tuple[float, ...]:
+    bg = attrs["background"]
+    vals = tuple(float(v) for v in bg) if isinstance(bg, (tuple, list)) else (float(bg),)
+    if len(vals) not in (1, channels):
+        raise OpError(f"{op}: background must be one value or one per channel ({channels}), got {bg!r}")
+    return vals if len(vals) == channels else vals * channels
+
+
+def per_channel(values: Sequence[float], c: PrimExpr, dtype: str) -> PrimExpr:
+    """values[c] as a `dtype` constant (an integer type's rounded and saturated): one constant,
+    or a select over the channel index."""
+    def const(v):
+        if dtype.startswith(("int", "uint")):
+            info = np.iinfo(dtype)
+            return tir.const(int(np.clip(np.round(v), info.min, info.max)), dtype)
+        return tir.const(float(v), dtype)
+
+    out = const(values[-1])
+    if len(set(values)) == 1:
+        return out
+    for k in range(len(values) - 2, -1, -1):
+        out = tir.Select(c == k, const(values[k]), out)
+    return out
+
+
+class _Rect:
+    """One output pixel's rectangle, read from the rects tensor: its image, origin and extent
+    (an extent below 1 counts as 1)."""
+
+    def __init__(self, rects: Value, i: PrimExpr, batched: bool):
+        def field(k):
+            v = rects(i, k)
+            return v if expr_dtype(v) == "int32" else tir.Cast("int32", v)
+
+        off = 1 if batched else 0
+        self.image = field(0) if batched else None
+        self.x, self.y = field(off), field(off + 1)
+        self.w, self.h = tir.max(field(off + 2), _i(1)), tir.max(field(off + 3), _i(1))
+
+
+def _clamped(i: PrimExpr, origin: PrimExpr, extent: PrimExpr, size: int) -> PrimExpr:
+    """Index i of a rectangle's axis as an index of the image's: clamped to the rectangle, then
+    to the image."""
+    j = origin + tir.max(tir.min(i, extent - 1), _i(0))
+    return tir.max(tir.min(j, _i(size - 1)), _i(0))
+
+
+def _reader(x: Value, batched: bool, rect: _Rect, trailing: tuple):
+    """A function (row, col) -> the source element of this pixel's channel (as float32)."""
+    def read(r, c):
+        idx = ([tir.max(tir.min(rect.image, _i(x.shape[0] - 1)), _i(0))] if batched else []) + [r, c, *trailing]
+        v = x(*idx)
+        return v if expr_dtype(v) == "float32" else tir.Cast("float32", v)
+    return read
+
+
+def _fit(rect: _Rect, oh: int, ow: int) -> tuple[PrimExpr, PrimExpr]:
+    """The rectangle scaled by min(oh / h, ow / w): (th, tw), the constrained side exact and the
+    other rounded half up, in integers (no float rounding decides a band's width)."""
+    wide = rect.w * _i(oh) >= rect.h * _i(ow)  # the width limits the scale
+    th = tir.Select(wide, tir.floordiv(_i(2 * ow) * rect.h + rect.w, _i(2) * rect.w), _i(oh))
+    tw = tir.Select(wide, _i(ow), tir.floordiv(_i(2 * oh) * rect.w + rect.h, _i(2) * rect.h))
+    return tir.max(th, _i(1)), tir.max(tw, _i(1))
+
+
+def _coordinate(y: PrimExpr, start: PrimExpr, src: PrimExpr, dst: PrimExpr) -> PrimExpr:
+    """half_pixel: output position y (offset by `start`) of a `dst`-long axis resized from a
+    `src`-long one, as a source coordinate (float64)."""
+    yy = tir.Cast(F64, y - start)
+    return (yy + _f(0.5)) * tir.Cast(F64, src) / tir.Cast(F64, dst) - _f(0.5)
+
+
+def _taps(mode: str, x: PrimExpr, bound: int) -> list[tuple[PrimExpr, PrimExpr]]:
+    """(index before clamping, weight as float32) of the filter's window around coordinate x;
+    `bound` holds x within the image before it becomes an integer."""
+    if mode == "nearest":
+        i = nearest_start(x, bound, "int32") + tir.Cast("int32", NEAREST["round_prefer_floor"](tie_ratio(x), _ANY_AXIS))
+        return [(i, None)]
+    flt = FILTERS[(mode, False)](1.0, -0.75)
+    fl = tir.floor(bounded(x, bound, flt.taps))
+    start = tir.Cast("int32", fl) - (flt.taps // 2 - 1)
+    return [(start + k, tir.Cast("float32", c)) for k, c in enumerate(flt.coefficients(x - fl))]
+
+
+def _check_dtype(dtype: str, op: str) -> None:
+    if not dtype.startswith(("float", "int", "uint")):
+        raise OpError(f"{op}: dtype must be a numeric type, got {dtype!r}")
+
+
+@register_op("crop_resize", OpPattern.INJECTIVE, num_inputs=2,
+             attrs={"size": None, "mode": "linear", "keep_aspect_ratio": False, "background": 0.0,
+                    "dtype": "float32"})
+def crop_resize(inputs: Sequence[Value], attrs: dict) -> Value:
+    """Each rectangle of `rects` (a run-time tensor) resized to size=(height, width): mode
+    nearest, linear or cubic with half_pixel centres; keep_aspect_ratio fits it centred, the bands
+    `background` (one value or one per channel). Output [n, height, width, C] in `dtype`."""
+    x, rects = inputs
+    op = "crop_resize"
+    batched = _layout(x, rects, op)
+    oh, ow = _size(attrs, op)
+    mode = attrs["mode"]
+    if mode not in CROP_MODES:
+        raise OpError(f"{op}: mode must be one of {', '.join(CROP_MODES)}, got {mode!r}")
+    dtype = attrs["dtype"]
+    _check_dtype(dtype, op)
+    sp = 1 if batched else 0
+    H, W = x.shape[sp], x.shape[sp + 1]
+    channels = x.shape[sp + 2:]
+    bg = _background(attrs, channels[0] if channels else 1, op)
+    keep = bool(attrs["keep_aspect_ratio"])
+
+    def fn(i, oy, ox, *ch):
+        rect = _Rect(rects, i, batched)
+        read = _reader(x, batched, rect, ch)
+        if keep:
+            th, tw = _fit(rect, oh, ow)
+            y0, x0 = tir.floordiv(_i(oh) - th, _i(2)), tir.floordiv(_i(ow) - tw, _i(2))
+        else:
+            th, tw, y0, x0 = _i(oh), _i(ow), _i(0), _i(0)
+        rows = _taps(mode, _coordinate(oy, y0, rect.h, th), H)
+        cols = _taps(mode, _coordinate(ox, x0, rect.w, tw), W)
+        value = None
+        for r, wr in rows:
+            rr = _clamped(r, rect.y, rect.h, H)
+            for c, wc in cols:
+                v = read(rr, _clamped(c, rect.x, rect.w, W))
+                term = v if wr is None else wr * wc * v
+                value = term if value is None else value + term
+        value = saturate(tir.Cast(F64, value) if dtype.startswith(("int", "uint")) else value, dtype)
+        if keep:
+            inside = (oy >= y0) & (oy < y0 + th) & (ox >= x0) & (ox < x0 + tw)
+            value = tir.Select(inside, value, per_channel(bg, ch[0] if ch else 0, dtype))
+        return value
+
+    return lazy((rects.shape[0], oh, ow, *channels), dtype, fn)
+
+
+@register_op("crop", OpPattern.INJECTIVE, num_inputs=2, attrs={"size": None, "background": 0.0})
+def crop(inputs: Sequence[Value], attrs: dict) -> Value:
+    """Each rectangle of `rects` (a run-time tensor) as a plane of size=(height, width), its
+    top-left corner at the plane's: pixels past the rectangle, or past the image, hold
+    `background`. Output [n, height, width, C] in the image's type."""
+    x, rects = inputs
+    op = "crop"
+    batched = _layout(x, rects, op)
+    oh, ow = _size(attrs, op)
+    sp = 1 if batched else 0
+    H, W = x.shape[sp], x.shape[sp + 1]
+    channels = x.shape[sp + 2:]
+    bg = _background(attrs, channels[0] if channels else 1, op)
+
+    def fn(i, oy, ox, *ch):
+        rect = _Rect(rects, i, batched)
+        r, c = rect.y + oy, rect.x + ox
+        inside = (oy < rect.h) & (ox < rect.w) & (r >= 0) & (r < H) & (c >= 0) & (c < W)
+        idx = [tir.max(tir.min(r, _i(H - 1)), _i(0)), tir.max(tir.min(c, _i(W - 1)), _i(0)), *ch]
+        if batched:
+            idx.insert(0, tir.max(tir.min(rect.image, _i(x.shape[0] - 1)), _i(0)))
+        return tir.Select(inside, x(*idx), per_channel(bg, ch[0] if ch else 0, x.dtype))
+
+    return lazy((rects.shape[0], oh, ow, *channels), x.dtype, fn)
