@@ -60,14 +60,18 @@ def _layout(x: Value, rects: Value, op: str) -> bool:
 
 def _size(attrs: dict, op: str) -> tuple[int, int]:
     size = attrs["size"]
-    if size is None or len(size) != 2 or not all(isinstance(s, int) and s >= 1 for s in size):
+    if size is None or len(size) != 2 or not all(
+            isinstance(s, (int, np.integer)) and not isinstance(s, bool) and s >= 1 for s in size):
         raise OpError(f"{op}: size must be (height, width) of positive integers, got {size!r}")
     return int(size[0]), int(size[1])
 
 
 def _background(attrs: dict, channels: int, op: str) -> tuple[float, ...]:
     bg = attrs["background"]
-    vals = tuple(float(v) for v in bg) if isinstance(bg, (tuple, list)) else (float(bg),)
+    try:
+        vals = tuple(float(v) for v in bg) if isinstance(bg, (tuple, list)) else (float(bg),)
+    except (TypeError, ValueError):
+        raise OpError(f"{op}: background must be a number or one per channel, got {bg!r}") from None
     if len(vals) not in (1, channels):
         raise OpError(f"{op}: background must be one value or one per channel ({channels}), got {bg!r}")
     return vals if len(vals) == channels else vals * channels

@@ -5,6 +5,7 @@ number or one per channel of `axis`. Elementwise: it fuses into whatever produce
 """
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 from tvm import tirx as tir
@@ -17,7 +18,12 @@ from .value import Value, expr_dtype, lazy
 
 def _values(attrs: dict, key: str, channels: int) -> tuple[float, ...]:
     v = attrs[key]
-    vals = tuple(float(a) for a in v) if isinstance(v, (tuple, list)) else (float(v),)
+    try:
+        vals = tuple(float(a) for a in v) if isinstance(v, (tuple, list)) else (float(v),)
+    except (TypeError, ValueError):
+        raise OpError(f"normalize: {key} must be a number or one per channel, got {v!r}") from None
+    if not all(math.isfinite(a) for a in vals):
+        raise OpError(f"normalize: {key} must be finite, got {v!r}")
     if len(vals) not in (1, channels):
         raise OpError(f"normalize: {key} must be one number or one per channel ({channels}), got {v!r}")
     if key == "div" and any(a == 0 for a in vals):
