@@ -18,7 +18,8 @@ its image); any integer or float type is read and converted in the kernel.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from dataclasses import dataclass
+from typing import Optional, Sequence
 
 import numpy as np
 
@@ -28,7 +29,7 @@ from tvm.ir.expr import Expr as PrimExpr
 from ..errors import OpError
 from .registry import OpPattern, register_op
 from .resize import F64, FILTERS, NEAREST, Axis, bounded, nearest_start, saturate, tie_ratio
-from .value import Value, expr_dtype, lazy
+from .value import Value, bind_all, expr_dtype, lazy
 
 CROP_MODES = ("nearest", "linear", "cubic")
 RECT_DTYPES = ("int32", "int64", "int16", "uint16")
@@ -94,19 +95,31 @@ def per_channel(values: Sequence[float], c: PrimExpr, dtype: str) -> PrimExpr:
     return out
 
 
+@dataclass(frozen=True)
 class _Rect:
-    """One output pixel's rectangle, read from the rects tensor: its image, origin and extent
-    (an extent below 1 counts as 1)."""
+    """One output pixel's rectangle: its image (None for a single image), origin and extent."""
 
-    def __init__(self, rects: Value, i: PrimExpr, batched: bool):
+    image: Optional[PrimExpr]
+    x: PrimExpr
+    y: PrimExpr
+    w: PrimExpr
+    h: PrimExpr
+
+    @staticmethod
+    def fields(rects: Value, i: PrimExpr, batched: bool) -> list[PrimExpr]:
+        """The rectangle of plane i as int32 expressions ([image,] x, y, w, h); an extent below 1
+        counts as 1."""
         def field(k):
             v = rects(i, k)
             return v if expr_dtype(v) == "int32" else tir.Cast("int32", v)
 
         off = 1 if batched else 0
-        self.image = field(0) if batched else None
-        self.x, self.y = field(off), field(off + 1)
-        self.w, self.h = tir.max(field(off + 2), _i(1)), tir.max(field(off + 3), _i(1))
+        xywh = [field(off), field(off + 1), tir.max(field(off + 2), _i(1)), tir.max(field(off + 3), _i(1))]
+        return ([field(0)] if batched else []) + xywh
+
+    @staticmethod
+    def of(batched: bool, *f: PrimExpr) -> "_Rect":
+        return _Rect(*f) if batched else _Rect(None, *f)
 
 
 def _clamped(i: PrimExpr, origin: PrimExpr, extent: PrimExpr, size: int) -> PrimExpr:
@@ -180,28 +193,35 @@ def crop_resize(inputs: Sequence[Value], attrs: dict) -> Value:
     bg = _background(attrs, channels[0] if channels else 1, op)
     keep = bool(attrs["keep_aspect_ratio"])
 
-    def fn(i, oy, ox, *ch):
-        rect = _Rect(rects, i, batched)
+    def pixel(rect: _Rect, th, tw, y0, x0, oy, ox, ch) -> PrimExpr:
         read = _reader(x, batched, rect, ch)
-        if keep:
-            th, tw = _fit(rect, oh, ow)
-            y0, x0 = tir.floordiv(_i(oh) - th, _i(2)), tir.floordiv(_i(ow) - tw, _i(2))
-        else:
-            th, tw, y0, x0 = _i(oh), _i(ow), _i(0), _i(0)
-        rows = _taps(mode, _coordinate(oy, y0, rect.h, th), H)
-        cols = _taps(mode, _coordinate(ox, x0, rect.w, tw), W)
-        value = None
-        for r, wr in rows:
-            rr = _clamped(r, rect.y, rect.h, H)
-            for c, wc in cols:
-                v = read(rr, _clamped(c, rect.x, rect.w, W))
-                term = v if wr is None else wr * wc * v
-                value = term if value is None else value + term
-        value = saturate(tir.Cast(F64, value) if dtype.startswith(("int", "uint")) else value, dtype)
+
+        def interpolate(sy, sx):
+            value = None
+            for r, wr in _taps(mode, sy, H):
+                rr = _clamped(r, rect.y, rect.h, H)
+                for c, wc in _taps(mode, sx, W):
+                    v = read(rr, _clamped(c, rect.x, rect.w, W))
+                    term = v if wr is None else wr * wc * v
+                    value = term if value is None else value + term
+            return saturate(tir.Cast(F64, value) if dtype.startswith(("int", "uint")) else value, dtype)
+
+        value = bind_all([_coordinate(oy, y0, rect.h, th), _coordinate(ox, x0, rect.w, tw)], interpolate)
         if keep:
             inside = (oy >= y0) & (oy < y0 + th) & (ox >= x0) & (ox < x0 + tw)
             value = tir.Select(inside, value, per_channel(bg, ch[0] if ch else 0, dtype))
         return value
+
+    def plane(rect: _Rect, oy, ox, ch) -> PrimExpr:
+        if not keep:
+            return pixel(rect, _i(oh), _i(ow), _i(0), _i(0), oy, ox, ch)
+        centred = lambda th, tw: pixel(rect, th, tw, tir.floordiv(_i(oh) - th, _i(2)),  # noqa: E731
+                                       tir.floordiv(_i(ow) - tw, _i(2)), oy, ox, ch)
+        return bind_all(list(_fit(rect, oh, ow)), centred)
+
+    def fn(i, oy, ox, *ch):
+        # the rectangle, its fit and the coordinates are computed once, not in every tap
+        return bind_all(_Rect.fields(rects, i, batched), lambda *f: plane(_Rect.of(batched, *f), oy, ox, ch))
 
     return lazy((rects.shape[0], oh, ow, *channels), dtype, fn)
 
@@ -221,7 +241,7 @@ def crop(inputs: Sequence[Value], attrs: dict) -> Value:
     bg = _background(attrs, channels[0] if channels else 1, op)
 
     def fn(i, oy, ox, *ch):
-        rect = _Rect(rects, i, batched)
+        rect = _Rect.of(batched, *_Rect.fields(rects, i, batched))
         r, c = rect.y + oy, rect.x + ox
         inside = (oy < rect.h) & (ox < rect.w) & (r >= 0) & (r < H) & (c >= 0) & (c < W)
         idx = [tir.max(tir.min(r, _i(H - 1)), _i(0)), tir.max(tir.min(c, _i(W - 1)), _i(0)), *ch]
