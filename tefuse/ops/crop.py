@@ -40,8 +40,9 @@ def _f(v: float) -> PrimExpr:
     return tir.const(float(v), F64)
 
 
-def _i(v: int) -> PrimExpr:
-    return tir.const(int(v), "int32")
+def _i(v: int, dtype: str = "int32") -> PrimExpr:
+    """An index constant of the loops' index type (int64 in kernels past 2^31 - 1 elements)."""
+    return tir.const(int(v), dtype)
 
 
 def _layout(x: Value, rects: Value, op: str) -> bool:
@@ -99,6 +100,7 @@ def per_channel(values: Sequence[float], c: PrimExpr, dtype: str) -> PrimExpr:
 class _Rect:
     """One output pixel's rectangle: its image (None for a single image), origin and extent."""
 
+    dtype: str  # the index type
     image: Optional[PrimExpr]
     x: PrimExpr
     y: PrimExpr
@@ -107,32 +109,37 @@ class _Rect:
 
     @staticmethod
     def fields(rects: Value, i: PrimExpr, batched: bool) -> list[PrimExpr]:
-        """The rectangle of plane i as int32 expressions ([image,] x, y, w, h); an extent below 1
-        counts as 1."""
+        """The rectangle of plane i as expressions of the index type ([image,] x, y, w, h); an
+        extent below 1 counts as 1."""
+        dt = expr_dtype(i)
+
         def field(k):
             v = rects(i, k)
-            return v if expr_dtype(v) == "int32" else tir.Cast("int32", v)
+            return v if expr_dtype(v) == dt else tir.Cast(dt, v)
 
         off = 1 if batched else 0
-        xywh = [field(off), field(off + 1), tir.max(field(off + 2), _i(1)), tir.max(field(off + 3), _i(1))]
+        xywh = [field(off), field(off + 1), tir.max(field(off + 2), _i(1, dt)), tir.max(field(off + 3), _i(1, dt))]
         return ([field(0)] if batched else []) + xywh
 
     @staticmethod
     def of(batched: bool, *f: PrimExpr) -> "_Rect":
-        return _Rect(*f) if batched else _Rect(None, *f)
+        dt = expr_dtype(f[0])
+        return _Rect(dt, *f) if batched else _Rect(dt, None, *f)
 
 
 def _clamped(i: PrimExpr, origin: PrimExpr, extent: PrimExpr, size: int) -> PrimExpr:
     """Index i of a rectangle's axis as an index of the image's: clamped to the rectangle, then
     to the image."""
-    j = origin + tir.max(tir.min(i, extent - 1), _i(0))
-    return tir.max(tir.min(j, _i(size - 1)), _i(0))
+    dt = expr_dtype(origin)
+    j = origin + tir.max(tir.min(i, extent - 1), _i(0, dt))
+    return tir.max(tir.min(j, _i(size - 1, dt)), _i(0, dt))
 
 
 def _reader(x: Value, batched: bool, rect: _Rect, trailing: tuple):
     """A function (row, col) -> the source element of this pixel's channel (as float32)."""
     def read(r, c):
-        idx = ([tir.max(tir.min(rect.image, _i(x.shape[0] - 1)), _i(0))] if batched else []) + [r, c, *trailing]
+        image = tir.max(tir.min(rect.image, _i(x.shape[0] - 1, rect.dtype)), _i(0, rect.dtype)) if batched else None
+        idx = ([image] if batched else []) + [r, c, *trailing]
         v = x(*idx)
         return v if expr_dtype(v) == "float32" else tir.Cast("float32", v)
     return read
@@ -141,10 +148,11 @@ def _reader(x: Value, batched: bool, rect: _Rect, trailing: tuple):
 def _fit(rect: _Rect, oh: int, ow: int) -> tuple[PrimExpr, PrimExpr]:
     """The rectangle scaled by min(oh / h, ow / w): (th, tw), the constrained side exact and the
     other rounded half up, in integers (no float rounding decides a band's width)."""
-    wide = rect.w * _i(oh) >= rect.h * _i(ow)  # the width limits the scale
-    th = tir.Select(wide, tir.floordiv(_i(2 * ow) * rect.h + rect.w, _i(2) * rect.w), _i(oh))
-    tw = tir.Select(wide, _i(ow), tir.floordiv(_i(2 * oh) * rect.w + rect.h, _i(2) * rect.h))
-    return tir.max(th, _i(1)), tir.max(tw, _i(1))
+    dt = rect.dtype
+    wide = rect.w * _i(oh, dt) >= rect.h * _i(ow, dt)  # the width limits the scale
+    th = tir.Select(wide, tir.floordiv(_i(2 * ow, dt) * rect.h + rect.w, _i(2, dt) * rect.w), _i(oh, dt))
+    tw = tir.Select(wide, _i(ow, dt), tir.floordiv(_i(2 * oh, dt) * rect.w + rect.h, _i(2, dt) * rect.h))
+    return tir.max(th, _i(1, dt)), tir.max(tw, _i(1, dt))
 
 
 def _coordinate(y: PrimExpr, start: PrimExpr, src: PrimExpr, dst: PrimExpr) -> PrimExpr:
@@ -154,15 +162,15 @@ def _coordinate(y: PrimExpr, start: PrimExpr, src: PrimExpr, dst: PrimExpr) -> P
     return (yy + _f(0.5)) * tir.Cast(F64, src) / tir.Cast(F64, dst) - _f(0.5)
 
 
-def _taps(mode: str, x: PrimExpr, bound: int) -> list[tuple[PrimExpr, PrimExpr]]:
+def _taps(mode: str, x: PrimExpr, bound: int, dt: str) -> list[tuple[PrimExpr, PrimExpr]]:
     """(index before clamping, weight as float32) of the filter's window around coordinate x;
     `bound` holds x within the image before it becomes an integer."""
     if mode == "nearest":
-        i = nearest_start(x, bound, "int32") + tir.Cast("int32", NEAREST["round_prefer_floor"](tie_ratio(x), _ANY_AXIS))
+        i = nearest_start(x, bound, dt) + tir.Cast(dt, NEAREST["round_prefer_floor"](tie_ratio(x), _ANY_AXIS))
         return [(i, None)]
     flt = FILTERS[(mode, False)](1.0, -0.75)
     fl = tir.floor(bounded(x, bound, flt.taps))
-    start = tir.Cast("int32", fl) - (flt.taps // 2 - 1)
+    start = tir.Cast(dt, fl) - (flt.taps // 2 - 1)
     return [(start + k, tir.Cast("float32", c)) for k, c in enumerate(flt.coefficients(x - fl))]
 
 
@@ -198,9 +206,9 @@ def crop_resize(inputs: Sequence[Value], attrs: dict) -> Value:
 
         def interpolate(sy, sx):
             value = None
-            for r, wr in _taps(mode, sy, H):
+            for r, wr in _taps(mode, sy, H, rect.dtype):
                 rr = _clamped(r, rect.y, rect.h, H)
-                for c, wc in _taps(mode, sx, W):
+                for c, wc in _taps(mode, sx, W, rect.dtype):
                     v = read(rr, _clamped(c, rect.x, rect.w, W))
                     term = v if wr is None else wr * wc * v
                     value = term if value is None else value + term
@@ -214,9 +222,10 @@ def crop_resize(inputs: Sequence[Value], attrs: dict) -> Value:
 
     def plane(rect: _Rect, oy, ox, ch) -> PrimExpr:
         if not keep:
-            return pixel(rect, _i(oh), _i(ow), _i(0), _i(0), oy, ox, ch)
-        centred = lambda th, tw: pixel(rect, th, tw, tir.floordiv(_i(oh) - th, _i(2)),  # noqa: E731
-                                       tir.floordiv(_i(ow) - tw, _i(2)), oy, ox, ch)
+            dt = rect.dtype
+            return pixel(rect, _i(oh, dt), _i(ow, dt), _i(0, dt), _i(0, dt), oy, ox, ch)
+        centred = lambda th, tw: pixel(rect, th, tw, tir.floordiv(_i(oh, rect.dtype) - th, _i(2, rect.dtype)),  # noqa: E731
+                                       tir.floordiv(_i(ow, rect.dtype) - tw, _i(2, rect.dtype)), oy, ox, ch)
         return bind_all(list(_fit(rect, oh, ow)), centred)
 
     def fn(i, oy, ox, *ch):
@@ -244,9 +253,10 @@ def crop(inputs: Sequence[Value], attrs: dict) -> Value:
         rect = _Rect.of(batched, *_Rect.fields(rects, i, batched))
         r, c = rect.y + oy, rect.x + ox
         inside = (oy < rect.h) & (ox < rect.w) & (r >= 0) & (r < H) & (c >= 0) & (c < W)
-        idx = [tir.max(tir.min(r, _i(H - 1)), _i(0)), tir.max(tir.min(c, _i(W - 1)), _i(0)), *ch]
+        dt = rect.dtype
+        idx = [tir.max(tir.min(r, _i(H - 1, dt)), _i(0, dt)), tir.max(tir.min(c, _i(W - 1, dt)), _i(0, dt)), *ch]
         if batched:
-            idx.insert(0, tir.max(tir.min(rect.image, _i(x.shape[0] - 1)), _i(0)))
+            idx.insert(0, tir.max(tir.min(rect.image, _i(x.shape[0] - 1, dt)), _i(0, dt)))
         return tir.Select(inside, x(*idx), per_channel(bg, ch[0] if ch else 0, x.dtype))
 
     return lazy((rects.shape[0], oh, ow, *channels), x.dtype, fn)

@@ -140,3 +140,19 @@ def test_refusals_name_the_op(attrs, rects_shape, match):
     b = tefuse.GraphBuilder()
     with pytest.raises(TefuseError, match=f"crop_resize.*{match}"):
         b.crop_resize(b.input("image", (8, 8, 3), "uint8"), b.input("rects", rects_shape, "int32"), **attrs)
+
+
+@pytest.mark.parametrize("mode, keep", [("linear", True), ("nearest", False)])
+def test_index_arithmetic_of_a_batch_past_2_to_the_31_elements(mode, keep):
+    """A batch of 4K frames past 2^31 - 1 elements lowers with 64-bit loops: the rectangles,
+    their fit and the taps follow the loops' index type (lowered only, nothing allocated)."""
+    from tefuse.codegen.lower import lower_group
+    from tefuse.fusion import fuse_graph
+
+    b = tefuse.GraphBuilder()
+    x = b.input("frames", (260, 2160, 3840, 1), "uint8")
+    r = b.crop_resize(x, b.input("rects", (4, 5), "int32"), size=(8, 8), mode=mode, keep_aspect_ratio=keep)
+    y = b.crop(x, b.input("rects2", (2, 5), "int32"), size=(4, 4))
+    for out in (r, y):
+        (g,) = fuse_graph(b.build(out))
+        assert "T.int64(" in lower_group(g).func.script()
