@@ -67,10 +67,12 @@ class PreprocessCase:
 
 # -- numpy reference --------------------------------------------------------------------------
 def fit(w: int, h: int, ow: int, oh: int) -> tuple[int, int]:
-    """(th, tw): a w x h rectangle scaled by min(oh / h, ow / w), the other side rounded half up."""
-    if w * oh >= h * ow:
+    """(th, tw): a w x h rectangle scaled to height oh, its width rounded half up, or, where that
+    is wider than ow, to width ow, its height rounded half up (crop_resize's keep_aspect_ratio)."""
+    by_height = (2 * oh * w + h) // (2 * h)
+    if by_height > ow:
         return max((2 * ow * h + w) // (2 * w), 1), ow
-    return oh, max((2 * oh * w + h) // (2 * h), 1)
+    return oh, max(by_height, 1)
 
 
 def _taps(n_out: int, src: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

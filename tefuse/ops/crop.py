@@ -10,8 +10,9 @@ pixel maps to a coordinate inside its rectangle with ONNX Resize's half_pixel tr
 INTER_LINEAR / INTER_NEAREST centres), and reads only the few source pixels its filter window
 covers, clamped to the rectangle and to the image (a rectangle reaching outside the image reads
 the edge, never out of bounds). The filters and nearest rounding are resize.py's. With
-keep_aspect_ratio the rectangle is scaled by one factor, min(oh / h, ow / w), to th x tw (the
-other side rounded half up), centred in the plane; the bands around it hold `background`.
+keep_aspect_ratio the rectangle is scaled by one factor to th x tw, centred in the plane (FKL's
+PRESERVE_AR: to the plane's height, its width rounded half up, unless that is too wide, then to
+its width); the bands around it hold `background`.
 
 The source is [H, W] or [H, W, C] (one image) or [N, H, W, C] (a batch, each rectangle naming
 its image); any integer or float type is read and converted in the kernel.
@@ -146,12 +147,14 @@ def _reader(x: Value, batched: bool, rect: _Rect, trailing: tuple):
 
 
 def _fit(rect: _Rect, oh: int, ow: int) -> tuple[PrimExpr, PrimExpr]:
-    """The rectangle scaled by min(oh / h, ow / w): (th, tw), the constrained side exact and the
-    other rounded half up, in integers (no float rounding decides a band's width)."""
+    """The rectangle scaled to the plane's height, its width rounded half up, unless that width
+    exceeds the plane's: then scaled to its width, the height rounded (FKL's PRESERVE_AR rule),
+    in integers, so that no float rounding decides a band's width. (th, tw), each at least 1."""
     dt = rect.dtype
-    wide = rect.w * _i(oh, dt) >= rect.h * _i(ow, dt)  # the width limits the scale
-    th = tir.Select(wide, tir.floordiv(_i(2 * ow, dt) * rect.h + rect.w, _i(2, dt) * rect.w), _i(oh, dt))
-    tw = tir.Select(wide, _i(ow, dt), tir.floordiv(_i(2 * oh, dt) * rect.w + rect.h, _i(2, dt) * rect.h))
+    by_height = tir.floordiv(_i(2 * oh, dt) * rect.w + rect.h, _i(2, dt) * rect.h)
+    too_wide = by_height > _i(ow, dt)
+    th = tir.Select(too_wide, tir.floordiv(_i(2 * ow, dt) * rect.h + rect.w, _i(2, dt) * rect.w), _i(oh, dt))
+    tw = tir.Select(too_wide, _i(ow, dt), by_height)
     return tir.max(th, _i(1, dt)), tir.max(tw, _i(1, dt))
 
 

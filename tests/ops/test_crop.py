@@ -27,10 +27,12 @@ def ort_resize(x: np.ndarray, size: tuple[int, int], mode: str) -> np.ndarray:
 
 
 def fit(w: int, h: int, ow: int, oh: int) -> tuple[int, int]:
-    """(th, tw): the rectangle scaled by min(oh / h, ow / w), the other side rounded half up."""
-    if w * oh >= h * ow:
+    """(th, tw): the rectangle scaled to height oh, or, where its width would then pass ow, to
+    width ow; the other side rounded half up."""
+    tw = int(np.floor(w * oh / h + 0.5))
+    if tw > ow:
         return max(int(np.floor(h * ow / w + 0.5)), 1), ow
-    return oh, max(int(np.floor(w * oh / h + 0.5)), 1)
+    return oh, max(tw, 1)
 
 
 def reference(img: np.ndarray, rects: np.ndarray, size, mode="linear", keep=False, background=0.0) -> np.ndarray:
