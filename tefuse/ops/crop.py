@@ -2,7 +2,7 @@
 
 The rectangles are a tensor argument ([n, 4] rows of x, y, w, h, or [n, 5] rows of image, x, y,
 w, h for a batch of images), so new rectangles run the same compiled kernel. One launch covers
-every plane: the planes are one output axis, each thread computes one output pixel and reads its
+every plane: the planes are one output axis, each thread computes one output element and reads its
 own plane's rectangle (the horizontal fusion of planes whose source extents differ).
 
 crop_resize is the crop and the resize as one index computation on the source image: an output

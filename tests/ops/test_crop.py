@@ -137,11 +137,21 @@ def test_crop_fixed_planes(rng):
     (dict(size=(4, 4), mode="area"), (2, 4), "mode must be one of"),
     (dict(size=(4, 4)), (2, 5), r"rects must be \[n, 4\]"),
     (dict(size=(4, 4), background=(1, 2)), (2, 4), "background must be one value or one per channel"),
+    (dict(size=(4, 4), background="grey"), (2, 4), "background must be a number or one per channel"),
+    (dict(size=(4, 4), dtype="bool"), (2, 4), "dtype must be a numeric type"),
 ])
 def test_refusals_name_the_op(attrs, rects_shape, match):
     b = tefuse.GraphBuilder()
     with pytest.raises(TefuseError, match=f"crop_resize.*{match}"):
         b.crop_resize(b.input("image", (8, 8, 3), "uint8"), b.input("rects", rects_shape, "int32"), **attrs)
+
+
+def test_rectangles_must_be_integers_and_match_a_batch():
+    b = tefuse.GraphBuilder()
+    with pytest.raises(TefuseError, match="crop: rects must be an integer tensor"):
+        b.crop(b.input("image", (8, 8, 3), "uint8"), b.input("rects", (2, 4), "float32"), size=(2, 2))
+    with pytest.raises(TefuseError, match=r"crop_resize: rects must be \[n, 5\] rows of image, x, y, w, h"):
+        b.crop_resize(b.input("frames", (2, 8, 8, 3), "uint8"), b.input("r", (2, 4), "int32"), size=(2, 2))
 
 
 @pytest.mark.parametrize("mode, keep", [("linear", True), ("nearest", False)])
