@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 from tefuse.codegen.ptx import compile_to_ptx, cuda_kernel_names
-from tefuse.errors import PlanStateError, UnsupportedFusion
+from tefuse.errors import PlanStateError, TefuseError, UnsupportedFusion
 from tefuse.plan import FusionPlan, TensorDesc
+from tefuse.plan.spec import build_plan
 from tests import reference as R
 
 
@@ -278,3 +279,46 @@ def test_hopper_fp16_nhwc_plan_runs_its_weight_on_wgmma():
     src = k.source("cuda")
     assert k.template == "wgmma_gemm" and "wgmma" in src
     assert re.search(r"wgmma\.mma_async", compile_to_ptx(src, "sm_90a"))
+
+
+# -- image pre-processing steps -----------------------------------------------------------------
+def _image_reference(images, rects, size, keep, background, mul, sub, div):
+    from tefuse.bench.preprocess import crop_resize_reference
+
+    planes = [crop_resize_reference(lambda r, c, im=images[k]: im[r, c].astype(np.float64), images.shape[1:3],
+                                    [(x, y, w, h)], size, keep, background) for k, x, y, w, h in rects]
+    return ((np.concatenate(planes) * mul - np.asarray(sub)) / div)[..., ::-1]
+
+
+def test_plan_crop_resize_normalize_bgr_with_run_time_rectangles(rng):
+    """A batch of two NHWC uint8 images, rectangles (image, x, y, w, h) set at run time: one
+    kernel; new rectangles run on the same compiled kernel."""
+    imgs = rng.integers(0, 256, (2, 40, 50, 3), dtype=np.uint8)
+    plan = FusionPlan(TensorDesc((2, 40, 50, 3), "uint8", "NHWC"))
+    crop = plan.add_crop_resize(3, (12, 10), keep_aspect_ratio=True, background=(1.0, 2.0, 3.0))
+    plan.add_normalize(mul=1.4, sub=(0.5, 0.25, 0.0), div=255.0)
+    plan.add_color_convert("rgb2bgr")
+    plan.compile("llvm")
+    cg = plan.compiled
+    assert cg.num_kernels == 1
+    args = plan.new_args()
+    for rects in ([[0, 0, 0, 30, 20], [1, 10, 5, 8, 33], [1, 40, 30, 10, 10]],
+                  [[1, 3, 3, 3, 3], [0, 0, 0, 50, 40], [0, 20, 1, 25, 12]]):
+        args.set_rects(crop, rects)
+        got = plan.execute(imgs, args)
+        want = _image_reference(imgs, rects, (12, 10), True, (1.0, 2.0, 3.0), 1.4, (0.5, 0.25, 0.0), 255.0)
+        np.testing.assert_allclose(got, want, atol=1e-5)
+        assert plan.compiled is cg
+
+
+def test_chain_spec_image_pipeline_and_its_refusals():
+    plan = build_plan("crop_resize(n=5,h=60,w=60,keep=1,background=114)+normalize(mul=1.4,sub=0.5,div=255)+rgb2bgr",
+                      (1, 2160, 3840, 3), "uint8", "NHWC")
+    assert plan.output_desc.shape == (5, 60, 60, 3) and plan.output_desc.dtype == "float32"
+    assert len(plan.graph.inputs) == 2 and plan.graph.inputs[1].shape == (5, 5)
+    with pytest.raises(UnsupportedFusion, match=r"step 0 \(crop_resize\): image steps read channels last"):
+        build_plan("crop_resize(n=2,h=8,w=8)", (1, 3, 32, 32), "uint8", "NCHW")
+    with pytest.raises(TefuseError, match="crop_resize needs h and w"):
+        build_plan("crop_resize(n=2,h=8)", (1, 32, 32, 3), "uint8", "NHWC")
+    with pytest.raises(TefuseError, match="normalize.*unknown parameter"):
+        build_plan("crop_resize(n=2,h=8,w=8)+normalize(scale=2)", (1, 32, 32, 3), "uint8", "NHWC")

@@ -14,10 +14,14 @@ from typing import Optional
 import numpy as np
 
 from ..driver import build
+from ..errors import TefuseError
 from ..plan.spec import build_plan
 from .timing import time_graph
 
 log = logging.getLogger(__name__)
+
+# image pre-processing steps (run-time rectangles, uint8 pixels): benched by bench/preprocess.py
+IMAGE_OPS = ("crop_resize", "normalize", "color_convert")
 
 
 @dataclass
@@ -117,6 +121,10 @@ def _torch_chain(plan, vals, dtype=None):
 def bench_chain(spec: str, input_shape: tuple, *, dtype: str = "float32", layout: str = "NCHW",
                 target: str = "cuda", db=None, seed: int = 0) -> ChainResult:
     plan = build_plan(spec, input_shape, dtype, layout)
+    image_steps = sorted({n.op for n in plan.graph.nodes if n.is_op} & set(IMAGE_OPS))
+    if image_steps:
+        raise TefuseError(f"bench: the chain step(s) {', '.join(image_steps)} have no PyTorch peer here; "
+                          f"python -m tefuse.bench.preprocess benches image pipelines")
     vals = random_args(plan, np.random.default_rng(seed))
     fused = build(plan.graph, target, db=db)
     unfused = build(plan.graph, target, db=db, fuse=False)

@@ -25,8 +25,9 @@ def add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--input", "-i", default=None, metavar="1x64x56x56",
                    help=f"input shape of a chain (default {DEFAULT_CHAIN_SHAPE}; same as --shape 1x64x56x56)")
     add_shape_option(p)
-    p.add_argument("--dtype", default="float32", choices=["float32", "float16", "bfloat16"],
-                   help="a chain's tensors (default float32); --precision converts a float32 model instead")
+    p.add_argument("--dtype", default="float32", choices=["float32", "float16", "bfloat16", "uint8", "uint16"],
+                   help="a chain's tensors (default float32; uint8, uint16: an image pipeline's pixels); "
+                        "--precision converts a float32 model instead")
 
     p.add_argument("--layout", default="NCHW", choices=["NCHW", "NHWC"])
     p.add_argument("--target", "-t", default="llvm",

@@ -342,7 +342,8 @@ class GraphBuilder:
 # names of the inputs of ops with more than one, for the methods' signatures ("x" for one input)
 _INPUT_NAMES = {"conv2d": ("x", "weight"), "dense": ("x", "weight"), "matmul": ("a", "b"),
                 "bias_add": ("x", "bias"), "batch_norm": ("x", "gamma", "beta", "mean", "var"),
-                "where": ("condition", "x", "y")}
+                "where": ("condition", "x", "y"), "crop": ("image", "rects"), "crop_resize": ("image", "rects"),
+                "nv12_to_rgb": ("y", "uv"), "i420_to_rgb": ("y", "u", "v")}
 
 
 def _op_method(opdef) -> Any:

@@ -258,21 +258,21 @@ def resize_axes(shape: Sequence[int], attrs: dict) -> list[Axis]:
 
 
 # -- the compute ----------------------------------------------------------------------------------
-def _bounded(x: PrimExpr, size: int, margin: int) -> PrimExpr:
+def bounded(x: PrimExpr, size: int, margin: int) -> PrimExpr:
     """x held within `margin` of the axis before it becomes an integer: a coordinate far outside
     (a roi of 1e12) would overflow the cast, and every window that far out clamps to the same
     edge element anyway."""
     return tir.max(tir.min(x, _f(size + margin)), _f(-margin))
 
 
-def _nearest_start(x: PrimExpr, size: int, idx: str) -> PrimExpr:
+def nearest_start(x: PrimExpr, size: int, idx: str) -> PrimExpr:
     """The lower of nearest's two candidates for x (before clamping), as the reference picks them
     from its edge-padded coordinate x + 1 (rounded as there): ceil(x + 1) - 2, which is floor(x), or
     one lower at a whole number (whose ratio is 1, so that the upper candidate, x itself, is taken)."""
-    return tir.Cast(idx, tir.ceil(_bounded(x, size, 2) + _f(1.0))) - 2
+    return tir.Cast(idx, tir.ceil(bounded(x, size, 2) + _f(1.0))) - 2
 
 
-def _ratio(x: PrimExpr) -> PrimExpr:
+def tie_ratio(x: PrimExpr) -> PrimExpr:
     """x's position between its neighbours, in (0, 1]: 1 at a whole number."""
     fl = tir.floor(x)
     return tir.Select(x == fl, _f(1.0), x - fl)
@@ -312,9 +312,9 @@ def _pick(plan: _Plan, k: int, y: PrimExpr) -> tuple[PrimExpr, Optional[PrimExpr
     condition."""
     a = plan.axes[k]
     x, outside = _coordinate(plan, k, y)
-    pick = NEAREST[plan.attrs["nearest_mode"]](_ratio(x), a)
+    pick = NEAREST[plan.attrs["nearest_mode"]](tie_ratio(x), a)
     idx = expr_dtype(y)
-    i = _nearest_start(x, a.size, idx) + tir.Cast(idx, pick)
+    i = nearest_start(x, a.size, idx) + tir.Cast(idx, pick)
     inside = ((i >= 0) & (i < a.size)) if plan.attrs["exclude_outside"] else None
     return _clamp(i, a.size), inside, outside
 
@@ -333,7 +333,7 @@ def _window(plan: _Plan, k: int, y: PrimExpr):
     a, attrs = plan.axes[k], plan.attrs
     x, outside = _coordinate(plan, k, y)
     flt = FILTERS[(attrs["mode"], bool(attrs["antialias"]))](a.scale, float(attrs["cubic_coeff_a"]))
-    start = tir.Cast(expr_dtype(y), tir.floor(_bounded(x, a.size, flt.taps))) - (flt.taps // 2 - 1)
+    start = tir.Cast(expr_dtype(y), tir.floor(bounded(x, a.size, flt.taps))) - (flt.taps // 2 - 1)
     ids = [start + t for t in range(flt.taps)]
     cs = flt.coefficients(x - tir.floor(x))
     if attrs["exclude_outside"]:
@@ -351,7 +351,7 @@ def _compute_dtype(dtype: str) -> str:
     return "float32" if dtype in ("float32", "float16", "bfloat16") else F64
 
 
-def _saturate(v: PrimExpr, dtype: str) -> PrimExpr:
+def saturate(v: PrimExpr, dtype: str) -> PrimExpr:
     """A float result as `dtype`: integers rounded half to even and clamped to the type's range
     (onnx.numpy_helper.saturate_cast)."""
     if dtype.startswith(("int", "uint")):
@@ -472,5 +472,5 @@ def _interpolated(x: Value, plan: _Plan, i, acc: str) -> PrimExpr:
             d = d * e
         value = value / tir.Cast(acc, d)
     if acc != x.dtype:
-        value = _saturate(value, x.dtype)
+        value = saturate(value, x.dtype)
     return _with_extrapolation(plan, outside, value, x.dtype)

@@ -34,7 +34,7 @@ from ..target import TargetLike, device_caps, make_target
 log = logging.getLogger(__name__)
 
 
-DTYPES = ("float16", "float32", "float64", "bfloat16", "int8", "int16", "int32", "int64", "uint8")
+DTYPES = ("float16", "float32", "float64", "bfloat16", "int8", "int16", "int32", "int64", "uint8", "uint16")
 
 
 def _number(v) -> bool:
@@ -140,6 +140,12 @@ class OperatorArgs:
     def set_elementwise(self, h: OpHandle, other) -> None:
         self._set(h, "elementwise", [other])
 
+    def set_rects(self, h: OpHandle, rects) -> None:
+        """A crop_resize step's rectangles: [n, 5] rows of image, x, y, w, h (int32; new values
+        run the same compiled kernel)."""
+        on_device = hasattr(rects, "__dlpack__") and not isinstance(rects, np.ndarray)
+        self._set(h, "crop_resize", [rects if on_device else np.asarray(rects, np.int32)])
+
 
 class FusionPlan:
     """An ordered chain of ops on one input tensor, compiled into one kernel."""
@@ -167,13 +173,14 @@ class FusionPlan:
     def output_desc(self) -> TensorDesc:
         return TensorDesc(self._cur.shape, self._cur.dtype, self.input.layout)
 
-    def _add(self, kind: str, op: str, args: list[tuple[str, tuple[int, ...]]], arg_layouts: tuple[str, ...] = (),
-             **attrs) -> OpHandle:
+    def _add(self, kind: str, op: str, args: list[tuple], arg_layouts: tuple[str, ...] = (), **attrs) -> OpHandle:
+        """Add a step reading the current tensor and run-time arguments `args`: (name, shape), in
+        the input's dtype, or (name, shape, dtype)."""
         step = len(self._steps)
         what = f"step {step} ({kind})"
         b = self._b
         try:
-            arg_nodes = [b.input(name, shape, self.input.dtype) for name, shape in args]
+            arg_nodes = [b.input(a[0], a[1], a[2] if len(a) > 2 else self.input.dtype) for a in args]
         except GraphError as e:
             raise UnsupportedFusion(f"{what}: {e}") from None
         try:
@@ -188,7 +195,7 @@ class FusionPlan:
                 f"{what}: {op} after {[h.kind for h in self._steps]} would need {len(groups)} kernels "
                 f"({'; '.join(g.describe() for g in groups)}); a plan fuses into one kernel")
         self._cur = node
-        h = OpHandle(step, kind, tuple(n for n, _ in args), tuple(s for _, s in args), arg_layouts)
+        h = OpHandle(step, kind, tuple(a[0] for a in args), tuple(tuple(a[1]) for a in args), arg_layouts)
         self._steps.append(h)
         if self._compiled is not None:
             log.info("plan changed after compile (%s); compile again before executing", what)
@@ -262,6 +269,35 @@ class FusionPlan:
             raise UnsupportedFusion(f"step {len(self._steps)} (unary): unknown op {kind!r}")
         _check_activation_params(len(self._steps), kind, params, UNARY[kind][1])
         return self._add("activation", kind, [], **params)
+
+    def _channels_last(self, kind: str) -> None:
+        if self.input.layout != "NHWC":
+            raise UnsupportedFusion(f"step {len(self._steps)} ({kind}): image steps read channels last; the "
+                                    f"plan's input is {self.input.layout} (use an NHWC plan)")
+
+    def add_crop_resize(self, n: int, size: Sequence[int], *, mode: str = "linear", keep_aspect_ratio: bool = False,
+                        background=0.0, dtype: str = "float32") -> OpHandle:
+        """n planes of size (height, width) cut from the NHWC input by rectangles set at run time
+        (set_rects: [n, 5] rows of image, x, y, w, h) and resized (nearest, linear, cubic; with
+        keep_aspect_ratio centred on `background`): one launch for every plane."""
+        self._channels_last("crop_resize")
+        step = len(self._steps)
+        if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 1:
+            raise UnsupportedFusion(f"step {step} (crop_resize): n must be a positive integer, got {n!r}")
+        bg = tuple(background) if isinstance(background, (tuple, list)) else background
+        return self._add("crop_resize", "crop_resize", [(f"s{step}_rects", (int(n), 5), "int32")],
+                         size=tuple(size), mode=mode, keep_aspect_ratio=bool(keep_aspect_ratio), background=bg,
+                         dtype=dtype)
+
+    def add_color_convert(self, code: str) -> OpHandle:
+        """A colour conversion of the channels (rgb2bgr, rgba2rgb, rgb2gray...: ops/color.py)."""
+        self._channels_last("color_convert")
+        return self._add("color_convert", "color_convert", [], code=code)
+
+    def add_normalize(self, mul=1.0, sub=0.0, div=1.0) -> OpHandle:
+        """((x * mul) - sub) / div per channel (each one number or one per channel), as float32."""
+        vals = {k: tuple(v) if isinstance(v, (tuple, list)) else v for k, v in (("mul", mul), ("sub", sub), ("div", div))}
+        return self._add("normalize", "normalize", [], axis=self.channel_axis, **vals)
 
     @property
     def graph(self) -> Graph:

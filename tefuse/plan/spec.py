@@ -1,4 +1,6 @@
-"""Chain specs for the command line: "conv2d(k=64,r=3,pad=1)+bias+batch_norm+relu".
+"""Chain specs for the command line: "conv2d(k=64,r=3,pad=1)+bias+batch_norm+relu", or an
+image pipeline on an NHWC uint8 input: "crop_resize(n=5,h=60,w=60,keep=1)+normalize(mul=1.4,
+sub=0.5,div=255)+rgb2bgr".
 
 A chain is a FusionPlan written as text; weights and other runtime operands become graph
 inputs, so the same spec serves build, inspect, tune and bench.
@@ -10,6 +12,7 @@ from typing import Any, Optional
 
 from ..errors import TefuseError
 from ..graph.ir import Graph
+from ..ops.color import CONVERSIONS
 from ..target import TargetLike
 from .fusion_plan import FusionPlan, TensorDesc
 
@@ -110,6 +113,32 @@ def _no_params(p: dict, item: str, name: str) -> None:
         raise TefuseError(f"chain item {item!r}: {name} takes no parameters, got {sorted(p)}")
 
 
+def _numbers(p: dict, item: str, keys: tuple[str, ...]) -> dict[str, float]:
+    unknown = sorted(set(p) - set(keys))
+    if unknown:
+        raise TefuseError(f"chain item {item!r}: unknown parameter(s) {unknown}; it takes {', '.join(keys)}")
+    for k, v in p.items():
+        if isinstance(v, (str, tuple)):
+            raise TefuseError(f"chain item {item!r}: {k} must be a number, got {v!r}")
+    return {k: float(v) for k, v in p.items()}
+
+
+def _crop_resize(plan: FusionPlan, p: dict, item: str) -> None:
+    """crop_resize(n=5,h=60,w=60,mode=linear,keep=1,background=0): rectangles set at run time."""
+    n, h, w = _int(p, "n", item, 1), _int(p, "h", item), _int(p, "w", item)
+    if h is None or w is None:
+        raise TefuseError(f"chain item {item!r}: crop_resize needs h and w (the planes' size)")
+    mode = p.pop("mode", "linear")
+    keep = _int(p, "keep", item, 0, minimum=0)
+    if keep not in (0, 1):
+        raise TefuseError(f"chain item {item!r}: keep must be 0 or 1, got {keep!r}")
+    bg = _numbers({k: p.pop(k) for k in list(p) if k == "background"}, item, ("background",))
+    if p:
+        raise TefuseError(f"chain item {item!r}: unknown crop_resize parameter(s) {sorted(p)}; it takes n, h, w, "
+                          f"mode, keep, background")
+    plan.add_crop_resize(n, (h, w), mode=str(mode), keep_aspect_ratio=bool(keep), background=bg.get("background", 0.0))
+
+
 def build_plan(text: str, input_shape: tuple, dtype: str = "float32", layout: str = "NCHW") -> FusionPlan:
     plan = FusionPlan(TensorDesc(tuple(input_shape), dtype, layout))
     for item in text.split("+"):
@@ -132,6 +161,13 @@ def build_plan(text: str, input_shape: tuple, dtype: str = "float32", layout: st
             if isinstance(eps, str) or isinstance(eps, tuple) or not eps > 0:
                 raise TefuseError(f"chain item {item!r}: eps must be a positive number, got {eps!r}")
             plan.add_batch_norm(epsilon=float(eps))
+        elif name == "crop_resize":
+            _crop_resize(plan, p, item)
+        elif name == "normalize":
+            plan.add_normalize(**_numbers(p, item, ("mul", "sub", "div")))
+        elif name in CONVERSIONS:
+            _no_params(p, item, name)
+            plan.add_color_convert(name)
         elif name in ("add", "sub", "mul", "div", "maximum", "minimum"):
             _no_params(p, item, name)
             plan.add_elementwise(name)

@@ -1,0 +1,265 @@
+"""crop and crop_resize: planes of a fixed size cut from an image by rectangles given at run time.
+
+The rectangles are a tensor argument ([n, 4] rows of x, y, w, h, or [n, 5] rows of image, x, y,
+w, h for a batch of images), so new rectangles run the same compiled kernel. One launch covers
+every plane: the planes are one output axis, each thread computes one output element and reads its
+own plane's rectangle (the horizontal fusion of planes whose source extents differ).
+
+crop_resize is the crop and the resize as one index computation on the source image: an output
+pixel maps to a coordinate inside its rectangle with ONNX Resize's half_pixel transform (OpenCV's
+INTER_LINEAR / INTER_NEAREST centres), and reads only the few source pixels its filter window
+covers, clamped to the rectangle and to the image (a rectangle reaching outside the image reads
+the edge, never out of bounds). The filters and nearest rounding are resize.py's. With
+keep_aspect_ratio the rectangle is scaled by one factor to th x tw, centred in the plane (FKL's
+PRESERVE_AR: to the plane's height, its width rounded half up, unless that is too wide, then to
+its width); the bands around it hold `background`.
+
+The source is [H, W] or [H, W, C] (one image) or [N, H, W, C] (a batch, each rectangle naming
+its image); any integer or float type is read and converted in the kernel.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import numpy as np
+
+from tvm import tirx as tir
+from tvm.ir.expr import Expr as PrimExpr
+
+from ..errors import OpError
+from .registry import OpPattern, register_op
+from .resize import F64, FILTERS, NEAREST, Axis, bounded, nearest_start, saturate, tie_ratio
+from .value import Value, bind_all, expr_dtype, lazy
+
+CROP_MODES = ("nearest", "linear", "cubic")
+RECT_DTYPES = ("int32", "int64", "int16", "uint16")
+_ANY_AXIS = Axis(1, 1, 1.0)  # NEAREST's rules read an axis only for Resize-10's "simple" mode
+
+
+def _f(v: float) -> PrimExpr:
+    return tir.const(float(v), F64)
+
+
+def _i(v: int, dtype: str = "int32") -> PrimExpr:
+    """An index constant of the loops' index type (int64 in kernels past 2^31 - 1 elements)."""
+    return tir.const(int(v), dtype)
+
+
+def _layout(x: Value, rects: Value, op: str) -> bool:
+    """Whether the source is a batch ([N, H, W, C]); checks the rectangles' shape against it."""
+    if x.ndim not in (2, 3, 4):
+        raise OpError(f"{op}: the image must be [H, W], [H, W, C] or [N, H, W, C], got shape {x.shape}")
+    batched = x.ndim == 4
+    want = 5 if batched else 4
+    if rects.ndim != 2 or rects.shape[1] != want:
+        rows = "image, x, y, w, h" if batched else "x, y, w, h"
+        raise OpError(f"{op}: rects must be [n, {want}] rows of {rows} for an image of shape {x.shape}, "
+                      f"got shape {rects.shape}")
+    if rects.dtype not in RECT_DTYPES:
+        raise OpError(f"{op}: rects must be an integer tensor ({', '.join(RECT_DTYPES)}), got {rects.dtype}")
+    return batched
+
+
+def _size(attrs: dict, op: str) -> tuple[int, int]:
+    size = attrs["size"]
+    if size is None or len(size) != 2 or not all(
+            isinstance(s, (int, np.integer)) and not isinstance(s, bool) and s >= 1 for s in size):
+        raise OpError(f"{op}: size must be (height, width) of positive integers, got {size!r}")
+    return int(size[0]), int(size[1])
+
+
+def _background(attrs: dict, channels: int, op: str) -> tuple[float, ...]:
+    bg = attrs["background"]
+    try:
+        vals = tuple(float(v) for v in bg) if isinstance(bg, (tuple, list)) else (float(bg),)
+    except (TypeError, ValueError):
+        raise OpError(f"{op}: background must be a number or one per channel, got {bg!r}") from None
+    if len(vals) not in (1, channels):
+        raise OpError(f"{op}: background must be one value or one per channel ({channels}), got {bg!r}")
+    return vals if len(vals) == channels else vals * channels
+
+
+def per_channel(values: Sequence[float], c: PrimExpr, dtype: str) -> PrimExpr:
+    """values[c] as a `dtype` constant (an integer type's rounded and saturated): one constant,
+    or a select over the channel index."""
+    def const(v):
+        if dtype.startswith(("int", "uint")):
+            info = np.iinfo(dtype)
+            return tir.const(int(np.clip(np.round(v), info.min, info.max)), dtype)
+        return tir.const(float(v), dtype)
+
+    out = const(values[-1])
+    if len(set(values)) == 1:
+        return out
+    for k in range(len(values) - 2, -1, -1):
+        out = tir.Select(c == k, const(values[k]), out)
+    return out
+
+
+@dataclass(frozen=True)
+class _Rect:
+    """One output pixel's rectangle: its image (None for a single image), origin and extent."""
+
+    dtype: str  # the index type
+    image: Optional[PrimExpr]
+    x: PrimExpr
+    y: PrimExpr
+    w: PrimExpr
+    h: PrimExpr
+
+    @staticmethod
+    def fields(rects: Value, i: PrimExpr, batched: bool) -> list[PrimExpr]:
+        """The rectangle of plane i as expressions of the index type ([image,] x, y, w, h); an
+        extent below 1 counts as 1."""
+        dt = expr_dtype(i)
+
+        def field(k):
+            v = rects(i, k)
+            return v if expr_dtype(v) == dt else tir.Cast(dt, v)
+
+        off = 1 if batched else 0
+        xywh = [field(off), field(off + 1), tir.max(field(off + 2), _i(1, dt)), tir.max(field(off + 3), _i(1, dt))]
+        return ([field(0)] if batched else []) + xywh
+
+    @staticmethod
+    def of(batched: bool, *f: PrimExpr) -> "_Rect":
+        dt = expr_dtype(f[0])
+        return _Rect(dt, *f) if batched else _Rect(dt, None, *f)
+
+
+def _clamped(i: PrimExpr, origin: PrimExpr, extent: PrimExpr, size: int) -> PrimExpr:
+    """Index i of a rectangle's axis as an index of the image's: clamped to the rectangle, then
+    to the image."""
+    dt = expr_dtype(origin)
+    j = origin + tir.max(tir.min(i, extent - 1), _i(0, dt))
+    return tir.max(tir.min(j, _i(size - 1, dt)), _i(0, dt))
+
+
+def _reader(x: Value, batched: bool, rect: _Rect, trailing: tuple):
+    """A function (row, col) -> the source element of this pixel's channel (as float32)."""
+    def read(r, c):
+        image = tir.max(tir.min(rect.image, _i(x.shape[0] - 1, rect.dtype)), _i(0, rect.dtype)) if batched else None
+        idx = ([image] if batched else []) + [r, c, *trailing]
+        v = x(*idx)
+        return v if expr_dtype(v) == "float32" else tir.Cast("float32", v)
+    return read
+
+
+def _fit(rect: _Rect, oh: int, ow: int) -> tuple[PrimExpr, PrimExpr]:
+    """The rectangle scaled to the plane's height, its width rounded half up, unless that width
+    exceeds the plane's: then scaled to its width, the height rounded (FKL's PRESERVE_AR rule),
+    in integers, so that no float rounding decides a band's width. (th, tw), each at least 1."""
+    dt = rect.dtype
+    by_height = tir.floordiv(_i(2 * oh, dt) * rect.w + rect.h, _i(2, dt) * rect.h)
+    too_wide = by_height > _i(ow, dt)
+    th = tir.Select(too_wide, tir.floordiv(_i(2 * ow, dt) * rect.h + rect.w, _i(2, dt) * rect.w), _i(oh, dt))
+    tw = tir.Select(too_wide, _i(ow, dt), by_height)
+    return tir.max(th, _i(1, dt)), tir.max(tw, _i(1, dt))
+
+
+def _coordinate(y: PrimExpr, start: PrimExpr, src: PrimExpr, dst: PrimExpr) -> PrimExpr:
+    """half_pixel: output position y (offset by `start`) of a `dst`-long axis resized from a
+    `src`-long one, as a source coordinate (float64)."""
+    yy = tir.Cast(F64, y - start)
+    return (yy + _f(0.5)) * tir.Cast(F64, src) / tir.Cast(F64, dst) - _f(0.5)
+
+
+def _taps(mode: str, x: PrimExpr, bound: int, dt: str) -> list[tuple[PrimExpr, PrimExpr]]:
+    """(index before clamping, weight as float32) of the filter's window around coordinate x;
+    `bound` holds x within the image before it becomes an integer."""
+    if mode == "nearest":
+        i = nearest_start(x, bound, dt) + tir.Cast(dt, NEAREST["round_prefer_floor"](tie_ratio(x), _ANY_AXIS))
+        return [(i, None)]
+    flt = FILTERS[(mode, False)](1.0, -0.75)
+    fl = tir.floor(bounded(x, bound, flt.taps))
+    start = tir.Cast(dt, fl) - (flt.taps // 2 - 1)
+    return [(start + k, tir.Cast("float32", c)) for k, c in enumerate(flt.coefficients(x - fl))]
+
+
+def _check_dtype(dtype: str, op: str) -> None:
+    if not dtype.startswith(("float", "int", "uint")):
+        raise OpError(f"{op}: dtype must be a numeric type, got {dtype!r}")
+
+
+@register_op("crop_resize", OpPattern.INJECTIVE, num_inputs=2,
+             attrs={"size": None, "mode": "linear", "keep_aspect_ratio": False, "background": 0.0,
+                    "dtype": "float32"})
+def crop_resize(inputs: Sequence[Value], attrs: dict) -> Value:
+    """Each rectangle of `rects` (a run-time tensor) resized to size=(height, width): mode
+    nearest, linear or cubic with half_pixel centres; keep_aspect_ratio fits it centred, the bands
+    `background` (one value or one per channel). Output [n, height, width, C] in `dtype`."""
+    x, rects = inputs
+    op = "crop_resize"
+    batched = _layout(x, rects, op)
+    oh, ow = _size(attrs, op)
+    mode = attrs["mode"]
+    if mode not in CROP_MODES:
+        raise OpError(f"{op}: mode must be one of {', '.join(CROP_MODES)}, got {mode!r}")
+    dtype = attrs["dtype"]
+    _check_dtype(dtype, op)
+    sp = 1 if batched else 0
+    H, W = x.shape[sp], x.shape[sp + 1]
+    channels = x.shape[sp + 2:]
+    bg = _background(attrs, channels[0] if channels else 1, op)
+    keep = bool(attrs["keep_aspect_ratio"])
+
+    def pixel(rect: _Rect, th, tw, y0, x0, oy, ox, ch) -> PrimExpr:
+        read = _reader(x, batched, rect, ch)
+
+        def interpolate(sy, sx):
+            value = None
+            for r, wr in _taps(mode, sy, H, rect.dtype):
+                rr = _clamped(r, rect.y, rect.h, H)
+                for c, wc in _taps(mode, sx, W, rect.dtype):
+                    v = read(rr, _clamped(c, rect.x, rect.w, W))
+                    term = v if wr is None else wr * wc * v
+                    value = term if value is None else value + term
+            return saturate(tir.Cast(F64, value) if dtype.startswith(("int", "uint")) else value, dtype)
+
+        value = bind_all([_coordinate(oy, y0, rect.h, th), _coordinate(ox, x0, rect.w, tw)], interpolate)
+        if keep:
+            inside = (oy >= y0) & (oy < y0 + th) & (ox >= x0) & (ox < x0 + tw)
+            value = tir.Select(inside, value, per_channel(bg, ch[0] if ch else 0, dtype))
+        return value
+
+    def plane(rect: _Rect, oy, ox, ch) -> PrimExpr:
+        if not keep:
+            dt = rect.dtype
+            return pixel(rect, _i(oh, dt), _i(ow, dt), _i(0, dt), _i(0, dt), oy, ox, ch)
+        centred = lambda th, tw: pixel(rect, th, tw, tir.floordiv(_i(oh, rect.dtype) - th, _i(2, rect.dtype)),  # noqa: E731
+                                       tir.floordiv(_i(ow, rect.dtype) - tw, _i(2, rect.dtype)), oy, ox, ch)
+        return bind_all(list(_fit(rect, oh, ow)), centred)
+
+    def fn(i, oy, ox, *ch):
+        # the rectangle, its fit and the coordinates are computed once, not in every tap
+        return bind_all(_Rect.fields(rects, i, batched), lambda *f: plane(_Rect.of(batched, *f), oy, ox, ch))
+
+    return lazy((rects.shape[0], oh, ow, *channels), dtype, fn)
+
+
+@register_op("crop", OpPattern.INJECTIVE, num_inputs=2, attrs={"size": None, "background": 0.0})
+def crop(inputs: Sequence[Value], attrs: dict) -> Value:
+    """Each rectangle of `rects` (a run-time tensor) as a plane of size=(height, width), its
+    top-left corner at the plane's: pixels past the rectangle, or past the image, hold
+    `background`. Output [n, height, width, C] in the image's type."""
+    x, rects = inputs
+    op = "crop"
+    batched = _layout(x, rects, op)
+    oh, ow = _size(attrs, op)
+    sp = 1 if batched else 0
+    H, W = x.shape[sp], x.shape[sp + 1]
+    channels = x.shape[sp + 2:]
+    bg = _background(attrs, channels[0] if channels else 1, op)
+
+    def fn(i, oy, ox, *ch):
+        rect = _Rect.of(batched, *_Rect.fields(rects, i, batched))
+        r, c = rect.y + oy, rect.x + ox
+        inside = (oy < rect.h) & (ox < rect.w) & (r >= 0) & (r < H) & (c >= 0) & (c < W)
+        dt = rect.dtype
+        idx = [tir.max(tir.min(r, _i(H - 1, dt)), _i(0, dt)), tir.max(tir.min(c, _i(W - 1, dt)), _i(0, dt)), *ch]
+        if batched:
+            idx.insert(0, tir.max(tir.min(rect.image, _i(x.shape[0] - 1, dt)), _i(0, dt)))
+        return tir.Select(inside, x(*idx), per_channel(bg, ch[0] if ch else 0, x.dtype))
+
+    return lazy((rects.shape[0], oh, ow, *channels), x.dtype, fn)
