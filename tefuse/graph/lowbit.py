@@ -18,11 +18,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-STORAGE = {"float8_e4m3fn": "uint8", "float8_e4m3fnuz": "uint8", "float8_e5m2": "uint8",
-           "float8_e5m2fnuz": "uint8", "float4_e2m1fn": "uint8", "float8_e8m0fnu": "uint8",
-           "int4": "int8", "uint4": "uint8", "int2": "int8", "uint2": "uint8"}
+from ..ops.lowbit import INT_BITS, STORAGE
+
 FLOATS = frozenset(k for k in STORAGE if k.startswith("float"))
-INT_BITS = {"int4": (4, True), "uint4": (4, False), "int2": (2, True), "uint2": (2, False)}
 LOGICAL = "logical_dtype"  # the attr of an input/constant node whose storage holds a low-precision type
 
 
@@ -42,6 +40,8 @@ def _int_name(attrs: dict) -> str:
 HOLDS: dict[str, Callable[[dict], str]] = {
     "int_wrap": _int_name,
     "fp_encode": lambda attrs: str(attrs["format"]),
+    "quantize_linear": lambda attrs: str(attrs["dtype"]),
+    "requantize": lambda attrs: str(attrs["dtype"]),
 }
 
 

@@ -1,5 +1,5 @@
 """Operators written in tvm.te, one module per family; importing registers them."""
-from . import attention, conv2d, conv_transpose, dense, elemwise, indexing, lowbit, nn, pool, rearrange, reduce, resize, scan, split_k, transform  # noqa: F401  (registration)
+from . import attention, conv2d, conv_transpose, dense, elemwise, indexing, lowbit, nn, pool, quantize, rearrange, reduce, resize, scan, split_k, transform  # noqa: F401  (registration)
 from .elemwise import ACTIVATIONS
 from .registry import OpDef, OpPattern, get_op, list_ops, register_op
 from .value import Value

@@ -12,4 +12,4 @@ from ...graph.lowbit import FLOATS, INT_BITS, STORAGE, from_storage, is_lowbit, 
 __all__ = ["FLOATS", "INT_BITS", "STORAGE", "TAKES_LOWBIT", "from_storage", "is_lowbit", "storage_dtype",
            "to_storage"]
 
-TAKES_LOWBIT = {"Cast", "CastLike", "Identity"}
+TAKES_LOWBIT = {"Cast", "CastLike", "Identity", "DequantizeLinear", "QuantizeLinear"}  # (a zero point)
