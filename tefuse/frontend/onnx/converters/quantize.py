@@ -53,7 +53,9 @@ def _quantize_linear(ctx, n):
     return [y]
 
 
-@converter("DequantizeLinear", attrs=["axis", "block_size", "output_dtype"])
+# not folded at import: a dequantized weight stays an op on its quantized constant, for graph/qdq.py
+# to read as int8 (or fold into a float constant at build)
+@converter("DequantizeLinear", attrs=["axis", "block_size", "output_dtype"], foldable=False)
 def _dequantize_linear(ctx, n):
     x, scale = input_node(ctx, n, 0), input_node(ctx, n, 1)
     src = ctx.logical_dtype(n.input(0))
