@@ -1,8 +1,8 @@
 """QDQ models (QuantizeLinear / DequantizeLinear around float ops, as onnxruntime's quantize_static
 and TensorRT's explicit quantization write them) as integer products.
 
-`quantize_products`: a conv2d / matmul / dense whose data is dequantize_linear(x_q) (int8/uint8,
-one scale and zero point) and whose weight is dequantize_linear(w_q) of constants (int8, symmetric,
+`quantize_products`: a conv2d / matmul / dense whose data is dequantize_linear(x_q) (int8, or
+uint8 read as int8 with its zero point moved by 128; one scale and zero point) and whose weight is dequantize_linear(w_q) of constants (int8, symmetric,
 one scale or one per output channel) becomes the quantized anchor
 
     acc = conv2d(pad(x_q, zx), w_q, out_dtype=int32)         int8 operands, int32 accumulation
@@ -88,10 +88,15 @@ def _quantized(n: Node, ins: list[Node], ctx: RewriteContext) -> Optional[Node]:
 
     attrs = {k: v for k, v in n.attrs.items() if k != "padding"}
     data = xq
+    if xq.dtype == "uint8":  # as int8 with its zero point moved down by 128: x - zx stays the same
+        wide = op_node(fresh_name(names, f"{n.name}_u8"), "cast", [xq], {"dtype": "int16"})
+        wide = op_node(fresh_name(names, f"{n.name}_u8_shift"), "sub", [wide, const("u8_shift", np.array(128, np.int16))], {})
+        data = op_node(fresh_name(names, f"{n.name}_s8"), "cast", [wide], {"dtype": "int8"})
+        zx -= 128
     if n.op == "conv2d":
         t, l, b, r = n.attrs["padding"]
         if any((t, l, b, r)):  # padded with the zero point: the zero of the quantized values
-            data = op_node(fresh_name(names, f"{n.name}_pad"), "pad", [xq],
+            data = op_node(fresh_name(names, f"{n.name}_pad"), "pad", [data],
                            {"pads": (0, 0, t, l, 0, 0, b, r), "value": float(zx)})
         attrs["padding"] = 0
     wnode = const("wq", np.ascontiguousarray(wq))

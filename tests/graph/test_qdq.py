@@ -48,7 +48,7 @@ def _model(nodes, x_shape, y_shape, inits) -> onnx.ModelProto:
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
 
 
-def _quantized(model: onnx.ModelProto, x_shape, tmp_path, rng) -> onnx.ModelProto:
+def _quantized(model: onnx.ModelProto, x_shape, tmp_path, rng, activations: str = "QInt8") -> onnx.ModelProto:
     class Reader(quantization.CalibrationDataReader):
         def __init__(self):
             self.feeds = iter([{"x": rng.standard_normal(x_shape).astype(np.float32)} for _ in range(4)])
@@ -59,7 +59,7 @@ def _quantized(model: onnx.ModelProto, x_shape, tmp_path, rng) -> onnx.ModelProt
     src, dst = tmp_path / "f.onnx", tmp_path / "q.onnx"
     onnx.save(model, src)
     quantization.quantize_static(str(src), str(dst), Reader(), quant_format=quantization.QuantFormat.QDQ,
-                                 per_channel=True)
+                                 per_channel=True, activation_type=getattr(quantization.QuantType, activations))
     return onnx.load(dst)
 
 
@@ -69,11 +69,12 @@ def _crossing_dtypes(cg) -> set[str]:
     return {o.dtype for k in cg.kernels for o in k.outputs if id(o) in read and o.op != INPUT}
 
 
-@pytest.mark.parametrize("net,x_shape,anchor,count", [(_conv_net, (1, 3, 8, 8), "conv2d", 3),
-                                                      (_mlp, (4, 16), "matmul", 2)], ids=["convnet", "mlp"])
-def test_qdq_model_runs_on_int8_anchors_and_matches_onnxruntime(net, x_shape, anchor, count, tmp_path):
+@pytest.mark.parametrize("net,x_shape,anchor,count,activations", [
+    (_conv_net, (1, 3, 8, 8), "conv2d", 3, "QInt8"), (_mlp, (4, 16), "matmul", 2, "QInt8"),
+    (_conv_net, (1, 3, 8, 8), "conv2d", 3, "QUInt8")], ids=["convnet", "mlp", "convnet-uint8-activations"])
+def test_qdq_model_runs_on_int8_anchors_and_matches_onnxruntime(net, x_shape, anchor, count, activations, tmp_path):
     rng = np.random.default_rng(0)
-    m = _quantized(net(rng), x_shape, tmp_path, rng)
+    m = _quantized(net(rng), x_shape, tmp_path, rng, activations)
     graph = import_onnx(m)
     prepared = prepare_graph(graph, "llvm")
     anchors = [n for n in prepared.nodes if n.op == anchor]
@@ -89,9 +90,10 @@ def test_qdq_model_runs_on_int8_anchors_and_matches_onnxruntime(net, x_shape, an
         y = cg.run(x)[0]
         assert np.abs(y - want).max() <= y_scale * 1.0001  # within one output quantization step
     assert quant.num_kernels <= plain.num_kernels
-    # the int8 anchors read the previous layer's int8 output: no float32 activation between them
+    # the int8 anchors read the previous layer's quantized output: no float32 activation between them
     # (a residual branch's dequantize still lands in its producer's epilogue, so it crosses in float32)
-    assert "int8" in _crossing_dtypes(quant) and "int8" not in _crossing_dtypes(plain)
+    q8 = "uint8" if activations == "QUInt8" else "int8"
+    assert q8 in _crossing_dtypes(quant) and q8 not in _crossing_dtypes(plain)
 
 
 def test_constant_dequantize_folds_once(rng):
