@@ -86,3 +86,14 @@ def test_wrong_type_for_a_low_precision_input_is_named():
         cg.run(np.zeros(4, np.int8))
     with pytest.raises(TefuseError, match=r"out= buffer for 'y'"):
         cg.run(np.zeros(4, ml_dtypes.int4), out=[np.zeros(4, ml_dtypes.int4)])
+
+
+def test_a_saved_artefact_keeps_the_low_precision_types(tmp_path):
+    from tefuse.runtime import artifact
+
+    cg = tefuse.build(import_onnx(_cast_model(T.INT4, T.FLOAT8E4M3FN, 6)), "llvm")
+    artifact.save(cg, tmp_path / "m", as_directory=True)
+    x = np.array([-8, -3, 0, 1, 5, 7], ml_dtypes.int4)
+    (y,) = artifact.load(tmp_path / "m").run(x)
+    assert y.dtype == ml_dtypes.float8_e4m3fn
+    np.testing.assert_array_equal(y.astype(np.float32), x.astype(np.float32))
