@@ -26,6 +26,7 @@ from .graph.attention_keys import pad_attention_keys
 from .graph.fold_bn import fold_batch_norm
 from .graph.grouped import dense_grouped_convs
 from .graph.ir import Graph
+from .graph.qdq import fold_constant_dequantize, quantize_products
 from .graph.layout import auto_layout, convert_layout
 from .graph.patches import patch_convs_as_products
 from .graph.scales import hoist_product_scales
@@ -272,11 +273,14 @@ def build_summary(kernels: list[CompiledKernel], num_ops: int, seconds: float) -
 
 def prepare_graph(graph: Graph, target, *, precision: str = "fp32", layout: Optional[str] = None,
                   fold_bn: bool = False, fuse_attention: Optional[bool] = None,
-                  split_k: Union[bool, int] = True) -> Graph:
-    """The graph `build` fuses: batch-norms folded, precision and layout converted, weights laid
-    out for the tensor cores, small-grid products split (see build). `tefuse tune` calls it too,
-    so the kernels it tunes are the ones a build then looks up."""
+                  split_k: Union[bool, int] = True, qdq: bool = True) -> Graph:
+    """The graph `build` fuses: QDQ products made int8 anchors, batch-norms folded, precision and
+    layout converted, weights laid out for the tensor cores, small-grid products split (see build).
+    `tefuse tune` calls it too, so the kernels it tunes are the ones a build then looks up."""
     check_precision(precision)
+    if qdq:  # before any pass that rewrites the float products the QDQ pattern is made of
+        graph = quantize_products(graph)
+    graph = fold_constant_dequantize(graph)
     if fold_bn:
         graph = fold_batch_norm(graph)
     # attention as exporters write it: scaled operands and a shared q/k/v split (graph/scales.py, views.py)
@@ -309,7 +313,8 @@ def build(graph: GraphSource, target: TargetLike = "llvm", *, db: Union[BestReco
           fold_bn: bool = False, jobs: Optional[int] = None, precision: str = "fp32",
           fuse_attention: Optional[bool] = None, split_k: Union[bool, int] = True,
           layout: Optional[str] = None, progress: Optional[Callable[[int, int], None]] = None,
-          batch_sizes: Optional[Sequence[int]] = None, options: Optional[BuildOptions] = None):
+          batch_sizes: Optional[Sequence[int]] = None, options: Optional[BuildOptions] = None,
+          qdq: bool = True):
     """Fuse and compile a graph; returns a `CompiledGraph` ready to run.
 
     Batch profiles: `graph` may be {batch: Graph} (e.g. `import_onnx_profiles(model, [1, 8])`),
@@ -341,6 +346,9 @@ def build(graph: GraphSource, target: TargetLike = "llvm", *, db: Union[BestReco
     changes fused into neighbouring kernels (graph/layout.py); "NCHW" leaves the graph alone;
     None (default): NHWC for fp16/bf16 on CUDA (tensor cores want it), else unchanged.
     progress(done, total): called as each distinct kernel is compiled (a progress bar).
+    qdq: a conv / matmul / dense between DequantizeLinears (a QDQ model) computes on int8 operands
+    with int32 accumulation, its dequantize scale and what follows as the epilogue (graph/qdq.py);
+    False computes it in float on the dequantized values.
     options: the BuildOptions (tefuse/options.py); None reads them from the environment. With a
     db, a kernel no record covers takes the transfer cost model's pick (options.transfer,
     tune/transfer.py; config_source "predicted"), else its template's fallback.
@@ -349,14 +357,14 @@ def build(graph: GraphSource, target: TargetLike = "llvm", *, db: Union[BestReco
     check_build_args(graph, target)
     if batch_sizes is not None or not isinstance(graph, Graph):
         kw = dict(db=db, cache=cache, fuse=fuse, prologue=prologue, multi_output=multi_output, fold_bn=fold_bn,
-                  fuse_attention=fuse_attention, split_k=split_k,
+                  fuse_attention=fuse_attention, split_k=split_k, qdq=qdq,
                   jobs=jobs, precision=precision, layout=layout, progress=progress, options=options)
         return build_profiles(_graphs_by_batch(graph, batch_sizes), target, **kw)
     tgt = make_target(target)
     options = BuildOptions.from_env() if options is None else options
     t_graph = time.perf_counter()
     graph = prepare_graph(graph, tgt, precision=precision, layout=layout, fold_bn=fold_bn,
-                          fuse_attention=fuse_attention, split_k=split_k)
+                          fuse_attention=fuse_attention, split_k=split_k, qdq=qdq)
     t_graph = time.perf_counter() - t_graph
     if db == "default":
         from .tune.database import default_database

@@ -14,6 +14,7 @@ from tvm import te
 
 from ..errors import GraphError, OpError
 from ..ops import OpPattern, Value, get_op
+from .lowbit import LOGICAL, is_lowbit, storage_dtype, to_storage
 
 INPUT, CONST = "input", "constant"
 
@@ -291,7 +292,8 @@ class GraphBuilder:
         if any(int(s) < 1 for s in dims):
             raise GraphError(f"input {name!r}: every dim must be >= 1, got {dims}")
         check_dtype(dtype, f"input {name!r}")
-        n = Node(self._name("input", name), INPUT, [], {}, tuple(int(s) for s in dims), str(dtype))
+        attrs = {LOGICAL: str(dtype)} if is_lowbit(dtype) else {}  # kept in its byte storage (lowbit.py)
+        n = Node(self._name("input", name), INPUT, [], attrs, tuple(int(s) for s in dims), storage_dtype(dtype))
         self._inputs.append(n)
         return n
 
@@ -310,7 +312,9 @@ class GraphBuilder:
         arr = np.asarray(value, dtype=dtype) if dtype else np.asarray(value)
         if arr.dtype == np.float64 and dtype is None:
             arr = arr.astype("float32")
-        return Node(self._name("const", name), CONST, [], {}, tuple(arr.shape), str(arr.dtype), arr)
+        attrs = {LOGICAL: str(arr.dtype)} if is_lowbit(arr.dtype) else {}  # kept in its byte storage
+        arr = to_storage(arr)
+        return Node(self._name("const", name), CONST, [], attrs, tuple(arr.shape), str(arr.dtype), arr)
 
     def op(self, op: str, *inputs: Node, name: Optional[str] = None, **attrs) -> Node:
         for i in inputs:

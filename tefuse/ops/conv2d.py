@@ -16,7 +16,7 @@ from tvm import te, tirx as tir
 
 from ..errors import OpError
 from .registry import OpPattern, register_op
-from .value import MATH, Value, acc_dtype, tf32_operand, te_compute
+from .value import MATH, OUT_DTYPE, Value, product_dtypes, tf32_operand, te_compute
 
 WEIGHT_LAYOUT = {"NCHW": "OIHW", "NHWC": "HWIO"}  # each layout's default
 WEIGHT_LAYOUTS = {"NCHW": ("OIHW",), "NHWC": ("HWIO", "OHWI")}  # what each layout reads
@@ -215,7 +215,7 @@ def _geometry(in_shapes, out_shape, attrs: dict) -> Conv2dGeometry:
 
 @register_op("conv2d", OpPattern.OUT_ELEMWISE_FUSABLE, anchor="conv2d", num_inputs=2,
              attrs={"strides": 1, "padding": 0, "dilation": 1, "groups": 1, "layout": "NCHW"},
-             geometry=_geometry, optional={**MATH, "weight_layout": "", "split_k": 1})
+             geometry=_geometry, optional={**MATH, **OUT_DTYPE, "weight_layout": "", "split_k": 1})
 def conv2d(inputs: Sequence[Value], attrs: dict) -> Value:
     """2-D convolution, accumulating in float32 for float16 inputs; math='tf32' rounds float32
     operands to TF32 first (tensor cores' tf32 mode). split_k=S (NHWC, groups=1) gives S partial
@@ -225,7 +225,7 @@ def conv2d(inputs: Sequence[Value], attrs: dict) -> Value:
     if data.dtype != weight.dtype:
         raise OpError(f"conv2d: data dtype {data.dtype} differs from weight dtype {weight.dtype}")
     geo = conv2d_geometry(data.shape, weight.shape, attrs)
-    acc = acc_dtype(data.dtype)
+    acc, res = product_dtypes(data.dtype, attrs)
     padded = pad_stage(data, geo.layout, geo.padding)
     wt = weight.materialize("weight_in") if weight.is_lazy else weight.tensor
     cg, kg = geo.c // geo.groups, geo.k // geo.groups
@@ -260,6 +260,6 @@ def conv2d(inputs: Sequence[Value], attrs: dict) -> Value:
             return nhwc(n, y, x, k, ch(k), rc)
         shape = (geo.n, geo.oh, geo.ow, geo.k)
     out = te_compute(shape, body, name="conv2d", tag="conv2d")
-    if acc != data.dtype:
-        return Value(shape, data.dtype, lambda *i: tir.Cast(data.dtype, out(*i)))
+    if acc != res:
+        return Value(shape, res, lambda *i: tir.Cast(res, out(*i)))
     return Value.of_tensor(out)

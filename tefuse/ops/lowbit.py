@@ -50,6 +50,9 @@ FORMATS = {f.name: f for f in (
 )}
 E8M0 = "float8_e8m0fnu"
 FLOAT_FORMATS = (*FORMATS, E8M0)
+# the one-byte storage of each low-precision type, and the integer ones' widths
+STORAGE = {**{f: "uint8" for f in FLOAT_FORMATS}, "int4": "int8", "uint4": "uint8", "int2": "int8", "uint2": "uint8"}
+INT_BITS = {"int4": (4, True), "uint4": (4, False), "int2": (2, True), "uint2": (2, False)}
 
 U32, I32, F32, U8 = "uint32", "int32", "float32", "uint8"
 
@@ -153,6 +156,19 @@ def _encode_e8m0(x, saturate: bool, round_mode: str):
         up = tir.And(up, e != _u(0xFE))
     out = e + tir.Select(up, _u(1), _u(0))
     return tir.Cast(U8, tir.Select(special, _u(0xFF), tir.bitwise_and(out, _u(0xFF))))
+
+
+def decode(name: str, code) -> tir.PrimExpr:
+    """The float32 value of one float8/float4/e8m0 code (a uint8 expression), exactly."""
+    return _decode_e8m0(code) if _format(name) == E8M0 else _decode(FORMATS[name], code)
+
+
+def encode(name: str, x, saturate: bool = True) -> tir.PrimExpr:
+    """The float8/float4 code (uint8) of a float32 expression: round to nearest even, saturating
+    to the largest finite value when `saturate`."""
+    if _format(name) == E8M0:
+        return _encode_e8m0(x, saturate, "up")
+    return _encode(FORMATS[name], x, saturate)
 
 
 def _format(name: str) -> str:

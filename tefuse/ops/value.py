@@ -103,6 +103,19 @@ def acc_dtype(dtype: str) -> str:
 
 
 MATH = {"math": "fp32"}  # matrix products' optional attr: "tf32" rounds their operands first
+# matrix products' optional attr: their result's dtype, where it is not the operands' (int8
+# operands accumulating and giving int32: a quantized anchor, graph/qdq.py)
+OUT_DTYPE = {"out_dtype": ""}
+
+
+def product_dtypes(dtype: str, attrs: dict) -> tuple[str, str]:
+    """(accumulator, result) dtypes of a matrix product of `dtype` operands (see OUT_DTYPE)."""
+    out = str(attrs.get("out_dtype") or "")
+    if not out:
+        return acc_dtype(dtype), dtype
+    if not (dtype in ("int8", "uint8") and out == "int32"):
+        raise OpError(f"out_dtype {out} of {dtype} operands (int8/uint8 -> int32 only)")
+    return out, out
 
 
 def round_tf32(x: PrimExpr) -> PrimExpr:

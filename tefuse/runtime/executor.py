@@ -4,6 +4,8 @@ Parameters (constants) are uploaded once; intermediate buffers are reused once t
 reader has run; inputs may be numpy arrays or any DLPack tensor (torch, cupy), taken
 without a copy when already on the device, and outputs come back as the inputs' kind
 (torch in, torch out), as numpy arrays, or in buffers of the caller's (`out=`).
+Low-precision values (float8, int4... see graph/lowbit.py) come and go as ml_dtypes numpy arrays;
+device tensors of them hold their one-byte storage.
 """
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ import tvm
 from .kernel import CompiledKernel
 from ..errors import TefuseError
 from ..graph.ir import CONST, INPUT, Graph, Node
+from ..graph.lowbit import from_storage, logical_dtype, to_storage
 from ..target import device_for, has_gpu
 
 log = logging.getLogger(__name__)
@@ -228,23 +231,32 @@ class CompiledGraph:
         out = {}
         for i in self.graph.inputs:
             if i.name not in given:
-                raise TefuseError(f"missing input {i.name!r} ({i.type_str()})")
+                raise TefuseError(f"missing input {i.name!r} ({_type_str(i)})")
             if given[i.name] is None:
-                raise TefuseError(f"input {i.name!r}: got None, expected an array ({i.type_str()})")
+                raise TefuseError(f"input {i.name!r}: got None, expected an array ({_type_str(i)})")
             v = given[i.name]
             kind = getattr(getattr(v, "dtype", None), "kind", None)
             if isinstance(v, (np.ndarray, np.generic, list, tuple)) and _not_numbers(
                     v.dtype if kind is not None else np.asarray(v).dtype):
-                raise TefuseError(f"input {i.name!r}: expected {i.type_str()}, got an array of "
+                raise TefuseError(f"input {i.name!r}: expected {_type_str(i)}, got an array of "
                                   f"{np.asarray(v).dtype} (strings or objects)")
+            logical = logical_dtype(i)
+            if logical != i.dtype and isinstance(v, (np.ndarray, np.generic, list, tuple)):
+                a = np.asarray(v)  # a low-precision input: numpy holds it as ml_dtypes' type
+                if str(a.dtype) != logical or a.shape != i.shape:
+                    raise TefuseError(f"input {i.name!r}: expected {_type_str(i)}, got {a.dtype}"
+                                      f"[{','.join(map(str, a.shape))}]")
+                v = to_storage(a)
             try:
                 t = to_device(v, self.device)
             except (ValueError, TypeError) as e:
-                raise TefuseError(f"input {i.name!r}: expected {i.type_str()}, got {type(v).__name__} "
+                raise TefuseError(f"input {i.name!r}: expected {_type_str(i)}, got {type(v).__name__} "
                                   f"({str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__})") from None
             if tuple(t.shape) != i.shape or str(t.dtype) != i.dtype:
-                raise TefuseError(f"input {i.name!r}: expected {i.type_str()}, got "
-                                  f"{t.dtype}[{','.join(map(str, t.shape))}]")
+                held = f" (device tensors of {logical} values are passed in their {i.dtype} storage)" \
+                    if logical != i.dtype else ""
+                raise TefuseError(f"input {i.name!r}: expected {_type_str(i)}, got "
+                                  f"{t.dtype}[{','.join(map(str, t.shape))}]{held}")
             out[i] = t
         return out
 
@@ -377,7 +389,7 @@ class CompiledGraph:
                     self._copy_into(t, buffers[j], o.name)
                 res.append(buffers[j] if framework is None else framework.from_dlpack(buffers[j]))
             else:
-                res.append(t if as_numpy is False else t.numpy())
+                res.append(t if as_numpy is False else from_storage(t.numpy(), logical_dtype(o)))
         return res
 
     def _out_buffers(self, out: Union[Sequence[Any], Mapping[str, Any]]) -> list:
@@ -394,8 +406,10 @@ class CompiledGraph:
         for o, b in zip(outputs, out):
             shape = tuple(getattr(b, "shape", ()))
             dtype = str(getattr(b, "dtype", "")).replace("torch.", "")
-            if shape != o.shape or dtype != o.dtype:
-                raise TefuseError(f"out= buffer for {o.name!r}: expected {o.type_str()}, got {dtype}"
+            # a low-precision output: a numpy buffer of its ml_dtypes type, or a device one of its storage
+            want = logical_dtype(o) if isinstance(b, np.ndarray) else o.dtype
+            if shape != o.shape or dtype != want:
+                raise TefuseError(f"out= buffer for {o.name!r}: expected {want}[{','.join(map(str, o.shape))}], got {dtype}"
                                   f"[{','.join(map(str, shape))}]")
         return out
 
@@ -405,8 +419,9 @@ class CompiledGraph:
         direct: dict[int, tvm.runtime.Tensor] = {}
         taken: set[int] = set()
         for j, o in enumerate(self.graph.outputs):
-            if o.op in (INPUT, CONST) or self._plan[o] in taken:
-                continue  # an input or constant as output, or the same node listed twice: copied
+            if o.op in (INPUT, CONST) or self._plan[o] in taken or logical_dtype(o) != o.dtype:
+                continue  # an input or constant as output, the same node listed twice, or a
+                # low-precision value (its numpy buffer holds another byte form): copied
             view = _in_place(buffers[j], self.device)
             if view is None:
                 continue
@@ -421,7 +436,7 @@ class CompiledGraph:
         if isinstance(buf, tvm.runtime.Tensor):
             t.copyto(buf)
         elif isinstance(buf, np.ndarray):
-            np.copyto(buf, t.numpy())
+            np.copyto(buf, from_storage(t.numpy(), buf.dtype))
         elif hasattr(buf, "copy_") and _framework(buf) is not None:  # torch: its copy_, any device
             buf.copy_(_framework(buf).from_dlpack(t))
         else:
@@ -445,6 +460,11 @@ class CompiledGraph:
         return times
 
     __call__ = run
+
+
+def _type_str(n: Node) -> str:
+    """A graph input's or output's type as the caller holds it (int4[2,3], not its int8 storage)."""
+    return f"{logical_dtype(n)}[{','.join(map(str, n.shape))}]"
 
 
 def _stream_handle(stream: Any) -> int:

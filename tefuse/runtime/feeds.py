@@ -10,15 +10,18 @@ def random_inputs(graph, seed: int = 0, given: Optional[dict[str, Any]] = None) 
     floats, random booleans, integers in [0, 4): valid indices for small tables)."""
     import numpy as np
 
+    from ..graph.lowbit import logical_dtype
+
     rng = np.random.default_rng(seed)
     feeds = dict(given or {})
     for i in graph.inputs:
         if i.name in feeds:
             continue
-        if i.dtype.startswith("float"):
-            feeds[i.name] = rng.random(i.shape, dtype=np.float32).astype(i.dtype)
-        elif i.dtype == "bool":
+        dtype = logical_dtype(i)  # float8, int4...: as ml_dtypes arrays, as run() takes them
+        if dtype.startswith("float"):
+            feeds[i.name] = rng.random(i.shape, dtype=np.float32).astype(dtype)
+        elif dtype == "bool":
             feeds[i.name] = rng.random(i.shape) > 0.5
         else:
-            feeds[i.name] = rng.integers(0, 4, size=i.shape).astype(i.dtype)
+            feeds[i.name] = rng.integers(0, 4, size=i.shape).astype(dtype)
     return feeds

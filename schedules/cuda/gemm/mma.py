@@ -1,5 +1,6 @@
 """The tensor-core GEMM on mma.sync + ldmatrix or wmma (sm_70/sm_80 and later): fp16/bf16 with
-float32 accumulation, and float32 ops built with math='tf32' on mma.sync m16n8k8 (intrin/tf32.py).
+float32 accumulation, float32 ops built with math='tf32' on mma.sync m16n8k8 (intrin/tf32.py), and
+int8 operands accumulating int32 (a QDQ model's anchors, graph/qdq.py) on mma.sync m16n8k32.
 
 `apply_mma_gemm` reindexes the block to C[s, i, j] += A[s, i, k] * B[s, j, k], pads it to the block
 tile (masked tails, never CUDA cores), tiles it over a grid of warps, stages the operands global ->
@@ -38,9 +39,13 @@ def apply_mma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
     out_dtype = blk.writes[0].source.dtype
     if in_dtype == "float32" and intrin != "mma":
         raise ValueError("float32 operands (tf32) go through mma.sync m16n8k8 only")
-    KT = 8 if in_dtype == "float32" else 16  # the fragments' K: tf32 is m16n8k8
+    KT = {"float32": 8, "int8": 32}.get(in_dtype, 16)  # the fragments' K: tf32 is m16n8k8, int8 m16n8k32
+    if in_dtype == "int8" and intrin != "mma":
+        raise ValueError("int8 operands go through mma.sync m16n8k32 only")
     if in_dtype == "float32":
         c["vec"] = min(int(c["vec"]), 4)  # cp.async moves at most 16 bytes
+    if in_dtype == "int8":  # TVM 0.27's CUDA codegen writes an int8x8 or x16 zero (a masked tail's
+        c["vec"] = min(int(c["vec"]), 4)  # fill) as make_int2/int4 of 8/16 chars, which nvcc refuses
     frag_m, frag_n, k_inner = WM // 16, WN // 16, BK // KT
 
     # ---------------------------------------------------------------- 1. normalize
@@ -133,6 +138,11 @@ def apply_mma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
 
         if KT == 16:
             a_map = b_map = warp_map(lay, 16, 16)
+        elif KT == 32:  # int8: 16x32 A (and [n, k] B) tiles, 32x16 [k, n] B tiles, 16 bytes a lane
+            lib = tvm_cuda_intrinsics()
+            a_map = warp_map(lib.shared_16x32_to_ldmatrix_32x16_layout, 16, 32)
+            b_map = (warp_map(lib.shared_16x32_to_ldmatrix_32x16_layout, 16, 32) if b_nk
+                     else warp_map(lib.shared_32x16_to_ldmatrix_32x16_layout, 32, 16))
         else:  # tf32: 16x8 A tiles, 8x16 (or [n, k] 16x8) B tiles in the m16n8k8 fragment layout
             a_map = warp_map(lay_a, 16, 8)
             b_map = warp_map(lambda n, k: lay_b(k, n), 16, 8) if b_nk else warp_map(lay_b, 8, 16)

@@ -22,7 +22,7 @@ from ..passes.late_pipeline import PIPELINE as LATE_PIPELINE
 from ..passes.narrow_staging import narrow_staging
 from .mma import apply_mma_gemm, mma_fallback_values
 from .sliced_k import SLICED, slice_reduction
-from .tiles import DEFAULT_CFG, MIN_MN, TC_DTYPES, pipeline_smem_bytes, tc_shape
+from .tiles import DEFAULT_CFG, MIN_MN, MMA_INT_DTYPES, TC_DTYPES, pipeline_smem_bytes, tc_shape
 from .wgmma import apply_wgmma_gemm, defer_tf32_rounding, fallback_values, wgmma_admits, wgmma_target
 
 APPLY = {"mma": apply_mma_gemm, "wmma": apply_mma_gemm, "wgmma": apply_wgmma_gemm}  # intrin -> its schedule
@@ -115,10 +115,12 @@ class TensorCoreGemm(Template):
     options. Tensor cores compute these dtypes several times faster than CUDA cores, so a
     template that takes a group is its untuned choice too (preference DOMINANT)."""
 
+    dtypes = TC_DTYPES  # the operand types it multiplies (float32 too with math='tf32')
+
     def accepts(self, info: KernelInfo) -> bool:
         if info.geometry is None or info.stage("accumulator") is None:
             return False
-        if info.dtype not in TC_DTYPES and not _tf32(info):
+        if info.dtype not in self.dtypes and not _tf32(info):
             return False
         if info.anchor_kind not in ("conv2d", "dense") or getattr(info.geometry, "groups", 1) != 1:
             return False
@@ -192,9 +194,10 @@ def b_rows_along_k(info: KernelInfo) -> bool:
 
 @register("cuda", "dense", "conv2d")  # mma.sync / wmma PTX: CUDA only (ROCm has its MFMA templates)
 class MmaGemm(TensorCoreGemm):
-    """mma.sync (sm_80 and later; fp16, bf16, tf32) or wmma (fp16) over a grid of warps."""
+    """mma.sync (sm_80 and later; fp16, bf16, tf32, int8 into int32) or wmma (fp16) over a grid of warps."""
 
     name = "tensorcore_gemm"
+    dtypes = TC_DTYPES + MMA_INT_DTYPES
 
     def preference(self, info: KernelInfo, target, options: BuildOptions = DEFAULT) -> int:
         return DOMINANT if device_caps(target).has_mma else -10

@@ -15,10 +15,12 @@ from tvm.s_tir.dlight.gpu.matmul import IterKind, auto_inline_producers
 from ...gpu.lanes import MAX_BOOL_LANES, bool_lanes_vary, children as lane_children, lanes_contiguous
 from ...registry import KernelInfo
 from ..intrin.bf16 import bf16_mma_group
+from ..intrin.int8 import int8_mma_group
 from ..intrin.tf32 import tf32_mma_group
 from ..intrin.tvm_library import tvm_cuda_intrinsics
 
 TC_DTYPES = ("float16", "bfloat16")  # what the tensor cores multiply (and tf32 float32)
+MMA_INT_DTYPES = ("int8",)  # what mma.sync multiplies besides (int32 accumulation; not wgmma here)
 MIN_MN = 16  # one 16x16 fragment: below it the GEMM is a GEMV, and has no I or J axis to tile
 
 
@@ -305,6 +307,10 @@ def intrin_names(intrin, in_dtype, out_dtype, load_scope, b_nk):
         return tvm_cuda_intrinsics().get_wmma_intrin_group(
             load_scope=load_scope, store_scope=load_scope, in_dtype=in_dtype,
             out_dtype=out_dtype, trans_b=b_nk)
+    if in_dtype == "int8":
+        if intrin != "mma" or out_dtype != "int32":
+            raise ValueError(f"int8 operands go through mma.sync m16n8k32 into int32 only, not {intrin} -> {out_dtype}")
+        return int8_mma_group(load_scope, load_scope, b_nk)
     get_mma_intrin_group = tvm_cuda_intrinsics().get_mma_intrin_group
     if in_dtype == "float16":
         return get_mma_intrin_group(

@@ -18,7 +18,6 @@ from ...driver import build
 from ...errors import ModelImportError
 from ...runtime.executor import CompiledGraph
 from .importer import import_onnx
-from .lowbit import from_storage, to_storage
 
 
 def _model_inputs(model: onnx.ModelProto) -> list[str]:
@@ -39,8 +38,6 @@ class TefuseBackendRep(BackendRep):
         self.model = model
         self.input_names = _model_inputs(model)
         self.specialized_on = list(specialized_on)
-        self.output_dtypes = [str(np.dtype(helper.tensor_dtype_to_np_dtype(o.type.tensor_type.elem_type)))
-                              if o.type.HasField("tensor_type") else "" for o in model.graph.output]
         self._build = build_fn
         self._compiled: dict[Any, CompiledGraph] = {}
         if compiled is not None:
@@ -83,8 +80,7 @@ class TefuseBackendRep(BackendRep):
             feeds = dict(zip(self.input_names, inputs))
         cg = self._graph_for(feeds)
         names = {i.name for i in cg.graph.inputs}  # less the specialized and the zero-length ones
-        outs = cg.run(**{k: to_storage(v) for k, v in feeds.items() if k in names})
-        return tuple(from_storage(o, t) for o, t in zip(outs, self.output_dtypes))
+        return tuple(cg.run(**{k: v for k, v in feeds.items() if k in names}, as_numpy=True))
 
 
 class TefuseBackend(Backend):

@@ -14,7 +14,7 @@ from onnx import numpy_helper
 
 from ...errors import GraphError, OpError
 from ...graph.ir import GraphBuilder, Node
-from .lowbit import is_lowbit, to_storage
+from .lowbit import is_lowbit
 
 Value = Union[Node, np.ndarray]  # a runtime graph node, or a value folded at import
 
@@ -109,9 +109,8 @@ class ImportContext:
         n = self._const_nodes.get(name)
         if n is None:
             arr = np.asarray(v, order="C")  # (ascontiguousarray makes a 0-d value 1-d)
-            if is_lowbit(arr.dtype):
+            if is_lowbit(arr.dtype):  # the builder keeps it in its byte storage
                 self.lowbit[name] = str(arr.dtype)
-                arr = to_storage(arr)
             n = self._const_nodes[name] = self.b.const(arr, dtype=str(arr.dtype),
                                                        name=self._claim(name, "const"))
         return n

@@ -20,7 +20,7 @@ from ...errors import ModelImportError
 from ...graph.ir import Graph, GraphBuilder
 from . import converters as _converters  # noqa: F401 - importing it fills the registry
 from .context import ImportContext, OnnxNode, Unsupported, decode_bytes
-from .lowbit import TAKES_LOWBIT, is_lowbit, storage_dtype
+from .lowbit import TAKES_LOWBIT, is_lowbit
 from .registry import CONVERTERS, FOLDERS
 
 log = logging.getLogger(__package__)  # "tefuse.frontend.onnx", as before the split into a package
@@ -288,7 +288,7 @@ def import_onnx(model_or_path: ModelLike, *, input_shapes: Optional[Mapping[str,
         dt = _np_dtype(vi.type.tensor_type.elem_type)
         if is_lowbit(dt):
             ctx.lowbit[vi.name] = dt
-        ctx.env[vi.name] = b.input(vi.name, dims, storage_dtype(dt))
+        ctx.env[vi.name] = b.input(vi.name, dims, dt)  # low-precision: byte storage
     if bad_inputs:
         zero = all(" is " in b for b in bad_inputs)
         raise ModelImportError(("model inputs with zero-length dimensions: " if zero else

@@ -198,6 +198,8 @@ def _cast_to(ctx: ImportContext, n: OnnxNode, dst: str) -> list:
         y = ctx.emit("int_wrap", [v], out, bits=bits, signed=signed)
         ctx.lowbit[out] = dst
         return [y]
+    if v is x and is_lowbit(src) and not ctx.is_const(n.input(0)):
+        return [ctx.emit("cast", [v], out, dtype=dst)]  # a node of its own: x's holds `src`
     return [v if v.dtype == dst else ctx.emit("cast", [v], out, dtype=dst)]
 
 

@@ -141,18 +141,24 @@ def _conv(ctx, n):
                    n.outputs[0])
 
 
+def conv2d_attrs(n: OnnxNode, x_shape: Sequence[int], w_shape: Sequence[int]) -> dict:
+    """conv2d's attrs from an ONNX Conv-like node (Conv, ConvInteger, QLinearConv)."""
+    if len(x_shape) != 4:
+        raise Unsupported(f"only 2-D convolution (4-D NCHW input) is supported, got input shape {tuple(x_shape)}")
+    kernel = tuple(int_list(n.attr("kernel_shape", w_shape[2:])))
+    if kernel != tuple(w_shape[2:]):
+        raise Unsupported(f"kernel_shape {kernel} differs from weight shape {tuple(w_shape)}")
+    strides, dil = _spatial(n, "strides", 1), _spatial(n, "dilations", 1)
+    return dict(strides=strides, padding=_pads2d(n, x_shape[2:], kernel, strides, dil), dilation=dil,
+                groups=int(n.attr("group", 1)))
+
+
 def _conv2d(ctx, n, ins, out):
     x, w = ins[0], ins[1]
     if len(x.shape) != 4:
         raise Unsupported(f"only 2-D convolution (4-D NCHW input) is supported, got input shape {x.shape}")
-    kernel = tuple(int_list(n.attr("kernel_shape", w.shape[2:])))
-    if kernel != tuple(w.shape[2:]):
-        raise Unsupported(f"kernel_shape {kernel} differs from weight shape {w.shape}")
-    strides, dil = _spatial(n, "strides", 1), _spatial(n, "dilations", 1)
-    pad = _pads2d(n, x.shape[2:], kernel, strides, dil)
     bias = ins[2] if len(ins) > 2 else None
-    y = ctx.emit("conv2d", [x, w], None if bias is not None else out, strides=strides, padding=pad,
-                 dilation=dil, groups=int(n.attr("group", 1)))
+    y = ctx.emit("conv2d", [x, w], None if bias is not None else out, **conv2d_attrs(n, x.shape, w.shape))
     if bias is not None:
         y = ctx.emit("bias_add", [y, bias], out, axis=1)
     return [y]

@@ -1,0 +1,40 @@
+"""int8 products on the GPU's tensor cores (mma.sync m16n8k32 s8, int32 accumulation) against the
+same graphs on llvm, bit for bit; and onnxruntime's QDQ models built for CUDA against onnxruntime's
+CPU run, within one output quantization step.
+
+Deselected by default; run with  python -m pytest -m gpu tests/gpu/test_qdq_cuda_gpu.py -q
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tefuse
+from tefuse.frontend.onnx import import_onnx
+from tests.graph import test_qdq as Q
+from tests.schedules.cuda.gemm.test_mma_int8 import KINDS, _int8_product
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_int8_products_on_tensor_cores_match_llvm_exactly(kind):
+    graph = _int8_product(kind, np.random.default_rng(0))
+    cg = tefuse.build(graph, "cuda")
+    assert [k.template for k in cg.kernels] == ["tensorcore_gemm"]
+    x = np.random.default_rng(1).integers(-128, 128, graph.inputs[0].shape).astype(np.int8)
+    np.testing.assert_array_equal(cg.run(x=x)[0], tefuse.build(graph, "llvm").run(x=x)[0])
+
+
+@pytest.mark.parametrize("net,x_shape", [(Q._conv_net, (1, 3, 8, 8)), (Q._mlp, (4, 16))], ids=["convnet", "mlp"])
+def test_qdq_models_on_cuda_match_onnxruntime(net, x_shape, tmp_path):
+    import onnxruntime as ort
+    from onnx import numpy_helper
+
+    rng = np.random.default_rng(0)
+    m = Q._quantized(net(rng), x_shape, tmp_path, rng)
+    y_scale = float(numpy_helper.to_array(next(i for i in m.graph.initializer if i.name == "y_scale")))
+    x = rng.standard_normal(x_shape).astype(np.float32)
+    want = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    y = tefuse.build(import_onnx(m), "cuda").run(x)[0]
+    assert np.abs(y - want).max() <= y_scale * 1.0001

@@ -1,0 +1,78 @@
+"""int8 products accumulating int32 (a QDQ model's anchors, graph/qdq.py) on the mma.sync template
+without a GPU: the CUDA source and its PTX hold mma.sync m16n8k32 s8 with int32 accumulators, and
+the same schedule untensorized computes the exact integers on llvm (every tile, pad and masked tail
+as on the GPU). Whether the fragment layouts are right is for a GPU run (tests/gpu/test_qdq_cuda.py)."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+import tvm
+from tvm import s_tir
+
+import tefuse
+from tefuse.codegen.lower import lower_group
+from tefuse.codegen.ptx import compile_to_ptx
+from tefuse.codegen.schedule import find_template
+from tefuse.fusion import fuse_graph
+from tefuse.graph import GraphBuilder
+from tefuse.target import make_target
+
+
+def _int8_product(kind: str, rng):
+    """An int8 product into int32, with a QDQ anchor's epilogue (zero-point share, scale)."""
+    b = GraphBuilder()
+    if kind == "conv2d":
+        x = b.input("x", (1, 32, 10, 10), "int8")
+        w = b.const(rng.integers(-128, 128, (48, 32, 3, 3)).astype(np.int8), name="w")
+        y = b.op("conv2d", b.op("pad", x, pads=(0, 0, 1, 1, 0, 0, 1, 1), value=-3.0), w, out_dtype="int32")
+        share, scale = (48, 1, 1), (48, 1, 1)
+    else:
+        x = b.input("x", (37, 96), "int8")  # rows not a tile's multiple: masked tails
+        shape = (80, 96) if kind == "dense" else (96, 80)
+        y = b.op(kind, x, b.const(rng.integers(-128, 128, shape).astype(np.int8), name="w"), out_dtype="int32")
+        share, scale = (80,), (80,)
+    y = b.op("sub", y, b.const(rng.integers(-999, 999, share).astype(np.int32), name="share"))
+    y = b.op("mul", b.op("cast", y, dtype="float32"), b.const((rng.random(scale) * 1e-3).astype(np.float32), name="s"))
+    return b.build(y)
+
+
+KINDS = ["dense", "matmul", "conv2d"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_int8_products_compile_to_mma_sync_s8(kind, arch):
+    cg = tefuse.build(_int8_product(kind, np.random.default_rng(0)), f"cuda:{arch}")
+    (k,) = cg.kernels
+    assert k.template == "tensorcore_gemm"  # wgmma's template takes fp16/bf16/tf32 only
+    src = k.source("cuda")
+    assert "cp.async" in src
+    ptx = compile_to_ptx(src, arch)
+    assert re.search(r"\bmma\.sync\.aligned\.m16n8k32\.row\.col\.s32\.s8\.s8\.s32\b", ptx)
+    assert re.search(r"\bldmatrix\.sync\.aligned\.m8n8\.x4(\.trans)?\.shared\.b16\b", ptx)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_int8_tiling_and_padding_compute_the_exact_integers_on_llvm(kind):
+    graph = _int8_product(kind, np.random.default_rng(1))
+    (group,) = fuse_graph(graph)
+    lowered = lower_group(group)
+    cuda = make_target("cuda:sm_80")
+    t = find_template(cuda, lowered.info.anchor_kind, info=lowered.info)[0]
+    assert t.name == "tensorcore_gemm" and lowered.info.dtype == "int8"
+    cfg = t.fallback(lowered.info, cuda, t.space(lowered.info, cuda))
+    sch = s_tir.Schedule(lowered.func)
+    llvm = make_target("llvm")
+    t.apply(sch, lowered.info, cfg, llvm)
+    lib = tvm.compile(sch.mod, target=llvm)
+    rng = np.random.default_rng(2)
+    args = {p.name: p.value if p.value is not None else rng.integers(-128, 128, p.shape).astype(np.int8)
+            for p in lowered.params}  # the data at random, the constants as they are
+    dev = tvm.cpu()
+    (out,) = group.outputs
+    got = tvm.runtime.empty(out.shape, out.dtype, dev)
+    lib["main"](*[tvm.runtime.tensor(np.asarray(args[p.name]), dev) for p in lowered.params], got)
+    want = tefuse.build(graph, "llvm").run(x=args["x"])[0]
+    np.testing.assert_array_equal(got.numpy(), want)
