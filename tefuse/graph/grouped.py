@@ -34,9 +34,8 @@ import logging
 
 import numpy as np
 
-from ..errors import GraphError
 from .ir import CONST, INPUT, Graph, Node, RewriteContext, fresh_name, op_node, rewrite
-from .weights import tensor_core_operand, to_layout
+from .weights import redeclared_weight_inputs, tensor_core_operand, to_layout
 
 log = logging.getLogger(__name__)
 
@@ -105,19 +104,9 @@ def dense_weight_inputs(graph: Graph, groups: dict[str, int]) -> Graph:
         if i.name in groups:
             kh, kw, cg, k = i.shape
             swapped[i.name] = Node(i.name, INPUT, [], dict(i.attrs), (kh, kw, cg * groups[i.name], k), i.dtype)
-    new: dict[int, Node] = {}
-    for n in graph.nodes:
-        if not n.is_op:
-            new[id(n)] = swapped.get(n.name, n) if n.op == INPUT else n
-            continue
-        inputs = [new[id(i)] for i in n.inputs]
-        reads = [k for k, i in enumerate(n.inputs) if i.op == INPUT and i.name in swapped]
-        if reads and (n.op != "conv2d" or reads != [1] or n.attrs.get("groups") != groups[n.inputs[1].name]):
-            raise GraphError(f"{n.name} ({n.op}) reads {n.inputs[reads[0]].name}, which is not only the "
-                             f"weight of a conv of {groups[n.inputs[reads[0]].name]} groups")
-        new[id(n)] = op_node(n.name, n.op, inputs, {**n.attrs, "groups": 1}) if reads else \
-            Node(n.name, n.op, inputs, n.attrs, n.shape, n.dtype, n.value)
-    return Graph([swapped.get(i.name, i) for i in graph.inputs], [new[id(o)] for o in graph.outputs])
+    return redeclared_weight_inputs(graph, swapped, {"groups": 1},
+                                    lambda n: n.attrs.get("groups") == groups[n.inputs[1].name],
+                                    lambda name: f"the weight of a conv of {groups[name]} groups")
 
 
 DENSE = ":dense"  # a run-time weight's layout suffix: a grouped weight held dense, e.g. "OHWI:dense32"

@@ -100,6 +100,15 @@ def ohwi_weight_inputs(graph: Graph, names: set[str]) -> Graph:
     (`to_layout`), once, where the constant pass converts constants at build time."""
     swapped = {i.name: Node(i.name, INPUT, [], dict(i.attrs), tuple(i.shape[a] for a in HWIO_TO_OHWI), i.dtype)
                for i in graph.inputs if i.name in names}
+    return redeclared_weight_inputs(graph, swapped, {"weight_layout": "OHWI"}, lambda n: True,
+                                    lambda name: "a conv's weight")
+
+
+def redeclared_weight_inputs(graph: Graph, swapped: dict[str, Node], attrs: dict, reader_ok, what) -> Graph:
+    """The graph with its weight inputs replaced by `swapped` ({name: the input declared anew,
+    same name}) and each conv reading one rebuilt with `attrs` added, its output shape unchanged.
+    An input read otherwise (another op, another operand, a conv `reader_ok` refuses) is a
+    GraphError naming `what(name)` it may only be."""
     new: dict[int, Node] = {}
     for n in graph.nodes:
         if not n.is_op:
@@ -107,11 +116,12 @@ def ohwi_weight_inputs(graph: Graph, names: set[str]) -> Graph:
             continue
         inputs = [new[id(i)] for i in n.inputs]
         reads = [k for k, i in enumerate(n.inputs) if i.op == INPUT and i.name in swapped]
-        if reads and (n.op != "conv2d" or reads != [1]):
-            raise GraphError(f"{n.name} ({n.op}) reads {n.inputs[reads[0]].name}, which is not only a conv's weight")
+        if reads and (n.op != "conv2d" or reads != [1] or not reader_ok(n)):
+            name = n.inputs[reads[0]].name
+            raise GraphError(f"{n.name} ({n.op}) reads {name}, which is not only {what(name)}")
         if reads:
-            out = op_node(n.name, n.op, inputs, {**n.attrs, "weight_layout": "OHWI"})
-            assert out.shape == n.shape, f"{n.name}: OHWI changed its shape {n.shape} -> {out.shape}"
+            out = op_node(n.name, n.op, inputs, {**n.attrs, **attrs})
+            assert out.shape == n.shape, f"{n.name}: {attrs} changed its shape {n.shape} -> {out.shape}"
             new[id(n)] = out
         else:
             new[id(n)] = Node(n.name, n.op, inputs, n.attrs, n.shape, n.dtype, n.value)

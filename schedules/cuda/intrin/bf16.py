@@ -26,6 +26,7 @@ import tvm
 from ....errors import TefuseError
 from ....paths import generated_source_dir
 from ...intrin import register_once
+from .mma_names import mma_group
 
 TVM_SOURCE = "tvm.s_tir.tensor_intrin.cuda"
 # (generator, text in its source, replacement): what lets each take bfloat16
@@ -138,11 +139,4 @@ def register() -> None:
 
 def bf16_mma_group(load_scope: str, store_scope: str, b_nk: bool) -> dict[str, str]:
     register()
-    sfx = "_dyn" if load_scope == "shared.dyn" else ""
-    return {
-        "init": "mma_fill_16x16_f32",
-        "load_a": f"mma_ldmatrix_bf16_a{sfx}",
-        "load_b": f"mma_ldmatrix_bf16_b{'_trans' if b_nk else ''}{sfx}",
-        "compute": f"mma_bf16bf16f32{'_trans_b' if b_nk else ''}",
-        "store": f"mma_store_16x16_f32_{store_scope.replace('.', '_')}_simple_",
-    }
+    return mma_group("bf16", "f32", load_scope, store_scope, b_nk)

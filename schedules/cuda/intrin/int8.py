@@ -7,6 +7,7 @@ from __future__ import annotations
 from functools import partial
 
 from ...intrin import register_once
+from .mma_names import mma_group
 from .tvm_library import tvm_cuda_intrinsics
 
 _SCOPES = (("shared", ""), ("shared.dyn", "_dyn"))
@@ -32,11 +33,4 @@ def register() -> None:
 def int8_mma_group(load_scope: str, store_scope: str, b_nk: bool) -> dict[str, str]:
     """The intrinsics of an int8 x int8 -> int32 mma.sync GEMM (the m16n16k32 tile: two m16n8k32)."""
     register()
-    sfx = "_dyn" if load_scope == "shared.dyn" else ""
-    return {
-        "init": "mma_fill_16x16_i32",
-        "load_a": f"mma_ldmatrix_i8_a{sfx}",
-        "load_b": f"mma_ldmatrix_i8_b{'_trans' if b_nk else ''}{sfx}",
-        "compute": f"mma_i8i8i32{'_trans_b' if b_nk else ''}",
-        "store": f"mma_store_16x16_i32_{store_scope.replace('.', '_')}_simple_",
-    }
+    return mma_group("i8", "i32", load_scope, store_scope, b_nk)
