@@ -387,11 +387,7 @@ def model_case(name: str, batch: int, precision: str, workdir: Path, db="default
                 extra["peer_compile_ms"] = time_graph(lambda: cm(tx), repeat=20)
         except Exception as e:  # noqa: BLE001 - torch.compile failing is the peer's problem, noted
             extra["peer_compile_error"] = str(e).splitlines()[0][:200]
-    peers = [v for v in (peer_graph, extra.get("peer_compile_ms")) if v]
-    if not peers:  # neither captures: PyTorch as it runs, each call launched from Python
-        peer_graph = extra["peer_eager_ms"] = time_wall(peer, torch.cuda.synchronize)
-        peers = [peer_graph]
-    best = min(peers)
+    best = best_peer_ms(torch, lambda: tm(tx), peer_graph, extra)
     try:
         extra["peer_profile"] = peer_kernels(torch, lambda: tm(tx))
     except Exception as e:  # noqa: BLE001 - the profiler failing is noted, the timing stands
@@ -478,11 +474,7 @@ def zoo_model_case(name: str, batch: int, precision: str, workdir: Path, db=None
             extra["graph_ms"] = graph_ms
         except Exception as e:  # noqa: BLE001 - torch.compile failing is the peer's problem, noted
             extra["peer_compile_error"] = str(e).splitlines()[0][:200]
-    peers = [v for v in (peer_graph, extra.get("peer_compile_ms")) if v]
-    if not peers:  # neither captures: PyTorch as it runs, each call launched from Python
-        peer_graph = extra["peer_eager_ms"] = time_wall(peer, torch.cuda.synchronize)
-        peers = [peer_graph]
-    best = min(peers)
+    best = best_peer_ms(torch, peer, peer_graph, extra)
     profile = sorted(zip(cg.kernels, kernel_s), key=lambda kt: -kt[1])
     extra["slowest"] = [(k.group.name, k.template, round(1e3 * t, 4)) for k, t in profile[:8]]
     try:
@@ -492,6 +484,17 @@ def zoo_model_case(name: str, batch: int, precision: str, workdir: Path, db=None
     ok = err <= TOLERANCE[precision] and (top1 is None or top1 == 1.0)
     return Row("zoo", name, precision, batch, graph_ms or kernels_ms, best,
                f"torch {precision}, best of CUDA graph and torch.compile", err, ok, _templates(cg), extra)
+
+
+def best_peer_ms(torch, peer, graph_ms: Optional[float], extra: dict) -> float:
+    """The better of PyTorch's CUDA graph and torch.compile (`extra["peer_compile_ms"]`); where
+    neither could be captured, PyTorch as it runs, each call launched from Python
+    (`extra["peer_eager_ms"]`)."""
+    peers = [v for v in (graph_ms, extra.get("peer_compile_ms")) if v]
+    if not peers:
+        peers = [time_wall(peer, torch.cuda.synchronize)]
+        extra["peer_eager_ms"] = peers[0]
+    return min(peers)
 
 
 def peer_kernels(torch, fn, runs: int = 5, top: int = 16) -> list:

@@ -67,9 +67,11 @@ def to_storage(arr) -> np.ndarray:
 
 def from_storage(arr: np.ndarray, dtype: Any) -> np.ndarray:
     """tefuse's storage of a `dtype` value back as that numpy (ml_dtypes) type."""
+    dtype = str(dtype)
+    if dtype not in FLOATS and dtype not in STORAGE:  # every run's float32 outputs: nothing to do
+        return arr
     import ml_dtypes
 
-    dtype = str(dtype)
     if dtype in FLOATS:
         return np.asarray(arr).view(getattr(ml_dtypes, dtype))
     if dtype in STORAGE:

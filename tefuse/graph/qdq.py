@@ -111,6 +111,8 @@ def _quantized(n: Node, ins: list[Node], ctx: RewriteContext) -> Optional[Node]:
 
 def quantize_products(graph: Graph) -> Graph:
     """The graph with every QDQ conv2d / matmul / dense as an int8 anchor (see the module)."""
+    if not has_dequantize(graph):  # a float model: no walk, no copy
+        return graph
     out = rewrite(graph, _quantized)
     done = sum(1 for n in out.nodes if n.is_op and n.attrs.get("out_dtype") == "int32")
     if done:
@@ -144,4 +146,8 @@ def _dequantized(n: Node, ins: list[Node], ctx: RewriteContext) -> Optional[Node
 
 def fold_constant_dequantize(graph: Graph) -> Graph:
     """Every dequantize_linear of constants as its float constant."""
-    return rewrite(graph, _dequantized)
+    return rewrite(graph, _dequantized) if has_dequantize(graph) else graph
+
+
+def has_dequantize(graph: Graph) -> bool:
+    return any(n.op == "dequantize_linear" for n in graph.nodes)

@@ -155,8 +155,6 @@ def conv2d_attrs(n: OnnxNode, x_shape: Sequence[int], w_shape: Sequence[int]) ->
 
 def _conv2d(ctx, n, ins, out):
     x, w = ins[0], ins[1]
-    if len(x.shape) != 4:
-        raise Unsupported(f"only 2-D convolution (4-D NCHW input) is supported, got input shape {x.shape}")
     bias = ins[2] if len(ins) > 2 else None
     y = ctx.emit("conv2d", [x, w], None if bias is not None else out, **conv2d_attrs(n, x.shape, w.shape))
     if bias is not None:
