@@ -23,7 +23,6 @@ import contextlib
 import json
 import logging
 import math
-import os
 import shlex
 import sys
 import time
@@ -35,6 +34,7 @@ import numpy as np
 
 from ..tune.knobs import knob_assignment
 from . import timing
+from .runs import shard_of, sharded, write_json_whole
 from .timing import time_graph, time_wall
 
 log = logging.getLogger(__name__)
@@ -623,7 +623,7 @@ def main(argv=None) -> int:
             merged = merge_reports([json.loads(Path(f).read_text()) for f in args.merge])
         except (OSError, ValueError) as e:
             p.error(f"--merge: {e}")
-        write_report(merged, args.json)
+        write_json_whole(args.json, merged)
         return 0
     if args.shard is not None:
         try:
@@ -706,8 +706,8 @@ def write_json(rows: list, path: Optional[str], command: str = "") -> dict:
     dicts = [{**asdict(r), "ratio": r.ratio} for r in rows]
     summary = summarize(dicts)
     if path:
-        write_report({"commands": [command] if command else [], "rows": dicts, "summary": summary,
-                      "timing": {"graph_calls": timing.GRAPH_CALLS}}, path)
+        write_json_whole(path, {"commands": [command] if command else [], "rows": dicts, "summary": summary,
+                                "timing": {"graph_calls": timing.GRAPH_CALLS}})
     return summary
 
 
@@ -735,13 +735,6 @@ def merge_reports(reports: list[dict]) -> dict:
     return {"commands": commands, "rows": rows, "summary": summarize(rows), "timing": reports[0].get("timing")}
 
 
-def write_report(report: dict, path: str) -> None:
-    """Replaced whole: a kill mid-write leaves the previous version."""
-    tmp = Path(f"{path}.tmp")
-    tmp.write_text(json.dumps(report, indent=1, default=str))
-    os.replace(tmp, path)
-
-
 def measured_rows(path: Optional[str]) -> list[Row]:
     """The rows a JSON of this bench holds, less failed cases (an error): none without a file."""
     if not path or not Path(path).exists():
@@ -749,19 +742,6 @@ def measured_rows(path: Optional[str]) -> list[Row]:
     names = {f.name for f in fields(Row)}
     rows = [Row(**{k: v for k, v in r.items() if k in names}) for r in json.loads(Path(path).read_text())["rows"]]
     return [r for r in rows if "error" not in r.extra]
-
-
-def sharded(names, shard: Optional[tuple[int, int]]) -> list:
-    """Every N-th name from the K-th (shard (K, N)); all of them without one."""
-    return list(names) if shard is None else list(names)[shard[0] - 1::shard[1]]
-
-
-def shard_of(text: str) -> tuple[int, int]:
-    """'K/N' as (K, N), 1 <= K <= N."""
-    k, sep, n = text.partition("/")
-    if not (sep and k.isdigit() and n.isdigit() and 1 <= int(k) <= int(n)):
-        raise ValueError(f"want K/N with 1 <= K <= N, got {text!r}")
-    return int(k), int(n)
 
 
 def line(r: Row) -> str:

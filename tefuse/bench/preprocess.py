@@ -23,9 +23,7 @@ torch and torchvision are imported when timing.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
-import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Optional, Sequence
@@ -33,6 +31,7 @@ from typing import Callable, Optional, Sequence
 import numpy as np
 
 from ..graph.ir import Graph, GraphBuilder
+from .runs import write_json_whole
 
 log = logging.getLogger(__name__)
 
@@ -344,10 +343,8 @@ def main(argv=None) -> int:
                  "s" if r.num_kernels != 1 else "", ref, r.ratio)
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(f"{args.json}.tmp")
-        tmp.write_text(json.dumps({"device": torch.cuda.get_device_name(), "copy_bandwidth_gbs": bandwidth / 1e9,
-                                   "rows": [{**asdict(r), "ratio": r.ratio} for r in rows]}, indent=1))
-        os.replace(tmp, args.json)
+        write_json_whole(args.json, {"device": torch.cuda.get_device_name(), "copy_bandwidth_gbs": bandwidth / 1e9,
+                                     "rows": [{**asdict(r), "ratio": r.ratio} for r in rows]})
     return 0
 
 

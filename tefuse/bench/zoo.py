@@ -21,7 +21,6 @@ top-1 / argmax agrees.
 from __future__ import annotations
 
 import argparse
-import os
 import hashlib
 import json
 import logging
@@ -36,6 +35,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 import numpy as np
 
 from . import zoo_builders as zb
+from .runs import shard_of, sharded, write_json_whole
 
 log = logging.getLogger(__name__)
 
@@ -554,10 +554,10 @@ def parse_args(argv: Optional[Sequence[str]]):
     if unknown:
         p.error(f"unknown model {unknown[0]!r}; the zoo has {', '.join(names())}")
     if args.shard is not None:
-        k, _, n = args.shard.partition("/")
-        if not (k.isdigit() and n.isdigit() and 1 <= int(k) <= int(n)):
-            p.error(f"--shard {args.shard!r}: expected K/N with 1 <= K <= N, e.g. 1/2")
-        args.models = args.models[int(k) - 1::int(n)]
+        try:
+            args.models = sharded(args.models, shard_of(args.shard))
+        except ValueError as e:
+            p.error(f"--shard {args.shard!r}: {e}")
     if args.merge is not None and args.out is None:
         p.error("--merge needs --out")
     return args
@@ -580,13 +580,6 @@ def merge_reports(reports: Sequence[dict]) -> dict:
             "results": results}
 
 
-def write_report(path: Path, report: dict) -> None:
-    """Write the JSON whole or not at all (a run cut off keeps the last complete report)."""
-    tmp = path.with_name(path.name + ".part")
-    tmp.write_text(json.dumps(report, indent=1, default=str) + "\n")
-    os.replace(tmp, path)
-
-
 def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
@@ -598,7 +591,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         except (OSError, ValueError) as e:
             log.error("--merge: %s", e)
             return 2
-        write_report(out, merged)
+        write_json_whole(out, merged)
         log.info("wrote %s: %d of %d models ok", out, merged["ok"], merged["models"])
         return 0 if merged["ok"] == merged["models"] else 1
     header = {"command": shlex.join(["python", "-m", "tefuse.bench.zoo", *argv]), "target": args.target,
@@ -623,11 +616,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         results.append(as_dict(r))
         if out is not None:  # after every model: a long run can be resumed where it stopped
             ok = sum(bool(x["ok"]) for x in results)
-            write_report(out, {**header, "ok": ok, "models": len(results), "results": results})
+            write_json_whole(out, {**header, "ok": ok, "models": len(results), "results": results})
     ok = sum(bool(x["ok"]) for x in results)
     log.info("%d of %d models ok", ok, len(results))
     if out is not None:
-        write_report(out, {**header, "ok": ok, "models": len(results), "results": results})
+        write_json_whole(out, {**header, "ok": ok, "models": len(results), "results": results})
         log.info("wrote %s", out)
     return 0 if ok == len(results) else 1
 
