@@ -15,6 +15,10 @@ and reusing each input element across the windows that overlap it:
   reuse) with the padding computed in the load;
 * each thread keeps its weights (c_inner x KH x KW) and its accumulators in registers;
   outputs per thread along OH/OW let overlapping windows share loaded inputs;
+* stage "rows" (NHWC): each thread holds a 16-byte vector of channels for a few outputs along
+  OW and, for each window row, loads that row's input columns once as 16-byte vectors into
+  registers (its weight row too), then does every multiply of the row from registers: one
+  load per input column and row instead of one 2-byte load per multiply;
 * knob `unroll_window`: explicit unroll of the KHxKW window loops (the per-thread output
   loops are always unrolled: their accumulators must stay in registers);
 * the fused epilogue (bias, batch norm, activation, residual...) runs from the registers
@@ -42,11 +46,13 @@ log = logging.getLogger(__name__)
 # per tiled dim (outermost..innermost in memory): the most threads and outputs per thread
 # a config may give it. threadIdx.z is limited to 64 by CUDA.
 MAX_THREADS = (32, 32, 128)
-MAX_INNER = (4, 4, 4)
+MAX_INNER = (4, 4, 8)  # 8: a 16-byte vector of fp16 channels (NHWC), the "rows" stage's
 # fallback: threads per block aimed at, outputs per thread along the row dim
 FALLBACK_BLOCK = 256
 FALLBACK_X_THREADS = {"NCHW": 32, "NHWC": 64}
-STAGES = ("shared", "global")
+STAGES = ("shared", "global", "rows")
+MAX_BLOCK_THREADS = 1024
+VECTOR_BYTES = 16  # one ld.global.v4: a thread's channels in the "rows" stage
 
 
 def _geometry(info: KernelInfo) -> Conv2dGeometry:
@@ -109,6 +115,37 @@ def fallback_values(info: KernelInfo, *, block: int = FALLBACK_BLOCK, vec: int |
     return vals
 
 
+def rows_supported(info: KernelInfo, cfg: Config) -> None:
+    """Stage "rows" needs NHWC, a channel multiplier of 1 and a whole 16-byte vector of
+    channels a thread (ValueError otherwise: the space's filter and the build agree)."""
+    g = _geometry(info)
+    lanes = VECTOR_BYTES // dtype_bytes(info.dtype)
+    c_inner = cfg[f"tile_{g.tiled_axes[0]}"][2]
+    if g.layout != "NHWC" or g.multiplier != 1 or c_inner != lanes:
+        raise ValueError(f"stage 'rows' wants NHWC, channel multiplier 1 and {lanes} channels a thread "
+                         f"({g.layout}, multiplier {g.multiplier}, {c_inner} channels)")
+
+
+def rows_fallback_values(info: KernelInfo, sm_count: int, block: int = FALLBACK_BLOCK,
+                         ow_inner: int = 4) -> dict | None:
+    """The "rows" stage's fallback for an NHWC conv of channel multiplier 1 whose channels are
+    whole 16-byte vectors (None otherwise): a vector of channels and up to `ow_inner` outputs
+    along OW a thread, threads along channels, then OW, then OH, up to about `block`; fewer
+    channel threads where that leaves an SM without a block (a 7x7 map at batch 1)."""
+    g = _geometry(info)
+    lanes = VECTOR_BYTES // dtype_bytes(info.dtype)
+    oh, ow, c = info.out_shape[1:]
+    if g.layout != "NHWC" or g.multiplier != 1 or c % lanes:
+        return None
+    t_inner = largest_divisor(ow, min(ow_inner, MAX_INNER[1]))
+    vectors = info.out_shape[0] * oh * (ow // t_inner) * (c // lanes)
+    tc = largest_divisor(c // lanes, min(MAX_THREADS[2], max(1, vectors // sm_count)))
+    tw = largest_divisor(ow // t_inner, min(MAX_THREADS[1], max(1, block // tc)))
+    th = largest_divisor(oh, min(MAX_THREADS[0], max(1, block // (tc * tw))))
+    return {"tile_0": (oh // th, th, 1), "tile_1": (ow // (tw * t_inner), tw, t_inner),
+            "tile_2": (c // (tc * lanes), tc, lanes), "stage": "rows", "unroll_window": 1}
+
+
 @register("gpu", "depthwise_conv2d")
 class Conv2dDepthwise(Template):
     name = "conv2d_depthwise"
@@ -120,10 +157,17 @@ class Conv2dDepthwise(Template):
                            filter=lambda c, k=k: c[1] <= MAX_THREADS[k] and c[2] <= MAX_INNER[k])
         s.define_knob("stage", list(STAGES))
         s.define_knob("unroll_window", [1, 0])
+        g = _geometry(info)
+        lanes = VECTOR_BYTES // dtype_bytes(info.dtype)
+        c_tile = f"tile_{g.tiled_axes[0]}"
+        rows_ok = g.layout == "NHWC" and g.multiplier == 1
+        s.constrain(lambda v: v["stage"] != "rows" or (rows_ok and v[c_tile][2] == lanes))
+        s.constrain(lambda v: v["tile_0"][1] * v["tile_1"][1] * v["tile_2"][1] <= MAX_BLOCK_THREADS)
         return s
 
     def fallback(self, info: KernelInfo, target, space: ConfigSpace) -> Config:
-        return space.from_values(fallback_values(info))
+        rows = rows_fallback_values(info, device_caps(target).sm_count)
+        return space.from_values(rows or fallback_values(info))
 
     def apply(self, sch: s_tir.Schedule, info: KernelInfo, cfg: Config, target) -> None:
         nthreads = threads_per_block(cfg)
@@ -132,6 +176,9 @@ class Conv2dDepthwise(Template):
         if nthreads > max_threads:
             raise ValueError(f"{nthreads} threads per block > {max_threads}")
         shared = cfg["stage"] == "shared" and bool(info.staged(DATA))
+        rows = cfg["stage"] == "rows"
+        if rows:
+            rows_supported(info, cfg)
         if shared:
             need, limit = shared_bytes(info, cfg), lim.max_shared_memory_per_block
             if need > limit:
@@ -139,7 +186,7 @@ class Conv2dDepthwise(Template):
 
         anchor = info.anchor_block
         conv = sch.get_sblock(anchor)
-        keep = info.staged(DATA, WEIGHT) if shared else info.staged(WEIGHT)
+        keep = info.staged(DATA, WEIGHT) if shared or rows else info.staged(WEIGHT)
         inline_all(sch, info, keep=keep)
 
         sp, rd = spatial_reduce_loops(sch, conv)
@@ -160,13 +207,30 @@ class Conv2dDepthwise(Template):
         epilogue = [b for b in epilogue if b != anchor]
         depth = 4  # blockIdx.x + three thread loops
 
-        # weights of the thread's channels -> registers, once per thread
+        # weights of the thread's channels -> registers, once per thread (a window row at a
+        # time with stage "rows": the whole window of 8 channels would not fit)
         wcache = sch.cache_read(conv, read_index(sch, conv, info.operands[WEIGHT]), "local")
-        sch.compute_at(wcache, tx)
+        at = window[0] if rows else tx
+        sch.compute_at(wcache, at)
         for stage in info.staged(WEIGHT):  # a weight prologue, computed on the way in
             sch.compute_inline(sch.get_sblock(stage))
-        for l in sch.get_loops(wcache)[depth:]:
+        wloops = sch.get_loops(wcache)[depth + (2 if rows else 0):]
+        for l in wloops[:-1] if rows else wloops:
             sch.unroll(l)
+        if rows:  # the thread's channels of a weight column: one 16-byte load
+            sch.vectorize(wloops[-1])
+
+        if rows:
+            # the row's input columns of the thread's channels -> registers, 16-byte vectors,
+            # the padding (and a fused prologue) computed on the way in
+            dcache = sch.cache_read(conv, read_index(sch, conv, info.operands[DATA]), "local")
+            sch.compute_at(dcache, window[0])
+            for stage in info.staged(DATA):
+                sch.compute_inline(sch.get_sblock(stage))
+            loops = sch.get_loops(dcache)[depth + 2:]  # below rc and the window's row loop
+            for l in loops[:-1]:
+                sch.unroll(l)
+            sch.vectorize(loops[-1])
 
         if shared:
             # the block's input tile, halo included, padding/prologue computed on the way in

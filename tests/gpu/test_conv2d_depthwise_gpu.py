@@ -64,6 +64,9 @@ CHAINS = [
     pytest.param(dict(c=16, hw=20, mult=3, layout="NHWC", k=5, stride=2), id="multiplier3_nhwc_5x5_s2"),
     pytest.param(dict(c=24, hw=18, prologue=True), id="prologue_relu"),
     pytest.param(dict(c=24, hw=18, layout="NHWC", epilogue=False), id="bare_conv_nhwc"),
+    pytest.param(dict(n=2, c=96, hw=56, k=7, layout="NHWC", dtype="float16"), id="convnext_7x7_fp16_rows"),
+    pytest.param(dict(c=40, hw=15, k=5, layout="NHWC", dtype="float16", prologue=True, stride=2),
+                 id="fp16_nhwc_5x5_s2_prologue_rows"),
 ]
 
 

@@ -63,8 +63,10 @@ def cuda_source(task: Task, cfg) -> str:
 
 
 def fits(task: Task, cfg) -> bool:
-    """What the template itself refuses: too many threads, too much shared memory."""
-    return threads_per_block(cfg) <= 1024 and (cfg["stage"] != "shared" or shared_bytes(task.info, cfg) <= 49152)
+    """What the space's rules and the template itself refuse: too many threads, too much
+    shared memory, the "rows" stage without a 16-byte vector of NHWC channels."""
+    return (task.space().admits(cfg.index) and threads_per_block(cfg) <= 1024
+            and (cfg["stage"] != "shared" or shared_bytes(task.info, cfg) <= 49152))
 
 
 def sample_fitting(task: Task, n: int, seed: int) -> list:
@@ -142,7 +144,11 @@ def test_fallback_is_sensible_for_mobilenet_shapes(kw):
     assert 64 <= threads_per_block(fb) <= 512, fb.values
     # threadIdx.x runs along the innermost memory dim: a warp covers consecutive addresses
     _, x_threads, x_inner = fb["tile_2"]
-    assert x_threads >= min(task.info.out_shape[3] // x_inner, 16) and x_inner <= 2, fb.values
+    if fb["stage"] == "rows":  # NHWC: a 16-byte vector of channels a thread
+        assert task.info.geometry.layout == "NHWC" and x_inner * np.dtype(task.info.dtype).itemsize == 16
+        assert x_threads >= min(task.info.out_shape[3] // x_inner, 8), fb.values
+    else:
+        assert x_threads >= min(task.info.out_shape[3] // x_inner, 16) and x_inner <= 2, fb.values
     out = int(np.prod(task.info.out_shape))
     per_thread = np.prod([fb[f"tile_{k}"][2] for k in range(3)])
     blocks = out // (threads_per_block(fb) * per_thread)
@@ -160,8 +166,11 @@ WORKLOADS = [
 @pytest.mark.parametrize("kw", WORKLOADS, ids=["nchw", "nhwc_fp16_s2", "mult2_batch2"])
 def test_sampled_configs_apply_and_generate_code(kw):
     task = task_of(**kw)
-    sample = sample_fitting(task, 8, seed=1234)
-    assert {c["stage"] for c in sample} == {"shared", "global"}, [c.values for c in sample]
+    sample = sample_fitting(task, 12, seed=1234)
+    rows = kw.get("layout") == "NHWC" and kw.get("mult", 1) == 1 and kw.get("dtype") == "float16"
+    stages = {c["stage"] for c in sample}
+    assert {"shared", "global"} <= stages <= {"shared", "global"} | ({"rows"} if rows else set()), \
+        [c.values for c in sample]
     for cfg in sample:
         src = cuda_source(task, cfg)
         assert len(cuda_kernel_names(src)) == 1, cfg.values
@@ -223,3 +232,27 @@ def test_fallback_compiles_to_sm90_ptx(kw):
     assert re.search(r"^\.target\s+sm_90\b", ptx, re.M), ptx[:400]
     assert ptx_entries(ptx) == cuda_kernel_names(src)
     assert ".local" not in ptx  # accumulators and weights stay in registers (no spills to local memory)
+
+
+@needs_nvcc
+def test_rows_stage_loads_16_byte_channel_vectors_a_window_row_at_a_time():
+    """ConvNeXt's 7x7 depthwise conv (NHWC, fp16, 96 channels): the fallback is the "rows"
+    stage; a thread's input columns and weights of a row come in 16-byte loads (10 columns for 4
+    outputs and 7 weights, a row; 7 rows), nothing spills to local memory."""
+    task = task_of(layout="NHWC", n=2, c=96, hw=56, k=7, dtype="float16")
+    fb = task.fallback()
+    assert fb["stage"] == "rows" and fb["tile_2"][2] == 8 and fb["tile_1"][2] == 4, fb.values
+    ptx = compile_to_ptx(cuda_source(task, fb), "sm_90")
+    assert len(re.findall(r"ld\.global(?:\.nc)?\.v4", ptx)) == 7 * (10 + 7)
+    assert ".local" not in ptx
+
+
+def test_rows_stage_is_refused_without_a_vector_of_nhwc_channels():
+    nchw = task_of(c=16, hw=8)
+    assert not any(c["stage"] == "rows" for c in nchw.space() if nchw.space().admits(c.index))
+    task = task_of(layout="NHWC", c=16, hw=8, dtype="float16")
+    cfg = task.space().from_values(dict(tile_0=(8, 1, 1), tile_1=(1, 8, 1), tile_2=(1, 4, 4), stage="rows",
+                                        unroll_window=1))
+    assert not task.space().admits(cfg.index)
+    with pytest.raises(BuildError, match="stage 'rows' wants NHWC, channel multiplier 1 and 8 channels"):
+        apply_schedule(task.lowered, task.target, ScheduleChoice(task.template(), cfg, "test"))
