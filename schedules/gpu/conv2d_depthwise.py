@@ -40,6 +40,7 @@ from ..space import Config, ConfigSpace
 from ..common import (THREAD_AXES, attach_epilogue, cooperative_fetch, dtype_bytes, inline_all,
                       largest_divisor, read_index, shared_alloc_bytes, spatial_reduce_loops)
 from ..registry import DATA, WEIGHT, KernelInfo, Template, register
+from .lanes import MAX_BOOL_LANES, bool_lanes_vary
 
 log = logging.getLogger(__name__)
 
@@ -228,6 +229,12 @@ class Conv2dDepthwise(Template):
             for stage in info.staged(DATA):
                 sch.compute_inline(sch.get_sblock(stage))
             loops = sch.get_loops(dcache)[depth + 2:]  # below rc and the window's row loop
+            vec = loops[-1]
+            width = sch.get(vec).extent.value
+            if width > MAX_BOOL_LANES and bool_lanes_vary(sch, dcache, vec, width):
+                # a prologue's select (a ReLU) over 8 halves would be a bool vector CUDA
+                # cannot print: two vectors of 4 a column instead
+                loops[-1:] = sch.split(vec, [None, MAX_BOOL_LANES])
             for l in loops[:-1]:
                 sch.unroll(l)
             sch.vectorize(loops[-1])

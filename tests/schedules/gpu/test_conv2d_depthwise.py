@@ -256,3 +256,16 @@ def test_rows_stage_is_refused_without_a_vector_of_nhwc_channels():
     assert not task.space().admits(cfg.index)
     with pytest.raises(BuildError, match="stage 'rows' wants NHWC, channel multiplier 1 and 8 channels"):
         apply_schedule(task.lowered, task.target, ScheduleChoice(task.template(), cfg, "test"))
+
+
+@needs_nvcc
+def test_rows_stage_with_a_relu_prologue_loads_half_vectors():
+    """A ReLU on the input (a select on loaded data) cannot be computed on 8 halves at once
+    (TVM's CUDA codegen has no bool vector of 8): the rows stage loads each column's channels
+    as two 8-byte vectors instead, and still compiles."""
+    task = task_of(layout="NHWC", c=40, hw=15, k=5, dtype="float16", prologue=True, stride=2)
+    fb = task.fallback()
+    assert fb["stage"] == "rows", fb.values
+    ptx = compile_to_ptx(cuda_source(task, fb), "sm_90")
+    assert re.search(r"ld\.global(?:\.nc)?\.v2\.(?:b32|u32|f32)|ld\.global(?:\.nc)?\.v4\.(?:b16|u16)", ptx)
+    assert ".local" not in ptx
