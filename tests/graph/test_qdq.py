@@ -45,7 +45,8 @@ def _model(nodes, x_shape, y_shape, inits) -> onnx.ModelProto:
     g = helper.make_graph(nodes, "net", [helper.make_tensor_value_info("x", T.FLOAT, x_shape)],
                           [helper.make_tensor_value_info("y", T.FLOAT, y_shape)],
                           [numpy_helper.from_array(v.astype(np.float32), k) for k, v in inits.items()])
-    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    # IR 8 (opset 17's): an older onnxruntime refuses the newest IR that onnx.helper writes
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
 
 def _quantized(model: onnx.ModelProto, x_shape, tmp_path, rng, activations: str = "QInt8") -> onnx.ModelProto:

@@ -154,8 +154,16 @@ def fetch_to_shared(sch, block_outer, idx: int, *, k_loop, scope: str, vec_max: 
         sch.bind(f1, "threadIdx.y")
     sch.vectorize(f3)
     if smem_pad:
-        sch.storage_align(blk_read, 0, axis=-2, factor=32, offset=smem_pad)
+        elem = tvm.DataType(sch.get(blk_read).writes[0].source.dtype).bits // 8
+        sch.storage_align(blk_read, 0, axis=-2, factor=32, offset=row_pad(smem_pad, elem))
     return blk_read, vec
+
+
+def row_pad(smem_pad: int, elem_bytes: int) -> int:
+    """The storage_align offset (elements) of a shared operand tile's rows: `smem_pad`, raised to
+    16 bytes' worth. ldmatrix reads 16-byte rows, so each row must start 16-byte aligned: 8 int8
+    elements would leave every other row 8 bytes off (a misaligned-address fault)."""
+    return max(smem_pad, 16 // elem_bytes) if smem_pad else 0
 
 
 def bind_grid(sch, b, i0, j0, ty) -> None:
@@ -208,7 +216,7 @@ def pipeline_smem_bytes(bm: int, bn: int, bk: int, stages: int, elem_bytes: int,
     tile (BM rows of BK) and the B tile (BN rows of BK; BK rows of BN where B's rows run along
     K: an HWIO conv weight, a [K, N] Linear weight), each row padded by storage_align (factor
     32, offset smem_pad)."""
-    pad = DEFAULT_CFG["smem_pad"]
+    pad = row_pad(DEFAULT_CFG["smem_pad"], elem_bytes)
     b = bk * aligned_row(bn, pad) if b_rows_k else bn * aligned_row(bk, pad)
     return max(stages, 1) * (bm * aligned_row(bk, pad) + b) * elem_bytes
 

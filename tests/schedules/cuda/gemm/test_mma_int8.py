@@ -76,3 +76,18 @@ def test_int8_tiling_and_padding_compute_the_exact_integers_on_llvm(kind):
     lib["main"](*[tvm.runtime.tensor(np.asarray(args[p.name]), dev) for p in lowered.params], got)
     want = tefuse.build(graph, "llvm").run(x=args["x"])[0]
     np.testing.assert_array_equal(got.numpy(), want)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_int8_shared_tiles_rows_start_16_byte_aligned(kind):
+    """ldmatrix reads 16-byte rows: an int8 operand tile's padded row stride is a multiple of
+    16 bytes (32 + 8 int8 elements, 40 bytes, faulted with a misaligned address on the GPU)."""
+    from tefuse.schedules.cuda.gemm.tiles import aligned_row, row_pad
+
+    assert row_pad(8, 1) == 16 and row_pad(8, 2) == 8 and row_pad(0, 1) == 0
+    cg = tefuse.build(_int8_product(kind, np.random.default_rng(0)), "cuda:sm_90")
+    src = cg.kernels[0].source("cuda")
+    stores = [ln for ln in src.splitlines() if "buf_dyn_shmem_ptr)" in ln and "= condval" in ln]
+    strides = {int(s) for ln in stores for s in re.findall(r"threadIdx\.[xy]\)(?: >> \d+\))? \* (\d+)\)", ln)}
+    assert strides and all(s % 16 == 0 for s in strides), strides
+    assert all(aligned_row(bk, row_pad(8, 1)) % 16 == 0 for bk in (32, 64, 128))
