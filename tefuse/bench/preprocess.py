@@ -18,7 +18,11 @@ runs new rectangles on the same compiled graph. The case construction imports on
 tefuse's graph builder, so it runs without a GPU (tests/bench/test_preprocess.py);
 torch and torchvision are imported when timing.
 
-    python -m tefuse.bench.preprocess --json benchmarks/preprocess.json
+    python -m tefuse.bench.preprocess --json benchmarks/preprocess.json [--fkl FKL_CHECKOUT]
+
+With `--fkl`, the rgb case is also timed against the Fused Kernel Library's own build of the
+same example (bench/fkl.py: FKL's headers compiled with nvcc on the machine that runs the bench,
+launched on the same stream, in the same turns).
 """
 from __future__ import annotations
 
@@ -287,10 +291,11 @@ def timed_in_turns(torch, fns: dict[str, Callable[[], None]], eager: Sequence[st
     return best, how
 
 
-def bench_rgb(torch, target: str) -> Row:
+def bench_rgb(torch, target: str, fkl=None) -> list[Row]:
     """tefuse's one kernel against torchvision, each timed as the other is: both as CUDA graphs
     where torchvision's calls can be captured, else both eagerly (tefuse's graph time is kept in
-    the row's extra either way)."""
+    the row's extra either way); and, given FKL's built example (bench/fkl.py), against FKL's
+    kernel on the same image and stream, both as CUDA graphs, in the same turns."""
     case = rgb_case()
     cg, feeds, out, run = _tefuse_run(torch, case, target)
     run()
@@ -304,12 +309,39 @@ def bench_rgb(torch, target: str) -> Row:
     peer()
     torch.cuda.synchronize()
     peer_err = _check("torchvision rgb", peer_out.cpu().numpy(), case.expected, 1e-4)
-    ms, how = timed_in_turns(torch, {"tefuse": run, "tefuse_eager": run, "torchvision": peer}, eager=("tefuse_eager",))
+    fns = {"tefuse": run, "tefuse_eager": run, "torchvision": peer}
+    if fkl is not None:
+        fkl_out, fns["fkl"] = _fkl_run(torch, fkl, feeds["image"])
+        fns["fkl"]()
+        torch.cuda.synchronize()
+        # FKL's answer is its own: recorded, not required to match tefuse's reference
+        fkl_err = float(np.abs(fkl_out.cpu().numpy().astype(np.float64) - case.expected).max())
+    ms, how = timed_in_turns(torch, fns, eager=("tefuse_eager",))
     mine = ms["tefuse"] if how["torchvision"] == "graph" else ms["tefuse_eager"]
-    return Row("rgb 4K crops x5 -> 60x60", mine, cg.num_kernels, err, "torchvision.v2", ms["torchvision"],
-               peer_err, extra={"new_rects_max_error": err_again, "timed_as": how["torchvision"],
-                                "tefuse_graph_ms": ms["tefuse"], "tefuse_eager_ms": ms["tefuse_eager"],
-                                "kernels": [k.template for k in cg.kernels]})
+    kernels = [k.template for k in cg.kernels]
+    rows = [Row("rgb 4K crops x5 -> 60x60", mine, cg.num_kernels, err, "torchvision.v2", ms["torchvision"],
+                peer_err, extra={"new_rects_max_error": err_again, "timed_as": how["torchvision"],
+                                 "tefuse_graph_ms": ms["tefuse"], "tefuse_eager_ms": ms["tefuse_eager"],
+                                 "kernels": kernels})]
+    if fkl is not None:
+        rows.append(Row("rgb 4K crops x5 -> 60x60 (FKL)", ms["tefuse"], cg.num_kernels, err, "FKL", ms["fkl"],
+                        fkl_err, extra={"timed_as": how["fkl"], "kernels": kernels}))
+    return rows
+
+
+def _fkl_run(torch, fkl, image):
+    """(output, run): FKL's example over `image` (a device [H, W, 3] uint8 tensor) on torch's
+    current stream, for RGB_RECTS, which must be the rectangles FKL's build holds."""
+    if tuple(map(tuple, fkl.rects())) != tuple(map(tuple, RGB_RECTS)):
+        raise ValueError(f"FKL's example crops {fkl.rects()}, the bench {list(RGB_RECTS)}")
+    h, w, _ = image.shape
+    out = torch.empty((len(RGB_RECTS), *RGB_SIZE, 3), dtype=torch.float32, device=image.device)
+
+    def run():
+        fkl.run(image.data_ptr(), w, h, image.stride(0), out.data_ptr(), BACKGROUND,
+                torch.cuda.current_stream().cuda_stream)
+
+    return out, run
 
 
 def bench_nv12(torch, target: str, bandwidth: float) -> Row:
@@ -329,6 +361,11 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--target", default="cuda")
     p.add_argument("--json", default=None)
+    p.add_argument("--fkl", default=None, metavar="CHECKOUT",
+                   help="a Fused Kernel Library checkout: its README example is built with nvcc "
+                        "(bench/fkl.py) and timed beside tefuse's rgb kernel")
+    p.add_argument("--fkl-revision", default=None, help="FKL's commit, recorded with the results")
+    p.add_argument("--workdir", default=None, help="where FKL's example is built (default: a temporary folder)")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     import torch
@@ -336,15 +373,29 @@ def main(argv=None) -> int:
     if not torch.cuda.is_available():
         raise SystemExit("preprocess bench: needs a CUDA GPU (torch.cuda.is_available() is False)")
     bandwidth = copy_bandwidth(torch)
-    rows = [bench_rgb(torch, args.target), bench_nv12(torch, args.target, bandwidth)]
+    fkl, fkl_info = None, None
+    if args.fkl:
+        import tempfile
+
+        from . import fkl as fkl_peer
+
+        major, minor = torch.cuda.get_device_capability()
+        workdir = Path(args.workdir or tempfile.mkdtemp(prefix="tefuse-fkl-"))
+        built = fkl_peer.build(Path(args.fkl), f"sm_{major}{minor}", workdir)
+        fkl = fkl_peer.FklExample(built.library)
+        fkl_info = {"build": " ".join(built.command), "revision": args.fkl_revision}
+    rows = [*bench_rgb(torch, args.target, fkl), bench_nv12(torch, args.target, bandwidth)]
     for r in rows:
         ref = f"{r.peer} {r.peer_ms:.4f} ms" if r.peer_ms is not None else f"{r.peer} {r.bound_ms:.4f} ms"
         log.info("%s: tefuse %.4f ms (%d kernel%s) | %s | ratio %.2fx", r.case, r.tefuse_ms, r.num_kernels,
                  "s" if r.num_kernels != 1 else "", ref, r.ratio)
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        write_json_whole(args.json, {"device": torch.cuda.get_device_name(), "copy_bandwidth_gbs": bandwidth / 1e9,
-                                     "rows": [{**asdict(r), "ratio": r.ratio} for r in rows]})
+        import sys
+
+        write_json_whole(args.json, {"command": " ".join(["python -m tefuse.bench.preprocess", *(argv or sys.argv[1:])]),
+                                     "device": torch.cuda.get_device_name(), "copy_bandwidth_gbs": bandwidth / 1e9,
+                                     "fkl": fkl_info, "rows": [{**asdict(r), "ratio": r.ratio} for r in rows]})
     return 0
 
 
