@@ -29,16 +29,12 @@ from tvm.ir.expr import Expr as PrimExpr
 
 from ..errors import OpError
 from .registry import OpPattern, register_op
-from .resize import F64, FILTERS, NEAREST, Axis, bounded, nearest_start, saturate, tie_ratio
+from .resize import F64, FILTERS, NEAREST, Axis, bounded, f64, nearest_start, saturate, tie_ratio
 from .value import Value, bind_all, expr_dtype, lazy
 
 CROP_MODES = ("nearest", "linear", "cubic")
 RECT_DTYPES = ("int32", "int64", "int16", "uint16")
 _ANY_AXIS = Axis(1, 1, 1.0)  # NEAREST's rules read an axis only for Resize-10's "simple" mode
-
-
-def _f(v: float) -> PrimExpr:
-    return tir.const(float(v), F64)
 
 
 def _i(v: int, dtype: str = "int32") -> PrimExpr:
@@ -162,7 +158,7 @@ def _coordinate(y: PrimExpr, start: PrimExpr, src: PrimExpr, dst: PrimExpr) -> P
     """half_pixel: output position y (offset by `start`) of a `dst`-long axis resized from a
     `src`-long one, as a source coordinate (float64)."""
     yy = tir.Cast(F64, y - start)
-    return (yy + _f(0.5)) * tir.Cast(F64, src) / tir.Cast(F64, dst) - _f(0.5)
+    return (yy + f64(0.5)) * tir.Cast(F64, src) / tir.Cast(F64, dst) - f64(0.5)
 
 
 def _taps(mode: str, x: PrimExpr, bound: int, dt: str) -> list[tuple[PrimExpr, PrimExpr]]:
@@ -209,10 +205,11 @@ def crop_resize(inputs: Sequence[Value], attrs: dict) -> Value:
 
         def interpolate(sy, sx):
             value = None
+            cols = [(_clamped(c, rect.x, rect.w, W), wc) for c, wc in _taps(mode, sx, W, rect.dtype)]
             for r, wr in _taps(mode, sy, H, rect.dtype):
                 rr = _clamped(r, rect.y, rect.h, H)
-                for c, wc in _taps(mode, sx, W, rect.dtype):
-                    v = read(rr, _clamped(c, rect.x, rect.w, W))
+                for cc, wc in cols:
+                    v = read(rr, cc)
                     term = v if wr is None else wr * wc * v
                     value = term if value is None else value + term
             return saturate(tir.Cast(F64, value) if dtype.startswith(("int", "uint")) else value, dtype)

@@ -42,7 +42,9 @@ POLICIES = ("stretch", "not_larger", "not_smaller")
 ROI_DTYPES = ("float16", "float32", "float64")  # ONNX roi tensors' types
 
 
-def _f(v: float) -> PrimExpr:
+def f64(v: float) -> PrimExpr:
+    """A float64 constant: resize's coordinates and weights are computed in float64, as the
+    reference computes them."""
     return tir.const(float(v), F64)
 
 
@@ -75,28 +77,28 @@ Coordinate = Callable[[PrimExpr, Axis], PrimExpr]
 
 
 def _half_pixel(y: PrimExpr, a: Axis) -> PrimExpr:
-    return (y + _f(0.5)) / _f(a.scale) - _f(0.5)
+    return (y + f64(0.5)) / f64(a.scale) - f64(0.5)
 
 
 def _half_pixel_symmetric(y: PrimExpr, a: Axis) -> PrimExpr:
     offset = a.size / 2 * (1 - a.out / a.width)  # the roi's centre stays the output's centre
-    return _f(offset) + (y + _f(0.5)) / _f(a.scale) - _f(0.5)
+    return f64(offset) + (y + f64(0.5)) / f64(a.scale) - f64(0.5)
 
 
 def _pytorch_half_pixel(y: PrimExpr, a: Axis) -> PrimExpr:
-    return _f(-0.5) if a.width == 1 else _half_pixel(y, a)
+    return f64(-0.5) if a.width == 1 else _half_pixel(y, a)
 
 
 def _align_corners(y: PrimExpr, a: Axis) -> PrimExpr:
-    return _f(0.0) if a.width == 1 else y * _f(a.size - 1) / _f(a.width - 1)
+    return f64(0.0) if a.width == 1 else y * f64(a.size - 1) / f64(a.width - 1)
 
 
 def _asymmetric(y: PrimExpr, a: Axis) -> PrimExpr:
-    return y / _f(a.scale)
+    return y / f64(a.scale)
 
 
 def _tf_half_pixel_for_nn(y: PrimExpr, a: Axis) -> PrimExpr:
-    return (y + _f(0.5)) / _f(a.scale)
+    return (y + f64(0.5)) / f64(a.scale)
 
 
 def _tf_crop_and_resize(y: PrimExpr, a: Axis) -> PrimExpr:
@@ -105,8 +107,8 @@ def _tf_crop_and_resize(y: PrimExpr, a: Axis) -> PrimExpr:
     start, end = t(a.roi[0]), t(a.roi[1])
     offset = start * (a.size - 1)
     if a.width == 1:
-        return _f((end - start) * (a.size - 1) / 2) + _f(offset)
-    return y * _f(end - start) * _f(a.size - 1) / _f(a.width - 1) + _f(offset)
+        return f64((end - start) * (a.size - 1) / 2) + f64(offset)
+    return y * f64(end - start) * f64(a.size - 1) / f64(a.width - 1) + f64(offset)
 
 
 COORDINATES: dict[str, Coordinate] = {
@@ -122,9 +124,9 @@ COORDINATES: dict[str, Coordinate] = {
 # -- nearest: whether the second of the two neighbours is taken, from the ratio in (0, 1] -------
 Pick = Callable[[PrimExpr, Axis], PrimExpr]
 NEAREST: dict[str, Pick] = {
-    "round_prefer_floor": lambda r, a: r > _f(0.5),  # a whole-number coordinate has ratio 1
-    "round_prefer_ceil": lambda r, a: r >= _f(0.5),
-    "floor": lambda r, a: r == _f(1.0),
+    "round_prefer_floor": lambda r, a: r > f64(0.5),  # a whole-number coordinate has ratio 1
+    "round_prefer_ceil": lambda r, a: r >= f64(0.5),
+    "floor": lambda r, a: r == f64(1.0),
     "ceil": lambda r, a: tir.const(True, "bool"),
     "simple": lambda r, a: NEAREST["floor" if a.scale >= 1 else "ceil"](r, a),
 }
@@ -142,19 +144,19 @@ class Filter:
 
 
 def _linear(scale: float, a: float) -> Filter:
-    return Filter(2, lambda r: [_f(1.0) - r, r])
+    return Filter(2, lambda r: [f64(1.0) - r, r])
 
 
 def _cubic(scale: float, a: float) -> Filter:
-    A = _f(a)
+    A = f64(a)
 
     def coefficients(r):
-        s, t = r + _f(1.0), _f(1.0) - r  # distances to the outer taps are s and t + 1
-        u = t + _f(1.0)
-        return [((A * s - _f(5 * a)) * s + _f(8 * a)) * s - _f(4 * a),
-                ((A + _f(2.0)) * r - (A + _f(3.0))) * r * r + _f(1.0),
-                ((A + _f(2.0)) * t - (A + _f(3.0))) * t * t + _f(1.0),
-                ((A * u - _f(5 * a)) * u + _f(8 * a)) * u - _f(4 * a)]
+        s, t = r + f64(1.0), f64(1.0) - r  # distances to the outer taps are s and t + 1
+        u = t + f64(1.0)
+        return [((A * s - f64(5 * a)) * s + f64(8 * a)) * s - f64(4 * a),
+                ((A + f64(2.0)) * r - (A + f64(3.0))) * r * r + f64(1.0),
+                ((A + f64(2.0)) * t - (A + f64(3.0))) * t * t + f64(1.0),
+                ((A * u - f64(5 * a)) * u + f64(8 * a)) * u - f64(4 * a)]
 
     return Filter(4, coefficients)
 
@@ -165,7 +167,7 @@ def _linear_antialias(scale: float, a: float) -> Filter:
     n = 2 - 2 * start
 
     def coefficients(r):
-        return [tir.max(tir.min(_f(1.0) - tir.abs((_f(start + k) - r) * _f(s)), _f(1.0)), _f(0.0))
+        return [tir.max(tir.min(f64(1.0) - tir.abs((f64(start + k) - r) * f64(s)), f64(1.0)), f64(0.0))
                 for k in range(n)]
 
     return Filter(n, coefficients, normalised=True)
@@ -178,11 +180,11 @@ def _cubic_antialias(scale: float, a: float) -> Filter:
 
     def kernel(x):  # Keys' cubic in Horner form (the weights are normalised; rounding differs by ulps)
         x = tir.abs(x)
-        near = (_f(a + 2) * x - _f(a + 3)) * x * x + _f(1.0)
-        far = ((_f(a) * x - _f(5 * a)) * x + _f(8 * a)) * x - _f(4 * a)
-        return tir.Select(x <= _f(1.0), near, tir.Select(x < _f(2.0), far, _f(0.0)))
+        near = (f64(a + 2) * x - f64(a + 3)) * x * x + f64(1.0)
+        far = ((f64(a) * x - f64(5 * a)) * x + f64(8 * a)) * x - f64(4 * a)
+        return tir.Select(x <= f64(1.0), near, tir.Select(x < f64(2.0), far, f64(0.0)))
 
-    return Filter(n, lambda r: [kernel(_f(s) * (_f(start + k) - r)) for k in range(n)], normalised=True)
+    return Filter(n, lambda r: [kernel(f64(s) * (f64(start + k) - r)) for k in range(n)], normalised=True)
 
 
 FILTERS: dict[tuple[str, bool], Callable[[float, float], Filter]] = {
@@ -262,20 +264,20 @@ def bounded(x: PrimExpr, size: int, margin: int) -> PrimExpr:
     """x held within `margin` of the axis before it becomes an integer: a coordinate far outside
     (a roi of 1e12) would overflow the cast, and every window that far out clamps to the same
     edge element anyway."""
-    return tir.max(tir.min(x, _f(size + margin)), _f(-margin))
+    return tir.max(tir.min(x, f64(size + margin)), f64(-margin))
 
 
 def nearest_start(x: PrimExpr, size: int, idx: str) -> PrimExpr:
     """The lower of nearest's two candidates for x (before clamping), as the reference picks them
     from its edge-padded coordinate x + 1 (rounded as there): ceil(x + 1) - 2, which is floor(x), or
     one lower at a whole number (whose ratio is 1, so that the upper candidate, x itself, is taken)."""
-    return tir.Cast(idx, tir.ceil(bounded(x, size, 2) + _f(1.0))) - 2
+    return tir.Cast(idx, tir.ceil(bounded(x, size, 2) + f64(1.0))) - 2
 
 
 def tie_ratio(x: PrimExpr) -> PrimExpr:
     """x's position between its neighbours, in (0, 1]: 1 at a whole number."""
     fl = tir.floor(x)
-    return tir.Select(x == fl, _f(1.0), x - fl)
+    return tir.Select(x == fl, f64(1.0), x - fl)
 
 
 def _clamp(i: PrimExpr, n: int) -> PrimExpr:
@@ -303,7 +305,7 @@ def _coordinate(plan: _Plan, k: int, y: PrimExpr) -> tuple[PrimExpr, Optional[Pr
     (tf_crop_and_resize only, else None)."""
     a = plan.axes[k]
     x = plan.coordinate(tir.Cast(F64, y), a)
-    return x, (((x < _f(0.0)) | (x > _f(a.size - 1))) if plan.crop else None)
+    return x, (((x < f64(0.0)) | (x > f64(a.size - 1))) if plan.crop else None)
 
 
 def _pick(plan: _Plan, k: int, y: PrimExpr) -> tuple[PrimExpr, Optional[PrimExpr], Optional[PrimExpr]]:
@@ -337,9 +339,9 @@ def _window(plan: _Plan, k: int, y: PrimExpr):
     ids = [start + t for t in range(flt.taps)]
     cs = flt.coefficients(x - tir.floor(x))
     if attrs["exclude_outside"]:
-        cs = [tir.Select((i >= 0) & (i < a.size), c, _f(0.0)) for i, c in zip(ids, cs)]
+        cs = [tir.Select((i >= 0) & (i < a.size), c, f64(0.0)) for i, c in zip(ids, cs)]
         total = _sum(cs)
-        divisor = tir.Select(total == _f(0.0), _f(1.0), total)
+        divisor = tir.Select(total == f64(0.0), f64(1.0), total)
     else:
         divisor = _sum(cs) if flt.normalised else None
     return [(_clamp(i, a.size), c) for i, c in zip(ids, cs)], divisor, outside
@@ -356,7 +358,7 @@ def saturate(v: PrimExpr, dtype: str) -> PrimExpr:
     (onnx.numpy_helper.saturate_cast)."""
     if dtype.startswith(("int", "uint")):
         info = np.iinfo(dtype)
-        v = tir.max(tir.min(tir.nearbyint(v), _f(float(info.max))), _f(float(info.min)))
+        v = tir.max(tir.min(tir.nearbyint(v), f64(float(info.max))), f64(float(info.min)))
     return tir.Cast(dtype, v)
 
 
