@@ -23,6 +23,7 @@ _LAZY = {
     "CompiledGraph": ".runtime",
     "make_target": ".target",
     "build": ".driver",
+    "calibrate": ".calibrate", "Calibration": ".graph.calibration",
     "FusionPlan": ".plan", "TensorDesc": ".plan", "OperatorArgs": ".plan", "parse_chain": ".plan",
     "import_onnx": ".frontend.onnx", "import_onnx_profiles": ".frontend.onnx",
     "ProfiledGraph": ".runtime.profiles",
@@ -30,13 +31,15 @@ _LAZY = {
     "list_ops": ".ops",
 }
 
-__all__ = ["BuildError", "CompiledGraph", "FusionPlan", "Graph", "GraphBuilder", "GraphError",
+__all__ = ["BuildError", "Calibration", "CompiledGraph", "FusionPlan", "Graph", "GraphBuilder", "GraphError",
            "ModelImportError", "Node", "OpError", "OperatorArgs", "PlanStateError", "ProfiledGraph", "TefuseError",
-           "TensorDesc", "UnsupportedFusion", "build", "fuse_graph", "import_onnx", "import_onnx_profiles",
+           "TensorDesc", "UnsupportedFusion", "build", "calibrate", "fuse_graph", "import_onnx", "import_onnx_profiles",
            "list_ops", "load", "make_target", "parse_chain", "save", "__version__"]
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time these come from __getattr__
+    from .calibrate import calibrate
     from .driver import build
+    from .graph.calibration import Calibration
     from .frontend.onnx import import_onnx, import_onnx_profiles
     from .fusion import fuse_graph
     from .graph import Graph, GraphBuilder, Node

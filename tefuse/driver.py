@@ -18,7 +18,7 @@ import tvm
 from .codegen.compile import compile_module, device_source
 from .codegen.lower import LoweredGroup, lower_group
 from .codegen.schedule import BestRecordSource, ConfigPredictor, ScheduleChoice, apply_choice, choose_schedule
-from .errors import BuildError, UnschedulableGroup
+from .errors import BuildError, GraphError, UnschedulableGroup
 from .fusion import FusedGroup, ProloguePolicy, fuse_graph
 from .fusion.workload import workload_key
 from .graph.attention import fuse_attention as form_attention
@@ -33,7 +33,8 @@ from .graph.scales import hoist_product_scales
 from .graph.split_k import split_k as split_reductions
 from .graph.views import clone_shared_views
 from .graph.weights import nk_gemm_weights
-from .graph.precision import check_precision, convert_precision
+from .graph.calibration import Calibration, insert_qdq
+from .graph.precision import QUANTIZED, check_precision, convert_precision, float_precision
 from .options import DEFAULT, BuildOptions
 from .runtime.executor import BuildTimes, CompiledGraph
 from .runtime.kernel import CompiledKernel
@@ -273,11 +274,21 @@ def build_summary(kernels: list[CompiledKernel], num_ops: int, seconds: float) -
 
 def prepare_graph(graph: Graph, target, *, precision: str = "fp32", layout: Optional[str] = None,
                   fold_bn: bool = False, fuse_attention: Optional[bool] = None,
-                  split_k: Union[bool, int] = True, qdq: bool = True) -> Graph:
-    """The graph `build` fuses: QDQ products made int8 anchors, batch-norms folded, precision and
-    layout converted, weights laid out for the tensor cores, small-grid products split (see build).
-    `tefuse tune` calls it too, so the kernels it tunes are the ones a build then looks up."""
-    check_precision(precision)
+                  split_k: Union[bool, int] = True, qdq: bool = True,
+                  calibration: Optional[Calibration] = None) -> Graph:
+    """The graph `build` fuses: calibrated products behind QDQ pairs (precision int8), QDQ products
+    made int8 anchors, batch-norms folded, precision and layout converted, weights laid out for the
+    tensor cores, small-grid products split (see build). `tefuse tune` calls it too, so the kernels
+    it tunes are the ones a build then looks up."""
+    if check_precision(precision) in QUANTIZED:
+        if calibration is None:
+            raise GraphError(f"precision {precision} needs a calibration: tefuse.calibrate(graph, samples) "
+                             f"(CLI: --calibration samples.npz), or a saved one (Calibration.from_json)")
+        graph = insert_qdq(graph, calibration)
+        qdq = True
+    elif calibration is not None:
+        raise GraphError(f"a calibration applies to precision {', '.join(QUANTIZED)}, not {precision}")
+    precision = float_precision(precision)
     if qdq:  # before any pass that rewrites the float products the QDQ pattern is made of
         graph = quantize_products(graph)
     graph = fold_constant_dequantize(graph)
@@ -314,7 +325,7 @@ def build(graph: GraphSource, target: TargetLike = "llvm", *, db: Union[BestReco
           fuse_attention: Optional[bool] = None, split_k: Union[bool, int] = True,
           layout: Optional[str] = None, progress: Optional[Callable[[int, int], None]] = None,
           batch_sizes: Optional[Sequence[int]] = None, options: Optional[BuildOptions] = None,
-          qdq: bool = True):
+          qdq: bool = True, calibration: Optional[Calibration] = None):
     """Fuse and compile a graph; returns a `CompiledGraph` ready to run.
 
     Batch profiles: `graph` may be {batch: Graph} (e.g. `import_onnx_profiles(model, [1, 8])`),
@@ -341,7 +352,8 @@ def build(graph: GraphSource, target: TargetLike = "llvm", *, db: Union[BestReco
     jobs: kernels compiled at once (default: `default_jobs()`); 1 compiles one at a time.
     precision: fp32 (default), tf32 (float32 tensors, matrix products' operands rounded to TF32
     and multiplied on tensor cores), fp16 or bf16 (float32 accumulation, float32 interface):
-    see graph/precision.py.
+    see graph/precision.py. int8: the products `calibration` (tefuse.calibrate) has thresholds
+    for compute on int8 operands (graph/calibration.py, then the QDQ pass), the rest in fp16.
     layout: "NHWC" converts NCHW convs (and what lies between them) to channels-last, layout
     changes fused into neighbouring kernels (graph/layout.py); "NCHW" leaves the graph alone;
     None (default): NHWC for fp16/bf16 on CUDA (tensor cores want it), else unchanged.
@@ -357,14 +369,14 @@ def build(graph: GraphSource, target: TargetLike = "llvm", *, db: Union[BestReco
     check_build_args(graph, target)
     if batch_sizes is not None or not isinstance(graph, Graph):
         kw = dict(db=db, cache=cache, fuse=fuse, prologue=prologue, multi_output=multi_output, fold_bn=fold_bn,
-                  fuse_attention=fuse_attention, split_k=split_k, qdq=qdq,
+                  fuse_attention=fuse_attention, split_k=split_k, qdq=qdq, calibration=calibration,
                   jobs=jobs, precision=precision, layout=layout, progress=progress, options=options)
         return build_profiles(_graphs_by_batch(graph, batch_sizes), target, **kw)
     tgt = make_target(target)
     options = BuildOptions.from_env() if options is None else options
     t_graph = time.perf_counter()
     graph = prepare_graph(graph, tgt, precision=precision, layout=layout, fold_bn=fold_bn,
-                          fuse_attention=fuse_attention, split_k=split_k, qdq=qdq)
+                          fuse_attention=fuse_attention, split_k=split_k, qdq=qdq, calibration=calibration)
     t_graph = time.perf_counter() - t_graph
     if db == "default":
         from .tune.database import default_database

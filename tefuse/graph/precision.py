@@ -35,8 +35,11 @@ from ..errors import GraphError
 from ..ops import OpPattern, get_op
 from .ir import CONST, INPUT, Graph, Node, RewriteContext, fresh_name, infer, op_node, rewrite
 
-PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
+PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "int8")
 LOW = {"fp16": "float16", "bf16": "bfloat16"}
+# quantized precisions: the calibrated products compute on int8 (graph/calibration.py, qdq.py),
+# everything else in this float precision
+QUANTIZED = {"int8": "fp16"}
 # anchors whose arithmetic stays in float32 (statistics); matched by the op registry's anchor kind.
 # softmax and layer_norm are not here: they compute their statistics in float32 themselves
 FLOAT32_ANCHORS = ("reduce",)
@@ -172,6 +175,12 @@ class _Rewriter:
         inputs = [self.operand(i, float32=False) for i in n.inputs]
         attrs, shape, dtype = infer(n.op, attrs, inputs, n.name)
         return Node(n.name, n.op, inputs, attrs, tuple(shape), dtype)
+
+
+def float_precision(precision: str) -> str:
+    """The precision the float part of a build computes in: `precision`, or for a quantized one
+    the float precision of what is not quantized."""
+    return QUANTIZED.get(check_precision(precision), precision)
 
 
 def convert_precision(graph: Graph, precision: str) -> Graph:

@@ -23,6 +23,7 @@ from typing import Optional
 
 import numpy as np
 
+from ..ops.conv2d import normalize_padding
 from .ir import CONST, Graph, Node, RewriteContext, fresh_name, op_node, rewrite
 from .lowbit import from_storage
 
@@ -94,7 +95,7 @@ def _quantized(n: Node, ins: list[Node], ctx: RewriteContext) -> Optional[Node]:
         data = op_node(fresh_name(names, f"{n.name}_s8"), "cast", [wide], {"dtype": "int8"})
         zx -= 128
     if n.op == "conv2d":
-        t, l, b, r = n.attrs["padding"]
+        t, l, b, r = normalize_padding(n.attrs["padding"])
         if any((t, l, b, r)):  # padded with the zero point: the zero of the quantized values
             data = op_node(fresh_name(names, f"{n.name}_pad"), "pad", [data],
                            {"pads": (0, 0, t, l, 0, 0, b, r), "value": float(zx)})

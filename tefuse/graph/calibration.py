@@ -1,0 +1,128 @@
+"""Post-training int8 quantization of a float model: the activation thresholds a calibration found
+(`Calibration`), and the QuantizeLinear / DequantizeLinear pairs they put around each conv2d,
+dense and matmul (`insert_qdq`), as onnxruntime's quantize_static writes them. The QDQ pass
+(qdq.py) then makes those products int8 anchors exactly as it does an imported QDQ model's: one
+path for both, and the same numerics.
+
+- Activations: one symmetric scale per tensor, threshold / 127, zero point 0. The thresholds come
+  from running the float model on sample inputs (tefuse/calibrate.py: max, percentile or
+  entropy, as TensorRT's calibrators).
+- Weights: symmetric, one scale per output channel (max |w| / 127), from the constants here.
+- A pinned product, or one the calibration has no threshold for, stays float.
+
+A Calibration is plain data (JSON), so the scales a calibration found are saved and reused
+without the samples.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from typing import Iterable, Optional
+
+import numpy as np
+
+from ..errors import GraphError
+from .ir import CONST, Graph, Node, RewriteContext, fresh_name, op_node, rewrite
+
+QMAX = 127  # symmetric int8: [-127, 127], so -x quantizes to -q
+METHODS = ("max", "percentile", "entropy")
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """`thresholds`: product node name -> the largest |value| of its data input to keep (its
+    scale is threshold / 127); `pinned`: products left in float whatever their threshold."""
+
+    method: str
+    thresholds: dict[str, float]
+    pinned: frozenset[str] = field(default_factory=frozenset)
+
+    def __post_init__(self):
+        if self.method not in METHODS:
+            raise GraphError(f"calibration method {self.method!r}: use one of {', '.join(METHODS)}")
+        bad = {k: v for k, v in self.thresholds.items() if not (np.isfinite(v) and v >= 0)}
+        if bad:
+            raise GraphError(f"calibration thresholds must be finite and non-negative: {bad}")
+
+    def scale(self, product: str) -> Optional[float]:
+        """The activation scale of `product`'s data input, or None where it stays float."""
+        if product in self.pinned or product not in self.thresholds:
+            return None
+        return max(float(self.thresholds[product]), np.finfo(np.float32).tiny) / QMAX
+
+    def pin(self, products: Iterable[str]) -> "Calibration":
+        return replace(self, pinned=self.pinned | frozenset(products))
+
+    def to_json(self) -> str:
+        return json.dumps({"method": self.method, "thresholds": self.thresholds, "pinned": sorted(self.pinned)},
+                          indent=1, sort_keys=True)
+
+    @staticmethod
+    def from_json(text: str, where: str = "calibration") -> "Calibration":
+        try:
+            d = json.loads(text)
+            return Calibration(d["method"], {str(k): float(v) for k, v in d["thresholds"].items()},
+                               frozenset(d.get("pinned", ())))
+        except (ValueError, KeyError, TypeError, AttributeError) as e:
+            raise GraphError(f"{where}: not a calibration ({type(e).__name__}: {e})") from None
+
+
+def _weight_axes(n: Node) -> Optional[tuple[int, tuple[int, ...]]]:
+    """(output-channel axis, reduced axes) of a product's constant weight, or None if the QDQ
+    pass would not take the product (the conditions of qdq._quantized)."""
+    if n.dtype != "float32" or len(n.inputs) < 2 or n.inputs[1].op != CONST or any(
+            n.attrs.get(a) for a in ("math", "split_k", "trans_b", "weight_layout")) or n.attrs.get("alpha", 1.0) != 1.0:
+        return None
+    if n.op == "conv2d":
+        return (0, (1, 2, 3)) if n.attrs.get("layout") == "NCHW" and n.inputs[1].value.ndim == 4 else None
+    if n.op == "dense":
+        return 0, (1,)
+    if n.op == "matmul" and n.inputs[1].value.ndim == 2:
+        return 1, (0,)
+    return None
+
+
+def products(graph: Graph) -> list[Node]:
+    """The conv2d / dense / matmul nodes insert_qdq can quantize (float32, constant weight)."""
+    return [n for n in graph.nodes if n.is_op and n.op in ("conv2d", "dense", "matmul") and _weight_axes(n)]
+
+
+def weight_scales(w: np.ndarray, k_axis: int, reduce_axes: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """(int8 weights, float32 scale per output channel): symmetric, max |w| / 127 per channel,
+    rounded half to even as QuantizeLinear rounds."""
+    amax = np.abs(w).max(axis=reduce_axes).astype(np.float64)
+    scale = np.where(amax > 0, amax / QMAX, 1.0).astype(np.float32)
+    shape = [1] * w.ndim
+    shape[k_axis] = -1
+    q = np.clip(np.rint(w / scale.reshape(shape)), -QMAX, QMAX).astype(np.int8)
+    return q, scale
+
+
+def insert_qdq(graph: Graph, calibration: Calibration) -> Graph:
+    """The graph with each calibrated product's data input and weight behind QuantizeLinear /
+    DequantizeLinear (see the module)."""
+    known = {n.name for n in products(graph)}
+    unknown = (set(calibration.thresholds) | set(calibration.pinned)) - {n.name for n in graph.nodes}
+    if unknown:
+        raise GraphError(f"calibration names product(s) not in the graph: {sorted(unknown)[:5]}")
+
+    def rule(n: Node, ins: list[Node], ctx: RewriteContext) -> Optional[Node]:
+        sx = calibration.scale(n.name) if n.name in known else None
+        if sx is None:
+            return None
+        k_axis, reduce_axes = _weight_axes(n)
+        names = ctx.names
+
+        def const(base: str, value: np.ndarray) -> Node:
+            return Node(fresh_name(names, f"{n.name}_{base}"), CONST, [], {}, value.shape, str(value.dtype), value)
+
+        s, z = const("x_scale", np.array(sx, np.float32)), const("x_zero", np.array(0, np.int8))
+        xq = op_node(fresh_name(names, f"{n.name}_xq"), "quantize_linear", [ins[0], s, z], {"dtype": "int8"})
+        xdq = op_node(fresh_name(names, f"{n.name}_xdq"), "dequantize_linear", [xq, s, z], {})
+        wq, sw = weight_scales(ins[1].value, k_axis, reduce_axes)
+        wdq = op_node(fresh_name(names, f"{n.name}_wdq"), "dequantize_linear",
+                      [const("wq", wq), const("w_scale", sw), const("w_zero", np.zeros(sw.shape, np.int8))],
+                      {"axis": k_axis})
+        return Node(n.name, n.op, [xdq, wdq, *ins[2:]], n.attrs, n.shape, n.dtype)
+
+    return rewrite(graph, rule)

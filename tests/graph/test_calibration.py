@@ -1,0 +1,34 @@
+"""The int8 calibration record and the QDQ pairs it inserts (graph/calibration.py)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tefuse.calibrate import calibrate
+from tefuse.errors import GraphError
+from tefuse.graph.calibration import Calibration, insert_qdq, products, weight_scales
+from tests.test_calibrate import _net, _samples
+
+
+def test_pinned_products_stay_float():
+    g, samples = _net(), _samples(2)
+    cal = calibrate(g, samples, "max", pin=["conv1"])
+    qg = insert_qdq(g, cal)
+    assert [n.name for n in products(qg)] == ["conv1"]  # the others now read dequantized int8 values
+    assert qg.node("conv1").inputs[0].op == "input"
+
+
+def test_a_calibration_round_trips_through_json_and_bad_ones_are_one_line():
+    cal = Calibration("entropy", {"conv1": 1.5, "fc": 3.0}, frozenset({"fc"}))
+    assert Calibration.from_json(cal.to_json()) == cal
+    with pytest.raises(GraphError, match="scales.json: not a calibration"):
+        Calibration.from_json("{}", "scales.json")
+    with pytest.raises(GraphError, match="calibration method"):
+        Calibration("minmax", {})
+
+
+def test_weight_scales_are_per_output_channel_and_symmetric():
+    w = np.array([[0.5, -1.0], [0.0, 0.0], [2.54, 1.27]], np.float32)
+    q, s = weight_scales(w, 0, (1,))
+    np.testing.assert_allclose(s, [1.0 / 127, 1.0, 2.54 / 127], rtol=1e-6)
+    np.testing.assert_array_equal(q, [[64, -127], [0, 0], [127, 64]])  # 63.5 rounds half to even: 64

@@ -1,0 +1,86 @@
+"""Post-training int8 calibration (tefuse/calibrate.py, graph/calibration.py) on llvm."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tefuse
+from tefuse.calibrate import calibrate, layer_errors, pin_worst
+from tefuse.errors import GraphError
+from tefuse.graph import GraphBuilder
+from tefuse.graph.calibration import Calibration, insert_qdq
+
+
+def _net(seed: int = 0):
+    """conv-relu-conv-pool-dense: two convs and a dense to quantize."""
+    rng = np.random.default_rng(seed)
+    b = GraphBuilder()
+    x = b.input("x", (2, 3, 12, 12))
+    y = b.relu(b.conv2d(x, b.const((rng.standard_normal((8, 3, 3, 3)) * 0.3).astype(np.float32), name="w1"),
+                        padding=1, name="conv1"))
+    y = b.relu(b.conv2d(y, b.const((rng.standard_normal((16, 8, 3, 3)) * 0.2).astype(np.float32), name="w2"),
+                        padding=1, strides=2, name="conv2"))
+    y = b.op("reshape", b.op("global_avg_pool2d", y), shape=(2, 16))
+    y = b.op("dense", y, b.const((rng.standard_normal((10, 16)) * 0.3).astype(np.float32), name="w3"), name="fc")
+    return b.build(y)
+
+
+def _samples(n: int, seed: int = 1):
+    rng = np.random.default_rng(seed)
+    return [{"x": rng.standard_normal((2, 3, 12, 12)).astype(np.float32)} for _ in range(n)]
+
+
+def test_max_thresholds_are_the_largest_magnitudes_of_each_products_input():
+    g = _net()
+    samples = _samples(3)
+    cal = calibrate(g, samples, "max")
+    assert set(cal.thresholds) == {"conv1", "conv2", "fc"}
+    assert cal.thresholds["conv1"] == pytest.approx(max(float(np.abs(s["x"]).max()) for s in samples))
+    probe = tefuse.Graph(list(g.inputs), [g.node("conv2").inputs[0]])
+    want = max(float(np.abs(tefuse.build(probe, "llvm").run(s)[0]).max()) for s in samples)
+    assert cal.thresholds["conv2"] == pytest.approx(want, rel=1e-6)
+
+
+@pytest.mark.parametrize("method", ["percentile", "entropy"])
+def test_histogram_thresholds_clip_below_the_max(method):
+    g, samples = _net(), _samples(4)
+    top = calibrate(g, samples, "max").thresholds
+    got = calibrate(g, samples, method, percentile=99.0).thresholds
+    assert set(got) == set(top)
+    assert all(0 < got[k] <= top[k] * 1.001 for k in got), (got, top)
+    assert any(got[k] < top[k] * 0.99 for k in got), (got, top)
+
+
+def test_int8_build_computes_the_products_on_int8_and_stays_close_to_float():
+    g, samples = _net(), _samples(4)
+    cal = calibrate(g, samples, "max")
+    cg = tefuse.build(g, "llvm", precision="int8", calibration=cal)
+    q = tefuse.build(insert_qdq(g, cal), "llvm")  # the same QDQ graph in float32 around the int8 products
+    anchors = [k for k in cg.kernels if any(p.dtype == "int8" for p in k.params)]
+    assert len(anchors) >= 3, [k.name for k in cg.kernels]
+    ref = tefuse.build(g, "llvm")
+    for s in _samples(3, seed=7):
+        want = ref.run(s)[0]
+        got = cg.run(s)[0]
+        assert got.dtype == want.dtype
+        assert np.abs(got - want).max() <= 0.05 * np.abs(want).max()
+        np.testing.assert_allclose(got, q.run(s)[0], rtol=2e-2, atol=2e-2 * np.abs(want).max())
+
+
+def test_layer_errors_rank_products_and_pin_the_worst():
+    g, samples = _net(), _samples(2)
+    cal = calibrate(g, samples, "max")
+    errs = layer_errors(g, cal, samples)
+    assert sorted(e.product for e in errs) == ["conv1", "conv2", "fc"]
+    assert all(0 < e.relative < 0.1 for e in errs)
+    assert [e.relative for e in errs] == sorted((e.relative for e in errs), reverse=True)
+    pinned = pin_worst(cal, errs, limit=errs[1].relative)
+    assert pinned.pinned == {errs[0].product}
+
+
+def test_int8_without_a_calibration_or_with_unknown_products_is_refused():
+    g = _net()
+    with pytest.raises(GraphError, match="precision int8 needs a calibration"):
+        tefuse.build(g, "llvm", precision="int8")
+    with pytest.raises(GraphError, match="not in the graph"):
+        tefuse.build(g, "llvm", precision="int8", calibration=Calibration("max", {"conv9": 1.0}))
