@@ -12,6 +12,8 @@ import re
 from typing import Optional, Sequence
 
 from . import UsageError
+from ..graph.precision import PRECISIONS, QUANTIZED
+from .calibration import add_calibration_options, calibration_for
 
 log = logging.getLogger(__name__)
 
@@ -36,9 +38,11 @@ def add_common(p: argparse.ArgumentParser) -> None:
 
 
 def add_precision_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--precision", default="fp32", choices=["fp32", "tf32", "fp16", "bf16"],
+    p.add_argument("--precision", default="fp32", choices=list(PRECISIONS),
                    help="arithmetic of the kernels: fp16/bf16 on tensor cores with float32 accumulation, "
-                        "the model's float32 inputs and outputs kept (default fp32)")
+                        "the model's float32 inputs and outputs kept (default fp32); int8: the convs and "
+                        "matmuls on int8 operands with scales from --calibration, the rest in fp16")
+    add_calibration_options(p)
     p.add_argument("--no-split-k", dest="split_k", action="store_false",
                    help="keep every tensor-core conv and Linear one kernel (by default, on CUDA, one whose "
                         "output gives too few tiles for the GPU sums partial products in a second kernel)")
@@ -66,9 +70,13 @@ def _slices(text: str) -> int:
 ATTENTION = {"auto": None, "fused": True, "unfused": False}
 
 
-def graph_options(args) -> dict:
-    """The graph passes' options the commands share (driver.prepare_graph's and build's)."""
-    return {"precision": args.precision, "split_k": args.split_k, "fuse_attention": ATTENTION[args.attention]}
+def graph_options(args, graph=None) -> dict:
+    """The graph passes' options the commands share (driver.prepare_graph's and build's); for
+    --precision int8 the calibration too (made from `graph` when --calibration gives samples)."""
+    opts = {"precision": args.precision, "split_k": args.split_k, "fuse_attention": ATTENTION[args.attention]}
+    if args.precision in QUANTIZED:
+        opts["calibration"] = calibration_for(args, graph)
+    return opts
 
 
 def add_shape_option(p: argparse.ArgumentParser) -> None:
@@ -431,7 +439,7 @@ def run(args) -> int:
         # the kernels a build for this target and precision makes (layout, weights, prologue rules)
         target = resolve_target(args.target)
         for b, g in each:  # several digraphs in one file: dot draws each
-            g = prepare_graph(g, target, **graph_options(args))
+            g = prepare_graph(g, target, **graph_options(args, g))
             dot = fusion_dot(g, fuse_graph(g, prologue=prologue_policy(target)))
             print(dot if b is None else f"// batch {b}\n{dot}")
         return 0
@@ -439,7 +447,7 @@ def run(args) -> int:
         raise UsageError("--emit ptx needs a cuda target")
     target = resolve_target(args.target)
     db, cache = open_db_and_cache(args)
-    cg = build_graph(graph, target, db, cache, args.jobs, **graph_options(args))
+    cg = build_graph(graph, target, db, cache, args.jobs, **graph_options(args, graph))
     if args.emit == "summary":
         print(cg.summary())
     elif args.emit == "ptx":

@@ -350,7 +350,7 @@ def _load(args: argparse.Namespace, given: dict[str, Any], sources: Optional[dic
                 shapes[k] = tuple(v.shape)
         graph = import_model(model, shapes, input_names, args.model)
     db, cache = open_db_and_cache(args)
-    cg = build_graph(graph, target, db, cache, args.jobs, **graph_options(args))
+    cg = build_graph(graph, target, db, cache, args.jobs, **graph_options(args, graph))
     return cg, len(model.graph.node), model, time.perf_counter() - t0
 
 

@@ -244,7 +244,7 @@ def _compare(args: argparse.Namespace, raw_graphs: dict, target) -> list:
     for b, graph in raw_graphs.items():
         log.info("timing the model%s untuned and tuned", "" if b is None else f" (batch {b})")
         out.append((b, time_untuned_and_tuned(graph, target, db, cache=default_cache(), jobs=args.parallel,
-                                              **graph_options(args))))
+                                              **graph_options(args, graph))))
     return out
 
 
@@ -327,7 +327,7 @@ def run(args: argparse.Namespace) -> int:
 
     # the kernels `build --precision` makes: precision converted, and NHWC for fp16/bf16/tf32 on CUDA
     raw_graphs = load_graphs(args) or {None: load_graph(args)}
-    graphs = {b: prepare_graph(g, target, **graph_options(args)) for b, g in raw_graphs.items()}
+    graphs = {b: prepare_graph(g, target, **graph_options(args, g)) for b, g in raw_graphs.items()}
     runner = _runner(args, target)
     compare = args.compare if args.compare is not None else args.minutes is not None
     if compare and runner is not None:
