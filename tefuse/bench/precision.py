@@ -58,7 +58,11 @@ def _torch_math(torch, precision: str) -> None:
     default for convolutions), off otherwise, so fp32 means strict float32."""
     torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
 # ||out - ref|| / ||ref|| a precision may reach before its timing means nothing (METHOD.md's ranges)
-TOLERANCE = {"fp32": 1e-5, "tf32": 1e-3, "fp16": 1e-2, "bf16": 3e-2}
+TOLERANCE = {"fp32": 1e-5, "tf32": 1e-3, "fp16": 1e-2, "bf16": 3e-2, "int8": 1e-1}
+# quantized precisions (models suite): the PyTorch peer runs in the float precision tefuse keeps
+# for what is not quantized (graph/precision.py's QUANTIZED)
+QUANT_PEERS = {"int8": "fp16"}
+CALIBRATION_SAMPLES = 4
 
 
 @dataclass
@@ -355,8 +359,10 @@ def model_case(name: str, batch: int, precision: str, workdir: Path, db="default
     path = export_torchvision(name, batch, workdir / f"{name}_b{batch}.onnx")
     model = onnx.load(str(path))
     t0 = time.perf_counter()
+    calibration = _calibration(name, workdir) if precision in QUANT_PEERS else None
+    calibrate_s = time.perf_counter() - t0
     cg = build(import_onnx(model), "cuda", db=db, precision=precision, prologue=PROLOGUES[prologue],
-               split_k=split_k)
+               split_k=split_k, calibration=calibration)
     build_s = time.perf_counter() - t0
     x = np.random.default_rng(0).standard_normal((batch, 3, 224, 224)).astype("float32")
     got = cg.run(input=x)[0]
@@ -368,8 +374,9 @@ def model_case(name: str, batch: int, precision: str, workdir: Path, db="default
     kernels_ms = 1e3 * sum(cg.time_kernels(input=xd, number=5, repeat=3, min_repeat_ms=0))
     run_ms = time_wall(lambda: cg.run(input=xd, as_numpy=False), cg.device.sync)
     graph_ms, graph_error, _ = _tefuse_graph_ms(torch, cg, {"input": torch.from_numpy(x).cuda()}, got)
-    tdt = getattr(torch, DTYPES[precision])
-    _torch_math(torch, precision)
+    peer_precision = QUANT_PEERS.get(precision, precision)
+    tdt = getattr(torch, DTYPES[peer_precision])
+    _torch_math(torch, peer_precision)
     tm = torch_model(name).cuda().to(tdt).to(memory_format=torch.channels_last).eval()
     tx = torch.from_numpy(x).cuda().to(tdt).to(memory_format=torch.channels_last)
     with torch.no_grad():
@@ -378,6 +385,9 @@ def model_case(name: str, batch: int, precision: str, workdir: Path, db="default
              "top1_agreement": top1, "kernels": cg.num_kernels, "peer_graph_ms": peer_graph,
              "prologue": prologue, "split_k": split_k,
              "split_products": len(_split_products(cg))}
+    if calibration is not None:
+        extra.update(calibrate_s=calibrate_s, calibrator=calibration.method,
+                     int8_kernels=sum(any(p.dtype == "int8" for p in k.params) for k in cg.kernels))
     if graph_error:
         extra["graph_error"] = graph_error
     if compile_peer:
@@ -398,8 +408,24 @@ def model_case(name: str, batch: int, precision: str, workdir: Path, db="default
     extra["slowest"] = extra["profile"][:8]
     # one run as the peer's is timed: launches replayed from a CUDA graph (else the kernels' sum)
     return Row("models", name, precision, batch, graph_ms or kernels_ms, best,
-               f"torch {precision} channels_last, best of CUDA graph and torch.compile", err,
-               err <= 1e-2 and top1 == 1.0, _templates(cg), extra)
+               f"torch {peer_precision} channels_last, best of CUDA graph and torch.compile", err,
+               err <= TOLERANCE[precision] and top1 >= (0.99 if precision in QUANT_PEERS else 1.0), _templates(cg),
+               extra)
+
+
+def _calibration(name: str, workdir: Path):
+    """An entropy calibration of torchvision's `name` (batch 1, float32, on llvm) over seeded
+    normal inputs: the thresholds are per node name, the same at every batch size."""
+    import onnx
+
+    from ..calibrate import calibrate
+    from ..frontend.onnx import import_onnx
+    from .models import export_torchvision
+
+    graph = import_onnx(onnx.load(str(export_torchvision(name, 1, workdir / f"{name}_b1.onnx"))))
+    rng = np.random.default_rng(1)
+    samples = [{"input": rng.standard_normal((1, 3, 224, 224)).astype("float32")} for _ in range(CALIBRATION_SAMPLES)]
+    return calibrate(graph, samples, "entropy")
 
 
 # zoo models the shipped tuning records were not made for (ResNet-50, MobileNet-V2 and ViT-B/16
@@ -578,7 +604,8 @@ def geomean(xs) -> Optional[float]:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("suite", choices=["conv", "plan", "gemm", "attention", "models", "zoo"])
-    p.add_argument("--precision", nargs="+", default=["fp16"], choices=list(DTYPES))
+    p.add_argument("--precision", nargs="+", default=["fp16"], choices=[*DTYPES, *QUANT_PEERS],
+                   help="int8 (models suite): calibrated on seeded inputs, against PyTorch in fp16")
     p.add_argument("--batch", type=int, nargs="+", default=[1, 16])
     p.add_argument("--shapes", type=int, nargs="*", default=None, help="indices into RESNET50_CONVS")
     p.add_argument("--layout", default="NCHW", choices=["NCHW", "NHWC"], help="conv suite: tefuse's layout")
@@ -616,6 +643,8 @@ def main(argv=None) -> int:
                         "graph a call; more: microsecond kernels timed without a graph launch each)")
     argv = list(sys.argv[1:] if argv is None else argv)
     args = p.parse_args(argv)
+    if args.suite != "models" and set(args.precision) & set(QUANT_PEERS):
+        p.error(f"--precision {', '.join(QUANT_PEERS)}: the models suite only")
     if args.merge is not None:
         if not args.json:
             p.error("--merge needs --json")
