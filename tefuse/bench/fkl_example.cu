@@ -38,8 +38,8 @@ int fkl_example_run(void* image, int width, int height, int pitch, void* out, fl
     constexpr std::array<Rect, BATCH> crops{Rect(0, 0, 34, 25), Rect(10, 10, 70, 15), Rect(20, 20, 60, 59),
                                             Rect(30, 30, 20, 23), Rect(40, 40, 12, 11)};
     Stream s(static_cast<cudaStream_t>(stream));
-    const Ptr2D<uchar3> src(static_cast<uchar3*>(image), width, height, pitch);
-    Tensor<float3> dst(static_cast<float3*>(out), outputSize.width, outputSize.height, BATCH);
+    const Ptr2D<uchar3> src(static_cast<uchar3*>(image), width, height, pitch, MemType::Device);
+    Tensor<float3> dst(static_cast<float3*>(out), outputSize.width, outputSize.height, BATCH, 1, MemType::Device);
     const float3 background{bg_r, bg_g, bg_b};
     const auto sender = PerThreadRead<ND::_2D, uchar3>::build(src)
         .then(Crop<>::build(crops))

@@ -84,7 +84,9 @@ def quantize_linear(inputs: Sequence[Value], attrs: dict) -> Value:
     big = float(2 ** 31 - 2 ** 8)  # keeps the int32 conversion defined; beyond any range we saturate to
 
     def iq(*i):
-        r = tir.nearbyint(ratio(i))
+        r = ratio(i)
+        # rounded in float32 at least (exact for a half; CUDA has no nearbyint for halves)
+        r = tir.nearbyint(r if cd != "float16" else tir.Cast("float32", r))
         r = tir.Cast("int64", tir.max(tir.min(tir.Cast("float64", r), tir.const(big, "float64")),
                                       tir.const(-big, "float64")))
         v = r + tir.Cast("int64", z_at(*i))

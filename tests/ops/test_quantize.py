@@ -88,3 +88,20 @@ def test_requantize_matches_qlinear_rounding(rng):
 def test_wrong_scale_shape_is_named():
     with pytest.raises(GraphError, match=r"quantize_linear.*per-axis scale must be 1-D of x's dim 1 \(6\)"):
         build_op("quantize_linear", np.zeros((2, 6), np.float32), np.ones(4, np.float32), np.zeros(4, np.uint8))
+
+
+def test_a_half_quantize_rounds_in_float32_on_cuda():
+    """CUDA 12 has no nearbyint for halves (hnearbyint): an fp16 QuantizeLinear (the float part of
+    an int8 build is fp16) rounds its ratio as a float32, which is exact for a half."""
+    import tefuse
+    from tefuse.graph import GraphBuilder
+
+    b = GraphBuilder()
+    x = b.input("x", (64,), "float16")
+    y = b.op("quantize_linear", x, b.const(np.array(0.05, np.float16)), b.const(np.array(3, np.int8)), dtype="int8")
+    g = b.build(y)
+    src = tefuse.build(g, "cuda:sm_90").kernels[0].source("cuda")
+    assert "nearbyint" in src and "hnearbyint" not in src
+    xv = (np.random.default_rng(0).standard_normal(64) * 4).astype(np.float16)
+    want = np.clip(np.rint((xv / np.float16(0.05)).astype(np.float32)) + 3, -128, 127).astype(np.int8)
+    np.testing.assert_array_equal(tefuse.build(g, "llvm").run(x=xv)[0], want)
