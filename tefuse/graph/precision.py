@@ -90,6 +90,11 @@ def _keeps_float32(n: Node, is_output: bool) -> bool:
     return d.anchor in FLOAT32_ANCHORS or (is_output and n.dtype == "float32" and d.pattern == OpPattern.OPAQUE)
 
 
+def _wide_integer_cast(n: Node) -> bool:
+    """A cast to float32 of integers a half cannot hold (int32 and wider)."""
+    return n.op == "cast" and bool(n.inputs) and n.inputs[0].dtype in ("int32", "uint32", "int64", "uint64")
+
+
 class _Rewriter:
     def __init__(self, graph: Graph, low: str):
         self.low = low
@@ -137,9 +142,12 @@ class _Rewriter:
         return got
 
     def _widens(self, n: Node) -> bool:
-        """Whether `n` computes in float32 as mask arithmetic (see the module doc)."""
+        """Whether `n` computes in float32 as mask arithmetic (see the module doc), or as the
+        float value of a wide integer (an int8 product's int32 accumulator, past the low
+        precision's range) and the elementwise work on it (its dequantize scale, bias, the next
+        quantize: the epilogue of the int8 anchor)."""
         return (n.dtype == "float32" and get_op(n.op).pattern <= OpPattern.INJECTIVE
-                and any(id(i) in self.wide or self._beyond(i) for i in n.inputs))
+                and (_wide_integer_cast(n) or any(id(i) in self.wide or self._beyond(i) for i in n.inputs)))
 
     def _beyond(self, n: Node) -> bool:
         if id(n) not in self.beyond:

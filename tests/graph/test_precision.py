@@ -306,3 +306,25 @@ def test_constants_beyond_the_low_range_saturate_instead_of_overflowing(precisio
     got = to_low(v, LOW[precision]).astype(np.float64)
     want = np.array([min(2.0 ** 20, big), -big, np.inf, -np.inf, np.nan, 1.5, 0.0])
     np.testing.assert_array_equal(got, want)
+
+
+def test_an_int32_accumulator_is_dequantized_in_float32_under_fp16():
+    """An int8 product's int32 accumulator reaches past a half's 65504: its cast to float and the
+    elementwise work on it (scale, bias, ReLU) stay float32, so fp16 builds of int8 models do
+    not overflow to inf."""
+    import tefuse
+    from tefuse.graph import GraphBuilder
+    from tefuse.graph.precision import convert_precision
+
+    b = GraphBuilder()
+    acc = b.input("acc", (4, 8), "int32")
+    y = b.op("mul", b.op("cast", acc, dtype="float32"), b.const(np.full((8,), 1e-3, np.float32), name="s"))
+    y = b.relu(b.op("add", y, b.const(np.ones((8,), np.float32), name="bias")))
+    g = convert_precision(b.build(y), "fp16")
+    cast = next(n for n in g.nodes if n.op == "cast" and n.inputs[0].name == "acc")
+    assert cast.dtype == "float32"
+    a = np.random.default_rng(0).integers(-2_000_000, 2_000_000, (4, 8)).astype(np.int32)
+    got = tefuse.build(g, "llvm").run(acc=a)[0]
+    want = np.maximum(a * np.float32(1e-3) + 1, 0)
+    assert np.isfinite(got).all()
+    np.testing.assert_allclose(got.astype(np.float32), want, rtol=1e-3)
