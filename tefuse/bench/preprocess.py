@@ -78,17 +78,18 @@ def fit(w: int, h: int, ow: int, oh: int) -> tuple[int, int]:
     return oh, max(by_height, 1)
 
 
-def _taps(n_out: int, src: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Bilinear half_pixel along one axis: (lower index, upper index, upper weight), the
-    indices clamped to [0, src)."""
-    s = (np.arange(n_out) + 0.5) * src / n_out - 0.5
+def _taps(n_out: int, src: int, coordinate: str = "half_pixel") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Bilinear along one axis, half_pixel or asymmetric: (lower index, upper index, upper
+    weight), the indices clamped to [0, src)."""
+    i = np.arange(n_out)
+    s = i * src / n_out if coordinate == "asymmetric" else (i + 0.5) * src / n_out - 0.5
     f = np.floor(s)
     return np.clip(f, 0, src - 1).astype(np.int64), np.clip(f + 1, 0, src - 1).astype(np.int64), s - f
 
 
 def crop_resize_reference(read: Callable[[np.ndarray, np.ndarray], np.ndarray], shape: tuple[int, int],
                           rects: Sequence[Sequence[int]], size: tuple[int, int], keep: bool,
-                          background: Sequence[float]) -> np.ndarray:
+                          background: Sequence[float], coordinate: str = "half_pixel") -> np.ndarray:
     """[n, oh, ow, C] float64: each rectangle resized bilinear (half_pixel) to `size`, or with
     `keep` to its fit centred on `background`; read(rows, cols) gives the pixels [..., C]."""
     oh, ow = size
@@ -98,8 +99,8 @@ def crop_resize_reference(read: Callable[[np.ndarray, np.ndarray], np.ndarray], 
         w, h = max(w, 1), max(h, 1)
         th, tw = fit(w, h, ow, oh) if keep else (oh, ow)
         y0, x0 = (oh - th) // 2, (ow - tw) // 2
-        r0, r1, ry = _taps(th, h)
-        c0, c1, rx = _taps(tw, w)
+        r0, r1, ry = _taps(th, h, coordinate)
+        c0, c1, rx = _taps(tw, w, coordinate)
         rows = [np.clip(r + y, 0, H - 1)[:, None] for r in (r0, r1)]
         cols = [np.clip(c + x, 0, W - 1)[None, :] for c in (c0, c1)]
         ry, rx = ry[:, None, None], rx[None, :, None]
@@ -136,30 +137,31 @@ def _touched(rects, size, keep: bool, bytes_per_pixel: Callable[[set, set], int]
 
 
 # -- the cases --------------------------------------------------------------------------------
-def rgb_graph(n: int = len(RGB_RECTS), image=RGB_IMAGE, size=RGB_SIZE) -> Graph:
+def rgb_graph(n: int = len(RGB_RECTS), image=RGB_IMAGE, size=RGB_SIZE, coordinate: str = "half_pixel") -> Graph:
     """crop_resize (keep aspect ratio) -> normalize -> rgb2bgr: [n, *size, 3] float32."""
     b = GraphBuilder()
     img = b.input("image", image, "uint8")
     rects = b.input("rects", (n, 4), "int32")
-    r = b.crop_resize(img, rects, size=size, mode="linear", keep_aspect_ratio=True, background=BACKGROUND)
+    r = b.crop_resize(img, rects, size=size, mode="linear", keep_aspect_ratio=True, background=BACKGROUND,
+                      coordinate=coordinate)
     return b.build(b.color_convert(b.normalize(r, mul=MUL, sub=SUB, div=DIV), code="rgb2bgr"))
 
 
-def rgb_expected(image: np.ndarray, rects, size=RGB_SIZE) -> np.ndarray:
+def rgb_expected(image: np.ndarray, rects, size=RGB_SIZE, coordinate: str = "half_pixel") -> np.ndarray:
     planes = crop_resize_reference(lambda r, c: image[r, c].astype(np.float64), image.shape[:2], rects, size,
-                                   True, BACKGROUND)
+                                   True, BACKGROUND, coordinate)
     return ((planes * MUL - SUB) / DIV)[..., ::-1].astype(np.float32)
 
 
 def rgb_case(seed: int = 0, image=RGB_IMAGE, rects=RGB_RECTS, again=RGB_RECTS_AGAIN,
-             size=RGB_SIZE) -> PreprocessCase:
+             size=RGB_SIZE, coordinate: str = "half_pixel") -> PreprocessCase:
     img = np.random.default_rng(seed).integers(0, 256, image, dtype=np.uint8)
     out_bytes = len(rects) * size[0] * size[1] * 3 * 4
     touched = _touched(rects, size, True, lambda r, c: 3 * len(r) * len(c)) + out_bytes
     whole = sum(3 * w * h for _, _, w, h in rects) + out_bytes
-    return PreprocessCase("rgb", rgb_graph(len(rects), image, size),
-                          {"image": img, "rects": np.asarray(rects, np.int32)}, rgb_expected(img, rects, size),
-                          touched, whole, rgb_expected(img, again, size) if again else None)
+    return PreprocessCase("rgb", rgb_graph(len(rects), image, size, coordinate),
+                          {"image": img, "rects": np.asarray(rects, np.int32)}, rgb_expected(img, rects, size, coordinate),
+                          touched, whole, rgb_expected(img, again, size, coordinate) if again else None)
 
 
 def nv12_graph(n: int = len(NV12_RECTS), frame=NV12_FRAME, size=NV12_SIZE) -> Graph:
@@ -311,11 +313,16 @@ def bench_rgb(torch, target: str, fkl=None) -> list[Row]:
     peer_err = _check("torchvision rgb", peer_out.cpu().numpy(), case.expected, 1e-4)
     fns = {"tefuse": run, "tefuse_eager": run, "torchvision": peer}
     if fkl is not None:
+        # FKL's Resize maps an output pixel x to the source x * scale (ONNX's asymmetric transform),
+        # not OpenCV's half-pixel centres: it is timed against tefuse computing the same values
+        asym = rgb_case(coordinate="asymmetric")
+        acg, _, aout, fns["tefuse_asymmetric"] = _tefuse_run(torch, asym, target)
         fkl_out, fns["fkl"] = _fkl_run(torch, fkl, feeds["image"])
+        fns["tefuse_asymmetric"]()
         fns["fkl"]()
         torch.cuda.synchronize()
-        # FKL's answer is its own: recorded, not required to match tefuse's reference
-        fkl_err = float(np.abs(fkl_out.cpu().numpy().astype(np.float64) - case.expected).max())
+        asym_err = _check("tefuse rgb, asymmetric", aout.cpu().numpy(), asym.expected, 1e-4)
+        fkl_err = _check("FKL rgb, asymmetric", fkl_out.cpu().numpy(), asym.expected, 1e-4)
     ms, how = timed_in_turns(torch, fns, eager=("tefuse_eager",))
     mine = ms["tefuse"] if how["torchvision"] == "graph" else ms["tefuse_eager"]
     kernels = [k.template for k in cg.kernels]
@@ -324,8 +331,10 @@ def bench_rgb(torch, target: str, fkl=None) -> list[Row]:
                                  "tefuse_graph_ms": ms["tefuse"], "tefuse_eager_ms": ms["tefuse_eager"],
                                  "kernels": kernels})]
     if fkl is not None:
-        rows.append(Row("rgb 4K crops x5 -> 60x60 (FKL)", ms["tefuse"], cg.num_kernels, err, "FKL", ms["fkl"],
-                        fkl_err, extra={"timed_as": how["fkl"], "kernels": kernels}))
+        rows.append(Row("rgb 4K crops x5 -> 60x60, asymmetric (FKL)", ms["tefuse_asymmetric"], acg.num_kernels,
+                        asym_err, "FKL", ms["fkl"], fkl_err,
+                        extra={"timed_as": how["fkl"], "kernels": [k.template for k in acg.kernels],
+                               "tefuse_half_pixel_ms": ms["tefuse"]}))
     return rows
 
 

@@ -154,10 +154,16 @@ def _fit(rect: _Rect, oh: int, ow: int) -> tuple[PrimExpr, PrimExpr]:
     return tir.max(th, _i(1, dt)), tir.max(tw, _i(1, dt))
 
 
-def _coordinate(y: PrimExpr, start: PrimExpr, src: PrimExpr, dst: PrimExpr) -> PrimExpr:
-    """half_pixel: output position y (offset by `start`) of a `dst`-long axis resized from a
-    `src`-long one, as a source coordinate (float64)."""
+COORDINATES = ("half_pixel", "asymmetric")
+
+
+def _coordinate(y: PrimExpr, start: PrimExpr, src: PrimExpr, dst: PrimExpr, how: str) -> PrimExpr:
+    """Output position y (offset by `start`) of a `dst`-long axis resized from a `src`-long one,
+    as a source coordinate (float64): half_pixel (OpenCV's INTER_LINEAR centres, ONNX's
+    half_pixel), or asymmetric (y * src / dst: ONNX's asymmetric, what FKL's Resize computes)."""
     yy = tir.Cast(F64, y - start)
+    if how == "asymmetric":
+        return yy * tir.Cast(F64, src) / tir.Cast(F64, dst)
     return (yy + f64(0.5)) * tir.Cast(F64, src) / tir.Cast(F64, dst) - f64(0.5)
 
 
@@ -180,11 +186,12 @@ def _check_dtype(dtype: str, op: str) -> None:
 
 @register_op("crop_resize", OpPattern.INJECTIVE, num_inputs=2,
              attrs={"size": None, "mode": "linear", "keep_aspect_ratio": False, "background": 0.0,
-                    "dtype": "float32"})
+                    "dtype": "float32", "coordinate": "half_pixel"})
 def crop_resize(inputs: Sequence[Value], attrs: dict) -> Value:
     """Each rectangle of `rects` (a run-time tensor) resized to size=(height, width): mode
     nearest, linear or cubic with half_pixel centres; keep_aspect_ratio fits it centred, the bands
-    `background` (one value or one per channel). Output [n, height, width, C] in `dtype`."""
+    `background` (one value or one per channel); `coordinate` half_pixel (default) or asymmetric.
+    Output [n, height, width, C] in `dtype`."""
     x, rects = inputs
     op = "crop_resize"
     batched = _layout(x, rects, op)
@@ -194,6 +201,9 @@ def crop_resize(inputs: Sequence[Value], attrs: dict) -> Value:
         raise OpError(f"{op}: mode must be one of {', '.join(CROP_MODES)}, got {mode!r}")
     dtype = attrs["dtype"]
     _check_dtype(dtype, op)
+    how = attrs["coordinate"]
+    if how not in COORDINATES:
+        raise OpError(f"{op}: coordinate must be one of {', '.join(COORDINATES)}, got {how!r}")
     sp = 1 if batched else 0
     H, W = x.shape[sp], x.shape[sp + 1]
     channels = x.shape[sp + 2:]
@@ -214,7 +224,7 @@ def crop_resize(inputs: Sequence[Value], attrs: dict) -> Value:
                     value = term if value is None else value + term
             return saturate(tir.Cast(F64, value) if dtype.startswith(("int", "uint")) else value, dtype)
 
-        value = bind_all([_coordinate(oy, y0, rect.h, th), _coordinate(ox, x0, rect.w, tw)], interpolate)
+        value = bind_all([_coordinate(oy, y0, rect.h, th, how), _coordinate(ox, x0, rect.w, tw, how)], interpolate)
         if keep:
             inside = (oy >= y0) & (oy < y0 + th) & (ox >= x0) & (ox < x0 + tw)
             value = tir.Select(inside, value, per_channel(bg, ch[0] if ch else 0, dtype))

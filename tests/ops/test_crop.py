@@ -13,11 +13,11 @@ import tefuse
 from tefuse.errors import TefuseError
 
 
-def ort_resize(x: np.ndarray, size: tuple[int, int], mode: str) -> np.ndarray:
-    """onnxruntime's Resize-19 of an [h, w, C] float32 image to size (half_pixel)."""
+def ort_resize(x: np.ndarray, size: tuple[int, int], mode: str, coordinate: str = "half_pixel") -> np.ndarray:
+    """onnxruntime's Resize-19 of an [h, w, C] float32 image to size."""
     sizes = np.array([1, x.shape[2], *size], np.int64)
     node = helper.make_node("Resize", ["x", "", "", "sizes"], ["y"], mode=mode,
-                            coordinate_transformation_mode="half_pixel", nearest_mode="round_prefer_floor")
+                            coordinate_transformation_mode=coordinate, nearest_mode="round_prefer_floor")
     g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", 1, [1, x.shape[2], *x.shape[:2]])],
                           [helper.make_tensor_value_info("y", 1, None)], [numpy_helper.from_array(sizes, "sizes")])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 19)])
@@ -35,7 +35,8 @@ def fit(w: int, h: int, ow: int, oh: int) -> tuple[int, int]:
     return oh, max(tw, 1)
 
 
-def reference(img: np.ndarray, rects: np.ndarray, size, mode="linear", keep=False, background=0.0) -> np.ndarray:
+def reference(img: np.ndarray, rects: np.ndarray, size, mode="linear", keep=False, background=0.0,
+              coordinate="half_pixel") -> np.ndarray:
     """Each rectangle cut with numpy (the image's edge repeated where it reaches past it), resized
     by onnxruntime; with keep, to the fitted size pasted centred on the background."""
     oh, ow = size
@@ -50,7 +51,7 @@ def reference(img: np.ndarray, rects: np.ndarray, size, mode="linear", keep=Fals
         plane[...] = np.asarray(background, np.float32)
         th, tw = fit(w, h, ow, oh) if keep else (oh, ow)
         y0, x0 = (oh - th) // 2, (ow - tw) // 2
-        plane[y0:y0 + th, x0:x0 + tw] = ort_resize(crop, (th, tw), mode)
+        plane[y0:y0 + th, x0:x0 + tw] = ort_resize(crop, (th, tw), mode, coordinate)
         out.append(plane)
     return np.stack(out).reshape(len(rects), oh, ow, *img.shape[2:])
 
@@ -75,6 +76,18 @@ def test_crop_resize_every_mode_against_onnxruntime(rng):
     for attrs, got in zip(variants, cg.run(img, RECTS)):
         want = reference(img, RECTS, attrs["size"], attrs["mode"])
         np.testing.assert_allclose(got, want, atol=2e-3, err_msg=attrs["mode"])
+
+
+def test_asymmetric_coordinates_against_onnxruntime(rng):
+    """coordinate="asymmetric" (source x = output x * scale: ONNX's asymmetric transform, what the
+    Fused Kernel Library's Resize computes), kept aspect ratio included."""
+    img = rng.integers(0, 256, (96, 128, 3), dtype=np.uint8)
+    cg, variants = build(img.shape, len(RECTS), plain=dict(size=(24, 40), coordinate="asymmetric"),
+                         keep=dict(size=(60, 60), coordinate="asymmetric", keep_aspect_ratio=True, background=7.0))
+    for attrs, got in zip(variants, cg.run(img, RECTS)):
+        want = reference(img, RECTS, attrs["size"], keep=attrs.get("keep_aspect_ratio", False),
+                         background=attrs.get("background", 0.0), coordinate="asymmetric")
+        np.testing.assert_allclose(got, want, atol=2e-3)
 
 
 def test_keep_aspect_ratio_centres_the_fit_on_the_background(rng):
@@ -139,6 +152,7 @@ def test_crop_fixed_planes(rng):
     (dict(size=(4, 4), background=(1, 2)), (2, 4), "background must be one value or one per channel"),
     (dict(size=(4, 4), background="grey"), (2, 4), "background must be a number or one per channel"),
     (dict(size=(4, 4), dtype="bool"), (2, 4), "dtype must be a numeric type"),
+    (dict(size=(4, 4), coordinate="align_corners"), (2, 4), "coordinate must be one of"),
 ])
 def test_refusals_name_the_op(attrs, rects_shape, match):
     b = tefuse.GraphBuilder()
