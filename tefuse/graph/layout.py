@@ -11,8 +11,9 @@ topological order and tags each value it holds in NHWC ("a 4-D NCHW value, store
   `where` and `sum_n` whose other operands are tagged values of the same shape or constants
   (scalars, per-channel [C,1,1] / [1,C,1,1] vectors and any other broadcastable constant are
   converted here); bias_add, batch_norm, lrn, softmax/log_softmax, layer_norm, concat and keepdims
-  reductions with their axes remapped; pools and global pools by their `layout` attr;
-- everything else (flatten, reshape, transpose, dense, pad, slice, non-keepdims reductions,
+  reductions with their axes remapped; pools and global pools by their `layout` attr; a constant
+  pad with its pads reordered;
+- everything else (flatten, reshape, transpose, dense, slice, non-keepdims reductions,
   mixed-layout operands, unknown ops) reads NCHW: its tagged input gets a `transpose` node
   (0, 3, 1, 2) of its own (one consumer each, so fusion computes it inside that consumer's
   load; a transpose shared by two kernels would be a kernel of its own);
@@ -181,6 +182,12 @@ class _Rewriter:
             return op, [self.nhwc(ins[0]), self.weight_hwio(ins[1])], attrs
         if not any(tagged) or len(n.shape) != 4:
             return None
+        if op == "pad":  # a constant pad: its pads in NHWC order (a QDQ conv's data padded with its zero point)
+            if not tagged[0]:
+                return None
+            p = [int(v) for v in attrs["pads"]]
+            attrs["pads"] = tuple(p[a] for a in TO_NHWC) + tuple(p[4 + a] for a in TO_NHWC)
+            return op, ins, attrs
         opdef = get_op(op)
         if opdef.pattern == OpPattern.ELEMWISE and opdef.num_inputs == 1:
             return op, ins, attrs  # unary elementwise, cast

@@ -203,3 +203,22 @@ def test_cuda_fp16_conv_chain_is_one_nhwc_tensor_core_kernel():
     assert conv.attrs["layout"] == "NHWC"
     assert [o.shape for o in cg.graph.outputs] == [g.outputs[0].shape]
     assert [o.name for o in cg.graph.outputs] == [g.outputs[0].name]
+
+
+def test_a_pad_between_convs_is_computed_channels_last():
+    """An explicit pad (a QDQ conv's data padded with its zero point, a TensorFlow export's Pad)
+    of an NHWC-held value pads in NHWC: no transpose to NCHW and back around it."""
+    rng = np.random.default_rng(0)
+    b = GraphBuilder()
+    x = b.input("x", (2, 8, 10, 10))
+    y = b.relu(b.conv2d(x, b.const(rng.standard_normal((8, 8, 1, 1)).astype(np.float32), name="w1")))
+    y = b.op("pad", y, pads=(0, 0, 1, 2, 0, 0, 1, 0), value=-0.5)
+    y = b.conv2d(y, b.const(rng.standard_normal((4, 8, 3, 3)).astype(np.float32), name="w2"))
+    g = b.build(y)
+    nhwc = convert_layout(g, "NHWC")
+    pad = next(n for n in nhwc.nodes if n.op == "pad")
+    assert pad.attrs["pads"] == (0, 1, 2, 0, 0, 1, 0, 0) and pad.inputs[0].op != "transpose"
+    assert sum(n.op == "transpose" for n in nhwc.nodes) == 2  # the input's and the output's only
+    xv = rng.standard_normal((2, 8, 10, 10)).astype(np.float32)
+    np.testing.assert_allclose(tefuse.build(nhwc, "llvm").run(x=xv)[0], tefuse.build(g, "llvm").run(x=xv)[0],
+                               rtol=1e-5, atol=1e-5)
