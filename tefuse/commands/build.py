@@ -12,7 +12,6 @@ import re
 from typing import Optional, Sequence
 
 from . import UsageError
-from ..graph.precision import PRECISIONS, QUANTIZED
 from .calibration import add_calibration_options, calibration_for
 
 log = logging.getLogger(__name__)
@@ -37,8 +36,12 @@ def add_common(p: argparse.ArgumentParser) -> None:
                         "(default llvm)")
 
 
+# graph/precision.py's PRECISIONS, spelled here so that `--help` loads neither TVM nor numpy
+PRECISION_CHOICES = ("fp32", "tf32", "fp16", "bf16", "int8")
+
+
 def add_precision_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--precision", default="fp32", choices=list(PRECISIONS),
+    p.add_argument("--precision", default="fp32", choices=list(PRECISION_CHOICES),
                    help="arithmetic of the kernels: fp16/bf16 on tensor cores with float32 accumulation, "
                         "the model's float32 inputs and outputs kept (default fp32); int8: the convs and "
                         "matmuls on int8 operands with scales from --calibration, the rest in fp16")
@@ -73,6 +76,8 @@ ATTENTION = {"auto": None, "fused": True, "unfused": False}
 def graph_options(args, graph=None) -> dict:
     """The graph passes' options the commands share (driver.prepare_graph's and build's); for
     --precision int8 the calibration too (made from `graph` when --calibration gives samples)."""
+    from ..graph.precision import QUANTIZED
+
     opts = {"precision": args.precision, "split_k": args.split_k, "fuse_attention": ATTENTION[args.attention]}
     if args.precision in QUANTIZED:
         opts["calibration"] = calibration_for(args, graph)

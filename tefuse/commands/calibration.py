@@ -6,15 +6,18 @@ from __future__ import annotations
 import argparse
 import logging
 from pathlib import Path
-from typing import Mapping, Union
-
-import numpy as np
+from typing import TYPE_CHECKING, Mapping, Union
 
 from . import UsageError
-from ..graph.calibration import METHODS, Calibration
-from ..graph.ir import Graph
+
+if TYPE_CHECKING:
+    from ..graph.calibration import Calibration
+    from ..graph.ir import Graph
 
 log = logging.getLogger(__name__)
+
+# graph/calibration.py's METHODS, spelled here so that `--help` loads neither TVM nor numpy
+CALIBRATORS = ("entropy", "max", "percentile")
 
 
 def add_calibration_options(p: argparse.ArgumentParser) -> None:
@@ -22,7 +25,7 @@ def add_calibration_options(p: argparse.ArgumentParser) -> None:
                    help="--precision int8: sample inputs (.npz, one array per model input with the samples "
                         "along a new first axis) to calibrate on, or a calibration saved by --save-calibration "
                         "(.json)")
-    p.add_argument("--calibrator", default="entropy", choices=METHODS,
+    p.add_argument("--calibrator", default="entropy", choices=CALIBRATORS,
                    help="how an activation's int8 range is chosen from the samples (default entropy, as "
                         "TensorRT's; max, percentile)")
     p.add_argument("--percentile", type=float, default=99.99, help="the percentile calibrator's (default 99.99)")
@@ -34,7 +37,9 @@ def add_calibration_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--save-calibration", metavar="FILE", help="write the calibration (JSON) for later builds")
 
 
-def _samples(path: Path, graph: Graph) -> list[dict[str, np.ndarray]]:
+def _samples(path: Path, graph: "Graph") -> list[dict]:
+    import numpy as np
+
     try:
         data = dict(np.load(path))
     except (OSError, ValueError) as e:
@@ -54,8 +59,10 @@ def _samples(path: Path, graph: Graph) -> list[dict[str, np.ndarray]]:
     return [{n: data[n][k] for n in names} for k in range(counts[names[0]])]
 
 
-def calibration_for(args, graph: Union[Graph, Mapping[int, Graph], None]) -> Calibration:
+def calibration_for(args, graph: Union["Graph", Mapping[int, "Graph"], None]) -> "Calibration":
     """The calibration --calibration names (loaded, or made from its samples; once per command)."""
+    from ..graph.calibration import Calibration
+
     found = getattr(args, "calibration_found", None)
     if found is not None:
         return found

@@ -40,3 +40,12 @@ def test_int8_without_samples_or_with_wrong_samples_is_one_line(tmp_path, capsys
                  "-e", "summary"]) != 0
     errors = [ln for ln in capsys.readouterr().err.splitlines() if "error" in ln]
     assert len(errors) == 1 and "input 'x' samples are (1, 3, 4, 4), the model takes (1, 3, 8, 8)" in errors[0]
+
+
+def test_the_cli_spells_the_precisions_and_calibrators_the_library_has():
+    from tefuse.commands.build import PRECISION_CHOICES
+    from tefuse.commands.calibration import CALIBRATORS
+    from tefuse.graph.calibration import METHODS
+    from tefuse.graph.precision import PRECISIONS
+
+    assert set(PRECISION_CHOICES) == set(PRECISIONS) and set(CALIBRATORS) == set(METHODS)
