@@ -394,6 +394,7 @@ def build(graph: GraphSource, target: TargetLike = "llvm", *, db: Union[BestReco
     t_end = time.perf_counter()
     log.info("%s", build_summary(kernels, sum(len(g.nodes) for g in groups), t_end - t0))
     cg = CompiledGraph(graph, tgt, kernels)
+    cg.calibration = calibration
     modules = {id(k.module): k for k in kernels}
     cg.build_times = BuildTimes(t_graph, t_compile - t0, t_end - t_compile, len(kernels),
                                 sum(not k.from_cache for k in modules.values()))

@@ -84,3 +84,13 @@ def test_int8_without_a_calibration_or_with_unknown_products_is_refused():
         tefuse.build(g, "llvm", precision="int8")
     with pytest.raises(GraphError, match="not in the graph"):
         tefuse.build(g, "llvm", precision="int8", calibration=Calibration("max", {"conv9": 1.0}))
+
+
+def test_an_int8_artefact_keeps_its_calibration(tmp_path):
+    g, samples = _net(), _samples(2)
+    cal = calibrate(g, samples, "max", pin=["fc"])
+    cg = tefuse.build(g, "llvm", precision="int8", calibration=cal)
+    tefuse.save(cg, tmp_path / "net.tefuse")
+    back = tefuse.load(tmp_path / "net.tefuse")
+    assert back.calibration == cal
+    np.testing.assert_array_equal(back.run(samples[0])[0], cg.run(samples[0])[0])

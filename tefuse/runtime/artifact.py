@@ -6,8 +6,9 @@ milliseconds and runs through the same `CompiledGraph` executor, compiling nothi
 Layout of one compiled graph (a directory, or the same files in one tar archive):
     plan.json        format version, the tefuse and TVM versions that wrote it, target, graph
                      nodes (name, op, inputs, attrs, shape, dtype), graph inputs/outputs,
-                     kernels in run order with their parameter and output node names, the size
-                     and sha256 of every other file, and its own checksum
+                     kernels in run order with their parameter and output node names, an int8
+                     build's calibration (graph/calibration.py), the size and sha256 of every
+                     other file, and its own checksum
     constants.npz    the graph constants, keyed c0, c1, ... (names live in plan.json)
     kernels/kNNN.so  each kernel's `module.export_library(...)`
     kernels/kNNN.tir the lowered TIR of each kernel (for `source("tir")`)
@@ -48,8 +49,9 @@ import numpy as np
 import tvm
 
 from .kernel import CompiledKernel
-from ..errors import TefuseError
+from ..errors import GraphError, TefuseError
 from ..fusion import FusedGroup
+from ..graph.calibration import Calibration
 from ..graph.ir import CONST, Graph, Node
 from ..ops import OpPattern
 from .executor import CompiledGraph
@@ -123,6 +125,8 @@ def _plan(cg: CompiledGraph) -> tuple[dict, dict[str, np.ndarray]]:
             "tvm_version": tvm.__version__, "target": json.loads(str(cg.target)),
             "inputs": [i.name for i in cg.graph.inputs], "outputs": [o.name for o in cg.graph.outputs],
             "nodes": nodes, "kernels": kernels}
+    if cg.calibration is not None:  # the int8 scales, reusable without the samples
+        plan["calibration"] = json.loads(cg.calibration.to_json())
     return plan, consts
 
 
@@ -363,11 +367,15 @@ def _load_graph(root: Path, plan: dict, device_index: int) -> CompiledGraph:
         by_name = {n.name: n for n in graph.nodes}
         kernels = [_kernel(e, root, plan, by_name) for e in plan["kernels"]]
         target = tvm.target.Target(plan["target"])
-    except ArtifactError:
-        raise
+        calibration = (Calibration.from_json(json.dumps(plan["calibration"]), f"{root / 'plan.json'}")
+                       if "calibration" in plan else None)
+    except (ArtifactError, GraphError) as e:
+        raise ArtifactError(str(e)) from None
     except (KeyError, TypeError, IndexError, ValueError, AttributeError) as e:
         raise ArtifactError(f"{root / 'plan.json'}: malformed plan ({type(e).__name__}: {e})") from None
-    return CompiledGraph(graph, target, kernels, device_index)
+    cg = CompiledGraph(graph, target, kernels, device_index)
+    cg.calibration = calibration
+    return cg
 
 
 def load(path: PathLike, *, device_index: int = 0) -> Union[CompiledGraph, ProfiledGraph]:

@@ -113,6 +113,8 @@ class CompiledGraph:
         self.target = target
         self.kernels = kernels  # in run order; replace the list rather than its items
         self.build_times: Optional[BuildTimes] = None  # set by tefuse.build
+        # the int8 calibration its quantized products were built with (saved with the artefact)
+        self.calibration = None
         self.device = device_for(target, device_index)
         self._params: dict[Node, tvm.runtime.Tensor] = {}  # nodes hash by identity (eq=False)
         self._lock = threading.Lock()  # guards the pools below and _params
