@@ -24,7 +24,7 @@ import numpy as np
 from .driver import build
 from .errors import GraphError
 from .graph.calibration import METHODS, Calibration, insert_qdq, products
-from .graph.ir import INPUT, Graph
+from .graph.ir import CONST, INPUT, Graph
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +57,9 @@ def _collect(graph: Graph, samples: list[Sample]) -> dict[str, list[np.ndarray]]
     prods = products(graph)
     if not prods:
         raise GraphError("calibration: the graph has no float conv2d / dense / matmul with a constant weight")
-    data = {p.name: p.inputs[0] for p in prods}
+    data = {p.name: p.inputs[0] for p in prods if p.inputs[0].op != CONST}  # a constant's product stays float
+    if not data:
+        raise GraphError("calibration: no conv2d / dense / matmul of the graph reads a computed value or an input")
     inner = list({id(n): n for n in data.values() if n.op != INPUT}.values())
     cg = build(_probe(graph, inner), "llvm") if inner else None
     values: dict[str, list[np.ndarray]] = {name: [] for name in data}
