@@ -42,14 +42,15 @@ def _i(v: int, dtype: str = "int32") -> PrimExpr:
     return tir.const(int(v), dtype)
 
 
-def _layout(x: Value, rects: Value, op: str) -> bool:
-    """Whether the source is a batch ([N, H, W, C]); checks the rectangles' shape against it."""
+def _layout(x: Value, rects: Value, op: str, plane_sizes: bool = False) -> bool:
+    """Whether the source is a batch ([N, H, W, C]); checks the rectangles' shape against it
+    (with `plane_sizes`, each row ends with its plane's output height and width)."""
     if x.ndim not in (2, 3, 4):
         raise OpError(f"{op}: the image must be [H, W], [H, W, C] or [N, H, W, C], got shape {x.shape}")
     batched = x.ndim == 4
-    want = 5 if batched else 4
+    want = (5 if batched else 4) + (2 if plane_sizes else 0)
     if rects.ndim != 2 or rects.shape[1] != want:
-        rows = "image, x, y, w, h" if batched else "x, y, w, h"
+        rows = ("image, x, y, w, h" if batched else "x, y, w, h") + (", out_h, out_w" if plane_sizes else "")
         raise OpError(f"{op}: rects must be [n, {want}] rows of {rows} for an image of shape {x.shape}, "
                       f"got shape {rects.shape}")
     if rects.dtype not in RECT_DTYPES:
@@ -142,15 +143,16 @@ def _reader(x: Value, batched: bool, rect: _Rect, trailing: tuple):
     return read
 
 
-def _fit(rect: _Rect, oh: int, ow: int) -> tuple[PrimExpr, PrimExpr]:
+def _fit(rect: _Rect, oh: PrimExpr, ow: PrimExpr) -> tuple[PrimExpr, PrimExpr]:
     """The rectangle scaled to the plane's height, its width rounded half up, unless that width
     exceeds the plane's: then scaled to its width, the height rounded (FKL's PRESERVE_AR rule),
     in integers, so that no float rounding decides a band's width. (th, tw), each at least 1."""
     dt = rect.dtype
-    by_height = tir.floordiv(_i(2 * oh, dt) * rect.w + rect.h, _i(2, dt) * rect.h)
-    too_wide = by_height > _i(ow, dt)
-    th = tir.Select(too_wide, tir.floordiv(_i(2 * ow, dt) * rect.h + rect.w, _i(2, dt) * rect.w), _i(oh, dt))
-    tw = tir.Select(too_wide, _i(ow, dt), by_height)
+    two = _i(2, dt)
+    by_height = tir.floordiv(two * oh * rect.w + rect.h, two * rect.h)
+    too_wide = by_height > ow
+    th = tir.Select(too_wide, tir.floordiv(two * ow * rect.h + rect.w, two * rect.w), oh)
+    tw = tir.Select(too_wide, ow, by_height)
     return tir.max(th, _i(1, dt)), tir.max(tw, _i(1, dt))
 
 
@@ -186,15 +188,18 @@ def _check_dtype(dtype: str, op: str) -> None:
 
 @register_op("crop_resize", OpPattern.INJECTIVE, num_inputs=2,
              attrs={"size": None, "mode": "linear", "keep_aspect_ratio": False, "background": 0.0,
-                    "dtype": "float32", "coordinate": "half_pixel"})
+                    "dtype": "float32", "coordinate": "half_pixel", "plane_sizes": False})
 def crop_resize(inputs: Sequence[Value], attrs: dict) -> Value:
     """Each rectangle of `rects` (a run-time tensor) resized to size=(height, width): mode
     nearest, linear or cubic with half_pixel centres; keep_aspect_ratio fits it centred, the bands
     `background` (one value or one per channel); `coordinate` half_pixel (default) or asymmetric.
-    Output [n, height, width, C] in `dtype`."""
+    Output [n, height, width, C] in `dtype`. With `plane_sizes` each rectangle's row ends with its
+    own output height and width (run-time, clamped to `size`): planes of different sizes in one
+    launch, each at the top left of its [height, width] plane, the rest `background`."""
     x, rects = inputs
     op = "crop_resize"
-    batched = _layout(x, rects, op)
+    planes = bool(attrs["plane_sizes"])
+    batched = _layout(x, rects, op, planes)
     oh, ow = _size(attrs, op)
     mode = attrs["mode"]
     if mode not in CROP_MODES:
@@ -230,17 +235,36 @@ def crop_resize(inputs: Sequence[Value], attrs: dict) -> Value:
             value = tir.Select(inside, value, per_channel(bg, ch[0] if ch else 0, dtype))
         return value
 
-    def plane(rect: _Rect, oy, ox, ch) -> PrimExpr:
+    def plane(rect: _Rect, ph, pw, oy, ox, ch) -> PrimExpr:
+        """The pixel (oy, ox) of a ph x pw plane."""
+        dt = rect.dtype
         if not keep:
-            dt = rect.dtype
-            return pixel(rect, _i(oh, dt), _i(ow, dt), _i(0, dt), _i(0, dt), oy, ox, ch)
-        centred = lambda th, tw: pixel(rect, th, tw, tir.floordiv(_i(oh, rect.dtype) - th, _i(2, rect.dtype)),  # noqa: E731
-                                       tir.floordiv(_i(ow, rect.dtype) - tw, _i(2, rect.dtype)), oy, ox, ch)
-        return bind_all(list(_fit(rect, oh, ow)), centred)
+            return pixel(rect, ph, pw, _i(0, dt), _i(0, dt), oy, ox, ch)
+        centred = lambda th, tw: pixel(rect, th, tw, tir.floordiv(ph - th, _i(2, dt)),  # noqa: E731
+                                       tir.floordiv(pw - tw, _i(2, dt)), oy, ox, ch)
+        return bind_all(list(_fit(rect, ph, pw)), centred)
+
+    def sized(i, rect: _Rect, oy, ox, ch) -> PrimExpr:
+        """A plane whose size its rectangle's row gives: the pixels past it are background."""
+        dt = rect.dtype
+        k = 5 if batched else 4
+        size_of = lambda j, most: tir.max(tir.min(tir.Cast(dt, rects(i, j)), _i(most, dt)), _i(1, dt))  # noqa: E731
+
+        def inside(ph, pw):
+            value = plane(rect, ph, pw, oy, ox, ch)
+            return tir.Select((oy < ph) & (ox < pw), value, per_channel(bg, ch[0] if ch else 0, dtype))
+
+        return bind_all([size_of(k, oh), size_of(k + 1, ow)], inside)
 
     def fn(i, oy, ox, *ch):
         # the rectangle, its fit and the coordinates are computed once, not in every tap
-        return bind_all(_Rect.fields(rects, i, batched), lambda *f: plane(_Rect.of(batched, *f), oy, ox, ch))
+        def at(*f):
+            rect = _Rect.of(batched, *f)
+            if planes:
+                return sized(i, rect, oy, ox, ch)
+            return plane(rect, _i(oh, rect.dtype), _i(ow, rect.dtype), oy, ox, ch)
+
+        return bind_all(_Rect.fields(rects, i, batched), at)
 
     return lazy((rects.shape[0], oh, ow, *channels), dtype, fn)
 

@@ -153,6 +153,7 @@ def test_crop_fixed_planes(rng):
     (dict(size=(4, 4), background="grey"), (2, 4), "background must be a number or one per channel"),
     (dict(size=(4, 4), dtype="bool"), (2, 4), "dtype must be a numeric type"),
     (dict(size=(4, 4), coordinate="align_corners"), (2, 4), "coordinate must be one of"),
+    (dict(size=(4, 4), plane_sizes=True), (2, 4), r"rects must be \[n, 6\] rows of x, y, w, h, out_h, out_w"),
 ])
 def test_refusals_name_the_op(attrs, rects_shape, match):
     b = tefuse.GraphBuilder()
@@ -182,3 +183,25 @@ def test_index_arithmetic_of_a_batch_past_2_to_the_31_elements(mode, keep):
     for out in (r, y):
         (g,) = fuse_graph(b.build(out))
         assert "T.int64(" in lower_group(g).func.script()
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_planes_of_different_sizes_in_one_launch_against_separate_resizes(rng, keep):
+    """plane_sizes: each row names its own output size (horizontal fusion of planes of different
+    sizes, as FKL launches them on blockIdx.z); each plane equals a resize of its rectangle to its
+    own size, the rest of the plane is background; new sizes need no rebuild."""
+    img = rng.integers(0, 256, (96, 128, 3), dtype=np.uint8)
+    b = tefuse.GraphBuilder()
+    y = b.crop_resize(b.input("image", img.shape, "uint8"), b.input("rects", (3, 6), "int32"), size=(30, 40),
+                      plane_sizes=True, keep_aspect_ratio=keep, background=9.0)
+    cg = tefuse.build(b.build(y), "llvm")
+    assert cg.num_kernels == 1
+    for sizes in ([(24, 40), (10, 12), (30, 30)], [(5, 7), (30, 40), (1, 1)]):
+        rows = np.array([[*r, *s] for r, s in zip(RECTS[:3], sizes)], np.int32)
+        got = cg.run(img, rows)[0]
+        for k, (oh, ow) in enumerate(sizes):
+            want = reference(img, RECTS[k:k + 1], (oh, ow), keep=keep, background=9.0)[0]
+            np.testing.assert_allclose(got[k, :oh, :ow], want, atol=2e-3, err_msg=f"plane {k} {oh}x{ow}")
+            rest = np.ones(got.shape[1:3], bool)
+            rest[:oh, :ow] = False
+            assert (got[k][rest] == 9.0).all()
