@@ -10,12 +10,13 @@ import logging
 import os
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 import tvm
 
 from .codegen.compile import compile_module, device_source
+from .codegen.horizontal import Member, MergeError, merge_launches, thread_blocks
 from .codegen.lower import LoweredGroup, lower_group
 from .codegen.schedule import BestRecordSource, ConfigPredictor, ScheduleChoice, apply_choice, choose_schedule
 from .errors import BuildError, GraphError, UnschedulableGroup
@@ -184,6 +185,72 @@ def _kernel_dump_dir() -> Optional[str]:
         return os.environ["TVM_KERNEL_DUMP"]
     cfg = tvm.transform.PassContext.current().config
     return str(cfg["cuda.kernels_output_dir"]) if "cuda.kernels_output_dir" in cfg else None
+
+
+# which kernels share a launch (merge_horizontal): elementwise ones of these templates, each at
+# most one wave of thread blocks (launch-bound: its launch costs about what its work does), at
+# most this many a launch (a CUDA kernel's parameters are 4 KB: 8 bytes a buffer)
+HORIZONTAL_TEMPLATES = ("cuda_injective", "cpu_generic")
+HORIZONTAL_MAX_PARAMS = 256
+
+
+def _horizontal_candidate(prep: PreparedGroup, waves_of: Callable[[Any], float]) -> bool:
+    return (prep.group.anchor is None and prep.choice.template.name in HORIZONTAL_TEMPLATES
+            and waves_of(prep.mod["main"]) <= 1.0)
+
+
+def merge_horizontal(preps: list[PreparedGroup], target: tvm.target.Target) -> list[PreparedGroup]:
+    """Runs of independent small elementwise kernels, next to each other in run order, as one
+    launch each (codegen/horizontal.py): a run ends at a kernel that reads an output of the run
+    (so the order of the work never changes), at one that is not a candidate, or at the
+    parameter limit."""
+    sms = device_caps(target).sm_count if target.kind.name == "cuda" else 0
+    # on a GPU a kernel of another grid shape (no blocks counted) is no candidate
+    waves_of = (lambda f: thread_blocks(f) / sms if thread_blocks(f) else 2.0) if sms else (lambda f: 0.0)
+    out: list[PreparedGroup] = []
+    run: list[PreparedGroup] = []
+
+    def flush():
+        if len(run) < 2:
+            out.extend(run)
+        else:
+            try:
+                out.append(_merged(run))
+            except MergeError as e:
+                log.log(VERBOSE, "kernels %s stay apart: %s", ", ".join(p.group.name for p in run), e)
+                out.extend(run)
+        run.clear()
+
+    for prep in preps:
+        if not _horizontal_candidate(prep, waves_of):
+            flush()
+            out.append(prep)
+            continue
+        written = {id(o) for p in run for o in p.group.outputs}
+        params = sum(len(p.lowered.params) + len(p.group.outputs) for p in run)
+        if any(id(i) in written for i in prep.group.inputs) or \
+                params + len(prep.lowered.params) + len(prep.group.outputs) > HORIZONTAL_MAX_PARAMS:
+            flush()
+        run.append(prep)
+    flush()
+    merged = len(preps) - len(out)
+    if merged:
+        log.info("horizontal fusion: %d kernels in %d launches", len(preps), len(out))
+    return out
+
+
+def _merged(run: list[PreparedGroup]) -> PreparedGroup:
+    first = run[0]
+    name = "_h_".join(p.group.name for p in run[:2]) + (f"_and_{len(run) - 2}" if len(run) > 2 else "")
+    func = merge_launches([Member(p.mod["main"], len(p.lowered.params)) for p in run], "main")
+    group = FusedGroup(first.group.index, [n for p in run for n in p.group.nodes],
+                       [n for p in run for n in p.group.inputs], [n for p in run for n in p.group.outputs],
+                       first.group.pattern, None, [])
+    lowered = replace(first.lowered, group=group, func=func, params=[n for p in run for n in p.lowered.params])
+    workload = "horizontal(" + ";".join(p.workload for p in run) + ")"
+    log.log(VERBOSE, "one launch: %s", name)
+    return PreparedGroup(group, lowered, first.choice, tvm.IRModule({"main": func}), workload,
+                         sum(p.seconds for p in run))
 
 
 def _same_code_key(prep: PreparedGroup) -> tuple:
@@ -389,6 +456,8 @@ def build(graph: GraphSource, target: TargetLike = "llvm", *, db: Union[BestReco
     groups, preps = prepare_groups(tgt, lambda bare: fuse_graph(
         graph, fuse=fuse, prologue=prologue_policy(tgt, prologue), multi_output=multi_output, bare_anchors=bare),
         db, options, predictor, jobs)
+    if options.horizontal:
+        preps = merge_horizontal(preps, tgt)
     t_compile = time.perf_counter()
     kernels = compile_groups(preps, tgt, cache=cache, jobs=jobs, progress=progress)
     t_end = time.perf_counter()

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, fields
 from typing import Mapping, Optional
 
 # environment variable -> BuildOptions field, each a switch: set and not "0" turns it on
-ENV = {"TEFUSE_ROCM_MFMA": "prefer_mfma", "TEFUSE_TRANSFER": "transfer"}
+ENV = {"TEFUSE_ROCM_MFMA": "prefer_mfma", "TEFUSE_TRANSFER": "transfer", "TEFUSE_HORIZONTAL": "horizontal"}
 
 
 @dataclass(frozen=True)
@@ -27,10 +27,14 @@ class BuildOptions:
     (tune/transfer.py, trained on the tuning logs) predicts fastest; off, its template's
     rule-based fallback. Only builds with a tuning database use it. Off by default until the
     model zoo has been checked on the GPU with predicted configs: the fallbacks are the configs
-    that check has covered."""
+    that check has covered.
+    horizontal: runs of independent small elementwise kernels, next to each other in run order,
+    are merged into one launch (codegen/horizontal.py; `driver.merge_horizontal` says which).
+    Off by default until checked on the GPU."""
 
     prefer_mfma: bool = False
     transfer: bool = field(default=False, metadata={"keys": False})
+    horizontal: bool = field(default=False, metadata={"keys": False})  # merged kernels have keys of their own
 
     def changed(self) -> dict:
         """The fields that differ from the defaults, less those marked keys=False: what keys a
