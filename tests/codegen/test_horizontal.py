@@ -70,3 +70,14 @@ def test_fewer_than_two_or_mixed_kernels_are_refused():
     func = lower_group(fuse_graph(_branches())[0]).func
     with pytest.raises(MergeError, match="fewer than two"):
         merge_launches([Member(func, 1)], "m")
+
+
+def test_a_merged_launch_saves_and_loads(tmp_path):
+    g = _branches()
+    merged = tefuse.build(g, "llvm", options=ON)
+    tefuse.save(merged, tmp_path / "m.tefuse")
+    back = tefuse.load(tmp_path / "m.tefuse")
+    assert back.num_kernels == merged.num_kernels
+    feeds = _feeds(np.random.default_rng(2))
+    for got, want in zip(back.run(feeds), merged.run(feeds)):
+        np.testing.assert_array_equal(got, want)
