@@ -23,7 +23,7 @@ _LAZY = {
     "CompiledGraph": ".runtime",
     "make_target": ".target",
     "build": ".driver",
-    "calibrate": ".calibrate", "Calibration": ".graph.calibration",
+    "calibrate": ".calibrate", "Calibration": ".graph.calibration", "MultiTensorAdam": ".optim",
     "FusionPlan": ".plan", "TensorDesc": ".plan", "OperatorArgs": ".plan", "parse_chain": ".plan",
     "import_onnx": ".frontend.onnx", "import_onnx_profiles": ".frontend.onnx",
     "ProfiledGraph": ".runtime.profiles",
@@ -32,7 +32,7 @@ _LAZY = {
 }
 
 __all__ = ["BuildError", "Calibration", "CompiledGraph", "FusionPlan", "Graph", "GraphBuilder", "GraphError",
-           "ModelImportError", "Node", "OpError", "OperatorArgs", "PlanStateError", "ProfiledGraph", "TefuseError",
+           "ModelImportError", "MultiTensorAdam", "Node", "OpError", "OperatorArgs", "PlanStateError", "ProfiledGraph", "TefuseError",
            "TensorDesc", "UnsupportedFusion", "build", "calibrate", "fuse_graph", "import_onnx", "import_onnx_profiles",
            "list_ops", "load", "make_target", "parse_chain", "save", "__version__"]
 
@@ -40,6 +40,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time these come from __g
     from .calibrate import calibrate
     from .driver import build
     from .graph.calibration import Calibration
+    from .optim import MultiTensorAdam
     from .frontend.onnx import import_onnx, import_onnx_profiles
     from .fusion import fuse_graph
     from .graph import Graph, GraphBuilder, Node
