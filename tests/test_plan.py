@@ -5,6 +5,7 @@ import shutil
 import numpy as np
 import pytest
 
+import tefuse
 from tefuse.codegen.ptx import compile_to_ptx, cuda_kernel_names
 from tefuse.errors import PlanStateError, TefuseError, UnsupportedFusion
 from tefuse.plan import FusionPlan, TensorDesc
@@ -322,3 +323,28 @@ def test_chain_spec_image_pipeline_and_its_refusals():
         build_plan("crop_resize(n=2,h=8)", (1, 32, 32, 3), "uint8", "NHWC")
     with pytest.raises(TefuseError, match="normalize.*unknown parameter"):
         build_plan("crop_resize(n=2,h=8,w=8)+normalize(scale=2)", (1, 32, 32, 3), "uint8", "NHWC")
+
+
+def test_plan_planes_of_their_own_sizes_and_asymmetric_coordinates(rng):
+    """crop_resize steps with each plane's size set at run time (rows of 7) and FKL's asymmetric
+    coordinates: each plane equals the op's own resize of its rectangle; the chain syntax spells
+    them sizes=1 and coordinate=asymmetric."""
+    imgs = rng.integers(0, 256, (1, 40, 50, 3), dtype=np.uint8)
+    plan = FusionPlan(TensorDesc(imgs.shape, "uint8", "NHWC"))
+    crop = plan.add_crop_resize(2, (12, 16), background=7.0, coordinate="asymmetric", plane_sizes=True)
+    plan.compile("llvm")
+    args = plan.new_args()
+    rows = [[0, 3, 4, 20, 10, 12, 16], [0, 10, 2, 9, 30, 5, 7]]
+    args.set_rects(crop, rows)
+    got = plan.execute(imgs, args)
+    for k, (_, x, y, w, h, oh, ow) in enumerate(rows):
+        b = tefuse.GraphBuilder()
+        one = b.crop_resize(b.input("image", imgs.shape[1:], "uint8"), b.input("rects", (1, 4), "int32"), size=(oh, ow),
+                            coordinate="asymmetric")
+        want = tefuse.build(b.build(one), "llvm").run(imgs[0], np.array([[x, y, w, h]], np.int32))[0][0]
+        np.testing.assert_allclose(got[k, :oh, :ow], want, atol=1e-5)
+        assert (got[k, oh:] == 7).all() and (got[k, :, ow:] == 7).all()
+    spec = build_plan("crop_resize(n=2,h=12,w=16,sizes=1,coordinate=asymmetric)", imgs.shape, "uint8", "NHWC")
+    spec.compile("llvm")
+    node = next(n for n in spec.compiled.graph.nodes if n.op == "crop_resize")
+    assert node.attrs["plane_sizes"] and node.attrs["coordinate"] == "asymmetric" and node.inputs[1].shape == (2, 7)

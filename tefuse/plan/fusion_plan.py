@@ -141,8 +141,9 @@ class OperatorArgs:
         self._set(h, "elementwise", [other])
 
     def set_rects(self, h: OpHandle, rects) -> None:
-        """A crop_resize step's rectangles: [n, 5] rows of image, x, y, w, h (int32; new values
-        run the same compiled kernel)."""
+        """A crop_resize step's rectangles: [n, 5] rows of image, x, y, w, h ([n, 7] with the
+        planes' output height and width under plane_sizes; int32; new values run the same
+        compiled kernel)."""
         on_device = hasattr(rects, "__dlpack__") and not isinstance(rects, np.ndarray)
         self._set(h, "crop_resize", [rects if on_device else np.asarray(rects, np.int32)])
 
@@ -276,18 +277,21 @@ class FusionPlan:
                                     f"plan's input is {self.input.layout} (use an NHWC plan)")
 
     def add_crop_resize(self, n: int, size: Sequence[int], *, mode: str = "linear", keep_aspect_ratio: bool = False,
-                        background=0.0, dtype: str = "float32") -> OpHandle:
+                        background=0.0, dtype: str = "float32", coordinate: str = "half_pixel",
+                        plane_sizes: bool = False) -> OpHandle:
         """n planes of size (height, width) cut from the NHWC input by rectangles set at run time
-        (set_rects: [n, 5] rows of image, x, y, w, h) and resized (nearest, linear, cubic; with
-        keep_aspect_ratio centred on `background`): one launch for every plane."""
+        (set_rects: [n, 5] rows of image, x, y, w, h; with plane_sizes [n, 7], each row ending
+        with its own output height and width, up to `size`) and resized (nearest, linear, cubic;
+        half_pixel or asymmetric coordinates; with keep_aspect_ratio centred on `background`):
+        one launch for every plane."""
         self._channels_last("crop_resize")
         step = len(self._steps)
         if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 1:
             raise UnsupportedFusion(f"step {step} (crop_resize): n must be a positive integer, got {n!r}")
         bg = tuple(background) if isinstance(background, (tuple, list)) else background
-        return self._add("crop_resize", "crop_resize", [(f"s{step}_rects", (int(n), 5), "int32")],
+        return self._add("crop_resize", "crop_resize", [(f"s{step}_rects", (int(n), 7 if plane_sizes else 5), "int32")],
                          size=tuple(size), mode=mode, keep_aspect_ratio=bool(keep_aspect_ratio), background=bg,
-                         dtype=dtype)
+                         dtype=dtype, coordinate=coordinate, plane_sizes=bool(plane_sizes))
 
     def add_color_convert(self, code: str) -> OpHandle:
         """A colour conversion of the channels (rgb2bgr, rgba2rgb, rgb2gray...: ops/color.py)."""

@@ -124,7 +124,8 @@ def _numbers(p: dict, item: str, keys: tuple[str, ...]) -> dict[str, float]:
 
 
 def _crop_resize(plan: FusionPlan, p: dict, item: str) -> None:
-    """crop_resize(n=5,h=60,w=60,mode=linear,keep=1,background=0): rectangles set at run time."""
+    """crop_resize(n=5,h=60,w=60,mode=linear,keep=1,background=0,coordinate=half_pixel,sizes=0):
+    rectangles (and with sizes=1 each plane's output size) set at run time."""
     n, h, w = _int(p, "n", item, 1), _int(p, "h", item), _int(p, "w", item)
     if h is None or w is None:
         raise TefuseError(f"chain item {item!r}: crop_resize needs h and w (the planes' size)")
@@ -132,11 +133,16 @@ def _crop_resize(plan: FusionPlan, p: dict, item: str) -> None:
     keep = _int(p, "keep", item, 0, minimum=0)
     if keep not in (0, 1):
         raise TefuseError(f"chain item {item!r}: keep must be 0 or 1, got {keep!r}")
+    sizes = _int(p, "sizes", item, 0, minimum=0)
+    if sizes not in (0, 1):
+        raise TefuseError(f"chain item {item!r}: sizes must be 0 or 1, got {sizes!r}")
+    coordinate = str(p.pop("coordinate", "half_pixel"))
     bg = _numbers({k: p.pop(k) for k in list(p) if k == "background"}, item, ("background",))
     if p:
         raise TefuseError(f"chain item {item!r}: unknown crop_resize parameter(s) {sorted(p)}; it takes n, h, w, "
-                          f"mode, keep, background")
-    plan.add_crop_resize(n, (h, w), mode=str(mode), keep_aspect_ratio=bool(keep), background=bg.get("background", 0.0))
+                          f"mode, keep, background, coordinate, sizes")
+    plan.add_crop_resize(n, (h, w), mode=str(mode), keep_aspect_ratio=bool(keep), background=bg.get("background", 0.0),
+                         coordinate=coordinate, plane_sizes=bool(sizes))
 
 
 def build_plan(text: str, input_shape: tuple, dtype: str = "float32", layout: str = "NCHW") -> FusionPlan:
