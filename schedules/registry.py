@@ -83,6 +83,8 @@ class Template:
     # for an op the graph forms only where a template takes it (attention): whether this
     # template's kernel beats the unfused ones it replaces, so the op forms by default
     forms_by_default = False
+    # whether its kernels may share a launch with independent kernels (see shares_launch)
+    horizontal = False
 
     def accepts(self, info: KernelInfo) -> bool:
         """Whether the template can schedule this group at all (a key may hold templates
@@ -134,6 +136,12 @@ class Template:
         """The target a config is scheduled, checked and compiled for: `target` itself, unless the
         config needs an arch-specific variant of it (Hopper's wgmma: sm_90a, 227 KB of shared memory)."""
         return target
+
+    def shares_launch(self, info: KernelInfo, cfg: Config, target) -> bool:
+        """Whether a kernel of this config may share a launch with independent kernels (horizontal
+        fusion, tefuse/codegen/horizontal.py): its grid is blockIdx loops on top and nothing about
+        its launch is set outside the kernel (no cluster dimensions): the class's `horizontal`."""
+        return self.horizontal
 
     def pass_config(self, info: KernelInfo, cfg: Config, target) -> dict:
         """TVM PassContext options the scheduled module must be compiled with (e.g. cp.async);

@@ -15,12 +15,13 @@ from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 import tvm
 
-from .codegen.compile import compile_module, device_source
-from .codegen.horizontal import Member, MergeError, merge_launches, thread_blocks
+from .codegen.compile import check_limits, compile_module, device_source
+from .codegen.horizontal import Member, MergeError, grid, merge_launches
 from .codegen.lower import LoweredGroup, lower_group
 from .codegen.schedule import BestRecordSource, ConfigPredictor, ScheduleChoice, apply_choice, choose_schedule
 from .errors import BuildError, GraphError, UnschedulableGroup
 from .fusion import FusedGroup, ProloguePolicy, fuse_graph
+from .fusion.horizontal import HorizontalRule, LaunchInfo, plan_launches
 from .fusion.workload import workload_key
 from .graph.attention import fuse_attention as form_attention
 from .graph.attention_keys import pad_attention_keys
@@ -187,70 +188,73 @@ def _kernel_dump_dir() -> Optional[str]:
     return str(cfg["cuda.kernels_output_dir"]) if "cuda.kernels_output_dir" in cfg else None
 
 
-# which kernels share a launch (merge_horizontal): elementwise ones of these templates, each at
-# most one wave of thread blocks (launch-bound: its launch costs about what its work does), at
-# most this many a launch (a CUDA kernel's parameters are 4 KB: 8 bytes a buffer)
-HORIZONTAL_TEMPLATES = ("cuda_injective", "cpu_generic")
-HORIZONTAL_MAX_PARAMS = 256
+# horizontal fusion's cost rule (fusion/horizontal.py): a kernel of at most this many waves of
+# thread blocks (one block an SM) costs about what its launch does, so it shares a launch
+HORIZONTAL_MAX_WAVES = 1.0
+PARAM_BYTES = 8  # a buffer's pointer among a kernel's parameters
 
 
-def _horizontal_candidate(prep: PreparedGroup, waves_of: Callable[[Any], float]) -> bool:
-    return (prep.group.anchor is None and prep.choice.template.name in HORIZONTAL_TEMPLATES
-            and waves_of(prep.mod["main"]) <= 1.0)
-
-
-def merge_horizontal(preps: list[PreparedGroup], target: tvm.target.Target) -> list[PreparedGroup]:
-    """Runs of independent small elementwise kernels, next to each other in run order, as one
-    launch each (codegen/horizontal.py): a run ends at a kernel that reads an output of the run
-    (so the order of the work never changes), at one that is not a candidate, or at the
-    parameter limit."""
-    sms = device_caps(target).sm_count if target.kind.name == "cuda" else 0
-    # on a GPU a kernel of another grid shape (no blocks counted) is no candidate
-    waves_of = (lambda f: thread_blocks(f) / sms if thread_blocks(f) else 2.0) if sms else (lambda f: 0.0)
+def merge_horizontal(preps: list[PreparedGroup], target: tvm.target.Target,
+                     max_waves: Optional[float] = HORIZONTAL_MAX_WAVES) -> list[PreparedGroup]:
+    """Independent kernels (one dependency level) that are launch-bound, each at most
+    `max_waves` waves of thread blocks (None: any size), as one launch a merge key
+    (fusion/horizontal.py says which, codegen/horizontal.py merges them); a set that does not
+    merge (MergeError, or over the target's limits) stays apart. The run order becomes level by
+    level where anything merges."""
+    caps = device_caps(target)
+    gpu = target.kind.name != "llvm"
+    infos = [_launch_info(p, target, gpu) for p in preps]
+    rule = HorizontalRule(None if max_waves is None or not gpu else int(max_waves * caps.sm_count),
+                          caps.kernel_param_bytes // PARAM_BYTES)
     out: list[PreparedGroup] = []
-    run: list[PreparedGroup] = []
-
-    def flush():
-        if len(run) < 2:
+    for launch in plan_launches(infos, rule):
+        run = [preps[i] for i in launch]
+        if len(run) == 1:
             out.extend(run)
-        else:
-            try:
-                out.append(_merged(run))
-            except MergeError as e:
-                log.log(VERBOSE, "kernels %s stay apart: %s", ", ".join(p.group.name for p in run), e)
-                out.extend(run)
-        run.clear()
-
-    for prep in preps:
-        if not _horizontal_candidate(prep, waves_of):
-            flush()
-            out.append(prep)
             continue
-        written = {id(o) for p in run for o in p.group.outputs}
-        params = sum(len(p.lowered.params) + len(p.group.outputs) for p in run)
-        if any(id(i) in written for i in prep.group.inputs) or \
-                params + len(prep.lowered.params) + len(prep.group.outputs) > HORIZONTAL_MAX_PARAMS:
-            flush()
-        run.append(prep)
-    flush()
-    merged = len(preps) - len(out)
-    if merged:
+        try:
+            out.append(_merged(run, target))
+        except (MergeError, BuildError) as e:
+            log.log(VERBOSE, "kernels %s stay apart: %s", ", ".join(p.group.name for p in run), e)
+            out.extend(run)
+    if len(out) < len(preps):
         log.info("horizontal fusion: %d kernels in %d launches", len(preps), len(out))
     return out
 
 
-def _merged(run: list[PreparedGroup]) -> PreparedGroup:
+def _launch_info(prep: PreparedGroup, target: tvm.target.Target, gpu: bool) -> LaunchInfo:
+    choice, info = prep.choice, prep.lowered.info
+    key, blocks = None, 0
+    if choice.template.shares_launch(info, choice.config, target):
+        try:
+            g = grid(prep.mod["main"])
+        except MergeError:
+            g = None
+        if (g is not None and not g.warp) or not gpu:
+            blocks = g.num_blocks if g else 0
+            key = (choice.template.name, str(choice.template.compile_target(info, choice.config, target)),
+                   repr(sorted(choice.template.pass_config(info, choice.config, target).items())),
+                   ("padded",) if g is None or g.paddable else g.threads)
+    return LaunchInfo(tuple(prep.group.inputs), tuple(prep.group.outputs), key, blocks,
+                      len(prep.lowered.params) + len(prep.group.outputs))
+
+
+def _merged(run: list[PreparedGroup], target: tvm.target.Target) -> PreparedGroup:
     first = run[0]
-    name = "_h_".join(p.group.name for p in run[:2]) + (f"_and_{len(run) - 2}" if len(run) > 2 else "")
+    written = {id(o) for p in run for o in p.group.outputs}
+    if any(id(i) in written for p in run for i in p.group.inputs):
+        raise MergeError("a kernel reads another's output")
     func = merge_launches([Member(p.mod["main"], len(p.lowered.params)) for p in run], "main")
+    mod = tvm.IRModule({"main": func})
+    check_limits(mod, first.choice.template.compile_target(first.lowered.info, first.choice.config, target))
     group = FusedGroup(first.group.index, [n for p in run for n in p.group.nodes],
                        [n for p in run for n in p.group.inputs], [n for p in run for n in p.group.outputs],
                        first.group.pattern, None, [])
     lowered = replace(first.lowered, group=group, func=func, params=[n for p in run for n in p.lowered.params])
-    workload = "horizontal(" + ";".join(p.workload for p in run) + ")"
-    log.log(VERBOSE, "one launch: %s", name)
-    return PreparedGroup(group, lowered, first.choice, tvm.IRModule({"main": func}), workload,
-                         sum(p.seconds for p in run))
+    # the members' workloads and configs: equal keys compile to equal code (the kernel cache's key)
+    workload = "horizontal(" + ";".join(f"{p.workload}@{'/'.join(map(str, _same_code_key(p)[1:]))}" for p in run) + ")"
+    log.log(VERBOSE, "one launch: %s", ", ".join(p.group.name for p in run))
+    return PreparedGroup(group, lowered, first.choice, mod, workload, sum(p.seconds for p in run))
 
 
 def _same_code_key(prep: PreparedGroup) -> tuple:

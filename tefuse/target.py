@@ -124,6 +124,12 @@ class DeviceCaps:
         return int(digits or 0)
 
     @property
+    def kernel_param_bytes(self) -> int:
+        """The bytes of parameters one kernel may take: 32764 on Volta and later with CUDA 12.1+
+        (the launch carries them), 4 KB elsewhere; what bounds a horizontally fused launch."""
+        return 32764 if self.kind == "cuda" and self.compute_capability >= 70 else 4096
+
+    @property
     def has_wmma(self) -> bool:
         return self.kind == "cuda" and self.compute_capability >= 70
 

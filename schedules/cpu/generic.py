@@ -12,6 +12,7 @@ from ..registry import KernelInfo, Template, register
 @register("cpu", "*", "attention")  # attention: the fused op too, so CPU builds check its numerics
 class CpuGeneric(Template):
     name = "cpu_generic"
+    horizontal = True  # plain grids: may share a launch (codegen/horizontal.py)
 
     def space(self, info: KernelInfo, target) -> ConfigSpace:
         s = ConfigSpace()

@@ -150,6 +150,7 @@ def rows_fallback_values(info: KernelInfo, sm_count: int, block: int = FALLBACK_
 @register("gpu", "depthwise_conv2d")
 class Conv2dDepthwise(Template):
     name = "conv2d_depthwise"
+    horizontal = True  # plain grids: may share a launch (codegen/horizontal.py)
 
     def space(self, info: KernelInfo, target) -> ConfigSpace:
         s = ConfigSpace()

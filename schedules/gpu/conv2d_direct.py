@@ -56,6 +56,7 @@ def shared_bytes(info: KernelInfo, v: dict) -> int:
 @register("gpu", "conv2d", priority=1)  # the fallback when preferences tie
 class Conv2dDirect(Template):
     name = "conv2d_direct"
+    horizontal = True  # plain grids: may share a launch (codegen/horizontal.py)
 
     def accepts(self, info: KernelInfo) -> bool:
         return info.geometry.split_k == 1  # split-K partials are the tensor-core templates'

@@ -128,6 +128,7 @@ def fallback_tiles(g: Conv2dGeometry, narrow_penalty: float = None, blocks_wante
 @register("gpu", "conv2d")
 class Conv2dImplicitGemm(Template):
     name = "conv2d_implicit_gemm"
+    horizontal = True  # plain grids: may share a launch (codegen/horizontal.py)
 
     def preference(self, info: KernelInfo, target, options: BuildOptions = DEFAULT) -> int:
         """Untuned, implicit GEMM beat the direct template on the H100 for every ResNet conv

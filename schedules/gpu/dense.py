@@ -188,6 +188,7 @@ def _closest(space: ConfigSpace, name: str, want):
 @register("gpu", "dense")
 class CudaDense(Template):
     name = "cuda_dense"
+    horizontal = True  # plain grids: may share a launch (codegen/horizontal.py)
 
     def __init__(self):
         self._generic = CudaGenericReduction()  # for anchors that are no plain GEMM

@@ -13,6 +13,7 @@ from ..registry import KernelInfo, Template, register
 @register("gpu", "*")
 class CudaGenericReduction(Template):
     name = "cuda_generic_reduction"
+    horizontal = True  # plain grids: may share a launch (codegen/horizontal.py)
 
     def space(self, info: KernelInfo, target) -> ConfigSpace:
         s = ConfigSpace()

@@ -17,6 +17,7 @@ from .lanes import MAX_VECTOR_BYTES, stores_contiguous
 @register("gpu", "injective")
 class CudaInjective(Template):
     name = "cuda_injective"
+    horizontal = True  # plain grids: may share a launch (codegen/horizontal.py)
 
     def space(self, info: KernelInfo, target) -> ConfigSpace:
         s = ConfigSpace()

@@ -59,6 +59,7 @@ def _is_window(info: KernelInfo) -> bool:
 @register("gpu", "pool")
 class CudaWindowPool(Template):
     name = "cuda_window_pool"
+    horizontal = True  # plain grids: may share a launch (codegen/horizontal.py)
 
     def accepts(self, info: KernelInfo) -> bool:
         g = info.geometry

@@ -113,6 +113,7 @@ def _row_dims(info: KernelInfo) -> list[int]:
 @register("gpu", "reduce", "softmax", "norm", "pool", "lrn")
 class CudaCrossThreadReduction(Template):
     name = "cuda_cross_thread_reduction"
+    horizontal = True  # plain grids: may share a launch (codegen/horizontal.py)
 
     # -- space ------------------------------------------------------------------------
     def _thread_candidates(self, info: KernelInfo, red: int, lim: DeviceCaps) -> list[int]:

@@ -177,6 +177,10 @@ class TensorCoreGemm(Template):
     def pass_config(self, info: KernelInfo, cfg: Config, target) -> dict:
         return pass_config(cfg["intrin"], target, _slices(cfg))
 
+    def shares_launch(self, info: KernelInfo, cfg: Config, target) -> bool:
+        """A cluster split's CTAs must be consecutive blocks of one cluster: it keeps its launch."""
+        return _slices(cfg) == 1
+
     def preload(self) -> None:
         tvm_cuda_intrinsics()  # TVM's CUDA tensor intrinsics (intrin/tvm_library.py)
 
