@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import logging
 import re
+from dataclasses import replace
 from typing import Optional, Sequence
 
 from . import UsageError
@@ -339,6 +340,18 @@ def add_db_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-cache", action="store_true", help="do not use the on-disk kernel cache")
     p.add_argument("-j", "--jobs", type=int, default=None,
                    help="kernels compiled at once (default: $TEFUSE_BUILD_JOBS, else the CPU count up to 32)")
+    p.add_argument("--horizontal", action=argparse.BooleanOptionalAction, default=None,
+                   help="run independent launch-bound kernels (one dependency level, each at most one wave of "
+                        "thread blocks) as one launch a level and kernel kind (default: $TEFUSE_HORIZONTAL, else off)")
+
+
+def build_options(args):
+    """The BuildOptions of a command: the environment's (TEFUSE_*), --horizontal over them."""
+    from ..options import BuildOptions
+
+    opts = BuildOptions.from_env()
+    flag = getattr(args, "horizontal", None)
+    return opts if flag is None else replace(opts, horizontal=flag)
 
 
 def open_db_and_cache(args):
@@ -452,7 +465,7 @@ def run(args) -> int:
         raise UsageError("--emit ptx needs a cuda target")
     target = resolve_target(args.target)
     db, cache = open_db_and_cache(args)
-    cg = build_graph(graph, target, db, cache, args.jobs, **graph_options(args, graph))
+    cg = build_graph(graph, target, db, cache, args.jobs, options=build_options(args), **graph_options(args, graph))
     if args.emit == "summary":
         print(cg.summary())
     elif args.emit == "ptx":

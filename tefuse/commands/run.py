@@ -66,8 +66,8 @@ from typing import Any, Optional
 
 from ..errors import TefuseError
 from . import UsageError
-from .build import (add_batch_option, add_db_options, add_precision_option, add_shape_option, graph_options,
-                    open_db_and_cache, parse_batches, parse_shapes)
+from .build import (add_batch_option, add_db_options, add_precision_option, add_shape_option, build_options,
+                    graph_options, open_db_and_cache, parse_batches, parse_shapes)
 
 log = logging.getLogger(__name__)
 
@@ -350,7 +350,7 @@ def _load(args: argparse.Namespace, given: dict[str, Any], sources: Optional[dic
                 shapes[k] = tuple(v.shape)
         graph = import_model(model, shapes, input_names, args.model)
     db, cache = open_db_and_cache(args)
-    cg = build_graph(graph, target, db, cache, args.jobs, **graph_options(args, graph))
+    cg = build_graph(graph, target, db, cache, args.jobs, options=build_options(args), **graph_options(args, graph))
     return cg, len(model.graph.node), model, time.perf_counter() - t0
 
 
@@ -409,7 +409,7 @@ def _bisect(args: argparse.Namespace, target, model, feeds: dict[str, Any]):
         init = {i.name for i in sub.graph.initializer}
         names = [i.name for i in sub.graph.input if i.name not in init]
         graph = import_model(sub, {k: v for k, v in shapes.items() if k in names}, names, f"{args.model} (cut)")
-        return build_graph(graph, target, db, cache, args.jobs, **options).run(
+        return build_graph(graph, target, db, cache, args.jobs, options=build_options(args), **options).run(
             as_numpy=True, **{k: v for k, v in inputs.items() if k in names})
 
     return first_divergence(model, feeds, runner, options["precision"], args.rtol)
