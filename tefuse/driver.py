@@ -230,7 +230,7 @@ def _launch_info(prep: PreparedGroup, target: tvm.target.Target, gpu: bool) -> L
             g = grid(prep.mod["main"])
         except MergeError:
             g = None
-        if (g is not None and not g.warp) or not gpu:
+        if (g is not None and not g.warp) or not gpu:  # tensor-core fragments: see merge_launches
             blocks = g.num_blocks if g else 0
             key = (choice.template.name, str(choice.template.compile_target(info, choice.config, target)),
                    repr(sorted(choice.template.pass_config(info, choice.config, target).items())),

@@ -173,9 +173,10 @@ def merge_launches(members: Sequence[Member], name: str) -> tir.PrimFunc:
         allocs = [b for f in funcs for b in (_root(f).alloc_buffers or [])]
     elif any(g is None for g in grids):
         raise MergeError("GPU and CPU kernels cannot share a launch")
-    elif any(g.warp for g in grids):
-        # TVM's LowerWarpMemory lowers the warp buffers of one of them only
-        raise MergeError("a kernel with warp-scope buffers (tensor-core fragments) keeps its own launch")
+    elif sum(g.warp for g in grids) > 1:
+        # TVM's LowerWarpMemory lowers the warp buffers of one of them only (the others would
+        # stay whole-warp arrays in every thread)
+        raise MergeError("two kernels with warp-scope buffers (tensor-core fragments) cannot share a launch")
     else:
         body = _block_ranges(grids)
     root = SBlock([], [], [], "root", body, alloc_buffers=allocs)
@@ -226,6 +227,9 @@ def _member_work(g: Grid, bx: tir.Var, start: int, tx: Optional[tir.Var], thread
     for var, extent in reversed(g.blocks):  # blockIdx.x (innermost) fastest
         dtype = expr_dtype(var)
         local = _as(bx, dtype) - tir.const(start, dtype) if start else _as(bx, dtype)
+        # clamped to the member's own blocks (a no-op in its branch), so TVM's bound analysis
+        # sizes its buffers (registers, shared memory, warp fragments) as in its own kernel
+        local = tir.min(tir.max(local, tir.const(0, dtype)), tir.const(g.num_blocks - 1, dtype))
         index = local if stride == 1 else tir.floordiv(local, tir.const(stride, dtype))
         values[var] = tir.const(0, dtype) if extent == 1 else (
             index if stride * extent == g.num_blocks else tir.floormod(index, tir.const(extent, dtype)))
