@@ -461,7 +461,7 @@ def build(graph: GraphSource, target: TargetLike = "llvm", *, db: Union[BestReco
         graph, fuse=fuse, prologue=prologue_policy(tgt, prologue), multi_output=multi_output, bare_anchors=bare),
         db, options, predictor, jobs)
     if options.horizontal:
-        preps = merge_horizontal(preps, tgt)
+        preps = merge_horizontal(preps, tgt, options.horizontal_waves)
     t_compile = time.perf_counter()
     kernels = compile_groups(preps, tgt, cache=cache, jobs=jobs, progress=progress)
     t_end = time.perf_counter()

@@ -28,13 +28,16 @@ class BuildOptions:
     rule-based fallback. Only builds with a tuning database use it. Off by default until the
     model zoo has been checked on the GPU with predicted configs: the fallbacks are the configs
     that check has covered.
-    horizontal: runs of independent small elementwise kernels, next to each other in run order,
-    are merged into one launch (codegen/horizontal.py; `driver.merge_horizontal` says which).
-    Off by default until checked on the GPU."""
+    horizontal: independent kernels of one dependency level that are launch-bound (at most
+    `horizontal_waves` waves of thread blocks each) run as one launch (fusion/horizontal.py says
+    which, codegen/horizontal.py merges them). Off by default until checked on the GPU.
+    horizontal_waves: that bound; None merges kernels of any size (a multi-tensor optimizer
+    step, one launch over all its tensors)."""
 
     prefer_mfma: bool = False
     transfer: bool = field(default=False, metadata={"keys": False})
     horizontal: bool = field(default=False, metadata={"keys": False})  # merged kernels have keys of their own
+    horizontal_waves: Optional[float] = field(default=1.0, metadata={"keys": False})
 
     def changed(self) -> dict:
         """The fields that differ from the defaults, less those marked keys=False: what keys a
