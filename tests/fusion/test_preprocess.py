@@ -70,3 +70,38 @@ def test_one_cuda_kernel_that_nvcc_builds(graph, tmp_path):
     src.write_text(cg.kernels[0].source("cuda"))
     subprocess.run(["nvcc", "-arch=sm_90", "-c", str(src), "-o", str(tmp_path / "k.o")], check=True,
                    capture_output=True, text=True)
+
+
+def _resizes_of_different_sizes():
+    """One image, three crops resized to their own sizes (24x40, 10x12, 30x30), normalised: three
+    independent pipelines with outputs of different shapes."""
+    b = GraphBuilder()
+    img = b.input("image", P.RGB_IMAGE, "uint8")
+    outs = []
+    for k, size in enumerate([(24, 40), (10, 12), (30, 30)]):
+        r = b.crop_resize(img, b.input(f"rects{k}", (1, 4), "int32"), size=size, mode="linear")
+        outs.append(b.normalize(r, mul=P.MUL, sub=P.SUB, div=P.DIV))
+    return b.build(outs)
+
+
+@pytest.mark.parametrize("target", ["llvm", "cuda:sm_90"])
+def test_resizes_of_different_sizes_share_one_launch(target):
+    """Divergent horizontal fusion of planes of different sizes: each resize keeps its own output
+    and its own thread blocks, one launch for all; the same numbers as the resizes apart."""
+    from tefuse.options import BuildOptions
+
+    g = _resizes_of_different_sizes()
+    merged = tefuse.build(g, target, options=BuildOptions(horizontal=True))
+    apart = tefuse.build(g, target)
+    assert (merged.num_kernels, apart.num_kernels) == (1, 3)
+    if target != "llvm":
+        from tefuse.codegen.ptx import cuda_kernel_names
+
+        assert cuda_kernel_names(merged.kernels[0].source("cuda")) == ["main_kernel"]
+        return
+    rng = np.random.default_rng(5)
+    feeds = {"image": rng.integers(0, 256, P.RGB_IMAGE, dtype=np.uint8)}
+    feeds.update({f"rects{k}": np.asarray([r], np.int32) for k, r in enumerate(P.RGB_RECTS[:3])})
+    for got, want in zip(merged.run(**feeds), apart.run(**feeds)):
+        assert got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
