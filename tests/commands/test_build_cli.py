@@ -130,3 +130,25 @@ def test_a_hopper_fp16_chain_builds_to_wgmma(capsys):
     assert main(["build", *HOPPER_CHAIN, "-t", "cuda:sm_90", "-e", "cuda"]) == 0
     src = capsys.readouterr().out
     assert len(cuda_kernel_names(src)) == 1 and "wgmma" in src
+
+
+def test_horizontal_option_merges_independent_kernels(tmp_path, capsys, monkeypatch):
+    """--horizontal: three independent branches of a model, one launch; --no-horizontal wins over
+    TEFUSE_HORIZONTAL=1."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    nodes = [helper.make_node(op, ["x"], [op.lower()]) for op in ("Relu", "Sigmoid", "Tanh")]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])],
+                          [helper.make_tensor_value_info(op.lower(), TensorProto.FLOAT, [2, 8])
+                           for op in ("Relu", "Sigmoid", "Tanh")])
+    path = tmp_path / "branches.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    args = ["build", str(path), "--no-db", "--no-cache"]
+    assert main(args + ["--horizontal"]) == 0
+    assert "1 kernels for 3 ops on llvm" in capsys.readouterr().out
+    monkeypatch.setenv("TEFUSE_HORIZONTAL", "1")
+    assert main(args + ["--no-horizontal"]) == 0
+    assert "3 kernels for 3 ops on llvm" in capsys.readouterr().out
+    assert main(args) == 0
+    assert "1 kernels for 3 ops on llvm" in capsys.readouterr().out
