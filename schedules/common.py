@@ -187,6 +187,20 @@ def bind_threads(sch: s_tir.Schedule, block, threads: int, inner: int = 1, vecto
     sch.bind(tx, "threadIdx.x")
 
 
+def bind_channels(sch: s_tir.Schedule, block, threads: int, axis: int) -> None:
+    """A thread computes every element along loop `axis` (a pixel's channels, unrolled), the
+    other loops fused and bound as bind_threads does: what the channels share (a resampling
+    window's coordinates and source loads) is computed once a thread, not once a channel."""
+    loops = sch.get_loops(block)
+    rest = [lp for i, lp in enumerate(loops) if i != axis]
+    sch.reorder(*rest, loops[axis])
+    fused = sch.fuse(*rest) if len(rest) > 1 else rest[0]
+    bx, tx = sch.split(fused, [None, threads])
+    sch.bind(bx, "blockIdx.x")
+    sch.bind(tx, "threadIdx.x")
+    sch.unroll(loops[axis])
+
+
 def _bind_vectors(sch: s_tir.Schedule, block, threads: int, lanes: int) -> None:
     """A thread computes `lanes` consecutive outputs into registers, one by one as before, then
     stores them as one vector. (The computation is not vectorized: a pad's guarded loads would

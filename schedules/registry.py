@@ -55,6 +55,8 @@ class KernelInfo:
     # whether a padded row / column index of the anchor's output lands on another output element
     # through the epilogue's reshapes (fusion/epilogue.py): tiles must then divide that extent
     padding_spills: tuple[bool, bool] = (False, False)
+    # whether an op of the group samples a window per output element (tefuse.ops OpDef.samples)
+    samples: bool = False
 
     def stage(self, role: str) -> Optional[str]:
         """The block playing `role`, or None (a weight read straight from a parameter has none)."""

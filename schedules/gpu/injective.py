@@ -9,9 +9,19 @@ from tvm import s_tir
 from ...target import device_caps
 from ..space import Config, ConfigSpace
 
-from ..common import bind_threads, dtype_bytes, inline_all, outer_nests
+from ..common import bind_channels, bind_threads, dtype_bytes, inline_all, outer_nests
 from ..registry import KernelInfo, Template, register
 from .lanes import MAX_VECTOR_BYTES, stores_contiguous
+
+
+def pixel_axis(info: KernelInfo):
+    """The innermost axis of the (one) output whose extent is 2-4 (a pixel's channels: NCHW's C,
+    NHWC's C), the batch axis excluded where others exist; None without one."""
+    if len(info.output_shapes) != 1:
+        return None
+    shape = info.output_shapes[0]
+    axes = [a for a, d in enumerate(shape) if 2 <= d <= 4 and (a > 0 or len(shape) == 3)]
+    return axes[-1] if axes else None
 
 
 @register("gpu", "injective")
@@ -28,6 +38,10 @@ class CudaInjective(Template):
         # a vector of at most 16 bytes, and not of bools (TVM stores 4 one-byte bools as a ushort4)
         width = 0 if info.dtype == "bool" else dtype_bytes(info.dtype)
         s.constrain(lambda v: not v["vector"] or 1 < v["inner"] and 0 < v["inner"] * width <= MAX_VECTOR_BYTES)
+        # a pixel's channels a thread (pixel_axis), so that they share its coordinates and loads
+        s.define_knob("pixel", [False, True], implied_first=True)
+        has_pixel = pixel_axis(info) is not None
+        s.constrain(lambda v: not v["pixel"] or has_pixel and v["inner"] == 1 and not v["vector"])
         return s
 
     def fallback(self, info: KernelInfo, target, space: ConfigSpace) -> Config:
@@ -39,6 +53,10 @@ class CudaInjective(Template):
         only 98 blocks of 256 on 132 SMs (its time alone is at the per-launch floor of the
         kernel timer either way; the b1 bench stayed 0.82x cuDNN). Wider outputs keep one
         element a thread (a warp already stores 128 bytes an instruction)."""
+        if info.samples and pixel_axis(info) is not None:
+            # a resampling pipeline: a thread's channels share the window's coordinates and
+            # source loads, which one channel a thread computes three times over
+            return space.from_values({"threads": 256, "inner": 1, "vector": False, "pixel": True})
         itemsize = dtype_bytes(info.dtype)
         lanes = MAX_VECTOR_BYTES // itemsize
         if (device_caps(target).kind == "cuda" and itemsize == 2 and len(info.output_blocks) == 1  # ROCm: not measured
@@ -60,7 +78,11 @@ class CudaInjective(Template):
         # a vector a thread through registers: a kernel of one block only (a multi-output nest's
         # blocks share its loops), whose lanes store consecutive, aligned elements
         alone = len(sch.get_child_blocks(sch.get_sblock("root"))) == 1
+        axis = pixel_axis(info) if cfg["pixel"] and alone else None
         for block in outer_nests(sch):
+            if axis is not None:
+                bind_channels(sch, block, cfg["threads"], axis)
+                continue
             vector = (cfg["vector"] and alone
                       and stores_contiguous(sch, block, sch.get_loops(block)[-1], int(cfg["inner"])))
             bind_threads(sch, block, cfg["threads"], cfg["inner"], vector)

@@ -133,6 +133,7 @@ def _kernel_info(group: FusedGroup, func: tir.PrimFunc, n_out: int) -> KernelInf
         stages=stages,
         operands=operands,
         padding_spills=astuple(padding_spill(group)),
+        samples=any(get_op(n.op).samples for n in group.nodes),
     )
 
 

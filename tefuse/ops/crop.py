@@ -186,7 +186,7 @@ def _check_dtype(dtype: str, op: str) -> None:
         raise OpError(f"{op}: dtype must be a numeric type, got {dtype!r}")
 
 
-@register_op("crop_resize", OpPattern.INJECTIVE, num_inputs=2,
+@register_op("crop_resize", OpPattern.INJECTIVE, num_inputs=2, samples=True,
              attrs={"size": None, "mode": "linear", "keep_aspect_ratio": False, "background": 0.0,
                     "dtype": "float32", "coordinate": "half_pixel", "plane_sizes": False})
 def crop_resize(inputs: Sequence[Value], attrs: dict) -> Value:

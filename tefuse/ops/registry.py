@@ -46,6 +46,10 @@ class OpDef:
     # accepted, but kept out of a node's attrs while at their default, so adding one leaves
     # every existing workload key (and tuning record) as it was; e.g. matrix products' `math`
     optional: dict[str, Any] = field(default_factory=dict)
+    # reads a window of source elements per output element, with coordinates to compute
+    # (resize, crop_resize): many instructions an element, which a schedule can share between
+    # the channels of one pixel (KernelInfo.samples)
+    samples: bool = False
 
     def geometry_of(self, in_shapes: Sequence[Sequence[int]], out_shape: Sequence[int], attrs: dict):
         """This op's geometry for one node, or None when it declares none."""
@@ -81,7 +85,8 @@ _REGISTRY: dict[str, OpDef] = {}
 
 def register_op(name: str, pattern: OpPattern, *, anchor: Optional[str] = None,
                 num_inputs: Optional[int] = None, attrs: Optional[dict] = None,
-                geometry: Optional[GeometryFn] = None, optional: Optional[dict] = None):
+                geometry: Optional[GeometryFn] = None, optional: Optional[dict] = None,
+                samples: bool = False):
     """Decorator registering a compute function under `name`."""
     if anchor is not None and not isinstance(anchor, str):
         raise TypeError(f"op {name!r}: anchor must be a template family name, got {anchor!r}")
@@ -90,7 +95,7 @@ def register_op(name: str, pattern: OpPattern, *, anchor: Optional[str] = None,
         if name in _REGISTRY:
             raise ValueError(f"op {name!r} registered twice")
         _REGISTRY[name] = OpDef(name, pattern, fn, anchor, num_inputs, dict(attrs or {}),
-                                (fn.__doc__ or "").strip(), geometry, dict(optional or {}))
+                                (fn.__doc__ or "").strip(), geometry, dict(optional or {}), samples)
         return fn
 
     return deco

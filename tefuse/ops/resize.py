@@ -380,7 +380,7 @@ def _check(x: Value, attrs: dict) -> None:
         raise OpError("resize: the input must have at least one dim")
 
 
-@register_op("resize", OpPattern.INJECTIVE, num_inputs=1,
+@register_op("resize", OpPattern.INJECTIVE, num_inputs=1, samples=True,
              attrs={"scales": None, "sizes": None, "axes": None, "mode": "nearest",
                     "coordinate_transformation_mode": "half_pixel", "nearest_mode": "round_prefer_floor",
                     "cubic_coeff_a": -0.75, "exclude_outside": False, "antialias": False, "roi": None,

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import tefuse
-from tests.schedules.gpu.test_injective import _bias_relu, _space, _stem_pad
+from tests.schedules.gpu.test_injective import _bias_relu, _planar_resize, _space, _stem_pad
 
 pytestmark = pytest.mark.gpu
 
@@ -37,3 +37,15 @@ def test_vector_stores_give_llvms_values(case, rng):
     assert _space(k.group).get(k.config_index)["vector"]
     got = cg.run(**vals)[0]
     np.testing.assert_array_equal(np.asarray(got, np.float32), np.asarray(want, np.float32))
+
+
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+def test_a_pixel_a_thread_gives_llvms_values(layout, rng):
+    graph = _planar_resize(3, layout)
+    vals = {"img": rng.integers(0, 256, (40, 50, 3), dtype=np.uint8),
+            "rects": np.array([[0, 0, 50, 40], [3, 7, 20, 9]], np.int32)}
+    want = tefuse.build(graph, "llvm").run(**vals)[0]
+    cg = tefuse.build(graph, "cuda")
+    (k,) = cg.kernels
+    assert _space(k.group).get(k.config_index)["pixel"]
+    np.testing.assert_allclose(cg.run(**vals)[0], want, rtol=0, atol=1e-5)

@@ -97,7 +97,7 @@ def test_a_record_from_before_the_vector_knob_means_unrolled():
     (group,) = fuse_graph(_bias_relu(64))
     space = _space(group)
     old = space.find({"threads": 128, "inner": 4})  # a shipped fp16 record's values
-    assert old is not None and space.get(old).values == {"threads": 128, "inner": 4, "vector": False}
+    assert old is not None and space.get(old).values == {"threads": 128, "inner": 4, "vector": False, "pixel": False}
     assert space.get(space.find({"threads": 128, "inner": 4, "vector": True}))["vector"]
 
 
@@ -131,3 +131,37 @@ def test_multi_output_groups_and_rocm_keep_the_scalar_fallback(make, target):
     t, info, tgt, space, cfg = _fallback(make(), target)
     assert cfg.index == 0 and not cfg["vector"]
     assert list(t.fallback_alternatives(info, tgt, space, cfg)) == []  # nothing to retry it as
+
+
+def _planar_resize(channels=3, layout="NCHW"):
+    """uint8 HWC image -> two rectangles resized to 16x16 -> normalised, planar or packed."""
+    b = tefuse.GraphBuilder()
+    img, rects = b.input("img", (40, 50, channels), "uint8"), b.input("rects", (2, 4), "int32")
+    r = b.normalize(b.crop_resize(img, rects, size=(16, 16)), sub=(1.0,) * channels, div=(2.0,) * channels)
+    return b.build(b.transpose(r, axes=(0, 3, 1, 2)) if layout == "NCHW" else r)
+
+
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+def test_a_resampling_kernel_computes_a_pixels_channels_in_one_thread(layout):
+    """Its channels share the window's coordinates and loads: one thread stores all three (the
+    NV12 pipeline's planar kernel went from 407 PTX instructions a channel to 253 a pixel)."""
+    cfg, src = _kernel(_planar_resize(3, layout))
+    assert cfg["pixel"] and cfg["inner"] == 1
+    out = re.search(r"float\* __restrict__ (out_\w+)_ptr\)", src).group(1)
+    assert _stores(src, out) == (0, 3)
+
+
+def test_a_kernel_that_samples_nothing_keeps_one_element_a_thread():
+    b = tefuse.GraphBuilder()
+    x = b.input("x", (2, 3, 16, 16), "float32")
+    cfg, src = _kernel(b.build(b.relu(x)))
+    assert not cfg["pixel"]
+
+
+def test_the_pixel_knob_needs_a_small_channel_axis():
+    """A resize whose output has no axis of 2-4 elements offers no pixel config."""
+    b = tefuse.GraphBuilder()
+    img, rects = b.input("img", (40, 50, 8), "uint8"), b.input("rects", (5, 4), "int32")
+    t, info, tgt, space, cfg = _fallback(b.build(b.crop_resize(img, rects, size=(16, 16))))
+    assert not cfg["pixel"]
+    assert not any(c["pixel"] and space.admits(c.index) for c in space)
