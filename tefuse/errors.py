@@ -42,3 +42,8 @@ class ModelImportError(TefuseError, ValueError):
         self.constant_inputs = list(constant_inputs or [])
 
 
+
+
+class DynamicShapeError(TefuseError, ValueError):
+    """A symbolic dimension's range is malformed, or a run's input sizes fall outside it or
+    contradict one another (two inputs disagreeing on one named dim)."""
