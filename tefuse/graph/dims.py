@@ -11,7 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Sequence, Union
 
-from ..errors import DynamicShapeError
+from tvm.ir.expr import Expr as PrimExpr
+from tvm import tirx as tir
+
+from tvm_ffi import structural_walk
+
+from ..errors import DynamicShapeError, OpError
+from ..ops.value import eval_dim as value_eval_dim
 
 Dim = Union[int, str]
 """One dimension of a shape: a fixed size, or the name of a symbolic size."""
@@ -110,3 +116,109 @@ def max_shape(shape: Sequence[Dim], ranges: Mapping[str, DimRange]) -> tuple[int
         else:
             out.append(int(d))
     return tuple(out)
+
+
+# -- symbolic dims inside a graph -------------------------------------------------------------
+# A graph input's symbolic dim is an int64 TE variable named after the dim; a node's shape may
+# hold expressions of them (a Reshape of [N, S, H] to [N*S, H]). Shapes that hold no variable
+# are plain ints, as before.
+
+def symbolic_dim(name: str) -> tir.Var:
+    """The int64 variable a symbolic dim `name` is in TE shapes (one per name and graph)."""
+    return tir.Var(name, "int64")
+
+
+def is_symbolic(d) -> bool:
+    return isinstance(d, PrimExpr) and not isinstance(d, tir.IntImm)
+
+
+def is_static(shape: Sequence) -> bool:
+    """Whether every dim of the shape is a fixed size."""
+    return not any(is_symbolic(d) for d in shape)
+
+
+def shape_str(shape: Sequence) -> str:
+    """`1,3,224,224` or `N,3,224,224` (an expression as TVM prints it)."""
+    return ",".join(str(d) for d in shape)
+
+
+def declared_shape(shape: Sequence) -> tuple[Dim, ...]:
+    """A graph input's shape as `bind_dims` takes it: a dim variable as its name."""
+    out: list[Dim] = []
+    for d in shape:
+        if isinstance(d, tir.Var):
+            out.append(d.name)
+        elif is_symbolic(d):
+            raise DynamicShapeError(f"an input dim must be a size or a name, got {d}")
+        else:
+            out.append(int(d))
+    return tuple(out)
+
+
+def dim_vars(shapes: Sequence[Sequence]) -> dict[str, tir.Var]:
+    """{name: variable} of every dim variable the shapes hold."""
+    found: dict[str, tir.Var] = {}
+
+    def visit(v: tir.Var) -> None:
+        found.setdefault(v.name, v)
+
+    for shape in shapes:
+        for d in shape:
+            if is_symbolic(d):
+                structural_walk(d, (tir.Var, visit), order="post")
+    return found
+
+
+_OPS = {"add": (tir.Add, lambda a, b: a + b), "sub": (tir.Sub, lambda a, b: a - b),
+        "mul": (tir.Mul, lambda a, b: a * b), "floordiv": (tir.FloorDiv, lambda a, b: a // b),
+        "floormod": (tir.FloorMod, lambda a, b: a % b), "min": (tir.Min, min), "max": (tir.Max, max)}
+
+
+def eval_dim(d, bound: Mapping[str, int]) -> int:
+    """A dim's size with each dim name bound (an int stays itself)."""
+    try:
+        return value_eval_dim(d, bound)
+    except OpError as e:
+        raise DynamicShapeError(str(e)) from None
+
+
+def concrete_shape(shape: Sequence, bound: Mapping[str, int]) -> tuple[int, ...]:
+    """A shape's sizes with the dim names bound."""
+    return tuple(eval_dim(d, bound) for d in shape)
+
+
+def ranges_max(ranges: Mapping[str, DimRange]) -> dict[str, int]:
+    """Each dim at its range's max: the binding buffers are planned for."""
+    return {k: r.max for k, r in ranges.items()}
+
+
+def dim_to_json(d) -> Union[int, str, list]:
+    """A dim for a saved plan: an int, a name, or [op, a, b] for an expression."""
+    if not is_symbolic(d):
+        return int(d)
+    if isinstance(d, tir.Var):
+        return d.name
+    if isinstance(d, tir.Cast):
+        return dim_to_json(d.value)
+    for op, (kind, _) in _OPS.items():
+        if isinstance(d, kind):
+            return [op, dim_to_json(d.a), dim_to_json(d.b)]
+    raise DynamicShapeError(f"dim expression {d} cannot be saved")
+
+
+def dim_from_json(v, variables: dict[str, tir.Var]):
+    """dim_to_json's inverse; names map to `variables` (made on first use, so shared)."""
+    if isinstance(v, int):
+        return v
+    if isinstance(v, str):
+        if v not in variables:
+            variables[v] = symbolic_dim(v)
+        return variables[v]
+    op, a, b = v
+    if op not in _OPS:
+        raise DynamicShapeError(f"unknown dim operation {op!r}")
+    x, y = dim_from_json(a, variables), dim_from_json(b, variables)
+    x = x if not isinstance(x, int) else tir.IntImm("int64", x)
+    y = y if not isinstance(y, int) else tir.IntImm("int64", y)
+    return {"add": tir.Add, "sub": tir.Sub, "mul": tir.Mul, "floordiv": tir.FloorDiv, "floormod": tir.FloorMod,
+            "min": tir.Min, "max": tir.Max}[op](x, y)
