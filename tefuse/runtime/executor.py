@@ -180,6 +180,15 @@ class CompiledGraph:
                     free.setdefault((self.planned_shape(p), p.dtype), []).append(plan[p])
         return plan
 
+    def memory(self) -> dict[str, int]:
+        """Device bytes: "buffers", one run's intermediates and outputs as planned (a symbolic
+        dim at its range's max), and "params", the constants uploaded so far (once per graph,
+        whatever sizes it runs at)."""
+        buffers = sum(int(np.prod(shape)) * np.dtype(dtype).itemsize for shape, dtype in self._slots)
+        with self._lock:
+            params = sum(int(np.prod(t.shape)) * np.dtype(str(t.dtype)).itemsize for t in self._params.values())
+        return {"buffers": buffers, "params": params}
+
     def _param(self, n: Node) -> tvm.runtime.Tensor:
         t = self._params.get(n)
         if t is None:
