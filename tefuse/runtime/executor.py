@@ -180,6 +180,14 @@ class CompiledGraph:
                     free.setdefault((self.planned_shape(p), p.dtype), []).append(plan[p])
         return plan
 
+    def dim_sizes(self, inputs: Mapping[str, Any], partial: bool = False) -> dict[str, int]:
+        """{dim name: size} that these inputs (name -> array) bind, checked as a run checks them;
+        {} for a graph of fixed shapes. partial: inputs may be missing (their dims stay unbound)."""
+        if not self.dynamic:
+            return {}
+        specs = {k: v for k, v in self._specs.items() if k in inputs} if partial else self._specs
+        return bind_dims(specs, {k: tuple(np.shape(v)) for k, v in inputs.items()}, self.dim_ranges)
+
     def memory(self) -> dict[str, int]:
         """Device bytes: "buffers", one run's intermediates and outputs as planned (a symbolic
         dim at its range's max), and "params", the constants uploaded so far (once per graph,
