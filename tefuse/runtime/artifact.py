@@ -62,8 +62,8 @@ from .profiles import Profile, ProfiledGraph
 
 log = logging.getLogger(__name__)
 
-FORMAT, VERSION = "tefuse-artifact", 4  # 2: versions, member checksums, plan checksum; 3: batch profiles;
-# 4: symbolic dims (a shape's dim a name or an expression, and "dims": each name's range)
+FORMAT, VERSION = "tefuse-artifact", 3  # 2: versions, member checksums, plan checksum; 3: batch profiles
+SYMBOLIC_VERSION = 4  # a graph with symbolic dims (a shape's dim a name or an expression, "dims": the ranges)
 READS = (2, 3, 4)  # version 2 is version 3 without profiles, 3 is 4 without symbolic dims
 _RUNTIME = {"hip": "ROCm (HIP)", "cuda": "CUDA", "rocm": "ROCm"}
 PathLike = Union[str, os.PathLike]
@@ -125,8 +125,8 @@ def _plan(cg: CompiledGraph) -> tuple[dict, dict[str, np.ndarray]]:
         })
     from ..version import __version__
 
-    plan = {"format": FORMAT, "version": VERSION, "tefuse_version": __version__,
-            "tvm_version": tvm.__version__, "target": json.loads(str(cg.target)),
+    plan = {"format": FORMAT, "version": SYMBOLIC_VERSION if cg.dim_ranges else VERSION,
+            "tefuse_version": __version__, "tvm_version": tvm.__version__, "target": json.loads(str(cg.target)),
             "inputs": [i.name for i in cg.graph.inputs], "outputs": [o.name for o in cg.graph.outputs],
             "nodes": nodes, "kernels": kernels}
     if cg.calibration is not None:  # the int8 scales, reusable without the samples
