@@ -17,7 +17,7 @@ from ..fusion import FusedGroup
 from ..fusion.epilogue import padding_spill
 from ..graph.ir import CONST, Node
 from ..ops import Value, get_op
-from ..ops.value import is_static_shape, loop_index_dtype, te_compute
+from ..ops.value import hinted_dim, is_static_shape, loop_index_dtype, te_compute
 from ..schedules import KernelInfo
 from ..schedules.registry import ACCUMULATOR, DATA, WEIGHT
 
@@ -125,15 +125,22 @@ def _kernel_info(group: FusedGroup, func: tir.PrimFunc, n_out: int) -> KernelInf
         reduce_blocks=reduce_,
         output_blocks=outputs,
         attrs=dict(a.attrs) if a is not None else {},
-        out_shape=tuple(a.shape if a is not None else group.outputs[0].shape),
-        output_shapes=[tuple(o.shape) for o in group.outputs],
-        in_shapes=[tuple(i.shape) for i in a.inputs] if a is not None else [],
+        out_shape=_sized(a.shape if a is not None else group.outputs[0].shape),
+        output_shapes=[_sized(o.shape) for o in group.outputs],
+        in_shapes=[_sized(i.shape) for i in a.inputs] if a is not None else [],
+        symbolic=not all(is_static_shape(n.shape) for n in [*group.inputs, *group.nodes]),
         dtype=_compute_dtype(a, group),
         geometry=_geometry(a),
         stages=stages,
         operands=operands,
         padding_spills=astuple(padding_spill(group)),
     )
+
+
+def _sized(shape) -> tuple[int, ...]:
+    """A shape as templates size a kernel by: a symbolic dim at the size the build is tuned for
+    (its range's opt, ops.value.dim_hints); the kernel's own extents stay symbolic."""
+    return tuple(hinted_dim(d) for d in shape)
 
 
 def _compute_dtype(anchor: Node | None, group) -> str:

@@ -16,8 +16,10 @@ from .value import Value, acc_dtype, expr_dtype, is_static_shape, lazy, te_compu
 _PROD = te.comm_reducer(lambda a, b: a * b, lambda t: tir.const(1, t), name="prod")
 
 
-def _mean(v, n: int):
-    return v / tir.const(n, expr_dtype(v))
+def _mean(v, n):
+    """v / n; n a count, or an expression of symbolic dims (cast to v's type at run time)."""
+    d = expr_dtype(v)
+    return v / (tir.const(n, d) if isinstance(n, int) else tir.Cast(d, n))
 
 
 def _square(v):
@@ -244,7 +246,7 @@ def layer_norm(inputs: Sequence[Value], attrs: dict) -> Value:
     for name, v in (("scale", scale), ("bias", bias)):
         if v.shape != (n,):
             raise OpError(f"layer_norm: {name} must have shape ({n},), got {v.shape}")
-    inv_n = tir.const(1.0 / n, acc)
+    inv_n = tir.const(1.0 / n, acc) if isinstance(n, int) else tir.const(1.0, acc) / tir.Cast(acc, n)
     k1 = te.reduce_axis((0, n), "k1")
     total = te_compute(red_shape, lambda *i: te.sum(at(i, k1), axis=k1), name="norm_sum", tag="norm")
     k2 = te.reduce_axis((0, n), "k2")
