@@ -27,6 +27,7 @@ from ..graph.lowbit import from_storage, logical_dtype, to_storage
 from ..target import device_for, has_gpu
 
 log = logging.getLogger(__name__)
+SIZED_KEPT = 64  # bindings of a dynamic graph's dims whose argument lists a buffer set keeps
 
 
 def to_device(x: Any, dev) -> tvm.runtime.Tensor:
@@ -416,6 +417,8 @@ class CompiledGraph:
         hit = bs.sized.get(key)
         if hit is not None:
             return hit
+        if len(bs.sized) >= SIZED_KEPT:  # the oldest binding's lists go (they are rebuilt on use)
+            bs.sized.pop(next(iter(bs.sized)))
         slot_of = {}
         for n, slot in self._plan.items():
             shape = self._shape(n, sizes)
@@ -423,7 +426,7 @@ class CompiledGraph:
             if int(np.prod(shape)) > int(np.prod(base.shape)):
                 raise DynamicShapeError(f"{n.name}: shape {list(shape)} at {dict(sizes)} is larger than its "
                                         f"buffer {list(base.shape)} planned for the ranges' maxima")
-            slot_of[n] = base._create_view(shape, n.dtype)
+            slot_of[n] = base._create_view(shape, n.dtype)  # TVM's view: same memory, this run's shape
         launches = []
         for k, argv, holes in bs.launches:
             nodes = [*k.params, *k.outputs]
