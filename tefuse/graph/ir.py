@@ -291,9 +291,11 @@ class GraphBuilder:
             dims = tuple(shape)
         except TypeError:
             raise GraphError(f"input {name!r}: shape must be a sequence of integers, got {shape!r}") from None
-        if not all((isinstance(s, (int, np.integer)) and not isinstance(s, bool)) or (isinstance(s, str) and s)
+        # a name is not a number spelled as a string ("2" is a size given wrongly, not a name)
+        if not all((isinstance(s, (int, np.integer)) and not isinstance(s, bool))
+                   or (isinstance(s, str) and s and not s.strip().lstrip("+-").replace(".", "", 1).isdigit())
                    for s in dims):
-            raise GraphError(f"input {name!r}: dims must be integers or dim names, got {dims}")
+            raise GraphError(f"input {name!r}: dims must be integers or dim names (not numbers as text), got {dims}")
         if any(not isinstance(s, str) and int(s) < 1 for s in dims):
             raise GraphError(f"input {name!r}: every dim must be >= 1, got {dims}")
         check_dtype(dtype, f"input {name!r}")
