@@ -57,6 +57,10 @@ class KernelInfo:
     padding_spills: tuple[bool, bool] = (False, False)
     # whether an op of the group samples a window per output element (tefuse.ops OpDef.samples)
     samples: bool = False
+    # a dim of the kernel is bound at run time (a build over dim ranges): its loop extents are
+    # expressions, the shapes above are at the range's opt; only templates that declare
+    # `symbolic_extents` schedule it
+    symbolic: bool = False
 
     def stage(self, role: str) -> Optional[str]:
         """The block playing `role`, or None (a weight read straight from a parameter has none)."""
@@ -87,6 +91,9 @@ class Template:
     forms_by_default = False
     # whether its kernels may share a launch with independent kernels (see shares_launch)
     horizontal = False
+    # whether the template schedules kernels whose extents are symbolic (KernelInfo.symbolic):
+    # loops split with predicated tails, nothing in the schedule sized from an extent's value
+    symbolic_extents = False
 
     def accepts(self, info: KernelInfo) -> bool:
         """Whether the template can schedule this group at all (a key may hold templates

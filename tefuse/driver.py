@@ -6,6 +6,7 @@ compile path (codegen.compile), the kernel cache and the runtime together.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextvars
 import logging
 import os
 import threading
@@ -19,12 +20,13 @@ from .codegen.compile import check_limits, compile_module, device_source
 from .codegen.horizontal import Member, MergeError, grid, merge_launches
 from .codegen.lower import LoweredGroup, lower_group
 from .codegen.schedule import BestRecordSource, ConfigPredictor, ScheduleChoice, apply_choice, choose_schedule
-from .errors import BuildError, GraphError, UnschedulableGroup
+from .errors import BuildError, DynamicShapeError, GraphError, UnschedulableGroup
 from .fusion import FusedGroup, ProloguePolicy, fuse_graph
 from .fusion.horizontal import HorizontalRule, LaunchInfo, plan_launches
 from .fusion.workload import workload_key
 from .graph.attention import fuse_attention as form_attention
 from .graph.attention_keys import pad_attention_keys
+from .graph.dims import DimRange, dim_vars, parse_range
 from .graph.fold_bn import fold_batch_norm
 from .graph.grouped import dense_grouped_convs
 from .graph.ir import Graph
@@ -37,6 +39,7 @@ from .graph.views import clone_shared_views
 from .graph.weights import nk_gemm_weights
 from .graph.calibration import Calibration, insert_qdq
 from .graph.precision import QUANTIZED, check_precision, convert_precision, float_precision
+from .ops.value import dim_hints
 from .options import DEFAULT, BuildOptions
 from .runtime.executor import BuildTimes, CompiledGraph
 from .runtime.kernel import CompiledKernel
@@ -145,6 +148,10 @@ def _map_in_threads(fn: Callable, items: list, jobs: Optional[int]) -> list[tupl
             return fn(item), None
         except Exception as e:  # noqa: BLE001 - handed back in order, raised by the caller
             return None, e
+
+    contexts = {id(item): contextvars.copy_context() for item in items}  # the caller's (dim_hints)
+    one_in_context = one
+    one = lambda item: contexts[id(item)].run(one_in_context, item)  # noqa: E731
 
     jobs = min(len(items), jobs or default_jobs()) or 1
     if jobs == 1:
@@ -396,7 +403,8 @@ def build(graph: GraphSource, target: TargetLike = "llvm", *, db: Union[BestReco
           fuse_attention: Optional[bool] = None, split_k: Union[bool, int] = True,
           layout: Optional[str] = None, progress: Optional[Callable[[int, int], None]] = None,
           batch_sizes: Optional[Sequence[int]] = None, options: Optional[BuildOptions] = None,
-          qdq: bool = True, calibration: Optional[Calibration] = None):
+          qdq: bool = True, calibration: Optional[Calibration] = None,
+          dynamic: Optional[Mapping[str, Union[DimRange, str]]] = None):
     """Fuse and compile a graph; returns a `CompiledGraph` ready to run.
 
     Batch profiles: `graph` may be {batch: Graph} (e.g. `import_onnx_profiles(model, [1, 8])`),
@@ -435,14 +443,31 @@ def build(graph: GraphSource, target: TargetLike = "llvm", *, db: Union[BestReco
     options: the BuildOptions (tefuse/options.py); None reads them from the environment. With a
     db, a kernel no record covers takes the transfer cost model's pick (options.transfer,
     tune/transfer.py; config_source "predicted"), else its template's fallback.
+    dynamic: {dim name: DimRange or "min:opt:max"} for a graph with symbolic dims (an input
+    declared with a name, `import_onnx(..., dynamic=True)`): one build whose kernels take those
+    dims at run time, in range; templates size their tiles for each range's opt.
     Logs one INFO line for the whole build; per-kernel lines are at level VERBOSE (15).
     """
     check_build_args(graph, target)
     if batch_sizes is not None or not isinstance(graph, Graph):
+        if dynamic:
+            raise BuildError("dynamic= takes one graph with symbolic dims, not batch profiles")
         kw = dict(db=db, cache=cache, fuse=fuse, prologue=prologue, multi_output=multi_output, fold_bn=fold_bn,
                   fuse_attention=fuse_attention, split_k=split_k, qdq=qdq, calibration=calibration,
                   jobs=jobs, precision=precision, layout=layout, progress=progress, options=options)
         return build_profiles(_graphs_by_batch(graph, batch_sizes), target, **kw)
+    ranges = graph_ranges(graph, dynamic)
+    with dim_hints({k: r.opt for k, r in ranges.items()}):
+        cg = _build_graph(graph, target, db=db, cache=cache, fuse=fuse, prologue=prologue,
+                          multi_output=multi_output, fold_bn=fold_bn, jobs=jobs, precision=precision,
+                          fuse_attention=fuse_attention, split_k=split_k, layout=layout, progress=progress,
+                          options=options, qdq=qdq, calibration=calibration, ranges=ranges)
+    return cg
+
+
+def _build_graph(graph: Graph, target, *, db, cache, fuse, prologue, multi_output, fold_bn, jobs, precision,
+                 fuse_attention, split_k, layout, progress, options, qdq, calibration,
+                 ranges) -> CompiledGraph:
     tgt = make_target(target)
     options = BuildOptions.from_env() if options is None else options
     t_graph = time.perf_counter()
@@ -466,7 +491,7 @@ def build(graph: GraphSource, target: TargetLike = "llvm", *, db: Union[BestReco
     kernels = compile_groups(preps, tgt, cache=cache, jobs=jobs, progress=progress)
     t_end = time.perf_counter()
     log.info("%s", build_summary(kernels, sum(len(g.nodes) for g in groups), t_end - t0))
-    cg = CompiledGraph(graph, tgt, kernels)
+    cg = CompiledGraph(graph, tgt, kernels, dim_ranges=ranges)
     cg.calibration = calibration
     modules = {id(k.module): k for k in kernels}
     cg.build_times = BuildTimes(t_graph, t_compile - t0, t_end - t_compile, len(kernels),
@@ -483,6 +508,24 @@ def _transfer_predictor(db, options: BuildOptions) -> Optional[ConfigPredictor]:
     from .tune.transfer import transfer_predictor
 
     return transfer_predictor(db, getattr(db, "training_logs", ()))
+
+
+def graph_ranges(graph: Graph, dynamic: Optional[Mapping[str, Union[DimRange, str]]]) -> dict[str, DimRange]:
+    """The range of each symbolic dim of the graph's inputs, from `dynamic`; a dim without a
+    range, or a range for a dim no input has, is refused in one line."""
+    names = list(dim_vars([i.shape for i in graph.inputs]))
+    given = {k: v if isinstance(v, DimRange) else parse_range(str(v)) for k, v in (dynamic or {}).items()}
+    unknown = sorted(set(given) - set(names))
+    if unknown:
+        have = f"its symbolic dims are {', '.join(names)}" if names else "it has no symbolic dims"
+        raise DynamicShapeError(f"dynamic names dim {unknown[0]!r}, which no graph input has; {have}")
+    missing = [k for k in names if k not in given]
+    if missing:
+        where = next(i for i in graph.inputs if missing[0] in dim_vars([i.shape]))
+        raise DynamicShapeError(f"input {where.name!r} ({where.type_str()}): dim {missing[0]!r} has no range; "
+                                f"build with --dynamic {missing[0]}=min:opt:max (dynamic={{{missing[0]!r}: "
+                                f"'1:8:32'}}) or fix its size with --shape")
+    return {k: given[k] for k in names}
 
 
 def check_build_args(graph, target) -> None:

@@ -42,3 +42,13 @@ class ModelImportError(TefuseError, ValueError):
         self.constant_inputs = list(constant_inputs or [])
 
 
+
+
+class DynamicShapeError(TefuseError, ValueError):
+    """A symbolic dimension's range is malformed, or a run's input sizes fall outside it or
+    contradict one another (two inputs disagreeing on one named dim)."""
+
+
+class SymbolicExtentError(BuildError):
+    """A build over dim ranges reached a kernel no template of the target can schedule with a
+    symbolic extent (a tensor-core GEMM sized from its M)."""

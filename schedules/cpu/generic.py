@@ -13,6 +13,7 @@ from ..registry import KernelInfo, Template, register
 class CpuGeneric(Template):
     name = "cpu_generic"
     horizontal = True  # plain grids: may share a launch (codegen/horizontal.py)
+    symbolic_extents = True  # loops split with predicated tails; nothing sized from an extent
 
     def space(self, info: KernelInfo, target) -> ConfigSpace:
         s = ConfigSpace()

@@ -14,6 +14,7 @@ from ..registry import KernelInfo, Template, register
 class CudaGenericReduction(Template):
     name = "cuda_generic_reduction"
     horizontal = True  # plain grids: may share a launch (codegen/horizontal.py)
+    symbolic_extents = True  # loops split with predicated tails; nothing sized from an extent
 
     def space(self, info: KernelInfo, target) -> ConfigSpace:
         s = ConfigSpace()

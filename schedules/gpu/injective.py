@@ -28,6 +28,7 @@ def pixel_axis(info: KernelInfo):
 class CudaInjective(Template):
     name = "cuda_injective"
     horizontal = True  # plain grids: may share a launch (codegen/horizontal.py)
+    symbolic_extents = True  # loops split with predicated tails; nothing sized from an extent
 
     def space(self, info: KernelInfo, target) -> ConfigSpace:
         s = ConfigSpace()
@@ -60,6 +61,7 @@ class CudaInjective(Template):
         itemsize = dtype_bytes(info.dtype)
         lanes = MAX_VECTOR_BYTES // itemsize
         if (device_caps(target).kind == "cuda" and itemsize == 2 and len(info.output_blocks) == 1  # ROCm: not measured
+                and not info.symbolic  # a run-time extent: rows of whole vectors are not known
                 and info.out_shape and info.out_shape[-1] % lanes == 0):
             vectors = math.prod(info.out_shape) // lanes
             want = 2 * device_caps(target).sm_count

@@ -27,7 +27,7 @@ from __future__ import annotations
 import logging
 from typing import Optional
 
-from tvm import s_tir
+from tvm import s_tir, tirx
 
 from ...target import DeviceCaps, device_caps
 from ..space import Config, ConfigSpace
@@ -67,7 +67,12 @@ def reduction_shape(info: KernelInfo) -> tuple[int, int, bool]:
 def _inner_loops(sch: s_tir.Schedule, block, outer) -> list:
     """The loops of `block` nested below `outer`, unit loops left out."""
     rest = sch.get_loops(block)[loop_depth(sch, block, outer):]
-    return [l for l in rest if int(sch.get(l).extent) != 1]
+    return [l for l in rest if not _unit(sch.get(l).extent)]
+
+
+def _unit(extent) -> bool:
+    """A loop of one iteration (a symbolic extent, bound at run time, is not known to be one)."""
+    return isinstance(extent, tirx.IntImm) and int(extent) == 1
 
 
 def _spread(sch: s_tir.Schedule, block, outer, threads: int) -> Optional[tuple]:
@@ -114,6 +119,7 @@ def _row_dims(info: KernelInfo) -> list[int]:
 class CudaCrossThreadReduction(Template):
     name = "cuda_cross_thread_reduction"
     horizontal = True  # plain grids: may share a launch (codegen/horizontal.py)
+    symbolic_extents = True  # loops split with predicated tails; nothing sized from an extent
 
     # -- space ------------------------------------------------------------------------
     def _thread_candidates(self, info: KernelInfo, red: int, lim: DeviceCaps) -> list[int]:

@@ -17,7 +17,7 @@ from ..fusion import FusedGroup
 from ..fusion.epilogue import padding_spill
 from ..graph.ir import CONST, Node
 from ..ops import Value, get_op
-from ..ops.value import loop_index_dtype, te_compute
+from ..ops.value import hinted_dim, is_static_shape, loop_index_dtype, te_compute
 from ..schedules import KernelInfo
 from ..schedules.registry import ACCUMULATOR, DATA, WEIGHT
 
@@ -62,7 +62,7 @@ def _lower(group: FusedGroup, wide: str) -> LoweredGroup:
         name = f"in_{_ident(i.name)}"
         if any(p.name == name for p in placeholders):  # "X" and "x" both lower-case to in_x
             name = f"{name}_{len(placeholders)}"
-        shape = [tir.IntImm("int64", d) for d in i.shape] if wide == "int64" else i.shape
+        shape = [tir.IntImm("int64", d) if isinstance(d, int) else d for d in i.shape] if wide == "int64" else i.shape
         ph = te.placeholder(shape, i.dtype, name=name)
         vals[id(i)] = Value.of_tensor(ph)
         placeholders.append(ph)
@@ -125,9 +125,10 @@ def _kernel_info(group: FusedGroup, func: tir.PrimFunc, n_out: int) -> KernelInf
         reduce_blocks=reduce_,
         output_blocks=outputs,
         attrs=dict(a.attrs) if a is not None else {},
-        out_shape=tuple(a.shape if a is not None else group.outputs[0].shape),
-        output_shapes=[tuple(int(d) for d in o.shape) for o in group.outputs],
-        in_shapes=[tuple(i.shape) for i in a.inputs] if a is not None else [],
+        out_shape=_sized(a.shape if a is not None else group.outputs[0].shape),
+        output_shapes=[_sized(o.shape) for o in group.outputs],
+        in_shapes=[_sized(i.shape) for i in a.inputs] if a is not None else [],
+        symbolic=not all(is_static_shape(n.shape) for n in [*group.inputs, *group.nodes]),
         dtype=_compute_dtype(a, group),
         geometry=_geometry(a),
         stages=stages,
@@ -135,6 +136,12 @@ def _kernel_info(group: FusedGroup, func: tir.PrimFunc, n_out: int) -> KernelInf
         padding_spills=astuple(padding_spill(group)),
         samples=any(get_op(n.op).samples for n in group.nodes),
     )
+
+
+def _sized(shape) -> tuple[int, ...]:
+    """A shape as templates size a kernel by: a symbolic dim at the size the build is tuned for
+    (its range's opt, ops.value.dim_hints); the kernel's own extents stay symbolic."""
+    return tuple(hinted_dim(d) for d in shape)
 
 
 def _compute_dtype(anchor: Node | None, group) -> str:
@@ -182,8 +189,11 @@ INT32_LIMIT = 2**31 - 1
 def index_dtype(group: FusedGroup) -> str:
     """"int64" where a tensor the group reads or writes holds more elements than int32 can
     index (an offset past 2^31 - 1), else "int32". Decided from the extents at build time, so
-    a kernel of ordinary size keeps the cheaper 32-bit arithmetic."""
+    a kernel of ordinary size keeps the cheaper 32-bit arithmetic. A symbolic dim (an int64
+    variable bound at run time, graph/dims.py) makes the kernel's indices 64-bit."""
     tensors = [*group.inputs, *group.nodes]
+    if not all(is_static_shape(n.shape) for n in tensors):
+        return "int64"
     biggest = max((_numel(n.shape) for n in tensors), default=0)
     return "int64" if biggest > INT32_LIMIT else "int32"
 

@@ -10,7 +10,7 @@ from typing import Optional, Protocol, Sequence
 import tvm
 
 from .. import schedules
-from ..errors import BuildError, UnschedulableGroup
+from ..errors import BuildError, SymbolicExtentError, UnschedulableGroup
 from ..options import DEFAULT, BuildOptions
 from ..fusion.workload import workload_key
 from ..schedules import KernelInfo, Template
@@ -51,12 +51,23 @@ class ScheduleChoice:
 
 
 def find_template(target: tvm.target.Target, anchor_kind: str, name: Optional[str] = None,
-                  info: Optional[KernelInfo] = None, options: BuildOptions = DEFAULT) -> list[Template]:
+                  info: Optional[KernelInfo] = None, options: BuildOptions = DEFAULT,
+                  where: str = "") -> list[Template]:
     """Templates for the anchor kind; with `info`, those that accept it, most preferred first
-    (the first is the untuned fallback choice)."""
+    (the first is the untuned fallback choice). A kernel with symbolic extents (a build over dim
+    ranges) takes only templates that declare `symbolic_extents`; none is one SymbolicExtentError
+    line naming `where` (the group and its anchor)."""
     temps = schedules.get_templates(target, anchor_kind)
     if info is not None:
         temps = sorted((t for t in temps if t.accepts(info)), key=lambda t: -t.preference(info, target, options))
+    if info is not None and info.symbolic and temps:
+        fixed = [t.name for t in temps]
+        temps = [t for t in temps if t.symbolic_extents]
+        if not temps:
+            raise SymbolicExtentError(
+                f"{where or 'kernel'}: no {target.kind.name} template for anchor {anchor_kind!r} takes a "
+                f"symbolic extent ({', '.join(fixed)} size their tiles from fixed shapes); build it with fixed "
+                f"shapes (--shape) or batch profiles (--batch)")
     if not temps:
         split = info is not None and info.attrs.get("split_k", 1) > 1
         hint = "; a split-K product takes only the tensor-core template (build with split_k=False)" if split else ""
@@ -74,6 +85,8 @@ def choose_schedule(lowered: LoweredGroup, target: tvm.target.Target,
     template's fallback config."""
     info = lowered.info
     key = workload_key(lowered.group)
+    anchor = lowered.group.anchor
+    where = f"group {lowered.group.name}" + (f" (anchor {anchor.name!r}, {anchor.op})" if anchor is not None else "")
     if db is not None:
         ranked = getattr(db, "ranked", None)
         recs = ranked(key, target_key(target)) if ranked is not None else \
@@ -82,7 +95,7 @@ def choose_schedule(lowered: LoweredGroup, target: tvm.target.Target,
         for rec in recs:  # fastest first: a record that does not fit never masks the next one
             if getattr(rec, "options", {}) != changed:  # measured under other options
                 continue
-            temps = find_template(target, info.anchor_kind, rec.template, info=info, options=options)
+            temps = find_template(target, info.anchor_kind, rec.template, info=info, options=options, where=where)
             if not temps:
                 log.warning("tuning record for %s names template %s, which does not serve this group "
                             "(any more); ignoring it", key, rec.template)
@@ -93,7 +106,7 @@ def choose_schedule(lowered: LoweredGroup, target: tvm.target.Target,
                     return ScheduleChoice(t, space.get(index), "tuned", options)
             if temps:
                 log.warning("tuning record for %s does not fit template %s; ignoring it", key, rec.template)
-    t = find_template(target, info.anchor_kind, info=info, options=options)[0]
+    t = find_template(target, info.anchor_kind, info=info, options=options, where=where)[0]
     space = t.space(info, target)
     fallback = t.fallback(info, target, space)
     if predictor is not None and options.transfer:

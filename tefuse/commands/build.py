@@ -93,6 +93,33 @@ def add_shape_option(p: argparse.ArgumentParser) -> None:
                         "--shape x=8x...; for a chain, its input shape (NAME= optional)")
 
 
+def add_dynamic_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--dynamic", action="append", default=[], metavar="N=1:8:32",
+                   help="a symbolic dim of an ONNX model's inputs (a dim_param such as N, or x:0 for an "
+                        "unnamed dim 0 of input x) and its range min:opt:max (repeatable): one build "
+                        "runs every size in the ranges, tiles sized for opt")
+
+
+def parse_dynamic_option(args: argparse.Namespace) -> Optional[dict]:
+    """--dynamic values: {name: DimRange}, or None when not given; refused beside --batch and
+    for a chain."""
+    items = getattr(args, "dynamic", None) or []
+    if not items:
+        return None
+    if getattr(args, "batch", None) is not None:
+        raise UsageError("--dynamic and --batch: give one build over dim ranges, or batch profiles, not both")
+    spec = getattr(args, "spec", None) or getattr(args, "model", "")
+    if not spec.endswith(".onnx"):
+        raise UsageError("--dynamic takes the named dims of an .onnx model's inputs")
+    from ..errors import DynamicShapeError
+    from ..graph.dims import parse_dynamic
+
+    try:
+        return parse_dynamic(items)
+    except DynamicShapeError as e:
+        raise UsageError(str(e)) from None
+
+
 def add_batch_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch", default=None, metavar="1,8,32",
                    help="batch profiles: build for each batch size (an ONNX model's dynamic leading dim, a "
@@ -228,7 +255,8 @@ def load_graph(args: argparse.Namespace):
 
         model = load_model(args.spec)
         init = {i.name for i in model.graph.initializer}
-        return import_model(model, shapes, [i.name for i in model.graph.input if i.name not in init], args.spec)
+        return import_model(model, shapes, [i.name for i in model.graph.input if i.name not in init], args.spec,
+                            dynamic=parse_dynamic_option(args) is not None)
     from ..plan.spec import parse_chain
 
     return parse_chain(args.spec, chain_shape(args), args.dtype, args.layout, *chain_target(args))
@@ -287,10 +315,12 @@ def shape_conflict(vi, dims: Sequence[int]) -> Optional[str]:
     return ", ".join(f"dim {k} is fixed at {model[k].dim_value}" for k in fixed)
 
 
-def import_model(model, shapes: dict[str, tuple[int, ...]], input_names: list[str], source: Optional[str] = None):
+def import_model(model, shapes: dict[str, tuple[int, ...]], input_names: list[str], source: Optional[str] = None,
+                 dynamic: bool = False):
     """import_onnx with --shape values; unknown names or dims left unknown are usage errors
     that say which --shape to add. --shape sizes only the dims the model leaves symbolic: one
-    that changes a fixed dim is a usage error naming the input and the dims."""
+    that changes a fixed dim is a usage error naming the input and the dims. dynamic: the dims
+    --shape leaves unknown stay symbolic (--dynamic gives their ranges)."""
     from ..frontend.onnx import import_onnx
 
     shapes = named_shapes(shapes, input_names)
@@ -305,7 +335,7 @@ def import_model(model, shapes: dict[str, tuple[int, ...]], input_names: list[st
                 raise UsageError(f"--shape {vi.name}={'x'.join(map(str, shapes[vi.name]))}: input {vi.name!r} is "
                                  f"{model_shape_text(vi)} in the model ({why}); --shape sizes only the "
                                  f"dims the model leaves symbolic")
-        if vi.name not in input_names or vi.name in shapes:
+        if vi.name not in input_names or vi.name in shapes or dynamic:
             continue
         dims = vi.type.tensor_type.shape.dim
         if any(not _fixed(d) for d in dims):
@@ -315,7 +345,7 @@ def import_model(model, shapes: dict[str, tuple[int, ...]], input_names: list[st
             missing.append(f"{vi.name!r} is {shown} (--shape {vi.name}={example})")
     if missing:
         raise UsageError("model inputs with unknown dims: " + "; ".join(missing))
-    return import_onnx(model, input_shapes=shapes or None, source=source)
+    return import_onnx(model, input_shapes=shapes or None, source=source, dynamic=dynamic)
 
 
 def add_parser(sub) -> None:
@@ -324,6 +354,7 @@ def add_parser(sub) -> None:
                                    "save a compiled artefact.")
     add_common(p)
     add_batch_option(p)
+    add_dynamic_option(p)
     add_precision_option(p)
     p.add_argument("--emit", "-e", default="summary", choices=EMIT,
                    help="what to print (default summary); cuda and ptx need no GPU; graph (text) and dot "
@@ -366,7 +397,7 @@ def open_db_and_cache(args):
 
 def build_graph(graph, target, db, cache, jobs: Optional[int], **options):
     """driver.build with a progress bar (when stderr is a terminal); {batch: graph} builds a
-    ProfiledGraph, one bar per batch size. options: graph_options'."""
+    ProfiledGraph, one bar per batch size. options: graph_options' (and build's dynamic=)."""
     from ..driver import build
     from .progress import build_progress
 
@@ -442,6 +473,7 @@ def run(args) -> int:
         from .paths import check_output_path
 
         check_output_path(args.output, "-o")
+    dynamic = parse_dynamic_option(args)
     graphs = load_graphs(args)
     graph = load_graph(args) if graphs is None else graphs
     each = graphs.items() if graphs is not None else [(None, graph)]
@@ -455,17 +487,23 @@ def run(args) -> int:
         from ..schedules import prologue_policy
 
         # the kernels a build for this target and precision makes (layout, weights, prologue rules)
+        from ..driver import graph_ranges
+        from ..ops.value import dim_hints
+
         target = resolve_target(args.target)
         for b, g in each:  # several digraphs in one file: dot draws each
-            g = prepare_graph(g, target, **graph_options(args, g))
-            dot = fusion_dot(g, fuse_graph(g, prologue=prologue_policy(target)))
+            with dim_hints({k: r.opt for k, r in graph_ranges(g, dynamic).items()}):
+                g = prepare_graph(g, target, **graph_options(args, g))
+                dot = fusion_dot(g, fuse_graph(g, prologue=prologue_policy(target)))
             print(dot if b is None else f"// batch {b}\n{dot}")
         return 0
     if args.emit == "ptx" and not args.target.startswith(("cuda", "gpu")):
         raise UsageError("--emit ptx needs a cuda target")
     target = resolve_target(args.target)
     db, cache = open_db_and_cache(args)
-    cg = build_graph(graph, target, db, cache, args.jobs, options=build_options(args), **graph_options(args, graph))
+    extra = {"dynamic": dynamic} if dynamic else {}
+    cg = build_graph(graph, target, db, cache, args.jobs, options=build_options(args), **extra,
+                     **graph_options(args, graph))
     if args.emit == "summary":
         print(cg.summary())
     elif args.emit == "ptx":

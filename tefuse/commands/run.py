@@ -22,6 +22,11 @@ profile is run in turn, its lines under a `batch N:` line; `--batch` picks some 
 profiles, and `--input` files pick the one their shapes match (none matching is an error that
 lists the batch sizes). `-o` then keys the outputs `batchN/NAME`.
 
+Dim ranges: `--dynamic N=1:8:32` (repeatable) builds the .onnx model once over its named dims'
+ranges; an artefact saved so keeps them. Each `--sizes N=4,S=128` (repeatable) is a run at those
+sizes, printed under a `sizes ...` line (default: each range's opt; `--input` files give their
+own sizes); `-o` then keys the outputs `N=4,S=128/NAME` when there are several.
+
 `--json FILE` writes everything printed, as one object (schema "tefuse-run/1"):
 
     {
@@ -50,6 +55,10 @@ lists the batch sizes). `-o` then keys the outputs `batchN/NAME`.
       "ok": bool                          # false when a check failed (exit code 1)
     }
 
+A graph built over dim ranges adds "sizes": {name: int} (the sizes the run bound); with several
+--sizes the object is {"schema", "tefuse", "model", "target", "runs": [one object as above, less
+schema/tefuse/model/target, per size], "ok"}.
+
 With batch profiles the object is {"schema", "tefuse", "model", "target", "profiles": [one
 object as above, less schema/tefuse/model/target, plus "batch": int, per profile run], "ok"}.
 """
@@ -66,8 +75,9 @@ from typing import Any, Optional
 
 from ..errors import TefuseError
 from . import UsageError
-from .build import (add_batch_option, add_db_options, add_precision_option, add_shape_option, build_options,
-                    graph_options, open_db_and_cache, parse_batches, parse_shapes)
+from .build import (add_batch_option, add_db_options, add_dynamic_option, add_precision_option, add_shape_option,
+                    build_options, graph_options, open_db_and_cache, parse_batches, parse_dynamic_option,
+                    parse_shapes)
 
 log = logging.getLogger(__name__)
 
@@ -129,6 +139,10 @@ def add_parser(sub) -> None:
                         "(repeatable); seeded random values otherwise")
     add_shape_option(p)
     add_batch_option(p)
+    add_dynamic_option(p)
+    p.add_argument("--sizes", action="append", default=[], metavar="N=4,S=128",
+                   help="a graph built over dim ranges (--dynamic, or such an artefact): run at these sizes "
+                        "(repeatable: one run each; default: each range's opt); random inputs take them")
     p.add_argument("--check", action="store_true", help="compare with onnxruntime (CPU)")
     p.add_argument("--rtol", type=float, default=1e-3, help="--check tolerance (default 1e-3)")
     p.add_argument("--atol", type=float, default=1e-4, help="--check tolerance (default 1e-4)")
@@ -319,6 +333,8 @@ def _load(args: argparse.Namespace, given: dict[str, Any], sources: Optional[dic
             raise UsageError("--check and --random-weights need the .onnx model, not an artefact")
         if shapes:
             raise UsageError("--shape applies to an .onnx model; an artefact's shapes are fixed")
+        if args.dynamic:
+            raise UsageError("--dynamic applies to an .onnx model; an artefact keeps the ranges it was built with")
         if not Path(args.model).exists():
             raise TefuseError(f"no such model or artefact file: {args.model}")
         cg = artifact.load(args.model)  # logs what it loaded
@@ -339,6 +355,7 @@ def _load(args: argparse.Namespace, given: dict[str, Any], sources: Optional[dic
     input_names = [i.name for i in model.graph.input if i.name not in init]
     _check_input_names(given, input_names)  # before the build, which takes a while
     _check_input_shapes(given, sources or {}, model, shapes if args.batch is None else {})
+    dynamic = parse_dynamic_option(args)
     batches = parse_batches(args.batch)
     if batches is not None:  # the inputs given pick a profile; they do not shape the model
         from .build import onnx_batch_graphs
@@ -346,11 +363,13 @@ def _load(args: argparse.Namespace, given: dict[str, Any], sources: Optional[dic
         graph = onnx_batch_graphs(model, batches, shapes, source=args.model)
     else:
         for k, v in given.items():
-            if k in input_names and k not in shapes:
+            if k in input_names and k not in shapes and not dynamic:  # a dynamic build takes the files' sizes at run time
                 shapes[k] = tuple(v.shape)
-        graph = import_model(model, shapes, input_names, args.model)
+        graph = import_model(model, shapes, input_names, args.model, dynamic=dynamic is not None)
     db, cache = open_db_and_cache(args)
-    cg = build_graph(graph, target, db, cache, args.jobs, options=build_options(args), **graph_options(args, graph))
+    extra = {"dynamic": dynamic} if dynamic else {}
+    cg = build_graph(graph, target, db, cache, args.jobs, options=build_options(args), **extra,
+                     **graph_options(args, graph))
     return cg, len(model.graph.node), model, time.perf_counter() - t0
 
 
@@ -439,8 +458,8 @@ def _time_runs(cg, feeds: dict[str, Any], warmup: int, iterations: Optional[int]
             break
         if duration is not None and time.perf_counter() - start >= duration:
             break
-    first = cg.graph.inputs[0] if cg.graph.inputs else None
-    batch = first.shape[0] if first is not None and len(first.shape) >= 2 else None
+    first = tuple(on_dev[cg.graph.inputs[0].name].shape) if cg.graph.inputs else None  # as this run has it
+    batch = int(first[0]) if first is not None and len(first) >= 2 else None
     return Timing(times, max(warmup, 1), batch)
 
 
@@ -478,13 +497,16 @@ def run(args: argparse.Namespace) -> int:
     given = load_inputs(args.input, sources=sources)
     loaded, onnx_nodes, model, build_seconds = _load(args, given, sources)
     chosen = _chosen(loaded, args, given)
+    runs = _sized_runs(loaded, args, given) if chosen[0][0] is None else [None]
     reports, saved = [], {}
     for batch, cg in chosen:
         if batch is not None:
             print(f"batch {batch}:")
-        report, outs = _run_graph(cg, args, given, onnx_nodes, model, build_seconds)
-        reports.append(report if batch is None else {"batch": batch, **report})
-        saved.update({n if batch is None else f"batch{batch}/{n}": o for n, o in outs.items()})
+        for sizes in runs:
+            report, outs = _run_graph(cg, args, given, onnx_nodes, model, build_seconds, sizes)
+            reports.append(report if batch is None else {"batch": batch, **report})
+            key = f"batch{batch}/" if batch is not None else _sizes_text(sizes) + "/" if len(runs) > 1 else ""
+            saved.update({key + n: o for n, o in outs.items()})
     if args.output:
         import numpy as np
 
@@ -498,7 +520,12 @@ def run(args: argparse.Namespace) -> int:
         from ..version import __version__
 
         head = {"schema": SCHEMA, "tefuse": __version__, "model": args.model, "target": str(loaded.target)}
-        report = {**head, **reports[0]} if chosen[0][0] is None else {**head, "profiles": reports, "ok": ok}
+        if chosen[0][0] is not None:
+            report = {**head, "profiles": reports, "ok": ok}
+        elif len(reports) > 1:
+            report = {**head, "runs": reports, "ok": ok}
+        else:
+            report = {**head, **reports[0]}
         try:
             Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
         except OSError as e:
@@ -507,10 +534,44 @@ def run(args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
+def _sized_runs(cg, args: argparse.Namespace, given: dict[str, Any]) -> list[Optional[dict[str, int]]]:
+    """The dim sizes to run a graph built over ranges at: each --sizes, else the --input files'
+    sizes, else each range's opt; [None] for a graph of fixed shapes."""
+    ranges = getattr(cg, "dim_ranges", {})
+    if not ranges:
+        if args.sizes:
+            raise UsageError("--sizes: this graph has fixed shapes (build it with --dynamic N=min:opt:max)")
+        return [None]
+    if args.sizes and given:
+        raise UsageError("--sizes and --input: the input files fix the sizes; give one or the other")
+    if given:
+        return [{**{k: r.opt for k, r in ranges.items()}, **cg.dim_sizes(given, partial=True)}]
+    if not args.sizes:
+        return [{k: r.opt for k, r in ranges.items()}]
+    runs = []
+    for text in args.sizes:
+        sizes = {}
+        for part in text.split(","):
+            name, sep, value = part.partition("=")
+            if not sep or not value.strip().isdigit():
+                raise UsageError(f"--sizes {text!r}: expected NAME=SIZE[,NAME=SIZE...], e.g. N=4")
+            sizes[name.strip()] = int(value)
+        unknown = sorted(set(sizes) - set(ranges))
+        if unknown:
+            raise UsageError(f"--sizes names {unknown[0]!r}; the graph's dims are {', '.join(ranges)}")
+        runs.append({**{k: r.opt for k, r in ranges.items()}, **sizes})
+    return runs
+
+
+def _sizes_text(sizes: Optional[dict[str, int]]) -> str:
+    return ",".join(f"{k}={v}" for k, v in (sizes or {}).items())
+
+
 def _run_graph(cg, args: argparse.Namespace, given: dict[str, Any], onnx_nodes: Optional[int], model,
-               build_seconds: Optional[float]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Run, time, profile and check one compiled graph, printing as it goes; (its part of the
-    JSON report, {output name: array})."""
+               build_seconds: Optional[float], sizes: Optional[dict[str, int]] = None
+               ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Run, time, profile and check one compiled graph (a graph built over dim ranges at
+    `sizes`), printing as it goes; (its part of the JSON report, {output name: array})."""
     import numpy as np
 
     _check_input_names(given, [i.name for i in cg.graph.inputs])
@@ -519,7 +580,10 @@ def _run_graph(cg, args: argparse.Namespace, given: dict[str, Any], onnx_nodes: 
 
     from ..runtime.feeds import random_inputs
 
-    feeds = random_inputs(cg.graph, args.seed, given)
+    feeds = random_inputs(cg.graph, args.seed, given, sizes)
+    if sizes is not None:
+        sizes = cg.dim_sizes(feeds)  # checked against the ranges: one line if out of range
+        print(f"sizes {_sizes_text(sizes)} (ranges {', '.join(f'{k}={r}' for k, r in cg.dim_ranges.items())})")
     outs = cg.run(**feeds)
     timing = _time_runs(cg, feeds, args.warmup, args.iterations, args.duration)
     if timing is not None:
@@ -555,8 +619,9 @@ def _run_graph(cg, args: argparse.Namespace, given: dict[str, Any], onnx_nodes: 
     tuned = sum(k.config_source == "tuned" for k in cg.kernels)
     predicted = sum(k.config_source == "predicted" for k in cg.kernels)
     report = {
-        "inputs": [{"name": i.name, "dtype": i.dtype, "shape": list(i.shape),
+        "inputs": [{"name": i.name, "dtype": i.dtype, "shape": list(np.shape(feeds[i.name])),
                     "source": "file" if i.name in given else "random"} for i in cg.graph.inputs],
+        **({"sizes": sizes} if sizes is not None else {}),
         "build": {"kernels": cg.num_kernels, "ops": sum(len(k.group.nodes) for k in cg.kernels),
                   "onnx_nodes": onnx_nodes, "tuned": tuned, "predicted": predicted,
                   "fallback": cg.num_kernels - tuned - predicted,

@@ -11,6 +11,7 @@ import json
 import numpy as np
 
 from ..fusion import FusedGroup
+from ..graph.dims import dim_to_json, is_symbolic
 from ..graph.ir import CONST
 
 
@@ -21,6 +22,8 @@ def _canon(v):
         return float(f"{v:.9g}")
     if isinstance(v, (np.integer, np.floating)):
         return _canon(v.item())
+    if is_symbolic(v):  # a symbolic dim: its name, or its expression as nested lists
+        return ["dim", dim_to_json(v)]
     return v
 
 
@@ -31,10 +34,10 @@ def group_signature(group: FusedGroup) -> list:
         # scalar constants are folded into the kernel, so their value is part of it
         ext[id(i)] = (f"c{_canon(float(i.value.reshape(-1)[0]))}" if i.op == CONST and i.value.size == 1
                       else f"i{k}")
-    sig = [[f"i{k}", list(i.shape), i.dtype] for k, i in enumerate(group.inputs)]
+    sig = [[f"i{k}", _canon(list(i.shape)), i.dtype] for k, i in enumerate(group.inputs)]
     for n in group.nodes:
         refs = [pos.get(id(i)) or ext[id(i)] for i in n.inputs]
-        sig.append([n.op, refs, {k: _canon(v) for k, v in sorted(n.attrs.items())}, list(n.shape), n.dtype])
+        sig.append([n.op, refs, {k: _canon(v) for k, v in sorted(n.attrs.items())}, _canon(list(n.shape)), n.dtype])
     sig.append(["out", [pos[id(o)] for o in group.outputs]])
     return sig
 

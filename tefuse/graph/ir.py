@@ -14,6 +14,7 @@ from tvm import te
 
 from ..errors import GraphError, OpError
 from ..ops import OpPattern, Value, get_op
+from .dims import Dim, shape_str, symbolic_dim
 from .lowbit import LOGICAL, is_lowbit, storage_dtype, to_storage
 
 INPUT, CONST = "input", "constant"
@@ -27,7 +28,7 @@ class Node:
     op: str
     inputs: list["Node"]
     attrs: dict[str, Any]
-    shape: tuple[int, ...]
+    shape: tuple  # ints; a symbolic dim is an int64 TE expression of dim variables (graph/dims.py)
     dtype: str
     value: Optional[np.ndarray] = None  # constants only
 
@@ -56,7 +57,7 @@ class Node:
         return f"%{self.name}"
 
     def type_str(self) -> str:
-        return f"{self.dtype}[{','.join(map(str, self.shape))}]"
+        return f"{self.dtype}[{shape_str(self.shape)}]"
 
 
 def check_dtype(dtype: Any, where: str) -> None:
@@ -271,6 +272,7 @@ class GraphBuilder:
         self._inputs: list[Node] = []
         self._names: set[str] = set()
         self._count = itertools.count()
+        self._dims: dict[str, Any] = {}  # dim name -> its variable
 
     def _name(self, base: str, name: Optional[str]) -> str:
         if name is None:
@@ -282,20 +284,32 @@ class GraphBuilder:
         self._names.add(name)
         return name
 
-    def input(self, name: str, shape: Sequence[int], dtype: str = "float32") -> Node:
+    def input(self, name: str, shape: Sequence[Dim], dtype: str = "float32") -> Node:
+        """A graph input; a dim given as a name (str) is symbolic: inputs naming the same dim
+        share one size, bound when the graph runs (graph/dims.py)."""
         try:
             dims = tuple(shape)
         except TypeError:
             raise GraphError(f"input {name!r}: shape must be a sequence of integers, got {shape!r}") from None
-        if not all(isinstance(s, (int, np.integer)) and not isinstance(s, bool) for s in dims):
-            raise GraphError(f"input {name!r}: dims must be integers, got {dims}")
-        if any(int(s) < 1 for s in dims):
+        # a name is not a number spelled as a string ("2" is a size given wrongly, not a name)
+        if not all((isinstance(s, (int, np.integer)) and not isinstance(s, bool))
+                   or (isinstance(s, str) and s and not s.strip().lstrip("+-").replace(".", "", 1).isdigit())
+                   for s in dims):
+            raise GraphError(f"input {name!r}: dims must be integers or dim names (not numbers as text), got {dims}")
+        if any(not isinstance(s, str) and int(s) < 1 for s in dims):
             raise GraphError(f"input {name!r}: every dim must be >= 1, got {dims}")
         check_dtype(dtype, f"input {name!r}")
         attrs = {LOGICAL: str(dtype)} if is_lowbit(dtype) else {}  # kept in its byte storage (lowbit.py)
-        n = Node(self._name("input", name), INPUT, [], attrs, tuple(int(s) for s in dims), storage_dtype(dtype))
+        shape_ = tuple(self._dim(s) if isinstance(s, str) else int(s) for s in dims)
+        n = Node(self._name("input", name), INPUT, [], attrs, shape_, storage_dtype(dtype))
         self._inputs.append(n)
         return n
+
+    def _dim(self, name: str):
+        """The one variable of dim `name` in this graph."""
+        if name not in self._dims:
+            self._dims[name] = symbolic_dim(name)
+        return self._dims[name]
 
     def discard(self, nodes: Sequence[Node]) -> None:
         """Forget nodes created for a step that was then refused (their names become free)."""

@@ -9,7 +9,7 @@ from tvm import te, tirx as tir
 
 from ..errors import OpError
 from .registry import OpPattern, register_op
-from .value import MATH, OUT_DTYPE, Value, broadcast_shape, lazy, product_dtypes, tf32_operand, te_compute
+from .value import MATH, OUT_DTYPE, Value, broadcast_shape, dim_of, lazy, product_dtypes, tf32_operand, te_compute
 
 
 def _finish(out: te.Tensor, dtype: str, attrs: dict) -> Value:
@@ -17,7 +17,7 @@ def _finish(out: te.Tensor, dtype: str, attrs: dict) -> Value:
     Gemm's alpha), computed in the accumulator's float32 before the cast to the op's dtype: scaled
     after an fp16 cast, attention's unscaled scores could overflow."""
     alpha = float(attrs.get("alpha", 1.0))
-    shape = tuple(int(s) for s in out.shape)
+    shape = tuple(dim_of(s) for s in out.shape)
     if alpha != 1.0:
         a = tir.const(alpha, str(out.dtype))
         return Value(shape, dtype, lambda *i: tir.Cast(dtype, out(*i) * a))
@@ -167,7 +167,7 @@ def _matmul_nk_split(at: te.Tensor, bt: te.Tensor, splits, acc: str, attrs: dict
         raise OpError("matmul: split_k with alpha != 1 (the scale belongs after the sum)")
     ks = kk // splits
     k = te.reduce_axis((0, ks), "k")
-    shape = (splits,) + tuple(int(d) for d in at.shape[:-1]) + (int(bt.shape[0]),)
+    shape = (splits,) + tuple(dim_of(d) for d in at.shape[:-1]) + (int(bt.shape[0]),)
     out = te_compute(shape, lambda s, *i: te.sum(tir.Cast(acc, at(*i[:-1], s * ks + k))
                                                  * tir.Cast(acc, bt(i[-1], s * ks + k)), axis=k),
                      name="matmul", tag="dense")

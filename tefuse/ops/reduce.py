@@ -11,13 +11,15 @@ from tvm import te, tirx as tir
 from ..errors import OpError
 from .nanprop import from_key, has_order_key, keyed_reduce, reduce_max, reduce_min
 from .registry import OpPattern, register_op
-from .value import Value, acc_dtype, expr_dtype, lazy, te_compute
+from .value import Value, acc_dtype, expr_dtype, is_static_shape, lazy, te_compute
 
 _PROD = te.comm_reducer(lambda a, b: a * b, lambda t: tir.const(1, t), name="prod")
 
 
-def _mean(v, n: int):
-    return v / tir.const(n, expr_dtype(v))
+def _mean(v, n):
+    """v / n; n a count, or an expression of symbolic dims (cast to v's type at run time)."""
+    d = expr_dtype(v)
+    return v / (tir.const(n, d) if isinstance(n, int) else tir.Cast(d, n))
 
 
 def _square(v):
@@ -195,9 +197,11 @@ def _softmax(inputs: Sequence[Value], attrs: dict, log: bool) -> Value:
     ax, red_shape, at = rows.ax, rows.red_shape, rows.at
     # valid: only the axis' first `valid` elements count; the rest is padding and comes out 0
     # (graph/attention_keys.py pads attention's keys so that every score row is 16-byte aligned)
-    valid = int(attrs.get("valid") or 0) or x.shape[ax]
-    if not 0 < valid <= x.shape[ax]:
+    padded = bool(attrs.get("valid"))
+    valid = int(attrs["valid"]) if padded else x.shape[ax]
+    if padded and not (is_static_shape(x.shape[ax:ax + 1]) and 0 < valid <= x.shape[ax]):
         raise OpError(f"softmax: valid={attrs.get('valid')} outside 1..{x.shape[ax]} (the axis' extent)")
+    padded = padded and valid != x.shape[ax]
 
     k1 = te.reduce_axis((0, valid), "k1")
     mx = te_compute(red_shape, lambda *i: te.max(at(i, k1), axis=k1), name="softmax_max", tag="softmax")
@@ -209,7 +213,7 @@ def _softmax(inputs: Sequence[Value], attrs: dict, log: bool) -> Value:
         r = [i[a] for a in range(x.ndim) if a != ax]
         z = at(r, i[ax]) - mx(*r)
         out = tir.Cast(x.dtype, z - tir.log(den(*r)) if log else tir.exp(z) / den(*r))
-        return out if valid == x.shape[ax] else tir.if_then_else(i[ax] < valid, out, tir.const(0, x.dtype))
+        return tir.if_then_else(i[ax] < valid, out, tir.const(0, x.dtype)) if padded else out
 
     return lazy(x.shape, x.dtype, fn)
 
@@ -242,7 +246,7 @@ def layer_norm(inputs: Sequence[Value], attrs: dict) -> Value:
     for name, v in (("scale", scale), ("bias", bias)):
         if v.shape != (n,):
             raise OpError(f"layer_norm: {name} must have shape ({n},), got {v.shape}")
-    inv_n = tir.const(1.0 / n, acc)
+    inv_n = tir.const(1.0 / n, acc) if isinstance(n, int) else tir.const(1.0, acc) / tir.Cast(acc, n)
     k1 = te.reduce_axis((0, n), "k1")
     total = te_compute(red_shape, lambda *i: te.sum(at(i, k1), axis=k1), name="norm_sum", tag="norm")
     k2 = te.reduce_axis((0, n), "k2")

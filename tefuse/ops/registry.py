@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
 from ..errors import OpError
-from .value import Value
+from .value import Value, hinted_dim
 
 
 class OpPattern(enum.IntEnum):
@@ -55,8 +55,8 @@ class OpDef:
         """This op's geometry for one node, or None when it declares none."""
         if self.geometry is None:
             return None
-        return self.geometry([tuple(int(d) for d in s) for s in in_shapes],
-                             tuple(int(d) for d in out_shape), attrs)
+        return self.geometry([tuple(hinted_dim(d) for d in s) for s in in_shapes],
+                             tuple(hinted_dim(d) for d in out_shape), attrs)
 
     def anchor_kind(self, in_shapes: Sequence[Sequence[int]], out_shape: Sequence[int],
                     attrs: dict) -> Optional[str]:

@@ -14,7 +14,7 @@ from tvm import te, tirx as tir
 
 from ..errors import OpError
 from .registry import OpPattern, register_op
-from .value import Value, te_compute
+from .value import Value, dim_of, te_compute
 
 SUM_DTYPES = ("float16", "bfloat16", "float32")
 
@@ -48,4 +48,4 @@ def split_sum(inputs: Sequence[Value], attrs: dict) -> Value:
     out = te_compute(x.shape[1:], lambda *i: te.sum(x(s, *i), axis=s), name="split_sum", tag="split_sum")
     if dtype == "float32":
         return Value.of_tensor(out)
-    return Value(tuple(int(d) for d in out.shape), dtype, lambda *i: tir.Cast(dtype, out(*i)))
+    return Value(tuple(dim_of(d) for d in out.shape), dtype, lambda *i: tir.Cast(dtype, out(*i)))

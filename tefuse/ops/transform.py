@@ -9,7 +9,7 @@ from tvm import tirx as tir
 
 from ..errors import OpError
 from .registry import OpPattern, register_op
-from .value import Value, lazy
+from .value import Value, dim_of, dim_product, dim_quotient, lazy
 
 
 def _axis(ax: int, nd: int, name: str) -> int:
@@ -88,18 +88,18 @@ def _ravel(idx, shape):
 def reshape(inputs: Sequence[Value], attrs: dict) -> Value:
     """Reshape with numpy/ONNX rules (-1 infers one dim, 0 copies the input dim)."""
     (x,) = inputs
-    req = [int(s) for s in attrs["shape"]]
-    shape = [x.shape[k] if s == 0 and k < x.ndim else s for k, s in enumerate(req)]
-    size = int(np.prod(x.shape))
-    if shape.count(-1) > 1:
+    req = [dim_of(s) for s in attrs["shape"]]
+    shape = [x.shape[k] if isinstance(s, int) and s == 0 and k < x.ndim else s for k, s in enumerate(req)]
+    infer = [k for k, s in enumerate(shape) if isinstance(s, int) and s == -1]
+    if len(infer) > 1:
         raise OpError(f"reshape: at most one -1 allowed, got {req}")
-    if -1 in shape:
-        known = int(np.prod([s for s in shape if s != -1]))
-        if known == 0 or size % known:
+    if infer:
+        rest = dim_quotient(x.shape, [s for k, s in enumerate(shape) if k != infer[0]])
+        if rest is None or (isinstance(rest, int) and rest == 0):
             raise OpError(f"reshape: cannot infer -1 reshaping {x.shape} to {req}")
-        shape[shape.index(-1)] = size // known
-    if int(np.prod(shape)) != size:
-        raise OpError(f"reshape: {x.shape} ({size} elements) cannot become {tuple(shape)}")
+        shape[infer[0]] = rest
+    if dim_quotient(x.shape, shape) != 1 or dim_quotient(shape, x.shape) != 1:
+        raise OpError(f"reshape: {x.shape} ({dim_product(x.shape)} elements) cannot become {tuple(shape)}")
     shape = tuple(shape)
     if shape == x.shape:
         return x
@@ -113,7 +113,7 @@ def flatten(inputs: Sequence[Value], attrs: dict) -> Value:
     ax = attrs["axis"] + x.ndim if attrs["axis"] < 0 else attrs["axis"]
     if not 0 <= ax <= x.ndim:
         raise OpError(f"flatten: axis {attrs['axis']} out of range for rank {x.ndim}")
-    shape = (int(np.prod(x.shape[:ax])), int(np.prod(x.shape[ax:])))
+    shape = (dim_product(x.shape[:ax]), dim_product(x.shape[ax:]))
     return reshape([x], {"shape": shape})
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator, Optional, Sequence
 
 from tvm.ir.expr import Call, Expr as PrimExpr
-from tvm import te, tirx as tir
+from tvm import sym, te, tirx as tir
 from tvm_ffi import VisitInterrupt, structural_walk
 
 from ..errors import OpError
@@ -49,7 +49,7 @@ class Value:
 
     @staticmethod
     def of_tensor(t: te.Tensor) -> "Value":
-        return Value(tuple(int(s) for s in t.shape), str(t.dtype), lambda *i: t(*i), t)
+        return Value(tuple(dim_of(s) for s in t.shape), str(t.dtype), lambda *i: t(*i), t)
 
     def materialize(self, name: str, tag: str = "") -> te.Tensor:
         """A TE stage for this value (reuses the tensor when already materialised)."""
@@ -58,6 +58,62 @@ class Value:
         if not self.shape:
             return te_compute((), lambda: self.fn(), name=name, tag=tag)
         return te_compute(self.shape, lambda *i: self.fn(*i), name=name, tag=tag)
+
+
+def dim_of(s):
+    """A TE extent as a shape holds it: a fixed size as an int, a symbolic one (an expression of
+    int64 dim variables, graph/dims.py) simplified and kept."""
+    if isinstance(s, (int, tir.IntImm)):
+        return int(s)
+    s = sym.Analyzer().simplify(s)  # one per call: builds schedule groups in threads
+    return int(s) if isinstance(s, tir.IntImm) else s
+
+
+def is_static_shape(shape: Sequence) -> bool:
+    """Whether every dim of `shape` is a fixed size."""
+    return all(isinstance(s, (int, tir.IntImm)) for s in shape)
+
+
+
+
+_DIM_HINTS: contextvars.ContextVar[dict] = contextvars.ContextVar("tefuse_dim_hints", default={})
+
+
+@contextlib.contextmanager
+def dim_hints(sizes: dict) -> Iterator[None]:
+    """Inside, a symbolic dim has the size `sizes[name]` wherever a fixed number is needed: an
+    op's geometry (what a template sizes its tiles for) is that of the size a dynamic build is
+    tuned for (its range's opt), while the kernels take the dim as a run-time argument."""
+    token = _DIM_HINTS.set({**_DIM_HINTS.get(), **sizes})
+    try:
+        yield
+    finally:
+        _DIM_HINTS.reset(token)
+
+
+def hinted_dim(s) -> int:
+    """A dim as a number: a fixed size, or a symbolic one at its `dim_hints` size."""
+    return eval_dim(s, _DIM_HINTS.get())
+
+
+_DIM_OPS = ((tir.Add, lambda a, b: a + b), (tir.Sub, lambda a, b: a - b), (tir.Mul, lambda a, b: a * b),
+            (tir.FloorDiv, lambda a, b: a // b), (tir.FloorMod, lambda a, b: a % b), (tir.Min, min), (tir.Max, max))
+
+
+def eval_dim(d, sizes: dict) -> int:
+    """A dim's size with each dim variable at `sizes[name]` (a fixed size stays itself)."""
+    if isinstance(d, (int, tir.IntImm)):
+        return int(d)
+    if isinstance(d, tir.Var):
+        if d.name not in sizes:
+            raise OpError(f"dim {d.name!r} has no size here: give it a range (min:opt:max)")
+        return int(sizes[d.name])
+    if isinstance(d, tir.Cast):
+        return eval_dim(d.value, sizes)
+    for kind, fn in _DIM_OPS:
+        if isinstance(d, kind):
+            return fn(eval_dim(d.a, sizes), eval_dim(d.b, sizes))
+    raise OpError(f"dim expression {d} is not sizes combined by + - * // % min max")
 
 
 _INDEX_DTYPE = contextvars.ContextVar("tefuse_index_dtype", default="int32")
@@ -81,7 +137,8 @@ def te_compute(shape: Sequence[int], fcompute: Callable, name: str = "compute", 
     (int32 by default, as te.compute's): int64 variables make every index expression built on
     them 64-bit, which a tensor of more than 2^31 - 1 elements needs."""
     if _INDEX_DTYPE.get() == "int64":
-        shape = tuple(tir.IntImm("int64", int(s)) for s in shape)
+        shape = tuple(tir.IntImm("int64", int(s)) if isinstance(s, (int, tir.IntImm)) else tir.Cast("int64", s)
+                      if expr_dtype(s) != "int64" else s for s in shape)
     return te.compute(shape, fcompute, name=name, tag=tag, **kwargs)
 
 
@@ -209,7 +266,57 @@ def bind_all(exprs: Sequence[PrimExpr], body: Callable[..., PrimExpr]) -> PrimEx
 
 
 def lazy(shape: Sequence[int], dtype: str, fn: Callable[..., PrimExpr]) -> Value:
-    return Value(tuple(int(s) for s in shape), dtype, fn)
+    return Value(tuple(dim_of(s) for s in shape), dtype, fn)
+
+
+def dim_factors(shape: Sequence) -> tuple[int, list]:
+    """(the product of the fixed sizes, the symbolic factors) of a shape's element count; a
+    product of dim variables (N*S from a reshape) counts as its factors."""
+    static, sym = 1, []
+    stack = list(shape)
+    while stack:
+        d = stack.pop()
+        if isinstance(d, (int, tir.IntImm)):
+            static *= int(d)
+        elif isinstance(d, tir.Mul):
+            stack += [d.a, d.b]
+        else:
+            sym.append(d)
+    return static, sym
+
+
+def same_dim(a, b) -> bool:
+    """Whether two dims are the same size at every binding (equal ints, or the same expression)."""
+    if isinstance(a, (int, tir.IntImm)) or isinstance(b, (int, tir.IntImm)):
+        return isinstance(a, (int, tir.IntImm)) and isinstance(b, (int, tir.IntImm)) and int(a) == int(b)
+    from tvm_ffi import structural_equal
+
+    return structural_equal(a, b, map_free_vars=False)
+
+
+def dim_product(dims: Sequence):
+    """The product of dims: an int when all are fixed, else an expression."""
+    static, sym = dim_factors(dims)
+    out = static
+    for d in sym:
+        out = out * d
+    return dim_of(out)
+
+
+def dim_quotient(total: Sequence, part: Sequence):
+    """prod(total) / prod(part) where the division is exact at every binding (each symbolic factor
+    of `part` is one of `total`'s, the fixed sizes divide); None where it is not known to be."""
+    st, sy = dim_factors(total)
+    pt, py = dim_factors(part)
+    sy = list(sy)
+    for f in py:
+        k = next((j for j, g in enumerate(sy) if same_dim(f, g)), None)
+        if k is None:
+            return None
+        sy.pop(k)
+    if pt == 0 or st % pt:
+        return None
+    return dim_product([st // pt, *sy])
 
 
 def broadcast_shape(shapes: Sequence[Sequence[int]], what: str = "operands") -> tuple[int, ...]:
@@ -217,10 +324,15 @@ def broadcast_shape(shapes: Sequence[Sequence[int]], what: str = "operands") -> 
     nd = max((len(s) for s in shapes), default=0)
     out = []
     for k in range(nd):
-        dims = {int(s[len(s) - nd + k]) for s in shapes if len(s) - nd + k >= 0}
-        dims.discard(1)
+        dims: list = []
+        for s in shapes:
+            if len(s) - nd + k >= 0:
+                d = dim_of(s[len(s) - nd + k])
+                if not (isinstance(d, int) and d == 1) and not any(same_dim(d, e) for e in dims):
+                    dims.append(d)
         if len(dims) > 1:
-            raise OpError(f"shapes {', '.join(str(tuple(s)) for s in shapes)} of {what} do not broadcast")
+            raise OpError(f"shapes {', '.join(str(tuple(s)) for s in shapes)} of {what} do not broadcast"
+                          + ("" if is_static_shape(dims) else " (a symbolic dim broadcasts only with 1 or itself)"))
         out.append(dims.pop() if dims else 1)
     return tuple(out)
 

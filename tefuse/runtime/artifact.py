@@ -18,7 +18,9 @@ A ProfiledGraph (batch profiles, version 3) saves each profile's graph in that l
 folder `batch<N>/`, under a plan.json that lists the profiles ({"batch": N, "dir": "batch<N>"}),
 records the sha256 of each profile's plan.json and its own checksum; every profile is checked as
 a whole artefact is, and `load` gives a ProfiledGraph back. Version 2 artefacts (one graph, the
-same layout as version 3's) still load.
+same layout as version 3's) still load. A graph built over symbolic dims (version 4) saves a
+symbolic dim of a shape as its name or as its expression ([op, a, b]) and each name's range in
+plan.json's "dims" ("N": "1:8:32"), so the loaded graph runs at any size in them.
 
 A ROCm artefact saves without a GPU (its code objects are inside kNNN.so) but loads only where
 TVM has its ROCm runtime; elsewhere `load` says so in one line.
@@ -52,6 +54,7 @@ from .kernel import CompiledKernel
 from ..errors import GraphError, TefuseError
 from ..fusion import FusedGroup
 from ..graph.calibration import Calibration
+from ..graph.dims import dim_from_json, dim_to_json, parse_range
 from ..graph.ir import CONST, Graph, Node
 from ..ops import OpPattern
 from .executor import CompiledGraph
@@ -60,7 +63,8 @@ from .profiles import Profile, ProfiledGraph
 log = logging.getLogger(__name__)
 
 FORMAT, VERSION = "tefuse-artifact", 3  # 2: versions, member checksums, plan checksum; 3: batch profiles
-READS = (2, 3)  # version 2 is version 3 without profiles
+SYMBOLIC_VERSION = 4  # a graph with symbolic dims (a shape's dim a name or an expression, "dims": the ranges)
+READS = (2, 3, 4)  # version 2 is version 3 without profiles, 3 is 4 without symbolic dims
 _RUNTIME = {"hip": "ROCm (HIP)", "cuda": "CUDA", "rocm": "ROCm"}
 PathLike = Union[str, os.PathLike]
 
@@ -99,7 +103,7 @@ def _plan(cg: CompiledGraph) -> tuple[dict, dict[str, np.ndarray]]:
     nodes = []
     for n in cg.graph.nodes:
         entry = {"name": n.name, "op": n.op, "inputs": [i.name for i in n.inputs],
-                 "attrs": _jsonable(n.attrs), "shape": list(n.shape), "dtype": n.dtype}
+                 "attrs": _jsonable(n.attrs), "shape": [dim_to_json(d) for d in n.shape], "dtype": n.dtype}
         if n.op == CONST:
             key = f"c{len(consts)}"
             consts[key] = np.asarray(n.value)
@@ -121,12 +125,14 @@ def _plan(cg: CompiledGraph) -> tuple[dict, dict[str, np.ndarray]]:
         })
     from ..version import __version__
 
-    plan = {"format": FORMAT, "version": VERSION, "tefuse_version": __version__,
-            "tvm_version": tvm.__version__, "target": json.loads(str(cg.target)),
+    plan = {"format": FORMAT, "version": SYMBOLIC_VERSION if cg.dim_ranges else VERSION,
+            "tefuse_version": __version__, "tvm_version": tvm.__version__, "target": json.loads(str(cg.target)),
             "inputs": [i.name for i in cg.graph.inputs], "outputs": [o.name for o in cg.graph.outputs],
             "nodes": nodes, "kernels": kernels}
     if cg.calibration is not None:  # the int8 scales, reusable without the samples
         plan["calibration"] = json.loads(cg.calibration.to_json())
+    if cg.dim_ranges:
+        plan["dims"] = {k: str(r) for k, r in cg.dim_ranges.items()}
     return plan, consts
 
 
@@ -234,7 +240,7 @@ def _read_plan(root: Path) -> dict:
         raise ArtifactError(f"{where}: not a tefuse plan (a JSON {type(plan).__name__})")
     if plan.get("format") != FORMAT or plan.get("version") not in READS:
         raise ArtifactError(f"{where}: format {plan.get('format')!r} version {plan.get('version')!r}; "
-                            f"this tefuse reads {FORMAT!r} versions {' and '.join(map(str, READS))} "
+                            f"this tefuse reads {FORMAT!r} versions {', '.join(map(str, READS[:-1]))} and {READS[-1]} "
                             f"(rebuild the artefact)")
     if plan.get("checksum") != _plan_checksum(plan):
         raise ArtifactError(f"{where}: checksum mismatch: the plan was edited or damaged after it was "
@@ -293,10 +299,11 @@ def _constants(root: Path, plan: dict) -> dict[str, np.ndarray]:
 def _graph(plan: dict, consts) -> Graph:
     by_name: dict[str, Node] = {}
     nodes = []
+    variables: dict = {}  # dim name -> its one variable, shared by every shape naming it
     for e in plan["nodes"]:
         value = np.asarray(consts[e["const"]]) if "const" in e else None
         n = Node(e["name"], e["op"], [by_name[i] for i in e["inputs"]], dict(e["attrs"]),
-                 tuple(e["shape"]), e["dtype"], value)
+                 tuple(dim_from_json(d, variables) for d in e["shape"]), e["dtype"], value)
         by_name[n.name] = n
         nodes.append(n)
     return Graph([by_name[i] for i in plan["inputs"]], [by_name[o] for o in plan["outputs"]], nodes)
@@ -367,13 +374,14 @@ def _load_graph(root: Path, plan: dict, device_index: int) -> CompiledGraph:
         by_name = {n.name: n for n in graph.nodes}
         kernels = [_kernel(e, root, plan, by_name) for e in plan["kernels"]]
         target = tvm.target.Target(plan["target"])
+        ranges = {k: parse_range(v) for k, v in plan.get("dims", {}).items()}
         calibration = (Calibration.from_json(json.dumps(plan["calibration"]), f"{root / 'plan.json'}")
                        if "calibration" in plan else None)
     except (ArtifactError, GraphError) as e:
         raise ArtifactError(str(e)) from None
     except (KeyError, TypeError, IndexError, ValueError, AttributeError) as e:
         raise ArtifactError(f"{root / 'plan.json'}: malformed plan ({type(e).__name__}: {e})") from None
-    cg = CompiledGraph(graph, target, kernels, device_index)
+    cg = CompiledGraph(graph, target, kernels, device_index, dim_ranges=ranges)
     cg.calibration = calibration
     return cg
 

@@ -20,12 +20,14 @@ import numpy as np
 import tvm
 
 from .kernel import CompiledKernel
-from ..errors import TefuseError
+from ..errors import DynamicShapeError, TefuseError
+from ..graph.dims import DimRange, bind_dims, concrete_shape, declared_shape, is_static, ranges_max
 from ..graph.ir import CONST, INPUT, Graph, Node
 from ..graph.lowbit import from_storage, logical_dtype, to_storage
 from ..target import device_for, has_gpu
 
 log = logging.getLogger(__name__)
+SIZED_KEPT = 64  # bindings of a dynamic graph's dims whose argument lists a buffer set keeps
 
 
 def to_device(x: Any, dev) -> tvm.runtime.Tensor:
@@ -89,6 +91,9 @@ class BufferSet:
     kernels: list
     version: int
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    # a dynamic graph's argument lists with its buffers viewed at one binding of its dims, by
+    # that binding: a run at sizes seen before binds nothing again
+    sized: dict = field(default_factory=dict, repr=False)
 
 
 @dataclass(frozen=True)
@@ -108,8 +113,14 @@ class CompiledGraph:
     """A fused, compiled graph bound to a target; call `run` as often as needed, from any
     number of threads (each run uses a set of buffers of its own, see BufferSet)."""
 
-    def __init__(self, graph: Graph, target, kernels: list[CompiledKernel], device_index: int = 0):
+    def __init__(self, graph: Graph, target, kernels: list[CompiledKernel], device_index: int = 0,
+                 dim_ranges: Optional[Mapping[str, DimRange]] = None):
         self.graph = graph
+        # symbolic dims (graph/dims.py): each input's declared shape, a dim's name where it is
+        # not fixed; buffers are planned for each range's max and viewed at a run's sizes
+        self.dim_ranges: dict[str, DimRange] = dict(dim_ranges or {})
+        self._specs = {i.name: declared_shape(i.shape) for i in graph.inputs}
+        self.dynamic = any(not is_static(n.shape) for n in graph.nodes)
         self.target = target
         self.kernels = kernels  # in run order; replace the list rather than its items
         self.build_times: Optional[BuildTimes] = None  # set by tefuse.build
@@ -141,8 +152,13 @@ class CompiledGraph:
         return "\n".join(lines)
 
     # -- memory planning ------------------------------------------------------------------
+    def planned_shape(self, n: Node) -> tuple[int, ...]:
+        """The shape a value's buffer is allocated for: its own, symbolic dims at their range's max."""
+        return n.shape if is_static(n.shape) else concrete_shape(n.shape, ranges_max(self.dim_ranges))
+
     def _plan_buffers(self) -> dict[Node, int]:
-        """Node -> buffer slot, reusing slots whose value is dead (same shape and dtype)."""
+        """Node -> buffer slot, reusing slots whose value is dead (same shape and dtype); a
+        symbolic shape is planned at its dims' range maxima (the largest size a run may bind)."""
         last_use: dict[Node, int] = {}
         for step, k in enumerate(self.kernels):
             for p in k.params:
@@ -154,7 +170,7 @@ class CompiledGraph:
         plan: dict[Node, int] = {}
         for step, k in enumerate(self.kernels):
             for o in k.outputs:
-                key = (o.shape, o.dtype)
+                key = (self.planned_shape(o), o.dtype)
                 if free.get(key) and o not in self.graph.outputs:
                     plan[o] = free[key].pop()
                 else:
@@ -162,8 +178,25 @@ class CompiledGraph:
                     self._slots.append(key)
             for p in dict.fromkeys(k.params):
                 if p.op not in (INPUT, CONST) and last_use.get(p) == step and p in plan:
-                    free.setdefault((p.shape, p.dtype), []).append(plan[p])
+                    free.setdefault((self.planned_shape(p), p.dtype), []).append(plan[p])
         return plan
+
+    def dim_sizes(self, inputs: Mapping[str, Any], partial: bool = False) -> dict[str, int]:
+        """{dim name: size} that these inputs (name -> array) bind, checked as a run checks them;
+        {} for a graph of fixed shapes. partial: inputs may be missing (their dims stay unbound)."""
+        if not self.dynamic:
+            return {}
+        specs = {k: v for k, v in self._specs.items() if k in inputs} if partial else self._specs
+        return bind_dims(specs, {k: tuple(np.shape(v)) for k, v in inputs.items()}, self.dim_ranges)
+
+    def memory(self) -> dict[str, int]:
+        """Device bytes: "buffers", one run's intermediates and outputs as planned (a symbolic
+        dim at its range's max), and "params", the constants uploaded so far (once per graph,
+        whatever sizes it runs at)."""
+        buffers = sum(int(np.prod(shape)) * np.dtype(dtype).itemsize for shape, dtype in self._slots)
+        with self._lock:
+            params = sum(int(np.prod(t.shape)) * np.dtype(str(t.dtype)).itemsize for t in self._params.values())
+        return {"buffers": buffers, "params": params}
 
     def _param(self, n: Node) -> tvm.runtime.Tensor:
         t = self._params.get(n)
@@ -228,6 +261,11 @@ class CompiledGraph:
         self._device_ok = True
 
     def bind_inputs(self, args: Sequence[Any], kwargs: dict) -> dict[Node, tvm.runtime.Tensor]:
+        return self._bind(args, kwargs)[0]
+
+    def _bind(self, args: Sequence[Any], kwargs: dict) -> tuple[dict[Node, tvm.runtime.Tensor], dict[str, int]]:
+        """The inputs on the device and the size of each symbolic dim they bind (checked once,
+        against each other and the ranges: one DynamicShapeError line)."""
         self._check_device()
         given = self._given(args, kwargs)
         out = {}
@@ -245,7 +283,7 @@ class CompiledGraph:
             logical = logical_dtype(i)
             if logical != i.dtype and isinstance(v, (np.ndarray, np.generic, list, tuple)):
                 a = np.asarray(v)  # a low-precision input: numpy holds it as ml_dtypes' type
-                if str(a.dtype) != logical or a.shape != i.shape:
+                if str(a.dtype) != logical or (a.shape != i.shape and is_static(i.shape)):
                     raise TefuseError(f"input {i.name!r}: expected {_type_str(i)}, got {a.dtype}"
                                       f"[{','.join(map(str, a.shape))}]")
                 v = to_storage(a)
@@ -254,13 +292,16 @@ class CompiledGraph:
             except (ValueError, TypeError) as e:
                 raise TefuseError(f"input {i.name!r}: expected {_type_str(i)}, got {type(v).__name__} "
                                   f"({str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__})") from None
-            if tuple(t.shape) != i.shape or str(t.dtype) != i.dtype:
+            if (tuple(t.shape) != i.shape and is_static(i.shape)) or str(t.dtype) != i.dtype:
                 held = f" (device tensors of {logical} values are passed in their {i.dtype} storage)" \
                     if logical != i.dtype else ""
                 raise TefuseError(f"input {i.name!r}: expected {_type_str(i)}, got "
                                   f"{t.dtype}[{','.join(map(str, t.shape))}]{held}")
             out[i] = t
-        return out
+        if not self.dynamic:
+            return out, {}
+        bound = bind_dims(self._specs, {i.name: tuple(t.shape) for i, t in out.items()}, self.dim_ranges)
+        return out, bound
 
     def _new_buffer_set(self) -> BufferSet:
         """Buffers for one run and, per kernel, the kernel, its arguments with constants and
@@ -347,7 +388,7 @@ class CompiledGraph:
         may overwrite them.
         """
         handle = None if stream is None else _stream_handle(stream)
-        env = self.bind_inputs(args, kwargs)
+        env, sizes = self._bind(args, kwargs)
         framework = None
         if out is None and as_numpy is None:
             given = args[0].values() if len(args) == 1 and isinstance(args[0], Mapping) else [*args, *kwargs.values()]
@@ -356,16 +397,52 @@ class CompiledGraph:
         if out is not None:
             if as_numpy is not None:
                 raise TefuseError("pass out= or as_numpy=, not both")
-            buffers = self._out_buffers(out)
+            buffers = self._out_buffers(out, sizes)
         elif framework is not None:  # fresh tensors each run: the caller keeps them
-            buffers = [tvm.runtime.empty(o.shape, o.dtype, self.device) for o in self.graph.outputs]
+            buffers = [tvm.runtime.empty(self._shape(o, sizes), o.dtype, self.device) for o in self.graph.outputs]
         with self.buffer_set(handle) as bs:
-            return self._run_on(bs, env, handle, buffers, framework, as_numpy)
+            return self._run_on(bs, env, sizes, handle, buffers, framework, as_numpy)
 
-    def _run_on(self, bs: BufferSet, env: dict, handle: Optional[int], buffers: Optional[list],
-                framework, as_numpy: Optional[bool]) -> list:
-        slots, launches, outputs = bs.slots, bs.launches, self.graph.outputs
-        direct = self._redirect(bs, buffers) if buffers is not None else {}
+    def _shape(self, n: Node, sizes: Mapping[str, int]) -> tuple[int, ...]:
+        """A value's shape in a run that bound the symbolic dims to `sizes`."""
+        return n.shape if not sizes else concrete_shape(n.shape, sizes)
+
+    def _sized(self, bs: BufferSet, sizes: Mapping[str, int]) -> tuple[list, list]:
+        """(launches, slots) of the buffer set for a run at `sizes`: for a static graph its own;
+        for a dynamic one each buffer viewed at its value's shape in this run (a view of the
+        buffer planned for the range's max, no allocation), the argument lists bound to them."""
+        if not sizes:
+            return bs.launches, bs.slots
+        key = tuple(sorted(sizes.items()))
+        hit = bs.sized.get(key)
+        if hit is not None:
+            return hit
+        if len(bs.sized) >= SIZED_KEPT:  # the oldest binding's lists go (they are rebuilt on use)
+            bs.sized.pop(next(iter(bs.sized)))
+        slot_of = {}
+        for n, slot in self._plan.items():
+            shape = self._shape(n, sizes)
+            base = bs.slots[slot]
+            if int(np.prod(shape)) > int(np.prod(base.shape)):
+                raise DynamicShapeError(f"{n.name}: shape {list(shape)} at {dict(sizes)} is larger than its "
+                                        f"buffer {list(base.shape)} planned for the ranges' maxima")
+            slot_of[n] = base._create_view(shape, n.dtype)  # TVM's view: same memory, this run's shape
+        launches = []
+        for k, argv, holes in bs.launches:
+            nodes = [*k.params, *k.outputs]
+            launches.append((k, [slot_of.get(p, a) for p, a in zip(nodes, argv)], holes))
+        slots = list(bs.slots)
+        for n, v in slot_of.items():  # an output's slot as this run sees it
+            if n in self.graph.outputs:
+                slots[self._plan[n]] = v
+        bs.sized[key] = hit = (launches, slots)
+        return hit
+
+    def _run_on(self, bs: BufferSet, env: dict, sizes: Mapping[str, int], handle: Optional[int],
+                buffers: Optional[list], framework, as_numpy: Optional[bool]) -> list:
+        launches, slots = self._sized(bs, sizes)
+        outputs = self.graph.outputs
+        direct = self._redirect(bs, launches, buffers) if buffers is not None else {}
         try:
             with _on_stream(self.device, handle):
                 for k, argv, holes in launches:
@@ -394,7 +471,7 @@ class CompiledGraph:
                 res.append(t if as_numpy is False else from_storage(t.numpy(), logical_dtype(o)))
         return res
 
-    def _out_buffers(self, out: Union[Sequence[Any], Mapping[str, Any]]) -> list:
+    def _out_buffers(self, out: Union[Sequence[Any], Mapping[str, Any]], sizes: Mapping[str, int]) -> list:
         outputs = self.graph.outputs
         names = [o.name for o in outputs]
         if isinstance(out, Mapping):
@@ -410,12 +487,12 @@ class CompiledGraph:
             dtype = str(getattr(b, "dtype", "")).replace("torch.", "")
             # a low-precision output: a numpy buffer of its ml_dtypes type, or a device one of its storage
             want = logical_dtype(o) if isinstance(b, np.ndarray) else o.dtype
-            if shape != o.shape or dtype != want:
-                raise TefuseError(f"out= buffer for {o.name!r}: expected {want}[{','.join(map(str, o.shape))}], got {dtype}"
+            if shape != self._shape(o, sizes) or dtype != want:
+                raise TefuseError(f"out= buffer for {o.name!r}: expected {want}[{','.join(map(str, self._shape(o, sizes)))}], got {dtype}"
                                   f"[{','.join(map(str, shape))}]")
         return out
 
-    def _redirect(self, bs: BufferSet, buffers: list) -> dict[int, tvm.runtime.Tensor]:
+    def _redirect(self, bs: BufferSet, launches: list, buffers: list) -> dict[int, tvm.runtime.Tensor]:
         """Point the kernels that write (or read) each graph output at the caller's buffer, where
         TVM can use that buffer in place; {output index: its TVM view} for those."""
         direct: dict[int, tvm.runtime.Tensor] = {}
@@ -431,7 +508,7 @@ class CompiledGraph:
             taken.add(slot)
             direct[j] = view
             for li, pos in bs.out_uses[slot]:
-                bs.launches[li][1][pos] = view
+                launches[li][1][pos] = view
         return direct
 
     def _copy_into(self, t: tvm.runtime.Tensor, buf: Any, name: str) -> None:
@@ -449,10 +526,10 @@ class CompiledGraph:
                      **kwargs) -> list[float]:
         """Median device time of each kernel in seconds (TVM's time_evaluator, after a warm-up run)."""
         self.run(*args, as_numpy=False, **kwargs)
-        env = self.bind_inputs(args, kwargs)
+        env, sizes = self._bind(args, kwargs)
         times = []
         with self.buffer_set() as bs:
-            for k, bound, holes in bs.launches:
+            for k, bound, holes in self._sized(bs, sizes)[0]:
                 argv = list(bound)
                 for i, key in holes:
                     argv[i] = env[key]

@@ -1,6 +1,8 @@
 """Lowering a fused group to one PrimFunc: parameters, folded scalars, stages and KernelInfo."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -171,3 +173,18 @@ def test_dense_roles_and_geometry():
     info = lower_group(only_group(b.build(b.relu(y)))).info
     assert info.stage("data") == "data_in" and info.stage("weight") is None
     assert info.geometry == GemmGeometry(1, 8, 32, 16, b_nk=True)
+
+
+def test_a_symbolic_group_indexes_64_bit_and_sizes_its_info_at_the_hint():
+    from tefuse.fusion import fuse_graph
+    from tefuse.ops.value import dim_hints
+
+    b = tefuse.GraphBuilder()
+    x = b.input("x", ("N", 16))
+    g = b.build(b.softmax(b.relu(x)))
+    with dim_hints({"N": 12}):
+        lowered = [lower_group(grp) for grp in fuse_graph(g)]
+    softmax = lowered[-1]
+    assert softmax.info.symbolic and softmax.info.out_shape == (12, 16)
+    script = softmax.func.script()
+    assert re.search(r"in_\w+: T\.Buffer\(\(N, T\.int64\(16\)\)", script), script  # N: a run-time size, int64

@@ -81,7 +81,7 @@ def test_an_older_format_is_refused(saved):
     plan = _plan(saved)
     plan["version"] = 1
     _write_plan(saved, plan)
-    with pytest.raises(ArtifactError, match=r"plan.json: format 'tefuse-artifact' version 1; .* versions 2 and 3"):
+    with pytest.raises(ArtifactError, match=r"plan.json: format 'tefuse-artifact' version 1; .* versions 2, 3 and 4"):
         artifact.load(saved)
 
 

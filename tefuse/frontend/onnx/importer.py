@@ -22,6 +22,7 @@ from . import converters as _converters  # noqa: F401 - importing it fills the r
 from .context import ImportContext, OnnxNode, Unsupported, decode_bytes
 from .lowbit import TAKES_LOWBIT, is_lowbit
 from .registry import CONVERTERS, FOLDERS
+from .symbolic import symbolic_input_shapes
 
 log = logging.getLogger(__package__)  # "tefuse.frontend.onnx", as before the split into a package
 
@@ -211,7 +212,7 @@ def _fold(ctx: ImportContext, n: OnnxNode) -> list[np.ndarray]:
 
 def import_onnx(model_or_path: ModelLike, *, input_shapes: Optional[Mapping[str, Sequence[int]]] = None,
                 check: bool = True, constant_inputs: Optional[Mapping[str, np.ndarray]] = None,
-                source: Optional[str] = None) -> Graph:
+                source: Optional[str] = None, dynamic: bool = False) -> Graph:
     """Import an ONNX model as a tefuse Graph (inputs named as in the model, outputs in order).
 
     input_shapes fixes symbolic or unknown input dims, e.g. {"x": (1, 3, 224, 224)}.
@@ -220,6 +221,9 @@ def import_onnx(model_or_path: ModelLike, *, input_shapes: Optional[Mapping[str,
     Raises ModelImportError listing every unsupported node of the model at once; its
     `constant_inputs` names the model inputs that nodes needed as constants.
     source names the model in errors (its file, when a loaded ModelProto is given).
+    dynamic keeps the input dims that are not fixed as names (a dim_param's own, else
+    `<input>:<axis>`; frontend/onnx/symbolic.py), for a build over dim ranges; input_shapes
+    still fixes the dims it gives.
     """
     model = load_model(model_or_path)
     if source is None:
@@ -266,6 +270,7 @@ def import_onnx(model_or_path: ModelLike, *, input_shapes: Optional[Mapping[str,
         raise ModelImportError(f"constant_inputs names unknown input(s) {sorted(unknown)}; "
                                f"model inputs are {sorted(vi.name for vi in g.input)}")
     bad_inputs = []
+    named = symbolic_input_shapes(model) if dynamic else {}
     for vi in g.input:
         if vi.name in ctx.env:
             continue  # IR < 4 lists initializers as inputs too
@@ -277,6 +282,8 @@ def import_onnx(model_or_path: ModelLike, *, input_shapes: Optional[Mapping[str,
             ctx.env[vi.name] = np.asarray(frozen[vi.name], dtype=_np_dtype(vi.type.tensor_type.elem_type))
             continue
         dims, unknown = _input_shape(vi)
+        if unknown and vi.name in named:
+            dims, unknown = list(named[vi.name]), []
         if unknown and all(" is " in u for u in unknown) and _only_descriptive(vi.name, g):
             ctx.env[vi.name] = np.zeros([max(d, 0) for d in dims], _np_dtype(vi.type.tensor_type.elem_type))
             continue

@@ -1,0 +1,56 @@
+"""CUDA builds over dim ranges, without a GPU: injective and reduction kernels take the symbolic
+dims as run-time arguments and compile with nvcc; an anchor whose templates size their tiles from
+fixed shapes (conv, dense) is refused in one line naming it. (Numerics: tests/gpu/test_dynamic_gpu.py.)"""
+from __future__ import annotations
+
+import re
+import shutil
+
+import numpy as np
+import pytest
+
+import tefuse
+from tefuse.codegen.ptx import compile_to_ptx
+from tefuse.errors import SymbolicExtentError
+from tefuse.frontend.onnx import import_onnx
+from tests.frontend.dynamic_models import cnn
+
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+RANGES = {"B": "1:4:16", "S": "1:128:512"}
+
+
+def rows_graph(batch="B", seq="S", hidden=64):
+    """x + pos -> layer_norm -> relu -> softmax, and a mean over the sequence: row-wise and
+    reduction kernels with symbolic rows and a symbolic reduction extent."""
+    b = tefuse.GraphBuilder()
+    x, p = b.input("x", (batch, seq, hidden)), b.input("pos", (batch, seq, hidden))
+    h = b.layer_norm(b.add(x, p), b.const(np.linspace(0.5, 1.5, hidden, dtype="float32")),
+                     b.const(np.linspace(-0.1, 0.1, hidden, dtype="float32")))
+    s = b.softmax(b.relu(h))
+    return b.build([s, b.reduce_mean(s, axes=[1], keepdims=False)])
+
+
+@pytest.fixture(scope="module")
+def dynamic_rows():
+    return tefuse.build(rows_graph(), "cuda:sm_90", dynamic=RANGES)
+
+
+@needs_nvcc
+def test_injective_and_reduction_kernels_take_symbolic_dims(dynamic_rows):
+    exact = tefuse.build(rows_graph(4, 128), "cuda:sm_90")
+    assert dynamic_rows.num_kernels == exact.num_kernels
+    assert [k.template for k in dynamic_rows.kernels] == [k.template for k in exact.kernels]
+    for k in dynamic_rows.kernels:
+        src = k.source("cuda")
+        (params,) = re.findall(r'__global__ void (?:__launch_bounds__\(\d+\) )?\w+\(([^)]*)\)\s*\{', src)
+        # the dims (or an expression of them, B * S) are scalar arguments of the kernel
+        assert re.search(r"\bint64_t \w+", params), (k.group.name, params)
+        assert ".entry" in compile_to_ptx(src, "sm_90")
+
+
+def test_an_anchor_without_a_symbolic_template_is_refused_in_one_line():
+    with pytest.raises(SymbolicExtentError) as e:
+        tefuse.build(import_onnx(cnn("N"), dynamic=True), "cuda:sm_90", dynamic={"N": "1:4:8"})
+    msg = str(e.value)
+    assert "\n" not in msg
+    assert "anchor 'c1', conv2d" in msg and "symbolic extent" in msg and "--batch" in msg
