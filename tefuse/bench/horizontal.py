@@ -63,7 +63,8 @@ def bench_adam(torch) -> dict:
     p0 = [rng.standard_normal(s).astype(np.float32) for s in shapes]
     g0 = [(rng.standard_normal(s) * 1e-2).astype(np.float32) for s in shapes]
     want = [numpy_first_step(p, g) for p, g in zip(p0, g0)]
-    stream = torch.cuda.current_stream()
+    # the stream is looked up at each call: a CUDA graph captures on a stream of its own
+    stream = torch.cuda.current_stream
 
     def on_device(arrays):
         return [torch.from_numpy(a.copy()).cuda() for a in arrays]
@@ -75,12 +76,12 @@ def bench_adam(torch) -> dict:
         opt = MultiTensorAdam(shapes, "cuda", lr=LR, betas=BETAS, eps=EPS, horizontal=horizontal)
         p, g = on_device(p0), on_device(g0)
         m, v = [torch.zeros_like(t) for t in p], [torch.zeros_like(t) for t in p]
-        opt.step(p, g, m, v, stream=stream)
+        opt.step(p, g, m, v, stream=stream())
         torch.cuda.synchronize()
         errors[key] = update_error(p, want)
         launches[key] = opt.launches
         # the first step's lr and eps held on the device: the launch alone, capturable
-        steps[key] = (lambda o=opt, t=(p, g, m, v): o.update(*t, lr_1, eps_1, stream=stream))
+        steps[key] = (lambda o=opt, t=(p, g, m, v): o.update(*t, lr_1, eps_1, stream=stream()))
     params = [torch.nn.Parameter(t) for t in on_device(p0)]
     for prm, grad in zip(params, on_device(g0)):
         prm.grad = grad
@@ -119,13 +120,13 @@ def bench_googlenet(torch, cache_dir: Optional[Path]) -> dict:
     model = onnx.load(str(zoo.export(entry, False, cache_dir)))
     want = onnxruntime_outputs(model, feeds)
     device_feeds = {k: torch.from_numpy(v).cuda() for k, v in feeds.items()}
-    stream = torch.cuda.current_stream()
+    stream = torch.cuda.current_stream  # looked up at each call, as in bench_adam
     runs, launches, merged, errors = {}, {}, {}, {}
     for horizontal in (True, False):
         key = "horizontal" if horizontal else "apart"
         cg = build(import_onnx(model), "cuda", precision="fp16", options=BuildOptions(horizontal=horizontal))
         outs = [torch.empty(w.shape, dtype=torch.float32, device="cuda") for w in want]
-        runs[key] = (lambda c=cg, o=outs: c.run(device_feeds, out=o, stream=stream))
+        runs[key] = (lambda c=cg, o=outs: c.run(device_feeds, out=o, stream=stream()))
         runs[key]()
         torch.cuda.synchronize()
         errors[key], _, _ = zoo.compare([o.cpu().numpy() for o in outs], want, "fp16", None)

@@ -35,7 +35,7 @@ import numpy as np
 from ..tune.knobs import knob_assignment
 from . import timing
 from .runs import shard_of, sharded, write_json_whole
-from .timing import time_graph, time_wall
+from .timing import device_kernels, time_graph, time_wall
 
 log = logging.getLogger(__name__)
 
@@ -399,7 +399,7 @@ def model_case(name: str, batch: int, precision: str, workdir: Path, db="default
             extra["peer_compile_error"] = str(e).splitlines()[0][:200]
     best = best_peer_ms(torch, lambda: tm(tx), peer_graph, extra)
     try:
-        extra["peer_profile"] = peer_kernels(torch, lambda: tm(tx))
+        extra["peer_profile"] = device_kernels(torch, lambda: tm(tx))
     except Exception as e:  # noqa: BLE001 - the profiler failing is noted, the timing stands
         extra["peer_profile_error"] = str(e).splitlines()[0][:200]
     profile = sorted(zip(cg.kernels, cg.time_kernels(input=xd, number=5, repeat=3, min_repeat_ms=0)),
@@ -504,7 +504,7 @@ def zoo_model_case(name: str, batch: int, precision: str, workdir: Path, db=None
     profile = sorted(zip(cg.kernels, kernel_s), key=lambda kt: -kt[1])
     extra["slowest"] = [(k.group.name, k.template, round(1e3 * t, 4)) for k, t in profile[:8]]
     try:
-        extra["peer_profile"] = peer_kernels(torch, peer)
+        extra["peer_profile"] = device_kernels(torch, peer)
     except Exception as e:  # noqa: BLE001 - the profiler failing is noted, the timing stands
         extra["peer_profile_error"] = str(e).splitlines()[0][:200]
     ok = err <= TOLERANCE[precision] and (top1 is None or top1 == 1.0)
@@ -521,28 +521,6 @@ def best_peer_ms(torch, peer, graph_ms: Optional[float], extra: dict) -> float:
         peers = [time_wall(peer, torch.cuda.synchronize)]
         extra["peer_eager_ms"] = peers[0]
     return min(peers)
-
-
-def peer_kernels(torch, fn, runs: int = 5, top: int = 16) -> list:
-    """The peer's `top` kernels by device time a run, [(kernel, launches a run, ms a run)], from
-    torch.profiler over `runs` eager runs: where PyTorch's time goes, beside tefuse's `profile`."""
-    from torch.profiler import ProfilerActivity, profile
-
-    with torch.no_grad():
-        fn()
-        torch.cuda.synchronize()
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            for _ in range(runs):
-                fn()
-            torch.cuda.synchronize()
-    rows = []
-    for e in prof.key_averages():
-        us = getattr(e, "device_time_total", None)
-        us = getattr(e, "cuda_time_total", 0) if us is None else us
-        if us and e.count:
-            rows.append((e.key[:120], round(e.count / runs, 2), round(us / runs / 1e3, 4)))
-    rows.sort(key=lambda r: -r[2])
-    return rows[:top]
 
 
 def _tefuse_graph_ms(torch, cg, feeds: dict, like: np.ndarray) -> tuple:

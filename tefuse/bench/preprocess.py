@@ -37,6 +37,7 @@ import numpy as np
 
 from ..graph.ir import Graph, GraphBuilder
 from .runs import write_json_whole
+from .timing import device_kernels
 
 log = logging.getLogger(__name__)
 
@@ -325,17 +326,20 @@ def bench_rgb(torch, target: str, fkl=None) -> list[Row]:
         asym_err = _check("tefuse rgb, asymmetric", aout.cpu().numpy(), asym.expected, 1e-4)
         fkl_err = _check("FKL rgb, asymmetric", fkl_out.cpu().numpy(), asym.expected, 1e-4)
     ms, how = timed_in_turns(torch, fns, eager=("tefuse_eager",))
+    kernels_of = {k: device_kernels(torch, fns[k], runs=20) for k in ("tefuse", "tefuse_asymmetric", "fkl") if k in fns}
     mine = ms["tefuse"] if how["torchvision"] == "graph" else ms["tefuse_eager"]
     kernels = [k.template for k in cg.kernels]
     rows = [Row("rgb 4K crops x5 -> 60x60", mine, cg.num_kernels, err, "torchvision.v2", ms["torchvision"],
                 peer_err, extra={"new_rects_max_error": err_again, "timed_as": how["torchvision"],
                                  "tefuse_graph_ms": ms["tefuse"], "tefuse_eager_ms": ms["tefuse_eager"],
-                                 "kernels": kernels})]
+                                 "kernels": kernels, "device_kernels": kernels_of["tefuse"]})]
     if fkl is not None:
         rows.append(Row("rgb 4K crops x5 -> 60x60, asymmetric (FKL)", ms["tefuse_asymmetric"], acg.num_kernels,
                         asym_err, "FKL", ms["fkl"], fkl_err,
                         extra={"timed_as": how["fkl"], "kernels": [k.template for k in acg.kernels],
-                               "tefuse_half_pixel_ms": ms["tefuse"]}))
+                               "tefuse_half_pixel_ms": ms["tefuse"],
+                               "device_kernels": kernels_of["tefuse_asymmetric"],
+                               "peer_device_kernels": kernels_of["fkl"]}))
     return rows
 
 
@@ -366,13 +370,16 @@ def bench_nv12(torch, target: str, bandwidth: float) -> Row:
     err = _check("tefuse nv12", out.cpu().numpy(), case.expected, 1e-3)
     src = torch.empty(case.touched // 2, dtype=torch.uint8, device="cuda")
     dst = torch.empty_like(src)
-    ms, how = timed_in_turns(torch, {"tefuse": run, "copy": lambda: dst.copy_(src)})
+    fns = {"tefuse": run, "copy": lambda: dst.copy_(src)}
+    ms, how = timed_in_turns(torch, fns)
     return Row("nv12 4K crops x4 -> 3x224x224", ms["tefuse"], cg.num_kernels, err, "copy of the touched bytes",
                peer_ms=ms["copy"], bound_ms=1e3 * case.touched / bandwidth,
                extra={"touched_bytes": case.touched, "rect_bytes": case.whole,
                       "ratio_to_bound": ms["tefuse"] / (1e3 * case.touched / bandwidth),
                       "rect_bound_ms": 1e3 * case.whole / bandwidth, "timed_as": how["tefuse"],
-                      "kernels": [k.template for k in cg.kernels]})
+                      "kernels": [k.template for k in cg.kernels],
+                      "device_kernels": device_kernels(torch, run, runs=20),
+                      "peer_device_kernels": device_kernels(torch, fns["copy"], runs=20)})
 
 
 def main(argv=None) -> int:
@@ -384,7 +391,16 @@ def main(argv=None) -> int:
                         "(bench/fkl.py) and timed beside tefuse's rgb kernel")
     p.add_argument("--fkl-revision", default=None, help="FKL's commit, recorded with the results")
     p.add_argument("--workdir", default=None, help="where FKL's example is built (default: a temporary folder)")
+    p.add_argument("--graph-calls", type=int, default=1, metavar="N",
+                   help="calls captured into one CUDA graph (N > 1 times back-to-back kernels, not a "
+                        "graph launch each: kernels of a few microseconds are otherwise at its floor)")
     args = p.parse_args(argv)
+    from . import timing
+
+    try:
+        timing.set_graph_calls(args.graph_calls)
+    except ValueError as e:
+        p.error(f"--graph-calls: {e}")
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     import torch
 
@@ -413,7 +429,7 @@ def main(argv=None) -> int:
 
         write_json_whole(args.json, {"command": " ".join(["python -m tefuse.bench.preprocess", *(argv or sys.argv[1:])]),
                                      "device": torch.cuda.get_device_name(), "copy_bandwidth_gbs": bandwidth / 1e9,
-                                     "fkl": fkl_info, "rows": [{**asdict(r), "ratio": r.ratio} for r in rows]})
+                                     "fkl": fkl_info, "timing": {"graph_calls": timing.GRAPH_CALLS}, "rows": [{**asdict(r), "ratio": r.ratio} for r in rows]})
     return 0
 
 

@@ -81,3 +81,26 @@ def time_interleaved(fns, sync, warmup: int = 3, iters: int = 20) -> list[float]
             sync()
             times[k].append(time.perf_counter() - t)
     return [1e3 * float(np.median(ts)) for ts in times]
+
+
+def device_kernels(torch, fn, runs: int = 5, top: int = 16) -> list:
+    """fn's `top` kernels by device time a call, [(kernel, launches a call, ms a call)], from
+    torch.profiler (CUPTI: every kernel of the process, TVM's launches included) over `runs`
+    eager calls: where a peer's time goes, and what a kernel takes apart from its launch."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with torch.no_grad():
+        fn()
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(runs):
+                fn()
+            torch.cuda.synchronize()
+    rows = []
+    for e in prof.key_averages():
+        us = getattr(e, "device_time_total", None)
+        us = getattr(e, "cuda_time_total", 0) if us is None else us
+        if us and e.count:
+            rows.append((e.key[:120], round(e.count / runs, 2), round(us / runs / 1e3, 4)))
+    rows.sort(key=lambda r: -r[2])
+    return rows[:top]
