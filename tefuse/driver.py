@@ -11,13 +11,13 @@ import logging
 import os
 import threading
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 import tvm
 
 from .codegen.compile import check_limits, compile_module, device_source
-from .codegen.horizontal import Member, MergeError, grid, merge_launches
+from .codegen.horizontal import PASS_CONFIG, Member, MergeError, grid, merge_launches
 from .codegen.lower import LoweredGroup, lower_group
 from .codegen.schedule import BestRecordSource, ConfigPredictor, ScheduleChoice, apply_choice, choose_schedule
 from .errors import BuildError, DynamicShapeError, GraphError, UnschedulableGroup
@@ -61,6 +61,8 @@ class PreparedGroup:
     mod: tvm.IRModule
     workload: str
     seconds: float
+    # compile options beyond the template's (a merged launch's: codegen/horizontal.PASS_CONFIG)
+    pass_config: dict = field(default_factory=dict)
 
 
 def prepare_group(group: FusedGroup, target: tvm.target.Target, db: Optional[BestRecordSource] = None,
@@ -88,7 +90,7 @@ def compile_group(prep: PreparedGroup, target: tvm.target.Target, cache=None) ->
     if module is None:
         info = prep.lowered.info
         module = compile_module(prep.mod, choice.template.compile_target(info, choice.config, target), group.name,
-                                choice.template.pass_config(info, choice.config, target))
+                                {**choice.template.pass_config(info, choice.config, target), **prep.pass_config})
         src = device_source(module)
         if cache is not None:
             cache.store(key, target, choice, module, source=src)
@@ -261,7 +263,7 @@ def _merged(run: list[PreparedGroup], target: tvm.target.Target) -> PreparedGrou
     # the members' workloads and configs: equal keys compile to equal code (the kernel cache's key)
     workload = "horizontal(" + ";".join(f"{p.workload}@{'/'.join(map(str, _same_code_key(p)[1:]))}" for p in run) + ")"
     log.log(VERBOSE, "one launch: %s", ", ".join(p.group.name for p in run))
-    return PreparedGroup(group, lowered, first.choice, mod, workload, sum(p.seconds for p in run))
+    return PreparedGroup(group, lowered, first.choice, mod, workload, sum(p.seconds for p in run), dict(PASS_CONFIG))
 
 
 def _same_code_key(prep: PreparedGroup) -> tuple:
