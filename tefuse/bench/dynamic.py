@@ -1,0 +1,201 @@
+"""Dynamic-shape bench, on a CUDA GPU: one build over dim ranges against exact-shape builds.
+
+For each model (the zoo's full configuration, exported with its batch, and for token models its
+sequence length, as named ONNX dims): one build over the ranges (`build(..., dynamic=...)`) and
+one exact build a size; at each size both are checked against onnxruntime, then timed as CUDA
+graphs in turns in one process (preprocess.timed_in_turns). Recorded: each latency and the
+dynamic/exact ratio, each build's seconds and kernels, and the device bytes of the weights.
+
+    python -m tefuse.bench.dynamic --json benchmarks/dynamic.json \\
+        [--models resnet50 mobilenet_v2 bert] [--precision fp16]
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Optional, Sequence
+
+import numpy as np
+
+from .runs import write_json_whole
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class DynamicCase:
+    """A model's named dims: their ranges (min:opt:max) and the sizes timed, each a
+    {dim: size} binding; `axes` says which input axes carry which dim."""
+
+    model: str
+    ranges: dict
+    sizes: tuple
+    axes: dict  # {input kind: {axis: dim name}}: image inputs and token inputs
+
+
+CNN_AXES = {"image": {0: "N"}}
+TOKEN_AXES = {"tokens": {0: "N", 1: "S"}, "mask": {0: "N", 1: "S"}}
+CASES = {
+    "resnet50": DynamicCase("resnet50", {"N": "1:32:64"}, ({"N": 1}, {"N": 32}), CNN_AXES),
+    "mobilenet_v2": DynamicCase("mobilenet_v2", {"N": "1:32:64"}, ({"N": 1}, {"N": 32}), CNN_AXES),
+    "bert": DynamicCase("bert", {"N": "1:8:8", "S": "16:128:384"},
+                        ({"N": 1, "S": 128}, {"N": 8, "S": 128}, {"N": 8, "S": 384}), TOKEN_AXES),
+}
+
+
+def export_dynamic(case: DynamicCase, cache_dir: Optional[Path] = None) -> Path:
+    """The zoo model exported with its dims named (torch.onnx's dynamic_axes), cached beside the
+    zoo's static exports."""
+    import torch
+
+    from . import zoo
+    from . import zoo_builders as zb
+
+    e = zoo.entry(case.model)
+    path = zoo.onnx_path(e, False, cache_dir)
+    path = path.with_name(path.stem + "-dynamic.onnx")
+    if path.exists():
+        return path
+    cfg = e.config(False)
+    inputs = zoo.random_inputs(cfg)
+    dynamic_axes = {s.name: case.axes[s.kind] for s in cfg.inputs if s.kind in case.axes}
+    tmp = path.with_name(f".{path.name}.tmp")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.onnx.export(zoo.build_module(e, False), tuple(torch.from_numpy(v) for v in inputs.values()), str(tmp),
+                      dynamo=False, opset_version=zb.OPSET, input_names=list(inputs),
+                      output_names=list(cfg.outputs), dynamic_axes=dynamic_axes)
+    tmp.replace(path)
+    return path
+
+
+def case_inputs(case: DynamicCase, size: dict, seed: int = 0) -> dict[str, np.ndarray]:
+    """Seeded inputs of the zoo model's kinds at this binding of its dims."""
+    from . import zoo
+
+    cfg = zoo.entry(case.model).config(False)
+    rng = np.random.default_rng(seed)
+    out = {}
+    for spec in cfg.inputs:
+        shape = list(spec.shape)
+        for axis, dim in case.axes.get(spec.kind, {}).items():
+            shape[axis] = size[dim]
+        if spec.kind == "image":
+            out[spec.name] = rng.standard_normal(shape).astype(np.float32)
+        elif spec.kind == "tokens":
+            out[spec.name] = rng.integers(2, spec.high, shape, dtype=np.int64)
+        else:  # mask: the last row's last quarter masked, as the zoo's
+            mask = np.ones(shape, np.int64)
+            mask[-1, shape[-1] - shape[-1] // 4:] = 0
+            out[spec.name] = mask
+    return out
+
+
+@dataclass
+class SizeRow:
+    size: dict
+    exact_ms: float
+    dynamic_ms: float
+    exact_err: float
+    dynamic_err: float
+    ok: bool
+
+    @property
+    def ratio(self) -> float:
+        """The dynamic build's latency over the exact one's: at most 1.10 (CNN) / 1.15 (BERT)."""
+        return self.dynamic_ms / self.exact_ms
+
+
+@dataclass
+class ModelRow:
+    model: str
+    ranges: dict
+    precision: str
+    dynamic_build_s: float
+    dynamic_kernels: int
+    exact_build_s: dict  # {size label: seconds}
+    exact_kernels: dict
+    dynamic_param_bytes: int
+    exact_param_bytes: dict
+    sizes: list = field(default_factory=list)
+
+
+def _label(size: dict) -> str:
+    return ",".join(f"{k}={v}" for k, v in size.items())
+
+
+def _rel_err(got: Sequence, want: Sequence) -> float:
+    return max(float(np.abs(np.asarray(g, np.float64) - w).max() / max(np.abs(w).max(), 1e-12))
+               for g, w in zip(got, want))
+
+
+def bench_model(torch, case: DynamicCase, precision: str, target: str, cache_dir: Optional[Path]) -> ModelRow:
+    import onnx
+
+    from ..driver import build
+    from ..frontend.onnx import import_onnx
+    from ..frontend.reference import onnxruntime_outputs
+    from .precision import TOLERANCE
+    from .preprocess import timed_in_turns
+
+    model = onnx.load(str(export_dynamic(case, cache_dir)))
+    t0 = time.perf_counter()
+    dyn = build(import_onnx(model, dynamic=True), target, precision=precision, dynamic=case.ranges)
+    dyn_s = time.perf_counter() - t0
+    row = ModelRow(case.model, case.ranges, precision, dyn_s, dyn.num_kernels, {}, {},
+                   dyn.memory()["params"], {})
+    for size in case.sizes:
+        feeds = case_inputs(case, size)
+        want = onnxruntime_outputs(model, feeds)
+        t0 = time.perf_counter()
+        exact = build(import_onnx(model, input_shapes={k: v.shape for k, v in feeds.items()}), target,
+                      precision=precision)
+        row.exact_build_s[_label(size)] = time.perf_counter() - t0
+        row.exact_kernels[_label(size)] = exact.num_kernels
+        row.exact_param_bytes[_label(size)] = exact.memory()["params"]
+        device_feeds = {k: torch.from_numpy(v).cuda() for k, v in feeds.items()}
+        runs, errs = {}, {}
+        for key, cg in (("exact", exact), ("dynamic", dyn)):
+            outs = [torch.empty(w.shape, dtype=torch.float32, device="cuda") for w in want]
+            runs[key] = (lambda c=cg, o=outs: c.run(device_feeds, out=o, stream=torch.cuda.current_stream()))
+            runs[key]()
+            torch.cuda.synchronize()
+            errs[key] = _rel_err([o.cpu().numpy() for o in outs], want)
+        ok = all(e <= TOLERANCE[precision] for e in errs.values())
+        ms, _ = timed_in_turns(torch, runs) if ok else ({"exact": float("nan"), "dynamic": float("nan")}, None)
+        r = SizeRow(size, ms["exact"], ms["dynamic"], errs["exact"], errs["dynamic"], ok)
+        log.info("%s %s: exact %.4f ms | dynamic %.4f ms | %.2fx | err %.2e / %.2e%s", case.model, _label(size),
+                 r.exact_ms, r.dynamic_ms, r.ratio, r.exact_err, r.dynamic_err, "" if ok else " MISMATCH")
+        row.sizes.append({**asdict(r), "ratio": r.ratio})
+        del exact
+    log.info("%s: dynamic build %.1f s, %d kernels; exact builds %s", case.model, dyn_s, row.dynamic_kernels,
+             ", ".join(f"{k} {v:.1f} s" for k, v in row.exact_build_s.items()))
+    return row
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--models", nargs="+", default=list(CASES), choices=list(CASES))
+    p.add_argument("--precision", default="fp16")
+    p.add_argument("--target", default="cuda")
+    p.add_argument("--cache-dir", default=None, help="exported ONNX files (default: the zoo's cache)")
+    p.add_argument("--json", default=None)
+    args = p.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    import torch
+
+    if not torch.cuda.is_available():
+        raise SystemExit("dynamic bench: needs a CUDA GPU (torch.cuda.is_available() is False)")
+    cache = Path(args.cache_dir) if args.cache_dir else None
+    rows = [bench_model(torch, CASES[m], args.precision, args.target, cache) for m in args.models]
+    if args.json:
+        write_json_whole(args.json, {"command": " ".join(["python -m tefuse.bench.dynamic", *(argv or sys.argv[1:])]),
+                                     "device": torch.cuda.get_device_name(), "rows": [asdict(r) for r in rows]})
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
