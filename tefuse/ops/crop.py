@@ -29,7 +29,7 @@ from tvm.ir.expr import Expr as PrimExpr
 
 from ..errors import OpError
 from .registry import OpPattern, register_op
-from .resize import F64, FILTERS, NEAREST, Axis, bounded, f64, nearest_start, saturate, tie_ratio
+from .resize import F64, FILTERS, NEAREST, Axis, f64, nearest_start, saturate, tie_ratio
 from .value import Value, bind_all, expr_dtype, lazy
 
 CROP_MODES = ("nearest", "linear", "cubic")
@@ -159,14 +159,31 @@ def _fit(rect: _Rect, oh: PrimExpr, ow: PrimExpr) -> tuple[PrimExpr, PrimExpr]:
 COORDINATES = ("half_pixel", "asymmetric")
 
 
-def _coordinate(y: PrimExpr, start: PrimExpr, src: PrimExpr, dst: PrimExpr, how: str) -> PrimExpr:
+F32 = "float32"
+
+
+def _f32(v: float) -> PrimExpr:
+    return tir.FloatImm(F32, v)
+
+
+def _coordinate(y: PrimExpr, start: PrimExpr, src: PrimExpr, dst: PrimExpr, how: str, mode: str) -> PrimExpr:
     """Output position y (offset by `start`) of a `dst`-long axis resized from a `src`-long one,
-    as a source coordinate (float64): half_pixel (OpenCV's INTER_LINEAR centres, ONNX's
-    half_pixel), or asymmetric (y * src / dst: ONNX's asymmetric, what FKL's Resize computes)."""
-    yy = tir.Cast(F64, y - start)
+    as a source coordinate: half_pixel (OpenCV's INTER_LINEAR centres, ONNX's half_pixel), or
+    asymmetric (y * src / dst: ONNX's asymmetric, what FKL's Resize computes).
+
+    Linear and cubic windows take it in float32, as OpenCV and FKL do: a float64 division a
+    pixel sat on the kernel's critical path, and float32 places a 4K image's coordinates within
+    1/4000 of a pixel, which moves a bilinear value by at most that share of its neighbours'
+    difference. Nearest keeps float64, whose rounding ties its rules name."""
+    if mode == "nearest":
+        yy = tir.Cast(F64, y - start)
+        if how == "asymmetric":
+            return yy * tir.Cast(F64, src) / tir.Cast(F64, dst)
+        return (yy + f64(0.5)) * tir.Cast(F64, src) / tir.Cast(F64, dst) - f64(0.5)
+    yy, scale = tir.Cast(F32, y - start), tir.Cast(F32, src) / tir.Cast(F32, dst)
     if how == "asymmetric":
-        return yy * tir.Cast(F64, src) / tir.Cast(F64, dst)
-    return (yy + f64(0.5)) * tir.Cast(F64, src) / tir.Cast(F64, dst) - f64(0.5)
+        return yy * scale
+    return (yy + _f32(0.5)) * scale - _f32(0.5)
 
 
 def _taps(mode: str, x: PrimExpr, bound: int, dt: str) -> list[tuple[PrimExpr, PrimExpr]]:
@@ -176,9 +193,15 @@ def _taps(mode: str, x: PrimExpr, bound: int, dt: str) -> list[tuple[PrimExpr, P
         i = nearest_start(x, bound, dt) + tir.Cast(dt, NEAREST["round_prefer_floor"](tie_ratio(x), _ANY_AXIS))
         return [(i, None)]
     flt = FILTERS[(mode, False)](1.0, -0.75)
-    fl = tir.floor(bounded(x, bound, flt.taps))
+    margin = flt.taps
+    fl = tir.floor(tir.max(tir.min(x, _f32(bound + margin)), _f32(-margin)))
     start = tir.Cast(dt, fl) - (flt.taps // 2 - 1)
-    return [(start + k, tir.Cast("float32", c)) for k, c in enumerate(flt.coefficients(x - fl))]
+    r = x - fl
+    if mode == "linear":
+        weights = [_f32(1.0) - r, r]
+    else:  # cubic's coefficients as resize computes them, from the float32 ratio
+        weights = [tir.Cast(F32, c) for c in flt.coefficients(tir.Cast(F64, r))]
+    return [(start + k, w) for k, w in enumerate(weights)]
 
 
 def _check_dtype(dtype: str, op: str) -> None:
@@ -229,7 +252,8 @@ def crop_resize(inputs: Sequence[Value], attrs: dict) -> Value:
                     value = term if value is None else value + term
             return saturate(tir.Cast(F64, value) if dtype.startswith(("int", "uint")) else value, dtype)
 
-        value = bind_all([_coordinate(oy, y0, rect.h, th, how), _coordinate(ox, x0, rect.w, tw, how)], interpolate)
+        value = bind_all([_coordinate(oy, y0, rect.h, th, how, mode), _coordinate(ox, x0, rect.w, tw, how, mode)],
+                         interpolate)
         if keep:
             inside = (oy >= y0) & (oy < y0 + th) & (ox >= x0) & (ox < x0 + tw)
             value = tir.Select(inside, value, per_channel(bg, ch[0] if ch else 0, dtype))

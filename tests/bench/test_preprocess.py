@@ -19,10 +19,11 @@ def test_rgb_case_is_one_group_and_its_reference_holds():
     assert case.feeds["image"].dtype == np.uint8 and case.feeds["rects"].shape == (5, 4)
     assert case.expected.shape == (5, 60, 60, 3) and case.expected.dtype == np.float32
     cg = tefuse.build(case.graph, "llvm")
-    np.testing.assert_allclose(cg.run(**case.feeds)[0], case.expected, atol=1e-5)
+    # the bench's own check (float32 source coordinates against the float64 reference)
+    np.testing.assert_allclose(cg.run(**case.feeds)[0], case.expected, atol=1e-4)
     again = {**case.feeds, "rects": np.asarray(((5, 6, 40, 20), (0, 0, 160, 120), (150, 110, 30, 30), (1, 1, 1, 1),
                                                 (7, 7, 9, 50)), np.int32)}
-    np.testing.assert_allclose(cg.run(**again)[0], case.expected_again, atol=1e-5)
+    np.testing.assert_allclose(cg.run(**again)[0], case.expected_again, atol=1e-4)
 
 
 def test_torchvision_peer_matches_the_reference_on_cpu():

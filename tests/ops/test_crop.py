@@ -12,6 +12,10 @@ from onnx import helper, numpy_helper
 import tefuse
 from tefuse.errors import TefuseError
 
+# float64 references against float32 source coordinates (ops/crop.py): a 128-pixel axis's
+# coordinates within 1e-5 pixel move an 8-bit image's values by a few thousandths of a level
+ATOL = 5e-3
+
 
 def ort_resize(x: np.ndarray, size: tuple[int, int], mode: str, coordinate: str = "half_pixel") -> np.ndarray:
     """onnxruntime's Resize-19 of an [h, w, C] float32 image to size."""
@@ -75,7 +79,7 @@ def test_crop_resize_every_mode_against_onnxruntime(rng):
                          linear=dict(size=(24, 40), mode="linear"), cubic=dict(size=(24, 40), mode="cubic"))
     for attrs, got in zip(variants, cg.run(img, RECTS)):
         want = reference(img, RECTS, attrs["size"], attrs["mode"])
-        np.testing.assert_allclose(got, want, atol=2e-3, err_msg=attrs["mode"])
+        np.testing.assert_allclose(got, want, atol=ATOL, err_msg=attrs["mode"])
 
 
 def test_asymmetric_coordinates_against_onnxruntime(rng):
@@ -87,7 +91,7 @@ def test_asymmetric_coordinates_against_onnxruntime(rng):
     for attrs, got in zip(variants, cg.run(img, RECTS)):
         want = reference(img, RECTS, attrs["size"], keep=attrs.get("keep_aspect_ratio", False),
                          background=attrs.get("background", 0.0), coordinate="asymmetric")
-        np.testing.assert_allclose(got, want, atol=2e-3)
+        np.testing.assert_allclose(got, want, atol=ATOL)
 
 
 def test_keep_aspect_ratio_centres_the_fit_on_the_background(rng):
@@ -100,7 +104,7 @@ def test_keep_aspect_ratio_centres_the_fit_on_the_background(rng):
                                   np.int32)):
         (got,) = cg.run(img, rects)
         want = reference(img, rects, (60, 60), keep=True, background=bg)
-        np.testing.assert_allclose(got, want, atol=2e-3)
+        np.testing.assert_allclose(got, want, atol=ATOL)
         # the bottom-right band is the wider of two when their sum is odd: never empty
         banded = [k for k, (_, _, w, h) in enumerate(rects) if fit(w, h, 60, 60) != (60, 60)]
         assert banded
@@ -201,7 +205,7 @@ def test_planes_of_different_sizes_in_one_launch_against_separate_resizes(rng, k
         got = cg.run(img, rows)[0]
         for k, (oh, ow) in enumerate(sizes):
             want = reference(img, RECTS[k:k + 1], (oh, ow), keep=keep, background=9.0)[0]
-            np.testing.assert_allclose(got[k, :oh, :ow], want, atol=2e-3, err_msg=f"plane {k} {oh}x{ow}")
+            np.testing.assert_allclose(got[k, :oh, :ow], want, atol=ATOL, err_msg=f"plane {k} {oh}x{ow}")
             rest = np.ones(got.shape[1:3], bool)
             rest[:oh, :ow] = False
             assert (got[k][rest] == 9.0).all()
