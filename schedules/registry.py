@@ -129,6 +129,12 @@ class Template:
         the op's rounding is taken out of the tile copies)."""
         return func
 
+    def schedule_checks(self, info: KernelInfo, cfg: Config) -> bool:
+        """Whether the schedule primitives check their prerequisites (TVM's `enable_check`) as
+        this config is applied: on, unless the template knows a check that its schedule passes
+        at every fixed size fails only for want of arithmetic on symbolic extents."""
+        return True
+
     def apply(self, sch: s_tir.Schedule, info: KernelInfo, cfg: Config, target) -> None:
         raise NotImplementedError
 

@@ -77,7 +77,8 @@ def schedule_kernel(spec: KernelSpec, target: tvm.target.Target) -> tvm.IRModule
     """Apply the template's config and check the result against the target's limits."""
     target = kernel_target(spec, target)
     try:
-        sch = s_tir.Schedule(spec.template.prepare(spec.func, spec.info, spec.config, target))
+        sch = s_tir.Schedule(spec.template.prepare(spec.func, spec.info, spec.config, target),
+                             enable_check=spec.template.schedule_checks(spec.info, spec.config))
         spec.template.apply(sch, spec.info, spec.config, target)
         mod = spec.template.finish(sch.mod, spec.info, spec.config, target)
     except Exception as e:  # noqa: BLE001 - ScheduleError, TVM FFI errors, template bugs
