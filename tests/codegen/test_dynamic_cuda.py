@@ -1,6 +1,8 @@
 """CUDA builds over dim ranges, without a GPU: injective and reduction kernels take the symbolic
 dims as run-time arguments and compile with nvcc; an anchor whose templates size their tiles from
-fixed shapes (conv, dense) is refused in one line naming it. (Numerics: tests/gpu/test_dynamic_gpu.py.)"""
+fixed shapes (a float32 conv or dense on CUDA cores) is refused in one line naming it, and so is a
+schedule whose tiles a run-time dim sizes. (Tensor-core GEMMs: tests/schedules/cuda/gemm/test_symbolic_m.py;
+numerics: tests/gpu/test_dynamic_gpu.py.)"""
 from __future__ import annotations
 
 import re
@@ -10,8 +12,14 @@ import numpy as np
 import pytest
 
 import tefuse
+from tefuse.codegen.compile import KernelSpec, schedule_kernel
+from tefuse.codegen.lower import lower_group
 from tefuse.codegen.ptx import compile_to_ptx
-from tefuse.errors import SymbolicExtentError
+from tefuse.errors import BuildError, SymbolicExtentError
+from tefuse.fusion import fuse_graph
+from tefuse.ops.value import dim_hints
+from tefuse.schedules.gpu.dense import CudaDense
+from tefuse.target import make_target
 from tefuse.frontend.onnx import import_onnx
 from tests.frontend.dynamic_models import cnn
 
@@ -54,3 +62,21 @@ def test_an_anchor_without_a_symbolic_template_is_refused_in_one_line():
     msg = str(e.value)
     assert "\n" not in msg
     assert "anchor 'c1', conv2d" in msg and "symbolic extent" in msg and "--batch" in msg
+
+
+def test_a_tile_sized_by_a_run_time_dim_is_refused_in_one_line():
+    """A schedule whose shared tile follows a symbolic extent's predicated tail (the CUDA-core
+    dense's, which is why it does not declare symbolic extents) is one BuildError naming the
+    buffer, not a failure in TVM's CUDA codegen."""
+    b = tefuse.GraphBuilder()
+    graph = b.build(b.dense(b.input("x", ("M", 256)), b.input("w", (128, 256))))
+    with dim_hints({"M": 64}):
+        (group,) = fuse_graph(graph)
+        low = lower_group(group)
+    target = make_target("cuda:sm_80")
+    t = CudaDense()
+    spec = KernelSpec(group.name, low.func, low.info, t, t.fallback(low.info, target, t.space(low.info, target)))
+    with pytest.raises(BuildError) as e:
+        schedule_kernel(spec, target)
+    msg = str(e.value)
+    assert "\n" not in msg and "(shared) sized by a dim bound at run time" in msg

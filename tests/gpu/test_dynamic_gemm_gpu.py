@@ -1,0 +1,68 @@
+"""Tensor-core GEMMs over a symbolic M on a real GPU: one CUDA build of a small fp16 NHWC conv net
+(3x3, strided 3x3 and 1x1 convs with bias, residual and ReLU epilogues, a global pool and a
+classifier whose M is the batch) and of a Linear over N*S rows (M = N * 77) gives llvm's values
+at several batch sizes. The build itself (no GPU) is tests/schedules/cuda/gemm/test_symbolic_m.py.
+
+Deselected by default; run with
+    python -m pytest -m gpu tests/gpu/test_dynamic_gemm_gpu.py -q
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tefuse
+from tefuse.target import device_caps, make_target
+
+pytestmark = pytest.mark.gpu
+RANGES = {"N": "1:8:32"}
+SIZES = (1, 5, 32)
+
+
+def conv_net(batch="N"):
+    rng = np.random.default_rng(0)
+    b = tefuse.GraphBuilder()
+
+    def const(*shape, scale=0.1):
+        return b.const((rng.standard_normal(shape) * scale).astype("float16"))
+
+    x = b.input("x", (batch, 14, 14, 16), "float16")
+    h = b.relu(b.bias_add(b.conv2d(x, const(32, 3, 3, 16), padding=1, layout="NHWC", weight_layout="OHWI"),
+                          const(32), axis=3))
+    s = b.relu(b.bias_add(b.conv2d(h, const(64, 3, 3, 32), padding=1, strides=2, layout="NHWC",
+                                   weight_layout="OHWI"), const(64), axis=3))
+    r = b.conv2d(s, const(64, 1, 1, 64), layout="NHWC", weight_layout="OHWI")
+    y = b.relu(b.add(b.bias_add(r, const(64), axis=3), s))
+    pooled = b.flatten(b.global_avg_pool2d(y, layout="NHWC"))
+    return b.build([y, b.bias_add(b.dense(pooled, const(32, 64)), const(32), axis=1)])
+
+
+def linear(batch="N"):
+    rng = np.random.default_rng(1)
+    b = tefuse.GraphBuilder()
+    x = b.input("x", (batch, 77, 64), "float16")
+    w = b.const((rng.standard_normal((96, 64)) * 0.1).astype("float16"))
+    rows = b.reshape(x, shape=(-1, 64))
+    return b.build(b.gelu(b.bias_add(b.dense(rows, w), b.const(np.linspace(-1, 1, 96, dtype="float16")), axis=1)))
+
+
+@pytest.fixture(scope="module", params=["conv_net", "linear"])
+def builds(request):
+    graph = {"conv_net": conv_net, "linear": linear}[request.param]
+    arch = device_caps(make_target("cuda")).arch
+    cuda = tefuse.build(graph(), "cuda", dynamic=RANGES)
+    gemms = [k.template for k in cuda.kernels if k.template in ("tensorcore_gemm", "wgmma_gemm")]
+    assert gemms, (arch, [k.template for k in cuda.kernels])
+    return graph, cuda, tefuse.build(graph(), "llvm", dynamic=RANGES)
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_one_cuda_build_matches_llvm_at_each_batch(builds, n, rng):
+    graph, cuda, llvm = builds
+    (name, shape), = [(p.name, p.shape) for p in graph(n).inputs]
+    feeds = {name: rng.standard_normal([int(d) for d in shape]).astype("float16")}
+    got, want = cuda.run(**feeds), llvm.run(**feeds)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape
+        w = w.astype("float32")
+        np.testing.assert_allclose(g.astype("float32"), w, rtol=2e-2, atol=2e-2 * np.abs(w).max())
