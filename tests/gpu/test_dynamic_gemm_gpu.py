@@ -1,7 +1,7 @@
 """Tensor-core GEMMs over a symbolic M on a real GPU: one CUDA build of a small fp16 NHWC conv net
 (3x3, strided 3x3 and 1x1 convs with bias, residual and ReLU epilogues, a global pool and a
-classifier whose M is the batch) and of a Linear over N*S rows (M = N * 77) gives llvm's values
-at several batch sizes. The build itself (no GPU) is tests/schedules/cuda/gemm/test_symbolic_m.py.
+classifier whose M is the batch), of a Linear over N*S rows (M = N * 77) and of attention's two
+products over a symbolic sequence gives llvm's values at several sizes. The build itself (no GPU) is tests/schedules/cuda/gemm/test_symbolic_m.py.
 
 Deselected by default; run with
     python -m pytest -m gpu tests/gpu/test_dynamic_gemm_gpu.py -q
@@ -46,9 +46,21 @@ def linear(batch="N"):
     return b.build(b.gelu(b.bias_add(b.dense(rows, w), b.const(np.linspace(-1, 1, 96, dtype="float16")), axis=1)))
 
 
-@pytest.fixture(scope="module", params=["conv_net", "linear"])
+def attention(seq="N"):
+    """softmax(q k^T / 8) v over a symbolic sequence (two heads of 64): the products' M, N and K
+    symbolic, the unfused path."""
+    b = tefuse.GraphBuilder()
+    q, k, v = (b.input(name, (2, seq, 64), "float16") for name in "qkv")
+    scores = b.mul(b.matmul(q, b.transpose(k, axes=(0, 2, 1))), b.const(np.array(0.125, "float16")))
+    return b.build(b.matmul(b.softmax(scores), v))
+
+
+GRAPHS = {"conv_net": conv_net, "linear": linear, "attention": attention}
+
+
+@pytest.fixture(scope="module", params=sorted(GRAPHS))
 def builds(request):
-    graph = {"conv_net": conv_net, "linear": linear}[request.param]
+    graph = GRAPHS[request.param]
     arch = device_caps(make_target("cuda")).arch
     cuda = tefuse.build(graph(), "cuda", dynamic=RANGES)
     gemms = [k.template for k in cuda.kernels if k.template in ("tensorcore_gemm", "wgmma_gemm")]
@@ -59,8 +71,7 @@ def builds(request):
 @pytest.mark.parametrize("n", SIZES)
 def test_one_cuda_build_matches_llvm_at_each_batch(builds, n, rng):
     graph, cuda, llvm = builds
-    (name, shape), = [(p.name, p.shape) for p in graph(n).inputs]
-    feeds = {name: rng.standard_normal([int(d) for d in shape]).astype("float16")}
+    feeds = {p.name: rng.standard_normal([int(d) for d in p.shape]).astype("float16") for p in graph(n).inputs}
     got, want = cuda.run(**feeds), llvm.run(**feeds)
     for g, w in zip(got, want):
         assert g.shape == w.shape

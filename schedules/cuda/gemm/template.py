@@ -131,9 +131,9 @@ class TensorCoreGemm(Template):
         if info.anchor_kind not in ("conv2d", "dense") or getattr(info.geometry, "groups", 1) != 1:
             return False
         m, n, _ = tc_shape(info)
-        # a GEMV (ViT's classifier at batch 1) is CUDA cores' work; a symbolic M is any number of
-        # rows, whatever its range's opt (no CUDA-core GEMM takes it)
-        return (m >= MIN_MN or info.symbolic) and n >= MIN_MN
+        # a GEMV (ViT's classifier at batch 1) is CUDA cores' work; a kernel over dim ranges is
+        # taken whatever its sizes at the ranges' opt (no CUDA-core GEMM takes a symbolic extent)
+        return info.symbolic or (m >= MIN_MN and n >= MIN_MN)
 
     def tiling_knobs(self, s: ConfigSpace, intrins: list[str]) -> None:
         s.define_knob("tile", list(TILES))

@@ -44,7 +44,33 @@ def conv(batch="N", r=3, c=32, k=48, hw=7):
     return b.build(b.relu(b.conv2d(x, w, padding=r // 2, layout="NHWC", weight_layout="OHWI")))
 
 
+def scores(seq="N", heads=2, d=64):
+    """Attention's q @ k^T over a symbolic sequence: M and N both symbolic, B read through a transpose."""
+    b = GraphBuilder()
+    q, k = b.input("q", (heads, seq, d), "float16"), b.input("k", (heads, seq, d), "float16")
+    return b.build(b.matmul(q, b.transpose(k, axes=(0, 2, 1))))
+
+
+def context(seq="N", heads=2, d=64):
+    """Attention's p @ v over a symbolic sequence: M and the reduction K symbolic."""
+    b = GraphBuilder()
+    p, v = b.input("p", (heads, seq, seq), "float16"), b.input("v", (heads, seq, d), "float16")
+    return b.build(b.matmul(p, v))
+
+
+def _conv_reference(x, w):
+    r = w.shape[1]
+    xp = np.pad(x, ((0, 0), (r // 2, r // 2), (r // 2, r // 2), (0, 0)))
+    windows = np.lib.stride_tricks.sliding_window_view(xp, (r, r), axis=(1, 2))  # n, y, x, c, ry, rx
+    return np.maximum(np.einsum("nyxcij,kijc->nyxk", windows, w), 0)
+
+
 CASES = {"dense": dense, "conv3x3": lambda batch="N": conv(batch, 3), "conv1x1": lambda batch="N": conv(batch, 1)}
+# what numpy computes from the float32 values of the inputs
+REFERENCE = {"dense": lambda x, w, bias: np.maximum(x @ w.T + bias, 0), "conv3x3": _conv_reference,
+             "conv1x1": _conv_reference, "scores": lambda q, k: q @ k.transpose(0, 2, 1),
+             "context": lambda p, v: p @ v}
+NUMERIC_CASES = {**CASES, "scores": scores, "context": context}
 
 
 def _lowered(graph):
@@ -70,12 +96,13 @@ def test_one_cuda_build_takes_m_at_run_time_on_tensor_cores(case, arch):
         assert re.search(r"\bmma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.f16\.f16\.f32", compile_to_ptx(src, arch))
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("case", sorted(NUMERIC_CASES))
 @pytest.mark.parametrize("arch", ["sm_90", "sm_80"])
 def test_every_tile_buffer_has_a_constant_size(case, arch):
     """The shared operand tiles, the staging tile and the fragments are compacted to constants (the
-    pad to whole tiles), where a split with a predicated tail would leave them sized by M."""
-    low = _lowered(CASES[case]())
+    pad to whole tiles), where a split with a predicated tail would leave them sized by M (or by
+    attention's symbolic N and K)."""
+    low = _lowered(NUMERIC_CASES[case]())
     assert low.info.symbolic
     target = make_target(f"cuda:{arch}")
     mod = schedule_kernel(kernel_spec(low, choose_schedule(low, target)), target)
@@ -86,31 +113,27 @@ def test_every_tile_buffer_has_a_constant_size(case, arch):
     assert len(fixed) >= 3, compacted
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("case", sorted(NUMERIC_CASES))
 @pytest.mark.parametrize("arch", ["sm_90", "sm_80"])
 def test_the_symbolic_schedule_computes_numpys_values_at_each_size_on_llvm(case, arch, rng):
     """The template's schedule with plain loops (llvm cannot run tensor-core intrinsics): every tile,
-    pad and masked tail as on the GPU, one compiled function run at three sizes of M."""
-    low = _lowered(CASES[case]())
+    pad and masked tail as on the GPU, one compiled function run at three sizes of the dim (the
+    attention products: M, N or the reduction symbolic too)."""
+    low = _lowered(NUMERIC_CASES[case]())
     cuda = make_target(f"cuda:{arch}")
     t = find_template(cuda, low.info.anchor_kind, info=low.info)[0]
+    assert t.name in ("wgmma_gemm", "tensorcore_gemm")
     cfg = t.fallback(low.info, cuda, t.space(low.info, cuda))
     sch = s_tir.Schedule(t.prepare(low.func, low.info, cfg, cuda), enable_check=t.schedule_checks(low.info, cfg))
     t.apply(sch, low.info, cfg, make_target("llvm"))
     lib = tvm.compile(sch.mod, target="llvm")
     for size in (1, 5, 32):
-        graph = CASES[case](size)
-        feeds = [(rng.standard_normal([int(d) for d in p.shape]) * 0.5).astype("float16") for p in graph.inputs]
-        x, w = (a.astype("float32") for a in feeds[:2])
-        if case == "dense":
-            want = np.maximum(x @ w.T + feeds[2].astype("float32"), 0)
-        else:
-            r = w.shape[1]
-            xp = np.pad(x, ((0, 0), (r // 2, r // 2), (r // 2, r // 2), (0, 0)))
-            windows = np.lib.stride_tricks.sliding_window_view(xp, (r, r), axis=(1, 2))  # n, y, x, c, ry, rx
-            want = np.maximum(np.einsum("nyxcij,kijc->nyxk", windows, w), 0)
-        out = tvm.runtime.empty(want.shape, "float16", tvm.cpu())
-        lib["main"](*[tvm.runtime.tensor(a) for a in feeds], out)
+        graph = NUMERIC_CASES[case](size)
+        feeds = {p.name: (rng.standard_normal([int(d) for d in p.shape]) * 0.5).astype("float16")
+                 for p in graph.inputs}
+        want = REFERENCE[case](**{name: a.astype("float32") for name, a in feeds.items()})
+        out = tvm.runtime.empty(want.shape, graph.outputs[0].dtype, tvm.cpu())
+        lib["main"](*[tvm.runtime.tensor(feeds[p.name]) for p in low.params], out)
         np.testing.assert_allclose(out.numpy().astype("float32"), want, rtol=1e-2, atol=1e-2 * np.abs(want).max())
 
 
