@@ -18,6 +18,22 @@ _ALLOC = r'T\.sblock_alloc_buffer\(\(([\d,\s]*)\)(?:,\s*"(\w+)")?(?:,\s*strides=
 _SCOPED_ALLOC = {scope: re.compile(_ALLOC.format(scope)) for scope in ("shared", "local")}
 
 
+def symbolic_batch_only(info: KernelInfo) -> bool:
+    """Whether a conv's symbolic extents are its batch alone (axis 0 of its data and output, its
+    weight fixed): a template that binds the batch to the grid, its tiles over the fixed axes,
+    schedules it as at any batch."""
+    data, *rest = info.symbolic_in or ((),)
+    return set(data) <= {0} and set(info.symbolic_out) <= {0} and not any(rest)
+
+
+def symbolic_rows_only(info: KernelInfo) -> bool:
+    """Whether a GEMM's symbolic extents are its rows alone (M and batch axes: not the data's
+    last axis, K, nor the output's, N; the weight fixed)."""
+    data, *rest = info.symbolic_in or ((),)
+    rank_in, rank_out = len(info.in_shapes[0]) if info.in_shapes else 0, len(info.out_shape)
+    return (rank_in - 1 not in data and rank_out - 1 not in info.symbolic_out and not any(rest))
+
+
 def largest_divisor(n: int, cap: int) -> int:
     """The largest divisor of n not above cap (at least 1): perfect tiling for fallbacks."""
     return max(d for d in range(1, max(1, min(n, cap)) + 1) if n % d == 0)

@@ -59,6 +59,10 @@ class KernelInfo:
     # expressions, the shapes above are at the range's opt; only templates that declare
     # `symbolic_extents` schedule it
     symbolic: bool = False
+    # which axes of the anchor's inputs (in order) and of its output have symbolic extents: what a
+    # template that takes some symbolic dims (a batch on the grid) and not others asks
+    symbolic_in: tuple[tuple[int, ...], ...] = ()
+    symbolic_out: tuple[int, ...] = ()
 
     def stage(self, role: str) -> Optional[str]:
         """The block playing `role`, or None (a weight read straight from a parameter has none)."""
@@ -128,6 +132,12 @@ class Template:
         do part of its arithmetic elsewhere (tf32 wgmma rounds its operands in shared memory, so
         the op's rounding is taken out of the tile copies)."""
         return func
+
+    def takes_symbolic(self, info: KernelInfo) -> bool:
+        """Whether the template schedules this kernel with symbolic extents (KernelInfo.symbolic,
+        symbolic_in, symbolic_out): `symbolic_extents`, unless it takes some axes symbolic and
+        not others."""
+        return self.symbolic_extents
 
     def schedule_checks(self, info: KernelInfo, cfg: Config) -> bool:
         """Whether the schedule primitives check their prerequisites (TVM's `enable_check`) as
