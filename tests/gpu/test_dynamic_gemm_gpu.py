@@ -1,7 +1,8 @@
 """Tensor-core GEMMs over a symbolic M on a real GPU: one CUDA build of a small fp16 NHWC conv net
 (3x3, strided 3x3 and 1x1 convs with bias, residual and ReLU epilogues, a global pool and a
 classifier whose M is the batch), of a Linear over N*S rows (M = N * 77) and of attention's two
-products over a symbolic sequence gives llvm's values at several sizes. The build itself (no GPU) is tests/schedules/cuda/gemm/test_symbolic_m.py.
+products over a symbolic sequence gives llvm's values at several sizes. The build itself (no
+GPU): tests/schedules/cuda/gemm/test_symbolic_m.py.
 
 Deselected by default; run with
     python -m pytest -m gpu tests/gpu/test_dynamic_gemm_gpu.py -q

@@ -89,6 +89,8 @@ def test_one_cuda_build_takes_m_at_run_time_on_tensor_cores(case, arch):
     (params,) = re.findall(r"__global__ void (?:__launch_bounds__\(\d+\) )?\w+\(([^)]*)\)\s*\{", src)
     assert re.search(r"\bint64_t N\b", params), params
     assert re.search(r"<\s*\(?N\b|\bN\s*\*", src)  # the tail's predicates read it
+    # the pad computed in the tile copy: 16-byte cp.async, zeros past M (its predicate false)
+    assert re.search(r"ptx_cp_async\w*_pred_\w*16\w*\(", src)
     if arch == "sm_90":
         assert "tefuse_wgmma_m64n" in src and "mma.sync" not in src
         assert re.search(r"\bwgmma\.mma_async\.sync\.aligned\.m64n\d+k16\.f32\.f16\.f16", compile_to_ptx(src, "sm_90a"))
