@@ -56,8 +56,8 @@ class KernelInfo:
     # through the epilogue's reshapes (fusion/epilogue.py): tiles must then divide that extent
     padding_spills: tuple[bool, bool] = (False, False)
     # a dim of the kernel is bound at run time (a build over dim ranges): its loop extents are
-    # expressions, the shapes above are at the range's opt; only templates that declare
-    # `symbolic_extents` schedule it
+    # expressions, the shapes above are at the range's opt; only templates whose
+    # `takes_symbolic` says yes schedule it
     symbolic: bool = False
     # which axes of the anchor's inputs (in order) and of its output have symbolic extents: what a
     # template that takes some symbolic dims (a batch on the grid) and not others asks
