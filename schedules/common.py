@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 import re
+from typing import Optional
 
 import tvm
 from tvm import s_tir, tirx
@@ -17,6 +18,22 @@ _ALLOC = r'T\.sblock_alloc_buffer\(\(([\d,\s]*)\)(?:,\s*"(\w+)")?(?:,\s*strides=
 _SCOPED_ALLOC = {scope: re.compile(_ALLOC.format(scope)) for scope in ("shared", "local")}
 
 
+def symbolic_batch_only(info: KernelInfo) -> bool:
+    """Whether a conv's symbolic extents are its batch alone (axis 0 of its data and output, its
+    weight fixed): a template that binds the batch to the grid, its tiles over the fixed axes,
+    schedules it as at any batch."""
+    data, *rest = info.symbolic_in or ((),)
+    return set(data) <= {0} and set(info.symbolic_out) <= {0} and not any(rest)
+
+
+def symbolic_rows_only(info: KernelInfo) -> bool:
+    """Whether a GEMM's symbolic extents are its rows alone (M and batch axes: not the data's
+    last axis, K, nor the output's, N; the weight fixed)."""
+    data, *rest = info.symbolic_in or ((),)
+    rank_in, rank_out = len(info.in_shapes[0]) if info.in_shapes else 0, len(info.out_shape)
+    return (rank_in - 1 not in data and rank_out - 1 not in info.symbolic_out and not any(rest))
+
+
 def largest_divisor(n: int, cap: int) -> int:
     """The largest divisor of n not above cap (at least 1): perfect tiling for fallbacks."""
     return max(d for d in range(1, max(1, min(n, cap)) + 1) if n % d == 0)
@@ -27,17 +44,14 @@ def dtype_bytes(dtype: str) -> int:
     return max(1, int(bits or 32) // 8)
 
 
-def alloc_bytes(mod: tvm.IRModule) -> dict[str, int]:
+def alloc_bytes(mod: tvm.IRModule, compacted: Optional[str] = None) -> dict[str, int]:
     """Bytes a scheduled module allocates per scope ("shared": per block; "local": per thread),
     with buffers compacted to the regions accessed as lowering will (TVM may keep more than a
     tile when an index is not affine, e.g. a floordiv by a depthwise channel multiplier, or a
     batched GEMM's padded rows). One compaction serves every scope. The printed TVMScript is
-    read: TVM 0.27 has no Python TIR visitor."""
-    passes = s_tir.transform
-    lowered = tvm.ir.transform.Sequential([
-        passes.LowerInitBlock(), passes.PlanAndUpdateBufferAllocationLocation(),
-        passes.ConvertBlocksToOpaque(), passes.CompactBufferAllocation()])(mod)
-    script = lowered.script()
+    read: TVM 0.27 has no Python TIR visitor. `compacted`: compacted_script(mod), where the
+    caller has it."""
+    script = compacted if compacted is not None else compacted_script(mod)
     totals = {}
     for scope, pattern in _SCOPED_ALLOC.items():
         total = 0
@@ -49,6 +63,37 @@ def alloc_bytes(mod: tvm.IRModule) -> dict[str, int]:
             total += elems * dtype_bytes(dtype or "float32")
         totals[scope] = total
     return totals
+
+
+def compacted_script(mod: tvm.IRModule) -> str:
+    """The module's TVMScript with its buffers compacted to the regions accessed, as lowering
+    will compact them."""
+    passes = s_tir.transform
+    return tvm.ir.transform.Sequential([
+        passes.LowerInitBlock(), passes.PlanAndUpdateBufferAllocationLocation(),
+        passes.ConvertBlocksToOpaque(), passes.CompactBufferAllocation()])(mod).script()
+
+
+_SCOPED_ALLOC_LINE = re.compile(r'(\w+) = T\.sblock_alloc_buffer\((.*)scope="(shared|local)')
+_CONSTANT = re.compile(r"T\.int64\(\d+\)|\d+")
+
+
+def _first_argument(text: str) -> str:
+    """The text of the first parenthesized argument of `text` (a shape tuple), nesting kept."""
+    depth = 0
+    for i, c in enumerate(text):
+        depth += (c == "(") - (c == ")")
+        if depth == 0:
+            return text[:i + 1]
+    return text
+
+
+def sized_at_run_time(compacted: str) -> list[str]:
+    """The shared and local buffers of a scheduled module (its `compacted_script`) whose
+    compacted size depends on a dim bound at run time, as "name (scope)": a tile following a
+    symbolic extent's predicated tail. TVM's CUDA codegen cannot allocate them."""
+    return [f"{name} ({scope})" for name, args, scope in _SCOPED_ALLOC_LINE.findall(compacted)
+            if re.search(r"[A-Za-z_]", _CONSTANT.sub("", _first_argument(args)))]
 
 
 def shared_alloc_bytes(mod: tvm.IRModule) -> int:

@@ -58,9 +58,13 @@ class KernelInfo:
     # whether an op of the group samples a window per output element (tefuse.ops OpDef.samples)
     samples: bool = False
     # a dim of the kernel is bound at run time (a build over dim ranges): its loop extents are
-    # expressions, the shapes above are at the range's opt; only templates that declare
-    # `symbolic_extents` schedule it
+    # expressions, the shapes above are at the range's opt; only templates whose
+    # `takes_symbolic` says yes schedule it
     symbolic: bool = False
+    # which axes of the anchor's inputs (in order) and of its output have symbolic extents: what a
+    # template that takes some symbolic dims (a batch on the grid) and not others asks
+    symbolic_in: tuple[tuple[int, ...], ...] = ()
+    symbolic_out: tuple[int, ...] = ()
 
     def stage(self, role: str) -> Optional[str]:
         """The block playing `role`, or None (a weight read straight from a parameter has none)."""
@@ -130,6 +134,18 @@ class Template:
         do part of its arithmetic elsewhere (tf32 wgmma rounds its operands in shared memory, so
         the op's rounding is taken out of the tile copies)."""
         return func
+
+    def takes_symbolic(self, info: KernelInfo) -> bool:
+        """Whether the template schedules this kernel with symbolic extents (KernelInfo.symbolic,
+        symbolic_in, symbolic_out): `symbolic_extents`, unless it takes some axes symbolic and
+        not others."""
+        return self.symbolic_extents
+
+    def schedule_checks(self, info: KernelInfo, cfg: Config) -> bool:
+        """Whether the schedule primitives check their prerequisites (TVM's `enable_check`) as
+        this config is applied: on, unless the template knows a check that its schedule passes
+        at every fixed size fails only for want of arithmetic on symbolic extents."""
+        return True
 
     def apply(self, sch: s_tir.Schedule, info: KernelInfo, cfg: Config, target) -> None:
         raise NotImplementedError

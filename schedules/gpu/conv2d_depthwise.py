@@ -38,7 +38,8 @@ from ...target import device_caps
 from ..space import Config, ConfigSpace
 
 from ..common import (THREAD_AXES, attach_epilogue, cooperative_fetch, dtype_bytes, inline_all,
-                      largest_divisor, read_index, shared_alloc_bytes, spatial_reduce_loops)
+                      largest_divisor, read_index, shared_alloc_bytes, spatial_reduce_loops,
+                      symbolic_batch_only)
 from ..registry import DATA, WEIGHT, KernelInfo, Template, register
 from .lanes import MAX_BOOL_LANES, bool_lanes_vary
 
@@ -151,6 +152,10 @@ def rows_fallback_values(info: KernelInfo, sm_count: int, block: int = FALLBACK_
 class Conv2dDepthwise(Template):
     name = "conv2d_depthwise"
     horizontal = True  # plain grids: may share a launch (codegen/horizontal.py)
+
+    def takes_symbolic(self, info: KernelInfo) -> bool:
+        """A symbolic batch: the blocks run over it, the tiles split the fixed axes."""
+        return symbolic_batch_only(info)
 
     def space(self, info: KernelInfo, target) -> ConfigSpace:
         s = ConfigSpace()

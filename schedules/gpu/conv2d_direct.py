@@ -16,7 +16,7 @@ from ..space import Config, ConfigSpace
 
 from ...target import device_caps
 from ..common import (THREAD_AXES, annotate_unroll, attach_epilogue, cooperative_fetch, dtype_bytes, inline_all,
-                      largest_divisor, loop_depth, read_index, spatial_reduce_loops)
+                      largest_divisor, loop_depth, read_index, spatial_reduce_loops, symbolic_batch_only)
 from ..registry import DATA, WEIGHT, KernelInfo, Template, register
 
 VTHREAD_AXES = ("vthread.z", "vthread.y", "vthread.x")
@@ -60,6 +60,10 @@ class Conv2dDirect(Template):
 
     def accepts(self, info: KernelInfo) -> bool:
         return info.geometry.split_k == 1  # split-K partials are the tensor-core templates'
+
+    def takes_symbolic(self, info: KernelInfo) -> bool:
+        """A symbolic batch: it is fused into blockIdx.z, the tiles split the fixed axes."""
+        return symbolic_batch_only(info)
 
     def space(self, info: KernelInfo, target) -> ConfigSpace:
         s = ConfigSpace()

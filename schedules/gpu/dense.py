@@ -27,7 +27,7 @@ from ...target import DeviceCaps, device_caps
 from ..space import Config, ConfigSpace
 
 from ..common import (annotate_unroll, attach_epilogue, cooperative_fetch, dtype_bytes, inline_all,
-                      largest_divisor, loop_depth, read_index)
+                      largest_divisor, loop_depth, read_index, symbolic_rows_only)
 from ..registry import DATA, WEIGHT, KernelInfo, Template, register
 from .generic import CudaGenericReduction
 
@@ -185,6 +185,10 @@ def _closest(space: ConfigSpace, name: str, want):
     return min(cands, key=lambda c: sum(abs(math.log(x) - math.log(y)) for x, y in zip(c, want)))
 
 
+# (virtual threads, threads, rows a thread) over M of a GEMM with symbolic rows: one row a block
+ROW_A_BLOCK = (1, 1, 1)
+
+
 @register("gpu", "dense")
 class CudaDense(Template):
     name = "cuda_dense"
@@ -192,6 +196,11 @@ class CudaDense(Template):
 
     def __init__(self):
         self._generic = CudaGenericReduction()  # for anchors that are no plain GEMM
+
+    def takes_symbolic(self, info: KernelInfo) -> bool:
+        """Symbolic rows (a batch, N*S): a block a row (`ROW_A_BLOCK`), the rows on the grid, so
+        no tile follows their predicated tail. Not a symbolic N or K, which the tiles split."""
+        return tiled_dims(info) is not None and symbolic_rows_only(info)
 
     def space(self, info: KernelInfo, target) -> ConfigSpace:
         dims = tiled_dims(info)
@@ -201,6 +210,8 @@ class CudaDense(Template):
         caps = _caps(info, target, dims)
         s = ConfigSpace()
         s.define_split("tile_m", m, 4, filter=caps.m_ok)
+        if info.symbolic:
+            s.constrain(lambda v: tuple(v["tile_m"][1:]) == ROW_A_BLOCK)
         s.define_split("tile_n", n, 4, filter=caps.n_ok)
         s.define_split("tile_k", k, 3, filter=caps.k_ok)  # (outer, inner, threads)
         s.define_knob("unroll", [0, 512, 1500])
@@ -225,6 +236,8 @@ class CudaDense(Template):
             tn = largest_divisor(n, max(1, min(caps.tn, 256 // (tk * tm))))
             inn = 1
             kk = largest_divisor(k // tk, max(1, min(GEMV_K_STEP, caps.kt) // tk))
+        if info.symbolic:  # a block a row (takes_symbolic)
+            tm, im = 1, 1
         vals = {
             "tile_m": (m // (tm * im), 1, tm, im),
             "tile_n": (n // (tn * inn), 1, tn, inn),

@@ -15,26 +15,54 @@ from ...ops.value import expr_dtype as _dtype  # a Var's dtype may raise (TVM 0.
 from ...ops.value import is_if_then_else
 
 
+# sizes each symbolic dim (a dim bound at run time) takes in turn where lanes are judged: the
+# lanes must line up at every one of them
+SYMBOLIC_PROBES = (1, 5, 64)
+
+
 def lane_envs(sch, block_rv, loop_rv):
     """(the block's realize, [env]) where each env maps the block's iterator names to numpy
     arrays over every iteration of loop_rv (the block's innermost loop), with the outer loops
     at their first value and, one at a time, at their last; None where the loops are not
     constant (TVM's simplifier cannot prove `(8a + lane) % 192 // 64` constant across lanes,
-    so lanes are judged by evaluating the indices)."""
+    so lanes are judged by evaluating the indices). A loop whose extent a symbolic dim sets (the
+    grid of a kernel over dim ranges) is evaluated with the dim at each of SYMBOLIC_PROBES, the
+    dim's name bound in the envs too."""
     loop, realize = sch.get(loop_rv), sch.get_sref(block_rv).parent.stmt.body
     outer = [sch.get(lp) for lp in sch.get_loops(block_rv)]
     outer = [lp for lp in outer if not lp.loop_var.same_as(loop.loop_var)]
     if not isinstance(realize, s_tir.SBlockRealize) or not all(
-            isinstance(x, tirx.IntImm) for lp in [loop, *outer] for x in (lp.min, lp.extent)):
+            isinstance(x, tirx.IntImm) for x in (loop.min, loop.extent)):
         return None
-    first = {lp.loop_var.name: lp.min.value for lp in outer}
-    envs = [first] + [{**first, lp.loop_var.name: lp.min.value + lp.extent.value - 1}
-                      for lp in outer if lp.extent.value > 1]
+    loop_names = {lp.loop_var.name for lp in [loop, *outer]}
+    free = sorted(_var_names([x for lp in [loop, *outer] for x in (lp.min, lp.extent)]) - loop_names)
+    probes = [dict.fromkeys(free, size) for size in SYMBOLIC_PROBES] if free else [{}]
     out = []
-    for env in envs:  # every iteration of the loop at once, as numpy arrays
-        outer_env = {**env, loop.loop_var.name: loop.min.value + np.arange(loop.extent.value)}
-        out.append({iv.var.name: _eval(v, outer_env) for iv, v in zip(realize.block.iter_vars, realize.iter_values)})
+    for probe in probes:
+        try:
+            bounds = [(int(_eval(lp.min, probe)), int(_eval(lp.extent, probe))) for lp in outer]
+        except (KeyError, TypeError):
+            return None
+        first = {lp.loop_var.name: lo for lp, (lo, _) in zip(outer, bounds)}
+        envs = [first] + [{**first, lp.loop_var.name: lo + ext - 1}
+                          for lp, (lo, ext) in zip(outer, bounds) if ext > 1]
+        for env in envs:  # every iteration of the loop at once, as numpy arrays
+            outer_env = {**probe, **env, loop.loop_var.name: loop.min.value + np.arange(loop.extent.value)}
+            out.append({**probe, **{iv.var.name: _eval(v, outer_env)
+                                    for iv, v in zip(realize.block.iter_vars, realize.iter_values)}})
     return realize, out
+
+
+def _var_names(exprs) -> set:
+    """The names of the variables in integer expressions."""
+    names, todo = set(), list(exprs)
+    while todo:
+        n = todo.pop()
+        if type(n).__name__ in ("Var", "SizeVar"):
+            names.add(n.name)
+        else:
+            todo.extend(children(n, ("a", "b", "value")))
+    return names
 
 
 def lanes_contiguous(sch, block_rv, loop_rv, vec: int) -> bool:

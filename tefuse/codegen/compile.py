@@ -17,7 +17,7 @@ from tvm import s_tir
 from ..errors import BuildError
 from ..schedules import KernelInfo, Template
 from ..schedules.registry import TIR_PIPELINE
-from ..schedules.common import alloc_bytes, block_threads, launch_extents
+from ..schedules.common import alloc_bytes, block_threads, compacted_script, launch_extents, sized_at_run_time
 from ..schedules.space import Config
 from .let_to_local import PIPELINE as DEFAULT_PIPELINE
 
@@ -43,7 +43,8 @@ MAX_LOCAL_BYTES = 16 * 1024
 
 def check_limits(mod: tvm.IRModule, target: tvm.target.Target) -> None:
     """Refuse a scheduled module over the target's threads or shared memory per block, over
-    CUDA's grid, or with a local buffer that did not compact to a thread's tile."""
+    CUDA's grid, with a local buffer that did not compact to a thread's tile, or with a shared
+    or local buffer sized by a dim bound at run time."""
     if target.kind.name == "llvm":
         return
     script = mod.script()
@@ -57,7 +58,12 @@ def check_limits(mod: tvm.IRModule, target: tvm.target.Target) -> None:
         for tag, cap in CUDA_GRID_LIMITS.items():
             if extents.get(tag, 1) > cap:
                 raise BuildError(f"{int(extents[tag])} blocks along {tag} > CUDA's {cap}")
-    allocated = alloc_bytes(mod)
+    compacted = compacted_script(mod)
+    dynamic = sized_at_run_time(compacted)
+    if dynamic:
+        raise BuildError(f"{', '.join(dynamic)} sized by a dim bound at run time (a tile following a "
+                         "symbolic extent's predicated tail)")
+    allocated = alloc_bytes(mod, compacted)
     max_shared = target.attrs.get("max_shared_memory_per_block")
     if max_shared and allocated["shared"] > int(max_shared):
         raise BuildError(f"{allocated['shared']} bytes of shared memory per block > {int(max_shared)}")
@@ -77,7 +83,8 @@ def schedule_kernel(spec: KernelSpec, target: tvm.target.Target) -> tvm.IRModule
     """Apply the template's config and check the result against the target's limits."""
     target = kernel_target(spec, target)
     try:
-        sch = s_tir.Schedule(spec.template.prepare(spec.func, spec.info, spec.config, target))
+        sch = s_tir.Schedule(spec.template.prepare(spec.func, spec.info, spec.config, target),
+                             enable_check=spec.template.schedule_checks(spec.info, spec.config))
         spec.template.apply(sch, spec.info, spec.config, target)
         mod = spec.template.finish(sch.mod, spec.info, spec.config, target)
     except Exception as e:  # noqa: BLE001 - ScheduleError, TVM FFI errors, template bugs

@@ -129,6 +129,8 @@ def _kernel_info(group: FusedGroup, func: tir.PrimFunc, n_out: int) -> KernelInf
         output_shapes=[_sized(o.shape) for o in group.outputs],
         in_shapes=[_sized(i.shape) for i in a.inputs] if a is not None else [],
         symbolic=not all(is_static_shape(n.shape) for n in [*group.inputs, *group.nodes]),
+        symbolic_in=tuple(_symbolic_axes(i.shape) for i in a.inputs) if a is not None else (),
+        symbolic_out=_symbolic_axes(a.shape) if a is not None else (),
         dtype=_compute_dtype(a, group),
         geometry=_geometry(a),
         stages=stages,
@@ -142,6 +144,11 @@ def _sized(shape) -> tuple[int, ...]:
     """A shape as templates size a kernel by: a symbolic dim at the size the build is tuned for
     (its range's opt, ops.value.dim_hints); the kernel's own extents stay symbolic."""
     return tuple(hinted_dim(d) for d in shape)
+
+
+def _symbolic_axes(shape) -> tuple[int, ...]:
+    """The axes of `shape` whose extents are symbolic."""
+    return tuple(k for k, d in enumerate(shape) if not is_static_shape((d,)))
 
 
 def _compute_dtype(anchor: Node | None, group) -> str:

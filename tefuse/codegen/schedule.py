@@ -55,14 +55,14 @@ def find_template(target: tvm.target.Target, anchor_kind: str, name: Optional[st
                   where: str = "") -> list[Template]:
     """Templates for the anchor kind; with `info`, those that accept it, most preferred first
     (the first is the untuned fallback choice). A kernel with symbolic extents (a build over dim
-    ranges) takes only templates that declare `symbolic_extents`; none is one SymbolicExtentError
-    line naming `where` (the group and its anchor)."""
+    ranges) takes only templates that take them (Template.takes_symbolic); none is one
+    SymbolicExtentError line naming `where` (the group and its anchor)."""
     temps = schedules.get_templates(target, anchor_kind)
     if info is not None:
         temps = sorted((t for t in temps if t.accepts(info)), key=lambda t: -t.preference(info, target, options))
     if info is not None and info.symbolic and temps:
         fixed = [t.name for t in temps]
-        temps = [t for t in temps if t.symbolic_extents]
+        temps = [t for t in temps if t.takes_symbolic(info)]
         if not temps:
             raise SymbolicExtentError(
                 f"{where or 'kernel'}: no {target.kind.name} template for anchor {anchor_kind!r} takes a "

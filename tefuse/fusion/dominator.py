@@ -11,14 +11,20 @@ from typing import Optional
 
 from ..graph.ir import Graph, Node
 from ..ops import OpPattern
+from ..ops.value import same_dim
 
 
 def edge_pattern(producer: Node, consumer: Node) -> OpPattern:
-    """The consumer's pattern, but a broadcast that reads this input at full shape is elementwise."""
+    """The consumer's pattern, but a broadcast that reads this input at full shape is elementwise
+    (symbolic dims compared as expressions: two computations of N * 77 are one size)."""
     p = consumer.pattern
-    if p == OpPattern.BROADCAST and producer.shape == consumer.shape:
+    if p == OpPattern.BROADCAST and same_shape(producer.shape, consumer.shape):
         return OpPattern.ELEMWISE
     return p
+
+
+def same_shape(a, b) -> bool:
+    return len(a) == len(b) and all(same_dim(x, y) for x, y in zip(a, b))
 
 
 @dataclass(eq=False)

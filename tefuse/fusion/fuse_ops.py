@@ -18,7 +18,7 @@ from typing import Callable, Optional, Union
 
 from ..graph.ir import Graph, Node
 from ..ops import OpPattern
-from .dominator import DomNode, post_dominator_tree
+from .dominator import DomNode, post_dominator_tree, same_shape
 
 log = logging.getLogger(__name__)
 
@@ -299,7 +299,7 @@ class _Fuser:
         if a.pattern > OpPattern.BROADCAST or b.pattern > OpPattern.BROADCAST:
             return False
         shape = b.outputs[0].shape
-        if any(o.shape != shape for o in a.outputs + b.outputs):
+        if not all(same_shape(o.shape, shape) for o in a.outputs + b.outputs):
             return False
         if not any(owner.get(id(i)) is a for i in b.inputs):
             return False  # only producer -> consumer pairs

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import GraphError
+from ..ops.value import hinted_dim
 from .ir import CONST, INPUT, Graph, Node, RewriteContext, fresh_name, op_node, pad_after, rewrite
 
 
@@ -64,7 +65,7 @@ def _wgmma_conv(n: Node, min_mn: int) -> bool:
     w = n.inputs[1]
     if not tensor_core_operand(n, w) or n.attrs.get("groups", 1) != 1:
         return False
-    m = n.shape[0] * n.shape[1] * n.shape[2]
+    m = hinted_dim(n.shape[0] * n.shape[1] * n.shape[2])  # a symbolic batch at its range's opt
     return w.shape[3] >= min_mn and m >= min_mn
 
 

@@ -1,6 +1,9 @@
 """CUDA builds over dim ranges, without a GPU: injective and reduction kernels take the symbolic
-dims as run-time arguments and compile with nvcc; an anchor whose templates size their tiles from
-fixed shapes (conv, dense) is refused in one line naming it. (Numerics: tests/gpu/test_dynamic_gpu.py.)"""
+dims as run-time arguments and compile with nvcc, and so do a float32 CNN's convs and classifier on
+CUDA cores with a symbolic batch; an anchor whose templates size their tiles from fixed shapes (a
+symbolic reduction on CUDA cores) is refused in one line naming it, and so is a schedule whose
+tiles a run-time dim sizes. (Tensor-core GEMMs: tests/schedules/cuda/gemm/test_symbolic_m.py;
+numerics: tests/gpu/test_dynamic_gpu.py.)"""
 from __future__ import annotations
 
 import re
@@ -10,8 +13,14 @@ import numpy as np
 import pytest
 
 import tefuse
+from tefuse.codegen.compile import KernelSpec, schedule_kernel
+from tefuse.codegen.lower import lower_group
 from tefuse.codegen.ptx import compile_to_ptx
-from tefuse.errors import SymbolicExtentError
+from tefuse.errors import BuildError, SymbolicExtentError
+from tefuse.fusion import fuse_graph
+from tefuse.ops.value import dim_hints
+from tefuse.schedules.gpu.dense import CudaDense
+from tefuse.target import make_target
 from tefuse.frontend.onnx import import_onnx
 from tests.frontend.dynamic_models import cnn
 
@@ -48,9 +57,47 @@ def test_injective_and_reduction_kernels_take_symbolic_dims(dynamic_rows):
         assert ".entry" in compile_to_ptx(src, "sm_90")
 
 
+def test_a_float32_cnn_with_a_symbolic_batch_builds_on_cuda_cores():
+    """Direct convs with the batch on the grid and the classifier a block a row: every kernel takes
+    N as an argument and compiles."""
+    cg = tefuse.build(import_onnx(cnn("N"), dynamic=True), "cuda:sm_80", dynamic={"N": "1:4:8"})
+    assert [k.template for k in cg.kernels if k.group.anchor is not None] == [
+        "conv2d_direct", "cuda_cross_thread_reduction", "conv2d_direct", "cuda_dense"]
+    for k in cg.kernels:
+        src = k.source("cuda")
+        (params,) = re.findall(r'__global__ void (?:__launch_bounds__\(\d+\) )?\w+\(([^)]*)\)\s*\{', src)
+        assert re.search(r"\bint64_t N\b", params), (k.group.name, params)
+    if shutil.which("nvcc"):
+        assert ".entry" in compile_to_ptx(cg.kernels[0].source("cuda"), "sm_80")
+
+
+def _symbolic_k_dense():
+    b = tefuse.GraphBuilder()
+    return b.build(b.relu(b.dense(b.input("x", (4, "K")), b.input("w", (16, "K")))))
+
+
 def test_an_anchor_without_a_symbolic_template_is_refused_in_one_line():
+    """A float32 GEMM whose reduction is symbolic: the CUDA-core dense tiles K, and takes symbolic
+    rows alone."""
     with pytest.raises(SymbolicExtentError) as e:
-        tefuse.build(import_onnx(cnn("N"), dynamic=True), "cuda:sm_90", dynamic={"N": "1:4:8"})
+        tefuse.build(_symbolic_k_dense(), "cuda:sm_90", dynamic={"K": "8:64:256"})
     msg = str(e.value)
     assert "\n" not in msg
-    assert "anchor 'c1', conv2d" in msg and "symbolic extent" in msg and "--batch" in msg
+    assert "(anchor 'dense_0', dense)" in msg and "symbolic extent" in msg and "--batch" in msg
+
+
+def test_a_tile_sized_by_a_run_time_dim_is_refused_in_one_line():
+    """A schedule whose shared tile follows a symbolic extent's predicated tail (the CUDA-core
+    dense's over a symbolic K, which is why it does not take one) is one BuildError naming the
+    buffer, not a failure in TVM's CUDA codegen."""
+    with dim_hints({"K": 64}):
+        (group,) = fuse_graph(_symbolic_k_dense())
+        low = lower_group(group)
+    target = make_target("cuda:sm_80")
+    t = CudaDense()
+    assert not t.takes_symbolic(low.info)
+    spec = KernelSpec(group.name, low.func, low.info, t, t.fallback(low.info, target, t.space(low.info, target)))
+    with pytest.raises(BuildError) as e:
+        schedule_kernel(spec, target)
+    msg = str(e.value)
+    assert "\n" not in msg and "(shared) sized by a dim bound at run time" in msg

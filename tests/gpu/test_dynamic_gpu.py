@@ -1,5 +1,6 @@
 """CUDA kernels over dim ranges on a real GPU: one build of row-wise and reduction kernels with
-symbolic batch and sequence length gives llvm's values at several sizes.
+symbolic batch and sequence length, and one of a float32 CNN with a symbolic batch (CUDA-core
+convs and classifier), give llvm's values at several sizes.
 
 Deselected by default; run with  python -m pytest -m gpu tests/gpu/test_dynamic_gpu.py -q
 """
@@ -9,7 +10,9 @@ import numpy as np
 import pytest
 
 import tefuse
+from tefuse.frontend.onnx import import_onnx
 from tests.codegen.test_dynamic_cuda import RANGES, rows_graph
+from tests.frontend.dynamic_models import cnn
 
 pytestmark = pytest.mark.gpu
 
@@ -22,3 +25,15 @@ def test_one_cuda_build_matches_llvm_at_each_size(b, s, rng):
     for got, want in zip(cuda.run(**feeds), llvm.run(**feeds)):
         assert got.shape == want.shape
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("n", [1, 5, 32])
+def test_a_float32_cnn_on_cuda_cores_matches_llvm_at_each_batch(n, rng):
+    """Direct convs with the batch on the grid, the classifier a block a row (CUDA cores)."""
+    graph = lambda: import_onnx(cnn("N"), dynamic=True)
+    cuda = tefuse.build(graph(), "cuda", dynamic={"N": "1:8:32"})
+    llvm = tefuse.build(graph(), "llvm", dynamic={"N": "1:8:32"})
+    x = rng.standard_normal((n, 3, 8, 8)).astype("float32")
+    (got,), (want,) = cuda.run(x=x), llvm.run(x=x)
+    assert got.shape == want.shape == (n, 10)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)

@@ -93,6 +93,8 @@ def _sliceable(info: KernelInfo, slices: int, tile=None) -> bool:
     channels-last (the sum is computed over the output's (M, N) view); with `tile`, one of
     SLICED_TILES with a whole tile of rows and whole tiles of columns."""
     g = info.geometry
+    if info.symbolic:  # the sum's tile of rows is measured whole (m >= BM), which a run-time M need not be
+        return False
     if info.anchor_kind == "conv2d" and (g.layout != "NHWC" or g.split_k != 1):
         return False
     if info.anchor_kind == "dense" and getattr(g, "batch", 1) not in (1, None):
@@ -116,6 +118,10 @@ class TensorCoreGemm(Template):
     template that takes a group is its untuned choice too (preference DOMINANT)."""
 
     dtypes = TC_DTYPES  # the operand types it multiplies (float32 too with math='tf32')
+    # a symbolic M (a transformer's N*S rows, a conv's N*H*W) is padded to whole block tiles like
+    # any M (pad_einsum): every tile, shared and fragment buffer is a constant size, the grid and
+    # the tail's predicates take M at launch
+    symbolic_extents = True
 
     def accepts(self, info: KernelInfo) -> bool:
         if info.geometry is None or info.stage("accumulator") is None:
@@ -125,7 +131,9 @@ class TensorCoreGemm(Template):
         if info.anchor_kind not in ("conv2d", "dense") or getattr(info.geometry, "groups", 1) != 1:
             return False
         m, n, _ = tc_shape(info)
-        return m >= MIN_MN and n >= MIN_MN  # a GEMV (ViT's classifier at batch 1) is CUDA cores' work
+        # a GEMV (ViT's classifier at batch 1) is CUDA cores' work; a kernel over dim ranges is
+        # taken whatever its sizes at the ranges' opt (no CUDA-core GEMM takes a symbolic extent)
+        return info.symbolic or (m >= MIN_MN and n >= MIN_MN)
 
     def tiling_knobs(self, s: ConfigSpace, intrins: list[str]) -> None:
         s.define_knob("tile", list(TILES))
@@ -134,13 +142,21 @@ class TensorCoreGemm(Template):
         s.define_knob("intrin", intrins)
         s.define_knob("vec_out", [4, 8])
 
+    def schedule_checks(self, info: KernelInfo, cfg: Config) -> bool:
+        """Off for a symbolic M: TVM cannot always prove that the padded extent covers M (M*196
+        against (M*196 + 63) // 64 * 64: it divides both sides by their common factor 4 and
+        loses the bound), so its region-cover check would refuse every compute_at after the
+        pad; the schedule is the one that passes the checks at every fixed size."""
+        return not info.symbolic
+
     def apply(self, sch, info: KernelInfo, cfg: Config, target) -> None:
         # prologues (pad, casts, layout changes) stay blocks here: the global -> shared copies
         # inline them (dlight's auto_inline_producers), so they are computed while loading tiles
         bm, bn, wm, wn = cfg["tile"]
         m, n, _ = tc_shape(info)
         # a masked (padded) tail stored 8 wide needs a bool x8 predicate, which CUDA codegen lacks
-        vec_out = min(cfg["vec_out"], 4) if m % bm or n % bn else cfg["vec_out"]
+        # (a symbolic M has one wherever M is not a multiple of BM)
+        vec_out = min(cfg["vec_out"], 4) if m % bm or n % bn or info.symbolic else cfg["vec_out"]
         nchw = info.anchor_kind == "conv2d" and info.geometry.layout == "NCHW"
         gemm, epilogue, slices = info.stage("accumulator"), info.epilogue, _slices(cfg)
         if slices > 1:  # prepare() split the accumulator block (sliced_k.slice_reduction)

@@ -106,7 +106,7 @@ def _global_last_dim(sch, block_rv):
     for r in blk.reads:
         if r.source.scope() == "global":
             if any(v.same_as(last) for rg in r.region for v in undefined_vars(rg.min)):
-                exts.append(int(r.source.shape[-1]))
+                exts.append(lanes_bound(r.source.shape[-1]))
     return exts
 
 
@@ -117,6 +117,18 @@ def drop_unit_iters(sch, block) -> None:
         return
     keep = [k for k, iv in enumerate(ivs) if not (isinstance(iv.dom.extent, tirx.IntImm) and iv.dom.extent.value == 1)]
     sch.transform_block_layout(block, tirx.IndexMap.from_func(lambda *vs: [vs[k] for k in keep], ndim=len(ivs)))
+
+
+def lanes_bound(extent) -> int:
+    """What an innermost extent allows a vector width to divide: the extent itself where it is
+    fixed; for a symbolic one (a sequence length S, S * 64) the factor it is known to have at
+    every size (1 for S, 64 for S * 64), so that rows stay whole vectors whatever the size."""
+    if isinstance(extent, (int, tirx.IntImm)):
+        return int(extent)
+    from tvm import sym
+
+    known = sym.Analyzer().modular_set(extent)
+    return int(known.coeff) if int(known.base) == 0 and int(known.coeff) > 0 else 1
 
 
 def pick_vec(vmax, *exts):
@@ -138,7 +150,7 @@ def fetch_to_shared(sch, block_outer, idx: int, *, k_loop, scope: str, vec_max: 
     sch.compute_at(blk_read, k_loop)
     auto_inline_producers(sch, blk_read)
     exts = _global_last_dim(sch, blk_read)
-    inner = int(sch.get(blk_read).writes[0].source.shape[-1])
+    inner = lanes_bound(sch.get(blk_read).writes[0].source.shape[-1])
     vec = 1 if m_major else pick_vec(vec_max, inner, *exts)
     rows, cols = sch.get_loops(blk_read)[-2:]
     if m_major:
@@ -238,7 +250,7 @@ def store_epilogue(sch, acc_sh, epilogue_blocks, vec_max, width, on_gpu, m_major
     stored from there at full width: a scalarized store writes 2 bytes a lane, at a quarter of
     the bandwidth. Returns the store's vector width."""
     inline_epilogue(sch, acc_sh, epilogue_blocks)
-    out_exts = [int(r.source.shape[-1]) for r in sch.get(acc_sh).writes]
+    out_exts = [lanes_bound(r.source.shape[-1]) for r in sch.get(acc_sh).writes]
     vec_out = 1 if m_major else pick_vec(vec_max, width, *out_exts)
     oi, oj = sch.get_loops(acc_sh)[-2:]
     if m_major:
