@@ -73,25 +73,17 @@ def export_dynamic(case: DynamicCase, cache_dir: Optional[Path] = None) -> Path:
 
 
 def case_inputs(case: DynamicCase, size: dict, seed: int = 0) -> dict[str, np.ndarray]:
-    """Seeded inputs of the zoo model's kinds at this binding of its dims."""
+    """Seeded inputs of the zoo model's kinds (zoo.random_inputs) at this binding of its dims."""
     from . import zoo
 
     cfg = zoo.entry(case.model).config(False)
-    rng = np.random.default_rng(seed)
-    out = {}
+    shapes = {}
     for spec in cfg.inputs:
         shape = list(spec.shape)
         for axis, dim in case.axes.get(spec.kind, {}).items():
             shape[axis] = size[dim]
-        if spec.kind == "image":
-            out[spec.name] = rng.standard_normal(shape).astype(np.float32)
-        elif spec.kind == "tokens":
-            out[spec.name] = rng.integers(2, spec.high, shape, dtype=np.int64)
-        else:  # mask: the last row's last quarter masked, as the zoo's
-            mask = np.ones(shape, np.int64)
-            mask[-1, shape[-1] - shape[-1] // 4:] = 0
-            out[spec.name] = mask
-    return out
+        shapes[spec.name] = shape
+    return zoo.random_inputs(cfg, seed, shapes=shapes)
 
 
 @dataclass

@@ -256,14 +256,17 @@ def build_module(e: ZooEntry, small: bool):
     return model
 
 
-def random_inputs(cfg: ModelConfig, seed: int = SEED, batch: Optional[int] = None) -> dict[str, np.ndarray]:
+def random_inputs(cfg: ModelConfig, seed: int = SEED, batch: Optional[int] = None,
+                  shapes: Optional[dict] = None) -> dict[str, np.ndarray]:
     """Seeded inputs for `cfg`, in its input order (see InputSpec's kinds); `batch` replaces
-    the configured batch size."""
+    the configured batch size, `shapes` ({input name: shape}) whole shapes."""
     rng = np.random.default_rng(seed)
     out = {}
     for spec in cfg.inputs:
         if batch is not None:
             spec = replace(spec, shape=(batch, *spec.shape[1:]))
+        if shapes and spec.name in shapes:
+            spec = replace(spec, shape=tuple(shapes[spec.name]))
         if spec.kind == "image":
             out[spec.name] = rng.standard_normal(spec.shape).astype(np.float32)
         elif spec.kind == "tokens":
