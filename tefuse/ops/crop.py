@@ -29,7 +29,7 @@ from tvm.ir.expr import Expr as PrimExpr
 
 from ..errors import OpError
 from .registry import OpPattern, register_op
-from .resize import F64, FILTERS, NEAREST, Axis, f64, nearest_start, saturate, tie_ratio
+from .resize import F64, FILTERS, NEAREST, Axis, bounded, f64, nearest_start, saturate, tie_ratio
 from .value import Value, bind_all, expr_dtype, lazy
 
 CROP_MODES = ("nearest", "linear", "cubic")
@@ -193,8 +193,7 @@ def _taps(mode: str, x: PrimExpr, bound: int, dt: str) -> list[tuple[PrimExpr, P
         i = nearest_start(x, bound, dt) + tir.Cast(dt, NEAREST["round_prefer_floor"](tie_ratio(x), _ANY_AXIS))
         return [(i, None)]
     flt = FILTERS[(mode, False)](1.0, -0.75)
-    margin = flt.taps
-    fl = tir.floor(tir.max(tir.min(x, _f32(bound + margin)), _f32(-margin)))
+    fl = tir.floor(bounded(x, bound, flt.taps))
     start = tir.Cast(dt, fl) - (flt.taps // 2 - 1)
     r = x - fl
     if mode == "linear":

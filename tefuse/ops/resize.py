@@ -263,8 +263,9 @@ def resize_axes(shape: Sequence[int], attrs: dict) -> list[Axis]:
 def bounded(x: PrimExpr, size: int, margin: int) -> PrimExpr:
     """x held within `margin` of the axis before it becomes an integer: a coordinate far outside
     (a roi of 1e12) would overflow the cast, and every window that far out clamps to the same
-    edge element anyway."""
-    return tir.max(tir.min(x, f64(size + margin)), f64(-margin))
+    edge element anyway. In x's own float type (float64 here; crop_resize's float32 windows)."""
+    dt = expr_dtype(x)
+    return tir.max(tir.min(x, tir.FloatImm(dt, size + margin)), tir.FloatImm(dt, -margin))
 
 
 def nearest_start(x: PrimExpr, size: int, idx: str) -> PrimExpr:
