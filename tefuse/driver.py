@@ -33,6 +33,7 @@ from .graph.ir import Graph
 from .graph.qdq import fold_constant_dequantize, quantize_products
 from .graph.layout import auto_layout, convert_layout
 from .graph.patches import patch_convs_as_products
+from .graph.pixel_convs import pixel_convs_as_dense
 from .graph.scales import hoist_product_scales
 from .graph.split_k import split_k as split_reductions
 from .graph.views import clone_shared_views
@@ -382,6 +383,7 @@ def prepare_graph(graph: Graph, target, *, precision: str = "fp32", layout: Opti
     if policy.gemm_products:  # after precision (tensor-core dtypes only), before layout: NCHW as imported
         graph = patch_convs_as_products(graph)
     graph = convert_layout(graph, auto_layout(precision, policy.channels_last) if layout is None else layout)
+    graph = pixel_convs_as_dense(graph)  # after layout: a one-pixel conv's reshapes are then layout-free
     if policy.dense_groups:  # after layout (NHWC convs), before the weights' OHWI: the merged convs are dense
         graph = dense_grouped_convs(graph, max_groups=policy.dense_groups, min_mn=policy.min_mn)
     if policy.nk_weights:  # tensor-core GEMMs read a Linear's weight [N, K], on Hopper a conv's too (graph/weights.py)
