@@ -496,6 +496,7 @@ def run(args) -> int:
 
         check_output_path(args.output, "-o")
     dynamic = parse_dynamic_option(args)
+    extra = dynamic_build_args(args, dynamic)
     graphs = load_graphs(args)
     graph = load_graph(args) if graphs is None else graphs
     each = graphs.items() if graphs is not None else [(None, graph)]
@@ -523,7 +524,6 @@ def run(args) -> int:
         raise UsageError("--emit ptx needs a cuda target")
     target = resolve_target(args.target)
     db, cache = open_db_and_cache(args)
-    extra = dynamic_build_args(args, dynamic)
     cg = build_graph(graph, target, db, cache, args.jobs, options=build_options(args), **extra,
                      **graph_options(args, graph))
     if args.emit == "summary":

@@ -357,6 +357,7 @@ def _load(args: argparse.Namespace, given: dict[str, Any], sources: Optional[dic
     _check_input_names(given, input_names)  # before the build, which takes a while
     _check_input_shapes(given, sources or {}, model, shapes if args.batch is None else {})
     dynamic = parse_dynamic_option(args)
+    extra = dynamic_build_args(args, dynamic)
     batches = parse_batches(args.batch)
     if batches is not None:  # the inputs given pick a profile; they do not shape the model
         from .build import onnx_batch_graphs
@@ -368,7 +369,6 @@ def _load(args: argparse.Namespace, given: dict[str, Any], sources: Optional[dic
                 shapes[k] = tuple(v.shape)
         graph = import_model(model, shapes, input_names, args.model, dynamic=dynamic is not None)
     db, cache = open_db_and_cache(args)
-    extra = dynamic_build_args(args, dynamic)
     cg = build_graph(graph, target, db, cache, args.jobs, options=build_options(args), **extra,
                      **graph_options(args, graph))
     return cg, len(model.graph.node), model, time.perf_counter() - t0
