@@ -377,7 +377,8 @@ def _variants(kernel: CompiledKernel, entry: dict, root: Path, plan: dict,
     return out
 
 
-def _module_kernel(entry: dict, root: Path, plan: dict, group: FusedGroup, params: list, outputs: list) -> CompiledKernel:
+def _module_kernel(entry: dict, root: Path, plan: dict, group: FusedGroup, params: list,
+                   outputs: list) -> CompiledKernel:
     lib = root / entry["file"]
     data = _member(root, plan, entry["file"])  # verified before dlopen: a truncated .so SIGBUSes
     try:
