@@ -98,6 +98,10 @@ class Template:
     # whether the template schedules kernels whose extents are symbolic (KernelInfo.symbolic):
     # loops split with predicated tails, nothing in the schedule sized from an extent's value
     symbolic_extents = False
+    # whether a kernel over dim ranges gets a compiled variant per size bucket (graph/buckets.py):
+    # the template sizes its tiles and grid from the sizes (KernelInfo's shapes at a bucket's
+    # representative size), so one config serves a range badly; the rest compile once
+    size_buckets = False
 
     def accepts(self, info: KernelInfo) -> bool:
         """Whether the template can schedule this group at all (a key may hold templates
@@ -140,6 +144,11 @@ class Template:
         symbolic_in, symbolic_out): `symbolic_extents`, unless it takes some axes symbolic and
         not others."""
         return self.symbolic_extents
+
+    def varies_with_size(self, info: KernelInfo) -> bool:
+        """Whether this kernel (symbolic, KernelInfo.symbolic) is compiled once a size bucket:
+        `size_buckets`, for kernels with symbolic extents."""
+        return self.size_buckets and info.symbolic
 
     def schedule_checks(self, info: KernelInfo, cfg: Config) -> bool:
         """Whether the schedule primitives check their prerequisites (TVM's `enable_check`) as

@@ -26,6 +26,7 @@ from .fusion.horizontal import HorizontalRule, LaunchInfo, plan_launches
 from .fusion.workload import workload_key
 from .graph.attention import fuse_attention as form_attention
 from .graph.attention_keys import pad_attention_keys
+from .graph.buckets import BucketPlan, BucketsArg, bucket_plan
 from .graph.dims import DimRange, dim_vars, parse_range
 from .graph.fold_bn import fold_batch_norm
 from .graph.grouped import dense_grouped_convs
@@ -42,7 +43,7 @@ from .graph.calibration import Calibration, insert_qdq
 from .graph.precision import QUANTIZED, check_precision, convert_precision, float_precision
 from .ops.value import dim_hints
 from .options import DEFAULT, BuildOptions
-from .runtime.executor import BuildTimes, CompiledGraph
+from .runtime.executor import BuildTimes, CompiledGraph, variant_modules
 from .runtime.kernel import CompiledKernel
 from .runtime.profiles import ProfiledGraph, profiled
 from .schedules import graph_policy, op_supported, prologue_policy
@@ -68,10 +69,16 @@ class PreparedGroup:
 
 def prepare_group(group: FusedGroup, target: tvm.target.Target, db: Optional[BestRecordSource] = None,
                   choice: Optional[ScheduleChoice] = None, options: BuildOptions = DEFAULT,
-                  predictor: Optional[ConfigPredictor] = None) -> PreparedGroup:
+                  predictor: Optional[ConfigPredictor] = None,
+                  sizes: Optional[Mapping[str, int]] = None) -> PreparedGroup:
+    """Lower and schedule one group. sizes: the sizes a kernel with symbolic dims is scheduled
+    for (the dim_hints in force), under which it also reads the tuning records of its group at
+    fixed sizes (codegen.schedule.choose_schedule's record_key)."""
     t0 = time.perf_counter()
     lowered: LoweredGroup = lower_group(group)
-    mod, choice = apply_choice(lowered, target, choice or choose_schedule(lowered, target, db, options, predictor=predictor))
+    record_key = workload_key(group, sizes) if sizes and lowered.info.symbolic else None
+    mod, choice = apply_choice(lowered, target, choice or choose_schedule(lowered, target, db, options,
+                                                                          predictor=predictor, record_key=record_key))
     return PreparedGroup(group, lowered, choice, mod, workload_key(group), time.perf_counter() - t0)
 
 
@@ -113,20 +120,20 @@ def build_group(group: FusedGroup, target: tvm.target.Target, db: Optional[BestR
 
 def prepare_groups(target: tvm.target.Target, fuse: Callable[[frozenset], list[FusedGroup]],
                    db: Optional[BestRecordSource] = None, options: BuildOptions = DEFAULT,
-                   predictor: Optional[ConfigPredictor] = None,
-                   jobs: Optional[int] = None) -> tuple[list[FusedGroup], list[PreparedGroup]]:
+                   predictor: Optional[ConfigPredictor] = None, jobs: Optional[int] = None,
+                   sizes: Optional[Mapping[str, int]] = None) -> tuple[list[FusedGroup], list[PreparedGroup]]:
     """Fuse (`fuse(bare_anchors)`) and schedule every group, `jobs` at a time in threads (TVM's
     lowering and schedule primitives run outside the GIL: DenseNet-121's 185 groups took 13.8 s
     one after another and 8.0 s in two threads on two cores). A group that no config of its
     template can schedule whole (a batched GEMM whose reshaped epilogue keeps its accumulators
     from compacting to a thread's tile) is fused again with its anchor bare, the epilogue a
     kernel of its own (logged); an anchor that fails bare is the error. Errors are raised in the
-    groups' order, as one after another would meet them."""
+    groups' order, as one after another would meet them. sizes: see prepare_group."""
     bare: frozenset = frozenset()
     while True:
         groups = fuse(bare)
         outcomes = _map_in_threads(
-            lambda g: prepare_group(g, target, db=db, options=options, predictor=predictor), groups, jobs)
+            lambda g: prepare_group(g, target, db=db, options=options, predictor=predictor, sizes=sizes), groups, jobs)
         preps, failed = [], {}
         for g, (prep, err) in zip(groups, outcomes):
             if err is None:
@@ -141,6 +148,52 @@ def prepare_groups(target: tvm.target.Target, fuse: Callable[[frozenset], list[F
         for g, e in failed.values():
             log.info("%s: %s; building %s without its epilogue", g.name, str(e).split(": ", 1)[-1], g.anchor.name)
         bare = bare | frozenset(failed)
+
+
+@dataclass
+class VariantPrep:
+    """A group scheduled again for a size bucket: `index` of its prepared group in the build,
+    `key` the bucket key (graph/buckets.py) it was scheduled for, projected on the dims it holds."""
+
+    index: int
+    key: tuple
+    prep: PreparedGroup
+
+
+def prepare_variants(preps: list[PreparedGroup], plan: BucketPlan, target: tvm.target.Target,
+                     db: Optional[BestRecordSource] = None, options: BuildOptions = DEFAULT,
+                     predictor: Optional[ConfigPredictor] = None,
+                     jobs: Optional[int] = None) -> list[VariantPrep]:
+    """Each kernel whose template sizes it from the sizes (Template.varies_with_size) scheduled
+    for every other bucket of the dims it holds, under the bucket's representative sizes (the
+    prepared groups themselves serve the buckets that hold the ranges' opt). A bucket whose
+    scheduling fails keeps the kernel as it is (logged)."""
+    todo = []
+    opt = plan.opt_key
+    for i, p in enumerate(preps):
+        if p.group.anchor is None or not p.choice.template.varies_with_size(p.lowered.info):
+            continue
+        dims = set(dim_vars([n.shape for n in [*p.group.inputs, *p.group.nodes]]))
+        mine = plan.project(opt, dims)
+        for key in dict.fromkeys(plan.project(k, dims) for k in plan.keys):
+            if key != mine:
+                todo.append((i, key))
+
+    def one(item):
+        i, key = item
+        hints = plan.hints(key)
+        with dim_hints(hints):
+            return prepare_group(preps[i].group, target, db=db, options=options, predictor=predictor, sizes=hints)
+
+    out = []
+    for (i, key), (prep, err) in zip(todo, _map_in_threads(one, todo, jobs)):
+        if err is not None or prep.lowered.params != preps[i].lowered.params:
+            why = err or "its parameters differ"
+            log.info("%s: no variant for %s (%s); the kernel for %s serves it", preps[i].group.name,
+                     plan.describe(key), str(why).split(": ", 1)[-1], plan.describe(opt))
+            continue
+        out.append(VariantPrep(i, key, prep))
+    return out
 
 
 def _map_in_threads(fn: Callable, items: list, jobs: Optional[int]) -> list[tuple[Any, Optional[Exception]]]:
@@ -335,22 +388,31 @@ def compile_groups(preps: list[PreparedGroup], target: tvm.target.Target, cache=
             for i, p in enumerate(preps)]
 
 
-def build_summary(kernels: list[CompiledKernel], num_ops: int, seconds: float) -> str:
+def build_summary(kernels: list[CompiledKernel], num_ops: int, seconds: float,
+                  variants: Optional[Mapping[int, Mapping[tuple, CompiledKernel]]] = None,
+                  plan: Optional[BucketPlan] = None) -> str:
     """One line for a whole build: kernels, how many were compiled, shared or cached, and how
     many configs came from tuning records, from the transfer model (when any did), and from the
-    templates' fallbacks."""
-    modules = {id(k.module): k for k in kernels}
+    templates' fallbacks; for a build with size buckets, the variants compiled beside them."""
+    distinct = variant_modules(kernels, variants or {})
+    buckets = ""
+    if plan is not None and plan.size > 1:
+        buckets = (f"; {len(distinct)} size variant{'s' if len(distinct) != 1 else ''} of {len(variants or {})} "
+                   f"kernels over buckets " + "; ".join(f"{d} {', '.join(map(str, bs))}"
+                                                          for d, bs in zip(plan.dims, plan.buckets)))
+    modules = {id(k.module): k for k in [*kernels, *distinct]}
     cached = sum(k.from_cache for k in modules.values())
     tuned = sum(k.config_source == "tuned" for k in kernels)
     predicted = sum(k.config_source == "predicted" for k in kernels)
     parts = [f"{len(modules) - cached} compiled"]
     if cached:
         parts.append(f"{cached} from the kernel cache")
-    if len(modules) < len(kernels):
-        parts.append(f"{len(kernels) - len(modules)} shared with an identical kernel")
+    shared = len(kernels) - len({id(k.module) for k in kernels})
+    if shared:
+        parts.append(f"{shared} shared with an identical kernel")
     return (f"built {len(kernels)} kernels for {num_ops} ops in {seconds:.1f}s ({', '.join(parts)}); "
             f"{tuned} tuned, {f'{predicted} predicted, ' if predicted else ''}"
-            f"{len(kernels) - tuned - predicted} fallback configs")
+            f"{len(kernels) - tuned - predicted} fallback configs{buckets}")
 
 
 def prepare_graph(graph: Graph, target, *, precision: str = "fp32", layout: Optional[str] = None,
@@ -408,7 +470,7 @@ def build(graph: GraphSource, target: TargetLike = "llvm", *, db: Union[BestReco
           layout: Optional[str] = None, progress: Optional[Callable[[int, int], None]] = None,
           batch_sizes: Optional[Sequence[int]] = None, options: Optional[BuildOptions] = None,
           qdq: bool = True, calibration: Optional[Calibration] = None,
-          dynamic: Optional[Mapping[str, Union[DimRange, str]]] = None):
+          dynamic: Optional[Mapping[str, Union[DimRange, str]]] = None, buckets: BucketsArg = None):
     """Fuse and compile a graph; returns a `CompiledGraph` ready to run.
 
     Batch profiles: `graph` may be {batch: Graph} (e.g. `import_onnx_profiles(model, [1, 8])`),
@@ -450,28 +512,36 @@ def build(graph: GraphSource, target: TargetLike = "llvm", *, db: Union[BestReco
     dynamic: {dim name: DimRange or "min:opt:max"} for a graph with symbolic dims (an input
     declared with a name, `import_onnx(..., dynamic=True)`): one build whose kernels take those
     dims at run time, in range; templates size their tiles for each range's opt.
+    buckets: with dynamic=, the size buckets (graph/buckets.py) a kernel whose template sizes its
+    tiles from the sizes (tensor-core GEMMs and convs) is compiled for, one variant each, and a
+    run launches the variant of the buckets its sizes fall in: None, each dim's default (upper
+    ends opt/8, opt and max); {dim: upper ends}, e.g. {"N": [1, 8, 64]}; False, one bucket a dim
+    (every kernel compiled once, for opt).
     Logs one INFO line for the whole build; per-kernel lines are at level VERBOSE (15).
     """
     check_build_args(graph, target)
     if batch_sizes is not None or not isinstance(graph, Graph):
-        if dynamic:
-            raise BuildError("dynamic= takes one graph with symbolic dims, not batch profiles")
+        if dynamic or buckets:
+            raise BuildError("dynamic= and buckets= take one graph with symbolic dims, not batch profiles")
         kw = dict(db=db, cache=cache, fuse=fuse, prologue=prologue, multi_output=multi_output, fold_bn=fold_bn,
                   fuse_attention=fuse_attention, split_k=split_k, qdq=qdq, calibration=calibration,
                   jobs=jobs, precision=precision, layout=layout, progress=progress, options=options)
         return build_profiles(_graphs_by_batch(graph, batch_sizes), target, **kw)
     ranges = graph_ranges(graph, dynamic)
+    if buckets and not ranges:
+        raise BuildError("buckets= cuts the ranges of dynamic= dims, and this build has none")
+    plan = bucket_plan(ranges, buckets) if ranges else None
     with dim_hints({k: r.opt for k, r in ranges.items()}):
         cg = _build_graph(graph, target, db=db, cache=cache, fuse=fuse, prologue=prologue,
                           multi_output=multi_output, fold_bn=fold_bn, jobs=jobs, precision=precision,
                           fuse_attention=fuse_attention, split_k=split_k, layout=layout, progress=progress,
-                          options=options, qdq=qdq, calibration=calibration, ranges=ranges)
+                          options=options, qdq=qdq, calibration=calibration, ranges=ranges, plan=plan)
     return cg
 
 
 def _build_graph(graph: Graph, target, *, db, cache, fuse, prologue, multi_output, fold_bn, jobs, precision,
                  fuse_attention, split_k, layout, progress, options, qdq, calibration,
-                 ranges) -> CompiledGraph:
+                 ranges, plan: Optional[BucketPlan] = None) -> CompiledGraph:
     tgt = make_target(target)
     options = BuildOptions.from_env() if options is None else options
     t_graph = time.perf_counter()
@@ -488,19 +558,39 @@ def _build_graph(graph: Graph, target, *, db, cache, fuse, prologue, multi_outpu
     t0 = time.perf_counter()
     groups, preps = prepare_groups(tgt, lambda bare: fuse_graph(
         graph, fuse=fuse, prologue=prologue_policy(tgt, prologue), multi_output=multi_output, bare_anchors=bare),
-        db, options, predictor, jobs)
+        db, options, predictor, jobs, sizes=plan.hints(plan.opt_key) if plan else None)
     if options.horizontal:
         preps = merge_horizontal(preps, tgt, options.horizontal_waves)
+    extra = prepare_variants(preps, plan, tgt, db, options, predictor, jobs) if plan and plan.size > 1 else []
     t_compile = time.perf_counter()
-    kernels = compile_groups(preps, tgt, cache=cache, jobs=jobs, progress=progress)
+    built = compile_groups(preps + [v.prep for v in extra], tgt, cache=cache, jobs=jobs, progress=progress)
+    kernels = built[:len(preps)]
+    variants = bucket_variants(kernels, extra, built[len(preps):], plan) if extra else {}
     t_end = time.perf_counter()
-    log.info("%s", build_summary(kernels, sum(len(g.nodes) for g in groups), t_end - t0))
-    cg = CompiledGraph(graph, tgt, kernels, dim_ranges=ranges)
+    log.info("%s", build_summary(kernels, sum(len(g.nodes) for g in groups), t_end - t0, variants, plan))
+    cg = CompiledGraph(graph, tgt, kernels, dim_ranges=ranges, variants=variants, buckets=plan)
     cg.calibration = calibration
-    modules = {id(k.module): k for k in kernels}
+    modules = {id(k.module): k for k in built}
     cg.build_times = BuildTimes(t_graph, t_compile - t0, t_end - t_compile, len(kernels),
                                 sum(not k.from_cache for k in modules.values()))
     return cg
+
+
+def bucket_variants(kernels: list[CompiledKernel], extra: list[VariantPrep], compiled: list[CompiledKernel],
+                    plan: BucketPlan) -> dict[int, dict[tuple, CompiledKernel]]:
+    """{kernel index: {bucket key: its variant}} over every key of the plan, for the variants
+    whose code differs from the kernel's (a bucket whose config is the kernel's own shares its
+    module, compile_groups' same-code rule, and needs no entry)."""
+    out: dict[int, dict[tuple, CompiledKernel]] = {}
+    for v, k in zip(extra, compiled):
+        base = kernels[v.index]
+        if k.module is base.module:
+            continue
+        dims = set(dim_vars([n.shape for n in [*base.group.inputs, *base.group.nodes]]))
+        for key in plan.keys:
+            if plan.project(key, dims) == v.key:
+                out.setdefault(v.index, {})[key] = k
+    return out
 
 
 def _transfer_predictor(db, options: BuildOptions) -> Optional[ConfigPredictor]:

@@ -4,10 +4,11 @@ For each model (the zoo's full configuration, exported with its batch, and for t
 sequence length, as named ONNX dims): one build over the ranges (`build(..., dynamic=...)`) and
 one exact build a size; at each size both are checked against onnxruntime, then timed as CUDA
 graphs in turns in one process (preprocess.timed_in_turns). Recorded: each latency and the
-dynamic/exact ratio, each build's seconds and kernels, and the device bytes of the weights.
+dynamic/exact ratio, each build's seconds, kernels and size variants (graph/buckets.py), and the
+device bytes of the weights.
 
     python -m tefuse.bench.dynamic --json benchmarks/dynamic.json \\
-        [--models resnet50 mobilenet_v2 bert] [--precision fp16]
+        [--models resnet50 mobilenet_v2 bert] [--precision fp16] [--buckets N=4,32,64 | --buckets none]
 """
 from __future__ import annotations
 
@@ -108,6 +109,8 @@ class ModelRow:
     precision: str
     dynamic_build_s: float
     dynamic_kernels: int
+    dynamic_variants: int  # size variants compiled beside the kernels
+    buckets: dict  # {dim: the buckets' upper ends}
     exact_build_s: dict  # {size label: seconds}
     exact_kernels: dict
     dynamic_param_bytes: int
@@ -124,7 +127,9 @@ def _rel_err(got: Sequence, want: Sequence) -> float:
                for g, w in zip(got, want))
 
 
-def bench_model(torch, case: DynamicCase, precision: str, target: str, cache_dir: Optional[Path]) -> ModelRow:
+def bench_model(torch, case: DynamicCase, precision: str, target: str, cache_dir: Optional[Path],
+                buckets=None) -> ModelRow:
+    """buckets: build()'s (None: the default buckets; False: one a dim)."""
     import onnx
 
     from ..driver import build
@@ -135,9 +140,11 @@ def bench_model(torch, case: DynamicCase, precision: str, target: str, cache_dir
 
     model = onnx.load(str(export_dynamic(case, cache_dir)))
     t0 = time.perf_counter()
-    dyn = build(import_onnx(model, dynamic=True), target, precision=precision, dynamic=case.ranges)
+    dyn = build(import_onnx(model, dynamic=True), target, precision=precision, dynamic=case.ranges,
+                buckets=buckets)
     dyn_s = time.perf_counter() - t0
-    row = ModelRow(case.model, case.ranges, precision, dyn_s, dyn.num_kernels, {}, {}, 0, {})
+    row = ModelRow(case.model, case.ranges, precision, dyn_s, dyn.num_kernels, dyn.num_variants,
+                   dyn.buckets.to_json(), {}, {}, 0, {})
     for size in case.sizes:
         feeds = case_inputs(case, size)
         want = onnxruntime_outputs(model, feeds)
@@ -164,7 +171,8 @@ def bench_model(torch, case: DynamicCase, precision: str, target: str, cache_dir
                  r.exact_ms, r.dynamic_ms, r.ratio, r.exact_err, r.dynamic_err, "" if ok else " MISMATCH")
         row.sizes.append({**asdict(r), "ratio": r.ratio})
         del exact
-    log.info("%s: dynamic build %.1f s, %d kernels; exact builds %s", case.model, dyn_s, row.dynamic_kernels,
+    log.info("%s: dynamic build %.1f s, %d kernels + %d size variants (buckets %s); exact builds %s", case.model,
+             dyn_s, row.dynamic_kernels, row.dynamic_variants, row.buckets,
              ", ".join(f"{k} {v:.1f} s" for k, v in row.exact_build_s.items()))
     return row
 
@@ -176,6 +184,9 @@ def main(argv=None) -> int:
     p.add_argument("--target", default="cuda")
     p.add_argument("--cache-dir", default=None, help="exported ONNX files (default: the zoo's cache)")
     p.add_argument("--json", default=None)
+    p.add_argument("--buckets", action="append", default=[], metavar="N=4,32,64",
+                   help="a dim's size buckets by their upper ends (repeatable; default: opt/8, opt, max); "
+                        "'none': one bucket a dim, every kernel compiled once for opt")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     import torch
@@ -183,7 +194,13 @@ def main(argv=None) -> int:
     if not torch.cuda.is_available():
         raise SystemExit("dynamic bench: needs a CUDA GPU (torch.cuda.is_available() is False)")
     cache = Path(args.cache_dir) if args.cache_dir else None
-    rows = [bench_model(torch, CASES[m], args.precision, args.target, cache) for m in args.models]
+    from ..graph.buckets import parse_buckets
+
+    buckets = False if args.buckets == ["none"] else (parse_buckets(args.buckets) or None)
+    rows = []
+    for m in args.models:
+        mine = buckets if not buckets else {d: e for d, e in buckets.items() if d in CASES[m].ranges}
+        rows.append(bench_model(torch, CASES[m], args.precision, args.target, cache, mine))
     if args.json:
         write_json_whole(args.json, {"command": " ".join(["python -m tefuse.bench.dynamic", *(argv or sys.argv[1:])]),
                                      "device": torch.cuda.get_device_name(), "rows": [asdict(r) for r in rows]})

@@ -48,6 +48,10 @@ class ScheduleChoice:
     config: Config
     source: str  # one of SOURCES
     options: BuildOptions = DEFAULT  # the build options it was chosen under (the kernel cache keys by them)
+    # the workload whose tuning record chose it, where that is not the kernel's own (a size
+    # bucket's variant reads the records of its group at fixed sizes): such a config may not
+    # apply to the symbolic kernel, and then gives way to the fallback
+    record_key: Optional[str] = None
 
 
 def find_template(target: tvm.target.Target, anchor_kind: str, name: Optional[str] = None,
@@ -79,20 +83,24 @@ def find_template(target: tvm.target.Target, anchor_kind: str, name: Optional[st
 
 def choose_schedule(lowered: LoweredGroup, target: tvm.target.Target,
                     db: Optional[BestRecordSource] = None, options: BuildOptions = DEFAULT,
-                    predictor: Optional[ConfigPredictor] = None) -> ScheduleChoice:
+                    predictor: Optional[ConfigPredictor] = None,
+                    record_key: Optional[str] = None) -> ScheduleChoice:
     """The fastest record measured under `options` that fits a template, else the most
     preferred template's config that `predictor` picks (with options.transfer), else that
-    template's fallback config."""
+    template's fallback config. record_key: a workload whose records are tried before the
+    kernel's own (a symbolic kernel's group at its size bucket's sizes: the records of the same
+    group at fixed sizes, fusion.workload.workload_key(group, sizes))."""
     info = lowered.info
     key = workload_key(lowered.group)
     anchor = lowered.group.anchor
     where = f"group {lowered.group.name}" + (f" (anchor {anchor.name!r}, {anchor.op})" if anchor is not None else "")
     if db is not None:
         ranked = getattr(db, "ranked", None)
-        recs = ranked(key, target_key(target)) if ranked is not None else \
-            [r for r in [db.best(key, target_key(target))] if r is not None]
+        keys = [k for k in dict.fromkeys([record_key, key]) if k is not None]
+        recs = [(k, r) for k in keys for r in (ranked(k, target_key(target)) if ranked is not None else
+                                               [r for r in [db.best(k, target_key(target))] if r is not None])]
         changed = options.changed()
-        for rec in recs:  # fastest first: a record that does not fit never masks the next one
+        for found_under, rec in recs:  # fastest first: a record that does not fit never masks the next one
             if getattr(rec, "options", {}) != changed:  # measured under other options
                 continue
             temps = find_template(target, info.anchor_kind, rec.template, info=info, options=options, where=where)
@@ -103,7 +111,8 @@ def choose_schedule(lowered: LoweredGroup, target: tvm.target.Target,
                 space = t.space(info, target)
                 index = space.find(rec.config)
                 if index is not None:
-                    return ScheduleChoice(t, space.get(index), "tuned", options)
+                    return ScheduleChoice(t, space.get(index), "tuned", options,
+                                          found_under if found_under != key else None)
             if temps:
                 log.warning("tuning record for %s does not fit template %s; ignoring it", key, rec.template)
     t = find_template(target, info.anchor_kind, info=info, options=options, where=where)[0]
@@ -136,16 +145,18 @@ def apply_choice(lowered: LoweredGroup, target: tvm.target.Target,
     """apply_schedule, and for an untuned config that does not apply, the template's
     alternatives in turn (Template.fallback_alternatives); the choice returned is the one
     applied. A predicted config that does not apply gives way to the fallback (and its
-    alternatives). A tuned config that does not apply is an error: its record says it did."""
+    alternatives), and so does one tuned for another workload (ScheduleChoice.record_key). A
+    config tuned for this kernel that does not apply is an error: its record says it did."""
     try:
         return apply_schedule(lowered, target, choice), choice
     except BuildError as first:
-        if choice.source == "predicted":
+        if choice.source == "predicted" or (choice.source == "tuned" and choice.record_key is not None):
             space = choice.template.space(lowered.info, target)
             fallback = ScheduleChoice(choice.template, choice.template.fallback(lowered.info, target, space),
                                       "fallback", choice.options)
-            log.info("%s: predicted config #%d of %s does not apply (%s); taking the fallback",
-                     lowered.group.name, choice.config.index, choice.template.name,
+            log.info("%s: %s config #%d of %s does not apply (%s); taking the fallback", lowered.group.name,
+                     "predicted" if choice.source == "predicted" else f"{choice.record_key}'s tuned",
+                     choice.config.index, choice.template.name,
                      str(first).split(": ", 1)[-1])
             return apply_choice(lowered, target, fallback)
         if choice.source != "fallback":

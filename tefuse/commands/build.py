@@ -98,6 +98,10 @@ def add_dynamic_option(p: argparse.ArgumentParser) -> None:
                    help="a symbolic dim of an ONNX model's inputs (a dim_param such as N, or x:0 for an "
                         "unnamed dim 0 of input x) and its range min:opt:max (repeatable): one build "
                         "runs every size in the ranges, tiles sized for opt")
+    p.add_argument("--buckets", action="append", default=[], metavar="N=4,32,64",
+                   help="with --dynamic: the size buckets of a dim, by their upper ends (repeatable); a "
+                        "tensor-core GEMM or conv is compiled once a bucket and a run takes the variant of "
+                        "its sizes' bucket (default: opt/8, opt and max; N=64 alone: one bucket)")
 
 
 def parse_dynamic_option(args: argparse.Namespace) -> Optional[dict]:
@@ -118,6 +122,24 @@ def parse_dynamic_option(args: argparse.Namespace) -> Optional[dict]:
         return parse_dynamic(items)
     except DynamicShapeError as e:
         raise UsageError(str(e)) from None
+
+
+def dynamic_build_args(args: argparse.Namespace, dynamic: Optional[dict]) -> dict:
+    """build()'s dynamic= and buckets= from --dynamic (parsed: `dynamic`) and --buckets; {} for
+    a build of fixed shapes. --buckets without --dynamic is a usage error."""
+    items = getattr(args, "buckets", None) or []
+    if items and not dynamic:
+        raise UsageError("--buckets cuts the ranges of --dynamic dims; give --dynamic NAME=min:opt:max too")
+    if not dynamic:
+        return {}
+    from ..errors import DynamicShapeError
+    from ..graph.buckets import parse_buckets
+
+    try:
+        buckets = parse_buckets(items)
+    except DynamicShapeError as e:
+        raise UsageError(str(e)) from None
+    return {"dynamic": dynamic, **({"buckets": buckets} if buckets else {})}
 
 
 def add_batch_option(p: argparse.ArgumentParser) -> None:
@@ -474,6 +496,7 @@ def run(args) -> int:
 
         check_output_path(args.output, "-o")
     dynamic = parse_dynamic_option(args)
+    extra = dynamic_build_args(args, dynamic)
     graphs = load_graphs(args)
     graph = load_graph(args) if graphs is None else graphs
     each = graphs.items() if graphs is not None else [(None, graph)]
@@ -501,7 +524,6 @@ def run(args) -> int:
         raise UsageError("--emit ptx needs a cuda target")
     target = resolve_target(args.target)
     db, cache = open_db_and_cache(args)
-    extra = {"dynamic": dynamic} if dynamic else {}
     cg = build_graph(graph, target, db, cache, args.jobs, options=build_options(args), **extra,
                      **graph_options(args, graph))
     if args.emit == "summary":

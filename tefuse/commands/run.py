@@ -76,8 +76,8 @@ from typing import Any, Optional
 from ..errors import TefuseError
 from . import UsageError
 from .build import (add_batch_option, add_db_options, add_dynamic_option, add_precision_option, add_shape_option,
-                    build_options, graph_options, open_db_and_cache, parse_batches, parse_dynamic_option,
-                    parse_shapes)
+                    build_options, dynamic_build_args, graph_options, open_db_and_cache, parse_batches,
+                    parse_dynamic_option, parse_shapes)
 
 log = logging.getLogger(__name__)
 
@@ -333,8 +333,9 @@ def _load(args: argparse.Namespace, given: dict[str, Any], sources: Optional[dic
             raise UsageError("--check and --random-weights need the .onnx model, not an artefact")
         if shapes:
             raise UsageError("--shape applies to an .onnx model; an artefact's shapes are fixed")
-        if args.dynamic:
-            raise UsageError("--dynamic applies to an .onnx model; an artefact keeps the ranges it was built with")
+        if args.dynamic or args.buckets:
+            raise UsageError("--dynamic and --buckets apply to an .onnx model; an artefact keeps the ranges and "
+                             "buckets it was built with")
         if not Path(args.model).exists():
             raise TefuseError(f"no such model or artefact file: {args.model}")
         cg = artifact.load(args.model)  # logs what it loaded
@@ -356,6 +357,7 @@ def _load(args: argparse.Namespace, given: dict[str, Any], sources: Optional[dic
     _check_input_names(given, input_names)  # before the build, which takes a while
     _check_input_shapes(given, sources or {}, model, shapes if args.batch is None else {})
     dynamic = parse_dynamic_option(args)
+    extra = dynamic_build_args(args, dynamic)
     batches = parse_batches(args.batch)
     if batches is not None:  # the inputs given pick a profile; they do not shape the model
         from .build import onnx_batch_graphs
@@ -367,7 +369,6 @@ def _load(args: argparse.Namespace, given: dict[str, Any], sources: Optional[dic
                 shapes[k] = tuple(v.shape)
         graph = import_model(model, shapes, input_names, args.model, dynamic=dynamic is not None)
     db, cache = open_db_and_cache(args)
-    extra = {"dynamic": dynamic} if dynamic else {}
     cg = build_graph(graph, target, db, cache, args.jobs, options=build_options(args), **extra,
                      **graph_options(args, graph))
     return cg, len(model.graph.node), model, time.perf_counter() - t0

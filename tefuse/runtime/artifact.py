@@ -20,7 +20,10 @@ records the sha256 of each profile's plan.json and its own checksum; every profi
 a whole artefact is, and `load` gives a ProfiledGraph back. Version 2 artefacts (one graph, the
 same layout as version 3's) still load. A graph built over symbolic dims (version 4) saves a
 symbolic dim of a shape as its name or as its expression ([op, a, b]) and each name's range in
-plan.json's "dims" ("N": "1:8:32"), so the loaded graph runs at any size in them.
+plan.json's "dims" ("N": "1:8:32"), so the loaded graph runs at any size in them. With size
+buckets (graph/buckets.py) it also records each dim's buckets' upper ends ("buckets") and, in a
+kernel's entry, its size variants ("variants": each distinct variant's files, as a kernel's, and
+the bucket keys it serves); an artefact without them loads as one bucket a dim, as before.
 
 A ROCm artefact saves without a GPU (its code objects are inside kNNN.so) but loads only where
 TVM has its ROCm runtime; elsewhere `load` says so in one line.
@@ -51,9 +54,10 @@ import numpy as np
 import tvm
 
 from .kernel import CompiledKernel
-from ..errors import GraphError, TefuseError
+from ..errors import DynamicShapeError, GraphError, TefuseError
 from ..fusion import FusedGroup
 from ..graph.calibration import Calibration
+from ..graph.buckets import BucketPlan, bucket_plan
 from ..graph.dims import dim_from_json, dim_to_json, parse_range
 from ..graph.ir import CONST, Graph, Node
 from ..ops import OpPattern
@@ -112,17 +116,19 @@ def _plan(cg: CompiledGraph) -> tuple[dict, dict[str, np.ndarray]]:
     kernels = []
     for k, kern in enumerate(cg.kernels):
         g = kern.group
-        kernels.append({
-            "file": f"kernels/k{k:03d}.so", "tir_file": f"kernels/k{k:03d}.tir",
-            "source_file": f"kernels/k{k:03d}.src" if kern.device_source else None,
+        entry = {
+            **_files(f"kernels/k{k:03d}", kern),
             "params": [p.name for p in kern.params], "outputs": [o.name for o in kern.outputs],
             "group": {"index": g.index, "nodes": [n.name for n in g.nodes],
                       "inputs": [n.name for n in g.inputs], "outputs": [n.name for n in g.outputs],
                       "pattern": int(g.pattern), "anchor": g.anchor.name if g.anchor else None,
                       "prologue": [n.name for n in g.prologue]},
-            "workload": kern.workload, "template": kern.template, "config_index": kern.config_index,
-            "config_source": kern.config_source, "build_seconds": kern.build_seconds,
-        })
+            **_built(kern),
+        }
+        variants = _variant_entries(k, cg.variants.get(k, {}))
+        if variants:
+            entry["variants"] = variants
+        kernels.append(entry)
     from ..version import __version__
 
     plan = {"format": FORMAT, "version": SYMBOLIC_VERSION if cg.dim_ranges else VERSION,
@@ -133,7 +139,41 @@ def _plan(cg: CompiledGraph) -> tuple[dict, dict[str, np.ndarray]]:
         plan["calibration"] = json.loads(cg.calibration.to_json())
     if cg.dim_ranges:
         plan["dims"] = {k: str(r) for k, r in cg.dim_ranges.items()}
+    if cg.buckets is not None and cg.buckets.size > 1:
+        plan["buckets"] = cg.buckets.to_json()
     return plan, consts
+
+
+def _files(stem: str, kern: CompiledKernel) -> dict:
+    return {"file": f"{stem}.so", "tir_file": f"{stem}.tir",
+            "source_file": f"{stem}.src" if kern.device_source else None}
+
+
+def _built(kern: CompiledKernel) -> dict:
+    return {"workload": kern.workload, "template": kern.template, "config_index": kern.config_index,
+            "config_source": kern.config_source, "build_seconds": kern.build_seconds}
+
+
+def _variant_entries(k: int, variants: dict) -> list[dict]:
+    """A kernel's size variants, each distinct module once with the bucket keys it serves."""
+    keys: dict[int, list] = {}
+    first: dict[int, CompiledKernel] = {}
+    for key, v in variants.items():
+        keys.setdefault(id(v.module), []).append(list(key))
+        first.setdefault(id(v.module), v)
+    return [{**_files(f"kernels/k{k:03d}v{j}", v), **_built(v), "buckets": keys[m]}
+            for j, (m, v) in enumerate(first.items())]
+
+
+def _variant_kernels(cg: CompiledGraph, plan: dict) -> list[tuple[CompiledKernel, dict]]:
+    """(variant, its plan entry) for every kernel's variants, in the plan's order."""
+    out = []
+    for k, entry in enumerate(plan["kernels"]):
+        firsts: dict[int, CompiledKernel] = {}
+        for v in cg.variants.get(k, {}).values():
+            firsts.setdefault(id(v.module), v)
+        out.extend(zip(firsts.values(), entry.get("variants", [])))
+    return out
 
 
 def _sha256(data: bytes) -> str:
@@ -184,13 +224,14 @@ def _write_profiles(pg: ProfiledGraph, root: Path) -> tuple[int, int]:
 def _write_dir(cg: CompiledGraph, root: Path) -> tuple[int, int]:
     plan, consts = _plan(cg)
     (root / "kernels").mkdir(parents=True, exist_ok=True)
-    for kern, entry in zip(cg.kernels, plan["kernels"]):
+    written = [*zip(cg.kernels, plan["kernels"]), *_variant_kernels(cg, plan)]
+    for kern, entry in written:
         _write_library(kern, root / entry["file"])
         (root / entry["tir_file"]).write_text(kern.tir)
         if entry["source_file"]:
             (root / entry["source_file"]).write_text(kern.device_source)
     np.savez(root / "constants.npz", **consts)
-    members = ["constants.npz"] + [e[k] for e in plan["kernels"] for k in ("file", "tir_file", "source_file")
+    members = ["constants.npz"] + [e[k] for _, e in written for k in ("file", "tir_file", "source_file")
                                    if e.get(k)]
     _seal(root, plan, members)
     return len(plan["kernels"]), len(consts)
@@ -315,6 +356,29 @@ def _kernel(entry: dict, root: Path, plan: dict, by_name: dict[str, Node]) -> Co
     group = FusedGroup(g["index"], names(g["nodes"]), names(g["inputs"]), names(g["outputs"]),
                        OpPattern(g["pattern"]), by_name[g["anchor"]] if g["anchor"] else None,
                        names(g["prologue"]))
+    return _module_kernel(entry, root, plan, group, names(entry["params"]), names(entry["outputs"]))
+
+
+def _variants(kernel: CompiledKernel, entry: dict, root: Path, plan: dict,
+              buckets: Optional[BucketPlan]) -> dict[tuple, CompiledKernel]:
+    """{bucket key: variant} of a kernel's entry: its group and parameters are the kernel's."""
+    out: dict[tuple, CompiledKernel] = {}
+    for v in entry.get("variants", []):
+        if buckets is None:
+            raise ArtifactError(f"{root / 'plan.json'}: kernel {entry['file']} has size variants and the "
+                                f"plan no buckets")
+        variant = _module_kernel(v, root, plan, kernel.group, kernel.params, kernel.outputs)
+        for key in v["buckets"]:
+            key = tuple(int(i) for i in key)
+            if len(key) != len(buckets.dims) or any(not 0 <= i < len(b) for i, b in zip(key, buckets.buckets)):
+                raise ArtifactError(f"{root / 'plan.json'}: variant {v['file']} names bucket {list(key)}, which "
+                                    f"the plan's buckets {buckets.to_json()} do not have")
+            out[key] = variant
+    return out
+
+
+def _module_kernel(entry: dict, root: Path, plan: dict, group: FusedGroup, params: list,
+                   outputs: list) -> CompiledKernel:
     lib = root / entry["file"]
     data = _member(root, plan, entry["file"])  # verified before dlopen: a truncated .so SIGBUSes
     try:
@@ -329,7 +393,7 @@ def _kernel(entry: dict, root: Path, plan: dict, by_name: dict[str, Node]) -> Co
         raise ArtifactError(f"{lib}: cannot be loaded ({msg})") from None
     tir = (_member(root, plan, entry["tir_file"], required=False) or b"").decode()
     src = (_member(root, plan, entry["source_file"], required=False) or b"").decode() if entry.get("source_file") else ""
-    return CompiledKernel(group, names(entry["params"]), names(entry["outputs"]), module, tir,
+    return CompiledKernel(group, params, outputs, module, tir,
                           entry["workload"], entry["template"], entry["config_index"],
                           entry["config_source"], entry["build_seconds"], from_cache=True,
                           device_source=src, library=data)
@@ -375,13 +439,16 @@ def _load_graph(root: Path, plan: dict, device_index: int) -> CompiledGraph:
         kernels = [_kernel(e, root, plan, by_name) for e in plan["kernels"]]
         target = tvm.target.Target(plan["target"])
         ranges = {k: parse_range(v) for k, v in plan.get("dims", {}).items()}
+        buckets = bucket_plan(ranges, plan["buckets"]) if "buckets" in plan else None
+        variants = {k: v for k, v in ((k, _variants(kern, e, root, plan, buckets))
+                                      for k, (kern, e) in enumerate(zip(kernels, plan["kernels"]))) if v}
         calibration = (Calibration.from_json(json.dumps(plan["calibration"]), f"{root / 'plan.json'}")
                        if "calibration" in plan else None)
-    except (ArtifactError, GraphError) as e:
+    except (ArtifactError, GraphError, DynamicShapeError) as e:
         raise ArtifactError(str(e)) from None
     except (KeyError, TypeError, IndexError, ValueError, AttributeError) as e:
         raise ArtifactError(f"{root / 'plan.json'}: malformed plan ({type(e).__name__}: {e})") from None
-    cg = CompiledGraph(graph, target, kernels, device_index, dim_ranges=ranges)
+    cg = CompiledGraph(graph, target, kernels, device_index, dim_ranges=ranges, variants=variants, buckets=buckets)
     cg.calibration = calibration
     return cg
 

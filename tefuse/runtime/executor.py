@@ -21,6 +21,7 @@ import tvm
 
 from .kernel import CompiledKernel
 from ..errors import DynamicShapeError, TefuseError
+from ..graph.buckets import BucketKey, BucketPlan
 from ..graph.dims import DimRange, bind_dims, concrete_shape, declared_shape, is_static, ranges_max
 from ..graph.ir import CONST, INPUT, Graph, Node
 from ..graph.lowbit import from_storage, logical_dtype, to_storage
@@ -114,11 +115,21 @@ class CompiledGraph:
     number of threads (each run uses a set of buffers of its own, see BufferSet)."""
 
     def __init__(self, graph: Graph, target, kernels: list[CompiledKernel], device_index: int = 0,
-                 dim_ranges: Optional[Mapping[str, DimRange]] = None):
+                 dim_ranges: Optional[Mapping[str, DimRange]] = None,
+                 variants: Optional[Mapping[int, Mapping[BucketKey, CompiledKernel]]] = None,
+                 buckets: Optional[BucketPlan] = None):
         self.graph = graph
         # symbolic dims (graph/dims.py): each input's declared shape, a dim's name where it is
         # not fixed; buffers are planned for each range's max and viewed at a run's sizes
         self.dim_ranges: dict[str, DimRange] = dict(dim_ranges or {})
+        # size buckets (graph/buckets.py): {kernel index: {bucket key: the variant compiled for
+        # those buckets}}; a run launches, per kernel, its variant for the run's buckets, else
+        # the kernel itself. Variants take the same parameters as their kernel.
+        self.buckets = buckets
+        self.variants: dict[int, dict[BucketKey, CompiledKernel]] = {i: dict(v) for i, v in (variants or {}).items()}
+        if self.variants and buckets is None:
+            raise TefuseError("kernel variants need the size buckets they were compiled for")
+        self._by_bucket: dict[BucketKey, tuple] = {}
         self._specs = {i.name: declared_shape(i.shape) for i in graph.inputs}
         self.dynamic = any(not is_static(n.shape) for n in graph.nodes)
         self.target = target
@@ -138,17 +149,54 @@ class CompiledGraph:
     # -- inspection ----------------------------------------------------------------------
     @property
     def num_kernels(self) -> int:
+        """Kernels a run launches (a kernel with size variants counts once)."""
         return len(self.kernels)
 
+    @property
+    def num_variants(self) -> int:
+        """Size variants compiled beside the kernels: distinct modules no kernel runs itself."""
+        return len(variant_modules(self.kernels, self.variants))
+
+    def kernels_for(self, sizes: Mapping[str, int]) -> list[CompiledKernel]:
+        """The kernels a run at `sizes` (a binding of the dims) launches, in order: each kernel's
+        variant for the buckets the sizes fall in, else the kernel itself; one list a bucket key,
+        made on first use."""
+        if not self.variants or not sizes:
+            return self.kernels
+        key, kernels = self.buckets.key_of(sizes), self.kernels
+        got = self._by_bucket.get(key)
+        if got is None or got[0] is not kernels:  # (made for a kernel list since replaced)
+            got = (kernels, [self.variants.get(i, {}).get(key, k) for i, k in enumerate(kernels)])
+            self._by_bucket[key] = got
+        return got[1]
+
     def source(self, kind: Optional[str] = None) -> str:
+        """Every kernel's source in run order, each size variant after its kernel."""
         kind = kind or {"cuda": "cuda", "rocm": "asm"}.get(self.target.kind.name, "tir")
-        return "\n".join(f"// ---- {k.group.name} ----\n{k.source(kind)}" for k in self.kernels)
+        parts = []
+        for i, k in enumerate(self.kernels):
+            parts.append(f"// ---- {k.group.name} ----\n{k.source(kind)}")
+            for where, v in self._variants_of(i):
+                parts.append(f"// ---- {k.group.name} [{where}] ----\n{v.source(kind)}")
+        return "\n".join(parts)
+
+    def _variants_of(self, i: int) -> list[tuple[str, CompiledKernel]]:
+        """(the buckets it serves, described; variant) for each distinct variant of kernel i."""
+        keys: dict[int, list] = {}
+        mods: dict[int, CompiledKernel] = {}
+        for key, v in self.variants.get(i, {}).items():
+            keys.setdefault(id(v.module), []).append(key)
+            mods.setdefault(id(v.module), v)
+        return [(" ".join(self.buckets.describe(k) for k in keys[m]), v) for m, v in mods.items()]
 
     def summary(self) -> str:
         ops = sum(len(k.group.nodes) for k in self.kernels)
-        lines = [f"{len(self.kernels)} kernels for {ops} ops on {self.target.kind.name}"]
-        for k in self.kernels:
+        extra = f" (+{self.num_variants} size variants)" if self.variants else ""
+        lines = [f"{len(self.kernels)} kernels{extra} for {ops} ops on {self.target.kind.name}"]
+        for i, k in enumerate(self.kernels):
             lines.append(f"  {k.group.describe()}  [{k.template} #{k.config_index}, {k.config_source}]")
+            for where, v in self._variants_of(i):
+                lines.append(f"    at {where}: [{v.template} #{v.config_index}, {v.config_source}]")
         return "\n".join(lines)
 
     # -- memory planning ------------------------------------------------------------------
@@ -428,9 +476,9 @@ class CompiledGraph:
                                         f"buffer {list(base.shape)} planned for the ranges' maxima")
             slot_of[n] = base._create_view(shape, n.dtype)  # TVM's view: same memory, this run's shape
         launches = []
-        for k, argv, holes in bs.launches:
+        for run, (k, argv, holes) in zip(self.kernels_for(sizes), bs.launches):  # each its bucket's variant
             nodes = [*k.params, *k.outputs]
-            launches.append((k, [slot_of.get(p, a) for p, a in zip(nodes, argv)], holes))
+            launches.append((run, [slot_of.get(p, a) for p, a in zip(nodes, argv)], holes))
         slots = list(bs.slots)
         for n, v in slot_of.items():  # an output's slot as this run sees it
             if n in self.graph.outputs:
@@ -539,6 +587,18 @@ class CompiledGraph:
         return times
 
     __call__ = run
+
+
+def variant_modules(kernels: Sequence[CompiledKernel],
+                    variants: Mapping[int, Mapping[BucketKey, CompiledKernel]]) -> list[CompiledKernel]:
+    """The size variants' distinct modules that no kernel runs itself (one each)."""
+    base = {id(k.module) for k in kernels}
+    seen: dict[int, CompiledKernel] = {}
+    for per_key in variants.values():
+        for k in per_key.values():
+            if id(k.module) not in base:
+                seen.setdefault(id(k.module), k)
+    return list(seen.values())
 
 
 def _type_str(n: Node) -> str:

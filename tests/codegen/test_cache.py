@@ -94,7 +94,8 @@ def test_second_build_compiles_nothing(tmp_path, monkeypatch, rng):
     np.testing.assert_array_equal(a, b)
     assert np.abs(a).max() > 0
     # another config is another entry
-    monkeypatch.setattr(B, "choose_schedule", lambda lowered, target, db=None, options=None, predictor=None: _other_choice(lowered, target))
+    monkeypatch.setattr(B, "choose_schedule", lambda lowered, target, db=None, options=None, predictor=None,
+                        record_key=None: _other_choice(lowered, target))
     tefuse.build(_graph(), "llvm", cache=cache)
     assert len(calls) == 2
 

@@ -101,3 +101,44 @@ def test_a_tile_sized_by_a_run_time_dim_is_refused_in_one_line():
         schedule_kernel(spec, target)
     msg = str(e.value)
     assert "\n" not in msg and "(shared) sized by a dim bound at run time" in msg
+
+
+def _conv_64(batch="N"):
+    """An fp16 NHWC 1x1 conv, 64 -> 64 channels over 28x28 (M = 784 rows an image): wgmma's
+    untuned tile follows M (fallback_values: 64x64 blocks for a small grid, 128x64 for a big one)."""
+    b = tefuse.GraphBuilder()
+    x, w = b.input("x", (batch, 28, 28, 64), "float16"), b.input("w", (64, 1, 1, 64), "float16")
+    return b.build(b.relu(b.conv2d(x, w, layout="NHWC", weight_layout="OHWI")))
+
+
+@pytest.fixture(scope="module")
+def bucketed_conv():
+    return tefuse.build(_conv_64(), "cuda:sm_90", dynamic={"N": "1:8:64"})
+
+
+def _rows_a_block(kernel) -> int:
+    """The block tile's rows: the grid's blockIdx.y is the padded rows over them."""
+    (rows,) = set(re.findall(r"\(N \* T\.int64\(784\) \+ T\.int64\(\d+\)\) // T\.int64\((\d+)\)", kernel.tir))
+    return int(rows)
+
+
+def test_a_tensor_core_conv_gets_a_variant_for_the_large_bucket_with_larger_tiles(bucketed_conv):
+    """Default buckets 1, 2-8 and 9-64: the small two take the opt (8) kernel's 64-row tiles (one
+    module, shared), the large one a variant of 128-row tiles; both take N at run time."""
+    cg = bucketed_conv
+    assert [str(b) for b in cg.buckets.buckets[0]] == ["1", "2-8", "9-64"]
+    assert cg.num_kernels == 1 and cg.num_variants == 1 and set(cg.variants[0]) == {(2,)}
+    small, mid, large = (cg.kernels_for({"N": n})[0] for n in (1, 8, 64))
+    assert small is mid is cg.kernels[0] and large is not small
+    assert (small.template, large.template) == ("wgmma_gemm", "wgmma_gemm")
+    assert _rows_a_block(small) == 64 < _rows_a_block(large) == 128
+    for k in (small, large):
+        assert re.search(r"__global__ void (?:__launch_bounds__\(\d+\) )?\w+\([^)]*\bint64_t N\)", k.source("cuda"))
+    assert cg.source("cuda").count("// ---- g0_conv2d_relu") == 2  # the kernel and its variant
+    assert "at N=9-64: [wgmma_gemm" in cg.summary()
+
+
+def test_one_bucket_compiles_the_tensor_core_conv_once():
+    cg = tefuse.build(_conv_64(), "cuda:sm_90", dynamic={"N": "1:8:64"}, buckets=False)
+    assert cg.num_variants == 0 and not cg.variants
+    assert _rows_a_block(cg.kernels_for({"N": 64})[0]) == 64

@@ -56,7 +56,21 @@ def test_build_without_a_range_for_a_named_dim_is_one_line(models, capsys):
 @pytest.mark.parametrize("argv, says", [
     (["--dynamic", "N=1:4:8", "--batch", "1,2"], "--dynamic and --batch"),
     (["--dynamic", "N=8:4:1"], "min <= opt <= max"),
+    (["--buckets", "N=2,8"], "--buckets cuts the ranges of --dynamic dims"),
+    (["--dynamic", "N=1:4:8", "--buckets", "N=2,x"], "not a list of sizes"),
 ])
 def test_misused_dynamic_option_is_a_usage_error(models, capsys, argv, says):
     assert main(["build", str(models / "cnn.onnx"), *argv]) == 2
     assert says in capsys.readouterr().err
+
+
+def test_build_with_buckets_saves_them(models, capsys):
+    from tefuse.runtime.artifact import load
+
+    art = models / "cnn.tefuse"
+    assert main(["build", str(models / "cnn.onnx"), "--dynamic", "N=1:4:8", "--buckets", "N=2,8", "-o", str(art)]) == 0
+    assert load(art).buckets.to_json() == {"N": [2, 8]}
+    assert main(["run", str(art), "--sizes", "N=7", "--iterations", "0"]) == 0
+    assert main(["build", str(models / "cnn.onnx"), "--dynamic", "N=1:4:8", "--buckets", "N=16"]) == 1
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        "tefuse build: error: buckets of dim 'N': end 16 lies outside its range 1:4:8")

@@ -122,6 +122,9 @@ class TensorCoreGemm(Template):
     # any M (pad_einsum): every tile, shared and fragment buffer is a constant size, the grid and
     # the tail's predicates take M at launch
     symbolic_extents = True
+    # its block tile and stages follow M (fallback_values, mma_fallback_values): at a size far
+    # below the one it was scheduled for, most of each tile is padding and SMs sit idle
+    size_buckets = True
 
     def accepts(self, info: KernelInfo) -> bool:
         if info.geometry is None or info.stage("accumulator") is None:
