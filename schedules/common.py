@@ -212,16 +212,15 @@ def read_index(sch: s_tir.Schedule, block, buffer_name: str) -> int:
     raise KeyError(f"block {sch.get(block).name_hint} reads no buffer {buffer_name}")
 
 
-def bind_threads(sch: s_tir.Schedule, block, threads: int, inner: int = 1, vector: bool = False) -> None:
+def bind_threads(sch: s_tir.Schedule, block, threads: int, inner: int = 1, vector: bool = False):
     """Fuse a block's loops and bind them to blockIdx.x / threadIdx.x, `inner` elements a thread
     (unrolled; or, `vector`, one vector of them where the innermost extent holds whole vectors,
     so that a thread's elements are consecutive and aligned: 16-bit outputs then store 16 bytes a
-    thread, not 2)."""
+    thread, not 2). Returns the threadIdx.x loop where a thread stores a vector, else None."""
     loops = sch.get_loops(block)
     extent = sch.get(loops[-1]).extent
     if inner > 1 and vector and isinstance(extent, tirx.IntImm) and extent.value % inner == 0:
-        _bind_vectors(sch, block, threads, inner)
-        return
+        return _bind_vectors(sch, block, threads, inner)
     fused = sch.fuse(*loops) if len(loops) > 1 else loops[0]
     if inner > 1:
         bx, tx, ii = sch.split(fused, [None, threads, inner])
@@ -230,6 +229,7 @@ def bind_threads(sch: s_tir.Schedule, block, threads: int, inner: int = 1, vecto
         bx, tx = sch.split(fused, [None, threads])
     sch.bind(bx, "blockIdx.x")
     sch.bind(tx, "threadIdx.x")
+    return None
 
 
 def bind_channels(sch: s_tir.Schedule, block, threads: int, axis: int) -> None:
@@ -246,7 +246,7 @@ def bind_channels(sch: s_tir.Schedule, block, threads: int, axis: int) -> None:
     sch.unroll(loops[axis])
 
 
-def _bind_vectors(sch: s_tir.Schedule, block, threads: int, lanes: int) -> None:
+def _bind_vectors(sch: s_tir.Schedule, block, threads: int, lanes: int):
     """A thread computes `lanes` consecutive outputs into registers, one by one as before, then
     stores them as one vector. (The computation is not vectorized: a pad's guarded loads would
     make TVM scalarize it into a loop of branches, and a ReLU's select over 8 halves is a boolx8
@@ -261,3 +261,4 @@ def _bind_vectors(sch: s_tir.Schedule, block, threads: int, lanes: int) -> None:
     sch.unroll(lane)
     sch.reverse_compute_at(store, tx)
     sch.vectorize(sch.get_loops(store)[-1])
+    return tx

@@ -57,6 +57,9 @@ class KernelInfo:
     padding_spills: tuple[bool, bool] = (False, False)
     # whether an op of the group samples a window per output element (tefuse.ops OpDef.samples)
     samples: bool = False
+    # intermediate blocks (also in inline_blocks) whose element is one input's element picked by
+    # the index (a concat), kept as stages in a group without an anchor (tefuse.ops OpDef.picks_input)
+    pick_stages: list[str] = field(default_factory=list)
     # a dim of the kernel is bound at run time (a build over dim ranges): its loop extents are
     # expressions, the shapes above are at the range's opt; only templates whose
     # `takes_symbolic` says yes schedule it

@@ -28,7 +28,7 @@ from .graph.attention import fuse_attention as form_attention
 from .graph.attention_keys import pad_attention_keys
 from .graph.buckets import BucketPlan, BucketsArg, bucket_plan
 from .graph.dims import DimRange, dim_vars, parse_range
-from .graph.fold_bn import fold_batch_norm
+from .graph.fold_bn import fold_batch_norm, fold_batch_norm_params
 from .graph.grouped import dense_grouped_convs
 from .graph.ir import Graph
 from .graph.qdq import fold_constant_dequantize, quantize_products
@@ -420,7 +420,8 @@ def prepare_graph(graph: Graph, target, *, precision: str = "fp32", layout: Opti
                   split_k: Union[bool, int] = True, qdq: bool = True,
                   calibration: Optional[Calibration] = None) -> Graph:
     """The graph `build` fuses: calibrated products behind QDQ pairs (precision int8), QDQ products
-    made int8 anchors, batch-norms folded, precision and layout converted, weights laid out for the
+    made int8 anchors, batch-norms folded (into a conv with fold_bn; else, their statistics
+    constant, into a per-channel scale and shift), precision and layout converted, weights laid out for the
     tensor cores, small-grid products split (see build). `tefuse tune` calls it too, so the kernels
     it tunes are the ones a build then looks up."""
     if check_precision(precision) in QUANTIZED:
@@ -446,6 +447,8 @@ def prepare_graph(graph: Graph, target, *, precision: str = "fp32", layout: Opti
         graph = patch_convs_as_products(graph)
     graph = convert_layout(graph, auto_layout(precision, policy.channels_last) if layout is None else layout)
     graph = pixel_convs_as_dense(graph)  # after layout: a one-pixel conv's reshapes are then layout-free
+    # after precision (the statistics' type) and layout (the channel axis): one multiply-add an element
+    graph = fold_batch_norm_params(graph)
     if policy.dense_groups:  # after layout (NHWC convs), before the weights' OHWI: the merged convs are dense
         graph = dense_grouped_convs(graph, max_groups=policy.dense_groups, min_mn=policy.min_mn)
     if policy.nk_weights:  # tensor-core GEMMs read a Linear's weight [N, K], on Hopper a conv's too (graph/weights.py)

@@ -4,14 +4,40 @@ from __future__ import annotations
 
 import math
 
-from tvm import s_tir
+from tvm import s_tir, tirx
 
 from ...target import device_caps
 from ..space import Config, ConfigSpace
 
 from ..common import bind_channels, bind_threads, dtype_bytes, inline_all, outer_nests
 from ..registry import KernelInfo, Template, register
-from .lanes import MAX_VECTOR_BYTES, stores_contiguous
+from .lanes import (MAX_BOOL_LANES, MAX_VECTOR_BYTES, bool_lanes_vary, branches_uniform, lanes_contiguous,
+                    stores_contiguous, widest_value_bytes)
+
+
+def vector_pick(sch: s_tir.Schedule, pick, thread, lanes: int) -> bool:
+    """Compute a pick stage (a concat: KernelInfo.pick_stages) under the thread whose vector its
+    consumer stores, one vector into registers, where its lanes load consecutive, aligned
+    elements of one input: every concatenated segment a multiple of the vector along the
+    vector's axis (DenseNet's 64 + 32 + 32... channels, NHWC). Its branch is then taken once a
+    vector and its loads are 16 bytes, not one branch chain and 2-byte load a lane. False, with
+    the stage left in registers for the caller to inline, where it cannot be."""
+    sch.compute_at(pick, thread)
+    sch.set_scope(pick, 0, "local")
+    loops = sch.get_loops(pick)
+    below = loops[[sch.get(lp).same_as(sch.get(thread)) for lp in loops].index(True) + 1:]
+    extents = [sch.get(lp).extent for lp in below]
+    if not below or not all(isinstance(e, tirx.IntImm) for e in extents) \
+            or extents[-1].value != lanes or math.prod(e.value for e in extents) != lanes:
+        return False
+    inner = below[-1]
+    if (not branches_uniform(sch, pick, inner, lanes)
+            or widest_value_bytes(sch, pick, uniform_branches=True) * lanes > MAX_VECTOR_BYTES
+            or (lanes > MAX_BOOL_LANES and bool_lanes_vary(sch, pick, inner, lanes))
+            or not lanes_contiguous(sch, pick, inner, lanes)):
+        return False
+    sch.vectorize(inner)
+    return True
 
 
 def pixel_axis(info: KernelInfo):
@@ -76,16 +102,23 @@ class CudaInjective(Template):
             yield space.get(0)
 
     def apply(self, sch: s_tir.Schedule, info: KernelInfo, cfg: Config, target) -> None:
-        inline_all(sch, info)
+        picks = list(info.pick_stages) if cfg["vector"] else []
+        inline_all(sch, info, keep=picks)
+        nests = [b for b in outer_nests(sch) if sch.get(b).name_hint not in picks]
         # a vector a thread through registers: a kernel of one block only (a multi-output nest's
         # blocks share its loops), whose lanes store consecutive, aligned elements
-        alone = len(sch.get_child_blocks(sch.get_sblock("root"))) == 1
+        alone = len(nests) == 1 and len(sch.get_child_blocks(sch.get_sblock("root"))) == 1 + len(picks)
         axis = pixel_axis(info) if cfg["pixel"] and alone else None
-        for block in outer_nests(sch):
+        thread = None
+        for block in nests:
             if axis is not None:
                 bind_channels(sch, block, cfg["threads"], axis)
                 continue
             vector = (cfg["vector"] and alone
                       and stores_contiguous(sch, block, sch.get_loops(block)[-1], int(cfg["inner"])))
-            bind_threads(sch, block, cfg["threads"], cfg["inner"], vector)
+            thread = bind_threads(sch, block, cfg["threads"], cfg["inner"], vector)
+        for name in reversed(picks):  # a pick's consumers first: it goes where they are
+            pick = sch.get_sblock(name)
+            if thread is None or not vector_pick(sch, pick, thread, int(cfg["inner"])):
+                sch.compute_inline(pick)
 

@@ -161,6 +161,36 @@ def bool_lanes_vary(sch, block_rv, loop_rv, vec: int) -> bool:
     return False
 
 
+def branches_uniform(sch, block_rv, loop_rv, vec: int) -> bool:
+    """Whether every if_then_else condition of a block (a concat's choice of input) takes one
+    value across the lanes of each vector of loop_rv, `vec` wide: vectorized, the block then
+    loads one input's vector in one branch, which TVM keeps whole once its simplifier has taken
+    the lane out of the condition (`8a + lane < 64` is `a < 8`). A condition that differs
+    between lanes makes TVM scalarize the block. Unknown expressions count as differing."""
+    lanes_env = _lane_envs_or_none(sch, block_rv, loop_rv)
+    if lanes_env is None:
+        return False
+    realize, envs = lanes_env
+    conds, todo = [], [realize.block.body]
+    while todo:
+        n = todo.pop()
+        if type(n).__name__ in ("Let", "LetStmt", "Ramp", "Shuffle"):
+            return False
+        if is_if_then_else(n):
+            conds.append(n.args[0])
+        todo.extend(children(n))
+    n = sch.get(loop_rv).extent.value // vec * vec
+    try:
+        for block_env in envs:
+            for cond in conds:
+                v = _lane_groups(_eval(cond, block_env), n, vec)
+                if (v != v[:, :1]).any():
+                    return False
+    except (KeyError, TypeError):
+        return False
+    return True
+
+
 ALL_FIELDS = ("a", "b", "value", "condition", "true_value", "false_value", "indices", "args", "seq",
               "body", "then_case", "else_case")
 
@@ -216,11 +246,13 @@ def _index_leaves(expr) -> list:
 
 _INT_OPS = {"Add": lambda a, b: a + b, "Sub": lambda a, b: a - b, "Mul": lambda a, b: a * b,
             "FloorDiv": lambda a, b: a // b, "FloorMod": lambda a, b: a % b, "Min": np.minimum,
-            "Max": np.maximum}
+            "Max": np.maximum, "LT": np.less, "LE": np.less_equal, "GT": np.greater,
+            "GE": np.greater_equal, "EQ": np.equal, "NE": np.not_equal, "And": np.logical_and,
+            "Or": np.logical_or}
 
 
 def _eval(e, env: dict):
-    """An integer index expression's value, elementwise over numpy arrays in `env` (TVM 0.27
+    """An integer index expression's (or a comparison of them's) value, elementwise over numpy arrays in `env` (TVM 0.27
     exposes no evaluator or substituter)."""
     kind = type(e).__name__
     if kind == "IntImm":
@@ -231,6 +263,8 @@ def _eval(e, env: dict):
         return _eval(e.value, env)
     if kind in _INT_OPS:
         return _INT_OPS[kind](_eval(e.a, env), _eval(e.b, env))
+    if kind == "Not":
+        return np.logical_not(_eval(e.a, env))
     raise TypeError(kind)
 
 
@@ -259,10 +293,12 @@ def _global_loads(node) -> Optional[list]:
 MAX_VECTOR_BYTES = 16
 
 
-def widest_value_bytes(sch, block_rv) -> int:
+def widest_value_bytes(sch, block_rv, uniform_branches: bool = False) -> int:
     """Bytes of the widest value a block computes (what it loads, stores and computes in
     between; not its indices, which a vector access keeps scalar): a vectorized loop of it
-    is at most MAX_VECTOR_BYTES // that many lanes wide."""
+    is at most MAX_VECTOR_BYTES // that many lanes wide. `uniform_branches`: the block's
+    if_then_else conditions are known to agree across lanes (branches_uniform), so their index
+    arithmetic stays scalar too and is left out."""
     widest, todo = 1, [sch.get(block_rv).body]
     while todo:
         n = todo.pop()
@@ -271,6 +307,9 @@ def widest_value_bytes(sch, block_rv) -> int:
             bits = "".join(ch for ch in dt.split("x")[0] if ch.isdigit())
             if bits and not dt.startswith(("bool", "handle")):
                 widest = max(widest, int(bits) // 8)
+        if uniform_branches and is_if_then_else(n):
+            todo.extend(n.args[1:])
+            continue
         todo.extend(children(n, ("a", "b", "value", "condition", "true_value", "false_value", "args", "seq",
                                   "body", "then_case", "else_case")))  # not "indices"
     return widest

@@ -2,7 +2,9 @@
 
 Injective members are lazy index functions, so they fold into the anchor's stages (the
 epilogue into the output block, the prologue into the anchor's input stage); only the
-anchor's own stages and the group's outputs remain as blocks.
+anchor's own stages and the group's outputs remain as blocks; in a group without an anchor,
+so does an op that picks an input by the index (a concat), which the CUDA injective template
+computes a vector at a time (OpDef.picks_input).
 """
 from __future__ import annotations
 
@@ -67,15 +69,20 @@ def _lower(group: FusedGroup, wide: str) -> LoweredGroup:
         vals[id(i)] = Value.of_tensor(ph)
         placeholders.append(ph)
         params.append(i)
+    outputs, picks = {id(o) for o in group.outputs}, []
     for n in group.nodes:
         try:
             vals[id(n)] = get_op(n.op).compute([vals[id(i)] for i in n.inputs], n.attrs)
         except OpError as e:
             raise BuildError(f"group {group.name}: node {n.name!r} ({n.op}): {e}") from None
+        if group.anchor is None and get_op(n.op).picks_input and id(n) not in outputs and vals[id(n)].is_lazy:
+            # a stage of its own (OpDef.picks_input): templates inline it, or compute it a vector at a time
+            picks.append(f"pick{len(picks)}_{_ident(n.name)}")
+            vals[id(n)] = Value.of_tensor(vals[id(n)].materialize(picks[-1]))
     outs = _materialize_outputs(group, vals, placeholders)
     func = te.create_prim_func(placeholders + outs, index_dtype_override="int64" if wide == "int64" else None)
     func = _single_definitions(func)
-    return LoweredGroup(group, func, params, _kernel_info(group, func, len(outs)))
+    return LoweredGroup(group, func, params, _kernel_info(group, func, len(outs), picks))
 
 
 def _single_definitions(func: tir.PrimFunc) -> tir.PrimFunc:
@@ -101,7 +108,7 @@ def _materialize_outputs(group: FusedGroup, vals: dict, placeholders: list) -> l
     return tensors
 
 
-def _kernel_info(group: FusedGroup, func: tir.PrimFunc, n_out: int) -> KernelInfo:
+def _kernel_info(group: FusedGroup, func: tir.PrimFunc, n_out: int, picks=()) -> KernelInfo:
     sch = s_tir.Schedule(func)
     out_bufs = {_buffer_name(func, p) for p in list(func.params)[-n_out:]}
     inline, reduce_, outputs = [], [], []
@@ -137,6 +144,7 @@ def _kernel_info(group: FusedGroup, func: tir.PrimFunc, n_out: int) -> KernelInf
         operands=operands,
         padding_spills=astuple(padding_spill(group)),
         samples=any(get_op(n.op).samples for n in group.nodes),
+        pick_stages=[b for b in picks if b in inline],
     )
 
 

@@ -1,9 +1,15 @@
-"""Optional rewrite: fold inference batch-norm into the preceding convolution's constants.
+"""Inference batch-norm with constant statistics, folded at build time.
 
-conv(x, W) [+ b] -> batch_norm(gamma, beta, mean, var) becomes conv(x, W * s) + (b - mean) * s
-+ beta with s = gamma / sqrt(var + eps), when W, b and the statistics are constants and the
-conv result feeds nothing else. Saves the per-element BN arithmetic; fusion already removes
-its memory traffic.
+fold_batch_norm (optional): conv(x, W) [+ b] -> batch_norm(gamma, beta, mean, var) becomes
+conv(x, W * s) + (b - mean) * s + beta with s = gamma / sqrt(var + eps), when W, b and the
+statistics are constants and the conv result feeds nothing else. Saves the per-element BN
+arithmetic; fusion already removes its memory traffic.
+
+fold_batch_norm_params (always): any other such batch-norm becomes scale_shift(x, s, beta -
+mean * s), s and the shift computed once in float64 and kept in the type the op computes in
+(float32 for 16-bit data): one multiply-add an element and two per-channel loads, not a
+subtraction, a square root, a division and four loads (DenseNet's batch-norms after each
+concat, which no conv precedes).
 """
 from __future__ import annotations
 
@@ -11,7 +17,8 @@ import dataclasses
 
 import numpy as np
 
-from .ir import CONST, Graph, Node
+from ..ops.value import acc_dtype
+from .ir import CONST, Graph, Node, RewriteContext, fresh_name, op_node, rewrite
 
 
 def _is_const(n: Node) -> bool:
@@ -66,3 +73,19 @@ def _fold(bn: Node, inputs: list[Node], consumers, out_ids) -> Node | None:
     bnode = Node(bn.name + "_bias", CONST, [], {}, b.shape, dt, b.astype(dt))
     new_conv = dataclasses.replace(conv, inputs=[conv.inputs[0], wnode])
     return Node(bn.name, "bias_add", [new_conv, bnode], {"axis": ch_axis}, bn.shape, bn.dtype)
+
+
+def fold_batch_norm_params(graph: Graph) -> Graph:
+    """Every batch_norm whose gamma, beta, mean and var are constants as a scale_shift."""
+    return rewrite(graph, _scale_shift)
+
+
+def _scale_shift(n: Node, inputs: list[Node], ctx: RewriteContext) -> Node | None:
+    if n.op != "batch_norm" or not all(_is_const(i) for i in inputs[1:]):
+        return None
+    gamma, beta, mean, var = (i.value.astype(np.float64) for i in inputs[1:])
+    scale = gamma / np.sqrt(var + n.attrs["epsilon"])
+    dt = acc_dtype(n.dtype)
+    consts = [Node(fresh_name(ctx.names, f"{n.name}_{what}"), CONST, [], {}, v.shape, dt, v.astype(dt))
+              for what, v in (("scale", scale), ("shift", beta - mean * scale))]
+    return op_node(n.name, "scale_shift", [inputs[0], *consts], {"axis": n.attrs["axis"]})

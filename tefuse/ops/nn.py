@@ -1,4 +1,4 @@
-"""bias_add and inference batch-norm: broadcast ops that form conv epilogues."""
+"""bias_add, inference batch-norm and its folded form scale_shift: broadcast ops that form conv epilogues."""
 from __future__ import annotations
 
 from typing import Sequence
@@ -17,11 +17,11 @@ def _channel_axis(x: Value, axis: int, name: str) -> int:
     return ax
 
 
-def _check_vec(name: str, what: str, v: Value, n: int, dtype: str) -> None:
+def _check_vec(name: str, what: str, v: Value, n: int, dtype: str, of: str = "data dtype") -> None:
     if v.shape != (n,):
         raise OpError(f"{name}: {what} must have shape ({n},), got {v.shape}")
     if v.dtype != dtype:
-        raise OpError(f"{name}: {what} dtype {v.dtype} differs from data dtype {dtype}")
+        raise OpError(f"{name}: {what} dtype {v.dtype} differs from {of} {dtype}")
 
 
 @register_op("bias_add", OpPattern.BROADCAST, num_inputs=2, attrs={"axis": 1})
@@ -53,6 +53,26 @@ def batch_norm(inputs: Sequence[Value], attrs: dict) -> Value:
         # whole fused store (tensor-core epilogues: one 2-byte store and five loads an element)
         scale = f(gamma(ch)) / tir.sqrt(f(var(ch)) + tir.const(eps, acc))
         out = (f(x(*i)) - f(mean(ch))) * scale + f(beta(ch))
+        return tir.Cast(x.dtype, out) if acc != x.dtype else out
+
+    return lazy(x.shape, x.dtype, fn)
+
+
+@register_op("scale_shift", OpPattern.BROADCAST, num_inputs=3, attrs={"axis": 1})
+def scale_shift(inputs: Sequence[Value], attrs: dict) -> Value:
+    """x * scale + shift per channel along `axis`: an inference batch-norm whose statistics are
+    constants, folded once at build time (graph/fold_bn.py), one multiply-add an element.
+    scale and shift are in the type the op computes in (float32 for 16-bit data), so that the
+    folding rounds nothing the batch-norm would not have."""
+    x, scale, shift = inputs
+    ax = _channel_axis(x, attrs["axis"], "scale_shift")
+    acc = acc_dtype(x.dtype)
+    for what, v in (("scale", scale), ("shift", shift)):
+        _check_vec("scale_shift", what, v, x.shape[ax], acc, of="the compute dtype")
+
+    def fn(*i):
+        ch = i[ax]
+        out = (tir.Cast(acc, x(*i)) if acc != x.dtype else x(*i)) * scale(ch) + shift(ch)
         return tir.Cast(x.dtype, out) if acc != x.dtype else out
 
     return lazy(x.shape, x.dtype, fn)

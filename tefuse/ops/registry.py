@@ -50,6 +50,10 @@ class OpDef:
     # (resize, crop_resize): many instructions an element, which a schedule can share between
     # the channels of one pixel (KernelInfo.samples)
     samples: bool = False
+    # each output element is one input's element, the input picked by the index (concat): in a
+    # group without an anchor lowering keeps it a stage of its own, which a template may compute
+    # a vector at a time, its branch then taken once a vector, not once a lane (KernelInfo.pick_stages)
+    picks_input: bool = False
 
     def geometry_of(self, in_shapes: Sequence[Sequence[int]], out_shape: Sequence[int], attrs: dict):
         """This op's geometry for one node, or None when it declares none."""
@@ -86,7 +90,7 @@ _REGISTRY: dict[str, OpDef] = {}
 def register_op(name: str, pattern: OpPattern, *, anchor: Optional[str] = None,
                 num_inputs: Optional[int] = None, attrs: Optional[dict] = None,
                 geometry: Optional[GeometryFn] = None, optional: Optional[dict] = None,
-                samples: bool = False):
+                samples: bool = False, picks_input: bool = False):
     """Decorator registering a compute function under `name`."""
     if anchor is not None and not isinstance(anchor, str):
         raise TypeError(f"op {name!r}: anchor must be a template family name, got {anchor!r}")
@@ -95,7 +99,8 @@ def register_op(name: str, pattern: OpPattern, *, anchor: Optional[str] = None,
         if name in _REGISTRY:
             raise ValueError(f"op {name!r} registered twice")
         _REGISTRY[name] = OpDef(name, pattern, fn, anchor, num_inputs, dict(attrs or {}),
-                                (fn.__doc__ or "").strip(), geometry, dict(optional or {}), samples)
+                                (fn.__doc__ or "").strip(), geometry, dict(optional or {}), samples,
+                                picks_input)
         return fn
 
     return deco

@@ -140,7 +140,7 @@ def layout_transform(inputs: Sequence[Value], attrs: dict) -> Value:
     return transpose(inputs, {"axes": _LAYOUT_PERM[key]})
 
 
-@register_op("concat", OpPattern.INJECTIVE, attrs={"axis": 0})
+@register_op("concat", OpPattern.INJECTIVE, attrs={"axis": 0}, picks_input=True)
 def concat(inputs: Sequence[Value], attrs: dict) -> Value:
     """Concatenate along `axis`."""
     if not inputs:

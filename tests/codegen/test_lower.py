@@ -188,3 +188,38 @@ def test_a_symbolic_group_indexes_64_bit_and_sizes_its_info_at_the_hint():
     assert softmax.info.symbolic and softmax.info.out_shape == (12, 16)
     script = softmax.func.script()
     assert re.search(r"in_\w+: T\.Buffer\(\(N, T\.int64\(16\)\)", script), script  # N: a run-time size, int64
+
+
+def _concat_bn_relu_reference(vals, graph, axis):
+    """numpy's concat + batch-norm (the graph's constants, float64) + ReLU."""
+    gamma, beta, mean, var = (n.value.astype(np.float64) for n in graph.constants)
+    shape = [1] * 4
+    shape[axis] = -1
+    x = np.concatenate([v.astype(np.float64) for v in vals], axis=axis)
+    y = (x - mean.reshape(shape)) / np.sqrt(var.reshape(shape) + 1e-5) * gamma.reshape(shape) + beta.reshape(shape)
+    return np.maximum(y, 0)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+@pytest.mark.parametrize("segs, axis", [((64, 32, 32), 3), ((12, 20, 5), 3), ((16, 8, 3), 1), ((8, 3), 2)],
+                         ids=["nhwc_whole_vectors", "nhwc_partial", "axis1", "axis2"])
+def test_a_concat_fused_with_batch_norm_and_relu_matches_numpy(rng, segs, axis, dtype):
+    """A concat stays a stage of its own in an anchorless group (a template inlines it or
+    computes it a vector at a time); the values are numpy's either way."""
+    from tests.schedules.gpu.test_injective import concat_bn_relu
+
+    g = concat_bn_relu(segs, axis, dtype, rest=(2, 5, 8))
+    (group,) = tefuse.fuse_graph(g)
+    info = lower_group(group).info
+    assert len(info.pick_stages) == 1 and info.pick_stages[0] in info.inline_blocks
+    vals = [rng.standard_normal(i.shape).astype(dtype) for i in g.inputs]
+    assert_close(tefuse.build(g).run(*vals)[0], _concat_bn_relu_reference(vals, g, axis), dtype)
+
+
+def test_a_concat_that_is_the_output_or_an_anchors_prologue_is_no_stage():
+    b = GraphBuilder()
+    x, y = b.input("x", (1, 4, 6, 6)), b.input("y", (1, 4, 6, 6))
+    assert lower_group(only_group(b.build(b.concat(x, y, axis=1)))).info.pick_stages == []
+    w = b.const(np.ones((4, 8, 3, 3), "float32"), name="w")
+    lowered = lower_group(only_group(b.build(b.conv2d(b.concat(x, y, axis=1), w, padding=1))))
+    assert lowered.info.anchor_kind == "conv2d" and lowered.info.pick_stages == []

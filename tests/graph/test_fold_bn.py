@@ -1,9 +1,12 @@
-"""BN folding rewrite: same numerics, batch_norm gone, only when safe."""
+"""BN folding rewrites: same numerics, batch_norm gone, only when safe."""
 import numpy as np
+import pytest
 
 import tefuse
+from tefuse.driver import prepare_graph
 from tefuse.graph import GraphBuilder
-from tefuse.graph.fold_bn import fold_batch_norm
+from tefuse.graph.fold_bn import fold_batch_norm, fold_batch_norm_params
+from tests.reference import assert_close, batch_norm
 
 
 def _graph(rng, conv_also_output=False):
@@ -47,3 +50,46 @@ def test_fold_scales_the_output_channel_of_nhwc_weights_in_either_layout(rng):
         assert "batch_norm" not in {n.op for n in f.nodes}, wl
         xv = rng.standard_normal((1, 8, 8, 4)).astype("float32")
         np.testing.assert_allclose(tefuse.build(f).run(xv)[0], tefuse.build(g).run(xv)[0], rtol=1e-4, atol=1e-4)
+
+
+def _bn_relu(rng, nhwc=False, mean_scale=1.0):
+    b = GraphBuilder()
+    x = b.input("x", (2, 5, 5, 6) if nhwc else (2, 6, 5, 5))
+    stats = [rng.uniform(0.5, 1.5, 6), rng.standard_normal(6), mean_scale * rng.standard_normal(6),
+             rng.uniform(0.2, 2.0, 6)]
+    return b.build(b.relu(b.batch_norm(x, *(b.const(s.astype("float32")) for s in stats), axis=3 if nhwc else 1)))
+
+
+@pytest.mark.parametrize("nhwc", [False, True])
+def test_constant_statistics_become_a_scale_and_shift(rng, nhwc):
+    g = _bn_relu(rng, nhwc)
+    f = fold_batch_norm_params(g)
+    (ss,) = [n for n in f.nodes if n.op == "scale_shift"]
+    assert "batch_norm" not in {n.op for n in f.nodes} and ss.attrs["axis"] == (3 if nhwc else 1)
+    gamma, beta, mean, var = (n.value.astype(np.float64) for n in g.constants)
+    x = rng.standard_normal(g.inputs[0].shape).astype("float32")
+    want = np.maximum(batch_norm(x.astype(np.float64), gamma, beta, mean, var, axis=3 if nhwc else 1), 0)
+    assert_close(tefuse.build(f).run(x)[0], want, rtol=1e-5, atol=1e-5)
+
+
+def test_fp16_builds_keep_the_scale_and_shift_in_float32(rng):
+    """Folded after the precision conversion, from the statistics the fp16 model holds, into
+    float32 constants: a mean of ~100 cancelling against x's would lose its low bits as an fp16
+    shift."""
+    g = _bn_relu(rng, nhwc=True, mean_scale=100.0)
+    prepared = prepare_graph(g, "cuda:sm_90", precision="fp16")
+    (ss,) = [n for n in prepared.nodes if n.op == "scale_shift"]
+    assert [i.dtype for i in ss.inputs] == ["float16", "float32", "float32"]
+    gamma, beta, mean, var = (n.value.astype(np.float16).astype(np.float64) for n in g.constants)
+    x = (mean + rng.standard_normal((2, 5, 5, 6))).astype("float16")  # around the mean
+    want = np.maximum(batch_norm(x.astype(np.float64), gamma, beta, mean, var, axis=3), 0)
+    got = tefuse.build(g, precision="fp16").run(x.astype("float32"))[0]
+    assert_close(got, want, "float32", rtol=2e-3, atol=2e-3)
+
+
+def test_statistics_given_at_run_time_stay_a_batch_norm(rng):
+    b = GraphBuilder()
+    x = b.input("x", (1, 3, 4, 4))
+    params = [b.input(k, (3,)) for k in ("gamma", "beta", "mean", "var")]
+    g = b.build(b.batch_norm(x, *params))
+    assert [n.op for n in fold_batch_norm_params(g).nodes if n.is_op] == ["batch_norm"]

@@ -1,4 +1,4 @@
-"""bias_add and inference batch_norm (NCHW axis 1, NHWC axis -1, float16)."""
+"""bias_add, inference batch_norm and scale_shift (NCHW axis 1, NHWC axis -1, float16)."""
 from __future__ import annotations
 
 import numpy as np
@@ -60,3 +60,22 @@ def test_batch_norm_wrong_param_shape():
     x = np.zeros((1, 4, 2, 2), "float32")
     with pytest.raises(tefuse.GraphError, match="var"):
         run_op("batch_norm", x, *(np.zeros(4, "float32"),) * 3, np.zeros(5, "float32"))
+
+
+@pytest.mark.parametrize("shape, axis, dtype", [((2, 4, 3, 3), 1, "float32"), ((2, 3, 3, 4), -1, "float32"),
+                                                ((2, 3, 3, 8), 3, "float16")])
+def test_scale_shift(rng, shape, axis, dtype):
+    """x * scale + shift per channel, the parameters in the compute type (float32 for fp16 data)."""
+    x = rng.standard_normal(shape).astype(dtype)
+    bshape = [1] * len(shape)
+    bshape[axis] = -1
+    scale, shift = (rng.standard_normal(shape[axis]).astype("float32") for _ in range(2))
+    y = run_op("scale_shift", x, Const(scale), shift, axis=axis)
+    assert y.dtype == np.dtype(dtype)
+    assert_close(y, x.astype(np.float64) * scale.reshape(bshape) + shift.reshape(bshape), dtype)
+
+
+def test_scale_shift_parameters_in_the_data_type_of_fp16_are_refused():
+    x = np.zeros((1, 2, 2, 4), "float16")
+    with pytest.raises(tefuse.GraphError, match="scale dtype float16 differs from the compute dtype float32"):
+        run_op("scale_shift", x, np.ones(4, "float16"), np.zeros(4, "float32"), axis=3)

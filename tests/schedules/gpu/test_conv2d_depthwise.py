@@ -116,12 +116,13 @@ def test_chain_builds_to_one_cuda_kernel(kw):
     (name,) = cuda_kernel_names(src)
     # inputs, non-scalar constants and the output only: no global buffer for the conv result
     params = kernel_params(src, name)
-    if kw.get("epilogue", True):
-        assert {p for _, p in params} == {f"{b}_ptr" for b in _expected_buffers(g)}
+    if kw.get("epilogue", True):  # the built graph's (its batch-norm folded to a scale and shift)
+        assert {p for _, p in params} == {f"{b}_ptr" for b in _expected_buffers(cg.graph)}
     else:  # the anchor is the output (its buffer keeps the compute's name): a register write-back
-        assert len(params) == len(_expected_buffers(g)), params
+        assert len(params) == len(_expected_buffers(cg.graph)), params
     ctype = "half" if kw.get("dtype") == "float16" else "float"
-    assert all(t == ctype for t, _ in params), params
+    folded = {f"in_{i.name}_ptr" for n in cg.graph.nodes if n.op == "scale_shift" for i in n.inputs[1:]}
+    assert all(t == ("float" if p in folded else ctype) for t, p in params), params
     assert "conv2d_local" in src  # the accumulators live in registers
     assert "in_w_local" in src  # so do the thread's weights
 

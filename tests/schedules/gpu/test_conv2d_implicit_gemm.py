@@ -20,6 +20,7 @@ from tefuse import GraphBuilder
 from tefuse.codegen.compile import compile_module
 from tefuse.codegen.ptx import compile_to_ptx, cuda_kernel_names, ptx_entries
 from tefuse.codegen.schedule import ScheduleChoice, apply_schedule, choose_schedule
+from tefuse.driver import prepare_graph
 from tefuse.tune.task import Task, as_tasks
 from tefuse.schedules.gpu.conv2d_implicit_gemm import Conv2dImplicitGemm, gemm_shape
 
@@ -133,7 +134,7 @@ def test_offered_after_direct_which_stays_the_fallback():
 
 def test_tuning_record_for_it_is_used_at_build():
     g = ig_chain(kind="bn", c=16, k=32, hw=10)
-    (task,) = as_tasks(g, "cuda")
+    (task,) = as_tasks(prepare_graph(g, "cuda"), "cuda")  # the graph build fuses, as `tefuse tune` does
     cfg = sample(task, 1, seed=3)[0]
 
     class OneRecord:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import pytest
 
 import tefuse
@@ -165,3 +166,48 @@ def test_the_pixel_knob_needs_a_small_channel_axis():
     t, info, tgt, space, cfg = _fallback(b.build(b.crop_resize(img, rects, size=(16, 16))))
     assert not cfg["pixel"]
     assert not any(c["pixel"] and space.admits(c.index) for c in space)
+
+
+def concat_bn_relu(segs=(64, 32, 32), axis=3, dtype="float16", rest=(2, 4, 4), seed=0):
+    """DenseNet's injective kernel: inputs concatenated along `axis` (segment sizes `segs`, the
+    other dims `rest` in order), an inference batch-norm with constant statistics, a ReLU."""
+    rng = np.random.default_rng(seed)
+    b = tefuse.GraphBuilder()
+    shape = lambda s: rest[:axis] + (s,) + rest[axis:]  # noqa: E731
+    xs = [b.input(f"x{k}", shape(s), dtype) for k, s in enumerate(segs)]
+    c = sum(segs)
+    stats = [rng.uniform(0.5, 1.5, c), rng.normal(size=c), rng.normal(size=c), rng.uniform(0.5, 2.0, c)]
+    bn = b.batch_norm(b.concat(*xs, axis=axis), *(b.const(s.astype(dtype)) for s in stats), axis=axis)
+    return b.build(b.relu(bn))
+
+
+def _loads(src: str, name: str) -> tuple[int, int]:
+    """(16-byte vector loads, scalar loads) of input `name`."""
+    return (len(re.findall(rf"\*\(uint4\*\)\(in_{name}_ptr \+", src)),
+            len(re.findall(rf"(?<![\w*(])in_{name}_ptr\[", src)))
+
+
+@pytest.mark.parametrize("segs, axis, rest", [((64, 32, 32, 32), 3, (2, 4, 4)), ((16, 8, 24), 1, (2, 3, 16))],
+                         ids=["nhwc_channels", "nchw_channels"])
+def test_a_concat_of_whole_vectors_loads_each_input_one_vector_at_a_time(segs, axis, rest):
+    """DenseNet's concat + batch-norm + ReLU (64 + 32 * k channels, fp16): every segment a
+    multiple of the 8-lane vector (NHWC), or the concat off the vector's axis (NCHW, rows of
+    16), so a thread's lanes take one branch: one 16-byte load from the input it picks and one
+    branch chain a vector, not 8 of each (186 us for DenseNet-121 b32's largest such kernel on
+    an H200 where its bytes take 25 us to copy). Its batch-norm is one multiply-add an element."""
+    cfg, src = _kernel(concat_bn_relu(segs, axis, rest=rest))
+    assert cfg["vector"] and cfg["inner"] == 8
+    for k in range(len(segs)):
+        assert _loads(src, f"x{k}") == (1, 0), k
+    assert src.count("if (") == len(segs) - 1  # the branch chain, once
+    assert "sqrtf" not in src and "scale" in src and "shift" in src
+    assert _stores(src, re.search(r"half\* __restrict__ (out_\w+)_ptr", src).group(1)) == (1, 0)
+
+
+def test_a_concat_of_partial_vectors_keeps_a_branch_a_lane():
+    """Segments of 12 and 20 halves: a vector's lanes may straddle two inputs, so each lane
+    loads its own element (its stores stay vectors)."""
+    cfg, src = _kernel(concat_bn_relu((12, 20, 32)))
+    assert cfg["vector"] and cfg["inner"] == 8
+    assert _loads(src, "x0") == (0, 8) and _loads(src, "x2") == (0, 8)
+    assert _stores(src, re.search(r"half\* __restrict__ (out_\w+)_ptr", src).group(1)) == (1, 0)

@@ -23,6 +23,7 @@ from tefuse.options import BuildOptions
 from tefuse.target import make_target
 from tefuse.tune.database import Database
 from tefuse.tune.record import TuningRecord
+from tefuse.driver import prepare_graph
 from tefuse.tune.task import extract_tasks
 from tests.codegen.test_cuda_codegen import conv_chain
 
@@ -34,7 +35,9 @@ MFMA = {"float16": (re.compile(r"^v_mfma_f32_16x16x16_?f16$"), 1),
 def with_template(g, arch, tmp_path, name, **values):
     """Build `g` for rocm:`arch` with a tuning record that names template `name` (its fallback
     config, `values` overriding knobs): the way a tuned build would pick it."""
-    (task,) = [t for t in extract_tasks(g, f"rocm:{arch}") if name in task_names(t)]
+    # the graph build fuses (its batch-norm a scale and shift), as `tefuse tune` tunes it
+    tasks = extract_tasks(prepare_graph(g, f"rocm:{arch}"), f"rocm:{arch}")
+    (task,) = [t for t in tasks if name in task_names(t)]
     tmpl = next(t for t in task.templates if t.name == name)
     space = task.spaces[name]
     cfg = tmpl.fallback(task.info, task.target, space)
