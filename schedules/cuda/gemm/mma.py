@@ -44,8 +44,8 @@ def apply_mma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
         raise ValueError("int8 operands go through mma.sync m16n8k32 only")
     if in_dtype == "float32":
         c["vec"] = min(int(c["vec"]), 4)  # cp.async moves at most 16 bytes
-    if in_dtype == "int8":  # TVM 0.27's CUDA codegen writes an int8x8 or x16 zero (a masked tail's
-        c["vec"] = min(int(c["vec"]), 4)  # fill) as make_int2/int4 of 8/16 chars, which nvcc refuses
+    if in_dtype == "int8":  # 16 bytes a thread, as fp16's 8 (masked int8 tiles: passes/int_tile_copies.py)
+        c["vec"] = 16
     frag_m, frag_n, k_inner = WM // 16, WN // 16, BK // KT
 
     # ---------------------------------------------------------------- 1. normalize

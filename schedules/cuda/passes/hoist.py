@@ -38,6 +38,9 @@ from tvm.ir.expr import Call, Expr, TensorLoad  # TensorLoad: what tirx.BufferLo
 from tvm_ffi import structural_equal, structural_mutate, structural_walk
 
 from ....ops.value import expr_dtype
+from .byte_vectors import PackByteVectors
+from .int_tile_copies import InjectIntTileCopies
+from .s_tir_main import main_pipeline
 from .smem_limit import CheckDynamicShared
 
 # math calls worth a register to compute once (cheap arithmetic is left where it is)
@@ -327,19 +330,21 @@ def HoistLoopInvariants(func, _mod, _ctx):  # noqa: N802 - TVM's pass naming
     return raise_lets(func)
 
 
-# TVM's default (s_tir) pipeline with the pass in its device part, and smem_limit's check
+# TVM's default (s_tir) pipeline with the pass in its device part, smem_limit's check,
+# int_tile_copies.py's integer tile copies before TVM's cp.async injection and byte_vectors' constants
 PIPELINE = "tefuse_cuda_hoist"
 
 
 def pipeline_factory(**_):
-    """TVM's (main, host, device) pipelines with the device part's passes: smem_limit's check,
-    then the hoisting."""
-    main, host, _device = sp.default_s_tir_pipeline()
+    """TVM's (main, host, device) pipelines with int_tile_copies.py's pass in the main part and the
+    device part's passes: smem_limit's check, the hoisting, byte_vectors' constants last."""
+    _main, host, _device = sp.default_s_tir_pipeline()
+    main = main_pipeline(before_async_copy=(InjectIntTileCopies,))
 
     def device():
         return tvm.ir.transform.Sequential([CheckDynamicShared, tirx.transform.LowerWarpMemory(),
                                             tirx.transform.StmtSimplify(), HoistLoopInvariants,
-                                            tirx.transform.LowerIntrin()])
+                                            tirx.transform.LowerIntrin(), PackByteVectors])
 
     return main, host, device
 

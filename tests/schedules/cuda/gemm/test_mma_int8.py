@@ -87,7 +87,40 @@ def test_int8_shared_tiles_rows_start_16_byte_aligned(kind):
     assert row_pad(8, 1) == 16 and row_pad(8, 2) == 8 and row_pad(0, 1) == 0
     cg = tefuse.build(_int8_product(kind, np.random.default_rng(0)), "cuda:sm_90")
     src = cg.kernels[0].source("cuda")
+    # the tile copies' shared addresses: plain stores, or cp.async's destination (its first offset)
     stores = [ln for ln in src.splitlines() if "buf_dyn_shmem_ptr)" in ln and "= condval" in ln]
+    stores += re.findall(r"ptx_cp_async\w*\(buf_dyn_shmem_ptr, (.*?), in_\w+_ptr, ", src)
     strides = {int(s) for ln in stores for s in re.findall(r"threadIdx\.[xy]\)(?: >> \d+\))? \* (\d+)\)", ln)}
     assert strides and all(s % 16 == 0 for s in strides), strides
     assert all(aligned_row(bk, row_pad(8, 1)) % 16 == 0 for bk in (32, 64, 128))
+
+
+def _int8_nhwc_conv(rng, pad_value: float):
+    """An NHWC int8 3x3 conv (a calibrated model's layout) padded with `pad_value` (a uint8 QDQ
+    model's zero point read as int8 is -128), over 200 output pixels: masked tail rows too."""
+    b = GraphBuilder()
+    x = b.input("x", (2, 10, 10, 32), "int8")
+    w = b.const(rng.integers(-128, 128, (3, 3, 32, 48)).astype(np.int8), name="w")
+    y = b.op("conv2d", b.op("pad", x, pads=(0, 1, 1, 0, 0, 1, 1, 0), value=pad_value), w, layout="NHWC",
+             out_dtype="int32")
+    y = b.op("mul", b.op("cast", y, dtype="float32"), b.const((rng.random(48) * 1e-3).astype(np.float32), name="s"))
+    return b.build(y)
+
+
+COPIES = {"dense": lambda rng: _int8_product("dense", rng), "matmul": lambda rng: _int8_product("matmul", rng),
+          "conv-nhwc": lambda rng: _int8_nhwc_conv(rng, 0.0), "conv-nhwc-fill": lambda rng: _int8_nhwc_conv(rng, -128.0)}
+
+
+@pytest.mark.parametrize("kind", COPIES)
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_int8_operand_tiles_copy_16_bytes_a_thread_on_cp_async(kind, arch):
+    """Both operand tiles (masked tails, a conv's padding: passes/int_tile_copies.py) move on
+    cp.async.cg 16, as fp16's do, and nvcc compiles the source (no int8x16 constant printed as
+    make_int4 of chars: passes/byte_vectors.py)."""
+    cg = tefuse.build(COPIES[kind](np.random.default_rng(0)), f"cuda:{arch}")
+    (k,) = cg.kernels
+    assert k.template == "tensorcore_gemm"
+    ptx = compile_to_ptx(k.source("cuda"), arch)
+    sizes = re.findall(r"\bcp\.async\.c[ag]\.shared\.global(?:\.\w+)* \[[^]]*\], \[[^]]*\], (\d+)", ptx)
+    assert len(sizes) >= 2 and set(sizes) == {"16"}, sorted(set(sizes))  # x's tile and w's
+    assert not re.search(r"\bld\.global(?:\.nc)?\.[us]8\b", ptx)  # no operand read a byte at a time
