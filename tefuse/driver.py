@@ -41,7 +41,7 @@ from .graph.views import clone_shared_views
 from .graph.weights import nk_gemm_weights
 from .graph.calibration import Calibration, insert_qdq
 from .graph.precision import QUANTIZED, check_precision, convert_precision, float_precision
-from .ops.value import dim_hints
+from .ops.value import dim_hints, dim_limits
 from .options import DEFAULT, BuildOptions
 from .runtime.executor import BuildTimes, CompiledGraph, variant_modules
 from .runtime.kernel import CompiledKernel
@@ -534,7 +534,8 @@ def build(graph: GraphSource, target: TargetLike = "llvm", *, db: Union[BestReco
     if buckets and not ranges:
         raise BuildError("buckets= cuts the ranges of dynamic= dims, and this build has none")
     plan = bucket_plan(ranges, buckets) if ranges else None
-    with dim_hints({k: r.opt for k, r in ranges.items()}):
+    hints, limits = {k: r.opt for k, r in ranges.items()}, {k: (r.min, r.max) for k, r in ranges.items()}
+    with dim_hints(hints), dim_limits(limits):
         cg = _build_graph(graph, target, db=db, cache=cache, fuse=fuse, prologue=prologue,
                           multi_output=multi_output, fold_bn=fold_bn, jobs=jobs, precision=precision,
                           fuse_attention=fuse_attention, split_k=split_k, layout=layout, progress=progress,
