@@ -144,3 +144,49 @@ def test_one_bucket_compiles_the_tensor_core_conv_once():
     cg = tefuse.build(_conv_64(), "cuda:sm_90", dynamic={"N": "1:8:64"}, buckets=False)
     assert cg.num_variants == 0 and not cg.variants
     assert _rows_a_block(cg.kernels_for({"N": 64})[0]) == 64
+
+
+def _two_conv_blocks(batch="N"):
+    """Two identical fp16 NHWC 1x1 convs (64 -> 64 over 28x28, ReLU) one after the other, with the
+    same weight: ResNet's repeated blocks in small."""
+    b = tefuse.GraphBuilder()
+    w = b.const(np.random.default_rng(0).standard_normal((64, 1, 1, 64)).astype("float16") * 0.1)
+    x = b.input("x", (batch, 28, 28, 64), "float16")
+    for _ in range(2):
+        x = b.relu(b.conv2d(x, w, layout="NHWC", weight_layout="OHWI"))
+    return b.build(x)
+
+
+@needs_nvcc
+def test_identical_symbolic_kernels_and_their_variants_share_one_module_each(monkeypatch):
+    """Two kernels and a large-bucket variant of each: one module for the kernels, one for the
+    variants, as an exact build shares identical kernels; each bucket schedules one of the two."""
+    import tefuse.driver as driver
+
+    scheduled = []
+    prepare = driver.prepare_group
+    monkeypatch.setattr(driver, "prepare_group", lambda g, *a, **kw: scheduled.append(g.name) or prepare(g, *a, **kw))
+    cg = tefuse.build(_two_conv_blocks(), "cuda:sm_90", dynamic={"N": "1:8:64"})
+    assert len(scheduled) == 4  # the two kernels, and once each for the buckets 1 and 9-64
+    assert cg.num_kernels == 2 and set(cg.variants) == {0, 1}
+    first, second = cg.kernels
+    assert first.module is second.module
+    assert cg.variants[0][(2,)].module is cg.variants[1][(2,)].module is not first.module
+    assert cg.build_times.compiled == 2
+    assert re.search(r"\bint N\)", first.source("cuda"))
+
+
+def test_identical_symbolic_kernels_compute_each_size_on_cpu():
+    cg = tefuse.build(_two_conv_blocks(), "llvm", dynamic={"N": "1:8:64"})
+    assert cg.num_kernels == 2 and cg.kernels[0].module is cg.kernels[1].module
+    for n in (1, 8, 37):
+        x = np.random.default_rng(n).standard_normal((n, 28, 28, 64)).astype("float16")
+        ref = x.astype("float32")
+        for _ in range(2):
+            ref = np.maximum(ref @ _weight().T, 0).astype("float16").astype("float32")
+        np.testing.assert_allclose(cg.run(x)[0].astype("float32"), ref, rtol=2e-2, atol=2e-2)
+
+
+def _weight():
+    return (np.random.default_rng(0).standard_normal((64, 1, 1, 64)).astype("float16") * 0.1
+            ).astype("float32").reshape(64, 64)
