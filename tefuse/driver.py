@@ -41,7 +41,7 @@ from .graph.views import clone_shared_views
 from .graph.weights import nk_gemm_weights
 from .graph.calibration import Calibration, insert_qdq
 from .graph.precision import QUANTIZED, check_precision, convert_precision, float_precision
-from .ops.value import dim_hints
+from .ops.value import dim_hints, dim_limits
 from .options import DEFAULT, BuildOptions
 from .runtime.executor import BuildTimes, CompiledGraph, variant_modules
 from .runtime.kernel import CompiledKernel
@@ -185,8 +185,14 @@ def prepare_variants(preps: list[PreparedGroup], plan: BucketPlan, target: tvm.t
         with dim_hints(hints):
             return prepare_group(preps[i].group, target, db=db, options=options, predictor=predictor, sizes=hints)
 
+    # identical groups (ResNet's repeated blocks: same workload and config) are scheduled once a
+    # bucket, the others take that schedule with their own nodes (compile_groups then shares the module)
+    firsts: dict[tuple, int] = {}
+    owner = [firsts.setdefault((_same_code_key(preps[i]), key), n) for n, (i, key) in enumerate(todo)]
+    scheduled = dict(zip(sorted(set(owner)), _map_in_threads(one, [todo[n] for n in sorted(set(owner))], jobs)))
+    outcomes = [scheduled[o] if o == n else _for_group(scheduled[o], preps[todo[n][0]]) for n, o in enumerate(owner)]
     out = []
-    for (i, key), (prep, err) in zip(todo, _map_in_threads(one, todo, jobs)):
+    for (i, key), (prep, err) in zip(todo, outcomes):
         if err is not None or prep.lowered.params != preps[i].lowered.params:
             why = err or "its parameters differ"
             log.info("%s: no variant for %s (%s); the kernel for %s serves it", preps[i].group.name,
@@ -194,6 +200,15 @@ def prepare_variants(preps: list[PreparedGroup], plan: BucketPlan, target: tvm.t
             continue
         out.append(VariantPrep(i, key, prep))
     return out
+
+
+def _for_group(outcome: tuple, base: PreparedGroup) -> tuple:
+    """A variant scheduled for an identical group, as `base`'s group's: its nodes and parameters."""
+    prep, err = outcome
+    if err is not None:
+        return outcome
+    lowered = replace(prep.lowered, group=base.group, params=base.lowered.params)
+    return replace(prep, group=base.group, lowered=lowered, seconds=0.0), None
 
 
 def _map_in_threads(fn: Callable, items: list, jobs: Optional[int]) -> list[tuple[Any, Optional[Exception]]]:
@@ -534,7 +549,8 @@ def build(graph: GraphSource, target: TargetLike = "llvm", *, db: Union[BestReco
     if buckets and not ranges:
         raise BuildError("buckets= cuts the ranges of dynamic= dims, and this build has none")
     plan = bucket_plan(ranges, buckets) if ranges else None
-    with dim_hints({k: r.opt for k, r in ranges.items()}):
+    hints, limits = {k: r.opt for k, r in ranges.items()}, {k: (r.min, r.max) for k, r in ranges.items()}
+    with dim_hints(hints), dim_limits(limits):
         cg = _build_graph(graph, target, db=db, cache=cache, fuse=fuse, prologue=prologue,
                           multi_output=multi_output, fold_bn=fold_bn, jobs=jobs, precision=precision,
                           fuse_attention=fuse_attention, split_k=split_k, layout=layout, progress=progress,

@@ -8,18 +8,20 @@ computes a vector at a time (OpDef.picks_input).
 """
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import astuple, dataclass
 
 import tvm
 from tvm import s_tir, te, tirx as tir
+from tvm_ffi import structural_walk
 
 from ..errors import BuildError, OpError
 from ..fusion import FusedGroup
 from ..fusion.epilogue import padding_spill
 from ..graph.ir import CONST, Node
 from ..ops import Value, get_op
-from ..ops.value import hinted_dim, is_static_shape, loop_index_dtype, te_compute
+from ..ops.value import current_dim_limits, eval_dim, hinted_dim, is_static_shape, loop_index_dtype, te_compute
 from ..schedules import KernelInfo
 from ..schedules.registry import ACCUMULATOR, DATA, WEIGHT
 
@@ -48,13 +50,17 @@ def _folded_scalar(node: Node) -> Value:
 
 def lower_group(group: FusedGroup) -> LoweredGroup:
     """The group as one PrimFunc. Its index arithmetic is 64-bit where a tensor it touches has
-    more elements than int32 can index (index_dtype), else TVM's int32."""
-    wide = index_dtype(group)
+    more elements than int32 can index (index_dtype), else TVM's int32. A group with symbolic
+    dims is built on their int64 variables and, where its tensors fit int32 at every size of
+    the dims' ranges, narrowed to int32 whole, the dims' kernel arguments included."""
+    narrow = index_dtype(group)
+    symbolic = not all(is_static_shape(n.shape) for n in [*group.inputs, *group.nodes])
+    wide = "int64" if symbolic else narrow
     with loop_index_dtype(wide):
-        return _lower(group, wide)
+        return _lower(group, wide, narrow_to_int32=symbolic and narrow == "int32")
 
 
-def _lower(group: FusedGroup, wide: str) -> LoweredGroup:
+def _lower(group: FusedGroup, wide: str, narrow_to_int32: bool = False) -> LoweredGroup:
     vals: dict[int, Value] = {}
     placeholders, params = [], []
     for i in group.inputs:
@@ -82,7 +88,16 @@ def _lower(group: FusedGroup, wide: str) -> LoweredGroup:
     outs = _materialize_outputs(group, vals, placeholders)
     func = te.create_prim_func(placeholders + outs, index_dtype_override="int64" if wide == "int64" else None)
     func = _single_definitions(func)
+    if narrow_to_int32:
+        func = _narrowed(func)
     return LoweredGroup(group, func, params, _kernel_info(group, func, len(outs), picks))
+
+
+def _narrowed(func: tir.PrimFunc) -> tir.PrimFunc:
+    """`func` with every index, loop and dim variable int32 (TVM's ForceNarrowIndexToInt32):
+    only called where index_dtype found every tensor under 2^31 elements over the dims' ranges,
+    and no int64 tensor, which that pass refuses."""
+    return tir.transform.ForceNarrowIndexToInt32()(tvm.IRModule({"main": func}))["main"]
 
 
 def _single_definitions(func: tir.PrimFunc) -> tir.PrimFunc:
@@ -204,17 +219,38 @@ INT32_LIMIT = 2**31 - 1
 def index_dtype(group: FusedGroup) -> str:
     """"int64" where a tensor the group reads or writes holds more elements than int32 can
     index (an offset past 2^31 - 1), else "int32". Decided from the extents at build time, so
-    a kernel of ordinary size keeps the cheaper 32-bit arithmetic. A symbolic dim (an int64
-    variable bound at run time, graph/dims.py) makes the kernel's indices 64-bit."""
+    a kernel of ordinary size keeps the cheaper 32-bit arithmetic (on a GPU a 64-bit multiply,
+    or a division by a constant, is several 32-bit instructions: the implicit GEMM's pixel ->
+    (n, y, x) split, every store's offset). A symbolic dim (an int64 variable bound at run
+    time, graph/dims.py) counts at each end of its range (ops.value.dim_limits, set by a
+    dynamic build); a dim without a known range, or an int64 tensor in a symbolic group, keeps
+    64-bit indices."""
     tensors = [*group.inputs, *group.nodes]
-    if not all(is_static_shape(n.shape) for n in tensors):
+    if all(is_static_shape(n.shape) for n in tensors):
+        biggest = max((_numel(n.shape, {}) for n in tensors), default=0)
+        return "int64" if biggest > INT32_LIMIT else "int32"
+    if any(n.dtype in ("int64", "uint64") for n in tensors):
         return "int64"
-    biggest = max((_numel(n.shape) for n in tensors), default=0)
-    return "int64" if biggest > INT32_LIMIT else "int32"
+    limits = current_dim_limits()
+    names = sorted({v.name for n in tensors for d in n.shape if not is_static_shape((d,))
+                    for v in _vars_of(d)})
+    if any(name not in limits for name in names):
+        return "int64"
+    for corner in itertools.product(*(limits[name] for name in names)):
+        sizes = dict(zip(names, corner))
+        if max(_numel(n.shape, sizes) for n in tensors) > INT32_LIMIT:
+            return "int64"
+    return "int32"
 
 
-def _numel(shape) -> int:
+def _vars_of(d) -> list:
+    found: list = []
+    structural_walk(d, (tir.Var, found.append), order="post")
+    return found
+
+
+def _numel(shape, sizes: dict) -> int:
     n = 1
     for d in shape:
-        n *= int(d)
+        n *= eval_dim(d, sizes)
     return n

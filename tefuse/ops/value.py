@@ -96,6 +96,26 @@ def hinted_dim(s) -> int:
     return eval_dim(s, _DIM_HINTS.get())
 
 
+_DIM_LIMITS: contextvars.ContextVar[dict] = contextvars.ContextVar("tefuse_dim_limits", default={})
+
+
+@contextlib.contextmanager
+def dim_limits(limits: dict) -> Iterator[None]:
+    """Inside, a symbolic dim `name` takes sizes from `limits[name]` = (min, max) only (its range):
+    what lowering needs to know whether a kernel's indices fit in 32 bits at every size it may
+    run at (codegen/lower.py: index_dtype)."""
+    token = _DIM_LIMITS.set({**_DIM_LIMITS.get(), **limits})
+    try:
+        yield
+    finally:
+        _DIM_LIMITS.reset(token)
+
+
+def current_dim_limits() -> dict:
+    """{name: (min, max)} of the dims whose ranges are in force (dim_limits)."""
+    return dict(_DIM_LIMITS.get())
+
+
 _DIM_OPS = ((tir.Add, lambda a, b: a + b), (tir.Sub, lambda a, b: a - b), (tir.Mul, lambda a, b: a * b),
             (tir.FloorDiv, lambda a, b: a // b), (tir.FloorMod, lambda a, b: a % b), (tir.Min, min), (tir.Max, max))
 

@@ -10,6 +10,7 @@ import tefuse
 from tefuse import GraphBuilder
 from tefuse.codegen.lower import index_dtype, lower_group
 from tefuse.fusion import fuse_graph
+from tefuse.ops.value import dim_hints, dim_limits
 
 BIG = (2, 2**30 + 8)  # 2^31 + 16 elements, each dim well inside int32
 
@@ -61,3 +62,30 @@ def test_relu_of_a_tensor_past_2_to_the_31_elements_on_cpu():
 def _big_relu():
     b = GraphBuilder()
     return b.build(b.relu(b.input("x", BIG, "int8")))
+
+
+def _symbolic_relu_group(rows=2**24, dtype="int8"):
+    b = GraphBuilder()
+    (g,) = fuse_graph(b.build(b.relu(b.input("x", ("N", rows), dtype))))
+    return g
+
+
+@pytest.mark.parametrize("limits,want", [({"N": (1, 64)}, "int32"), ({"N": (1, 127)}, "int32"),
+                                         ({"N": (1, 128)}, "int64"), ({}, "int64")])
+def test_a_symbolic_dim_is_int32_where_its_range_keeps_every_tensor_under_2_to_the_31(limits, want):
+    """x [N, 2^24]: 2^31 - 2^24 elements at N = 127, 2^31 at N = 128; a dim without a known
+    range keeps 64-bit indices."""
+    g = _symbolic_relu_group()
+    with dim_limits(limits), dim_hints({"N": 1}):
+        assert index_dtype(g) == want
+        func = lower_group(g).func
+    script = func.script()
+    # the dim variable itself: TVMScript declares an int32 one, an int64 one is its default
+    assert ("N = T.int32()" in script) == (want == "int32") and ("T.int32" in script) == (want == "int32")
+    assert _buffer_dtypes(func) == {want}
+
+
+def test_a_symbolic_group_with_an_int64_tensor_keeps_int64_indices():
+    with dim_limits({"N": (1, 8)}):
+        assert index_dtype(_symbolic_relu_group(16, "int64")) == "int64"
+        assert index_dtype(_symbolic_relu_group(16, "int32")) == "int32"

@@ -116,7 +116,9 @@ def drop_unit_iters(sch, block) -> None:
     if not any(isinstance(iv.dom.extent, tirx.IntImm) and iv.dom.extent.value == 1 for iv in ivs):
         return
     keep = [k for k, iv in enumerate(ivs) if not (isinstance(iv.dom.extent, tirx.IntImm) and iv.dom.extent.value == 1)]
-    sch.transform_block_layout(block, tirx.IndexMap.from_func(lambda *vs: [vs[k] for k in keep], ndim=len(ivs)))
+    dtype = str(ivs[0].var.ty)  # the block's index type (int32 unless the kernel's indices are 64-bit)
+    sch.transform_block_layout(block, tirx.IndexMap.from_func(lambda *vs: [vs[k] for k in keep], ndim=len(ivs),
+                                                              index_dtype=dtype))
 
 
 def lanes_bound(extent) -> int:

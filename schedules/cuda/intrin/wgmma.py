@@ -84,10 +84,11 @@ def swizzle_dims(r, k, dtype: str = "float16"):
 
 
 def swizzle_index_map(dtype: str = "float16"):
-    """transform_layout map for a shared tile [s, rows, k] (K-major)."""
-    from tvm import tirx
-
-    return tirx.IndexMap.from_func(lambda s, r, k: (s, *swizzle_dims(r, k, dtype)), ndim=3)
+    """transform_layout map for a shared tile [s, rows, k] (K-major): a function, so that
+    transform_layout maps in the copy block's index type (int32 unless the kernel's indices
+    are 64-bit); an int64 map over an int32 kernel with a run-time M would size the tile by
+    a cast TVM cannot bound."""
+    return lambda s, r, k: (s, *swizzle_dims(r, k, dtype))
 
 
 def func_name(n: int, in_dtype: str, stages: int = 0) -> str:

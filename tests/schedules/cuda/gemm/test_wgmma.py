@@ -383,7 +383,7 @@ def test_swizzle_is_the_128_byte_swizzle_wgmma_reads():
     from tefuse.schedules.cuda.intrin.wgmma import swizzle_index_map
 
     rows = 128
-    imap = swizzle_index_map()
+    imap = tvm.tirx.IndexMap.from_func(swizzle_index_map(), ndim=3)
     shape = [int(x) for x in imap.map_shape([1, rows, 64])]
     assert shape == [1, 1, rows // 8, 8, 8, 8]
     strides = np.cumprod([1] + shape[::-1][:-1])[::-1]
@@ -563,7 +563,7 @@ def test_tf32_swizzle_is_the_128_byte_swizzle_in_4_byte_elements():
     from tefuse.schedules.cuda.intrin.wgmma import swizzle_index_map
 
     rows = 64
-    imap = swizzle_index_map("float32")
+    imap = tvm.tirx.IndexMap.from_func(swizzle_index_map("float32"), ndim=3)
     shape = [int(x) for x in imap.map_shape([1, rows, 32])]
     assert shape == [1, 1, rows // 8, 8, 8, 4]
     strides = np.cumprod([1] + shape[::-1][:-1])[::-1]
