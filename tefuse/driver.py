@@ -36,6 +36,7 @@ from .graph.layout import auto_layout, convert_layout
 from .graph.patches import patch_convs_as_products
 from .graph.pixel_convs import pixel_convs_as_dense
 from .graph.scales import hoist_product_scales
+from .graph.siblings import merge_sibling_convs
 from .graph.split_k import split_k as split_reductions
 from .graph.views import clone_shared_views
 from .graph.weights import nk_gemm_weights
@@ -418,7 +419,7 @@ def build_summary(kernels: list[CompiledKernel], num_ops: int, seconds: float,
 def prepare_graph(graph: Graph, target, *, precision: str = "fp32", layout: Optional[str] = None,
                   fold_bn: bool = False, fuse_attention: Optional[bool] = None,
                   split_k: Union[bool, int] = True, qdq: bool = True,
-                  calibration: Optional[Calibration] = None) -> Graph:
+                  calibration: Optional[Calibration] = None, siblings: bool = True) -> Graph:
     """The graph `build` fuses: calibrated products behind QDQ pairs (precision int8), QDQ products
     made int8 anchors, batch-norms folded (into a conv with fold_bn; else, their statistics
     constant, into a per-channel scale and shift), precision and layout converted, weights laid out for the
@@ -451,6 +452,8 @@ def prepare_graph(graph: Graph, target, *, precision: str = "fp32", layout: Opti
     graph = fold_batch_norm_params(graph)
     if policy.dense_groups:  # after layout (NHWC convs), before the weights' OHWI: the merged convs are dense
         graph = dense_grouped_convs(graph, max_groups=policy.dense_groups, min_mn=policy.min_mn)
+    if siblings:  # after layout (slices of the NHWC channel axis), before the weights' OHWI: one wide conv's
+        graph = merge_sibling_convs(graph)
     if policy.nk_weights:  # tensor-core GEMMs read a Linear's weight [N, K], on Hopper a conv's too (graph/weights.py)
         graph = nk_gemm_weights(graph, convs=policy.nk_conv_weights, min_mn=policy.min_mn)
     if fuse_attention is not False:  # after precision: whether a template takes the op depends on its dtype
