@@ -423,7 +423,7 @@ def prepare_graph(graph: Graph, target, *, precision: str = "fp32", layout: Opti
     """The graph `build` fuses: calibrated products behind QDQ pairs (precision int8), QDQ products
     made int8 anchors, batch-norms folded (into a conv with fold_bn; else, their statistics
     constant, into a per-channel scale and shift), precision and layout converted, weights laid out for the
-    tensor cores, small-grid products split (see build). `tefuse tune` calls it too, so the kernels
+    tensor cores, sibling convs merged (siblings), small-grid products split (see build). `tefuse tune` calls it too, so the kernels
     it tunes are the ones a build then looks up."""
     if check_precision(precision) in QUANTIZED:
         if calibration is None:
@@ -476,7 +476,8 @@ def build(graph: GraphSource, target: TargetLike = "llvm", *, db: Union[BestReco
           layout: Optional[str] = None, progress: Optional[Callable[[int, int], None]] = None,
           batch_sizes: Optional[Sequence[int]] = None, options: Optional[BuildOptions] = None,
           qdq: bool = True, calibration: Optional[Calibration] = None,
-          dynamic: Optional[Mapping[str, Union[DimRange, str]]] = None, buckets: BucketsArg = None):
+          dynamic: Optional[Mapping[str, Union[DimRange, str]]] = None, buckets: BucketsArg = None,
+          siblings: bool = True):
     """Fuse and compile a graph; returns a `CompiledGraph` ready to run.
 
     Batch profiles: `graph` may be {batch: Graph} (e.g. `import_onnx_profiles(model, [1, 8])`),
@@ -523,6 +524,9 @@ def build(graph: GraphSource, target: TargetLike = "llvm", *, db: Union[BestReco
     run launches the variant of the buckets its sizes fall in: None, each dim's default (upper
     ends opt/8, opt and max); {dim: upper ends}, e.g. {"N": [1, 8, 64]}; False, one bucket a dim
     (every kernel compiled once, for opt).
+    siblings: convs that read one input with one geometry run as one conv of their concatenated
+    weights, each branch a channel slice of it (graph/siblings.py: Inception's 1x1 convs); False
+    keeps each conv its own kernel.
     Logs one INFO line for the whole build; per-kernel lines are at level VERBOSE (15).
     """
     check_build_args(graph, target)
@@ -531,7 +535,8 @@ def build(graph: GraphSource, target: TargetLike = "llvm", *, db: Union[BestReco
             raise BuildError("dynamic= and buckets= take one graph with symbolic dims, not batch profiles")
         kw = dict(db=db, cache=cache, fuse=fuse, prologue=prologue, multi_output=multi_output, fold_bn=fold_bn,
                   fuse_attention=fuse_attention, split_k=split_k, qdq=qdq, calibration=calibration,
-                  jobs=jobs, precision=precision, layout=layout, progress=progress, options=options)
+                  jobs=jobs, precision=precision, layout=layout, progress=progress, options=options,
+                  siblings=siblings)
         return build_profiles(_graphs_by_batch(graph, batch_sizes), target, **kw)
     ranges = graph_ranges(graph, dynamic)
     if buckets and not ranges:
@@ -541,18 +546,20 @@ def build(graph: GraphSource, target: TargetLike = "llvm", *, db: Union[BestReco
         cg = _build_graph(graph, target, db=db, cache=cache, fuse=fuse, prologue=prologue,
                           multi_output=multi_output, fold_bn=fold_bn, jobs=jobs, precision=precision,
                           fuse_attention=fuse_attention, split_k=split_k, layout=layout, progress=progress,
-                          options=options, qdq=qdq, calibration=calibration, ranges=ranges, plan=plan)
+                          options=options, qdq=qdq, calibration=calibration, ranges=ranges, plan=plan,
+                          siblings=siblings)
     return cg
 
 
 def _build_graph(graph: Graph, target, *, db, cache, fuse, prologue, multi_output, fold_bn, jobs, precision,
                  fuse_attention, split_k, layout, progress, options, qdq, calibration,
-                 ranges, plan: Optional[BucketPlan] = None) -> CompiledGraph:
+                 ranges, plan: Optional[BucketPlan] = None, siblings: bool = True) -> CompiledGraph:
     tgt = make_target(target)
     options = BuildOptions.from_env() if options is None else options
     t_graph = time.perf_counter()
     graph = prepare_graph(graph, tgt, precision=precision, layout=layout, fold_bn=fold_bn,
-                          fuse_attention=fuse_attention, split_k=split_k, qdq=qdq, calibration=calibration)
+                          fuse_attention=fuse_attention, split_k=split_k, qdq=qdq, calibration=calibration,
+                          siblings=siblings)
     t_graph = time.perf_counter() - t_graph
     if db == "default":
         from .tune.database import default_database
