@@ -53,8 +53,14 @@ def _out_axis(conv: Node) -> int:
     return (g.weight_layout or WEIGHT_LAYOUT[g.layout]).index("O")
 
 
-def _key(attrs: dict) -> str:
-    return repr(sorted(attrs.items()))
+def _key(attrs: dict) -> tuple:
+    """Attributes as a comparable key; an array's every value counts (its repr elides them)."""
+    def one(v):
+        if isinstance(v, np.ndarray):
+            return "array", str(v.dtype), v.shape, v.tobytes()
+        return repr(v)
+
+    return tuple((k, one(v)) for k, v in sorted(attrs.items()))
 
 
 def _candidate(n: Node) -> bool:
