@@ -36,6 +36,7 @@ from .graph.layout import auto_layout, convert_layout
 from .graph.patches import patch_convs_as_products
 from .graph.pixel_convs import pixel_convs_as_dense
 from .graph.scales import hoist_product_scales
+from .graph.siblings import merge_sibling_convs
 from .graph.split_k import split_k as split_reductions
 from .graph.views import clone_shared_views
 from .graph.weights import nk_gemm_weights
@@ -433,11 +434,11 @@ def build_summary(kernels: list[CompiledKernel], num_ops: int, seconds: float,
 def prepare_graph(graph: Graph, target, *, precision: str = "fp32", layout: Optional[str] = None,
                   fold_bn: bool = False, fuse_attention: Optional[bool] = None,
                   split_k: Union[bool, int] = True, qdq: bool = True,
-                  calibration: Optional[Calibration] = None) -> Graph:
+                  calibration: Optional[Calibration] = None, siblings: bool = True) -> Graph:
     """The graph `build` fuses: calibrated products behind QDQ pairs (precision int8), QDQ products
     made int8 anchors, batch-norms folded (into a conv with fold_bn; else, their statistics
     constant, into a per-channel scale and shift), precision and layout converted, weights laid out for the
-    tensor cores, small-grid products split (see build). `tefuse tune` calls it too, so the kernels
+    tensor cores, sibling convs merged (siblings), small-grid products split (see build). `tefuse tune` calls it too, so the kernels
     it tunes are the ones a build then looks up."""
     if check_precision(precision) in QUANTIZED:
         if calibration is None:
@@ -466,6 +467,8 @@ def prepare_graph(graph: Graph, target, *, precision: str = "fp32", layout: Opti
     graph = fold_batch_norm_params(graph)
     if policy.dense_groups:  # after layout (NHWC convs), before the weights' OHWI: the merged convs are dense
         graph = dense_grouped_convs(graph, max_groups=policy.dense_groups, min_mn=policy.min_mn)
+    if siblings:  # after layout (slices of the NHWC channel axis), before the weights' OHWI: one wide conv's
+        graph = merge_sibling_convs(graph)
     if policy.nk_weights:  # tensor-core GEMMs read a Linear's weight [N, K], on Hopper a conv's too (graph/weights.py)
         graph = nk_gemm_weights(graph, convs=policy.nk_conv_weights, min_mn=policy.min_mn)
     if fuse_attention is not False:  # after precision: whether a template takes the op depends on its dtype
@@ -488,7 +491,8 @@ def build(graph: GraphSource, target: TargetLike = "llvm", *, db: Union[BestReco
           layout: Optional[str] = None, progress: Optional[Callable[[int, int], None]] = None,
           batch_sizes: Optional[Sequence[int]] = None, options: Optional[BuildOptions] = None,
           qdq: bool = True, calibration: Optional[Calibration] = None,
-          dynamic: Optional[Mapping[str, Union[DimRange, str]]] = None, buckets: BucketsArg = None):
+          dynamic: Optional[Mapping[str, Union[DimRange, str]]] = None, buckets: BucketsArg = None,
+          siblings: bool = True):
     """Fuse and compile a graph; returns a `CompiledGraph` ready to run.
 
     Batch profiles: `graph` may be {batch: Graph} (e.g. `import_onnx_profiles(model, [1, 8])`),
@@ -535,6 +539,9 @@ def build(graph: GraphSource, target: TargetLike = "llvm", *, db: Union[BestReco
     run launches the variant of the buckets its sizes fall in: None, each dim's default (upper
     ends opt/8, opt and max); {dim: upper ends}, e.g. {"N": [1, 8, 64]}; False, one bucket a dim
     (every kernel compiled once, for opt).
+    siblings: convs that read one input with one geometry run as one conv of their concatenated
+    weights, each branch a channel slice of it (graph/siblings.py: Inception's 1x1 convs); False
+    keeps each conv its own kernel.
     Logs one INFO line for the whole build; per-kernel lines are at level VERBOSE (15).
     """
     check_build_args(graph, target)
@@ -543,7 +550,8 @@ def build(graph: GraphSource, target: TargetLike = "llvm", *, db: Union[BestReco
             raise BuildError("dynamic= and buckets= take one graph with symbolic dims, not batch profiles")
         kw = dict(db=db, cache=cache, fuse=fuse, prologue=prologue, multi_output=multi_output, fold_bn=fold_bn,
                   fuse_attention=fuse_attention, split_k=split_k, qdq=qdq, calibration=calibration,
-                  jobs=jobs, precision=precision, layout=layout, progress=progress, options=options)
+                  jobs=jobs, precision=precision, layout=layout, progress=progress, options=options,
+                  siblings=siblings)
         return build_profiles(_graphs_by_batch(graph, batch_sizes), target, **kw)
     ranges = graph_ranges(graph, dynamic)
     if buckets and not ranges:
@@ -554,18 +562,20 @@ def build(graph: GraphSource, target: TargetLike = "llvm", *, db: Union[BestReco
         cg = _build_graph(graph, target, db=db, cache=cache, fuse=fuse, prologue=prologue,
                           multi_output=multi_output, fold_bn=fold_bn, jobs=jobs, precision=precision,
                           fuse_attention=fuse_attention, split_k=split_k, layout=layout, progress=progress,
-                          options=options, qdq=qdq, calibration=calibration, ranges=ranges, plan=plan)
+                          options=options, qdq=qdq, calibration=calibration, ranges=ranges, plan=plan,
+                          siblings=siblings)
     return cg
 
 
 def _build_graph(graph: Graph, target, *, db, cache, fuse, prologue, multi_output, fold_bn, jobs, precision,
                  fuse_attention, split_k, layout, progress, options, qdq, calibration,
-                 ranges, plan: Optional[BucketPlan] = None) -> CompiledGraph:
+                 ranges, plan: Optional[BucketPlan] = None, siblings: bool = True) -> CompiledGraph:
     tgt = make_target(target)
     options = BuildOptions.from_env() if options is None else options
     t_graph = time.perf_counter()
     graph = prepare_graph(graph, tgt, precision=precision, layout=layout, fold_bn=fold_bn,
-                          fuse_attention=fuse_attention, split_k=split_k, qdq=qdq, calibration=calibration)
+                          fuse_attention=fuse_attention, split_k=split_k, qdq=qdq, calibration=calibration,
+                          siblings=siblings)
     t_graph = time.perf_counter() - t_graph
     if db == "default":
         from .tune.database import default_database

@@ -152,3 +152,31 @@ def test_horizontal_option_merges_independent_kernels(tmp_path, capsys, monkeypa
     assert "3 kernels for 3 ops on llvm" in capsys.readouterr().out
     assert main(args) == 0
     assert "1 kernels for 3 ops on llvm" in capsys.readouterr().out
+
+
+def test_sibling_convs_and_no_sibling_convs(tmp_path, capsys):
+    """Two 1x1 convs (with relu) on one input, concatenated: one wide conv kernel by default;
+    --no-sibling-convs keeps a kernel each."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    nodes, inits = [], []
+    for k in range(2):
+        inits += [numpy_helper.from_array(rng.standard_normal((8, 16, 1, 1)).astype("float32"), f"w{k}"),
+                  numpy_helper.from_array(rng.standard_normal(8).astype("float32"), f"b{k}")]
+        nodes += [helper.make_node("Conv", ["x", f"w{k}", f"b{k}"], [f"c{k}"]),
+                  helper.make_node("Relu", [f"c{k}"], [f"r{k}"])]
+    nodes.append(helper.make_node("Concat", ["r0", "r1"], ["y"], axis=1))
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 8, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 8, 8])], inits)
+    path = tmp_path / "siblings.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), str(path))
+    args = ["build", str(path), "-t", "llvm", "-e", "summary", "--no-db", "--no-cache"]
+    assert main(args) == 0
+    merged = capsys.readouterr().out
+    assert main([*args, "--no-sibling-convs"]) == 0
+    apart = capsys.readouterr().out
+    count = lambda out: int(re.search(r"(\d+) kernels for", out).group(1))  # noqa: E731
+    assert count(merged) == count(apart) - 1, (merged, apart)

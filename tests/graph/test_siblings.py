@@ -1,0 +1,134 @@
+"""graph/siblings.py: convs reading one input with one geometry become one wide conv whose
+branches are channel slices; the merged graph computes what the branches did (llvm, against the
+unmerged graph), graph outputs keep their names and shapes, convs that differ are left alone,
+and on CUDA (sm_90, fp16) the wide conv is one wgmma kernel whose slices fuse into their readers."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tefuse
+from tefuse import driver
+from tefuse.codegen.lower import lower_group
+from tefuse.codegen.schedule import choose_schedule
+from tefuse.fusion import fuse_graph
+from tefuse.graph import GraphBuilder
+from tefuse.graph.siblings import merge_sibling_convs, sibling_groups
+from tefuse.schedules import prologue_policy
+from tefuse.target import make_target
+
+B, HW, C = 1, 8, 32
+
+
+def _inception(rng, layout="NCHW", reduce=(16, 24, 8), output_branch=False, bn=False):
+    """GoogLeNet's Inception block: three 1x1 convs on the input (bias_add, relu; with `bn` a
+    folded batch-norm's per-channel multiply and add between), two of them reduce channels for a
+    3x3 conv, and a max-pool branch; concatenated. output_branch: the first 1x1 branch is also a
+    graph output."""
+    g = GraphBuilder()
+    nhwc = layout == "NHWC"
+    x = g.input("x", (B, HW, HW, C) if nhwc else (B, C, HW, HW), "float32")
+    axis = 3 if nhwc else 1
+
+    def per_channel(k, scale):
+        shape = (1, 1, 1, k) if nhwc else (1, k, 1, 1)
+        return g.const((rng.standard_normal(shape) * scale + (1.0 if scale < 1 else 0)).astype(np.float32))
+
+    def conv(y, cin, cout, taps, name):
+        shape = (taps, taps, cin, cout) if nhwc else (cout, cin, taps, taps)
+        w = g.const((rng.standard_normal(shape) / np.sqrt(cin * taps * taps)).astype(np.float32), name=f"{name}_w")
+        b = g.const(rng.standard_normal(cout).astype(np.float32) * 0.1, name=f"{name}_b")
+        y = g.bias_add(g.conv2d(y, w, padding=taps // 2, layout=layout, name=name), b, axis=axis)
+        if bn:
+            y = g.add(g.mul(y, per_channel(cout, 0.2)), per_channel(cout, 0.1))
+        return g.relu(y)
+
+    c1, c3r, c5r = reduce
+    b1 = conv(x, C, c1, 1, "branch1")
+    b2 = conv(conv(x, C, c3r, 1, "branch2_reduce"), c3r, 16, 3, "branch2")
+    b3 = conv(conv(x, C, c5r, 1, "branch3_reduce"), c5r, 8, 3, "branch3")
+    b4 = conv(g.max_pool2d(x, kernel=3, strides=1, padding=1, layout=layout), C, 8, 1, "branch4")
+    out = g.concat(b1, b2, b3, b4, axis=axis)
+    return g.build([out, b1] if output_branch else out)
+
+
+def _run(graph, x):
+    return tefuse.build(graph, "llvm").run(x)
+
+
+@pytest.mark.parametrize("layout,bn", [("NCHW", False), ("NHWC", False), ("NHWC", True)])
+def test_inception_reduce_convs_merge_and_compute_the_same(rng, layout, bn):
+    g = _inception(rng, layout, bn=bn)
+    merged = merge_sibling_convs(g)
+    convs = [n for n in merged.nodes if n.op == "conv2d"]
+    assert len(convs) == 4  # one wide 1x1 of 16+24+8 channels, the two 3x3s, the pool branch's 1x1
+    (wide,) = [n for n in convs if n.shape[3 if layout == "NHWC" else 1] == 48]
+    # the chain (bias_add, folded batch-norm, relu) merged after the wide conv, then the slices
+    steps = ["bias_add", *(["mul", "add"] if bn else []), "relu"]
+    y, chain = wide, []
+    for op in steps:
+        (y,) = [n for n in merged.nodes if wide is not None and y in n.inputs and n.op != "slice"]
+        chain.append(y.op)
+    assert chain == steps
+    assert sorted(n.attrs["starts"][0] for n in merged.nodes if n.op == "slice") == [0, 16, 40]
+    x = rng.standard_normal(g.inputs[0].shape).astype(np.float32)
+    np.testing.assert_allclose(_run(merged, x)[0], _run(g, x)[0], rtol=1e-5, atol=1e-5)
+
+
+def test_a_branch_that_is_a_graph_output_keeps_its_name_and_shape(rng):
+    g = _inception(rng, "NHWC", output_branch=True)
+    merged = merge_sibling_convs(g)
+    assert [(o.name, o.shape) for o in merged.outputs] == [(o.name, o.shape) for o in g.outputs]
+    assert merged.outputs[1].op == "slice"
+    x = rng.standard_normal(g.inputs[0].shape).astype(np.float32)
+    for got, want in zip(_run(merged, x), _run(g, x)):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def _pair(rng, strides=(1, 1), channels=(8, 8), weight_input=False, taps=(1, 1)):
+    g = GraphBuilder()
+    x = g.input("x", (B, HW, HW, C), "float32")
+    outs = []
+    for k, (s, ch, t) in enumerate(zip(strides, channels, taps)):
+        if weight_input and k == 1:
+            w = g.input("w1", (t, t, C, ch), "float32")
+        else:
+            w = g.const(rng.standard_normal((t, t, C, ch)).astype(np.float32))
+        outs.append(g.relu(g.conv2d(x, w, strides=s, padding=t // 2, layout="NHWC")))
+    return g.build(outs)
+
+
+@pytest.mark.parametrize("what", [dict(strides=(1, 2)), dict(weight_input=True), dict(channels=(8, 6)),
+                                  dict(taps=(1, 3))])
+def test_convs_that_differ_are_left_alone(rng, what):
+    g = _pair(rng, **what)
+    assert sibling_groups(g) == []
+    assert merge_sibling_convs(g) is g
+
+
+def test_equal_convs_of_any_kernel_size_merge(rng):
+    g = _pair(rng, taps=(3, 3), channels=(8, 16))
+    merged = merge_sibling_convs(g)
+    assert sum(n.op == "conv2d" for n in merged.nodes) == 1
+    x = rng.standard_normal(g.inputs[0].shape).astype(np.float32)
+    for got, want in zip(_run(merged, x), _run(g, x)):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def _fused(graph, tgt, siblings):
+    prepared = driver.prepare_graph(graph, tgt, precision="fp16", siblings=siblings)
+    return lambda bare: fuse_graph(prepared, prologue=prologue_policy(tgt, True), bare_anchors=bare)
+
+
+def test_cuda_wide_conv_is_one_wgmma_kernel_and_its_slices_fuse(rng):
+    g = _inception(rng, "NHWC", reduce=(64, 96, 16))
+    tgt = make_target("cuda:sm_90")
+    apart = _fused(g, tgt, siblings=False)(frozenset())
+    merged = _fused(g, tgt, siblings=True)(frozenset())
+    assert len(merged) == len(apart) - 2, ([a.name for a in apart], [m.name for m in merged])
+    (wide,) = [m for m in merged if m.anchor is not None and m.anchor.shape[3] == 176]
+    assert choose_schedule(lower_group(wide), tgt).template.name == "wgmma_gemm"
+    for m in merged:  # every slice is read inside another op's kernel, none a copy of its own
+        if any(n.op == "slice" for n in m.nodes):
+            assert any(n.op != "slice" for n in m.nodes), m.name
+    assert sum(n.op == "slice" for m in merged for n in m.nodes) == 3, [m.name for m in merged]
