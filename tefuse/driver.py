@@ -434,7 +434,7 @@ def build_summary(kernels: list[CompiledKernel], num_ops: int, seconds: float,
 def prepare_graph(graph: Graph, target, *, precision: str = "fp32", layout: Optional[str] = None,
                   fold_bn: bool = False, fuse_attention: Optional[bool] = None,
                   split_k: Union[bool, int] = True, qdq: bool = True,
-                  calibration: Optional[Calibration] = None, siblings: bool = True) -> Graph:
+                  calibration: Optional[Calibration] = None, siblings: bool = False) -> Graph:
     """The graph `build` fuses: calibrated products behind QDQ pairs (precision int8), QDQ products
     made int8 anchors, batch-norms folded (into a conv with fold_bn; else, their statistics
     constant, into a per-channel scale and shift), precision and layout converted, weights laid out for the
@@ -492,7 +492,7 @@ def build(graph: GraphSource, target: TargetLike = "llvm", *, db: Union[BestReco
           batch_sizes: Optional[Sequence[int]] = None, options: Optional[BuildOptions] = None,
           qdq: bool = True, calibration: Optional[Calibration] = None,
           dynamic: Optional[Mapping[str, Union[DimRange, str]]] = None, buckets: BucketsArg = None,
-          siblings: bool = True):
+          siblings: Optional[bool] = None):
     """Fuse and compile a graph; returns a `CompiledGraph` ready to run.
 
     Batch profiles: `graph` may be {batch: Graph} (e.g. `import_onnx_profiles(model, [1, 8])`),
@@ -541,7 +541,8 @@ def build(graph: GraphSource, target: TargetLike = "llvm", *, db: Union[BestReco
     (every kernel compiled once, for opt).
     siblings: convs that read one input with one geometry run as one conv of their concatenated
     weights, each branch a channel slice of it (graph/siblings.py: Inception's 1x1 convs); False
-    keeps each conv its own kernel.
+    keeps each conv its own kernel; None (default) follows options.horizontal, off by default
+    until the GPU has measured it (a merged conv is a new workload the shipped records miss).
     Logs one INFO line for the whole build; per-kernel lines are at level VERBOSE (15).
     """
     check_build_args(graph, target)
@@ -569,9 +570,10 @@ def build(graph: GraphSource, target: TargetLike = "llvm", *, db: Union[BestReco
 
 def _build_graph(graph: Graph, target, *, db, cache, fuse, prologue, multi_output, fold_bn, jobs, precision,
                  fuse_attention, split_k, layout, progress, options, qdq, calibration,
-                 ranges, plan: Optional[BucketPlan] = None, siblings: bool = True) -> CompiledGraph:
+                 ranges, plan: Optional[BucketPlan] = None, siblings: Optional[bool] = None) -> CompiledGraph:
     tgt = make_target(target)
     options = BuildOptions.from_env() if options is None else options
+    siblings = options.horizontal if siblings is None else siblings
     t_graph = time.perf_counter()
     graph = prepare_graph(graph, tgt, precision=precision, layout=layout, fold_bn=fold_bn,
                           fuse_attention=fuse_attention, split_k=split_k, qdq=qdq, calibration=calibration,

@@ -155,8 +155,8 @@ def test_horizontal_option_merges_independent_kernels(tmp_path, capsys, monkeypa
 
 
 def test_sibling_convs_and_no_sibling_convs(tmp_path, capsys):
-    """Two 1x1 convs (with relu) on one input, concatenated: one wide conv kernel by default;
-    --no-sibling-convs keeps a kernel each."""
+    """Two 1x1 convs (with relu) on one input, concatenated: one wide conv kernel with
+    --sibling-convs; a kernel each by default."""
     import numpy as np
     import onnx
     from onnx import TensorProto, helper, numpy_helper
@@ -174,9 +174,9 @@ def test_sibling_convs_and_no_sibling_convs(tmp_path, capsys):
     path = tmp_path / "siblings.onnx"
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), str(path))
     args = ["build", str(path), "-t", "llvm", "-e", "summary", "--no-db", "--no-cache"]
-    assert main(args) == 0
+    assert main([*args, "--sibling-convs"]) == 0
     merged = capsys.readouterr().out
-    assert main([*args, "--no-sibling-convs"]) == 0
+    assert main(args) == 0
     apart = capsys.readouterr().out
     count = lambda out: int(re.search(r"(\d+) kernels for", out).group(1))  # noqa: E731
     assert count(merged) == count(apart) - 1, (merged, apart)
