@@ -15,8 +15,6 @@ import numpy as np
 from ..ops.conv2d import WEIGHT_LAYOUT
 from .ir import CONST, Graph, Node, RewriteContext, fresh_name, op_node, rewrite
 
-# each weight layout -> the axes that make it [K out, C in, ...] (the 1x1 taps last)
-_WEIGHT_TO_KC = {"OIHW": (0, 1, 2, 3), "HWIO": (3, 2, 0, 1), "OHWI": (0, 3, 1, 2)}
 FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
 
 
@@ -43,7 +41,8 @@ def pixel_convs_as_dense(graph: Graph) -> Graph:
         g = n.geometry
         if id(w) not in weights:
             layout = g.weight_layout or WEIGHT_LAYOUT[g.layout]
-            v = np.asarray(w.value).transpose(_WEIGHT_TO_KC[layout]).reshape(g.k, g.c)
+            axes = [layout.index(a) for a in "OIHW"]  # [K out, C in, 1, 1] whatever the layout
+            v = np.asarray(w.value).transpose(axes).reshape(g.k, g.c)
             weights[id(w)] = Node(fresh_name(ctx.names, f"{w.name}_kc"), CONST, [], {}, (g.k, g.c), w.dtype,
                                   np.ascontiguousarray(v))
         rows = op_node(fresh_name(ctx.names, f"{n.name}_rows"), "reshape", [x], {"shape": (g.n, g.c)})
