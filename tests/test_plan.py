@@ -342,7 +342,9 @@ def test_plan_planes_of_their_own_sizes_and_asymmetric_coordinates(rng):
         one = b.crop_resize(b.input("image", imgs.shape[1:], "uint8"), b.input("rects", (1, 4), "int32"), size=(oh, ow),
                             coordinate="asymmetric")
         want = tefuse.build(b.build(one), "llvm").run(imgs[0], np.array([[x, y, w, h]], np.int32))[0][0]
-        np.testing.assert_allclose(got[k, :oh, :ow], want, atol=1e-5)
+        # 255-scale pixels: the run-time size divides, the constant one multiplies by its
+        # reciprocal (ops/fastmath.py); the scales differ in their last bit
+        np.testing.assert_allclose(got[k, :oh, :ow], want, atol=1e-3)
         assert (got[k, oh:] == 7).all() and (got[k, :, ow:] == 7).all()
     spec = build_plan("crop_resize(n=2,h=12,w=16,sizes=1,coordinate=asymmetric)", imgs.shape, "uint8", "NHWC")
     spec.compile("llvm")

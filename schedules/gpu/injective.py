@@ -50,6 +50,15 @@ def pixel_axis(info: KernelInfo):
     return axes[-1] if axes else None
 
 
+def threads_filling(items: int, target) -> int:
+    """256 threads a block, or 128 or 64 where that leaves fewer than two blocks an SM: a small
+    kernel (a batch-1 pad, a pre-processing pipeline's few thousand pixels) is bound by the
+    latency of each thread's chain of loads and by instruction issue, both of which more SMs
+    share; 71 blocks of 256 leave half an H100 idle."""
+    want = 2 * device_caps(target).sm_count
+    return next((t for t in (256, 128) if -(-items // t) >= want), 64)
+
+
 @register("gpu", "injective")
 class CudaInjective(Template):
     name = "cuda_injective"
@@ -80,18 +89,21 @@ class CudaInjective(Template):
         only 98 blocks of 256 on 132 SMs (its time alone is at the per-launch floor of the
         kernel timer either way; the b1 bench stayed 0.82x cuDNN). Wider outputs keep one
         element a thread (a warp already stores 128 bytes an instruction)."""
-        if info.samples and pixel_axis(info) is not None:
+        axis = pixel_axis(info)
+        if info.samples and axis is not None:
             # a resampling pipeline: a thread's channels share the window's coordinates and
             # source loads, which one channel a thread computes three times over
-            return space.from_values({"threads": 256, "inner": 1, "vector": False, "pixel": True})
+            threads = 256
+            if not info.symbolic:
+                shape = info.output_shapes[0]
+                threads = threads_filling(math.prod(shape) // shape[axis], target)
+            return space.from_values({"threads": threads, "inner": 1, "vector": False, "pixel": True})
         itemsize = dtype_bytes(info.dtype)
         lanes = MAX_VECTOR_BYTES // itemsize
         if (device_caps(target).kind == "cuda" and itemsize == 2 and len(info.output_blocks) == 1  # ROCm: not measured
                 and not info.symbolic  # a run-time extent: rows of whole vectors are not known
                 and info.out_shape and info.out_shape[-1] % lanes == 0):
-            vectors = math.prod(info.out_shape) // lanes
-            want = 2 * device_caps(target).sm_count
-            threads = next((t for t in (256, 128) if -(-vectors // t) >= want), 64)
+            threads = threads_filling(math.prod(info.out_shape) // lanes, target)
             return space.from_values({"threads": threads, "inner": lanes, "vector": True})
         return space.get(0)
 

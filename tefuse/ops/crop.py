@@ -28,9 +28,10 @@ from tvm import tirx as tir
 from tvm.ir.expr import Expr as PrimExpr
 
 from ..errors import OpError
+from .fastmath import sample_ratio
 from .registry import OpPattern, register_op
 from .resize import F64, FILTERS, NEAREST, Axis, bounded, f64, nearest_start, saturate, tie_ratio
-from .value import Value, bind_all, expr_dtype, lazy
+from .value import Value, bind, bind_all, expr_dtype, lazy
 
 CROP_MODES = ("nearest", "linear", "cubic")
 RECT_DTYPES = ("int32", "int64", "int16", "uint16")
@@ -149,10 +150,14 @@ def _fit(rect: _Rect, oh: PrimExpr, ow: PrimExpr) -> tuple[PrimExpr, PrimExpr]:
     in integers, so that no float rounding decides a band's width. (th, tw), each at least 1."""
     dt = rect.dtype
     two = _i(2, dt)
-    by_height = tir.floordiv(two * oh * rect.w + rect.h, two * rect.h)
-    too_wide = by_height > ow
-    th = tir.Select(too_wide, tir.floordiv(two * ow * rect.h + rect.w, two * rect.w), oh)
-    tw = tir.Select(too_wide, ow, by_height)
+    # truncated division: every operand is at least 1, and a floor division by a run-time
+    # divisor costs CUDA a remainder and two sign corrections
+    by_height = tir.truncdiv(two * oh * rect.w + rect.h, two * rect.h)
+    # the choice as arithmetic, not a select: the arms read the rectangle, and TVM makes a select
+    # whose arms load a branch, which keeps nvcc from sharing the fit between a pixel's channels
+    too_wide = tir.Cast(dt, by_height > ow)
+    th = oh + too_wide * (tir.truncdiv(two * ow * rect.h + rect.w, two * rect.w) - oh)
+    tw = by_height + too_wide * (ow - by_height)
     return tir.max(th, _i(1, dt)), tir.max(tw, _i(1, dt))
 
 
@@ -174,13 +179,14 @@ def _coordinate(y: PrimExpr, start: PrimExpr, src: PrimExpr, dst: PrimExpr, how:
     Linear and cubic windows take it in float32, as OpenCV and FKL do: a float64 division a
     pixel sat on the kernel's critical path, and float32 places a 4K image's coordinates within
     1/4000 of a pixel, which moves a bilinear value by at most that share of its neighbours'
-    difference. Nearest keeps float64, whose rounding ties its rules name."""
+    difference; the scale is fastmath's sample ratio for the same reason. Nearest keeps float64,
+    whose rounding ties its rules name."""
     if mode == "nearest":
         yy = tir.Cast(F64, y - start)
         if how == "asymmetric":
             return yy * tir.Cast(F64, src) / tir.Cast(F64, dst)
         return (yy + f64(0.5)) * tir.Cast(F64, src) / tir.Cast(F64, dst) - f64(0.5)
-    yy, scale = tir.Cast(F32, y - start), tir.Cast(F32, src) / tir.Cast(F32, dst)
+    yy, scale = tir.Cast(F32, y - start), sample_ratio(src, dst)
     if how == "asymmetric":
         return yy * scale
     return (yy + _f32(0.5)) * scale - _f32(0.5)
@@ -251,12 +257,21 @@ def crop_resize(inputs: Sequence[Value], attrs: dict) -> Value:
                     value = term if value is None else value + term
             return saturate(tir.Cast(F64, value) if dtype.startswith(("int", "uint")) else value, dtype)
 
-        value = bind_all([_coordinate(oy, y0, rect.h, th, how, mode), _coordinate(ox, x0, rect.w, tw, how, mode)],
-                         interpolate)
-        if keep:
+        def sample(sy, sx):
+            if not keep:
+                return interpolate(sy, sx)
             inside = (oy >= y0) & (oy < y0 + th) & (ox >= x0) & (ox < x0 + tw)
-            value = tir.Select(inside, value, per_channel(bg, ch[0] if ch else 0, dtype))
-        return value
+            return banded(inside, interpolate(sy, sx), ch)
+
+        return bind_all([_coordinate(oy, y0, rect.h, th, how, mode), _coordinate(ox, x0, rect.w, tw, how, mode)],
+                        sample)
+
+    def banded(inside: PrimExpr, value: PrimExpr, ch) -> PrimExpr:
+        """value inside the fitted rectangle, else the background. The value is bound first and
+        so computed for band pixels too (its reads are clamped into the image): a select whose
+        arm loads becomes a branch, and a branch a channel keeps nvcc from sharing one pixel's
+        coordinates, window and rectangle loads between its channels."""
+        return bind(value, lambda v: tir.Select(inside, v, per_channel(bg, ch[0] if ch else 0, dtype)), always=True)
 
     def plane(rect: _Rect, ph, pw, oy, ox, ch) -> PrimExpr:
         """The pixel (oy, ox) of a ph x pw plane."""
@@ -274,8 +289,7 @@ def crop_resize(inputs: Sequence[Value], attrs: dict) -> Value:
         size_of = lambda j, most: tir.max(tir.min(tir.Cast(dt, rects(i, j)), _i(most, dt)), _i(1, dt))  # noqa: E731
 
         def inside(ph, pw):
-            value = plane(rect, ph, pw, oy, ox, ch)
-            return tir.Select((oy < ph) & (ox < pw), value, per_channel(bg, ch[0] if ch else 0, dtype))
+            return banded((oy < ph) & (ox < pw), plane(rect, ph, pw, oy, ox, ch), ch)
 
         return bind_all([size_of(k, oh), size_of(k + 1, ow)], inside)
 

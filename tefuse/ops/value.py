@@ -259,17 +259,19 @@ def _legalized_inside(expr: PrimExpr) -> bool:
     return structural_walk(expr, (PrimExpr, on_node), order="pre") is not None
 
 
-def bind(expr: PrimExpr, body: Callable[[PrimExpr], PrimExpr]) -> PrimExpr:
+def bind(expr: PrimExpr, body: Callable[[PrimExpr], PrimExpr], always: bool = False) -> PrimExpr:
     """body(expr) with a larger expr computed once: a rule that uses its operand twice (relu's
     select, gelu, x * sigmoid(x)) would otherwise repeat the operand's whole expression, and a
-    chain of N such ops inlined into one kernel would grow as 2^N."""
-    if _small(expr) or _legalized_inside(expr):
+    chain of N such ops inlined into one kernel would grow as 2^N. `always` binds a small one
+    too: a load bound outside a select keeps the select's arms free of loads, so TVM leaves it a
+    select instead of a branch (RewriteUnsafeSelect)."""
+    if (_small(expr) and not always) or _legalized_inside(expr):
         return body(expr)
     v = tir.Var("v", expr_dtype(expr))
     return tir.Let(v, expr, body(v))
 
 
-def bind_all(exprs: Sequence[PrimExpr], body: Callable[..., PrimExpr]) -> PrimExpr:
+def bind_all(exprs: Sequence[PrimExpr], body: Callable[..., PrimExpr], always: bool = False) -> PrimExpr:
     """`bind` for several operands; the same expression object passed twice is bound once."""
     bound: list = []
 
@@ -280,7 +282,7 @@ def bind_all(exprs: Sequence[PrimExpr], body: Callable[..., PrimExpr]) -> PrimEx
             if exprs[j].same_as(exprs[k]):
                 bound.append(bound[j])
                 return step(k + 1)
-        return bind(exprs[k], lambda v: (bound.append(v), step(k + 1))[1])
+        return bind(exprs[k], lambda v: (bound.append(v), step(k + 1))[1], always)
 
     return step(0)
 
