@@ -1,26 +1,32 @@
-"""Float arithmetic that may round differently from IEEE where only a sample position depends on it.
+"""Float arithmetic without IEEE division's slow path, where only a sample position depends on it.
 
 `sample_ratio(a, b)`: float32 a / b for a resampling scale (a source extent over an output
-extent known only at run time). CUDA's IEEE division is a dozen instructions plus a call to a
-slow path, and nvcc schedules no load across that call: in a pre-processing kernel the source
-reads then wait for the division. `__fdividef` (within 2 ulp, no branch) places a bilinear tap
-within 1e-6 of a pixel, which moves the interpolated value by that share of its neighbours'
-difference. Targets without it divide exactly (codegen/intrinsics.py lowers the call).
+extent). CUDA's IEEE division is a dozen instructions plus a call to a slow path, and nvcc
+schedules no load across that call: in a pre-processing kernel the source reads then wait for
+the division. Here the quotient is a * (1 / b) refined by one Newton step, q + (a - q b) / b,
+which is what the division's own fast path computes: branch-free, within an ulp of the
+correctly rounded quotient (a 4K rectangle's coordinates are float32 either way, and on a noise
+image an ulp of a coordinate moves a bilinear value measurably). The reciprocal of a constant is
+folded at build time; of a run-time extent it is CUDA's `__fdividef(1, b)` (2 ulp, before the
+step), an exact division on targets without it (codegen/intrinsics.py lowers the call).
 """
 from __future__ import annotations
 
 from tvm import tirx as tir
 from tvm.ir.expr import Expr as PrimExpr
 
-from .value import expr_dtype
+from .value import bind, bind_all, expr_dtype
 
 FAST_DIVIDE = "tirx.cuda.fdividef"  # TVM's op for __fdividef; its CUDA codegen is TVM's own
 
 
 def sample_ratio(a: PrimExpr, b: PrimExpr) -> PrimExpr:
-    """a / b as float32, within 2 ulp; a constant divisor becomes a multiply by its reciprocal."""
-    a = a if expr_dtype(a) == "float32" else tir.Cast("float32", a)
+    """a / b as float32, within an ulp, with no division on CUDA's instruction path."""
+    f32 = lambda x: x if expr_dtype(x) == "float32" else tir.Cast("float32", x)  # noqa: E731
+    a, one = f32(a), tir.FloatImm("float32", 1.0)
     if isinstance(b, (tir.IntImm, tir.FloatImm)):
-        return a * tir.FloatImm("float32", 1.0 / float(b.value))
-    b = b if expr_dtype(b) == "float32" else tir.Cast("float32", b)
-    return tir.call_intrin("float32", FAST_DIVIDE, a, b)
+        d, r = tir.FloatImm("float32", float(b.value)), tir.FloatImm("float32", 1.0 / float(b.value))
+        return bind(a * r, lambda q: q + (a - q * d) * r, always=True)
+    return bind_all([f32(b)], lambda d: bind(tir.call_intrin("float32", FAST_DIVIDE, one, d),
+                                              lambda r: bind(a * r, lambda q: q + (a - q * d) * r, always=True),
+                                              always=True), always=True)

@@ -6,12 +6,15 @@ test (tests/gpu/test_injective_gpu.py)."""
 from __future__ import annotations
 
 import re
+import shutil
 
 import numpy as np
 import pytest
 
 import tefuse
 from tefuse.schedules.gpu.injective import CudaInjective
+
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
 
 
 def _stem_pad(n=2, hw=8, dtype="float16"):
@@ -150,6 +153,33 @@ def test_a_resampling_kernel_computes_a_pixels_channels_in_one_thread(layout):
     assert cfg["pixel"] and cfg["inner"] == 1
     out = re.search(r"float\* __restrict__ (out_\w+)_ptr\)", src).group(1)
     assert _stores(src, out) == (0, 3)
+
+
+@pytest.mark.parametrize("pixels, threads", [(5 * 60 * 60, 64), (2 * 16 * 16 * 100, 128), (4 * 224 * 224, 256)])
+def test_a_small_resampling_kernel_takes_blocks_that_fill_the_sms(pixels, threads):
+    """FKL's example (5 planes of 60x60) is 18000 pixels: 71 blocks of 256 would leave half of
+    an H100's 132 SMs idle; the block shrinks until there are two blocks an SM, or to 64."""
+    b = tefuse.GraphBuilder()
+    img, rects = b.input("img", (64, 64, 3), "uint8"), b.input("rects", (pixels // 3600, 4), "int32")
+    t, info, tgt, space, cfg = _fallback(b.build(b.crop_resize(img, rects, size=(60, 60))))
+    assert cfg["pixel"] and cfg["threads"] == threads
+
+
+@needs_nvcc
+@pytest.mark.parametrize("case", ["rgb", "nv12"])
+def test_pre_processing_kernels_neither_divide_nor_branch_a_channel(case):
+    """The bench's pipelines (FKL's example, keep-aspect-ratio, and the NV12 one): no IEEE
+    division (its slow-path call is a point nvcc schedules no load across), no division call at
+    all, and the window's source bytes are loaded once a pixel, not once a channel (12 for
+    bilinear RGB: 4 taps of 3 bytes; NV12: 4 Y and 4 U, V pairs)."""
+    from tefuse.bench.preprocess import nv12_case, rgb_case
+    from tefuse.codegen.ptx import compile_to_ptx
+
+    c = rgb_case(coordinate="asymmetric") if case == "rgb" else nv12_case()
+    ptx = compile_to_ptx(tefuse.build(c.graph, "cuda:sm_90").source("cuda"), "sm_90")
+    assert "div.rn.f32" not in ptx and "call" not in ptx
+    assert len(re.findall(r"ld\.global\.nc\.u8", ptx)) == 12
+    assert len(re.findall(r"ld\.global\.nc\.u32", ptx)) == 4  # the rectangle, once
 
 
 def test_a_kernel_that_samples_nothing_keeps_one_element_a_thread():
