@@ -48,6 +48,8 @@ from .runtime.executor import BuildTimes, CompiledGraph, variant_modules
 from .runtime.kernel import CompiledKernel
 from .runtime.profiles import ProfiledGraph, profiled
 from .schedules import graph_policy, op_supported, prologue_policy
+from .schedules.registry import TIR_PIPELINE
+from .schedules.warp_memory import LOWERS_ALL_WARP_BUFFERS
 from .target import TargetLike, device_caps, make_target
 
 log = logging.getLogger(__name__)
@@ -309,7 +311,9 @@ def _launch_info(prep: PreparedGroup, target: tvm.target.Target, gpu: bool) -> L
             g = grid(prep.mod["main"])
         except MergeError:
             g = None
-        if (g is not None and not g.warp) or not gpu:  # tensor-core fragments: see merge_launches
+        # tensor-core fragments (warp-scope buffers) share a launch only where the kernels'
+        # pipeline lowers every such buffer (merge_launches, schedules/warp_memory.py)
+        if (g is not None and (not g.warp or _lowers_all_warp_buffers(prep, target))) or not gpu:
             blocks = g.num_blocks if g else 0
             key = (choice.template.name, str(choice.template.compile_target(info, choice.config, target)),
                    repr(sorted(choice.template.pass_config(info, choice.config, target).items())),
@@ -318,12 +322,19 @@ def _launch_info(prep: PreparedGroup, target: tvm.target.Target, gpu: bool) -> L
                       len(prep.lowered.params) + len(prep.group.outputs))
 
 
+def _lowers_all_warp_buffers(prep: PreparedGroup, target: tvm.target.Target) -> bool:
+    choice = prep.choice
+    config = choice.template.pass_config(prep.lowered.info, choice.config, target)
+    return config.get(TIR_PIPELINE) in LOWERS_ALL_WARP_BUFFERS
+
+
 def _merged(run: list[PreparedGroup], target: tvm.target.Target) -> PreparedGroup:
     first = run[0]
     written = {id(o) for p in run for o in p.group.outputs}
     if any(id(i) in written for p in run for i in p.group.inputs):
         raise MergeError("a kernel reads another's output")
-    func = merge_launches([Member(p.mod["main"], len(p.lowered.params)) for p in run], "main")
+    func = merge_launches([Member(p.mod["main"], len(p.lowered.params)) for p in run], "main",
+                          all_warp_buffers_lowered=all(_lowers_all_warp_buffers(p, target) for p in run))
     mod = tvm.IRModule({"main": func})
     check_limits(mod, first.choice.template.compile_target(first.lowered.info, first.choice.config, target))
     group = FusedGroup(first.group.index, [n for p in run for n in p.group.nodes],

@@ -20,8 +20,9 @@ per workgroup; the fallback aims at two workgroups per compute unit (DeviceCaps.
 CU count of the arch).
 
 Two TVM 0.27 issues are worked around: LowerWarpMemory lowers only the first "warp" buffer of a
-kernel per run (the pipeline registered here runs it once per fragment buffer), and TIR common
-subexpression elimination hides the lane index from it (turned off for these kernels).
+kernel per run (the pipeline registered here runs it until none is left: schedules/warp_memory.py),
+and TIR common subexpression elimination hides the lane index from it (turned off for these
+kernels).
 
 Not run on AMD hardware: the code objects are built and disassembled in CI (v_mfma present);
 the tiling, padding and fragment layouts are checked on llvm (`schedule(..., on_gpu=False)`:
@@ -44,6 +45,7 @@ from ...target import MFMA_ARCHS, device_caps
 from ..common import annotate_unroll, dtype_bytes, read_index
 from ..registry import DOMINANT, TIR_PIPELINE, KernelInfo, Template
 from ..space import Config, ConfigSpace
+from ..warp_memory import LOWERS_ALL_WARP_BUFFERS, LowerAllWarpMemory
 from . import mfma
 from .mfma import LANES, TILE
 
@@ -52,23 +54,23 @@ MAX_FRAGS = 16  # 16x16 accumulator tiles a wavefront (64 float32 registers a la
 UNROLL = (0, 256)
 BLOCKS_PER_CU = 2
 PIPELINE = "tefuse_rocm_mfma"
-FRAGMENT_BUFFERS = 3  # A, B and the accumulators: LowerWarpMemory runs once for each
 
 
 def _pipeline_factory(**_):
-    """TVM's default (s_tir) pipeline, with LowerWarpMemory run once per fragment buffer."""
+    """TVM's default (s_tir) pipeline, with every fragment buffer (A, B, the accumulators) lowered."""
     from tvm.s_tir import pipeline as sp
 
     main, host, _device = sp.default_s_tir_pipeline()
 
     def device():
-        return tvm.ir.transform.Sequential([tirx.transform.LowerWarpMemory()] * FRAGMENT_BUFFERS
-                                           + [tirx.transform.StmtSimplify(), tirx.transform.LowerIntrin()])
+        return tvm.ir.transform.Sequential([LowerAllWarpMemory, tirx.transform.StmtSimplify(),
+                                            tirx.transform.LowerIntrin()])
 
     return main, host, device
 
 
 tvm.tirx.compilation_pipeline.register_tir_pipeline(PIPELINE, _pipeline_factory)
+LOWERS_ALL_WARP_BUFFERS.add(PIPELINE)
 
 
 def _tiles(n: int, cap: int) -> list[int]:

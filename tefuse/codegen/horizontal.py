@@ -162,9 +162,11 @@ def _substitute(stmt, values: dict):
     return structural_map(stmt, (tir.Var, lambda v: values.get(v, v)))
 
 
-def merge_launches(members: Sequence[Member], name: str) -> tir.PrimFunc:
+def merge_launches(members: Sequence[Member], name: str, all_warp_buffers_lowered: bool = False) -> tir.PrimFunc:
     """One PrimFunc doing every member's work (see the module); its parameters are every
-    member's inputs, in order, then every member's outputs."""
+    member's inputs, in order, then every member's outputs. `all_warp_buffers_lowered`: the
+    merged kernel compiles with a pipeline that lowers every warp-scope buffer
+    (schedules/warp_memory.py), so members holding tensor-core fragments may share it."""
     if len(members) < 2:
         raise MergeError("fewer than two kernels to merge")
     funcs = [m.func for m in members]
@@ -179,7 +181,7 @@ def merge_launches(members: Sequence[Member], name: str) -> tir.PrimFunc:
         allocs = [b for f in funcs for b in (_root(f).alloc_buffers or [])]
     elif any(g is None for g in grids):
         raise MergeError("GPU and CPU kernels cannot share a launch")
-    elif sum(g.warp for g in grids) > 1:
+    elif sum(g.warp for g in grids) > 1 and not all_warp_buffers_lowered:
         # TVM's LowerWarpMemory lowers the warp buffers of one of them only (the others would
         # stay whole-warp arrays in every thread)
         raise MergeError("two kernels with warp-scope buffers (tensor-core fragments) cannot share a launch")

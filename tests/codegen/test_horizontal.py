@@ -214,3 +214,32 @@ def test_an_inception_blocks_convs_share_one_cuda_kernel_each_level():
         src = k.source("cuda")
         assert len(re.findall(r"__global__ void __launch_bounds__\(\d+\) main_kernel\(", src)) == 2
         assert src.count("__syncthreads()") >= 2  # the members' barriers, inside block-uniform branches
+
+
+def _inception_nhwc(c=64):
+    """An fp16-sized Inception block, channels last: its branch convs run on Hopper's wgmma."""
+    b = GraphBuilder()
+    x = b.input("x", (1, 14, 14, c), "float16")
+    rng = np.random.default_rng(1)
+
+    def conv(v, cin, cout, k):
+        w = (rng.standard_normal((k, k, cin, cout)) / np.sqrt(cin * k * k)).astype(np.float16)
+        return b.relu(b.conv2d(v, b.const(w), padding=[k // 2] * 4, layout="NHWC"))
+
+    a = conv(x, c, 64, 1)
+    r = conv(conv(x, c, 64, 1), 64, 64, 3)
+    s = conv(conv(x, c, 32, 1), 32, 64, 3)
+    p = conv(b.op("max_pool2d", x, kernel=[3, 3], strides=[1, 1], padding=[1, 1, 1, 1], layout="NHWC"), c, 64, 1)
+    return b.build([b.op("concat", a, r, s, p, axis=3)])
+
+
+def test_tensor_core_convs_share_a_launch_with_every_accumulator_in_registers():
+    """The branch convs of a level on wgmma share one launch; each member's accumulator
+    fragment is lowered to its lane's registers (schedules/warp_memory.py), where TVM's pass
+    alone left all but the first a whole-warp array in every thread (1024 floats, not 32)."""
+    merged = tefuse.build(_inception_nhwc(), "cuda:sm_90", precision="fp16", options=ON)
+    shared = [k for k in merged.kernels if k.workload.startswith("horizontal(") and k.template == "wgmma_gemm"]
+    assert shared and all(k.workload.count("@") >= 2 for k in shared)
+    for k in shared:
+        sizes = [int(n) for n in re.findall(r"float \w*_warp\w*\[(\d+)\]", k.source("cuda"))]
+        assert len(sizes) == k.workload.count("@") and max(sizes) <= 64, sizes

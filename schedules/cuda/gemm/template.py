@@ -61,7 +61,8 @@ def pass_config(intrin: str, target, slices: int = 1) -> dict:
     """PassContext options the schedule needs: cp.async is emitted only with
     `tirx.use_async_copy`; for wmma, StorageRewrite may alias the fp32 staging tile into an fp16
     one ("tvm_access_ptr element type must match"), so it is off (MergeSharedMemoryAllocations
-    still reuses shared memory); mma needs it on (LowerWarpMemory); wgmma needs TIR's CSE off.
+    still reuses shared memory); mma needs it on (LowerWarpMemory); mma and wgmma need TIR's CSE
+    off (their fragments are lowered to registers: schedules/warp_memory.py).
     CUDA kernels compile with hoist.py's pipeline (loop-invariant epilogue math)."""
     cfg = {"tirx.use_async_copy": True}
     on_gpu = device_caps(target).kind == "cuda"
@@ -69,9 +70,10 @@ def pass_config(intrin: str, target, slices: int = 1) -> dict:
         cfg[TIR_PIPELINE] = HOIST_PIPELINE
     if on_gpu and intrin == "wmma":
         cfg["tirx.disable_storage_rewrite"] = True
-    if on_gpu and intrin == "wgmma":
-        # CSE would bind the accumulators' `threadIdx.x * 8` to a let variable before
-        # LowerWarpMemory, which then cannot tell that the wgmma call's &acc[...] is this lane's
+    if on_gpu and intrin in ("wgmma", "mma"):
+        # CSE would bind a fragment's `threadIdx.x * 8` to a let variable before LowerWarpMemory,
+        # which then cannot tell that an access (the wgmma call's &acc[...], an ldmatrix into an
+        # operand fragment) is this lane's
         cfg["tirx.disable_cse_tir"] = True
         if slices > 1:  # cluster_sum's lowering
             cfg[TIR_PIPELINE] = LATE_PIPELINE

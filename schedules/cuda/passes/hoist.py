@@ -38,6 +38,7 @@ from tvm.ir.expr import Call, Expr, TensorLoad  # TensorLoad: what tirx.BufferLo
 from tvm_ffi import structural_equal, structural_mutate, structural_walk
 
 from ....ops.value import expr_dtype
+from ...warp_memory import LOWERS_ALL_WARP_BUFFERS, LowerAllWarpMemory
 from .byte_vectors import PackByteVectors
 from .int_tile_copies import InjectIntTileCopies
 from .s_tir_main import main_pipeline
@@ -337,12 +338,13 @@ PIPELINE = "tefuse_cuda_hoist"
 
 def pipeline_factory(**_):
     """TVM's (main, host, device) pipelines with int_tile_copies.py's pass in the main part and the
-    device part's passes: smem_limit's check, the hoisting, byte_vectors' constants last."""
+    device part's passes: smem_limit's check, every fragment buffer lowered (warp_memory.py: a
+    merged launch holds one per member), the hoisting, byte_vectors' constants last."""
     _main, host, _device = sp.default_s_tir_pipeline()
     main = main_pipeline(before_async_copy=(InjectIntTileCopies,))
 
     def device():
-        return tvm.ir.transform.Sequential([CheckDynamicShared, tirx.transform.LowerWarpMemory(),
+        return tvm.ir.transform.Sequential([CheckDynamicShared, LowerAllWarpMemory,
                                             tirx.transform.StmtSimplify(), HoistLoopInvariants,
                                             tirx.transform.LowerIntrin(), PackByteVectors])
 
@@ -350,3 +352,4 @@ def pipeline_factory(**_):
 
 
 tvm.tirx.compilation_pipeline.register_tir_pipeline(PIPELINE, pipeline_factory)
+LOWERS_ALL_WARP_BUFFERS.add(PIPELINE)
