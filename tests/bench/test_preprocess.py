@@ -50,3 +50,13 @@ def test_touched_bytes_follow_the_filter_windows():
     out = 3 * 4 * 4 * 4
     assert case.touched == 8 * 8 + 8 * 8 * 2 + out
     assert case.whole == 16 * 16 * 3 // 2 + out
+    # in 32-byte sectors: the 8 Y rows' columns 1..14 sit in one sector each, the 8 UV rows' pairs too
+    assert case.sectors == 32 * (8 + 8) + out
+
+
+def test_sectors_count_what_a_sparse_window_drags_in():
+    """1920 -> 224 columns: 2 bytes every 8.6, so each 32-byte sector holds about 7 touched bytes
+    and the sectors move about 4x the touched Y bytes."""
+    rows, cols = {0}, {int(i) for c in P._taps(224, 1920)[:2] for i in c}
+    assert P.nv12_sectors(rows, cols) == 32 * (60 + 60)  # 1920 bytes of Y, 1920 of UV: every sector
+    assert len(cols) < 1920 // 4
