@@ -3,7 +3,7 @@
 `sample_ratio(a, b)`: float32 a / b for a resampling scale (a source extent over an output
 extent). CUDA's IEEE division is a dozen instructions plus a call to a slow path, and nvcc
 schedules no load across that call: in a pre-processing kernel the source reads then wait for
-the division. Here the quotient is a * (1 / b) refined by one Newton step, q + (a - q b) / b,
+the division. Here the quotient is q = a (1 / b) refined by one Newton step, q + (a - q b) (1 / b),
 which is what the division's own fast path computes: branch-free, within an ulp of the
 correctly rounded quotient (a 4K rectangle's coordinates are float32 either way, and on a noise
 image an ulp of a coordinate moves a bilinear value measurably). The reciprocal of a constant is
@@ -23,10 +23,14 @@ FAST_DIVIDE = "tirx.cuda.fdividef"  # TVM's op for __fdividef; its CUDA codegen 
 def sample_ratio(a: PrimExpr, b: PrimExpr) -> PrimExpr:
     """a / b as float32, within an ulp, with no division on CUDA's instruction path."""
     f32 = lambda x: x if expr_dtype(x) == "float32" else tir.Cast("float32", x)  # noqa: E731
-    a, one = f32(a), tir.FloatImm("float32", 1.0)
+    a = f32(a)
     if isinstance(b, (tir.IntImm, tir.FloatImm)):
-        d, r = tir.FloatImm("float32", float(b.value)), tir.FloatImm("float32", 1.0 / float(b.value))
-        return bind(a * r, lambda q: q + (a - q * d) * r, always=True)
+        return _refined(a, tir.FloatImm("float32", float(b.value)), tir.FloatImm("float32", 1.0 / float(b.value)))
+    one = tir.FloatImm("float32", 1.0)
     return bind_all([f32(b)], lambda d: bind(tir.call_intrin("float32", FAST_DIVIDE, one, d),
-                                              lambda r: bind(a * r, lambda q: q + (a - q * d) * r, always=True),
-                                              always=True), always=True)
+                                              lambda r: _refined(a, d, r), always=True), always=True)
+
+
+def _refined(a: PrimExpr, d: PrimExpr, r: PrimExpr) -> PrimExpr:
+    """a / d from r, about 1 / d: q = a r, then q + (a - q d) r (the residual's correction)."""
+    return bind(a * r, lambda q: q + (a - q * d) * r, always=True)
