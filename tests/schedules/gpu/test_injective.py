@@ -165,6 +165,23 @@ def test_a_small_resampling_kernel_takes_blocks_that_fill_the_sms(pixels, thread
     assert cfg["pixel"] and cfg["threads"] == threads
 
 
+@pytest.mark.parametrize("case", ["rgb", "nv12"])
+def test_pre_processing_cuda_holds_no_float_division_and_no_branch(case):
+    """What lets nvcc share a pixel's work between its channels, on TVM's CUDA source (no nvcc
+    needed): no float division, by a float variable or a float constant (a scale is fastmath's
+    sample ratio, normalize a multiply-add), and no `condval` branch (TVM's form of a select
+    whose arm loads). PTX: the test below."""
+    from tefuse.bench.preprocess import nv12_case, rgb_case
+
+    c = rgb_case(coordinate="asymmetric") if case == "rgb" else nv12_case()
+    (k,) = tefuse.build(c.graph, "cuda:sm_90").kernels
+    body = k.source("cuda")
+    body = body[body.index('extern "C" __global__'):]
+    assert not re.search(r"/ \(\(float\)|/ -?0x[0-9a-f.]+p", body)
+    assert "condval" not in body
+    assert ("fdividef(" in body) == (case == "rgb")  # the fitted rectangle's run-time extent
+
+
 @needs_nvcc
 @pytest.mark.parametrize("case", ["rgb", "nv12"])
 def test_pre_processing_kernels_neither_divide_nor_branch_a_channel(case):
