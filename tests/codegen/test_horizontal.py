@@ -233,13 +233,16 @@ def _inception_nhwc(c=64):
     return b.build([b.op("concat", a, r, s, p, axis=3)])
 
 
-def test_tensor_core_convs_share_a_launch_with_every_accumulator_in_registers():
-    """The branch convs of a level on wgmma share one launch; each member's accumulator
-    fragment is lowered to its lane's registers (schedules/warp_memory.py), where TVM's pass
-    alone left all but the first a whole-warp array in every thread (1024 floats, not 32)."""
-    merged = tefuse.build(_inception_nhwc(), "cuda:sm_90", precision="fp16", options=ON)
-    shared = [k for k in merged.kernels if k.workload.startswith("horizontal(") and k.template == "wgmma_gemm"]
+@pytest.mark.parametrize("target, template, fragments", [("cuda:sm_90", "wgmma_gemm", 1),
+                                                          ("cuda:sm_80", "tensorcore_gemm", 3)])
+def test_tensor_core_convs_share_a_launch_with_every_fragment_in_registers(target, template, fragments):
+    """The branch convs of a level on wgmma (sm_90) or mma.sync (sm_80) share one launch; every
+    member's fragments (wgmma: the accumulators; mma.sync: A, B and the accumulators) are lowered
+    to the lane's registers (schedules/warp_memory.py), where TVM's pass alone left all but the
+    first a whole-warp array in every thread (1024 elements, not 32)."""
+    merged = tefuse.build(_inception_nhwc(), target, precision="fp16", options=ON)
+    shared = [k for k in merged.kernels if k.workload.startswith("horizontal(") and k.template == template]
     assert shared and all(k.workload.count("@") >= 2 for k in shared)
     for k in shared:
-        sizes = [int(n) for n in re.findall(r"float \w*_warp\w*\[(\d+)\]", k.source("cuda"))]
-        assert len(sizes) == k.workload.count("@") and max(sizes) <= 64, sizes
+        sizes = [int(n) for n in re.findall(r"(?:float|half) \w*_warp\w*\[(\d+)\]", k.source("cuda"))]
+        assert len(sizes) == fragments * k.workload.count("@") and max(sizes) <= 64, sizes
