@@ -101,8 +101,9 @@ class CudaInjective(Template):
         itemsize = dtype_bytes(info.dtype)
         lanes = MAX_VECTOR_BYTES // itemsize
         if (device_caps(target).kind == "cuda" and itemsize == 2 and len(info.output_blocks) == 1  # ROCm: not measured
-                and not info.symbolic  # a run-time extent: rows of whole vectors are not known
-                and info.out_shape and info.out_shape[-1] % lanes == 0):
+                # rows of whole vectors: a fixed last axis (a run-time batch before it splits off whole rows)
+                and info.out_shape and len(info.out_shape) - 1 not in info.symbolic_out
+                and info.out_shape[-1] % lanes == 0):
             threads = threads_filling(math.prod(info.out_shape) // lanes, target)
             return space.from_values({"threads": threads, "inner": lanes, "vector": True})
         return space.get(0)

@@ -27,7 +27,7 @@ from tvm import s_tir
 
 from ...options import DEFAULT, BuildOptions
 from ...target import device_caps
-from ..common import inline_all, loop_depth, spatial_reduce_loops
+from ..common import inline_all, loop_depth, spatial_reduce_loops, symbolic_batch_only
 from ..registry import KernelInfo, Template, register
 from ..space import Config, ConfigSpace
 from .lanes import (MAX_BOOL_LANES, MAX_VECTOR_BYTES, bool_lanes_vary, lanes_contiguous, stores_contiguous,
@@ -65,6 +65,11 @@ class CudaWindowPool(Template):
         g = info.geometry
         return (g is not None and getattr(g, "layout", None) == "NHWC" and len(info.reduce_blocks) == 1
                 and len(info.out_shape) == 4)
+
+    def takes_symbolic(self, info: KernelInfo) -> bool:
+        """A symbolic batch: fused with the fixed pixels and channel vectors into the grid, its
+        tail predicated (a dynamic ResNet-50's max pool had fallen to the cross-thread reduction)."""
+        return symbolic_batch_only(info)
 
     def preference(self, info: KernelInfo, target, options: BuildOptions = DEFAULT) -> int:
         # ahead of the cross-thread reduction template (preference 0) for window pools

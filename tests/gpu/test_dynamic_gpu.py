@@ -37,3 +37,17 @@ def test_a_float32_cnn_on_cuda_cores_matches_llvm_at_each_batch(n, rng):
     (got,), (want,) = cuda.run(x=x), llvm.run(x=x)
     assert got.shape == want.shape == (n, 10)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("n", [1, 5, 32])
+def test_an_fp16_channels_last_cnn_matches_llvm_at_each_batch(n, rng):
+    """fp16 puts the CNN channels-last: its max pool runs on the window-pool template with the
+    batch symbolic (its tail predicated), as do its injective kernels' 16-byte vector stores."""
+    graph = lambda: import_onnx(cnn("N"), dynamic=True)
+    cuda = tefuse.build(graph(), "cuda", precision="fp16", dynamic={"N": "1:8:32"})
+    assert "cuda_window_pool" in {k.template for k in cuda.kernels}
+    llvm = tefuse.build(graph(), "llvm", dynamic={"N": "1:8:32"})
+    x = rng.standard_normal((n, 3, 8, 8)).astype("float32")
+    (got,), (want,) = cuda.run(x=x), llvm.run(x=x)
+    assert got.shape == want.shape == (n, 10)
+    np.testing.assert_allclose(got, want, rtol=2e-2, atol=2e-2)
