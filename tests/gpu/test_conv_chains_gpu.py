@@ -30,6 +30,11 @@ CHAINS = [
     pytest.param(dict(kind="bn", dtype="float16", groups=64), id="fp16_depthwise_bn"),
     pytest.param(dict(kind="bn", n=2, c=32, k=48, hw=17), id="odd_sizes_bn"),
     pytest.param(dict(kind="residual", layout="NHWC", n=2, c=24, k=40, hw=15, groups=8), id="grouped_odd_nhwc"),
+    # 3x3 over 24 / 40 channels: K = 216 / 360, not whole 64-deep steps, so the A tile's copy
+    # nests pad_einsum's K guard around the conv's padding (schedules/cuda/passes/chunk_guards.py)
+    pytest.param(dict(kind="bn", dtype="float16", layout="NHWC", n=2, c=24, k=40, hw=15), id="fp16_nhwc_24_channels"),
+    pytest.param(dict(kind="residual", dtype="float16", layout="NHWC", n=3, c=40, k=24, hw=17),
+                 id="fp16_nhwc_40_channels"),
 ]
 
 

@@ -16,6 +16,7 @@ from ...registry import DOMINANT, TIR_PIPELINE, KernelInfo, Template, register
 from ...space import Config, ConfigSpace
 from ..intrin.bf16 import register as register_bf16
 from ..intrin.tvm_library import tvm_cuda_intrinsics
+from ..passes.chunk_guards import chunk_guards
 from ..passes.clamp_rows import clamp_rows
 from ..passes.hoist import PIPELINE as HOIST_PIPELINE
 from ..passes.late_pipeline import PIPELINE as LATE_PIPELINE
@@ -172,7 +173,7 @@ class TensorCoreGemm(Template):
                         a_m_major=nchw, c_m_major=nchw, slices=slices), target)
 
     def finish(self, mod, info: KernelInfo, cfg: Config, target):
-        steps = [clamp_rows]  # (on llvm too: same numbers)
+        steps = [clamp_rows, chunk_guards]  # (on llvm too: same numbers)
         if device_caps(target).kind == "cuda":
             steps.append(narrow_staging)
         out = mod.clone()

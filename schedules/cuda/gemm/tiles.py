@@ -15,6 +15,7 @@ from tvm.s_tir.dlight.gpu.matmul import IterKind, auto_inline_producers
 from ...gpu.lanes import MAX_BOOL_LANES, bool_lanes_vary, children as lane_children, lanes_contiguous
 from ...registry import KernelInfo
 from ..intrin.bf16 import bf16_mma_group
+from ..passes.chunk_guards import COPY_LANES
 from ..intrin.int8 import int8_mma_group
 from ..intrin.tf32 import tf32_mma_group
 from ..intrin.tvm_library import tvm_cuda_intrinsics
@@ -167,6 +168,8 @@ def fetch_to_shared(sch, block_outer, idx: int, *, k_loop, scope: str, vec_max: 
         sch.bind(f2, "threadIdx.x")
         sch.bind(f1, "threadIdx.y")
     sch.vectorize(f3)
+    if vec > 1:
+        sch.annotate(blk_read, COPY_LANES, vec)  # its guards tested per chunk (passes/chunk_guards.py)
     if smem_pad:
         elem = tvm.DataType(sch.get(blk_read).writes[0].source.dtype).bits // 8
         sch.storage_align(blk_read, 0, axis=-2, factor=32, offset=row_pad(smem_pad, elem))
