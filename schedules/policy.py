@@ -27,9 +27,9 @@ def graph_policy(caps: DeviceCaps, split_k: int = 0) -> GraphPolicy:
     """The policy for a device: on CUDA, channels-last tensor-core precisions and [N, K] Linear
     weights; with mma.sync (sm_80+), convs and attention as GEMMs and split-K for small grids
     (`split_k`: a forced slice count, 0 for the rule, None for no split); on Hopper, OHWI conv
-    weights for wgmma and the cluster splits left to the kernel; with mma.sync, grouped convs of
-    up to DENSE_GROUPS groups computed dense on the tensor cores. Elsewhere the graph stays as
-    imported."""
+    weights for wgmma and the cluster splits left to the kernel; with mma.sync, int8 weights
+    [N, K] / OHWI (s8 takes both operands K-major) and grouped convs of up to DENSE_GROUPS groups
+    computed dense on the tensor cores. Elsewhere the graph stays as imported."""
     if caps.kind != "cuda":
         return GraphPolicy()
     split = None
@@ -37,5 +37,5 @@ def graph_policy(caps: DeviceCaps, split_k: int = 0) -> GraphPolicy:
         split = SplitPolicy(caps.sm_count, MIN_MN, force=split_k,
                             in_kernel=in_kernel_split if caps.has_clusters else None)
     return GraphPolicy(channels_last=TENSOR_CORE_PRECISIONS, gemm_products=caps.has_mma, nk_weights=True,
-                       nk_conv_weights=caps.has_wgmma, min_mn=MIN_MN,
+                       nk_conv_weights=caps.has_wgmma, nk_int8_weights=caps.has_mma, min_mn=MIN_MN,
                        dense_groups=DENSE_GROUPS if caps.has_mma else 0, split=split)

@@ -481,7 +481,8 @@ def prepare_graph(graph: Graph, target, *, precision: str = "fp32", layout: Opti
     if siblings:  # after layout (slices of the NHWC channel axis), before the weights' OHWI: one wide conv's
         graph = merge_sibling_convs(graph)
     if policy.nk_weights:  # tensor-core GEMMs read a Linear's weight [N, K], on Hopper a conv's too (graph/weights.py)
-        graph = nk_gemm_weights(graph, convs=policy.nk_conv_weights, min_mn=policy.min_mn)
+        graph = nk_gemm_weights(graph, convs=policy.nk_conv_weights, int8=policy.nk_int8_weights,
+                                min_mn=policy.min_mn)
     if fuse_attention is not False:  # after precision: whether a template takes the op depends on its dtype
         graph = form_attention(graph, lambda geo, dtype: op_supported(tgt, "attention", geo, dtype,
                                                                       by_default=fuse_attention is None))

@@ -25,6 +25,12 @@ reduction takes no more 64-deep steps than before (the fp16 stem: 196 and 224 bo
 
 The same holds for float32 products built with math='tf32' (`--precision tf32`): Hopper's wgmma
 reads tf32 operands K-major only.
+
+int8 products (a quantized model's anchors, graph/qdq.py) read their constant weight [N, K] or
+OHWI wherever mma.sync runs (`int8=True`, sm_80+): its s8 instruction takes both operands
+K-major, which ldmatrix loads from a K-major tile as it is, while a [K, N] int8 tile cannot be
+transposed by ldmatrix (16-bit elements only) and went through 64 byte-wide shared loads a
+thread each k step. Only convs over whole 16-byte copies of channels (the stem keeps HWIO).
 """
 from __future__ import annotations
 
@@ -38,6 +44,7 @@ from .ir import CONST, INPUT, Graph, Node, RewriteContext, fresh_name, op_node, 
 
 
 TENSOR_CORE_DTYPES = ("float16", "bfloat16")  # what the wgmma path multiplies (and tf32 float32)
+INT8_DTYPES = ("int8",)  # what mma.sync's s8 products multiply, both operands K-major
 HWIO_TO_OHWI = (3, 0, 1, 2)
 
 
@@ -45,34 +52,43 @@ def tensor_core_operand(n: Node, w: Node) -> bool:
     return w.dtype in TENSOR_CORE_DTYPES or (w.dtype == "float32" and n.attrs.get("math") == "tf32")
 
 
+def _operand(n: Node, w: Node, floats: bool, int8: bool) -> bool:
+    """Whether the weight pass takes this product's weight: a float tensor-core operand (floats)
+    or an int8 one (int8)."""
+    return (floats and tensor_core_operand(n, w)) or (int8 and w.dtype in INT8_DTYPES)
+
+
 def vector_lanes(dtype: str) -> int:
     """Elements in 16 bytes, what one cp.async moves: 8 of 16 bits, 4 float32s."""
     return 16 // np.dtype("float16" if dtype == "bfloat16" else dtype).itemsize
 
 
-def _candidate(n: Node) -> bool:
+def _candidate(n: Node, int8: bool = False) -> bool:
     if n.op != "matmul" or n.attrs.get("trans_b") or len(n.inputs) != 2:
         return False
     a, b = n.inputs
-    return b.op == CONST and len(b.shape) == 2 and len(a.shape) >= 2 and tensor_core_operand(n, b)
+    return b.op == CONST and len(b.shape) == 2 and len(a.shape) >= 2 and _operand(n, b, True, int8)
 
 
-def _wgmma_conv(n: Node, min_mn: int) -> bool:
-    """An NHWC conv with an HWIO tensor-core weight whose implicit GEMM is big enough for a
-    tensor-core tile: what wgmma would read as OHWI, wherever the weight comes from."""
+def _wgmma_conv(n: Node, min_mn: int, floats: bool = True, int8: bool = False) -> bool:
+    """An NHWC conv with an HWIO tensor-core weight (float: `floats`; int8: `int8`) whose implicit
+    GEMM is big enough for a tensor-core tile: what wgmma (mma.sync for int8) would read as OHWI,
+    wherever the weight comes from."""
     if n.op != "conv2d" or n.attrs.get("layout") != "NHWC" or n.attrs.get("weight_layout"):
         return False
     w = n.inputs[1]
-    if not tensor_core_operand(n, w) or n.attrs.get("groups", 1) != 1:
+    if not _operand(n, w, floats, int8) or n.attrs.get("groups", 1) != 1:
         return False
     m = hinted_dim(n.shape[0] * n.shape[1] * n.shape[2])  # a symbolic batch at its range's opt
     return w.shape[3] >= min_mn and m >= min_mn
 
 
-def _conv_candidate(n: Node, min_mn: int) -> bool:
-    if not _wgmma_conv(n, min_mn) or n.inputs[1].op != CONST:
+def _conv_candidate(n: Node, min_mn: int, floats: bool, int8: bool) -> bool:
+    if not _wgmma_conv(n, min_mn, floats, int8) or n.inputs[1].op != CONST:
         return False
     c, lanes = n.inputs[0].shape[3], vector_lanes(n.inputs[1].dtype)
+    if n.inputs[1].dtype in INT8_DTYPES:
+        return c % lanes == 0
     return c % lanes == 0 or c < lanes
 
 
@@ -224,12 +240,13 @@ def _paired_weight(v: np.ndarray, pairs: PixelPairs) -> np.ndarray:
     return v.reshape(kh, pairs.taps, PAIR * c, k)
 
 
-def nk_gemm_weights(graph: Graph, *, min_mn: int, convs: bool = False) -> Graph:
+def nk_gemm_weights(graph: Graph, *, min_mn: int, convs: bool = False, int8: bool = False) -> Graph:
     """The graph with every fp16/bf16 (or tf32) matmul by a constant 2-D weight reading it as
     [N, K], and with convs=True every such NHWC conv's constant weight as OHWI, where its M and N
-    are at least `min_mn` (GraphPolicy.min_mn: what a tensor-core tile takes)."""
+    are at least `min_mn` (GraphPolicy.min_mn: what a tensor-core tile takes); with int8=True,
+    int8 matmuls and NHWC convs the same (module docstring)."""
     def wanted(n: Node) -> bool:
-        return _candidate(n) or (convs and _conv_candidate(n, min_mn))
+        return _candidate(n, int8) or _conv_candidate(n, min_mn, convs, int8)
 
     if not any(wanted(n) for n in graph.nodes):
         return graph

@@ -84,6 +84,38 @@ def test_nhwc_convs_read_ohwi_weights_where_asked_and_compute_the_same(c):
     assert np.abs(out - want).max() <= 1e-2 * np.abs(want).max()
 
 
+def _int8_products(c, rng):
+    """An int8 NHWC conv over `c` channels into int32 (a QDQ anchor) and an int8 matmul by a [K, N]
+    constant."""
+    b = GraphBuilder()
+    x = b.input("x", (2, 12, 12, c), "int8")
+    w = b.const(rng.integers(-128, 128, (3, 3, c, 64)).astype(np.int8), name="w")
+    y = b.op("conv2d", b.op("pad", x, pads=(0, 1, 1, 0, 0, 1, 1, 0), value=-5.0), w, layout="NHWC",
+             out_dtype="int32")
+    t = b.input("t", (70, 96), "int8")
+    z = b.op("matmul", t, b.const(rng.integers(-128, 128, (96, 80)).astype(np.int8), name="m"), out_dtype="int32")
+    return b.build([y, z])
+
+
+@pytest.mark.parametrize("c", [32, 3])
+def test_int8_products_read_nk_weights_where_asked_and_compute_the_same_integers(c):
+    """int8=True (mma.sync): the conv's HWIO constant becomes OHWI where its channels are whole
+    16-byte copies (an image's 3 stay HWIO), the matmul's [K, N] constant [N, K]; exact on llvm.
+    The float rule (convs=True) alone leaves int8 products alone."""
+    rng = np.random.default_rng(3)
+    g = _int8_products(c, rng)
+    assert nk_gemm_weights(g, convs=True, min_mn=MIN_MN) is g
+    got = nk_gemm_weights(g, int8=True, min_mn=MIN_MN)
+    (conv,) = [n for n in got.nodes if n.op == "conv2d"]
+    (mm,) = [n for n in got.nodes if n.op == "matmul"]
+    assert conv.attrs.get("weight_layout") == ("OHWI" if c == 32 else None)
+    assert mm.attrs.get("trans_b") and mm.inputs[1].shape == (80, 96)
+    feed = {"x": rng.integers(-128, 128, (2, 12, 12, c)).astype(np.int8),
+            "t": rng.integers(-128, 128, (70, 96)).astype(np.int8)}
+    for want, out in zip(tefuse.build(g, "llvm").run(**feed), tefuse.build(got, "llvm").run(**feed)):
+        np.testing.assert_array_equal(out, want)
+
+
 @pytest.mark.parametrize("c", [64, 3])
 def test_tf32_convs_read_ohwi_weights_and_an_image_is_padded_to_4_channels(c):
     """float32 convs built with math='tf32' (Hopper's tf32 wgmma reads B K-major too): OHWI,

@@ -28,6 +28,12 @@ def _int8_product(kind: str, rng):
         w = b.const(rng.integers(-128, 128, (48, 32, 3, 3)).astype(np.int8), name="w")
         y = b.op("conv2d", b.op("pad", x, pads=(0, 0, 1, 1, 0, 0, 1, 1), value=-3.0), w, out_dtype="int32")
         share, scale = (48, 1, 1), (48, 1, 1)
+    elif kind == "conv2d_ohwi":  # NHWC with its weight [N, K] (graph/weights.py, int8=True)
+        x = b.input("x", (2, 10, 10, 32), "int8")
+        w = b.const(rng.integers(-128, 128, (48, 3, 3, 32)).astype(np.int8), name="w")
+        y = b.op("conv2d", b.op("pad", x, pads=(0, 1, 1, 0, 0, 1, 1, 0), value=-3.0), w, layout="NHWC",
+                 weight_layout="OHWI", out_dtype="int32")
+        share, scale = (48,), (48,)
     else:
         x = b.input("x", (37, 96), "int8")  # rows not a tile's multiple: masked tails
         shape = (80, 96) if kind == "dense" else (96, 80)
@@ -38,7 +44,7 @@ def _int8_product(kind: str, rng):
     return b.build(y)
 
 
-KINDS = ["dense", "matmul", "conv2d"]
+KINDS = ["dense", "matmul", "conv2d", "conv2d_ohwi"]
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -52,6 +58,19 @@ def test_int8_products_compile_to_mma_sync_s8(kind, arch):
     ptx = compile_to_ptx(src, arch)
     assert re.search(r"\bmma\.sync\.aligned\.m16n8k32\.row\.col\.s32\.s8\.s8\.s32\b", ptx)
     assert re.search(r"\bldmatrix\.sync\.aligned\.m8n8\.x4(\.trans)?\.shared\.b16\b", ptx)
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_an_nhwc_int8_conv_reads_its_weight_nk_and_both_tiles_through_ldmatrix(arch):
+    """An NHWC int8 conv with a constant HWIO weight, built for CUDA: the weight pass gives it
+    OHWI, so both operand tiles are K-major and every fragment comes from ldmatrix; with [K, N]
+    the B fragments were byte-wide shared loads (64 a thread each k step)."""
+    cg = tefuse.build(_int8_nhwc_conv(np.random.default_rng(0), -3.0), f"cuda:{arch}")
+    (k,) = cg.kernels
+    ptx = compile_to_ptx(k.source("cuda"), arch)
+    assert re.search(r"\bldmatrix\.sync\.aligned\.m8n8\.x4\.shared\.b16\b", ptx)
+    assert not re.search(r"\bld\.shared\.[us]8\b", ptx)
+    assert re.search(r"\bmma\.sync\.aligned\.m16n8k32\.row\.col\.s32\.s8\.s8\.s32\b", ptx)
 
 
 @pytest.mark.parametrize("kind", KINDS)
