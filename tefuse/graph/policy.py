@@ -15,7 +15,8 @@ class GraphPolicy:
     gemm_products: the tensor-core templates take convs and attention as GEMMs (small convs
     patched into products, attention's key rows padded to whole vectors). nk_weights: Linears read
     their constant weight as [N, K]; nk_conv_weights: NHWC convs read theirs as OHWI
-    (graph/weights.py); nk_int8_weights: int8 products read theirs [N, K] / OHWI. min_mn: the smallest M and N a tensor-core tile takes (a GEMV below it).
+    (graph/weights.py); nk_int8_weights: int8 products read theirs [N, K] / OHWI. min_mn: the
+    smallest M and N a tensor-core tile takes (a GEMV below it).
     dense_groups: grouped convs of at most this many groups are computed dense on a
     block-diagonal weight (graph/grouped.py), 0 for none.
     split: the graph's split-K rules, None where the templates want none."""

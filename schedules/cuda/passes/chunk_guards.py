@@ -10,7 +10,8 @@ became 8 predicated 2-byte loads and shared stores (no cp.async; 106 registers w
 
 What: in each tile copy marked with its vector width L (COPY_LANES, set by
 gemm/tiles.fetch_to_shared), nested zero fills become one `if_then_else(c1 and c2 ..., x, 0)`,
-and every use of the reduction index k in the condition is rewritten on whole chunks:
+and every use of the index k the lanes run along (the copy's last: a K-major tile's reduction)
+in the condition is rewritten on whole chunks:
 `k // d` as `(k // L) // (d / L)` and `k < K` as `k // L < K / L`, identities where L divides d
 and K. The vectorizer then sees one condition for the chunk's lanes (k // L is the same for all of
 them: the copy's lanes run along k from a multiple of L). A condition that uses k any other way
@@ -24,7 +25,7 @@ from tvm_ffi import VisitInterrupt, WalkResult, structural_map, structural_walk
 
 from ....ops.value import expr_dtype, is_if_then_else
 
-COPY_LANES = "tefuse_copy_lanes"  # on a tile copy block: its vector width along the reduction axis
+COPY_LANES = "tefuse_copy_lanes"  # on a tile copy block: its vector width along its innermost axis
 
 
 def chunk_guards(func: tirx.PrimFunc) -> tirx.PrimFunc:
