@@ -70,9 +70,9 @@ def _candidate(n: Node, int8: bool = False) -> bool:
     return b.op == CONST and len(b.shape) == 2 and len(a.shape) >= 2 and _operand(n, b, True, int8)
 
 
-def _wgmma_conv(n: Node, min_mn: int, floats: bool = True, int8: bool = False) -> bool:
+def _nk_conv(n: Node, min_mn: int, floats: bool = True, int8: bool = False) -> bool:
     """An NHWC conv with an HWIO tensor-core weight (float: `floats`; int8: `int8`) whose implicit
-    GEMM is big enough for a tensor-core tile: what wgmma (mma.sync for int8) would read as OHWI,
+    GEMM is big enough for a tensor-core tile: what wgmma (mma.sync for int8) reads best as OHWI,
     wherever the weight comes from."""
     if n.op != "conv2d" or n.attrs.get("layout") != "NHWC" or n.attrs.get("weight_layout"):
         return False
@@ -84,7 +84,7 @@ def _wgmma_conv(n: Node, min_mn: int, floats: bool = True, int8: bool = False) -
 
 
 def _conv_candidate(n: Node, min_mn: int, floats: bool, int8: bool) -> bool:
-    if not _wgmma_conv(n, min_mn, floats, int8) or n.inputs[1].op != CONST:
+    if not _nk_conv(n, min_mn, floats, int8) or n.inputs[1].op != CONST:
         return False
     c, lanes = n.inputs[0].shape[3], vector_lanes(n.inputs[1].dtype)
     if n.inputs[1].dtype in INT8_DTYPES:
@@ -97,7 +97,7 @@ def input_conv_candidate(n: Node, min_mn: int) -> bool:
     read it as OHWI on Hopper: the constant pass's conditions, with the channels already whole
     16-byte copies. Fewer channels (an image's 3) would need the input padded and the kernel rows
     widened (`padded_channels`, `row_taps`), which only the constant pass does."""
-    if not _wgmma_conv(n, min_mn) or n.inputs[1].op != INPUT:
+    if not _nk_conv(n, min_mn) or n.inputs[1].op != INPUT:
         return False
     return n.inputs[0].shape[3] % vector_lanes(n.inputs[1].dtype) == 0
 

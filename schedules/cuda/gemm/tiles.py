@@ -15,10 +15,10 @@ from tvm.s_tir.dlight.gpu.matmul import IterKind, auto_inline_producers
 from ...gpu.lanes import MAX_BOOL_LANES, bool_lanes_vary, children as lane_children, lanes_contiguous
 from ...registry import KernelInfo
 from ..intrin.bf16 import bf16_mma_group
-from ..passes.chunk_guards import COPY_LANES
 from ..intrin.int8 import int8_mma_group
 from ..intrin.tf32 import tf32_mma_group
 from ..intrin.tvm_library import tvm_cuda_intrinsics
+from ..passes.chunk_guards import COPY_LANES
 
 TC_DTYPES = ("float16", "bfloat16")  # what the tensor cores multiply (and tf32 float32)
 MMA_INT_DTYPES = ("int8",)  # what mma.sync multiplies besides (int32 accumulation; not wgmma here)
