@@ -41,7 +41,7 @@ from ..common import (THREAD_AXES, attach_epilogue, cooperative_fetch, dtype_byt
                       largest_divisor, read_index, shared_alloc_bytes, spatial_reduce_loops,
                       symbolic_batch_only)
 from ..registry import DATA, WEIGHT, KernelInfo, Template, register
-from .lanes import MAX_BOOL_LANES, bool_lanes_vary
+from .lanes import MAX_BOOL_LANES, bool_lanes_vary, lanes_contiguous
 
 log = logging.getLogger(__name__)
 
@@ -237,13 +237,16 @@ class Conv2dDepthwise(Template):
             loops = sch.get_loops(dcache)[depth + 2:]  # below rc and the window's row loop
             vec = loops[-1]
             width = sch.get(vec).extent.value
-            if width > MAX_BOOL_LANES and bool_lanes_vary(sch, dcache, vec, width):
+            # a gathered column (a transposing prologue reads NCHW channels a plane apart) stays
+            # scalar: TVM's CUDA codegen prints a vector of strided loads as code nvcc refuses
+            gathered = not lanes_contiguous(sch, dcache, vec, width)
+            if not gathered and width > MAX_BOOL_LANES and bool_lanes_vary(sch, dcache, vec, width):
                 # a prologue's select (a ReLU) over 8 halves would be a bool vector CUDA
                 # cannot print: two vectors of 4 a column instead
                 loops[-1:] = sch.split(vec, [None, MAX_BOOL_LANES])
             for l in loops[:-1]:
                 sch.unroll(l)
-            sch.vectorize(loops[-1])
+            (sch.unroll if gathered else sch.vectorize)(loops[-1])
 
         if shared:
             # the block's input tile, halo included, padding/prologue computed on the way in

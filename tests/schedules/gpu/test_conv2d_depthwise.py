@@ -270,3 +270,23 @@ def test_rows_stage_with_a_relu_prologue_loads_half_vectors():
     ptx = compile_to_ptx(cuda_source(task, fb), "sm_90")
     assert re.search(r"ld\.global(?:\.nc)?\.v2\.(?:b32|u32|f32)|ld\.global(?:\.nc)?\.v4\.(?:b16|u16)", ptx)
     assert ".local" not in ptx
+
+
+@needs_nvcc
+def test_rows_stage_reads_a_transposed_input_as_scalars_and_compiles():
+    """An NHWC depthwise conv whose input is an NCHW tensor transposed in its prologue
+    (ShuffleNet's channel shuffle before a stride-2 branch): a thread's 8 channels lie a plane
+    apart, so the rows stage loads them one at a time (a vector of strided loads is code nvcc
+    refuses) and the kernel compiles."""
+    rng = np.random.default_rng(0)
+    b = GraphBuilder()
+    x = b.transpose(b.input("x", (2, 232, 14, 14), "float16"), axes=(0, 2, 3, 1))
+    w = b.const((rng.standard_normal((3, 3, 1, 232)) * 0.3).astype("float16"), name="w")
+    (task,) = as_tasks(b.build(b.conv2d(x, w, padding=1, layout="NHWC", groups=232, name="conv")), "cuda")
+    fb = task.fallback()
+    assert fb["stage"] == "rows" and fb["tile_2"][2] == 8, fb.values
+    src = cuda_source(task, fb)
+    assert "make_uint4(in_x_ptr" not in src
+    ptx = compile_to_ptx(src, "sm_90")
+    assert ptx_entries(ptx) == cuda_kernel_names(src)
+    assert re.search(r"ld\.global(?:\.nc)?\.(?:u16|b16)", ptx)
