@@ -1,5 +1,5 @@
-"""int8 products on the GPU's tensor cores (mma.sync m16n8k32 s8, int32 accumulation) against the
-same graphs on llvm, bit for bit; and onnxruntime's QDQ models built for CUDA against onnxruntime's
+"""int8 products on the GPU's tensor cores (Hopper's wgmma m64nNk32 s8 where B is [N, K], else
+mma.sync m16n8k32 s8; int32 accumulation) against the same graphs on llvm, bit for bit; and onnxruntime's QDQ models built for CUDA against onnxruntime's
 CPU run, within one output quantization step.
 
 Deselected by default; run with  python -m pytest -m gpu tests/gpu/test_qdq_cuda_gpu.py -q
@@ -12,16 +12,24 @@ import pytest
 import tefuse
 from tefuse.frontend.onnx import import_onnx
 from tests.graph import test_qdq as Q
+from tefuse.target import device_caps, make_target
 from tests.schedules.cuda.gemm.test_mma_int8 import KINDS, _int8_nhwc_conv, _int8_product
 
 pytestmark = pytest.mark.gpu
+
+
+def _template(kind: str) -> str:
+    """The template an int8 product takes here: wgmma on Hopper unless B is read [K, N] (the
+    NCHW conv's OIHW weight is, as an implicit GEMM's B)."""
+    hopper = device_caps(make_target("cuda")).has_wgmma
+    return "wgmma_gemm" if hopper and kind != "conv2d" else "tensorcore_gemm"
 
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_int8_products_on_tensor_cores_match_llvm_exactly(kind):
     graph = _int8_product(kind, np.random.default_rng(0))
     cg = tefuse.build(graph, "cuda")
-    assert [k.template for k in cg.kernels] == ["tensorcore_gemm"]
+    assert [k.template for k in cg.kernels] == [_template(kind)]
     x = np.random.default_rng(1).integers(-128, 128, graph.inputs[0].shape).astype(np.int8)
     np.testing.assert_array_equal(cg.run(x=x)[0], tefuse.build(graph, "llvm").run(x=x)[0])
 
@@ -31,7 +39,7 @@ def test_int8_nhwc_conv_tiles_on_cp_async_match_llvm_exactly(pad_value):
     """16-byte cp.async operand tiles with masked tail rows and padding (passes/int_tile_copies.py)."""
     graph = _int8_nhwc_conv(np.random.default_rng(0), pad_value)
     cg = tefuse.build(graph, "cuda")
-    assert [k.template for k in cg.kernels] == ["tensorcore_gemm"]
+    assert [k.template for k in cg.kernels] == [_template("conv2d_ohwi")]
     x = np.random.default_rng(1).integers(-128, 128, graph.inputs[0].shape).astype(np.int8)
     np.testing.assert_array_equal(cg.run(x=x)[0], tefuse.build(graph, "llvm").run(x=x)[0])
 

@@ -16,6 +16,7 @@ from ...registry import DOMINANT, TIR_PIPELINE, KernelInfo, Template, register
 from ...space import Config, ConfigSpace
 from ..intrin.bf16 import register as register_bf16
 from ..intrin.tvm_library import tvm_cuda_intrinsics
+from ..intrin.wgmma import bk_of
 from ..passes.chunk_guards import chunk_guards
 from ..passes.clamp_rows import clamp_rows
 from ..passes.hoist import PIPELINE as HOIST_PIPELINE
@@ -96,6 +97,8 @@ def _sliceable(info: KernelInfo, slices: int, tile=None) -> bool:
     channels-last (the sum is computed over the output's (M, N) view); with `tile`, one of
     SLICED_TILES with a whole tile of rows and whole tiles of columns."""
     g = info.geometry
+    if info.dtype in MMA_INT_DTYPES:  # the slices' sum adds float32 partial tiles (cluster_sum.py)
+        return False
     if info.symbolic:  # the sum's tile of rows is measured whole (m >= BM), which a run-time M need not be
         return False
     if info.anchor_kind == "conv2d" and (g.layout != "NHWC" or g.split_k != 1):
@@ -141,9 +144,9 @@ class TensorCoreGemm(Template):
         # taken whatever its sizes at the ranges' opt (no CUDA-core GEMM takes a symbolic extent)
         return info.symbolic or (m >= MIN_MN and n >= MIN_MN)
 
-    def tiling_knobs(self, s: ConfigSpace, intrins: list[str]) -> None:
+    def tiling_knobs(self, s: ConfigSpace, intrins: list[str], bks=(32, 64)) -> None:
         s.define_knob("tile", list(TILES))
-        s.define_knob("bk", [32, 64])
+        s.define_knob("bk", list(bks))
         s.define_knob("stages", [3, 2, 4, 1, 6, 8])  # 6, 8: deep prefetch for deep, small grids
         s.define_knob("intrin", intrins)
         s.define_knob("vec_out", [4, 8])
@@ -255,6 +258,7 @@ class WgmmaGemm(TensorCoreGemm):
     dense whose B runs along N is left to mma.sync untuned, its configs tried when tuning."""
 
     name = "wgmma_gemm"
+    dtypes = TC_DTYPES + MMA_INT_DTYPES  # int8: s8 into s32, tiles 128 deep (one 128-byte row)
     # the one template it was split from: a record of that template with intrin=wgmma is this one's
     record_names = ("tensorcore_gemm",)
 
@@ -271,7 +275,8 @@ class WgmmaGemm(TensorCoreGemm):
 
     def space(self, info: KernelInfo, target) -> ConfigSpace:
         s = ConfigSpace()
-        self.tiling_knobs(s, ["wgmma"])
+        # an int8 tile row holds 128 values; fp16/bf16 and tf32 keep the knob they were tuned with
+        self.tiling_knobs(s, ["wgmma"], [bk_of(info.dtype)] if info.dtype in MMA_INT_DTYPES else (32, 64))
         # the CTAs of a cluster sharing an output tile's reduction (passes/cluster_sum.py), implied 1 in
         # the records from before it
         s.define_knob("slices", [1, 2, 4], implied_first=True)

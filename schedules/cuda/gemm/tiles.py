@@ -21,7 +21,7 @@ from ..intrin.tvm_library import tvm_cuda_intrinsics
 from ..passes.chunk_guards import COPY_LANES
 
 TC_DTYPES = ("float16", "bfloat16")  # what the tensor cores multiply (and tf32 float32)
-MMA_INT_DTYPES = ("int8",)  # what mma.sync multiplies besides (int32 accumulation; not wgmma here)
+MMA_INT_DTYPES = ("int8",)  # what mma.sync and wgmma multiply besides (int32 accumulation)
 MIN_MN = 16  # one 16x16 fragment: below it the GEMM is a GEMV, and has no I or J axis to tile
 
 

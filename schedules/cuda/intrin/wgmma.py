@@ -1,8 +1,9 @@
 """Hopper wgmma tensor intrinsic (sm_90a): one warp's 16 x N x BK slice of a warpgroup's
 wgmma.mma_async, operands read by the tensor cores straight from shared memory, float32
-accumulators in registers. fp16/bf16: m64nNk16, BK = 64; tf32 (float32 operands): m64nNk8,
-BK = 32. Either way a tile row is 128 bytes and one instruction takes 32 bytes of it, four
-instructions a row. tf32 wgmma reads a float32's top 19 bits (truncation); the op rounds them to
+accumulators in registers (int32 for int8). fp16/bf16: m64nNk16, BK = 64; tf32 (float32
+operands): m64nNk8, BK = 32; int8 (a QDQ model's anchors, graph/qdq.py): m64nNk32 s8 into s32,
+BK = 128. Whatever the type a tile row is 128 bytes and one instruction takes 32 bytes of it, four
+instructions a row, so the swizzle, descriptors and copies are the same bytes for every type. tf32 wgmma reads a float32's top 19 bits (truncation); the op rounds them to
 nearest (ops.value.round_tf32) and truncation instead drifted ResNet-50's output by 2% (H100). The copies cannot round (cp.async moves bytes), so the schedule streams the raw
 float32 operands (`gemm/wgmma.defer_tf32_rounding`) and the device function rounds the
 landed tiles in shared memory (cvt.rna.tf32.f32) before the tensor cores read them: the kernel
@@ -46,7 +47,15 @@ from ...common import dtype_bytes
 from ...intrin import register_once
 
 WARP = 32
-PTX_TYPE = {"float16": "f16", "bfloat16": "bf16", "float32": "tf32"}
+PTX_TYPE = {"float16": "f16", "bfloat16": "bf16", "float32": "tf32", "int8": "s8"}
+# the accumulators' type, float32 unless named; PTX spells it as the instruction's dtype
+ACC_DTYPE = {"int8": "int32"}
+PTX_ACC = {"float32": "f32", "int32": "s32"}
+
+
+def acc_dtype(in_dtype: str) -> str:
+    """The type wgmma accumulates `in_dtype` products in."""
+    return ACC_DTYPE.get(in_dtype, "float32")
 N_CHOICES = tuple(range(16, 257, 16))  # the per-warp tile is 16 x N; wgmma takes N % 8 == 0 up to 256
 
 
@@ -109,27 +118,35 @@ __device__ __forceinline__ unsigned long long tefuse_wgmma_desc_sw128(unsigned i
 """
 
 
-def register_fences(n: int, indent: str = "  ") -> str:
+def _reg(in_dtype: str) -> str:
+    """The inline-asm constraint of an accumulator register: "f" (float32) or "r" (int32)."""
+    return "r" if acc_dtype(in_dtype) == "int32" else "f"
+
+
+def register_fences(n: int, indent: str = "  ", in_dtype: str = "float16") -> str:
     """Empty asm statements that pin this thread's n / 2 accumulators d[] in registers around the
     wgmma (so the compiler keeps them where the instructions write them)."""
-    return "\n".join(f'{indent}asm volatile("" : "+f"(d[{i}]) :: "memory");' for i in range(n // 2))
+    c = _reg(in_dtype)
+    return "\n".join(f'{indent}asm volatile("" : "+{c}"(d[{i}]) :: "memory");' for i in range(n // 2))
 
 
 def wgmma_row(n: int, in_dtype: str, indent: str = "  ") -> str:
     """CUDA statements for one 128-byte tile row of wgmma on descriptors `da`, `db` (four k
     steps, the start address 32 bytes on each) into d[]: wgmma.fence, the four, commit."""
     t, ks, nreg = PTX_TYPE[in_dtype], k_step(in_dtype), n // 2
-    # 16-bit types take imm-trans-a/b (0: K-major); tf32 reads K-major only and has no such operands
-    trans = "" if in_dtype == "float32" else ", 0, 0"
+    acc = PTX_ACC[acc_dtype(in_dtype)]
+    # after scale-d: 16-bit types take imm-scale-a/b (1) and imm-trans-a/b (0: K-major); tf32
+    # reads K-major only and takes the scales alone; integer wgmma takes neither
+    tail = {"float32": ", 1, 1", "int8": ""}.get(in_dtype, ", 1, 1, 0, 0")
     regs = ", ".join(f"%{i}" for i in range(nreg))
-    outs = ", ".join(f'"+f"(d[{i}])' for i in range(nreg))
+    outs = ", ".join(f'"+{_reg(in_dtype)}"(d[{i}])' for i in range(nreg))
     body = f"""asm volatile("wgmma.fence.sync.aligned;\\n" ::: "memory");
 #pragma unroll
 for (int kk = 0; kk < 4; ++kk) {{
   asm volatile(
     "{{\\n.reg .pred p;\\nsetp.ne.b32 p, 1, 0;\\n"
-    "wgmma.mma_async.sync.aligned.m64n{n}k{ks}.f32.{t}.{t} "
-    "{{{regs}}}, %{nreg}, %{nreg + 1}, p, 1, 1{trans};\\n}}\\n"
+    "wgmma.mma_async.sync.aligned.m64n{n}k{ks}.{acc}.{t}.{t} "
+    "{{{regs}}}, %{nreg}, %{nreg + 1}, p{tail};\\n}}\\n"
     : {outs}
     : "l"(da + 2 * kk), "l"(db + 2 * kk));
 }}
@@ -145,7 +162,8 @@ def device_source(n: int, in_dtype: str, stages: int = 0) -> str:
     if stages in (1, 2) or stages < 0:
         raise ValueError(f"wgmma: a batch stays in flight only in a pipeline of 3 or more stages, not {stages}")
     pending = 1 if stages else 0
-    fence_regs = register_fences(n)
+    fence_regs = register_fences(n, in_dtype=in_dtype)
+    d_type = "int" if acc_dtype(in_dtype) == "int32" else "float"
     name = func_name(n, in_dtype, stages)
     # pending 1: every warp's previous batch done (it read the tiles the next copies overwrite)
     after = "\n  __syncthreads();" if pending else ""
@@ -157,7 +175,7 @@ def device_source(n: int, in_dtype: str, stages: int = 0) -> str:
     rounding = _TF32_ROUND.format(n8=n * 8) if in_dtype == "float32" else ""
     helpers = _TF32_HELPERS if in_dtype == "float32" else ""
     return f"""{helpers}
-{DESC_SOURCE}__device__ __forceinline__ void {name}(float* d, const void* a_tile, const void* b_tile) {{
+{DESC_SOURCE}__device__ __forceinline__ void {name}({d_type}* d, const void* a_tile, const void* b_tile) {{
   unsigned int a_addr = (unsigned int)__cvta_generic_to_shared(a_tile);
   unsigned int b_addr = (unsigned int)__cvta_generic_to_shared(b_tile);
   // this warp's A rows start 16 * (warp % 4) rows (of 128 B) into its warpgroup's 64
@@ -219,7 +237,7 @@ __device__ __forceinline__ void tefuse_wgmma_wait_all() {
 """
 
 
-def _store_impl(scope: str):
+def _store_impl(scope: str, dtype: str = "float32"):
     """TVM's 16x16 mma accumulator store (the same loops) after `wait_group 0`: with a wgmma
     batch left in flight by the k loop, the accumulators are final only then."""
     from tvm.backend.cuda.op import cuda_func_call
@@ -227,8 +245,8 @@ def _store_impl(scope: str):
     @T.prim_func(s_tir=True)
     def impl(a: T.handle, c: T.handle) -> None:
         s0, s1 = T.int32(), T.int32()
-        C_warp = T.match_buffer(a, (WARP, 8), "float32", scope="warp", offset_factor=1)
-        C = T.match_buffer(c, (16, 16), "float32", strides=[s0, s1], scope=scope, offset_factor=1)
+        C_warp = T.match_buffer(a, (WARP, 8), dtype, scope="warp", offset_factor=1)
+        C = T.match_buffer(c, (16, 16), dtype, strides=[s0, s1], scope=scope, offset_factor=1)
         with T.sblock("root"):
             T.reads(C_warp[0:WARP, 0:8])
             T.writes(C[0:16, 0:16])
@@ -241,11 +259,12 @@ def _store_impl(scope: str):
     return impl
 
 
-def store_intrin(mma_store: str, scope: str = "shared.dyn") -> str:
+def store_intrin(mma_store: str, scope: str = "shared.dyn", dtype: str = "float32") -> str:
     """Register (once) and name the accumulator store that drains the wgmma batches first: TVM's
-    `mma_store` intrinsic's description, `_store_impl` as its implementation."""
+    `mma_store` intrinsic's description (of `dtype` accumulators), `_store_impl` as its
+    implementation."""
     return register_once(f"tefuse_wgmma_{mma_store}",
-                         lambda: (TensorIntrin.get(mma_store).desc, _store_impl(scope)))
+                         lambda: (TensorIntrin.get(mma_store).desc, _store_impl(scope, dtype)))
 
 
 def _intrin(n: int, in_dtype: str, scope: str, stages: int = 0):
@@ -258,18 +277,19 @@ def _intrin(n: int, in_dtype: str, scope: str, stages: int = 0):
     nf, n8 = n // 16, n // 8
     e, bk = chunk_elems(in_dtype), bk_of(in_dtype)
     name, src = func_name(n, in_dtype, stages), device_source(n, in_dtype, stages)
+    acc = acc_dtype(in_dtype)
     if in_dtype == "float32":  # the GEMM block multiplies float32 operands as they are
         def prod(a, b):
             return a * b
-    else:
+    else:  # each operand widened to the accumulator's type, as the op computes it
         def prod(a, b):
-            return T.Cast("float32", a) * T.Cast("float32", b)
+            return T.Cast(acc, a) * T.Cast(acc, b)
 
     @T.prim_func(s_tir=True)
     def desc(a: T.handle, b: T.handle, c: T.handle) -> None:
         A = T.match_buffer(a, (2, 8, 8, e), in_dtype, align=64, offset_factor=1, scope=scope)
         B = T.match_buffer(b, (n8, 8, 8, e), in_dtype, align=64, offset_factor=1, scope=scope)
-        C = T.match_buffer(c, (nf, WARP, 8), "float32", align=64, offset_factor=1, scope="warp")
+        C = T.match_buffer(c, (nf, WARP, 8), acc, align=64, offset_factor=1, scope="warp")
         with T.sblock("root"):
             T.reads(C[0:nf, 0:WARP, 0:8], A[0:2, 0:8, 0:8, 0:e], B[0:n8, 0:8, 0:8, 0:e])
             T.writes(C[0:nf, 0:WARP, 0:8])
@@ -289,7 +309,7 @@ def _intrin(n: int, in_dtype: str, scope: str, stages: int = 0):
                            strides=[T.int32(), T.int32(), T.int32(), T.int32()])
         B = T.match_buffer(b, (n8, 8, 8, e), in_dtype, align=64, offset_factor=1, scope=scope,
                            strides=[T.int32(), T.int32(), T.int32(), T.int32()])
-        C = T.match_buffer(c, (nf, WARP, 8), "float32", align=64, offset_factor=1, scope="warp")
+        C = T.match_buffer(c, (nf, WARP, 8), acc, align=64, offset_factor=1, scope="warp")
         with T.sblock("root"):
             T.reads(C[0:nf, 0:WARP, 0:8], A[0:2, 0:8, 0:8, 0:e], B[0:n8, 0:8, 0:8, 0:e])
             T.writes(C[0:nf, 0:WARP, 0:8])
@@ -304,7 +324,7 @@ def wgmma_intrin(n: int, in_dtype: str, scope: str = "shared.dyn", stages: int =
     """Register (once) and name the intrinsic for a 16 x n x BK per-warp product (`stages`:
     see device_source)."""
     if in_dtype not in PTX_TYPE:
-        raise ValueError(f"wgmma intrinsics here take float16/bfloat16/float32 (tf32), not {in_dtype}")
+        raise ValueError(f"wgmma intrinsics here take float16/bfloat16/float32 (tf32)/int8, not {in_dtype}")
     if n not in N_CHOICES:
         raise ValueError(f"wgmma warp tile N must be a multiple of 16 up to 256, not {n}")
     name = f"tefuse_wgmma_16x{n}x{bk_of(in_dtype)}_{PTX_TYPE[in_dtype]}_{scope.replace('.', '_')}"

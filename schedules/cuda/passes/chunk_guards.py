@@ -9,7 +9,8 @@ became 8 predicated 2-byte loads and shared stores (no cp.async; 106 registers w
 24->24 channels at 192x192 on sm_90; the mma.sync path the same).
 
 What: in each tile copy marked with its vector width L (COPY_LANES, set by
-gemm/tiles.fetch_to_shared), nested zero fills become one `if_then_else(c1 and c2 ..., x, 0)`,
+gemm/tiles.fetch_to_shared), nested zero fills become one `if_then_else(c1 and c2 ..., x, 0)`
+(nested fills of different constants, an int8 conv padded with its zero point, stay nested),
 and every use of the index k the lanes run along (the copy's last: a K-major tile's reduction)
 in the condition is rewritten on whole chunks:
 `k // d` as `(k // L) // (d / L)` and `k < K` as `k // L < K / L`, identities where L divides d
@@ -46,32 +47,36 @@ def chunk_guards(func: tirx.PrimFunc) -> tirx.PrimFunc:
 def _chunked(store, k, lanes: int):
     if not isinstance(store, tirx.BufferStore) or not is_if_then_else(store.value):
         return store
-    conds, value, zero = _zero_fills(store.value)
-    if len(conds) < 2:
+    guards, value = _guards(store.value)
+    if len(guards) < 2:
         return store  # one guard: the vectorizer takes it as it is (whole k steps of whole taps)
-    cond = conds[0]
-    for c in conds[1:]:
-        cond = tirx.And(cond, c)
-    chunked = _on_chunks(cond, k, lanes)
-    if _uses(chunked, k, lanes):
+    chunked = [(_on_chunks(c, k, lanes), fill) for c, fill in guards]
+    if any(_uses(c, k, lanes) for c, _ in chunked):
         return store
-    return tirx.BufferStore(store.buffer, tirx.if_then_else(chunked, value, zero), store.indices)
+    fills = {fill.value for _, fill in chunked}
+    if fills == {0}:  # one fill: one condition
+        cond = chunked[0][0]
+        for c, _ in chunked[1:]:
+            cond = tirx.And(cond, c)
+        return tirx.BufferStore(store.buffer, tirx.if_then_else(cond, value, chunked[0][1]), store.indices)
+    # fills of their own (an int8 conv padded with its zero point inside the K tail's zeros): kept
+    # nested, each condition on chunks (passes/int_tile_copies.py makes them one cp.async)
+    for c, fill in reversed(chunked):
+        value = tirx.if_then_else(c, value, fill)
+    return tirx.BufferStore(store.buffer, value, store.indices)
 
 
-def _zero_fills(value):
-    """`if_then_else(c1, if_then_else(c2, x, 0), 0)` -> ([c1, c2], x, 0): the guards of nested
-    fills of one zero constant."""
-    cond, inner, other = value.args
-    if not (isinstance(other, (tirx.IntImm, tirx.FloatImm)) and other.value == 0):
-        return [cond], value, None
-    conds = [cond]
-    while is_if_then_else(inner):
-        c, x, o = inner.args
-        if not (isinstance(o, (tirx.IntImm, tirx.FloatImm)) and o.value == 0):
+def _guards(value):
+    """`if_then_else(c1, if_then_else(c2, x, f2), f1)` -> ([(c1, f1), (c2, f2)], x): the guards
+    of nested fills of constants, outermost first."""
+    guards = []
+    while is_if_then_else(value):
+        c, x, fill = value.args
+        if not isinstance(fill, (tirx.IntImm, tirx.FloatImm)):
             break
-        conds.append(c)
-        inner = x
-    return conds, inner, other
+        guards.append((c, fill))
+        value = x
+    return guards, value
 
 
 def _on_chunks(cond, k, lanes: int):

@@ -1,5 +1,5 @@
 """int8 products accumulating int32 (a QDQ model's anchors, graph/qdq.py) on the mma.sync template
-without a GPU: the CUDA source and its PTX hold mma.sync m16n8k32 s8 with int32 accumulators, and
+(Ampere and Ada; Hopper's take wgmma, test_wgmma_int8.py) without a GPU: the CUDA source and its PTX hold mma.sync m16n8k32 s8 with int32 accumulators, and
 the same schedule untensorized computes the exact integers on llvm (every tile, pad and masked tail
 as on the GPU). Whether the fragment layouts are right is for a GPU run (tests/gpu/test_qdq_cuda.py)."""
 from __future__ import annotations
@@ -48,11 +48,11 @@ KINDS = ["dense", "matmul", "conv2d", "conv2d_ohwi"]
 
 
 @pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("arch", ["sm_80", "sm_89"])
 def test_int8_products_compile_to_mma_sync_s8(kind, arch):
     cg = tefuse.build(_int8_product(kind, np.random.default_rng(0)), f"cuda:{arch}")
     (k,) = cg.kernels
-    assert k.template == "tensorcore_gemm"  # wgmma's template takes fp16/bf16/tf32 only
+    assert k.template == "tensorcore_gemm"  # (Hopper's int8 products: test_wgmma_int8.py)
     src = k.source("cuda")
     assert "cp.async" in src
     ptx = compile_to_ptx(src, arch)
@@ -60,7 +60,7 @@ def test_int8_products_compile_to_mma_sync_s8(kind, arch):
     assert re.search(r"\bldmatrix\.sync\.aligned\.m8n8\.x4(\.trans)?\.shared\.b16\b", ptx)
 
 
-@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("arch", ["sm_80", "sm_89"])
 def test_an_nhwc_int8_conv_reads_its_weight_nk_and_both_tiles_through_ldmatrix(arch):
     """An NHWC int8 conv with a constant HWIO weight, built for CUDA: the weight pass gives it
     OHWI, so both operand tiles are K-major and every fragment comes from ldmatrix; with [K, N]
@@ -104,7 +104,7 @@ def test_int8_shared_tiles_rows_start_16_byte_aligned(kind):
     from tefuse.schedules.cuda.gemm.tiles import aligned_row, row_pad
 
     assert row_pad(8, 1) == 16 and row_pad(8, 2) == 8 and row_pad(0, 1) == 0
-    cg = tefuse.build(_int8_product(kind, np.random.default_rng(0)), "cuda:sm_90")
+    cg = tefuse.build(_int8_product(kind, np.random.default_rng(0)), "cuda:sm_89")
     src = cg.kernels[0].source("cuda")
     # the tile copies' shared addresses: plain stores, or cp.async's destination (its first offset)
     stores = [ln for ln in src.splitlines() if "buf_dyn_shmem_ptr)" in ln and "= condval" in ln]
@@ -131,7 +131,7 @@ COPIES = {"dense": lambda rng: _int8_product("dense", rng), "matmul": lambda rng
 
 
 @pytest.mark.parametrize("kind", COPIES)
-@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("arch", ["sm_80", "sm_89"])
 def test_int8_operand_tiles_copy_16_bytes_a_thread_on_cp_async(kind, arch):
     """Both operand tiles (masked tails, a conv's padding: passes/int_tile_copies.py) move on
     cp.async.cg 16, as fp16's do, and nvcc compiles the source (no int8x16 constant printed as
