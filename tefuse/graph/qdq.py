@@ -2,8 +2,9 @@
 and TensorRT's explicit quantization write them) as integer products.
 
 `quantize_products`: a conv2d / matmul / dense whose data is dequantize_linear(x_q) (int8, or
-uint8 read as int8 with its zero point moved by 128; one scale and zero point) and whose weight is dequantize_linear(w_q) of constants (int8, symmetric,
-one scale or one per output channel) becomes the quantized anchor
+uint8 read as int8 with its zero point moved by 128; one scale and zero point) and whose weight
+is dequantize_linear(w_q) of constants (int8, symmetric, one scale or one per output channel)
+becomes the quantized anchor
 
     acc = conv2d(pad(x_q, zx), w_q, out_dtype=int32)         int8 operands, int32 accumulation
     y   = float32(acc - zx * sum(w_q)) * (sx * sw[k])         the dequantize scale
@@ -12,6 +13,13 @@ with the zero point's share taken out per output channel (padding with zx first 
 window a full one, so that share is one constant per channel). Everything after it (bias, ReLU,
 residual add, the next QuantizeLinear) is elementwise and is fused after the anchor by the
 fusion pass; the weights are read as the int8 constants the model holds.
+
+float8 QDQ (e4m3fn or e5m2 on both operands, zero points 0) becomes the same anchor on the codes:
+
+    y   = conv2d(pad(x_q, +0), w_q, codes=float8_e4m3fn) * (sx * sw[k])   float32 accumulation
+
+each code decoded exactly in the product (ops/codes.py), and read as e4m3/e5m2 by Hopper's tensor
+cores (schedules/cuda/intrin/wgmma.py).
 
 `fold_constant_dequantize`: any dequantize_linear of constants left over (weights of an op this
 pass does not take, or a build without it) becomes its float constant, computed once here.
@@ -23,6 +31,7 @@ from typing import Optional
 
 import numpy as np
 
+from ..ops.codes import PRODUCT_CODES
 from ..ops.conv2d import normalize_padding
 from .ir import CONST, Graph, Node, RewriteContext, fresh_name, op_node, rewrite
 from .lowbit import from_storage
@@ -36,30 +45,52 @@ def _const(n: Node) -> Optional[np.ndarray]:
     return n.value if n.op == CONST else None
 
 
-def _activation(dq: Node) -> Optional[tuple[Node, float, int]]:
-    """(x_q, scale, zero point) of a per-tensor int8/uint8 dequantize_linear, else None."""
-    if dq.op != "dequantize_linear" or dq.attrs.get("src") or dq.dtype != "float32":
+def _codes(dq: Node) -> Optional[str]:
+    """What a dequantize_linear's input holds: "" for int8/uint8 values, the float8 format of
+    uint8 codes the tensor cores multiply (ops/codes.py), None for anything else."""
+    src = str(dq.attrs.get("src") or "")
+    if not src:
+        return "" if dq.inputs[0].dtype in ("int8", "uint8") else None
+    return src if src in PRODUCT_CODES else None
+
+
+def _zero(z: np.ndarray, codes: str) -> bool:
+    """Whether a zero point is zero: a float8 one as its code (+0 or -0)."""
+    return not np.any(z & 0x7F if codes else z)
+
+
+def _activation(dq: Node) -> Optional[tuple[Node, float, int, str]]:
+    """(x_q, scale, zero point, codes) of a per-tensor int8/uint8 or float8 dequantize_linear,
+    else None (`_codes`; a float8 zero point is 0)."""
+    if dq.op != "dequantize_linear" or dq.dtype != "float32":
         return None
+    codes = _codes(dq)
     xq, s, z = dq.inputs
     sv, zv = _const(s), _const(z)
-    if xq.dtype not in ("int8", "uint8") or sv is None or zv is None or sv.size != 1 or zv.size != 1:
+    if codes is None or sv is None or zv is None or sv.size != 1 or zv.size != 1:
         return None
-    return xq, float(sv.reshape(())), int(zv.reshape(()))
+    if codes:
+        return (xq, float(sv.reshape(())), 0, codes) if _zero(zv, codes) else None
+    return xq, float(sv.reshape(())), int(zv.reshape(())), codes
 
 
-def _weight(dq: Node, k_axis: int) -> Optional[tuple[np.ndarray, np.ndarray]]:
-    """(w_q int8, scale per output channel) of a symmetric dequantize_linear of constants."""
-    if dq.op != "dequantize_linear" or dq.attrs.get("src") or dq.attrs.get("block_size"):
+def _weight(dq: Node, k_axis: int) -> Optional[tuple[np.ndarray, np.ndarray, str]]:
+    """(w_q, scale per output channel, codes) of a symmetric dequantize_linear of int8 or float8
+    constants."""
+    if dq.op != "dequantize_linear" or dq.attrs.get("block_size"):
         return None
+    codes = _codes(dq)
     wq, s, z = (_const(i) for i in dq.inputs)
-    if wq is None or s is None or z is None or wq.dtype != np.int8 or np.any(z != 0):
+    if codes is None or wq is None or s is None or z is None or not _zero(z, codes):
+        return None
+    if wq.dtype != (np.uint8 if codes else np.int8):
         return None
     k = wq.shape[k_axis]
     if s.size == 1:
-        return wq, np.full(k, float(s.reshape(())), np.float64)
+        return wq, np.full(k, float(s.reshape(())), np.float64), codes
     if s.ndim != 1 or s.size != k or (dq.attrs["axis"] % wq.ndim) != k_axis:
         return None
-    return wq, s.astype(np.float64)
+    return wq, s.astype(np.float64), codes
 
 
 def _quantized(n: Node, ins: list[Node], ctx: RewriteContext) -> Optional[Node]:
@@ -78,10 +109,10 @@ def _quantized(n: Node, ins: list[Node], ctx: RewriteContext) -> Optional[Node]:
             return None
         k_axis, sum_axes, ch_shape = 1, (0,), (-1,)
     w = _weight(ins[1], k_axis)
-    if act is None or w is None:
+    if act is None or w is None or act[3] != w[2]:
         return None
-    xq, sx, zx = act
-    wq, sw = w
+    xq, sx, zx, codes = act
+    wq, sw, _ = w
     names = ctx.names
 
     def const(base: str, value: np.ndarray) -> Node:
@@ -89,7 +120,7 @@ def _quantized(n: Node, ins: list[Node], ctx: RewriteContext) -> Optional[Node]:
 
     attrs = {k: v for k, v in n.attrs.items() if k != "padding"}
     data = xq
-    if xq.dtype == "uint8":  # as int8 with its zero point moved down by 128: x - zx stays the same
+    if xq.dtype == "uint8" and not codes:  # as int8 with its zero point moved down by 128: x - zx stays the same
         wide = op_node(fresh_name(names, f"{n.name}_u8"), "cast", [xq], {"dtype": "int16"})
         wide = op_node(fresh_name(names, f"{n.name}_u8_shift"), "sub", [wide, const("u8_shift", np.array(128, np.int16))], {})
         data = op_node(fresh_name(names, f"{n.name}_s8"), "cast", [wide], {"dtype": "int8"})
@@ -101,6 +132,9 @@ def _quantized(n: Node, ins: list[Node], ctx: RewriteContext) -> Optional[Node]:
                            {"pads": (0, 0, t, l, 0, 0, b, r), "value": float(zx)})
         attrs["padding"] = 0
     wnode = const("wq", np.ascontiguousarray(wq))
+    if codes:  # float8 codes: products summed in float32, no zero point (code 0 pads: +0.0)
+        acc = op_node(fresh_name(names, f"{n.name}_fp8"), n.op, [data, wnode], {**attrs, "codes": codes})
+        return op_node(n.name, "mul", [acc, const("scale", (sx * sw).astype(np.float32).reshape(ch_shape))], {})
     acc = op_node(fresh_name(names, f"{n.name}_int8"), n.op, [data, wnode], {**attrs, "out_dtype": "int32"})
     if zx:
         corr = (zx * wq.astype(np.int64).sum(axis=sum_axes)).astype(np.int32)
@@ -116,8 +150,9 @@ def quantize_products(graph: Graph) -> Graph:
         return graph
     out = rewrite(graph, _quantized)
     done = sum(1 for n in out.nodes if n.is_op and n.attrs.get("out_dtype") == "int32")
-    if done:
-        log.info("qdq: %d product(s) computed on int8 operands", done)
+    fp8 = sum(1 for n in out.nodes if n.is_op and n.attrs.get("codes"))
+    if done or fp8:
+        log.info("qdq: %d product(s) computed on int8 operands, %d on float8", done, fp8)
     return out
 
 

@@ -31,6 +31,7 @@ OHWI wherever mma.sync runs (`int8=True`, sm_80+): its s8 instruction takes both
 K-major, which ldmatrix loads from a K-major tile as it is, while a [K, N] int8 tile cannot be
 transposed by ldmatrix (16-bit elements only) and went through 64 byte-wide shared loads a
 thread each k step. Only convs over whole 16-byte copies of channels (the stem keeps HWIO).
+Hopper's wgmma reads 8-bit operands K-major only too: int8, and float8 products on their codes.
 """
 from __future__ import annotations
 
@@ -52,10 +53,16 @@ def tensor_core_operand(n: Node, w: Node) -> bool:
     return w.dtype in TENSOR_CORE_DTYPES or (w.dtype == "float32" and n.attrs.get("math") == "tf32")
 
 
+def _one_byte(n: Node, w: Node) -> bool:
+    """An int8 product's weight, or float8 codes (ops/codes.py): both read K-major by the
+    tensor cores' 8-bit instructions."""
+    return w.dtype in INT8_DTYPES or bool(n.attrs.get("codes"))
+
+
 def _operand(n: Node, w: Node, floats: bool, int8: bool) -> bool:
     """Whether the weight pass takes this product's weight: a float tensor-core operand (floats)
-    or an int8 one (int8)."""
-    return (floats and tensor_core_operand(n, w)) or (int8 and w.dtype in INT8_DTYPES)
+    or a one-byte one (int8)."""
+    return (floats and tensor_core_operand(n, w)) or (int8 and _one_byte(n, w))
 
 
 def vector_lanes(dtype: str) -> int:
@@ -87,7 +94,7 @@ def _conv_candidate(n: Node, min_mn: int, floats: bool, int8: bool) -> bool:
     if not _nk_conv(n, min_mn, floats, int8) or n.inputs[1].op != CONST:
         return False
     c, lanes = n.inputs[0].shape[3], vector_lanes(n.inputs[1].dtype)
-    if n.inputs[1].dtype in INT8_DTYPES:
+    if _one_byte(n, n.inputs[1]):
         return c % lanes == 0
     return c % lanes == 0 or c < lanes
 

@@ -16,7 +16,8 @@ from tvm import te, tirx as tir
 
 from ..errors import OpError
 from .registry import OpPattern, register_op
-from .value import MATH, OUT_DTYPE, Value, product_dtypes, tf32_operand, te_compute
+from .codes import CODES, operand_dtypes, widen
+from .value import MATH, OUT_DTYPE, Value, tf32_operand, te_compute
 
 WEIGHT_LAYOUT = {"NCHW": "OIHW", "NHWC": "HWIO"}  # each layout's default
 WEIGHT_LAYOUTS = {"NCHW": ("OIHW",), "NHWC": ("HWIO", "OHWI")}  # what each layout reads
@@ -215,7 +216,7 @@ def _geometry(in_shapes, out_shape, attrs: dict) -> Conv2dGeometry:
 
 @register_op("conv2d", OpPattern.OUT_ELEMWISE_FUSABLE, anchor="conv2d", num_inputs=2,
              attrs={"strides": 1, "padding": 0, "dilation": 1, "groups": 1, "layout": "NCHW"},
-             geometry=_geometry, optional={**MATH, **OUT_DTYPE, "weight_layout": "", "split_k": 1})
+             geometry=_geometry, optional={**MATH, **OUT_DTYPE, **CODES, "weight_layout": "", "split_k": 1})
 def conv2d(inputs: Sequence[Value], attrs: dict) -> Value:
     """2-D convolution, accumulating in float32 for float16 inputs; math='tf32' rounds float32
     operands to TF32 first (tensor cores' tf32 mode). split_k=S (NHWC, groups=1) gives S partial
@@ -225,7 +226,7 @@ def conv2d(inputs: Sequence[Value], attrs: dict) -> Value:
     if data.dtype != weight.dtype:
         raise OpError(f"conv2d: data dtype {data.dtype} differs from weight dtype {weight.dtype}")
     geo = conv2d_geometry(data.shape, weight.shape, attrs)
-    acc, res = product_dtypes(data.dtype, attrs)
+    acc, res = operand_dtypes(data.dtype, attrs)
     padded = pad_stage(data, geo.layout, geo.padding)
     wt = weight.materialize("weight_in") if weight.is_lazy else weight.tensor
     cg, kg = geo.c // geo.groups, geo.k // geo.groups
@@ -233,7 +234,7 @@ def conv2d(inputs: Sequence[Value], attrs: dict) -> Value:
     rc = te.reduce_axis((0, cg // geo.split_k), "rc")
     ry = te.reduce_axis((0, geo.kh), "ry")
     rx = te.reduce_axis((0, geo.kw), "rx")
-    cast = (lambda e: tir.Cast(acc, e)) if acc != data.dtype else (lambda e: e)
+    cast = widen(attrs, (lambda e: tir.Cast(acc, e)) if acc != data.dtype else (lambda e: e))
     ch = (lambda k: rc) if geo.groups == 1 else (lambda k: (k // kg) * cg + rc)
 
     if geo.layout == "NCHW":

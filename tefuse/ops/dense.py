@@ -9,7 +9,8 @@ from tvm import te, tirx as tir
 
 from ..errors import OpError
 from .registry import OpPattern, register_op
-from .value import MATH, OUT_DTYPE, Value, broadcast_shape, dim_of, lazy, product_dtypes, tf32_operand, te_compute
+from .codes import CODES, operand_dtypes, widen
+from .value import MATH, OUT_DTYPE, Value, broadcast_shape, dim_of, lazy, tf32_operand, te_compute
 
 
 def _finish(out: te.Tensor, dtype: str, attrs: dict) -> Value:
@@ -67,7 +68,7 @@ def _matmul_geometry(in_shapes, out_shape, attrs: dict) -> GemmGeometry:
 
 
 @register_op("dense", OpPattern.OUT_ELEMWISE_FUSABLE, anchor="dense", num_inputs=2,
-             geometry=_dense_geometry, optional={**MATH, **OUT_DTYPE, "alpha": 1.0})
+             geometry=_dense_geometry, optional={**MATH, **OUT_DTYPE, **CODES, "alpha": 1.0})
 def dense(inputs: Sequence[Value], attrs: dict) -> Value:
     """y[m, n] = alpha * sum_k x[m, k] * w[n, k]; math='tf32' rounds float32 operands to TF32 first."""
     x, w = inputs
@@ -77,18 +78,19 @@ def dense(inputs: Sequence[Value], attrs: dict) -> Value:
         raise OpError(f"dense: data {x.shape} and weight {w.shape} ([out, in]) disagree on in_features")
     if x.dtype != w.dtype:
         raise OpError(f"dense: dtype mismatch {x.dtype} vs {w.dtype}")
-    acc, res = product_dtypes(x.dtype, attrs)
+    acc, res = operand_dtypes(x.dtype, attrs)
+    cast = widen(attrs, lambda e: tir.Cast(acc, e))
     xt = tf32_operand(x, attrs).materialize("data_in")
     wt = tf32_operand(w, attrs).materialize("weight_in")
     k = te.reduce_axis((0, x.shape[1]), "k")
     out = te_compute((x.shape[0], w.shape[0]),
-                     lambda i, j: te.sum(tir.Cast(acc, xt[i, k]) * tir.Cast(acc, wt[j, k]), axis=k),
+                     lambda i, j: te.sum(cast(xt[i, k]) * cast(wt[j, k]), axis=k),
                      name="dense", tag="dense")
     return _finish(out, res, attrs)
 
 
 @register_op("matmul", OpPattern.OUT_ELEMWISE_FUSABLE, anchor="dense", num_inputs=2,
-             geometry=_matmul_geometry, optional={**MATH, **OUT_DTYPE, "trans_b": False, "alpha": 1.0, "split_k": 1})
+             geometry=_matmul_geometry, optional={**MATH, **OUT_DTYPE, **CODES, "trans_b": False, "alpha": 1.0, "split_k": 1})
 def matmul(inputs: Sequence[Value], attrs: dict) -> Value:
     """numpy.matmul semantics for ranks >= 1 (1-D operands promoted and squeezed), times alpha;
     math='tf32' rounds float32 operands to TF32 first. trans_b=True: b is a 2-D [N, K] (a Linear's weight,
@@ -117,10 +119,11 @@ def matmul(inputs: Sequence[Value], attrs: dict) -> Value:
     m, kk, n = a.shape[-2], a.shape[-1], b.shape[-1]
     at = Value(batch + (m, kk), a.dtype, _batched(a, batch)).materialize("data_in")
     bt = Value(batch + (kk, n), b.dtype, _batched(b, batch)).materialize("weight_in")
-    acc, res_dtype = product_dtypes(a.dtype, attrs)
+    acc, res_dtype = operand_dtypes(a.dtype, attrs)
+    cast = widen(attrs, lambda e: tir.Cast(acc, e))
     k = te.reduce_axis((0, kk), "k")
     out = te_compute(batch + (m, n),
-                     lambda *i: te.sum(tir.Cast(acc, at(*i[:-1], k)) * tir.Cast(acc, bt(*i[:-2], k, i[-1])),
+                     lambda *i: te.sum(cast(at(*i[:-1], k)) * cast(bt(*i[:-2], k, i[-1])),
                                        axis=k), name="matmul", tag="dense")
     res = _finish(out, res_dtype, attrs)
     if squeeze_a or squeeze_b:
@@ -146,13 +149,14 @@ def _matmul_nk(a: Value, b: Value, attrs: dict) -> Value:
         raise OpError(f"matmul(trans_b): inner dimensions differ: {a.shape} @ {b.shape}.T")
     at = a.materialize("data_in")
     bt = b.materialize("weight_in")
-    acc, res = product_dtypes(a.dtype, attrs)
+    acc, res = operand_dtypes(a.dtype, attrs)
     splits = attrs.get("split_k", 1)
     if splits != 1:
         return _matmul_nk_split(at, bt, splits, acc, attrs)
+    cast = widen(attrs, lambda e: tir.Cast(acc, e))
     k = te.reduce_axis((0, a.shape[-1]), "k")
     out = te_compute(a.shape[:-1] + (b.shape[0],),
-                     lambda *i: te.sum(tir.Cast(acc, at(*i[:-1], k)) * tir.Cast(acc, bt(i[-1], k)), axis=k),
+                     lambda *i: te.sum(cast(at(*i[:-1], k)) * cast(bt(i[-1], k)), axis=k),
                      name="matmul", tag="dense")
     return _finish(out, res, attrs)
 
@@ -166,10 +170,11 @@ def _matmul_nk_split(at: te.Tensor, bt: te.Tensor, splits, acc: str, attrs: dict
     if float(attrs.get("alpha", 1.0)) != 1.0:
         raise OpError("matmul: split_k with alpha != 1 (the scale belongs after the sum)")
     ks = kk // splits
+    cast = widen(attrs, lambda e: tir.Cast(acc, e))
     k = te.reduce_axis((0, ks), "k")
     shape = (splits,) + tuple(dim_of(d) for d in at.shape[:-1]) + (int(bt.shape[0]),)
-    out = te_compute(shape, lambda s, *i: te.sum(tir.Cast(acc, at(*i[:-1], s * ks + k))
-                                                 * tir.Cast(acc, bt(i[-1], s * ks + k)), axis=k),
+    out = te_compute(shape, lambda s, *i: te.sum(cast(at(*i[:-1], s * ks + k))
+                                                 * cast(bt(i[-1], s * ks + k)), axis=k),
                      name="matmul", tag="dense")
     return Value.of_tensor(out)
 

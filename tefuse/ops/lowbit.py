@@ -80,7 +80,9 @@ def _decode(fmt: MiniFloat, code):
     norm = tir.Cast(F32, man + _u(1 << fmt.man_bits)) * p2
     val = tir.Select(e == _u(0), sub, norm)
     val = tir.Select(sign == _u(1), val * tir.const(-1.0, F32), val)  # (0 - 0 would lose -0)
-    nan = tir.const(float("nan"), F32)
+    # NaN by its bits: a NaN literal never equals itself, so a tensor intrinsic's description
+    # holding this decode (schedules/cuda/intrin/wgmma.py) would not match the product's block
+    nan = tir.reinterpret(F32, _u(0x7FC00000))
     if fmt.uz:
         return tir.Select(c == _u(0x80), nan, val)
     if fmt.inf_code is not None:  # e5m2: exponent all ones is inf (mantissa 0) or NaN

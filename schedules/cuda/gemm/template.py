@@ -53,6 +53,11 @@ def _tf32(info: KernelInfo) -> bool:
     return info.dtype == "float32" and info.attrs.get("math") == "tf32"
 
 
+def _codes(info: KernelInfo) -> str:
+    """The float8 format of a product's uint8 operand codes (ops/codes.py), or ""."""
+    return str(info.attrs.get("codes") or "")
+
+
 def _intrins(info: KernelInfo) -> list[str]:
     """mma.sync's instruction families for the operands' type, preferred first: TVM's CUDA
     codegen has no float32 wmma fragments, so tf32 is mma.sync only."""
@@ -97,7 +102,7 @@ def _sliceable(info: KernelInfo, slices: int, tile=None) -> bool:
     channels-last (the sum is computed over the output's (M, N) view); with `tile`, one of
     SLICED_TILES with a whole tile of rows and whole tiles of columns."""
     g = info.geometry
-    if info.dtype in MMA_INT_DTYPES:  # the slices' sum adds float32 partial tiles (cluster_sum.py)
+    if info.dtype in MMA_INT_DTYPES or _codes(info):  # not measured; int32 partials are not float32's
         return False
     if info.symbolic:  # the sum's tile of rows is measured whole (m >= BM), which a run-time M need not be
         return False
@@ -124,6 +129,7 @@ class TensorCoreGemm(Template):
     template that takes a group is its untuned choice too (preference DOMINANT)."""
 
     dtypes = TC_DTYPES  # the operand types it multiplies (float32 too with math='tf32')
+    takes_codes = False  # whether it multiplies float8 codes (uint8 operands with a `codes` attr)
     # a symbolic M (a transformer's N*S rows, a conv's N*H*W) is padded to whole block tiles like
     # any M (pad_einsum): every tile, shared and fragment buffer is a constant size, the grid and
     # the tail's predicates take M at launch
@@ -135,7 +141,10 @@ class TensorCoreGemm(Template):
     def accepts(self, info: KernelInfo) -> bool:
         if info.geometry is None or info.stage("accumulator") is None:
             return False
-        if info.dtype not in self.dtypes and not _tf32(info):
+        if _codes(info):
+            if not self.takes_codes:
+                return False
+        elif info.dtype not in self.dtypes and not _tf32(info):
             return False
         if info.anchor_kind not in ("conv2d", "dense") or getattr(info.geometry, "groups", 1) != 1:
             return False
@@ -173,7 +182,7 @@ class TensorCoreGemm(Template):
         apply_gemm(sch, gemm, epilogue,
                    dict(BM=bm, BN=bn, WM=wm, WN=wn, BK=cfg["bk"], stages=cfg["stages"], intrin=cfg["intrin"],
                         vec_out=vec_out, tensorize=device_caps(target).kind == "cuda",
-                        a_m_major=nchw, c_m_major=nchw, slices=slices), target)
+                        a_m_major=nchw, c_m_major=nchw, slices=slices, codes=_codes(info)), target)
 
     def finish(self, mod, info: KernelInfo, cfg: Config, target):
         steps = [clamp_rows, chunk_guards]  # (on llvm too: same numbers)
@@ -259,6 +268,7 @@ class WgmmaGemm(TensorCoreGemm):
 
     name = "wgmma_gemm"
     dtypes = TC_DTYPES + MMA_INT_DTYPES  # int8: s8 into s32, tiles 128 deep (one 128-byte row)
+    takes_codes = True  # float8 codes: e4m3 / e5m2 into f32, the same byte tiles
     # the one template it was split from: a record of that template with intrin=wgmma is this one's
     record_names = ("tensorcore_gemm",)
 
@@ -275,8 +285,10 @@ class WgmmaGemm(TensorCoreGemm):
 
     def space(self, info: KernelInfo, target) -> ConfigSpace:
         s = ConfigSpace()
-        # an int8 tile row holds 128 values; fp16/bf16 and tf32 keep the knob they were tuned with
-        self.tiling_knobs(s, ["wgmma"], [bk_of(info.dtype)] if info.dtype in MMA_INT_DTYPES else (32, 64))
+        # a one-byte tile row (int8, float8 codes) holds 128 values; fp16/bf16 and tf32 keep the
+        # knob they were tuned with
+        one_byte = info.dtype in MMA_INT_DTYPES or _codes(info)
+        self.tiling_knobs(s, ["wgmma"], [bk_of(info.dtype)] if one_byte else (32, 64))
         # the CTAs of a cluster sharing an output tile's reduction (passes/cluster_sum.py), implied 1 in
         # the records from before it
         s.define_knob("slices", [1, 2, 4], implied_first=True)

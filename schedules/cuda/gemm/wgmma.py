@@ -26,13 +26,14 @@ from tvm.s_tir.dlight.gpu.matmul import IterKind, detect_iter_traits, make_iter_
 
 from ....ops.value import unround_tf32
 from ....target import SMEM_OPTIN, device_caps, optin_target
+from ...common import dtype_bytes
 from ..intrin.tvm_library import tvm_cuda_intrinsics
 from ..passes.clamp_rows import ROWS_ANNOTATION
 from .cluster import cluster_split
 from .sliced_k import SLICE_AXIS, stage_sum
 from .tiles import (DEFAULT_CFG, bind_grid, drop_unit_iters, fetch_to_shared, intrin_names, last_index_kind,
                     operand_k_major, stage_accumulators, staging_row_stride, store_epilogue, tensorize_staging_store)
-from ..intrin.wgmma import (N_CHOICES, PTX_TYPE, acc_dtype, bk_of, chunk_elems, store_intrin,
+from ..intrin.wgmma import (N_CHOICES, PTX_TYPE, acc_dtype, bk_of, chunk_elems, storage, store_intrin,
                             swizzle_index_map, wgmma_intrin)
 
 HOPPER_SMEM_OPTIN = SMEM_OPTIN["sm_90a"]  # bytes of dynamic shared memory a block may opt into (227 KB)
@@ -197,13 +198,16 @@ def apply_wgmma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
     drop_unit_iters(sch, block)
     blk = sch.get(block)
     in_dtype = c["in_dtype"] or blk.reads[0].source.dtype
-    if in_dtype not in PTX_TYPE:
-        raise ValueError(f"wgmma takes float16/bfloat16/float32 (tf32)/int8 operands, not {in_dtype}")
+    op_type = c.get("codes") or in_dtype  # float8 codes: byte tiles the instruction reads as e4m3/e5m2
+    if storage(op_type) != in_dtype:
+        raise ValueError(f"wgmma: {op_type} operands are held as {storage(op_type)}, not {in_dtype}")
+    if op_type not in PTX_TYPE:
+        raise ValueError(f"wgmma takes {', '.join(PTX_TYPE)} operands, not {op_type}")
     if blk.reads[1].source.dtype != in_dtype:
         raise ValueError("wgmma needs both operands of one type")
-    acc_type = acc_dtype(in_dtype)
+    acc_type = acc_dtype(op_type)
     if blk.writes[0].source.dtype != acc_type:
-        raise ValueError(f"wgmma accumulates {in_dtype} products in {acc_type}, not {blk.writes[0].source.dtype}")
+        raise ValueError(f"wgmma accumulates {op_type} products in {acc_type}, not {blk.writes[0].source.dtype}")
     BK = bk_of(in_dtype)
     if int(c["BK"]) != BK:
         raise ValueError(f"wgmma {in_dtype} tiles are {BK} deep (one 128-byte swizzle row), not BK={c['BK']}")
@@ -263,7 +267,7 @@ def apply_wgmma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
     # ---------------------------------------------------------------- 4. global -> shared
     # 16-byte copies at most: the shared tiles' 128-byte rows are swizzled in 16-byte chunks (an
     # int8 tile's 16 values a chunk, as mma.py's; masked ones: passes/int_tile_copies.py)
-    vec_max = chunk_elems(in_dtype) if in_dtype == "int8" else min(int(c["vec"]), chunk_elems(in_dtype))
+    vec_max = chunk_elems(in_dtype) if dtype_bytes(in_dtype) == 1 else min(int(c["vec"]), chunk_elems(in_dtype))
     fetch = dict(k_loop=k0, scope=sh_scope, vec_max=vec_max, n_warps=n_warps,
                  on_gpu=on_gpu)
     a_g2s, vec_a = fetch_to_shared(sch, block_outer, 0, **fetch)
@@ -299,10 +303,11 @@ def apply_wgmma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
 
         sch.transform_layout(acc, ("read", 0),
                              lambda b_, i_, j_: (b_, i_ // 16, j_ // 16, *lay(i_ % 16, j_ % 16)))
-        names = intrin_names("mma", in_dtype, acc_type, sh_scope, True)
+        # the accumulators' fill and store: TVM's mma intrinsics of that accumulator type
+        names = intrin_names("mma", "int8" if acc_type == "int32" else "float16", acc_type, sh_scope, True)
         sch.tensorize(sch.get_loops(init_inner)[-2], names["init"])
         tensorize_staging_store(sch, acc, store_intrin(names["store"], sh_scope, acc_type) if inflight else names["store"])
-        sch.tensorize(sch.get_loops(block_inner)[-3], wgmma_intrin(BN, in_dtype, sh_scope, inflight))
+        sch.tensorize(sch.get_loops(block_inner)[-3], wgmma_intrin(BN, op_type, sh_scope, inflight))
 
     # ---------------------------------------------------------------- 7. pipelining
     if stages >= 2:

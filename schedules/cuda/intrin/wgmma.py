@@ -2,6 +2,7 @@
 wgmma.mma_async, operands read by the tensor cores straight from shared memory, float32
 accumulators in registers (int32 for int8). fp16/bf16: m64nNk16, BK = 64; tf32 (float32
 operands): m64nNk8, BK = 32; int8 (a QDQ model's anchors, graph/qdq.py): m64nNk32 s8 into s32,
+BK = 128; float8 (uint8 codes of e4m3 / e5m2, ops/codes.py): m64nNk32 e4m3/e5m2 into f32,
 BK = 128. Whatever the type a tile row is 128 bytes and one instruction takes 32 bytes of it, four
 instructions a row, so the swizzle, descriptors and copies are the same bytes for every type. tf32 wgmma reads a float32's top 19 bits (truncation); the op rounds them to
 nearest (ops.value.round_tf32) and truncation instead drifted ResNet-50's output by 2% (H100). The copies cannot round (cp.async moves bytes), so the schedule streams the raw
@@ -43,14 +44,24 @@ from __future__ import annotations
 from tvm.s_tir import TensorIntrin
 from tvm.script import tirx as T
 
+from ....ops.codes import PRODUCT_CODES
+from ....ops.lowbit import decode
 from ...common import dtype_bytes
 from ...intrin import register_once
 
 WARP = 32
-PTX_TYPE = {"float16": "f16", "bfloat16": "bf16", "float32": "tf32", "int8": "s8"}
+# operand types: a dtype, or the float8 format of uint8 codes (ops/codes.py), read as such here
+PTX_TYPE = {"float16": "f16", "bfloat16": "bf16", "float32": "tf32", "int8": "s8",
+            "float8_e4m3fn": "e4m3", "float8_e5m2": "e5m2"}
+CODE_STORAGE = dict.fromkeys(PRODUCT_CODES, "uint8")
 # the accumulators' type, float32 unless named; PTX spells it as the instruction's dtype
 ACC_DTYPE = {"int8": "int32"}
 PTX_ACC = {"float32": "f32", "int32": "s32"}
+
+
+def storage(in_dtype: str) -> str:
+    """The tiles' dtype for an operand type: float8 codes are bytes."""
+    return CODE_STORAGE.get(in_dtype, in_dtype)
 
 
 def acc_dtype(in_dtype: str) -> str:
@@ -101,7 +112,7 @@ def swizzle_index_map(dtype: str = "float16"):
 
 
 def func_name(n: int, in_dtype: str, stages: int = 0) -> str:
-    return f"tefuse_wgmma_m64n{n}k{k_step(in_dtype)}x4_{PTX_TYPE[in_dtype]}" + (f"_s{stages}" if stages else "")
+    return f"tefuse_wgmma_m64n{n}k{k_step(storage(in_dtype))}x4_{PTX_TYPE[in_dtype]}" + (f"_s{stages}" if stages else "")
 
 
 DESC_SOURCE = """
@@ -130,14 +141,21 @@ def register_fences(n: int, indent: str = "  ", in_dtype: str = "float16") -> st
     return "\n".join(f'{indent}asm volatile("" : "+{c}"(d[{i}]) :: "memory");' for i in range(n // 2))
 
 
+def _after_scale_d(in_dtype: str) -> str:
+    """wgmma's immediate operands after scale-d: 16-bit types take imm-scale-a/b (1) and
+    imm-trans-a/b (0: K-major); tf32 and fp8 read K-major only and take the scales alone;
+    integer wgmma takes neither."""
+    if in_dtype == "int8":
+        return ""
+    return ", 1, 1" if in_dtype == "float32" or in_dtype in CODE_STORAGE else ", 1, 1, 0, 0"
+
+
 def wgmma_row(n: int, in_dtype: str, indent: str = "  ") -> str:
     """CUDA statements for one 128-byte tile row of wgmma on descriptors `da`, `db` (four k
     steps, the start address 32 bytes on each) into d[]: wgmma.fence, the four, commit."""
-    t, ks, nreg = PTX_TYPE[in_dtype], k_step(in_dtype), n // 2
+    t, ks, nreg = PTX_TYPE[in_dtype], k_step(storage(in_dtype)), n // 2
     acc = PTX_ACC[acc_dtype(in_dtype)]
-    # after scale-d: 16-bit types take imm-scale-a/b (1) and imm-trans-a/b (0: K-major); tf32
-    # reads K-major only and takes the scales alone; integer wgmma takes neither
-    tail = {"float32": ", 1, 1", "int8": ""}.get(in_dtype, ", 1, 1, 0, 0")
+    tail = _after_scale_d(in_dtype)
     regs = ", ".join(f"%{i}" for i in range(nreg))
     outs = ", ".join(f'"+{_reg(in_dtype)}"(d[{i}])' for i in range(nreg))
     body = f"""asm volatile("wgmma.fence.sync.aligned;\\n" ::: "memory");
@@ -275,20 +293,24 @@ def _intrin(n: int, in_dtype: str, scope: str, stages: int = 0):
     from tvm.backend.cuda.op import cuda_func_call
 
     nf, n8 = n // 16, n // 8
-    e, bk = chunk_elems(in_dtype), bk_of(in_dtype)
+    buf = storage(in_dtype)
+    e, bk = chunk_elems(buf), bk_of(buf)
     name, src = func_name(n, in_dtype, stages), device_source(n, in_dtype, stages)
     acc = acc_dtype(in_dtype)
     if in_dtype == "float32":  # the GEMM block multiplies float32 operands as they are
         def prod(a, b):
             return a * b
+    elif in_dtype in CODE_STORAGE:  # each code decoded, as ops/codes.py's products compute
+        def prod(a, b):
+            return decode(in_dtype, a) * decode(in_dtype, b)
     else:  # each operand widened to the accumulator's type, as the op computes it
         def prod(a, b):
             return T.Cast(acc, a) * T.Cast(acc, b)
 
     @T.prim_func(s_tir=True)
     def desc(a: T.handle, b: T.handle, c: T.handle) -> None:
-        A = T.match_buffer(a, (2, 8, 8, e), in_dtype, align=64, offset_factor=1, scope=scope)
-        B = T.match_buffer(b, (n8, 8, 8, e), in_dtype, align=64, offset_factor=1, scope=scope)
+        A = T.match_buffer(a, (2, 8, 8, e), buf, align=64, offset_factor=1, scope=scope)
+        B = T.match_buffer(b, (n8, 8, 8, e), buf, align=64, offset_factor=1, scope=scope)
         C = T.match_buffer(c, (nf, WARP, 8), acc, align=64, offset_factor=1, scope="warp")
         with T.sblock("root"):
             T.reads(C[0:nf, 0:WARP, 0:8], A[0:2, 0:8, 0:8, 0:e], B[0:n8, 0:8, 0:8, 0:e])
@@ -297,17 +319,17 @@ def _intrin(n: int, in_dtype: str, scope: str, stages: int = 0):
                 with T.sblock("C"):
                     vi, vj, vk = T.axis.remap("SSR", [i, j, k])
                     tc, lc = T.meta_var(_lay_c(vi, vj % 16))
-                    _ak, a0, a1, a2, a3 = T.meta_var(swizzle_dims(vi, vk, in_dtype))
-                    _bk, b0, b1, b2, b3 = T.meta_var(swizzle_dims(vj, vk, in_dtype))
+                    _ak, a0, a1, a2, a3 = T.meta_var(swizzle_dims(vi, vk, buf))
+                    _bk, b0, b1, b2, b3 = T.meta_var(swizzle_dims(vj, vk, buf))
                     T.reads(C[vj // 16, tc, lc], A[a0, a1, a2, a3], B[b0, b1, b2, b3])
                     T.writes(C[vj // 16, tc, lc])
                     C[vj // 16, tc, lc] = C[vj // 16, tc, lc] + prod(A[a0, a1, a2, a3], B[b0, b1, b2, b3])
 
     @T.prim_func(s_tir=True)
     def impl(a: T.handle, b: T.handle, c: T.handle) -> None:
-        A = T.match_buffer(a, (2, 8, 8, e), in_dtype, align=64, offset_factor=1, scope=scope,
+        A = T.match_buffer(a, (2, 8, 8, e), buf, align=64, offset_factor=1, scope=scope,
                            strides=[T.int32(), T.int32(), T.int32(), T.int32()])
-        B = T.match_buffer(b, (n8, 8, 8, e), in_dtype, align=64, offset_factor=1, scope=scope,
+        B = T.match_buffer(b, (n8, 8, 8, e), buf, align=64, offset_factor=1, scope=scope,
                            strides=[T.int32(), T.int32(), T.int32(), T.int32()])
         C = T.match_buffer(c, (nf, WARP, 8), acc, align=64, offset_factor=1, scope="warp")
         with T.sblock("root"):
@@ -324,9 +346,9 @@ def wgmma_intrin(n: int, in_dtype: str, scope: str = "shared.dyn", stages: int =
     """Register (once) and name the intrinsic for a 16 x n x BK per-warp product (`stages`:
     see device_source)."""
     if in_dtype not in PTX_TYPE:
-        raise ValueError(f"wgmma intrinsics here take float16/bfloat16/float32 (tf32)/int8, not {in_dtype}")
+        raise ValueError(f"wgmma intrinsics here take {', '.join(PTX_TYPE)}, not {in_dtype}")
     if n not in N_CHOICES:
         raise ValueError(f"wgmma warp tile N must be a multiple of 16 up to 256, not {n}")
-    name = f"tefuse_wgmma_16x{n}x{bk_of(in_dtype)}_{PTX_TYPE[in_dtype]}_{scope.replace('.', '_')}"
+    name = f"tefuse_wgmma_16x{n}x{bk_of(storage(in_dtype))}_{PTX_TYPE[in_dtype]}_{scope.replace('.', '_')}"
     name += f"_s{stages}" if stages else ""
     return register_once(name, lambda: _intrin(n, in_dtype, scope, stages))

@@ -1,0 +1,117 @@
+"""One-byte products on Hopper's wgmma without a GPU: int8 (a QDQ model's anchors, graph/qdq.py)
+and float8 codes (ops/codes.py). On sm_90 the wgmma template takes them untuned, its PTX holds
+wgmma.mma_async m64nNk32 s8 into s32, or e4m3 / e5m2 into f32, with both operand tiles on 16-byte
+cp.async, and the same schedule untensorized (128-deep swizzled tiles, padded tails, a conv's
+padding filled with the zero point) computes the same numbers on llvm: exact integers; float8's
+exact products summed in float32. Whether the device function's accumulator layout holds is for
+a GPU run (tests/gpu/test_qdq_cuda_gpu.py)."""
+from __future__ import annotations
+
+import re
+
+import ml_dtypes
+import numpy as np
+import pytest
+import tvm
+from tvm import s_tir
+
+import tefuse
+from tefuse.codegen.lower import lower_group
+from tefuse.codegen.ptx import compile_to_ptx
+from tefuse.codegen.schedule import find_template
+from tefuse.fusion import fuse_graph
+from tefuse.graph import GraphBuilder
+from tefuse.schedules.cuda.intrin.wgmma import bk_of
+from tefuse.target import make_target
+
+from .test_mma_int8 import _int8_nhwc_conv, _int8_product
+
+PRODUCTS = {"dense": lambda rng: _int8_product("dense", rng), "matmul": lambda rng: _int8_product("matmul", rng),
+            "conv-ohwi": lambda rng: _int8_product("conv2d_ohwi", rng),
+            "conv-nhwc-fill": lambda rng: _int8_nhwc_conv(rng, -128.0)}
+
+
+def _fp8_product(kind: str, fmt: str, rng):
+    """A product of float8 codes (uint8 data and constant weight) times a per-channel scale: a
+    float8 QDQ anchor (graph/qdq.py), a conv padded with code 0 (+0.0)."""
+    b = GraphBuilder()
+    codes = lambda shape, s: (rng.standard_normal(shape) * s).astype(getattr(ml_dtypes, fmt)).view(np.uint8)
+    if kind == "dense":
+        x = b.input("x", (37, 96), "uint8")
+        y = b.op("dense", x, b.const(codes((80, 96), 1.0), name="w"), codes=fmt)
+        n = 80
+    else:
+        x = b.input("x", (2, 10, 10, 32), "uint8")
+        pad = b.op("pad", x, pads=(0, 1, 1, 0, 0, 1, 1, 0), value=0.0)
+        y = b.op("conv2d", pad, b.const(codes((3, 3, 32, 48), 0.5), name="w"), layout="NHWC", codes=fmt)
+        n = 48
+    return b.build(b.op("mul", y, b.const((rng.random(n) * 1e-2).astype(np.float32), name="s")))
+
+
+FP8 = {f"{kind}-{fmt[7:]}": (lambda rng, kind=kind, fmt=fmt: _fp8_product(kind, fmt, rng))
+       for kind in ("dense", "conv") for fmt in ("float8_e4m3fn", "float8_e5m2")}
+INSTRUCTION = {**dict.fromkeys(PRODUCTS, r"s32\.s8\.s8"), "dense-e4m3fn": r"f32\.e4m3\.e4m3",
+               "conv-e4m3fn": r"f32\.e4m3\.e4m3", "dense-e5m2": r"f32\.e5m2\.e5m2", "conv-e5m2": r"f32\.e5m2\.e5m2"}
+ALL = {**PRODUCTS, **FP8}
+
+
+@pytest.mark.parametrize("kind", ALL)
+def test_one_byte_products_take_wgmma_on_hopper(kind):
+    cg = tefuse.build(ALL[kind](np.random.default_rng(0)), "cuda:sm_90")
+    (k,) = cg.kernels
+    assert k.template == "wgmma_gemm"
+    ptx = compile_to_ptx(k.source("cuda"), "sm_90a")
+    assert re.search(rf"\bwgmma\.mma_async\.sync\.aligned\.m64n\d+k32\.{INSTRUCTION[kind]}\b", ptx)
+    assert not re.search(r"\bmma\.sync\b", ptx)
+    sizes = re.findall(r"\bcp\.async\.c[ag]\.shared\.global(?:\.\w+)* \[[^]]*\], \[[^]]*\], (\d+)", ptx)
+    assert len(sizes) >= 2 and set(sizes) == {"16"}, sorted(set(sizes))
+    assert not re.search(r"\bld\.global(?:\.nc)?\.[us]8\b", ptx)
+
+
+@pytest.mark.parametrize("kind", ["dense", "dense-e4m3fn"])
+def test_one_byte_space_is_one_128_byte_row_deep_and_unsliced(kind):
+    (group,) = fuse_graph(ALL[kind](np.random.default_rng(0)))
+    info = lower_group(group).info
+    cuda = make_target("cuda:sm_90")
+    t = find_template(cuda, info.anchor_kind, info=info)[0]
+    assert t.name == "wgmma_gemm"
+    space = t.space(info, cuda)
+    admitted = [c for c in space if space.admits(c.index)]
+    assert admitted and {c["bk"] for c in admitted} == {bk_of("int8")} == {128}
+    assert {c["slices"] for c in admitted} == {1}
+
+
+@pytest.mark.parametrize("kind", ALL)
+def test_one_byte_wgmma_tiling_computes_the_same_numbers_on_llvm(kind):
+    """The group as a sm_90 build prepares it (weights [N, K]), scheduled for llvm."""
+    graph = ALL[kind](np.random.default_rng(1))
+    (k,) = tefuse.build(graph, "cuda:sm_90").kernels
+    group = k.group
+    lowered = lower_group(group)
+    cuda = make_target("cuda:sm_90")
+    t = find_template(cuda, lowered.info.anchor_kind, info=lowered.info)[0]
+    assert t.name == "wgmma_gemm" and lowered.info.dtype in ("int8", "uint8")
+    cfg = t.fallback(lowered.info, cuda, t.space(lowered.info, cuda))
+    assert cfg["bk"] == 128
+    sch = s_tir.Schedule(lowered.func)
+    llvm = make_target("llvm")
+    t.apply(sch, lowered.info, cfg, llvm)
+    # both operand tiles in the 128-byte swizzle: atoms of 8 rows x 8 chunks x 16 values
+    dtype = lowered.info.dtype
+    assert len(re.findall(rf"alloc_buffer\(\(\d+, \d+, \d+, 8, 8, 16\), \"{dtype}\"", sch.mod.script())) == 2
+    lib = tvm.compile(sch.mod, target=llvm)
+    rng = np.random.default_rng(2)
+    fmt = lowered.info.attrs.get("codes")
+    data = (lambda shape: rng.standard_normal(shape).astype(getattr(ml_dtypes, fmt)).view(np.uint8)) if fmt else \
+        (lambda shape: rng.integers(-128, 128, shape).astype(np.int8))
+    args = {p.name: p.value if p.value is not None else data(p.shape) for p in lowered.params}
+    dev = tvm.cpu()
+    (out,) = group.outputs
+    got = tvm.runtime.empty(out.shape, out.dtype, dev)
+    lib["main"](*[tvm.runtime.tensor(np.asarray(args[p.name]), dev) for p in lowered.params], got)
+    want = tefuse.build(graph, "llvm").run(x=args["x"])[0]
+    if dtype == "int8":
+        np.testing.assert_array_equal(got.numpy(), want)
+    else:  # exact products of the codes, summed in another order
+        assert np.isfinite(want).all()
+        np.testing.assert_allclose(got.numpy(), want, rtol=0, atol=1e-5 * np.abs(want).max())
