@@ -1,6 +1,8 @@
 """int8 products on the GPU's tensor cores (Hopper's wgmma m64nNk32 s8 where B is [N, K], else
-mma.sync m16n8k32 s8; int32 accumulation) against the same graphs on llvm, bit for bit; and onnxruntime's QDQ models built for CUDA against onnxruntime's
-CPU run, within one output quantization step.
+mma.sync m16n8k32 s8; int32 accumulation) against the same graphs on llvm, bit for bit; float8
+products (wgmma e4m3 / e5m2) against llvm within the tensor cores' accumulation; and
+onnxruntime's QDQ models built for CUDA against onnxruntime's CPU run, within one output
+quantization step.
 
 Deselected by default; run with  python -m pytest -m gpu tests/gpu/test_qdq_cuda_gpu.py -q
 """
@@ -14,6 +16,7 @@ from tefuse.frontend.onnx import import_onnx
 from tests.graph import test_qdq as Q
 from tefuse.target import device_caps, make_target
 from tests.schedules.cuda.gemm.test_mma_int8 import KINDS, _int8_nhwc_conv, _int8_product
+from tests.schedules.cuda.gemm.test_wgmma_8bit import FP8
 
 pytestmark = pytest.mark.gpu
 
@@ -42,6 +45,23 @@ def test_int8_nhwc_conv_tiles_on_cp_async_match_llvm_exactly(pad_value):
     assert [k.template for k in cg.kernels] == [_template("conv2d_ohwi")]
     x = np.random.default_rng(1).integers(-128, 128, graph.inputs[0].shape).astype(np.int8)
     np.testing.assert_array_equal(cg.run(x=x)[0], tefuse.build(graph, "llvm").run(x=x)[0])
+
+
+@pytest.mark.parametrize("kind", FP8)
+def test_fp8_products_on_hopper_tensor_cores_match_llvm(kind):
+    """wgmma e4m3 / e5m2 against llvm's exact products summed in float32: Hopper's fp8 tensor
+    cores add the products in a narrower accumulator than float32, hence the tolerance."""
+    if not device_caps(make_target("cuda")).has_wgmma:
+        pytest.skip("float8 products take the tensor cores on Hopper (wgmma) only")
+    import ml_dtypes
+
+    graph = FP8[kind](np.random.default_rng(0))
+    cg = tefuse.build(graph, "cuda")
+    assert [k.template for k in cg.kernels] == ["wgmma_gemm"]
+    fmt = "float8_" + kind.split("-")[1]
+    x = np.random.default_rng(1).standard_normal(graph.inputs[0].shape).astype(getattr(ml_dtypes, fmt)).view(np.uint8)
+    got, want = cg.run(x=x)[0], tefuse.build(graph, "llvm").run(x=x)[0]
+    assert np.abs(got - want).max() <= 1e-3 * np.abs(want).max()
 
 
 @pytest.mark.parametrize("net,x_shape", [(Q._conv_net, (1, 3, 8, 8)), (Q._mlp, (4, 16))], ids=["convnet", "mlp"])
