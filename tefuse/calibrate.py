@@ -1,4 +1,4 @@
-"""Calibrating a float model for int8 (`build(..., precision="int8", calibration=...)`).
+"""Calibrating a float model for int8 or fp8 (`build(..., precision="int8", calibration=...)`).
 
 `calibrate` runs the float model on sample inputs (built for llvm, with the data input of every
 quantizable conv2d / dense / matmul as an extra output) and picks each one's threshold as
@@ -102,8 +102,10 @@ def calibrate(graph: Graph, samples: Iterable[Sample], method: str = "max", perc
     return Calibration(method, thresholds, frozenset(pin))
 
 
-def layer_errors(graph: Graph, calibration: Calibration, samples: Iterable[Sample]) -> list[LayerError]:
-    """Each calibrated product's output error with it alone quantized, on llvm, worst first."""
+def layer_errors(graph: Graph, calibration: Calibration, samples: Iterable[Sample],
+                 precision: str = "int8") -> list[LayerError]:
+    """Each calibrated product's output error with it alone quantized (to `precision`'s format:
+    int8 or fp8), on llvm, worst first."""
     samples = _samples(samples)
     prods = [p for p in products(graph) if calibration.scale(p.name) is not None]
     if not prods:
@@ -113,8 +115,8 @@ def layer_errors(graph: Graph, calibration: Calibration, samples: Iterable[Sampl
     out = []
     for k, p in enumerate(prods):
         alone = Calibration(calibration.method, {p.name: calibration.thresholds[p.name]})
-        # in float32 but for this product's int8 operands: the error is the quantization's alone
-        got = build(insert_qdq(Graph(list(graph.inputs), [p]), alone), "llvm")
+        # in float32 but for this product's quantized operands: the error is the quantization's alone
+        got = build(insert_qdq(Graph(list(graph.inputs), [p]), alone, precision), "llvm")
         err = scale = 0.0
         for s, r in zip(samples, ref):
             y = got.run(dict(s))[0].astype(np.float64)

@@ -455,7 +455,7 @@ def prepare_graph(graph: Graph, target, *, precision: str = "fp32", layout: Opti
         if calibration is None:
             raise GraphError(f"precision {precision} needs a calibration: tefuse.calibrate(graph, samples) "
                              f"(CLI: --calibration samples.npz), or a saved one (Calibration.from_json)")
-        graph = insert_qdq(graph, calibration)
+        graph = insert_qdq(graph, calibration, precision)
         qdq = True
     elif calibration is not None:
         raise GraphError(f"a calibration applies to precision {', '.join(QUANTIZED)}, not {precision}")
@@ -532,13 +532,14 @@ def build(graph: GraphSource, target: TargetLike = "llvm", *, db: Union[BestReco
     precision: fp32 (default), tf32 (float32 tensors, matrix products' operands rounded to TF32
     and multiplied on tensor cores), fp16 or bf16 (float32 accumulation, float32 interface):
     see graph/precision.py. int8: the products `calibration` (tefuse.calibrate) has thresholds
-    for compute on int8 operands (graph/calibration.py, then the QDQ pass), the rest in fp16.
+    for compute on int8 operands (graph/calibration.py, then the QDQ pass), the rest in fp16;
+    fp8 the same on float8 e4m3fn operands (Hopper's fp8 tensor cores).
     layout: "NHWC" converts NCHW convs (and what lies between them) to channels-last, layout
     changes fused into neighbouring kernels (graph/layout.py); "NCHW" leaves the graph alone;
     None (default): NHWC for fp16/bf16 on CUDA (tensor cores want it), else unchanged.
     progress(done, total): called as each distinct kernel is compiled (a progress bar).
     qdq: a conv / matmul / dense between DequantizeLinears (a QDQ model) computes on int8 operands
-    with int32 accumulation, its dequantize scale and what follows as the epilogue (graph/qdq.py);
+    with int32 accumulation (float8 ones: on their codes, float32 accumulation), its dequantize scale and what follows as the epilogue (graph/qdq.py);
     False computes it in float on the dequantized values.
     options: the BuildOptions (tefuse/options.py); None reads them from the environment. With a
     db, a kernel no record covers takes the transfer cost model's pick (options.transfer,

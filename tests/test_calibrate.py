@@ -1,4 +1,4 @@
-"""Post-training int8 calibration (tefuse/calibrate.py, graph/calibration.py) on llvm."""
+"""Post-training int8 and fp8 calibration (tefuse/calibrate.py, graph/calibration.py) on llvm."""
 from __future__ import annotations
 
 import numpy as np
@@ -6,6 +6,7 @@ import pytest
 
 import tefuse
 from tefuse.calibrate import calibrate, layer_errors, pin_worst
+from tefuse.driver import prepare_graph
 from tefuse.errors import GraphError
 from tefuse.graph import GraphBuilder
 from tefuse.graph.calibration import Calibration, insert_qdq
@@ -65,6 +66,34 @@ def test_int8_build_computes_the_products_on_int8_and_stays_close_to_float():
         assert got.dtype == want.dtype
         assert np.abs(got - want).max() <= 0.05 * np.abs(want).max()
         np.testing.assert_allclose(got, q.run(s)[0], rtol=2e-2, atol=2e-2 * np.abs(want).max())
+
+
+def test_fp8_build_computes_the_products_on_float8_codes_and_stays_close_to_float():
+    """--precision fp8: every calibrated product on e4m3fn codes (scales threshold / 448), close
+    to the QDQ graph computed in float32, within fp8's 3 mantissa bits of the float model."""
+    g, samples = _net(), _samples(4)
+    cal = calibrate(g, samples, "max")
+    prepared = prepare_graph(g, "llvm", precision="fp8", calibration=cal)
+    anchors = [n for n in prepared.nodes if n.is_op and n.attrs.get("codes")]
+    assert sorted(n.op for n in anchors) == ["conv2d", "conv2d", "dense"]
+    assert {n.attrs["codes"] for n in anchors} == {"float8_e4m3fn"}
+    assert all(n.inputs[0].dtype == n.inputs[1].dtype == "uint8" for n in anchors)
+    cg = tefuse.build(g, "llvm", precision="fp8", calibration=cal)
+    q = tefuse.build(insert_qdq(g, cal, "fp8"), "llvm", qdq=False)  # dequantized, products in float32
+    ref = tefuse.build(g, "llvm")
+    for s in _samples(3, seed=7):
+        want, got = ref.run(s)[0], cg.run(s)[0]
+        assert np.abs(got - want).max() <= 0.1 * np.abs(want).max()
+        # (the float part of the build is fp16: its quantize inputs round a little differently)
+        np.testing.assert_allclose(got, q.run(s)[0], rtol=2e-2, atol=2e-2 * np.abs(want).max())
+
+
+def test_fp8_layer_errors_are_measured_on_float8():
+    g, samples = _net(), _samples(2)
+    cal = calibrate(g, samples, "max")
+    int8, fp8 = (sorted((e.product, e.relative) for e in layer_errors(g, cal, samples, p)) for p in ("int8", "fp8"))
+    assert [p for p, _ in fp8] == ["conv1", "conv2", "fc"]
+    assert all(0 < e < 0.2 for _, e in fp8) and [e for _, e in fp8] != [e for _, e in int8]
 
 
 def test_layer_errors_rank_products_and_pin_the_worst():

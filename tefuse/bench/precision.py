@@ -58,10 +58,10 @@ def _torch_math(torch, precision: str) -> None:
     default for convolutions), off otherwise, so fp32 means strict float32."""
     torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
 # ||out - ref|| / ||ref|| a precision may reach before its timing means nothing (METHOD.md's ranges)
-TOLERANCE = {"fp32": 1e-5, "tf32": 1e-3, "fp16": 1e-2, "bf16": 3e-2, "int8": 1e-1}
+TOLERANCE = {"fp32": 1e-5, "tf32": 1e-3, "fp16": 1e-2, "bf16": 3e-2, "int8": 1e-1, "fp8": 2e-1}
 # quantized precisions (models suite): the PyTorch peer runs in the float precision tefuse keeps
 # for what is not quantized (graph/precision.py's QUANTIZED)
-QUANT_PEERS = {"int8": "fp16"}
+QUANT_PEERS = {"int8": "fp16", "fp8": "fp16"}
 CALIBRATION_SAMPLES = 4
 
 
@@ -387,7 +387,8 @@ def model_case(name: str, batch: int, precision: str, workdir: Path, db="default
              "split_products": len(_split_products(cg))}
     if calibration is not None:
         extra.update(calibrate_s=calibrate_s, calibrator=calibration.method,
-                     int8_kernels=sum(any(p.dtype == "int8" for p in k.params) for k in cg.kernels))
+                     quantized_kernels=sum(any(n.attrs.get("codes") or n.attrs.get("out_dtype") == "int32"
+                                               for n in k.group.nodes) for k in cg.kernels))
     if graph_error:
         extra["graph_error"] = graph_error
     if compile_peer:
@@ -583,7 +584,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("suite", choices=["conv", "plan", "gemm", "attention", "models", "zoo"])
     p.add_argument("--precision", nargs="+", default=["fp16"], choices=[*DTYPES, *QUANT_PEERS],
-                   help="int8 (models suite): calibrated on seeded inputs, against PyTorch in fp16")
+                   help="int8, fp8 (models suite): calibrated on seeded inputs, against PyTorch in fp16")
     p.add_argument("--batch", type=int, nargs="+", default=[1, 16])
     p.add_argument("--shapes", type=int, nargs="*", default=None, help="indices into RESNET50_CONVS")
     p.add_argument("--layout", default="NCHW", choices=["NCHW", "NHWC"], help="conv suite: tefuse's layout")

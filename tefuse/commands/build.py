@@ -38,14 +38,14 @@ def add_common(p: argparse.ArgumentParser) -> None:
 
 
 # graph/precision.py's PRECISIONS, spelled here so that `--help` loads neither TVM nor numpy
-PRECISION_CHOICES = ("fp32", "tf32", "fp16", "bf16", "int8")
+PRECISION_CHOICES = ("fp32", "tf32", "fp16", "bf16", "int8", "fp8")
 
 
 def add_precision_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--precision", default="fp32", choices=list(PRECISION_CHOICES),
                    help="arithmetic of the kernels: fp16/bf16 on tensor cores with float32 accumulation, "
-                        "the model's float32 inputs and outputs kept (default fp32); int8: the convs and "
-                        "matmuls on int8 operands with scales from --calibration, the rest in fp16")
+                        "the model's float32 inputs and outputs kept (default fp32); int8 / fp8: the convs and "
+                        "matmuls on int8 / float8 e4m3 operands with scales from --calibration, the rest in fp16")
     add_calibration_options(p)
     p.add_argument("--no-split-k", dest="split_k", action="store_false",
                    help="keep every tensor-core conv and Linear one kernel (by default, on CUDA, one whose "

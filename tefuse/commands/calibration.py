@@ -1,4 +1,4 @@
-"""The int8 calibration options of `build`, `run` and `tune` (--precision int8): where the scales
+"""The calibration options of `build`, `run` and `tune` (--precision int8 or fp8): where the scales
 come from (a saved calibration, or sample inputs calibrated here), the calibrator, and which
 products stay float."""
 from __future__ import annotations
@@ -22,17 +22,17 @@ CALIBRATORS = ("entropy", "max", "percentile")
 
 def add_calibration_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--calibration", metavar="FILE",
-                   help="--precision int8: sample inputs (.npz, one array per model input with the samples "
+                   help="--precision int8 or fp8: sample inputs (.npz, one array per model input with the samples "
                         "along a new first axis) to calibrate on, or a calibration saved by --save-calibration "
                         "(.json)")
     p.add_argument("--calibrator", default="entropy", choices=CALIBRATORS,
-                   help="how an activation's int8 range is chosen from the samples (default entropy, as "
+                   help="how an activation's quantized range is chosen from the samples (default entropy, as "
                         "TensorRT's; max, percentile)")
     p.add_argument("--percentile", type=float, default=99.99, help="the percentile calibrator's (default 99.99)")
     p.add_argument("--pin", action="append", default=[], metavar="NODE",
                    help="a conv / matmul / dense that stays float (repeatable)")
     p.add_argument("--pin-above", type=float, default=None, metavar="REL",
-                   help="measure each product's error with it alone in int8 on the samples (a report in the "
+                   help="measure each product's error with it alone quantized on the samples (a report in the "
                         "log) and keep those above this relative error float")
     p.add_argument("--save-calibration", metavar="FILE", help="write the calibration (JSON) for later builds")
 
@@ -67,7 +67,7 @@ def calibration_for(args, graph: Union["Graph", Mapping[int, "Graph"], None]) ->
     if found is not None:
         return found
     if not args.calibration:
-        raise UsageError("--precision int8 needs --calibration (sample inputs .npz, or a saved .json)")
+        raise UsageError(f"--precision {args.precision} needs --calibration (sample inputs .npz, or a saved .json)")
     path = Path(args.calibration)
     if path.suffix == ".json":
         try:
@@ -85,9 +85,9 @@ def calibration_for(args, graph: Union["Graph", Mapping[int, "Graph"], None]) ->
         samples = _samples(path, graph)
         cal = calibrate(graph, samples, args.calibrator, args.percentile, pin=args.pin)
         if args.pin_above is not None:
-            errors = layer_errors(graph, cal, samples)
+            errors = layer_errors(graph, cal, samples, args.precision)
             for e in errors:
-                log.info("int8 %s: relative error %.3g", e.product, e.relative)
+                log.info("%s %s: relative error %.3g", args.precision, e.product, e.relative)
             cal = pin_worst(cal, errors, args.pin_above)
     if args.save_calibration:
         Path(args.save_calibration).write_text(cal.to_json() + "\n")

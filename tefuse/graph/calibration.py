@@ -1,13 +1,14 @@
-"""Post-training int8 quantization of a float model: the activation thresholds a calibration found
-(`Calibration`), and the QuantizeLinear / DequantizeLinear pairs they put around each conv2d,
-dense and matmul (`insert_qdq`), as onnxruntime's quantize_static writes them. The QDQ pass
-(qdq.py) then makes those products int8 anchors exactly as it does an imported QDQ model's: one
-path for both, and the same numerics.
+"""Post-training int8 or fp8 quantization of a float model: the activation thresholds a calibration
+found (`Calibration`), and the QuantizeLinear / DequantizeLinear pairs they put around each conv2d,
+dense and matmul (`insert_qdq`), as onnxruntime's quantize_static (int8) and TensorRT's explicit
+FP8 quantization (float8 e4m3fn) write them. The QDQ pass (qdq.py) then makes those products int8
+or float8 anchors exactly as it does an imported QDQ model's: one path for both, and the same
+numerics.
 
-- Activations: one symmetric scale per tensor, threshold / 127, zero point 0. The thresholds come
-  from running the float model on sample inputs (tefuse/calibrate.py: max, percentile or
-  entropy, as TensorRT's calibrators).
-- Weights: symmetric, one scale per output channel (max |w| / 127), from the constants here.
+- Activations: one symmetric scale per tensor, threshold / QMAX (127 for int8, e4m3fn's largest
+  finite value 448 for fp8), zero point 0. The thresholds come from running the float model on
+  sample inputs (tefuse/calibrate.py: max, percentile or entropy, as TensorRT's calibrators).
+- Weights: symmetric, one scale per output channel (max |w| / QMAX), from the constants here.
 - A pinned product, or one the calibration has no threshold for, stays float.
 
 A Calibration is plain data (JSON), so the scales a calibration found are saved and reused
@@ -29,6 +30,19 @@ METHODS = ("max", "percentile", "entropy")
 
 
 @dataclass(frozen=True)
+class QuantFormat:
+    """What a quantized precision's products compute on: the type QuantizeLinear writes and the
+    largest magnitude a scale maps the threshold to."""
+
+    dtype: str
+    qmax: float
+
+
+# quantized precision -> its format (graph/precision.QUANTIZED names the float rest's precision)
+FORMATS = {"int8": QuantFormat("int8", QMAX), "fp8": QuantFormat("float8_e4m3fn", 448.0)}
+
+
+@dataclass(frozen=True)
 class Calibration:
     """`thresholds`: product node name -> the largest |value| of its data input to keep (its
     scale is threshold / 127); `pinned`: products left in float whatever their threshold."""
@@ -44,11 +58,12 @@ class Calibration:
         if bad:
             raise GraphError(f"calibration thresholds must be finite and non-negative: {bad}")
 
-    def scale(self, product: str) -> Optional[float]:
-        """The activation scale of `product`'s data input, or None where it stays float."""
+    def scale(self, product: str, qmax: float = QMAX) -> Optional[float]:
+        """The activation scale of `product`'s data input (its threshold maps to `qmax`), or
+        None where it stays float."""
         if product in self.pinned or product not in self.thresholds:
             return None
-        return max(float(self.thresholds[product]), np.finfo(np.float32).tiny) / QMAX
+        return max(float(self.thresholds[product]), np.finfo(np.float32).tiny) / qmax
 
     def pin(self, products: Iterable[str]) -> "Calibration":
         return replace(self, pinned=self.pinned | frozenset(products))
@@ -87,27 +102,39 @@ def products(graph: Graph) -> list[Node]:
     return [n for n in graph.nodes if n.is_op and n.op in ("conv2d", "dense", "matmul") and _weight_axes(n)]
 
 
-def weight_scales(w: np.ndarray, k_axis: int, reduce_axes: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
-    """(int8 weights, float32 scale per output channel): symmetric, max |w| / 127 per channel,
-    rounded half to even as QuantizeLinear rounds."""
+def weight_scales(w: np.ndarray, k_axis: int, reduce_axes: tuple[int, ...],
+                  fmt: QuantFormat = FORMATS["int8"]) -> tuple[np.ndarray, np.ndarray]:
+    """(quantized weights, float32 scale per output channel): symmetric, max |w| / qmax per
+    channel, rounded half to even as QuantizeLinear rounds; float8 weights as their uint8 codes
+    (saturated, as QuantizeLinear's default)."""
     amax = np.abs(w).max(axis=reduce_axes).astype(np.float64)
-    scale = np.where(amax > 0, amax / QMAX, 1.0).astype(np.float32)
+    scale = np.where(amax > 0, amax / fmt.qmax, 1.0).astype(np.float32)
     shape = [1] * w.ndim
     shape[k_axis] = -1
-    q = np.clip(np.rint(w / scale.reshape(shape)), -QMAX, QMAX).astype(np.int8)
-    return q, scale
+    r = w / scale.reshape(shape)
+    if fmt.dtype == "int8":
+        return np.clip(np.rint(r), -QMAX, QMAX).astype(np.int8), scale
+    import ml_dtypes
+
+    return np.clip(r, -fmt.qmax, fmt.qmax).astype(getattr(ml_dtypes, fmt.dtype)).view(np.uint8), scale
 
 
-def insert_qdq(graph: Graph, calibration: Calibration) -> Graph:
+def insert_qdq(graph: Graph, calibration: Calibration, precision: str = "int8") -> Graph:
     """The graph with each calibrated product's data input and weight behind QuantizeLinear /
-    DequantizeLinear (see the module)."""
+    DequantizeLinear in `precision`'s format (see the module)."""
+    if precision not in FORMATS:
+        raise GraphError(f"quantized precision {precision!r}: use one of {', '.join(FORMATS)}")
+    fmt = FORMATS[precision]
+    one_byte = fmt.dtype != "int8"  # float8: codes held as uint8, their type on the dequantize
+    zero_dtype = np.uint8 if one_byte else np.int8
+    dq_attrs = {"src": fmt.dtype} if one_byte else {}
     known = {n.name for n in products(graph)}
     unknown = (set(calibration.thresholds) | set(calibration.pinned)) - {n.name for n in graph.nodes}
     if unknown:
         raise GraphError(f"calibration names product(s) not in the graph: {sorted(unknown)[:5]}")
 
     def rule(n: Node, ins: list[Node], ctx: RewriteContext) -> Optional[Node]:
-        sx = calibration.scale(n.name) if n.name in known else None
+        sx = calibration.scale(n.name, fmt.qmax) if n.name in known else None
         if sx is None:
             return None
         k_axis, reduce_axes = _weight_axes(n)
@@ -116,13 +143,13 @@ def insert_qdq(graph: Graph, calibration: Calibration) -> Graph:
         def const(base: str, value: np.ndarray) -> Node:
             return Node(fresh_name(names, f"{n.name}_{base}"), CONST, [], {}, value.shape, str(value.dtype), value)
 
-        s, z = const("x_scale", np.array(sx, np.float32)), const("x_zero", np.array(0, np.int8))
-        xq = op_node(fresh_name(names, f"{n.name}_xq"), "quantize_linear", [ins[0], s, z], {"dtype": "int8"})
-        xdq = op_node(fresh_name(names, f"{n.name}_xdq"), "dequantize_linear", [xq, s, z], {})
-        wq, sw = weight_scales(ins[1].value, k_axis, reduce_axes)
+        s, z = const("x_scale", np.array(sx, np.float32)), const("x_zero", np.array(0, zero_dtype))
+        xq = op_node(fresh_name(names, f"{n.name}_xq"), "quantize_linear", [ins[0], s, z], {"dtype": fmt.dtype})
+        xdq = op_node(fresh_name(names, f"{n.name}_xdq"), "dequantize_linear", [xq, s, z], dict(dq_attrs))
+        wq, sw = weight_scales(ins[1].value, k_axis, reduce_axes, fmt)
         wdq = op_node(fresh_name(names, f"{n.name}_wdq"), "dequantize_linear",
-                      [const("wq", wq), const("w_scale", sw), const("w_zero", np.zeros(sw.shape, np.int8))],
-                      {"axis": k_axis})
+                      [const("wq", wq), const("w_scale", sw), const("w_zero", np.zeros(sw.shape, zero_dtype))],
+                      {"axis": k_axis, **dq_attrs})
         return Node(n.name, n.op, [xdq, wdq, *ins[2:]], n.attrs, n.shape, n.dtype)
 
     return rewrite(graph, rule)

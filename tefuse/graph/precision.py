@@ -35,11 +35,11 @@ from ..errors import GraphError
 from ..ops import OpPattern, get_op
 from .ir import CONST, INPUT, Graph, Node, RewriteContext, fresh_name, infer, op_node, rewrite
 
-PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "int8")
+PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "int8", "fp8")
 LOW = {"fp16": "float16", "bf16": "bfloat16"}
-# quantized precisions: the calibrated products compute on int8 (graph/calibration.py, qdq.py),
-# everything else in this float precision
-QUANTIZED = {"int8": "fp16"}
+# quantized precisions: the calibrated products compute on int8 or float8 e4m3fn
+# (graph/calibration.py, qdq.py), everything else in this float precision
+QUANTIZED = {"int8": "fp16", "fp8": "fp16"}
 # anchors whose arithmetic stays in float32 (statistics); matched by the op registry's anchor kind.
 # softmax and layer_norm are not here: they compute their statistics in float32 themselves
 FLOAT32_ANCHORS = ("reduce",)
@@ -91,8 +91,11 @@ def _keeps_float32(n: Node, is_output: bool) -> bool:
 
 
 def _wide_integer_cast(n: Node) -> bool:
-    """A cast to float32 of integers a half cannot hold (int32 and wider)."""
-    return n.op == "cast" and bool(n.inputs) and n.inputs[0].dtype in ("int32", "uint32", "int64", "uint64")
+    """A cast to float32 of values a half cannot hold: integers of int32 and wider, and a product
+    of float8 codes' unscaled float32 sums (ops/codes.py: codes up to 448, or 57344 for e5m2)."""
+    if n.op != "cast" or not n.inputs:
+        return False
+    return n.inputs[0].dtype in ("int32", "uint32", "int64", "uint64") or bool(n.inputs[0].attrs.get("codes"))
 
 
 class _Rewriter:

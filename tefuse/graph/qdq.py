@@ -16,7 +16,10 @@ fusion pass; the weights are read as the int8 constants the model holds.
 
 float8 QDQ (e4m3fn or e5m2 on both operands, zero points 0) becomes the same anchor on the codes:
 
-    y   = conv2d(pad(x_q, +0), w_q, codes=float8_e4m3fn) * (sx * sw[k])   float32 accumulation
+    y   = float32(conv2d(pad(x_q, +0), w_q, codes=float8_e4m3fn)) * (sx * sw[k])   float32 accumulation
+
+(the cast is one only in a float32 build: in fp16, like the int8 anchor's, it is where the
+result narrows)
 
 each code decoded exactly in the product (ops/codes.py), and read as e4m3/e5m2 by Hopper's tensor
 cores (schedules/cuda/intrin/wgmma.py).
@@ -134,8 +137,8 @@ def _quantized(n: Node, ins: list[Node], ctx: RewriteContext) -> Optional[Node]:
     wnode = const("wq", np.ascontiguousarray(wq))
     if codes:  # float8 codes: products summed in float32, no zero point (code 0 pads: +0.0)
         acc = op_node(fresh_name(names, f"{n.name}_fp8"), n.op, [data, wnode], {**attrs, "codes": codes})
-        return op_node(n.name, "mul", [acc, const("scale", (sx * sw).astype(np.float32).reshape(ch_shape))], {})
-    acc = op_node(fresh_name(names, f"{n.name}_int8"), n.op, [data, wnode], {**attrs, "out_dtype": "int32"})
+    else:
+        acc = op_node(fresh_name(names, f"{n.name}_int8"), n.op, [data, wnode], {**attrs, "out_dtype": "int32"})
     if zx:
         corr = (zx * wq.astype(np.int64).sum(axis=sum_axes)).astype(np.int32)
         acc = op_node(fresh_name(names, f"{n.name}_zp"), "sub", [acc, const("zp_share", corr.reshape(ch_shape))], {})

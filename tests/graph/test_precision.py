@@ -95,8 +95,8 @@ def test_fp32_and_an_fp16_graph_are_left_alone():
 
 def test_unknown_precisions_are_refused_by_name():
     g, _ = _conv_chain(np.random.default_rng(3))
-    with pytest.raises(GraphError, match="unknown precision 'fp8'"):
-        tefuse.build(g, "llvm", precision="fp8")
+    with pytest.raises(GraphError, match="unknown precision 'fp4'"):
+        tefuse.build(g, "llvm", precision="fp4")
 
 
 def tf32(a: np.ndarray) -> np.ndarray:
