@@ -115,3 +115,13 @@ def test_one_byte_wgmma_tiling_computes_the_same_numbers_on_llvm(kind):
     else:  # exact products of the codes, summed in another order
         assert np.isfinite(want).all()
         np.testing.assert_allclose(got.numpy(), want, rtol=0, atol=1e-5 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("kind", ["dense-e4m3fn", "conv-e5m2"])
+def test_float8_products_before_hopper_compute_on_cuda_cores(kind):
+    """No mma.sync for float8 here: on sm_80 a product of codes takes a CUDA-core template,
+    decoding each code, and compiles."""
+    (k,) = tefuse.build(FP8[kind](np.random.default_rng(0)), "cuda:sm_80").kernels
+    assert k.template in ("cuda_dense", "conv2d_implicit_gemm")
+    ptx = compile_to_ptx(k.source("cuda"), "sm_80")
+    assert not re.search(r"\b(?:wgmma|mma\.sync)\b", ptx)
