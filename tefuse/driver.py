@@ -79,10 +79,16 @@ def prepare_group(group: FusedGroup, target: tvm.target.Target, db: Optional[Bes
     fixed sizes (codegen.schedule.choose_schedule's record_key)."""
     t0 = time.perf_counter()
     lowered: LoweredGroup = lower_group(group)
-    record_key = workload_key(group, sizes) if sizes and lowered.info.symbolic else None
-    mod, choice = apply_choice(lowered, target, choice or choose_schedule(lowered, target, db, options,
-                                                                          predictor=predictor, record_key=record_key))
+    mod, choice = apply_choice(lowered, target, choice or _choose(lowered, target, db, options, predictor, sizes))
     return PreparedGroup(group, lowered, choice, mod, workload_key(group), time.perf_counter() - t0)
+
+
+def _choose(lowered: LoweredGroup, target: tvm.target.Target, db: Optional[BestRecordSource],
+            options: BuildOptions, predictor: Optional[ConfigPredictor],
+            sizes: Optional[Mapping[str, int]]) -> ScheduleChoice:
+    """The config a group is scheduled with (see prepare_group's sizes)."""
+    record_key = workload_key(lowered.group, sizes) if sizes and lowered.info.symbolic else None
+    return choose_schedule(lowered, target, db, options, predictor=predictor, record_key=record_key)
 
 
 def compile_group(prep: PreparedGroup, target: tvm.target.Target, cache=None) -> CompiledKernel:
@@ -135,8 +141,8 @@ def prepare_groups(target: tvm.target.Target, fuse: Callable[[frozenset], list[F
     bare: frozenset = frozenset()
     while True:
         groups = fuse(bare)
-        outcomes = _map_in_threads(
-            lambda g: prepare_group(g, target, db=db, options=options, predictor=predictor, sizes=sizes), groups, jobs)
+        outcomes = _once_per_workload(
+            groups, lambda g: prepare_group(g, target, db=db, options=options, predictor=predictor, sizes=sizes), jobs)
         preps, failed = [], {}
         for g, (prep, err) in zip(groups, outcomes):
             if err is None:
@@ -183,19 +189,27 @@ def prepare_variants(preps: list[PreparedGroup], plan: BucketPlan, target: tvm.t
                 todo.append((i, key))
 
     def one(item):
+        """The group scheduled for the bucket, or None where the bucket's config is the one the
+        kernel has (nothing to schedule or compile: the kernel serves the bucket as it is)."""
         i, key = item
         hints = plan.hints(key)
         with dim_hints(hints):
-            return prepare_group(preps[i].group, target, db=db, options=options, predictor=predictor, sizes=hints)
+            choice = _choose(lower_group(preps[i].group), target, db, options, predictor, hints)
+            if _same_code_key(preps[i]) == _same_code_key(replace(preps[i], choice=choice)):
+                return None
+            return prepare_group(preps[i].group, target, db=db, choice=choice, options=options, sizes=hints)
 
     # identical groups (ResNet's repeated blocks: same workload and config) are scheduled once a
     # bucket, the others take that schedule with their own nodes (compile_groups then shares the module)
     firsts: dict[tuple, int] = {}
     owner = [firsts.setdefault((_same_code_key(preps[i]), key), n) for n, (i, key) in enumerate(todo)]
     scheduled = dict(zip(sorted(set(owner)), _map_in_threads(one, [todo[n] for n in sorted(set(owner))], jobs)))
-    outcomes = [scheduled[o] if o == n else _for_group(scheduled[o], preps[todo[n][0]]) for n, o in enumerate(owner)]
+    outcomes = [scheduled[o] if o == n else _for_group(scheduled[o], preps[todo[n][0]].lowered)
+                for n, o in enumerate(owner)]
     out = []
     for (i, key), (prep, err) in zip(todo, outcomes):
+        if prep is None and err is None:  # the kernel's own config
+            continue
         if err is not None or prep.lowered.params != preps[i].lowered.params:
             why = err or "its parameters differ"
             log.info("%s: no variant for %s (%s); the kernel for %s serves it", preps[i].group.name,
@@ -205,13 +219,26 @@ def prepare_variants(preps: list[PreparedGroup], plan: BucketPlan, target: tvm.t
     return out
 
 
-def _for_group(outcome: tuple, base: PreparedGroup) -> tuple:
-    """A variant scheduled for an identical group, as `base`'s group's: its nodes and parameters."""
+def _for_group(outcome: tuple, base: LoweredGroup) -> tuple:
+    """A group scheduled for an identical one (same workload), as `base`'s: its nodes and
+    parameters (compile_groups then shares the module)."""
     prep, err = outcome
-    if err is not None:
+    if err is not None or prep is None:
         return outcome
-    lowered = replace(prep.lowered, group=base.group, params=base.lowered.params)
+    lowered = replace(prep.lowered, group=base.group, params=base.params)
     return replace(prep, group=base.group, lowered=lowered, seconds=0.0), None
+
+
+def _once_per_workload(groups: list[FusedGroup], prepare: Callable[[FusedGroup], PreparedGroup],
+                       jobs: Optional[int]) -> list[tuple[Any, Optional[Exception]]]:
+    """_map_in_threads(prepare, groups), each workload scheduled once: ResNet-50's 57 groups are 28
+    workloads, and scheduling took as long as compiling. The groups that repeat one take its
+    schedule with their own nodes and parameters (lowered, which is cheap), and its error."""
+    firsts: dict[str, int] = {}
+    owner = [firsts.setdefault(workload_key(g), i) for i, g in enumerate(groups)]
+    leads = sorted(firsts.values())
+    done = dict(zip(leads, _map_in_threads(prepare, [groups[i] for i in leads], jobs)))
+    return [done[o] if o == i else _for_group(done[o], lower_group(groups[i])) for i, o in enumerate(owner)]
 
 
 def _map_in_threads(fn: Callable, items: list, jobs: Optional[int]) -> list[tuple[Any, Optional[Exception]]]:

@@ -88,3 +88,28 @@ def test_the_first_groups_error_is_raised(monkeypatch):
     first = next(grp.name for grp in groups if grp.anchor is not None)
     with pytest.raises(tefuse.errors.BuildError, match=f"no schedule for {first}$"):
         tefuse.build(_chain(), "llvm", jobs=4)
+
+
+def test_groups_repeating_a_workload_are_scheduled_once_and_computed_with_their_own_weights(monkeypatch):
+    """Three conv + ReLU blocks of one workload, each its own weight: one schedule, three kernels
+    sharing one module, each reading its own weight (numpy's answer)."""
+    rng = np.random.default_rng(0)
+    b = GraphBuilder()
+    x = b.input("x", (1, 8, 6, 6))
+    ws = [(rng.standard_normal((8, 8, 3, 3)) * 0.3).astype(np.float32) for _ in range(3)]
+    y = x
+    for k, w in enumerate(ws):
+        y = b.relu(b.conv2d(y, b.const(w, name=f"w{k}"), padding=1))
+    scheduled = []
+    prepare = driver.prepare_group
+    monkeypatch.setattr(driver, "prepare_group", lambda g, *a, **kw: scheduled.append(g.name) or prepare(g, *a, **kw))
+    cg = tefuse.build(b.build(y), "llvm")
+    assert len(scheduled) == 1 and cg.num_kernels == 3
+    assert len({id(k.module) for k in cg.kernels}) == 1
+    xv = rng.standard_normal((1, 8, 6, 6)).astype(np.float32)
+    want = xv
+    for w in ws:
+        p = np.pad(want, ((0, 0), (0, 0), (1, 1), (1, 1)))
+        want = np.maximum(sum(np.einsum("nchw,kc->nkhw", p[:, :, i:i + 6, j:j + 6], w[:, :, i, j])
+                              for i in range(3) for j in range(3)), 0)
+    np.testing.assert_allclose(cg.run(x=xv)[0], want, rtol=1e-4, atol=1e-4)
