@@ -1,4 +1,4 @@
-"""`--precision int8` through the CLI: calibrated on samples, saved, reused; bad input one line."""
+"""`--precision int8` and `fp8` through the CLI: calibrated on samples, saved, reused; bad input one line."""
 import json
 
 import numpy as np
@@ -16,18 +16,19 @@ def _samples(path, n=4):
     return path
 
 
-def test_int8_build_calibrates_saves_and_runs_within_tolerance(tmp_path, capsys):
+@pytest.mark.parametrize("precision", ["int8", "fp8"])
+def test_quantized_build_calibrates_saves_and_runs_within_tolerance(precision, tmp_path, capsys):
     model = small_cnn(tmp_path / "cnn.onnx")
     samples = _samples(tmp_path / "samples.npz")
     saved = tmp_path / "cal.json"
-    assert main(["build", str(model), "--precision", "int8", "--calibration", str(samples), "--calibrator", "max",
+    assert main(["build", str(model), "--precision", precision, "--calibration", str(samples), "--calibrator", "max",
                  "--save-calibration", str(saved), "-e", "summary"]) == 0
     cal = json.loads(saved.read_text())
     assert cal["method"] == "max" and len(cal["thresholds"]) == 3  # two convs and the Gemm
     capsys.readouterr()
-    # the saved calibration serves a run; the softmax outputs stay within int8's error of onnxruntime
-    assert main(["run", str(model), "--precision", "int8", "--calibration", str(saved), "--check", "--repeat", "0",
-                 "--rtol", "0.05", "--atol", "0.02"]) == 0
+    # the saved calibration serves a run; the softmax outputs stay within the format's error of onnxruntime
+    assert main(["run", str(model), "--precision", precision, "--calibration", str(saved), "--check", "--repeat",
+                 "0", "--rtol", "0.05", "--atol", "0.02"]) == 0
     assert "-> OK" in capsys.readouterr().out
 
 
