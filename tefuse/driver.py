@@ -201,9 +201,9 @@ def prepare_variants(preps: list[PreparedGroup], plan: BucketPlan, target: tvm.t
 
     # identical groups (ResNet's repeated blocks: same workload and config) are scheduled once a
     # bucket, the others take that schedule with their own nodes (compile_groups then shares the module)
-    firsts: dict[tuple, int] = {}
-    owner = [firsts.setdefault((_same_code_key(preps[i]), key), n) for n, (i, key) in enumerate(todo)]
-    scheduled = dict(zip(sorted(set(owner)), _map_in_threads(one, [todo[n] for n in sorted(set(owner))], jobs)))
+    owner = _first_with_key([(_same_code_key(preps[i]), key) for i, key in todo])
+    leads = sorted(set(owner))
+    scheduled = dict(zip(leads, _map_in_threads(one, [todo[n] for n in leads], jobs)))
     outcomes = [scheduled[o] if o == n else _for_group(scheduled[o], preps[todo[n][0]].lowered)
                 for n, o in enumerate(owner)]
     out = []
@@ -217,6 +217,12 @@ def prepare_variants(preps: list[PreparedGroup], plan: BucketPlan, target: tvm.t
             continue
         out.append(VariantPrep(i, key, prep))
     return out
+
+
+def _first_with_key(keys: Sequence) -> list[int]:
+    """For each item, the index of the first item with its key: identical work done once."""
+    firsts: dict = {}
+    return [firsts.setdefault(k, i) for i, k in enumerate(keys)]
 
 
 def _for_group(outcome: tuple, base: LoweredGroup) -> tuple:
@@ -233,12 +239,20 @@ def _once_per_workload(groups: list[FusedGroup], prepare: Callable[[FusedGroup],
                        jobs: Optional[int]) -> list[tuple[Any, Optional[Exception]]]:
     """_map_in_threads(prepare, groups), each workload scheduled once: ResNet-50's 57 groups are 28
     workloads, and scheduling took as long as compiling. The groups that repeat one take its
-    schedule with their own nodes and parameters (lowered, which is cheap), and its error."""
-    firsts: dict[str, int] = {}
-    owner = [firsts.setdefault(workload_key(g), i) for i, g in enumerate(groups)]
-    leads = sorted(firsts.values())
+    schedule with their own nodes and parameters (lowered, which is cheap), and its error. Each
+    takes a copy of the scheduled module (a JSON round trip: new variables and buffers), since
+    horizontal fusion may put two of them in one launch (codegen/horizontal.py), which cannot
+    declare one buffer twice."""
+    owner = _first_with_key([workload_key(g) for g in groups])
+    leads = sorted(set(owner))
     done = dict(zip(leads, _map_in_threads(prepare, [groups[i] for i in leads], jobs)))
-    return [done[o] if o == i else _for_group(done[o], lower_group(groups[i])) for i, o in enumerate(owner)]
+    out = []
+    for i, o in enumerate(owner):
+        prep, err = done[o] if o == i else _for_group(done[o], lower_group(groups[i]))
+        if o != i and prep is not None:
+            prep = replace(prep, mod=tvm.ir.load_json(tvm.ir.save_json(prep.mod)))
+        out.append((prep, err))
+    return out
 
 
 def _map_in_threads(fn: Callable, items: list, jobs: Optional[int]) -> list[tuple[Any, Optional[Exception]]]:
@@ -399,9 +413,8 @@ def compile_groups(preps: list[PreparedGroup], target: tvm.target.Target, cache=
     """
     if jobs is not None and jobs < 1:
         raise BuildError(f"jobs must be at least 1, got {jobs}")
-    firsts: dict[tuple, int] = {}
-    owner = [firsts.setdefault(_same_code_key(p), i) for i, p in enumerate(preps)]
-    unique = [preps[i] for i in sorted(firsts.values())]
+    owner = _first_with_key([_same_code_key(p) for p in preps])
+    unique = [preps[i] for i in sorted(set(owner))]
     jobs = min(len(unique), jobs or default_jobs()) or 1
     dump = _kernel_dump_dir() if jobs > 1 and target.kind.name == "cuda" else None
     if dump:

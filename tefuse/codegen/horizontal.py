@@ -170,7 +170,7 @@ def merge_launches(members: Sequence[Member], name: str, all_warp_buffers_lowere
     if len(members) < 2:
         raise MergeError("fewer than two kernels to merge")
     funcs = [m.func for m in members]
-    if len({id(f) for f in funcs}) < len(funcs):
+    if any(f.same_as(g) for k, f in enumerate(funcs) for g in funcs[:k]):
         raise MergeError("one kernel given twice")
     inputs = [p for m in members for p in list(m.func.params)[:m.num_inputs]]
     outputs = [p for m in members for p in list(m.func.params)[m.num_inputs:]]

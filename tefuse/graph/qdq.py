@@ -1,5 +1,5 @@
 """QDQ models (QuantizeLinear / DequantizeLinear around float ops, as onnxruntime's quantize_static
-and TensorRT's explicit quantization write them) as integer products.
+and TensorRT's explicit quantization write them) as int8 or float8 products.
 
 `quantize_products`: a conv2d / matmul / dense whose data is dequantize_linear(x_q) (int8, or
 uint8 read as int8 with its zero point moved by 128; one scale and zero point) and whose weight
@@ -148,7 +148,7 @@ def _quantized(n: Node, ins: list[Node], ctx: RewriteContext) -> Optional[Node]:
 
 
 def quantize_products(graph: Graph) -> Graph:
-    """The graph with every QDQ conv2d / matmul / dense as an int8 anchor (see the module)."""
+    """The graph with every QDQ conv2d / matmul / dense as an int8 or float8 anchor (see the module)."""
     if not has_dequantize(graph):  # a float model: no walk, no copy
         return graph
     out = rewrite(graph, _quantized)

@@ -15,7 +15,7 @@ import tefuse
 from tefuse.frontend.onnx import import_onnx
 from tests.graph import test_qdq as Q
 from tefuse.target import device_caps, make_target
-from tests.schedules.cuda.gemm.test_mma_int8 import KINDS, _int8_nhwc_conv, _int8_product
+from tests.schedules.cuda.gemm.test_mma_int8 import KINDS, int8_nhwc_conv, int8_product
 from tests.schedules.cuda.gemm.test_wgmma_8bit import FP8
 
 pytestmark = pytest.mark.gpu
@@ -30,7 +30,7 @@ def _template(kind: str) -> str:
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_int8_products_on_tensor_cores_match_llvm_exactly(kind):
-    graph = _int8_product(kind, np.random.default_rng(0))
+    graph = int8_product(kind, np.random.default_rng(0))
     cg = tefuse.build(graph, "cuda")
     assert [k.template for k in cg.kernels] == [_template(kind)]
     x = np.random.default_rng(1).integers(-128, 128, graph.inputs[0].shape).astype(np.int8)
@@ -40,7 +40,7 @@ def test_int8_products_on_tensor_cores_match_llvm_exactly(kind):
 @pytest.mark.parametrize("pad_value", [0.0, -128.0], ids=["zero-padding", "zero-point-padding"])
 def test_int8_nhwc_conv_tiles_on_cp_async_match_llvm_exactly(pad_value):
     """16-byte cp.async operand tiles with masked tail rows and padding (passes/int_tile_copies.py)."""
-    graph = _int8_nhwc_conv(np.random.default_rng(0), pad_value)
+    graph = int8_nhwc_conv(np.random.default_rng(0), pad_value)
     cg = tefuse.build(graph, "cuda")
     assert [k.template for k in cg.kernels] == [_template("conv2d_ohwi")]
     x = np.random.default_rng(1).integers(-128, 128, graph.inputs[0].shape).astype(np.int8)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from tvm import tirx
 
+from ....ops.codes import product_codes
 from ....options import DEFAULT, BuildOptions
 from ....target import device_caps
 from ...common import dtype_bytes
@@ -55,7 +56,7 @@ def _tf32(info: KernelInfo) -> bool:
 
 def _codes(info: KernelInfo) -> str:
     """The float8 format of a product's uint8 operand codes (ops/codes.py), or ""."""
-    return str(info.attrs.get("codes") or "")
+    return product_codes(info.attrs)
 
 
 def _intrins(info: KernelInfo) -> list[str]:
@@ -122,8 +123,8 @@ def _channels(info: KernelInfo) -> int:
 
 
 class TensorCoreGemm(Template):
-    """What the tensor-core GEMM templates share: which groups they take (fp16/bf16 and tf32
-    GEMMs and non-grouped convs, M and N a fragment or more), how a config is applied (the
+    """What the tensor-core GEMM templates share: which groups they take (fp16/bf16, tf32 and,
+    per template, int8 and float8-code GEMMs and non-grouped convs, M and N a fragment or more), how a config is applied (the
     instruction family's schedule, APPLY), the rewrites after it, the compile target and
     options. Tensor cores compute these dtypes several times faster than CUDA cores, so a
     template that takes a group is its untuned choice too (preference DOMINANT)."""
@@ -261,7 +262,7 @@ class MmaGemm(TensorCoreGemm):
 
 @register("cuda", "dense", "conv2d")
 class WgmmaGemm(TensorCoreGemm):
-    """Hopper's wgmma (sm_90): fp16/bf16 and tf32 GEMMs whose B is stored (N, K) (a dense's
+    """Hopper's wgmma (sm_90): fp16/bf16, tf32, int8 and float8-code GEMMs whose B is stored (N, K) (a dense's
     weights, an NHWC conv's OHWI weights), warpgroups over M, swizzled 128-byte shared tiles, and
     for deep small grids the cluster split-K (`slices`). The untuned choice where it applies; a
     dense whose B runs along N is left to mma.sync untuned, its configs tried when tuning."""

@@ -1,6 +1,6 @@
 """The Hopper tensor-core schedule (intrin="wgmma", sm_90a), what the `WgmmaGemm` template
-(template.py) applies: fp16/bf16 and tf32 GEMMs with B stored (N, K) on wgmma.mma_async instead
-of mma.sync.
+(template.py) applies: fp16/bf16, tf32, int8 and float8-code GEMMs with B stored (N, K) on
+wgmma.mma_async instead of mma.sync.
 
 Same normalisation, padding, cp.async pipeline and fused epilogue as mma.py's `apply_mma_gemm`
 (the shared parts in tiles.py); what differs (see intrin/wgmma.py for the layouts):
@@ -149,7 +149,8 @@ def _fewer_waves_at_192(m: int, n: int, sms: int) -> bool:
 
 def wgmma_admits(values: dict, dtype: str, tiles=None) -> bool:
     """Whether a tensor-core config is one apply_wgmma_gemm takes (any mma/wmma config is): tiles
-    one 128-byte row deep (bk 64 for fp16/bf16, 32 for tf32), whole warpgroups of rows. With the
+    one 128-byte row deep (bk 128 for one-byte types, 64 for fp16/bf16, 32 for tf32), whole
+    warpgroups of rows. With the
     space's `tiles`, only the first tile of each (BM, BN) is taken: wgmma has no warp tile (warps
     own 16-row strips), so (128, 128, 64, 64) and (128, 128, 64, 32) are one kernel, and a tuner
     would measure it twice. Nor blocks past Hopper's opt-in shared memory (256x192 at 2 or 4

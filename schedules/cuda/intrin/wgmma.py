@@ -78,17 +78,18 @@ def xor8(a, b):
 
 
 def chunk_elems(dtype: str = "float16") -> int:
-    """Elements in a 16-byte chunk (a cp.async vector): 8 of 16 bits, 4 of 32."""
+    """Elements in a 16-byte chunk (a cp.async vector): 16 of one byte, 8 of 16 bits, 4 of 32."""
     return 16 // dtype_bytes(dtype)
 
 
 def bk_of(dtype: str = "float16") -> int:
-    """The tile depth: one 128-byte swizzle row (64 fp16/bf16 elements, 32 float32)."""
+    """The tile depth: one 128-byte swizzle row (128 one-byte values, 64 fp16/bf16, 32 float32)."""
     return 8 * chunk_elems(dtype)
 
 
 def k_step(dtype: str = "float16") -> int:
-    """K of one wgmma instruction (32 bytes of a row): k16 for 16-bit types, k8 for tf32."""
+    """K of one wgmma instruction (32 bytes of a row): k32 for one-byte types, k16 for 16-bit
+    ones, k8 for tf32."""
     return bk_of(dtype) // 4
 
 

@@ -1,5 +1,5 @@
 """int8 products accumulating int32 (a QDQ model's anchors, graph/qdq.py) on the mma.sync template
-(Ampere and Ada; Hopper's take wgmma, test_wgmma_int8.py) without a GPU: the CUDA source and its PTX hold mma.sync m16n8k32 s8 with int32 accumulators, and
+(Ampere and Ada; Hopper's take wgmma, test_wgmma_8bit.py) without a GPU: the CUDA source and its PTX hold mma.sync m16n8k32 s8 with int32 accumulators, and
 the same schedule untensorized computes the exact integers on llvm (every tile, pad and masked tail
 as on the GPU). Whether the fragment layouts are right is for a GPU run (tests/gpu/test_qdq_cuda.py)."""
 from __future__ import annotations
@@ -20,7 +20,7 @@ from tefuse.graph import GraphBuilder
 from tefuse.target import make_target
 
 
-def _int8_product(kind: str, rng):
+def int8_product(kind: str, rng):
     """An int8 product into int32, with a QDQ anchor's epilogue (zero-point share, scale)."""
     b = GraphBuilder()
     if kind == "conv2d":
@@ -50,7 +50,7 @@ KINDS = ["dense", "matmul", "conv2d", "conv2d_ohwi"]
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("arch", ["sm_80", "sm_89"])
 def test_int8_products_compile_to_mma_sync_s8(kind, arch):
-    cg = tefuse.build(_int8_product(kind, np.random.default_rng(0)), f"cuda:{arch}")
+    cg = tefuse.build(int8_product(kind, np.random.default_rng(0)), f"cuda:{arch}")
     (k,) = cg.kernels
     assert k.template == "tensorcore_gemm"  # (Hopper's int8 products: test_wgmma_int8.py)
     src = k.source("cuda")
@@ -65,7 +65,7 @@ def test_an_nhwc_int8_conv_reads_its_weight_nk_and_both_tiles_through_ldmatrix(a
     """An NHWC int8 conv with a constant HWIO weight, built for CUDA: the weight pass gives it
     OHWI, so both operand tiles are K-major and every fragment comes from ldmatrix; with [K, N]
     the B fragments were byte-wide shared loads (64 a thread each k step)."""
-    cg = tefuse.build(_int8_nhwc_conv(np.random.default_rng(0), -3.0), f"cuda:{arch}")
+    cg = tefuse.build(int8_nhwc_conv(np.random.default_rng(0), -3.0), f"cuda:{arch}")
     (k,) = cg.kernels
     ptx = compile_to_ptx(k.source("cuda"), arch)
     assert re.search(r"\bldmatrix\.sync\.aligned\.m8n8\.x4\.shared\.b16\b", ptx)
@@ -75,7 +75,7 @@ def test_an_nhwc_int8_conv_reads_its_weight_nk_and_both_tiles_through_ldmatrix(a
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_int8_tiling_and_padding_compute_the_exact_integers_on_llvm(kind):
-    graph = _int8_product(kind, np.random.default_rng(1))
+    graph = int8_product(kind, np.random.default_rng(1))
     (group,) = fuse_graph(graph)
     lowered = lower_group(group)
     cuda = make_target("cuda:sm_80")
@@ -104,7 +104,7 @@ def test_int8_shared_tiles_rows_start_16_byte_aligned(kind):
     from tefuse.schedules.cuda.gemm.tiles import aligned_row, row_pad
 
     assert row_pad(8, 1) == 16 and row_pad(8, 2) == 8 and row_pad(0, 1) == 0
-    cg = tefuse.build(_int8_product(kind, np.random.default_rng(0)), "cuda:sm_89")
+    cg = tefuse.build(int8_product(kind, np.random.default_rng(0)), "cuda:sm_89")
     src = cg.kernels[0].source("cuda")
     # the tile copies' shared addresses: plain stores, or cp.async's destination (its first offset)
     stores = [ln for ln in src.splitlines() if "buf_dyn_shmem_ptr)" in ln and "= condval" in ln]
@@ -114,7 +114,7 @@ def test_int8_shared_tiles_rows_start_16_byte_aligned(kind):
     assert all(aligned_row(bk, row_pad(8, 1)) % 16 == 0 for bk in (32, 64, 128))
 
 
-def _int8_nhwc_conv(rng, pad_value: float):
+def int8_nhwc_conv(rng, pad_value: float):
     """An NHWC int8 3x3 conv (a calibrated model's layout) padded with `pad_value` (a uint8 QDQ
     model's zero point read as int8 is -128), over 200 output pixels: masked tail rows too."""
     b = GraphBuilder()
@@ -126,8 +126,8 @@ def _int8_nhwc_conv(rng, pad_value: float):
     return b.build(y)
 
 
-COPIES = {"dense": lambda rng: _int8_product("dense", rng), "matmul": lambda rng: _int8_product("matmul", rng),
-          "conv-nhwc": lambda rng: _int8_nhwc_conv(rng, 0.0), "conv-nhwc-fill": lambda rng: _int8_nhwc_conv(rng, -128.0)}
+COPIES = {"dense": lambda rng: int8_product("dense", rng), "matmul": lambda rng: int8_product("matmul", rng),
+          "conv-nhwc": lambda rng: int8_nhwc_conv(rng, 0.0), "conv-nhwc-fill": lambda rng: int8_nhwc_conv(rng, -128.0)}
 
 
 @pytest.mark.parametrize("kind", COPIES)

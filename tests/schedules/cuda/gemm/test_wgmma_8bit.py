@@ -24,11 +24,11 @@ from tefuse.graph import GraphBuilder
 from tefuse.schedules.cuda.intrin.wgmma import bk_of
 from tefuse.target import make_target
 
-from .test_mma_int8 import _int8_nhwc_conv, _int8_product
+from .test_mma_int8 import int8_nhwc_conv, int8_product
 
-PRODUCTS = {"dense": lambda rng: _int8_product("dense", rng), "matmul": lambda rng: _int8_product("matmul", rng),
-            "conv-ohwi": lambda rng: _int8_product("conv2d_ohwi", rng),
-            "conv-nhwc-fill": lambda rng: _int8_nhwc_conv(rng, -128.0)}
+PRODUCTS = {"dense": lambda rng: int8_product("dense", rng), "matmul": lambda rng: int8_product("matmul", rng),
+            "conv-ohwi": lambda rng: int8_product("conv2d_ohwi", rng),
+            "conv-nhwc-fill": lambda rng: int8_nhwc_conv(rng, -128.0)}
 
 
 def _fp8_product(kind: str, fmt: str, rng):
@@ -99,7 +99,8 @@ def test_one_byte_wgmma_tiling_computes_the_same_numbers_on_llvm(kind):
     # both operand tiles in the 128-byte swizzle: atoms of 8 rows x 8 chunks x 16 values
     dtype = lowered.info.dtype
     assert len(re.findall(rf"alloc_buffer\(\(\d+, \d+, \d+, 8, 8, 16\), \"{dtype}\"", sch.mod.script())) == 2
-    lib = tvm.compile(sch.mod, target=llvm)
+    # with the template's rewrites (chunk_guards: the zero-point padding's nested guards)
+    lib = tvm.compile(t.finish(sch.mod, lowered.info, cfg, llvm), target=llvm)
     rng = np.random.default_rng(2)
     fmt = lowered.info.attrs.get("codes")
     data = (lambda shape: rng.standard_normal(shape).astype(getattr(ml_dtypes, fmt)).view(np.uint8)) if fmt else \

@@ -72,6 +72,30 @@ def test_nested_guards_become_one_condition_on_whole_chunks():
     assert uses and all(u.startswith("FloorDiv") and u.endswith("// 8") for u in uses), uses
 
 
+def test_nested_fills_of_different_constants_stay_nested_each_condition_on_chunks():
+    """An int8 conv padded with its zero point (-3) inside the K tail's zeros: the fills differ,
+    so the guards stay nested, outer first, each tested once a chunk."""
+    @T.prim_func(check_well_formed=False)
+    def f(x: T.Buffer((2, 6, 6, 32), "int8"), s: T.Buffer((64, 384), "int8")):
+        for i, j in T.grid(64, 384):
+            with T.sblock("copy"):
+                vi, vk = T.axis.remap("SS", [i, j])
+                T.sblock_attr({COPY_LANES: 16})
+                s[vi, vk] = T.if_then_else(
+                    vk < 288,
+                    T.if_then_else(1 <= vi // 6 % 6 + vk // 96, x[vi // 36, vi // 6 % 6, vi % 6, vk % 32], T.int8(-3)),
+                    T.int8(0))
+
+    block = _stored(chunk_guards(f))
+    outer, inner, zero = block.body.value.args
+    cond, value, fill = inner.args
+    assert int(zero.value) == 0 and int(fill.value) == -3 and "if_then_else" not in str(value)
+    k = block.iter_vars[-1].var
+    for c in (outer, cond):
+        uses = _k_uses(c, k)
+        assert uses and all(u.startswith("FloorDiv") and u.endswith("// 16") for u in uses), uses
+
+
 def test_a_guard_that_varies_within_a_chunk_is_left_alone():
     """k % 24 < 12 changes from one lane to the next: the copy stays as it was, mark removed."""
     f = _copy(lambda i, k: k % 24 < 12)
