@@ -64,6 +64,24 @@ def test_fp8_products_on_hopper_tensor_cores_match_llvm(kind):
     assert np.abs(got - want).max() <= 1e-3 * np.abs(want).max()
 
 
+def test_a_deep_fp8_product_stays_within_float32_accumulation_of_llvm():
+    """K = 4096: each 128-deep row's sum is promoted to float32 (intrin/wgmma.promotes); summed
+    whole in the tensor cores' fp8 accumulator, the error grows with K (about 2% at 4096)."""
+    if not device_caps(make_target("cuda")).has_wgmma:
+        pytest.skip("float8 products take the tensor cores on Hopper (wgmma) only")
+    import ml_dtypes
+
+    rng = np.random.default_rng(0)
+    b = tefuse.GraphBuilder()
+    w = rng.standard_normal((256, 4096)).astype(ml_dtypes.float8_e4m3fn).view(np.uint8)
+    graph = b.build(b.op("dense", b.input("x", (256, 4096), "uint8"), b.const(w, name="w"), codes="float8_e4m3fn"))
+    x = rng.standard_normal((256, 4096)).astype(ml_dtypes.float8_e4m3fn).view(np.uint8)
+    cg = tefuse.build(graph, "cuda")
+    assert [k.template for k in cg.kernels] == ["wgmma_gemm"]
+    got, want = cg.run(x=x)[0], tefuse.build(graph, "llvm").run(x=x)[0]
+    assert np.abs(got - want).max() <= 1e-3 * np.abs(want).max()
+
+
 @pytest.mark.parametrize("net,x_shape", [(Q._conv_net, (1, 3, 8, 8)), (Q._mlp, (4, 16))], ids=["convnet", "mlp"])
 def test_qdq_models_on_cuda_match_onnxruntime(net, x_shape, tmp_path):
     import onnxruntime as ort

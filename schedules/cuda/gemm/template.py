@@ -26,7 +26,8 @@ from ..passes.narrow_staging import narrow_staging
 from .mma import apply_mma_gemm, mma_fallback_values
 from .sliced_k import SLICED, slice_reduction
 from .tiles import DEFAULT_CFG, MIN_MN, MMA_INT_DTYPES, TC_DTYPES, pipeline_smem_bytes, tc_shape
-from .wgmma import apply_wgmma_gemm, defer_tf32_rounding, fallback_values, wgmma_admits, wgmma_target
+from .wgmma import (MAX_PROMOTED_BN, apply_wgmma_gemm, defer_tf32_rounding, fallback_values, wgmma_admits,
+                    wgmma_target)
 
 APPLY = {"mma": apply_mma_gemm, "wmma": apply_mma_gemm, "wgmma": apply_wgmma_gemm}  # intrin -> its schedule
 
@@ -296,6 +297,8 @@ class WgmmaGemm(TensorCoreGemm):
         s.constrain(lambda v: v["slices"] == 1 or (_sliceable(info, v["slices"], v["tile"])
                                                    and v["vec_out"] == 4))  # (the sum stores 4 wide at most)
         s.constrain(lambda v: wgmma_admits(v, info.dtype, TILES))
+        if _codes(info):
+            s.constrain(lambda v: v["tile"][1] <= MAX_PROMOTED_BN)
         return s
 
     def fallback(self, info: KernelInfo, target, space: ConfigSpace) -> Config:
@@ -303,8 +306,11 @@ class WgmmaGemm(TensorCoreGemm):
         conv (cluster.cluster_split)."""
         m, n, k = tc_shape(info)
         sliceable = info.anchor_kind == "conv2d" and _sliceable(info, 2)
-        return space.from_values(fallback_values(m, n, device_caps(target).sm_count, info.dtype, k,
-                                                 _channels(info) if sliceable else None))
+        values = fallback_values(m, n, device_caps(target).sm_count, info.dtype, k,
+                                 _channels(info) if sliceable else None)
+        if _codes(info) and values["tile"][1] > MAX_PROMOTED_BN:  # float8: promoted rows (wgmma.py)
+            values["tile"] = (128, MAX_PROMOTED_BN, 64, 64)
+        return space.from_values(values)
 
     def fallback_alternatives(self, info: KernelInfo, target, space: ConfigSpace, cfg: Config):
         """A cluster split the sum's schedule refuses (an epilogue it cannot compute 4 wide): the

@@ -33,11 +33,14 @@ from .cluster import cluster_split
 from .sliced_k import SLICE_AXIS, stage_sum
 from .tiles import (DEFAULT_CFG, bind_grid, drop_unit_iters, fetch_to_shared, intrin_names, last_index_kind,
                     operand_k_major, stage_accumulators, staging_row_stride, store_epilogue, tensorize_staging_store)
-from ..intrin.wgmma import (N_CHOICES, PTX_TYPE, acc_dtype, bk_of, chunk_elems, storage, store_intrin,
+from ..intrin.wgmma import (N_CHOICES, PTX_TYPE, acc_dtype, bk_of, chunk_elems, promotes, storage, store_intrin,
                             swizzle_index_map, wgmma_intrin)
 
 HOPPER_SMEM_OPTIN = SMEM_OPTIN["sm_90a"]  # bytes of dynamic shared memory a block may opt into (227 KB)
 ASYNC_WGMMA = True  # a pipelined k loop keeps one wgmma batch in flight (intrin/wgmma.py)
+# the widest tile of a type whose rows' sums are promoted (float8): its accumulators and the row's
+# sum are 2 x BN / 2 registers a thread, 128 of them at BN 128
+MAX_PROMOTED_BN = 128
 
 
 def wgmma_target(target):
@@ -200,6 +203,10 @@ def apply_wgmma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
     blk = sch.get(block)
     in_dtype = c["in_dtype"] or blk.reads[0].source.dtype
     op_type = c.get("codes") or in_dtype  # float8 codes: byte tiles the instruction reads as e4m3/e5m2
+    if promotes(op_type):  # each row's sum is added to the accumulators once done (intrin/wgmma.py)
+        inflight = 0
+        if BN > MAX_PROMOTED_BN:
+            raise ValueError(f"wgmma {op_type}: BN {BN} > {MAX_PROMOTED_BN} (a row's sum doubles the accumulator registers)")
     if storage(op_type) != in_dtype:
         raise ValueError(f"wgmma: {op_type} operands are held as {storage(op_type)}, not {in_dtype}")
     if op_type not in PTX_TYPE:

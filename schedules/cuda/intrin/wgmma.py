@@ -135,11 +135,20 @@ def _reg(in_dtype: str) -> str:
     return "r" if acc_dtype(in_dtype) == "int32" else "f"
 
 
-def register_fences(n: int, indent: str = "  ", in_dtype: str = "float16") -> str:
-    """Empty asm statements that pin this thread's n / 2 accumulators d[] in registers around the
-    wgmma (so the compiler keeps them where the instructions write them)."""
+def register_fences(n: int, indent: str = "  ", in_dtype: str = "float16", acc: str = "d") -> str:
+    """Empty asm statements that pin this thread's n / 2 accumulators `acc`[] in registers around
+    the wgmma (so the compiler keeps them where the instructions write them)."""
     c = _reg(in_dtype)
-    return "\n".join(f'{indent}asm volatile("" : "+{c}"(d[{i}]) :: "memory");' for i in range(n // 2))
+    return "\n".join(f'{indent}asm volatile("" : "+{c}"({acc}[{i}]) :: "memory");' for i in range(n // 2))
+
+
+def promotes(in_dtype: str) -> bool:
+    """Whether a tile row's products are summed apart and then added to the float32
+    accumulators: float8. Hopper's fp8 wgmma adds its products with about 14 bits of mantissa
+    (DeepSeek-V3's measurement), so summing a whole reduction there loses precision as K grows;
+    promoting each 128-deep row, as CUTLASS's default FP8 GEMM and cuBLASLt without fast
+    accumulation do, bounds that to one row's sum."""
+    return in_dtype in CODE_STORAGE
 
 
 def _after_scale_d(in_dtype: str) -> str:
@@ -151,14 +160,14 @@ def _after_scale_d(in_dtype: str) -> str:
     return ", 1, 1" if in_dtype == "float32" or in_dtype in CODE_STORAGE else ", 1, 1, 0, 0"
 
 
-def wgmma_row(n: int, in_dtype: str, indent: str = "  ") -> str:
+def wgmma_row(n: int, in_dtype: str, indent: str = "  ", acc_name: str = "d") -> str:
     """CUDA statements for one 128-byte tile row of wgmma on descriptors `da`, `db` (four k
-    steps, the start address 32 bytes on each) into d[]: wgmma.fence, the four, commit."""
+    steps, the start address 32 bytes on each) into `acc_name`[]: wgmma.fence, the four, commit."""
     t, ks, nreg = PTX_TYPE[in_dtype], k_step(storage(in_dtype)), n // 2
     acc = PTX_ACC[acc_dtype(in_dtype)]
     tail = _after_scale_d(in_dtype)
     regs = ", ".join(f"%{i}" for i in range(nreg))
-    outs = ", ".join(f'"+{_reg(in_dtype)}"(d[{i}])' for i in range(nreg))
+    outs = ", ".join(f'"+{_reg(in_dtype)}"({acc_name}[{i}])' for i in range(nreg))
     body = f"""asm volatile("wgmma.fence.sync.aligned;\\n" ::: "memory");
 #pragma unroll
 for (int kk = 0; kk < 4; ++kk) {{
@@ -180,6 +189,8 @@ def device_source(n: int, in_dtype: str, stages: int = 0) -> str:
     one batch left in flight (see the module docstring)."""
     if stages in (1, 2) or stages < 0:
         raise ValueError(f"wgmma: a batch stays in flight only in a pipeline of 3 or more stages, not {stages}")
+    if stages and promotes(in_dtype):
+        raise ValueError(f"wgmma: {in_dtype} rows are added to the accumulators once done: no batch stays in flight")
     pending = 1 if stages else 0
     fence_regs = register_fences(n, in_dtype=in_dtype)
     d_type = "int" if acc_dtype(in_dtype) == "int32" else "float"
@@ -204,10 +215,27 @@ def device_source(n: int, in_dtype: str, stages: int = 0) -> str:
   __syncthreads();
   unsigned long long da = tefuse_wgmma_desc_sw128(a_addr);
   unsigned long long db = tefuse_wgmma_desc_sw128(b_addr);
-{fence_regs}
+{_product(n, in_dtype, pending, fence_regs, after)}}}
+"""
+
+
+def _product(n: int, in_dtype: str, pending: int, fence_regs: str, after: str) -> str:
+    """The device function's product: the row's wgmma into d[], waited for down to `pending`
+    batches; for a type that `promotes`, into a zeroed t[] first, then added to d[]."""
+    if not promotes(in_dtype):
+        return f"""{fence_regs}
 {wgmma_row(n, in_dtype)}  asm volatile("wgmma.wait_group.sync.aligned {pending};\\n" ::: "memory");{after}
 {fence_regs}
-}}
+"""
+    t_regs = register_fences(n, in_dtype=in_dtype, acc="t")
+    return f"""  float t[{n // 2}];
+#pragma unroll
+  for (int i = 0; i < {n // 2}; ++i) t[i] = 0.0f;
+{t_regs}
+{wgmma_row(n, in_dtype, acc_name="t")}  asm volatile("wgmma.wait_group.sync.aligned 0;\\n" ::: "memory");
+{t_regs}
+#pragma unroll
+  for (int i = 0; i < {n // 2}; ++i) d[i] += t[i];
 """
 
 

@@ -126,3 +126,25 @@ def test_float8_products_before_hopper_compute_on_cuda_cores(kind):
     assert k.template in ("cuda_dense", "conv2d_implicit_gemm")
     ptx = compile_to_ptx(k.source("cuda"), "sm_80")
     assert not re.search(r"\b(?:wgmma|mma\.sync)\b", ptx)
+
+
+def test_float8_rows_are_summed_apart_then_added_to_the_float32_accumulators():
+    """Hopper's fp8 wgmma adds products with a narrow mantissa: each 128-deep row is summed in a
+    zeroed t[] and added to d[] once waited for (no batch left in flight), tiles at most 128 wide
+    (both arrays in registers: no local memory)."""
+    rng = np.random.default_rng(0)
+    b = GraphBuilder()
+    w = rng.standard_normal((1024, 512)).astype(ml_dtypes.float8_e4m3fn).view(np.uint8)
+    graph = b.build(b.op("dense", b.input("x", (4096, 512), "uint8"), b.const(w, name="w"), codes="float8_e4m3fn"))
+    (k,) = tefuse.build(graph, "cuda:sm_90").kernels
+    src = k.source("cuda")
+    assert "d[i] += t[i]" in src and "wait_group.sync.aligned 1" not in src
+    ptx = compile_to_ptx(src, "sm_90a")
+    assert re.search(r"\bwgmma\.mma_async\.sync\.aligned\.m64n128k32\.f32\.e4m3\.e4m3\b", ptx)
+    assert not re.search(r"\b(?:ld|st)\.local\b", ptx)
+    (group,) = fuse_graph(graph)
+    info = lower_group(group).info
+    cuda = make_target("cuda:sm_90")
+    t = find_template(cuda, info.anchor_kind, info=info)[0]
+    space = t.space(info, cuda)
+    assert max(c["tile"][1] for c in space if space.admits(c.index)) == 128
