@@ -15,18 +15,21 @@ from tefuse.target import make_target
 from tests.schedules.cuda.gemm.test_wgmma import _lowered, _ohwi_conv, _run_on_llvm, _wgmma_cfg
 
 
-def _copy(cond_of_k):
-    """A marked 8-lane tile copy of a 3x3 conv over 24 channels: nested guards, `cond_of_k` inside."""
+def _copy(cond_of_k, dtype: str = "float16", c: int = 24, lanes: int = 8, width: int = 256, pad=0):
+    """A marked `lanes`-lane tile copy of a 3x3 conv over `c` channels (K = 9c, tiles `width`
+    deep): nested guards, `cond_of_k` inside, filling `pad` there and zero past K."""
+    k_total, fill, zero = 9 * c, tirx.const(pad, dtype), tirx.const(0, dtype)
+
     @T.prim_func(check_well_formed=False)
-    def f(x: T.Buffer((2, 6, 6, 24), "float16"), s: T.Buffer((64, 256), "float16")):
-        for i, j in T.grid(64, 256):
+    def f(x: T.Buffer((2, 6, 6, c), dtype), s: T.Buffer((64, width), dtype)):
+        for i, j in T.grid(64, width):
             with T.sblock("copy"):
                 vi, vk = T.axis.remap("SS", [i, j])
-                T.sblock_attr({COPY_LANES: 8})
+                T.sblock_attr({COPY_LANES: lanes})
                 s[vi, vk] = T.if_then_else(
-                    vk < 216,
-                    T.if_then_else(cond_of_k(vi, vk), x[vi // 36, vi // 6 % 6, vi % 6, vk % 24], T.float16(0)),
-                    T.float16(0))
+                    vk < k_total,
+                    T.if_then_else(cond_of_k(vi, vk), x[vi // 36, vi // 6 % 6, vi % 6, vk % c], fill),
+                    zero)
     return f
 
 
@@ -75,17 +78,7 @@ def test_nested_guards_become_one_condition_on_whole_chunks():
 def test_nested_fills_of_different_constants_stay_nested_each_condition_on_chunks():
     """An int8 conv padded with its zero point (-3) inside the K tail's zeros: the fills differ,
     so the guards stay nested, outer first, each tested once a chunk."""
-    @T.prim_func(check_well_formed=False)
-    def f(x: T.Buffer((2, 6, 6, 32), "int8"), s: T.Buffer((64, 384), "int8")):
-        for i, j in T.grid(64, 384):
-            with T.sblock("copy"):
-                vi, vk = T.axis.remap("SS", [i, j])
-                T.sblock_attr({COPY_LANES: 16})
-                s[vi, vk] = T.if_then_else(
-                    vk < 288,
-                    T.if_then_else(1 <= vi // 6 % 6 + vk // 96, x[vi // 36, vi // 6 % 6, vi % 6, vk % 32], T.int8(-3)),
-                    T.int8(0))
-
+    f = _copy(lambda i, k: 1 <= i // 6 % 6 + k // 96, "int8", c=32, lanes=16, width=384, pad=-3)
     block = _stored(chunk_guards(f))
     outer, inner, zero = block.body.value.args
     cond, value, fill = inner.args
