@@ -305,6 +305,70 @@ def gemm_case(m: int, n: int, k: int, precision: str, db=None, tune_trials: int 
                err <= TOLERANCE[precision], _templates(cg), extra)
 
 
+def quant_gemm_graph(m: int, n: int, k: int, precision: str, rng):
+    """(graph, a's codes, w's codes, a's values, w's values, scale, bias) for relu(A_q @ W_q^T *
+    scale + bias): int8 operands accumulating int32, or float8 e4m3 codes summed in float32 (a QDQ
+    anchor as graph/qdq.py makes it), the dequantize scale, bias and ReLU its epilogue."""
+    from ..graph import GraphBuilder
+
+    if precision == "fp8":
+        import ml_dtypes
+
+        av, wv = (rng.standard_normal(shape).astype(ml_dtypes.float8_e4m3fn) for shape in ((m, k), (n, k)))
+        aq, wq, attrs = av.view(np.uint8), wv.view(np.uint8), {"codes": "float8_e4m3fn"}
+    else:
+        av, wv = (rng.integers(-128, 128, shape, dtype=np.int8) for shape in ((m, k), (n, k)))
+        aq, wq, attrs = av, wv, {"out_dtype": "int32"}
+    scale = (rng.random(n) / k).astype(np.float32)
+    bias = rng.standard_normal(n).astype(np.float32)
+    b = GraphBuilder()
+    y = b.op("dense", b.input("a", (m, k), str(aq.dtype)), b.const(wq, name="w"), **attrs)
+    y = b.op("mul", b.op("cast", y, dtype="float32"), b.const(scale, name="s"))
+    graph = b.build(b.relu(b.bias_add(y, b.const(bias, name="b"), axis=1)))
+    return graph, aq, wq, av.astype(np.float32), wv.astype(np.float32), scale, bias
+
+
+def quant_gemm_case(m: int, n: int, k: int, precision: str, db=None) -> Row:
+    """quant_gemm_graph's product on tensor cores (int8 or fp8) against cuBLASLt's product alone
+    in the same type (torch._int_mm into int32; torch._scaled_mm into float32), each timed as a
+    CUDA graph in turn; checked against float64 on the GPU."""
+    from ..driver import build
+
+    torch = _torch()
+    graph, aq, wq, av, wv, scale, bias = quant_gemm_graph(m, n, k, precision, np.random.default_rng(0))
+    cg = build(graph, "cuda", db=db)
+    out = cg.run(a=aq)[0]
+    feeds = {"a": torch.from_numpy(aq).cuda()}
+    ta, tw = (torch.from_numpy(v).cuda().double() for v in (av, wv))
+    with torch.no_grad():
+        ref = torch.relu((ta @ tw.T) * torch.from_numpy(scale).cuda().double()
+                         + torch.from_numpy(bias).cuda().double()).cpu().numpy()
+    err = _rel(out, ref)
+    pa, pw = feeds["a"], torch.from_numpy(wq).cuda()
+    if precision == "fp8":
+        one = torch.tensor(1.0, device="cuda")
+        pa, pw = pa.view(torch.float8_e4m3fn), pw.view(torch.float8_e4m3fn)
+        peer_fn, peer = (lambda: torch._scaled_mm(pa, pw.T, scale_a=one, scale_b=one, out_dtype=torch.float32),
+                         "cuBLASLt fp8 (torch._scaled_mm, float32 out), the product alone")
+    else:
+        peer_fn, peer = lambda: torch._int_mm(pa, pw.T), "cuBLASLt int8 (torch._int_mm), the product alone"
+    graph_ms, graph_error, run = _tefuse_graph_ms(torch, cg, feeds, out)
+    kernels_ms = 1e3 * sum(cg.time_kernels(a=aq))
+    graph_ms, peer_ms = alternate(run, peer_fn, graph_ms)
+    ms = graph_ms or kernels_ms
+    extra = {"kernels_ms": kernels_ms, "graph_ms": graph_ms, "tefuse_tops": 2 * m * n * k / (ms * 1e-3) / 1e12,
+             "peer_tops": 2 * m * n * k / (peer_ms * 1e-3) / 1e12}
+    if graph_error:
+        extra["graph_error"] = graph_error
+    return Row("gemm", f"{m}x{n}x{k}", precision, m, ms, peer_ms, peer, err, err <= QUANT_GEMM_TOLERANCE,
+               _templates(cg), extra)
+
+
+# a quantized GEMM's error against float64 of the same operands: only summation order (int32 is
+# exact; fp8 rows are promoted to float32, schedules/cuda/intrin/wgmma.promotes)
+QUANT_GEMM_TOLERANCE = 1e-3
+
+
 def attention_case(batch: int, heads: int, length: int, dim: int, precision: str, db=None, tune_trials: int = 0,
                    tuning=None) -> Row:
     """softmax(q k^T / sqrt(d)) v as one attention op ([batch, heads, length, dim] each; a model's
@@ -584,7 +648,8 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("suite", choices=["conv", "plan", "gemm", "attention", "models", "zoo"])
     p.add_argument("--precision", nargs="+", default=["fp16"], choices=[*DTYPES, *QUANT_PEERS],
-                   help="int8, fp8 (models suite): calibrated on seeded inputs, against PyTorch in fp16")
+                   help="int8, fp8: models suite, calibrated on seeded inputs, against PyTorch in fp16; gemm "
+                        "suite, the quantized product with its epilogue against cuBLASLt's in the same type")
     p.add_argument("--batch", type=int, nargs="+", default=[1, 16])
     p.add_argument("--shapes", type=int, nargs="*", default=None, help="indices into RESNET50_CONVS")
     p.add_argument("--layout", default="NCHW", choices=["NCHW", "NHWC"], help="conv suite: tefuse's layout")
@@ -622,8 +687,8 @@ def main(argv=None) -> int:
                         "graph a call; more: microsecond kernels timed without a graph launch each)")
     argv = list(sys.argv[1:] if argv is None else argv)
     args = p.parse_args(argv)
-    if args.suite != "models" and set(args.precision) & set(QUANT_PEERS):
-        p.error(f"--precision {', '.join(QUANT_PEERS)}: the models suite only")
+    if args.suite not in ("models", "gemm") and set(args.precision) & set(QUANT_PEERS):
+        p.error(f"--precision {', '.join(QUANT_PEERS)}: the models and gemm suites only")
     if args.merge is not None:
         if not args.json:
             p.error("--merge needs --json")
@@ -692,7 +757,10 @@ def run_suites(args, db, tuning, attempt) -> None:
                 attempt("attention", a, prec, dims[0], lambda: attention_case(*dims, prec, db, args.tune, tuning))
         elif args.suite == "gemm":
             for g in args.gemm:
-                attempt("gemm", g, prec, 0, lambda: gemm_case(*map(int, g.split("x")), prec, db, args.tune, tuning))
+                if prec in QUANT_PEERS:
+                    attempt("gemm", g, prec, 0, lambda: quant_gemm_case(*map(int, g.split("x")), prec, db))
+                else:
+                    attempt("gemm", g, prec, 0, lambda: gemm_case(*map(int, g.split("x")), prec, db, args.tune, tuning))
         elif args.suite == "zoo":
             for name in sharded(args.models or UNTUNED_ZOO, args.shard):
                 for b in args.batch:

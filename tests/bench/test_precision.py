@@ -4,6 +4,10 @@ import contextlib
 import json
 import math
 
+import numpy as np
+import pytest
+
+import tefuse
 from tefuse.bench.precision import Row, line, write_json
 
 
@@ -207,3 +211,26 @@ def test_resume_keeps_measured_cases_and_runs_failed_and_missing_ones(monkeypatc
     assert seen == ["gpt2", "swin_t"]
     rows = json.loads(out.read_text())["rows"]
     assert [(r["case"], r["ratio"]) for r in rows] == [("bert", 2.0), ("gpt2", 1.0), ("swin_t", 1.0)]
+
+
+@pytest.mark.parametrize("precision", ["int8", "fp8"])
+def test_the_quantized_gemm_graph_computes_its_epilogue_on_the_exact_products(precision):
+    """The gemm suite's int8 / fp8 case (a QDQ anchor with its dequantize, bias and ReLU) on
+    llvm against numpy over the operands' values."""
+    from tefuse.bench.precision import QUANT_GEMM_TOLERANCE, quant_gemm_graph
+
+    graph, aq, _, av, wv, scale, bias = quant_gemm_graph(70, 48, 96, precision, np.random.default_rng(0))
+    got = tefuse.build(graph, "llvm").run(a=aq)[0]
+    want = np.maximum((av.astype(np.float64) @ wv.T.astype(np.float64)) * scale + bias, 0)
+    assert np.linalg.norm(got - want) <= QUANT_GEMM_TOLERANCE * np.linalg.norm(want)
+
+
+def test_the_gemm_suite_runs_quantized_precisions_as_quantized_products(monkeypatch, tmp_path):
+    import tefuse.bench.precision as P
+
+    seen = []
+    monkeypatch.setattr(P, "quant_gemm_case", lambda m, n, k, prec, db=None: seen.append((m, n, k, prec)) or
+                        P.Row("gemm", f"{m}x{n}x{k}", prec, m, 1.0, 1.0, "peer", 0.0, True, [], {}))
+    monkeypatch.setattr(P, "gemm_case", lambda *a, **kw: pytest.fail("a quantized precision took the float case"))
+    assert P.main(["gemm", "--precision", "int8", "fp8", "--gemm", "256x128x512", "--json", str(tmp_path / "g.json")]) == 0
+    assert seen == [(256, 128, 512, "int8"), (256, 128, 512, "fp8")]
