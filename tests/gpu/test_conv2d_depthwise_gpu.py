@@ -89,3 +89,20 @@ def test_sampled_configs_match_numpy(rng, kw):
         cg = CompiledGraph(g, task.target, [kernel])
         err = _check(cg, g, kw, rng, f"config {cfg.values}")
         print(f"\n{kw} #{cfg.index} {cfg.values}: max abs err {err:.3g}")
+
+
+def test_a_transposed_nchw_input_through_the_rows_stage_matches_llvm():
+    """ShuffleNet's stride-2 branch: an NHWC depthwise conv reading an NCHW tensor through a
+    transposing prologue; the rows stage loads its gathered channels as scalars (compiled by the
+    GPU machine's nvcc, which refused the vector form)."""
+    rng = np.random.default_rng(0)
+    b = tefuse.GraphBuilder()
+    x = b.transpose(b.input("x", (2, 232, 14, 14), "float16"), axes=(0, 2, 3, 1))
+    w = b.const((rng.standard_normal((3, 3, 1, 232)) * 0.3).astype("float16"), name="w")
+    g = b.build(b.conv2d(x, w, padding=1, strides=2, layout="NHWC", groups=232, name="conv"))
+    cg = tefuse.build(g, "cuda")
+    assert [k.template for k in cg.kernels] == ["conv2d_depthwise"]
+    xv = rng.standard_normal((2, 232, 14, 14)).astype(np.float16)
+    got = cg.run(x=xv)[0].astype(np.float32)
+    want = tefuse.build(g, "llvm").run(x=xv)[0].astype(np.float32)
+    assert np.abs(got - want).max() <= 1e-2 * np.abs(want).max()
