@@ -73,12 +73,14 @@ class PreparedGroup:
 def prepare_group(group: FusedGroup, target: tvm.target.Target, db: Optional[BestRecordSource] = None,
                   choice: Optional[ScheduleChoice] = None, options: BuildOptions = DEFAULT,
                   predictor: Optional[ConfigPredictor] = None,
-                  sizes: Optional[Mapping[str, int]] = None) -> PreparedGroup:
-    """Lower and schedule one group. sizes: the sizes a kernel with symbolic dims is scheduled
-    for (the dim_hints in force), under which it also reads the tuning records of its group at
-    fixed sizes (codegen.schedule.choose_schedule's record_key)."""
+                  sizes: Optional[Mapping[str, int]] = None,
+                  lowered: Optional[LoweredGroup] = None) -> PreparedGroup:
+    """Lower (unless `lowered` is the group lowered already) and schedule one group. sizes: the
+    sizes a kernel with symbolic dims is scheduled for (the dim_hints in force), under which it
+    also reads the tuning records of its group at fixed sizes (codegen.schedule.choose_schedule's
+    record_key)."""
     t0 = time.perf_counter()
-    lowered: LoweredGroup = lower_group(group)
+    lowered = lowered or lower_group(group)
     mod, choice = apply_choice(lowered, target, choice or _choose(lowered, target, db, options, predictor, sizes))
     return PreparedGroup(group, lowered, choice, mod, workload_key(group), time.perf_counter() - t0)
 
@@ -194,10 +196,12 @@ def prepare_variants(preps: list[PreparedGroup], plan: BucketPlan, target: tvm.t
         i, key = item
         hints = plan.hints(key)
         with dim_hints(hints):
-            choice = _choose(lower_group(preps[i].group), target, db, options, predictor, hints)
+            lowered = lower_group(preps[i].group)
+            choice = _choose(lowered, target, db, options, predictor, hints)
             if _same_code_key(preps[i]) == _same_code_key(replace(preps[i], choice=choice)):
                 return None
-            return prepare_group(preps[i].group, target, db=db, choice=choice, options=options, sizes=hints)
+            return prepare_group(preps[i].group, target, db=db, choice=choice, options=options, sizes=hints,
+                                 lowered=lowered)
 
     # identical groups (ResNet's repeated blocks: same workload and config) are scheduled once a
     # bucket, the others take that schedule with their own nodes (compile_groups then shares the module)

@@ -125,9 +125,9 @@ def insert_qdq(graph: Graph, calibration: Calibration, precision: str = "int8") 
     if precision not in FORMATS:
         raise GraphError(f"quantized precision {precision!r}: use one of {', '.join(FORMATS)}")
     fmt = FORMATS[precision]
-    one_byte = fmt.dtype != "int8"  # float8: codes held as uint8, their type on the dequantize
-    zero_dtype = np.uint8 if one_byte else np.int8
-    dq_attrs = {"src": fmt.dtype} if one_byte else {}
+    codes = fmt.dtype != "int8"  # float8: codes held as uint8, their type on the dequantize
+    zero_dtype = np.uint8 if codes else np.int8
+    dq_attrs = {"src": fmt.dtype} if codes else {}
     known = {n.name for n in products(graph)}
     unknown = (set(calibration.thresholds) | set(calibration.pinned)) - {n.name for n in graph.nodes}
     if unknown:

@@ -90,7 +90,7 @@ def _keeps_float32(n: Node, is_output: bool) -> bool:
     return d.anchor in FLOAT32_ANCHORS or (is_output and n.dtype == "float32" and d.pattern == OpPattern.OPAQUE)
 
 
-def _wide_integer_cast(n: Node) -> bool:
+def _wide_cast(n: Node) -> bool:
     """A cast to float32 of values a half cannot hold: integers of int32 and wider, and a product
     of float8 codes' unscaled float32 sums (ops/codes.py: codes up to 448, or 57344 for e5m2)."""
     if n.op != "cast" or not n.inputs:
@@ -150,7 +150,7 @@ class _Rewriter:
         precision's range) and the elementwise work on it (its dequantize scale, bias, the next
         quantize: the epilogue of the int8 anchor)."""
         return (n.dtype == "float32" and get_op(n.op).pattern <= OpPattern.INJECTIVE
-                and (_wide_integer_cast(n) or any(id(i) in self.wide or self._beyond(i) for i in n.inputs)))
+                and (_wide_cast(n) or any(id(i) in self.wide or self._beyond(i) for i in n.inputs)))
 
     def _beyond(self, n: Node) -> bool:
         if id(n) not in self.beyond:
