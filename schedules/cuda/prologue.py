@@ -2,9 +2,10 @@
 see schedules.registry.register_prologue_rule).
 
 Hopper's wgmma template (WgmmaGemm: gemm/wgmma.py, gemm/template.py), the untuned choice for
-fp16/bf16 GEMMs whose B is stored [N, K] (Linear weights, OHWI conv weights: graph/weights.py),
+fp16/bf16, int8 and float8-code GEMMs whose B is stored [N, K] (Linear weights, OHWI conv weights:
+graph/weights.py),
 streams both operands global -> shared by cp.async, a pipeline stage ahead. An elementwise
-prologue (LayerNorm's normalisation, a cast) turns the A copy into loads computed in registers,
+prologue (LayerNorm's normalisation, a cast, an int8 product's QuantizeLinear) turns the A copy into loads computed in registers,
 which cp.async cannot do, so the pipeline stalls on them; staging the raw tile and computing it
 from shared memory was tried and was slower. Such a prologue runs as its own elementwise kernel
 instead, as PyTorch and cuBLAS do it. Injective prologues (reshapes, layout changes) only move
@@ -16,19 +17,21 @@ from __future__ import annotations
 
 from ...fusion import PrologueCandidate
 from ...ops import OpPattern, get_op
+from ...ops.codes import product_codes
 from ...target import device_caps
 from ..registry import register_prologue_rule
-from .gemm.tiles import MIN_MN, TC_DTYPES
+from .gemm.tiles import MIN_MN, MMA_INT_DTYPES, TC_DTYPES
 
 
 def streams_operands(anchor, target) -> bool:
-    """Whether the anchor's GEMM runs on wgmma when untuned: a dense or conv of fp16/bf16
-    operands (or float32 ones with math='tf32'), B stored [N, K] (a Linear's weight, an OHWI conv
-    weight), M and N big enough for tensor cores, an sm_90 target."""
+    """Whether the anchor's GEMM runs on wgmma when untuned: a dense or conv of fp16/bf16, int8
+    or float8-code operands (or float32 ones with math='tf32'), B stored [N, K] (a Linear's
+    weight, an OHWI conv weight), M and N big enough for tensor cores, an sm_90 target."""
     if anchor.anchor_kind not in ("dense", "conv2d") or not device_caps(target).has_wgmma:
         return False
     tf32 = anchor.attrs.get("math") == "tf32"
-    if any(i.dtype not in TC_DTYPES and not (tf32 and i.dtype == "float32") for i in anchor.inputs[:2]):
+    one_byte = MMA_INT_DTYPES + (("uint8",) if product_codes(anchor.attrs) else ())
+    if any(i.dtype not in TC_DTYPES + one_byte and not (tf32 and i.dtype == "float32") for i in anchor.inputs[:2]):
         return False
     geo = get_op(anchor.op).geometry_of([i.shape for i in anchor.inputs], anchor.shape, anchor.attrs)
     if not getattr(geo, "b_nk", False):

@@ -9,7 +9,12 @@ numerics.
   finite value 448 for fp8), zero point 0. The thresholds come from running the float model on
   sample inputs (tefuse/calibrate.py: max, percentile or entropy, as TensorRT's calibrators).
 - Weights: symmetric, one scale per output channel (max |w| / QMAX), from the constants here.
-- A pinned product, or one the calibration has no threshold for, stays float.
+- A pinned product, or one the calibration has no threshold for, stays float; so does a conv
+  over fewer than MIN_CHANNELS input channels a group (an image model's stem, 3 channels): a
+  16-byte copy of its one-byte codes would hold more than a pixel, so its tile loads go element
+  by element, while in the float precision its channels are padded to a vector and it runs on
+  the tensor cores; its K (3 x 7 x 7) is also too short for int8's rate to pay. Keeping the first
+  layer float is the usual practice of post-training quantization.
 
 A Calibration is plain data (JSON), so the scales a calibration found are saved and reused
 without the samples.
@@ -26,6 +31,7 @@ from ..errors import GraphError
 from .ir import CONST, Graph, Node, RewriteContext, fresh_name, op_node, rewrite
 
 QMAX = 127  # symmetric int8: [-127, 127], so -x quantizes to -q
+MIN_CHANNELS = 16  # a conv's input channels a group for its codes to fill a 16-byte copy
 METHODS = ("max", "percentile", "entropy")
 
 
@@ -89,7 +95,9 @@ def _weight_axes(n: Node) -> Optional[tuple[int, tuple[int, ...]]]:
             n.attrs.get(a) for a in ("math", "split_k", "trans_b", "weight_layout")) or n.attrs.get("alpha", 1.0) != 1.0:
         return None
     if n.op == "conv2d":
-        return (0, (1, 2, 3)) if n.attrs.get("layout") == "NCHW" and n.inputs[1].value.ndim == 4 else None
+        w = n.inputs[1].value
+        ok = n.attrs.get("layout") == "NCHW" and w.ndim == 4 and w.shape[1] >= MIN_CHANNELS
+        return (0, (1, 2, 3)) if ok else None
     if n.op == "dense":
         return 0, (1,)
     if n.op == "matmul" and n.inputs[1].value.ndim == 2:
@@ -133,6 +141,8 @@ def insert_qdq(graph: Graph, calibration: Calibration, precision: str = "int8") 
     if unknown:
         raise GraphError(f"calibration names product(s) not in the graph: {sorted(unknown)[:5]}")
 
+    quantized: dict[tuple[int, float], Node] = {}  # (data value, scale) -> its dequantize_linear
+
     def rule(n: Node, ins: list[Node], ctx: RewriteContext) -> Optional[Node]:
         sx = calibration.scale(n.name, fmt.qmax) if n.name in known else None
         if sx is None:
@@ -143,9 +153,12 @@ def insert_qdq(graph: Graph, calibration: Calibration, precision: str = "int8") 
         def const(base: str, value: np.ndarray) -> Node:
             return Node(fresh_name(names, f"{n.name}_{base}"), CONST, [], {}, value.shape, str(value.dtype), value)
 
-        s, z = const("x_scale", np.array(sx, np.float32)), const("x_zero", np.array(0, zero_dtype))
-        xq = op_node(fresh_name(names, f"{n.name}_xq"), "quantize_linear", [ins[0], s, z], {"dtype": fmt.dtype})
-        xdq = op_node(fresh_name(names, f"{n.name}_xdq"), "dequantize_linear", [xq, s, z], dict(dq_attrs))
+        xdq = quantized.get((id(ins[0]), sx))
+        if xdq is None:  # products reading one value at one scale share its QuantizeLinear
+            s, z = const("x_scale", np.array(sx, np.float32)), const("x_zero", np.array(0, zero_dtype))
+            xq = op_node(fresh_name(names, f"{n.name}_xq"), "quantize_linear", [ins[0], s, z], {"dtype": fmt.dtype})
+            xdq = op_node(fresh_name(names, f"{n.name}_xdq"), "dequantize_linear", [xq, s, z], dict(dq_attrs))
+            quantized[(id(ins[0]), sx)] = xdq
         wq, sw = weight_scales(ins[1].value, k_axis, reduce_axes, fmt)
         wdq = op_node(fresh_name(names, f"{n.name}_wdq"), "dequantize_linear",
                       [const("wq", wq), const("w_scale", sw), const("w_zero", np.zeros(sw.shape, zero_dtype))],

@@ -109,6 +109,9 @@ class _Rewriter:
         # constant beyond the low range, or such a node (mask arithmetic): see the module doc
         self.wide: set[int] = set()
         self.saturated: dict[int, Node] = {}
+        # (original) float32 values of a wide integer before its dequantize scale, and after it
+        self.unscaled: set[int] = set()
+        self.scaled_sums: set[int] = set()
         self.beyond: dict[int, bool] = {}  # constant -> beyond_low, each looked at once
 
     def fresh(self, base: str) -> str:
@@ -147,10 +150,22 @@ class _Rewriter:
     def _widens(self, n: Node) -> bool:
         """Whether `n` computes in float32 as mask arithmetic (see the module doc), or as the
         float value of a wide integer (an int8 product's int32 accumulator, past the low
-        precision's range) and the elementwise work on it (its dequantize scale, bias, the next
-        quantize: the epilogue of the int8 anchor)."""
-        return (n.dtype == "float32" and get_op(n.op).pattern <= OpPattern.INJECTIVE
-                and (_wide_cast(n) or any(id(i) in self.wide or self._beyond(i) for i in n.inputs)))
+        precision's range) up to its dequantize scale (`_unscaled`). What reads the scaled value
+        (bias, ReLU, the residual add, the next quantize) computes in the low precision, as the
+        float model's activations do: a float32 residual stream would double its bytes."""
+        if n.dtype != "float32" or get_op(n.op).pattern > OpPattern.INJECTIVE:
+            return False
+        if _wide_cast(n) or any(id(i) in self.unscaled for i in n.inputs):
+            if not self._scales(n):
+                self.unscaled.add(id(n))
+            return True
+        return any(id(i) in self.wide and id(i) not in self.scaled_sums or self._beyond(i) for i in n.inputs)
+
+    def _scales(self, n: Node) -> bool:
+        """A dequantize scale: a product with a constant the low precision holds (QDQ's
+        `acc * (sx * sw[k])`, qdq.py; a mask's `* finfo.min` is mask arithmetic)."""
+        consts = [i for i in n.inputs if i.op == CONST]
+        return n.op == "mul" and bool(consts) and not any(self._beyond(i) for i in consts)
 
     def _beyond(self, n: Node) -> bool:
         if id(n) not in self.beyond:
@@ -167,6 +182,8 @@ class _Rewriter:
             return Node(n.name, CONST, [], {}, n.shape, low, to_low(n.value, low))
         if self._widens(n):
             self.wide.add(id(n))
+            if id(n) not in self.unscaled and any(id(i) in self.unscaled for i in n.inputs):
+                self.scaled_sums.add(id(n))
             inputs = [self.operand(i, float32=True) for i in n.inputs]
             attrs, shape, dtype = infer(n.op, dict(n.attrs), inputs, n.name)
             return Node(n.name, n.op, inputs, attrs, tuple(shape), dtype)

@@ -6,13 +6,15 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 
-def small_cnn(path, batch="1", opset=13):
+def small_cnn(path, batch="1", opset=13, widths=(4, 6)):
     """conv+relu -> max pool -> conv+relu -> global average pool -> flatten -> gemm -> softmax:
-    a few kernels. `batch` is a number, or a name for a symbolic batch dim."""
+    a few kernels. `batch` is a number, or a name for a symbolic batch dim; `widths`: the convs'
+    output channels."""
     rng = np.random.default_rng(0)
-    w1 = numpy_helper.from_array(rng.standard_normal((4, 3, 3, 3)).astype("float32") / 3, "w1")
-    w2 = numpy_helper.from_array(rng.standard_normal((6, 4, 3, 3)).astype("float32") / 3, "w2")
-    fc = numpy_helper.from_array(rng.standard_normal((5, 6)).astype("float32"), "fc")
+    c1, c2 = widths
+    w1 = numpy_helper.from_array(rng.standard_normal((c1, 3, 3, 3)).astype("float32") / 3, "w1")
+    w2 = numpy_helper.from_array(rng.standard_normal((c2, c1, 3, 3)).astype("float32") / 3, "w2")
+    fc = numpy_helper.from_array(rng.standard_normal((5, c2)).astype("float32"), "fc")
     fb = numpy_helper.from_array(rng.standard_normal(5).astype("float32"), "fb")
     nodes = [helper.make_node("Conv", ["x", "w1"], ["c1"], pads=[1, 1, 1, 1]),
              helper.make_node("Relu", ["c1"], ["r1"]),

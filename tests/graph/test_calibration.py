@@ -15,7 +15,7 @@ def test_pinned_products_stay_float():
     cal = calibrate(g, samples, "max", pin=["conv1"])
     qg = insert_qdq(g, cal)
     assert [n.name for n in products(qg)] == ["conv1"]  # the others now read dequantized int8 values
-    assert qg.node("conv1").inputs[0].op == "input"
+    assert qg.node("conv1").inputs[0].op == "relu"  # the stem's, not a dequantize_linear
 
 
 def test_a_calibration_round_trips_through_json_and_bad_ones_are_one_line():
@@ -32,3 +32,13 @@ def test_weight_scales_are_per_output_channel_and_symmetric():
     q, s = weight_scales(w, 0, (1,))
     np.testing.assert_allclose(s, [1.0 / 127, 1.0, 2.54 / 127], rtol=1e-6)
     np.testing.assert_array_equal(q, [[64, -127], [0, 0], [127, 64]])  # 63.5 rounds half to even: 64
+
+
+def test_a_conv_over_fewer_channels_than_a_copy_of_codes_stays_float():
+    """The stem (3 channels) is no quantizable product: calibration skips it and insert_qdq
+    leaves it reading the float input, whatever threshold it is given."""
+    g = _net()
+    assert "stem" not in [n.name for n in products(g)]
+    qg = insert_qdq(g, Calibration("max", {"stem": 2.0, "conv1": 2.0}))
+    assert qg.node("stem").inputs[0].op == "input"
+    assert qg.node("conv1").inputs[0].op == "dequantize_linear"

@@ -309,9 +309,9 @@ def test_constants_beyond_the_low_range_saturate_instead_of_overflowing(precisio
 
 
 def test_an_int32_accumulator_is_dequantized_in_float32_under_fp16():
-    """An int8 product's int32 accumulator reaches past a half's 65504: its cast to float and the
-    elementwise work on it (scale, bias, ReLU) stay float32, so fp16 builds of int8 models do
-    not overflow to inf."""
+    """An int8 product's int32 accumulator reaches past a half's 65504: its cast to float and its
+    dequantize scale stay float32, so fp16 builds of int8 models do not overflow to inf; what
+    reads the scaled value (bias, ReLU, a residual add) is fp16, as the float model's activations."""
     import tefuse
     from tefuse.graph import GraphBuilder
     from tefuse.graph.precision import convert_precision
@@ -323,6 +323,8 @@ def test_an_int32_accumulator_is_dequantized_in_float32_under_fp16():
     g = convert_precision(b.build(y), "fp16")
     cast = next(n for n in g.nodes if n.op == "cast" and n.inputs[0].name == "acc")
     assert cast.dtype == "float32"
+    assert {n.op: n.dtype for n in g.nodes if n.op in ("mul", "add", "relu")} == {
+        "mul": "float32", "add": "float16", "relu": "float16"}
     a = np.random.default_rng(0).integers(-2_000_000, 2_000_000, (4, 8)).astype(np.int32)
     got = tefuse.build(g, "llvm").run(acc=a)[0]
     want = np.maximum(a * np.float32(1e-3) + 1, 0)

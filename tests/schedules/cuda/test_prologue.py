@@ -138,3 +138,34 @@ def test_slices_and_a_concat_stay_out_of_a_row_norm_on_cuda():
         groups = _groups(b.build(y), target, "fp32")
         (norm,) = [g for g in groups if g.anchor is not None and g.anchor.op == "layer_norm"]
         assert any(n.op == "concat" for n in norm.nodes) == fused
+
+
+def _residual_block_net():
+    """conv-relu whose value is read by two 1x1 convs and a residual add (a residual block's
+    output: the next block's conv, its downsample and its add), float32, for a calibrated
+    int8/fp8 build."""
+    b = GraphBuilder()
+    x = b.input("x", (8, 32, 14, 14))
+    y = b.relu(b.conv2d(x, b.const((RNG.standard_normal((64, 32, 3, 3)) / 20).astype("f4")), padding=1, name="c0"))
+    c1 = b.conv2d(y, b.const((RNG.standard_normal((64, 64, 1, 1)) / 8).astype("f4")), name="c1")
+    c2 = b.conv2d(y, b.const((RNG.standard_normal((64, 64, 1, 1)) / 8).astype("f4")), name="c2")
+    return b.build(b.add(b.add(b.relu(c1), c2), y))
+
+
+@pytest.mark.parametrize("precision", ["int8", "fp8"])
+@pytest.mark.parametrize("target,fused", [("cuda:sm_90", False), ("cuda:sm_80", True)])
+def test_a_quantize_prologue_stays_out_of_one_byte_wgmma_convs(precision, target, fused):
+    """An int8 / float8-code conv streams its codes by cp.async on wgmma too: the QuantizeLinear
+    of its input (c0's) is its own kernel there, computed in the tile loads on mma.sync; c1 and c2
+    read one value at one scale, so they share one QuantizeLinear, its own kernel on both."""
+    from tefuse.graph.calibration import Calibration
+
+    cal = Calibration("max", {"c0": 3.0, "c1": 4.0, "c2": 4.0})
+    tgt = make_target(target)
+    groups = fuse_graph(prepare_graph(_residual_block_net(), tgt, precision=precision, calibration=cal),
+                        prologue=prologue_policy(tgt))
+    quantizes = [n for g in groups for n in g.nodes if n.op == "quantize_linear"]
+    assert len(quantizes) == 2, [g.describe() for g in groups]
+    (c0,) = [g for g in groups if g.anchor is not None and g.anchor.name.startswith("c0")]
+    assert ("quantize_linear" in [n.op for n in c0.prologue]) == fused, [g.describe() for g in groups]
+    assert any([n.op for n in g.nodes] == ["quantize_linear"] for g in groups), [g.describe() for g in groups]
