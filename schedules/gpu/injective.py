@@ -99,8 +99,11 @@ class CudaInjective(Template):
                 threads = threads_filling(math.prod(shape) // shape[axis], target)
             return space.from_values({"threads": threads, "inner": 1, "vector": False, "pixel": True})
         itemsize = dtype_bytes(info.dtype)
-        lanes = MAX_VECTOR_BYTES // itemsize
-        if (device_caps(target).kind == "cuda" and itemsize == 2 and len(info.output_blocks) == 1  # ROCm: not measured
+        # a one-byte output (an int8 QuantizeLinear of an fp16 value) takes 8 lanes: 16-byte
+        # loads of its 2-byte input
+        lanes = MAX_VECTOR_BYTES // max(itemsize, 2)
+        if (device_caps(target).kind == "cuda" and itemsize <= 2 and info.dtype != "bool"  # ROCm: not measured
+                and len(info.output_blocks) == 1
                 # rows of whole vectors: a fixed last axis (a run-time batch before it splits off whole rows)
                 and info.out_shape and len(info.out_shape) - 1 not in info.symbolic_out
                 and info.out_shape[-1] % lanes == 0):

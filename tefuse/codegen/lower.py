@@ -76,11 +76,18 @@ def _lower(group: FusedGroup, wide: str, narrow_to_int32: bool = False) -> Lower
         placeholders.append(ph)
         params.append(i)
     outputs, picks = {id(o) for o in group.outputs}, []
+    read_inside = {id(i) for n in group.nodes for i in n.inputs}
     for n in group.nodes:
         try:
             vals[id(n)] = get_op(n.op).compute([vals[id(i)] for i in n.inputs], n.attrs)
         except OpError as e:
             raise BuildError(f"group {group.name}: node {n.name!r} ({n.op}): {e}") from None
+        if group.anchor is not None and id(n) in outputs and id(n) in read_inside and n is not group.anchor \
+                and vals[id(n)].is_lazy:
+            # an epilogue output the group reads on (a value and its QuantizeLinear, both written:
+            # fusion's quantized outputs): a block of its own, which the rest reads, so the
+            # templates store it and compute the rest from it (tiles.follow_outputs)
+            vals[id(n)] = Value.of_tensor(vals[id(n)].materialize(f"out_{_ident(n.name)}"))
         if group.anchor is None and get_op(n.op).picks_input and id(n) not in outputs and vals[id(n)].is_lazy:
             # a stage of its own (OpDef.picks_input): templates inline it, or compute it a vector at a time
             picks.append(f"pick{len(picks)}_{_ident(n.name)}")

@@ -8,7 +8,11 @@ fuses where every path allows it), with two extensions:
   norms, opaque otherwise, take one too (PROLOGUE_OPAQUE: BERT's embedding lookup and its adds
   in LayerNorm's kernel);
 - multi-output elementwise groups: connected elementwise groups of one shape merge into one
-  kernel with several outputs (an Adam step updates param, m and v in one launch).
+  kernel with several outputs (an Adam step updates param, m and v in one launch);
+- quantized outputs: a QuantizeLinear of an anchor group's value that is also read elsewhere
+  (a residual block's output, read by the next residual add and, quantized, by the next convs)
+  is written by that group's epilogue as a second output, instead of by a kernel of its own or
+  inside the consuming product's tile loads (which would recompute it and keep them off cp.async).
 """
 from __future__ import annotations
 
@@ -16,7 +20,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Union
 
-from ..graph.ir import Graph, Node
+from ..graph.ir import CONST, Graph, Node
 from ..ops import OpPattern
 from .dominator import DomNode, post_dominator_tree, same_shape
 
@@ -153,6 +157,8 @@ class _Fuser:
         for phase in range(3):
             for n in self.ops:
                 self._visit(n, phase)
+            if phase == 0:
+                self._quantized_outputs()
         groups = self._collect()
         if self.multi_output:
             groups = self._merge_elementwise(groups)
@@ -208,6 +214,20 @@ class _Fuser:
                 # beyond Relay: injective producer computed inside the anchor's input read
                 if self._check_path(n, sink, _prologue_path):
                     self._commit(n, sink)
+
+    def _quantized_outputs(self) -> None:
+        """Each elementwise chain from an anchor group's output value to a quantize_linear (a
+        saturating cast, the quantize), reading nothing else but constants, joins that group."""
+        for n in self.ops:
+            root = self.groups[n].root()
+            if root.pattern not in ANCHOR_PATTERNS or n.name in self.bare_anchors:
+                continue
+            for c in self.consumers[n]:
+                chain = _quantize_chain(n, c, self.consumers)
+                if chain and all(self.groups[m].root().size == 1 for m in chain) and \
+                        root.size + len(chain) <= MAX_GROUP_SIZE:
+                    for m in chain:
+                        self._merge(self.groups[m], root)
 
     def _takes_prologue(self, sink: Node) -> bool:
         """Whether sink's group computes a producer inside its anchor's input read: an anchor
@@ -338,6 +358,22 @@ class _Fuser:
 def _is_anchor(n: Node) -> bool:
     """An op that is its group's kernel: an anchor pattern's, or an opaque one."""
     return n.pattern in ANCHOR_PATTERNS or n.pattern == OpPattern.OPAQUE
+
+
+def _quantize_chain(src: Node, first: Node, consumers: dict) -> list[Node]:
+    """The elementwise nodes from `first` (a consumer of `src`) to a quantize_linear, each the
+    only consumer of the one before and reading nothing but it and constants; [] if none."""
+    chain, prev, n = [], src, first
+    while n.pattern <= OpPattern.BROADCAST and same_shape(n.shape, src.shape) and all(
+            i is prev or i.op == CONST for i in n.inputs):
+        chain.append(n)
+        if n.op == "quantize_linear":
+            return chain
+        nxt = consumers[n]
+        if len(nxt) != 1:
+            break
+        prev, n = n, nxt[0]
+    return []
 
 
 def _prologue_path(k: OpPattern, is_sink: bool) -> bool:

@@ -81,18 +81,19 @@ def quantize_linear(inputs: Sequence[Value], attrs: dict) -> Value:
 
         return lazy(x.shape, out, fq)
     lo, hi = INT_RANGES[dtype]
+    if max(-lo, hi) < 2 ** 24 and zp.dtype in INT_RANGES and max(-INT_RANGES[zp.dtype][0], INT_RANGES[zp.dtype][1]) < 2 ** 24:
+        def fq_small(*i):
+            # a range float32 holds exactly: rounded, shifted by the zero point and saturated in
+            # float32, one conversion at the end (no 64-bit arithmetic, which keeps the kernel
+            # scalar); a sum past 2^24 is inexact only where it saturates anyway
+            r = ratio(i)
+            r = tir.nearbyint(tir.Cast("float32", r))
+            v = r + tir.Cast("float32", z_at(*i))
+            v = tir.max(tir.min(v, tir.const(float(hi), "float32")), tir.const(float(lo), "float32"))
+            return tir.Cast(out, v)
+
+        return lazy(x.shape, out, fq_small)
     big = float(2 ** 31 - 2 ** 8)  # keeps the int32 conversion defined; beyond any range we saturate to
-
-    def iq(*i):
-        r = ratio(i)
-        # rounded in float32 at least (exact for a half; CUDA has no nearbyint for halves)
-        r = tir.nearbyint(r if cd != "float16" else tir.Cast("float32", r))
-        r = tir.Cast("int64", tir.max(tir.min(tir.Cast("float64", r), tir.const(big, "float64")),
-                                      tir.const(-big, "float64")))
-        v = r + tir.Cast("int64", z_at(*i))
-        v = tir.max(tir.min(v, tir.const(hi, "int64")), tir.const(lo, "int64"))
-        return tir.Cast(out, v)
-
     return lazy(x.shape, out, iq)
 
 

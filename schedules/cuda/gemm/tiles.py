@@ -254,7 +254,7 @@ def store_epilogue(sch, acc_sh, epilogue_blocks, vec_max, width, on_gpu, m_major
     vectorizer scalarizes together with the store), it is computed narrower into registers and
     stored from there at full width: a scalarized store writes 2 bytes a lane, at a quarter of
     the bandwidth. Returns the store's vector width."""
-    inline_epilogue(sch, acc_sh, epilogue_blocks)
+    followers = inline_epilogue(sch, acc_sh, epilogue_blocks)
     out_exts = [lanes_bound(r.source.shape[-1]) for r in sch.get(acc_sh).writes]
     vec_out = 1 if m_major else pick_vec(vec_max, width, *out_exts)
     oi, oj = sch.get_loops(acc_sh)[-2:]
@@ -271,6 +271,7 @@ def store_epilogue(sch, acc_sh, epilogue_blocks, vec_max, width, on_gpu, m_major
         if on_gpu:
             sch.bind(f1, "threadIdx.x")
         sch.vectorize(f2)
+        follow_outputs(sch, followers, f1)
         return vec_out
     oj0, vec = sch.split(oj, [None, vec_out])
     _, f1 = sch.split(sch.fuse(oi, oj0), [None, 32])
@@ -286,7 +287,26 @@ def store_epilogue(sch, acc_sh, epilogue_blocks, vec_max, width, on_gpu, m_major
         sch.vectorize(inner)
     else:
         sch.unroll(vec)
+    follow_outputs(sch, followers, f1)
     return vec_out
+
+
+def follow_outputs(sch, followers: list[str], loop) -> None:
+    """Compute each follower (an output computed from an output the epilogue stores: an int8
+    QuantizeLinear of a residual block's fp16 output, fusion's quantized outputs) under the
+    store's thread loop, from the values the thread has just stored (lowering gives the stored
+    output a block of its own), a vector at a time where its loads stay whole vectors."""
+    for name in followers:
+        block = sch.get_sblock(name)
+        sch.reverse_compute_at(block, loop)
+        inner = sch.get_loops(block)[-1]
+        if scalarizing_calls(sch.get(block).body):  # computed a lane at a time, stored whole
+            store = sch.cache_write(block, 0, "local")
+            sch.reverse_compute_at(store, loop)
+            sch.vectorize(sch.get_loops(store)[-1])
+            sch.unroll(inner)
+        else:
+            sch.vectorize(inner)
 
 
 def scalarizing_calls(body) -> bool:
@@ -302,15 +322,18 @@ def scalarizing_calls(body) -> bool:
     return False
 
 
-def inline_epilogue(sch, acc_sh, epilogue_blocks):
+def inline_epilogue(sch, acc_sh, epilogue_blocks) -> list[str]:
     """reverse_compute_inline every consumer of the accumulator staging block (the
     pad_einsum crop block, the reindex write-back block, and the user epilogue blocks,
     in order) into it, so the epilogue runs on the warp tile straight out of the
-    accumulator fragments."""
+    accumulator fragments. Returns the followers: epilogue output blocks that read an output
+    the staging block now writes (which stays written, so they cannot be inlined:
+    follow_outputs places them)."""
+    followers: list[str] = []
     for _ in range(64):
-        consumers = sch.get_consumers(acc_sh)
+        consumers = [c for c in sch.get_consumers(acc_sh) if sch.get(c).name_hint not in followers]
         if not consumers:
-            return
+            return followers
         progressed = False
         for cons in consumers:
             try:
@@ -321,7 +344,16 @@ def inline_epilogue(sch, acc_sh, epilogue_blocks):
                 continue
         if not progressed:
             names = [sch.get(x).name_hint for x in consumers]
-            raise RuntimeError(f"could not fuse epilogue blocks {names} into the output tile")
+            if not all(n in epilogue_blocks for n in names) or not _writes_output(sch, acc_sh, epilogue_blocks):
+                raise RuntimeError(f"could not fuse epilogue blocks {names} into the output tile")
+            followers.extend(names)
+    return followers
+
+
+def _writes_output(sch, block, output_blocks) -> bool:
+    """Whether `block` writes a buffer an output block wrote (one inlined into it)."""
+    return any(sch.get(block).name_hint == n for n in output_blocks) or any(
+        w.source.name.startswith("out_") for w in sch.get(block).writes)
 
 
 def intrin_names(intrin, in_dtype, out_dtype, load_scope, b_nk):

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import tefuse
+from tefuse.graph import GraphBuilder
 from tefuse.schedules.gpu.injective import CudaInjective
 
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
@@ -258,3 +259,22 @@ def test_a_concat_of_partial_vectors_keeps_a_branch_a_lane():
     assert cfg["vector"] and cfg["inner"] == 8
     assert _loads(src, "x0") == (0, 8) and _loads(src, "x2") == (0, 8)
     assert _stores(src, re.search(r"half\* __restrict__ (out_\w+)_ptr", src).group(1)) == (1, 0)
+
+
+def test_an_int8_quantize_of_halves_loads_16_bytes_and_stores_8_a_thread():
+    """An int8 build's QuantizeLinear of an fp16 activation (a residual block's output, read by
+    the next convs as int8): 8 lanes a thread, one 16-byte load of its input and one 8-byte
+    store, not one 2-byte load and one 1-byte store an element; exact against numpy."""
+    b = GraphBuilder()
+    x = b.input("x", (2, 7, 7, 64), "float16")
+    g = b.build(b.op("quantize_linear", x, b.const(np.array(0.05, np.float32), name="s"),
+                     b.const(np.array(3, np.int8), name="z"), dtype="int8"))
+    cfg, src = _kernel(g)
+    assert cfg["vector"] and cfg["inner"] == 8
+    assert _loads(src, "x") == (1, 0)
+    out = re.search(r"signed char\* __restrict__ (out_\w+)_ptr", src).group(1)
+    assert len(re.findall(rf"\*\(int2\*\)\({out}_ptr \+", src)) == 1
+    v = (np.random.default_rng(0).standard_normal((2, 7, 7, 64)) * 8).astype(np.float16)
+    got = tefuse.build(g, "llvm").run(x=v)[0]
+    want = np.clip(np.rint(v.astype(np.float32) / np.float32(0.05)) + 3, -128, 127).astype(np.int8)
+    np.testing.assert_array_equal(got, want)

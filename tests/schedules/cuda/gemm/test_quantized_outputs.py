@@ -1,0 +1,48 @@
+"""Fusion's quantized outputs through the tensor-core templates: a residual block's fp16 output
+and its int8 / float8 QuantizeLinear written by one GEMM epilogue (tiles.follow_outputs), on
+wgmma (sm_90) and mma.sync (sm_80), and the same values as one kernel an op on llvm."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import tefuse
+from tefuse.graph.calibration import Calibration
+from tests.schedules.cuda.test_prologue import _residual_block_net
+
+CAL = Calibration("max", {"c0": 3.0, "c1": 4.0, "c2": 4.0})
+
+
+def _two_output_kernel(cg):
+    (k,) = [k for k in cg.kernels if len(k.group.outputs) == 2]
+    return k
+
+
+@pytest.mark.parametrize("precision,target,template", [
+    ("int8", "cuda:sm_90", "wgmma_gemm"), ("fp8", "cuda:sm_90", "wgmma_gemm"),
+    ("int8", "cuda:sm_80", "tensorcore_gemm"),  # (sm_80 has no fp8 tensor cores)
+])
+def test_a_value_and_its_quantize_are_stored_by_one_gemm_epilogue(precision, target, template):
+    cg = tefuse.build(_residual_block_net(), target, precision=precision, calibration=CAL)
+    k = _two_output_kernel(cg)
+    assert k.template == template and k.config_source == "fallback"
+    assert [o.dtype for o in k.group.outputs] == ["float16", "int8" if precision == "int8" else "uint8"]
+    src = k.source("cuda")
+    value, codes = (re.search(rf"{t}\* __restrict__ (out_\w+)_ptr", src).group(1) for t in ("half", "(?:signed char|uchar)"))
+    # the codes are computed from the value this thread stored, and stored a vector at a time
+    assert re.search(rf"{value}_ptr\[", src[src.index(f"{codes}_local_ptr"):])
+    assert re.search(rf"\*\((u?int2?)\*\)\({codes}_ptr \+", src)
+    assert not any([n.op for n in k.group.nodes] == ["quantize_linear"] for k in cg.kernels)  # no kernel of its own
+
+
+@pytest.mark.parametrize("precision", ["int8", "fp8"])
+def test_quantized_outputs_compute_what_one_kernel_an_op_does(precision):
+    g = _residual_block_net()
+    fused = tefuse.build(g, "llvm", precision=precision, calibration=CAL)
+    assert len([k for k in fused.kernels if len(k.group.outputs) == 2]) == 1
+    alone = tefuse.build(g, "llvm", precision=precision, calibration=CAL, fuse=False)
+    x = np.random.default_rng(3).standard_normal((8, 32, 14, 14)).astype(np.float32)
+    got, want = fused.run(x=x)[0], alone.run(x=x)[0]
+    np.testing.assert_allclose(got, want, rtol=2e-3, atol=2e-3 * float(np.abs(want).max()))
