@@ -234,3 +234,12 @@ def test_the_gemm_suite_runs_quantized_precisions_as_quantized_products(monkeypa
     monkeypatch.setattr(P, "gemm_case", lambda *a, **kw: pytest.fail("a quantized precision took the float case"))
     assert P.main(["gemm", "--precision", "int8", "fp8", "--gemm", "256x128x512", "--json", str(tmp_path / "g.json")]) == 0
     assert seen == [(256, 128, 512, "int8"), (256, 128, 512, "fp8")]
+
+
+def test_a_quantized_model_is_judged_by_top1_agreement_a_float_one_by_its_error_too():
+    from tefuse.bench.precision import model_ok
+
+    assert model_ok("int8", 0.18, 1.0) and model_ok("fp8", 0.5, 0.99)
+    assert not model_ok("int8", 0.01, 0.98)
+    assert model_ok("fp16", 1e-3, 1.0)
+    assert not model_ok("fp16", 2e-2, 1.0) and not model_ok("fp16", 1e-3, 31 / 32)
