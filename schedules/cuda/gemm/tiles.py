@@ -344,16 +344,17 @@ def inline_epilogue(sch, acc_sh, epilogue_blocks) -> list[str]:
                 continue
         if not progressed:
             names = [sch.get(x).name_hint for x in consumers]
-            if not all(n in epilogue_blocks for n in names) or not _writes_output(sch, acc_sh, epilogue_blocks):
+            if not all(n in epilogue_blocks and _reads_stored(sch, x, acc_sh) for n, x in zip(names, consumers)):
                 raise RuntimeError(f"could not fuse epilogue blocks {names} into the output tile")
             followers.extend(names)
     return followers
 
 
-def _writes_output(sch, block, output_blocks) -> bool:
-    """Whether `block` writes a buffer an output block wrote (one inlined into it)."""
-    return any(sch.get(block).name_hint == n for n in output_blocks) or any(
-        w.source.name.startswith("out_") for w in sch.get(block).writes)
+def _reads_stored(sch, block, producer) -> bool:
+    """Whether `block` reads a global buffer `producer` writes: an output inlined into the
+    staging block, which stays stored."""
+    written = [w.source for w in sch.get(producer).writes if w.source.scope() == "global"]
+    return any(r.source.same_as(b) for r in sch.get(block).reads for b in written)
 
 
 def intrin_names(intrin, in_dtype, out_dtype, load_scope, b_nk):
