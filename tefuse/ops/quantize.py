@@ -27,6 +27,12 @@ QUANT_FLOATS = tuple(f for f in FLOAT_FORMATS if f != "float8_e8m0fnu")
 _ATTRS = {"axis": 1, "block_size": 0}
 
 
+def _exact_in_float32(dtype: str) -> bool:
+    """An integer type whose every value float32 holds exactly (int8 ... int16, the 4- and 2-bit ones)."""
+    lo, hi = INT_RANGES.get(dtype, (-2 ** 63, 2 ** 63))
+    return max(-lo, hi) < 2 ** 24
+
+
 def _param_reader(p: Value, x_shape: tuple, axis: int, block_size: int, what: str):
     """index of x -> the scale / zero point that applies there (per tensor, axis or block)."""
     nd = len(x_shape)
@@ -81,19 +87,29 @@ def quantize_linear(inputs: Sequence[Value], attrs: dict) -> Value:
 
         return lazy(x.shape, out, fq)
     lo, hi = INT_RANGES[dtype]
-    if max(-lo, hi) < 2 ** 24 and zp.dtype in INT_RANGES and max(-INT_RANGES[zp.dtype][0], INT_RANGES[zp.dtype][1]) < 2 ** 24:
+    if _exact_in_float32(dtype) and _exact_in_float32(zp.dtype):
         def fq_small(*i):
             # a range float32 holds exactly: rounded, shifted by the zero point and saturated in
             # float32, one conversion at the end (no 64-bit arithmetic, which keeps the kernel
             # scalar); a sum past 2^24 is inexact only where it saturates anyway
-            r = ratio(i)
-            r = tir.nearbyint(tir.Cast("float32", r))
+            r = tir.nearbyint(tir.Cast("float32", ratio(i)))
             v = r + tir.Cast("float32", z_at(*i))
             v = tir.max(tir.min(v, tir.const(float(hi), "float32")), tir.const(float(lo), "float32"))
             return tir.Cast(out, v)
 
         return lazy(x.shape, out, fq_small)
     big = float(2 ** 31 - 2 ** 8)  # keeps the int32 conversion defined; beyond any range we saturate to
+
+    def iq(*i):
+        r = ratio(i)
+        # rounded in float32 at least (exact for a half; CUDA has no nearbyint for halves)
+        r = tir.nearbyint(r if cd != "float16" else tir.Cast("float32", r))
+        r = tir.Cast("int64", tir.max(tir.min(tir.Cast("float64", r), tir.const(big, "float64")),
+                                      tir.const(-big, "float64")))
+        v = r + tir.Cast("int64", z_at(*i))
+        v = tir.max(tir.min(v, tir.const(hi, "int64")), tir.const(lo, "int64"))
+        return tir.Cast(out, v)
+
     return lazy(x.shape, out, iq)
 
 
