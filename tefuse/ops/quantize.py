@@ -98,7 +98,8 @@ def quantize_linear(inputs: Sequence[Value], attrs: dict) -> Value:
             return tir.Cast(out, v)
 
         return lazy(x.shape, out, fq_small)
-    big = float(2 ** 31 - 2 ** 8)  # keeps the int32 conversion defined; beyond any range we saturate to
+    # keeps the int64 conversion defined and the zero point's add exact; past it every range saturates
+    big = float(2 ** 62)
 
     def iq(*i):
         r = ratio(i)

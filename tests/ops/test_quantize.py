@@ -108,11 +108,12 @@ def test_a_half_quantize_rounds_in_float32_on_cuda():
 
 
 def test_quantize_to_int32_rounds_half_to_even_in_64_bits(rng):
-    """A range float32 cannot hold exactly (int32) takes the 64-bit path, not the float32 one."""
+    """A range float32 cannot hold exactly (int32) takes the 64-bit path, not the float32 one,
+    and saturates to the type's own ends."""
     scale = np.float32(0.25)
-    x = np.concatenate([_ties(rng, (64,), scale), np.array([1e6, -1e6, 12345.5], np.float32)])
+    x = np.concatenate([_ties(rng, (64,), scale), np.array([1e6, -1e6, 12345.5, 1e12, -1e12, np.inf], np.float32)])
     zp = np.array(-7, np.int32)
     got = run_op("quantize_linear", x, np.array(scale), zp, dtype="int32")
-    want = np.rint(x.astype(np.float64) / np.float64(scale)) + zp
+    want = np.clip(np.rint(x.astype(np.float64) / np.float64(scale)) + zp, -2 ** 31, 2 ** 31 - 1)
     assert got.dtype == np.int32
     np.testing.assert_array_equal(got, want.astype(np.int32))
