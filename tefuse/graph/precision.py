@@ -156,8 +156,7 @@ class _Rewriter:
         if n.dtype != "float32" or get_op(n.op).pattern > OpPattern.INJECTIVE:
             return False
         if _wide_cast(n) or any(id(i) in self.unscaled for i in n.inputs):
-            if not self._scales(n):
-                self.unscaled.add(id(n))
+            (self.scaled_sums if self._scales(n) else self.unscaled).add(id(n))
             return True
         return any(id(i) in self.wide and id(i) not in self.scaled_sums or self._beyond(i) for i in n.inputs)
 
@@ -182,8 +181,6 @@ class _Rewriter:
             return Node(n.name, CONST, [], {}, n.shape, low, to_low(n.value, low))
         if self._widens(n):
             self.wide.add(id(n))
-            if id(n) not in self.unscaled and any(id(i) in self.unscaled for i in n.inputs):
-                self.scaled_sums.add(id(n))
             inputs = [self.operand(i, float32=True) for i in n.inputs]
             attrs, shape, dtype = infer(n.op, dict(n.attrs), inputs, n.name)
             return Node(n.name, n.op, inputs, attrs, tuple(shape), dtype)
