@@ -116,6 +116,9 @@ class ModelRow:
     dynamic_param_bytes: int
     exact_param_bytes: dict
     sizes: list = field(default_factory=list)
+    # {"dynamic" or a size label: BuildTimes as a dict}: where each build's seconds went (graph
+    # passes, scheduling, compiling), to tell what a dynamic build's extra time is made of
+    build_times: dict = field(default_factory=dict)
 
 
 def _label(size: dict) -> str:
@@ -145,6 +148,7 @@ def bench_model(torch, case: DynamicCase, precision: str, target: str, cache_dir
     dyn_s = time.perf_counter() - t0
     row = ModelRow(case.model, case.ranges, precision, dyn_s, dyn.num_kernels, dyn.num_variants,
                    dyn.buckets.to_json(), {}, {}, 0, {})
+    row.build_times["dynamic"] = asdict(dyn.build_times)
     for size in case.sizes:
         feeds = case_inputs(case, size)
         want = onnxruntime_outputs(model, feeds)
@@ -152,6 +156,7 @@ def bench_model(torch, case: DynamicCase, precision: str, target: str, cache_dir
         exact = build(import_onnx(model, input_shapes={k: v.shape for k, v in feeds.items()}), target,
                       precision=precision)
         row.exact_build_s[_label(size)] = time.perf_counter() - t0
+        row.build_times[_label(size)] = asdict(exact.build_times)
         row.exact_kernels[_label(size)] = exact.num_kernels
         device_feeds = {k: torch.from_numpy(v).cuda() for k, v in feeds.items()}
         runs, errs = {}, {}
