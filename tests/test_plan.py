@@ -220,12 +220,46 @@ def test_weight_stored_ohwi_only_where_wgmma_runs(target, precision, dtype, layo
         assert g.node("s0_conv2d").attrs["weight_layout"] == "OHWI"
 
 
-def test_few_channels_keep_hwio_on_hopper():
-    """An image's 3 channels would need the input padded and taps widened (the constant pass
-    does that): a run-time weight over them keeps HWIO."""
+def test_an_image_conv_reads_its_padded_form_on_hopper():
+    """An image's 3 channels on sm_90: the weight is read in the constant pass's form (channels
+    padded to 4, pixels paired for the stride-2 stem, rows widened); elsewhere HWIO as given."""
     p = FusionPlan(TensorDesc((2, 32, 32, 3), dtype="float16", layout="NHWC"))
-    p.add_conv(TensorDesc((3, 3, 3, 64), dtype="float16"), padding=1)
-    assert p.kernel_layouts("cuda:sm_90", "fp16") == {}
+    p.add_conv(TensorDesc((7, 7, 3, 64), dtype="float16"), stride=2, padding=3)
+    assert p.kernel_layouts("cuda:sm_90", "fp16") == {"s0_weight": "OHWI:c4:pairs1x4"}
+    assert p.kernel_layouts("cuda:sm_80", "fp16") == {}
+    g = p.kernel_graph("cuda:sm_90", "fp16")
+    assert g.node("s0_weight").shape == (64, 7, 4, 8)
+    conv = g.node("s0_conv2d")
+    assert conv.attrs["weight_layout"] == "OHWI" and conv.inputs[0].shape == (2, 32, 16, 8)
+
+
+@pytest.mark.parametrize("shape, wshape, stride, pad", [
+    ((2, 12, 12, 3), (7, 7, 3, 32), 2, 3),   # the stem: pixels paired
+    ((2, 9, 9, 3), (3, 3, 3, 32), 1, 1),     # 4 channels, rows widened to 4 taps
+    ((2, 10, 10, 8), (3, 3, 8, 32), 1, 1)])  # whole copies, rows widened
+def test_an_image_conv_set_at_run_time_computes_the_same_in_its_form(rng, monkeypatch, shape, wshape, stride, pad):
+    """The sm_90 form on llvm (kernel_layouts as sm_90 gives them): the user's HWIO weight is
+    padded, paired and widened once when set, the input padded by a copy, and the plan computes
+    what numpy does; before compile the args hold the user's array."""
+    x = rng.standard_normal(shape).astype("float16")
+    w = (rng.standard_normal(wshape) * 0.3).astype("float16")
+    p = FusionPlan(TensorDesc(shape, dtype="float16", layout="NHWC"))
+    h = p.add_conv(TensorDesc(wshape, dtype="float16"), stride=stride, padding=pad)
+    p.add_activation("relu")
+    layouts = p.kernel_layouts("cuda:sm_90", "fp16")
+    assert layouts["s0_weight"].startswith("OHWI:")
+    early = p.new_args()
+    early.set_conv(h, w)
+    assert early.values["s0_weight"] is w
+    monkeypatch.setattr(p, "kernel_layouts", lambda *_, **__: layouts)
+    p.compile("llvm")
+    a = p.new_args()
+    a.set_conv(h, w)
+    assert a.values["s0_weight"].shape == p.compiled.graph.node("s0_weight").shape != wshape
+    ref = np.maximum(R.conv2d(x.astype(np.float64), w.astype(np.float64), strides=stride, padding=pad,
+                              layout="NHWC"), 0)
+    R.assert_close(p.execute(x, a), ref, "float16")
+    R.assert_close(p.execute(x, early), ref, "float16")  # converted at its first execute
 
 
 def _grouped_plan(groups=8, cg=4, shape=(2, 6, 6, 32)):

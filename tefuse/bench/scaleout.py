@@ -48,8 +48,14 @@ class ScaleoutResult:
     errors: dict[str, int] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)  # candidates per device
     retried: int = 0
-    tasks_at_once: Optional[int] = None  # None: tune()'s default (devices + 1)
+    tasks_at_once: Optional[int] = None  # None: tune()'s default
     min_repeat_ms: Optional[int] = None  # None: the runner's default
+    busy: dict[str, float] = field(default_factory=dict)  # seconds each device spent measuring
+
+    @property
+    def device_use(self) -> dict[str, float]:
+        """Fraction of the wall time each device was measuring: below 1, it waited for builds."""
+        return {k: v / self.seconds for k, v in self.busy.items()} if self.seconds > 0 else {}
 
     @property
     def trials_per_minute(self) -> float:
@@ -134,19 +140,21 @@ def run_once(tasks, devices: Optional[Sequence[int]] = None, *, rpc: Optional[st
     return ScaleoutResult(label, n_devices, target_key(tasks[0].target), model, len(tasks),
                           sum(r.measured for r in results), seconds, builder.seconds, runner.seconds,
                           errors, dict(inner.counts), inner.retried, tasks_at_once,
-                          runner_options.get("min_repeat_ms"))
+                          runner_options.get("min_repeat_ms"), dict(inner.busy))
 
 
 def result_line(r: ScaleoutResult) -> str:
     errs = ", ".join(f"{k} {v}" for k, v in sorted(r.errors.items())) or "no errors"
+    use = ", ".join(f"{k} {v:.0%}" for k, v in sorted(r.device_use.items()))
     return (f"devices {r.devices}: {r.trials} trials of {r.tasks} kernels in {r.seconds:.1f} s = "
             f"{r.trials_per_minute:.1f} trials/min (building {r.build_seconds:.1f} s, measuring "
-            f"{r.measure_seconds:.1f} s); per device {r.counts}; {errs}")
+            f"{r.measure_seconds:.1f} s); per device {r.counts}, measuring {use}; {errs}")
 
 
 def report(runs: Sequence[ScaleoutResult]) -> dict:
     """What --json writes: every run, and each run's trials/minute relative to the first."""
-    out: dict = {"runs": [{**asdict(r), "trials_per_minute": r.trials_per_minute} for r in runs]}
+    out: dict = {"runs": [{**asdict(r), "trials_per_minute": r.trials_per_minute, "device_use": r.device_use}
+                          for r in runs]}
     if len(runs) > 1:
         out["speedup_vs_first"] = [r.trials_per_minute / runs[0].trials_per_minute for r in runs]
     return out

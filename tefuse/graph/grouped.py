@@ -35,7 +35,7 @@ import logging
 import numpy as np
 
 from .ir import CONST, INPUT, Graph, Node, RewriteContext, fresh_name, op_node, rewrite
-from .weights import redeclared_weight_inputs, tensor_core_operand, to_layout
+from .weights import form_weight, is_form_layout, redeclared_weight_inputs, tensor_core_operand, to_layout
 
 log = logging.getLogger(__name__)
 
@@ -129,6 +129,10 @@ def convert_weight(v, src: str, dst: str):
     (s, gs), (d, gd) = split_layout(src), split_layout(dst)
     if (s, gs) == (d, gd):
         return v
+    if is_form_layout(d):  # a padded form (weights.ConvForm): made from HWIO, never converted back
+        if gs > 1 or gd > 1 or is_form_layout(s):
+            raise ValueError(f"a conv weight cannot be converted from {src} to {dst}")
+        return form_weight(to_layout(v, s, "HWIO") if s != "HWIO" else v, d)
     v = to_layout(v, s, "HWIO") if s != "HWIO" else v
     if gs != gd:
         v = diagonal_blocks(v, gs) if gs > 1 else v

@@ -35,7 +35,9 @@ Hopper's wgmma reads 8-bit operands K-major only too: int8, and float8 products 
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from typing import Optional
 
 import numpy as np
 
@@ -101,12 +103,13 @@ def _conv_candidate(n: Node, min_mn: int, floats: bool, int8: bool) -> bool:
 
 def input_conv_candidate(n: Node, min_mn: int) -> bool:
     """Whether an NHWC conv whose weight is a graph input (a FusionPlan's run-time weight) should
-    read it as OHWI on Hopper: the constant pass's conditions, with the channels already whole
-    16-byte copies. Fewer channels (an image's 3) would need the input padded and the kernel rows
-    widened (`padded_channels`, `row_taps`), which only the constant pass does."""
+    read it in its ConvForm on Hopper (`form_weight_inputs`): the constant pass's conditions. An
+    image's few channels are padded as the constant pass pads them: the input by a copy before
+    the conv, the weight when it is set."""
     if not _nk_conv(n, min_mn) or n.inputs[1].op != INPUT:
         return False
-    return n.inputs[0].shape[3] % vector_lanes(n.inputs[1].dtype) == 0
+    c, lanes = n.inputs[0].shape[3], vector_lanes(n.inputs[1].dtype)
+    return c % lanes == 0 or c < lanes
 
 
 def to_layout(v, src: str, dst: str):
@@ -238,13 +241,135 @@ def _paired_input(x: Node, pairs: PixelPairs, names: set) -> Node:
     return op_node(fresh_name(names, f"{x.name}_pairs"), "reshape", [x], {"shape": (n, h, w // PAIR, c * PAIR)})
 
 
-def _paired_weight(v: np.ndarray, pairs: PixelPairs) -> np.ndarray:
-    """An HWIO weight [kh, kw, C, K] as [kh, taps, 2C, K]: shifted right by `shift` zero taps,
-    zero-extended to 2 * taps, each pair of taps one tap of 2C channels (pixel parity, then
-    channel), as the paired input holds them."""
-    kh, kw, c, k = v.shape
-    v = np.pad(v, ((0, 0), (pairs.shift, PAIR * pairs.taps - kw - pairs.shift), (0, 0), (0, 0)))
-    return v.reshape(kh, pairs.taps, PAIR * c, k)
+@dataclass(frozen=True)
+class ConvForm:
+    """How wgmma reads an NHWC conv (the module docstring): its weight OHWI over `channels` input
+    channels (an image's zero-padded to one 8- or 16-byte copy a pixel, the input padded alike),
+    its pixels read in `pairs` where they are, each kernel row widened by `extra` zero taps. One
+    form serves a constant weight (converted at build time) and a FusionPlan's run-time one
+    (converted when it is set, named by `layout`)."""
+
+    channels: int
+    pairs: Optional[PixelPairs] = None
+    extra: int = 0
+    padded: bool = False  # the input's channels zero-padded to `channels`
+
+    @property
+    def layout(self) -> str:
+        """The weight's layout name: "OHWI", or "OHWI:c4:pairs1x4:taps1" where the form pads."""
+        parts = [f"c{self.channels}"] if self.padded else []
+        if self.pairs:
+            parts.append(f"pairs{self.pairs.shift}x{self.pairs.taps}")
+        if self.extra:
+            parts.append(f"taps{self.extra}")
+        return "OHWI" if not self.pads else ":".join(["OHWI", *parts])
+
+    @property
+    def pads(self) -> bool:
+        """Whether the input or the kernel rows are widened (more than a transpose)."""
+        return bool(self.pairs or self.extra or self.padded)
+
+    def weight(self, v) -> np.ndarray:
+        """An HWIO weight (numpy, or anything numpy reads) as the kernel reads it, contiguous."""
+        return form_weight(v, self.layout if self.pads else f"OHWI:c{self.channels}")
+
+    def weight_shape(self, hwio: tuple) -> tuple:
+        kh, kw, _, k = hwio
+        c, taps = (self.channels * PAIR, self.pairs.taps) if self.pairs else (self.channels, kw)
+        return (k, kh, taps + self.extra, c)
+
+    def input(self, x: Node, names: set) -> Node:
+        """The conv's input as the form reads it: channels padded, pixels paired (a view)."""
+        if x.shape[3] != self.channels:
+            x = _pad_channels(x, self.channels, names)
+        return _paired_input(x, self.pairs, names) if self.pairs else x
+
+    def attrs(self, n: Node) -> dict:
+        """The conv's attributes reading the form (strides and padding of the paired, widened rows)."""
+        out = {"weight_layout": "OHWI"}
+        padding = n.geometry.padding
+        if self.pairs:
+            out["strides"], padding = self.pairs.strides, self.pairs.padding
+        if self.pairs or self.extra:  # a wider window ends `extra` pixels further right
+            t, left, b, r = padding
+            out["padding"] = (t, left, b, r + self.extra)
+        return out
+
+
+_FORM = re.compile(r"OHWI(?::c(\d+))?(?::pairs(\d+)x(\d+))?(?::taps(\d+))?")
+
+
+def is_form_layout(layout: str) -> bool:
+    """Whether `layout` names a padded ConvForm ("OHWI:c4:pairs1x4:taps1"), not plain axes."""
+    return layout.startswith("OHWI:") and _FORM.fullmatch(layout) is not None
+
+
+def host_array(v) -> np.ndarray:
+    """A numpy array of `v`: numpy, a torch tensor (on any device), a TVM tensor, a sequence."""
+    if isinstance(v, np.ndarray):
+        return v
+    if hasattr(v, "detach") and hasattr(v, "cpu"):
+        return v.detach().cpu().numpy()
+    return v.numpy() if hasattr(v, "numpy") else np.asarray(v)
+
+
+def form_weight(v, layout: str) -> np.ndarray:
+    """An HWIO weight as the ConvForm whose `layout` this is reads it: channels zero-padded,
+    pixel pairs (shifted right by `shift` zero taps, each two taps one of 2C channels), each row
+    widened by zero taps, then OHWI; what a FusionPlan's OperatorArgs does once when it is set."""
+    m = _FORM.fullmatch(layout)
+    if m is None:
+        raise GraphError(f"{layout!r} is not a conv weight form (OHWI[:cN][:pairsSxT][:tapsE])")
+    v = host_array(v)
+    channels, shift, taps, extra = (int(g) if g else None for g in m.groups())
+    v = np.pad(v, ((0, 0), (0, 0), (0, (channels or v.shape[2]) - v.shape[2]), (0, 0)))
+    if taps:  # pairs of taps, as the paired input holds its pixels (pixel parity, then channel)
+        kh, kw, c, k = v.shape
+        v = np.pad(v, ((0, 0), (shift, PAIR * taps - kw - shift), (0, 0), (0, 0))).reshape(kh, taps, PAIR * c, k)
+    v = np.pad(v, ((0, 0), (0, extra or 0), (0, 0), (0, 0)))
+    return np.ascontiguousarray(v.transpose(HWIO_TO_OHWI))
+
+
+def conv_form(n: Node) -> ConvForm:
+    """The form wgmma reads NHWC conv `n` in (`_nk_conv` holds): an image's channels padded, its
+    pixels paired where the window moves by two, rows widened where that saves a copy."""
+    w = n.inputs[1]
+    lanes = vector_lanes(w.dtype)
+    itemsize = CHUNK_BYTES // lanes
+    c = n.inputs[0].shape[3]
+    c8 = padded_channels(c, lanes)
+    pairs = pair_pixels(n.geometry, c8, itemsize)
+    kh, kw = (w.shape[0], pairs.taps) if pairs else w.shape[:2]
+    extra = row_taps(kh, kw, c8 * PAIR if pairs else c8, itemsize, n.geometry.dilation[1]) - kw
+    return ConvForm(c8, pairs, extra, c8 != c)
+
+
+def form_weight_inputs(graph: Graph, forms: dict[str, ConvForm]) -> Graph:
+    """The graph with each HWIO weight input named in `forms` declared as its form reads it
+    (same name; `ConvForm.weight` converts the user's array once) and its conv reading it so
+    (input padded and paired, strides and padding): what nk_gemm_weights does to a constant.
+    An input read otherwise than as a conv's weight is a GraphError."""
+    swapped = {i.name: Node(i.name, INPUT, [], dict(i.attrs), forms[i.name].weight_shape(i.shape), i.dtype)
+               for i in graph.inputs if i.name in forms}
+    names = {n.name for n in (*graph.nodes, *graph.inputs)}
+    new: dict[int, Node] = {}
+    for n in graph.nodes:
+        if not n.is_op:
+            new[id(n)] = swapped.get(n.name, n) if n.op == INPUT else n
+            continue
+        inputs = [new[id(i)] for i in n.inputs]
+        reads = [k for k, i in enumerate(n.inputs) if i.op == INPUT and i.name in swapped]
+        if not reads:
+            new[id(n)] = Node(n.name, n.op, inputs, n.attrs, n.shape, n.dtype, n.value)
+            continue
+        if n.op != "conv2d" or reads != [1]:
+            raise GraphError(f"{n.name} ({n.op}) reads {n.inputs[reads[0]].name}, which is not only a conv's weight")
+        form = forms[n.inputs[1].name]
+        inputs[0] = form.input(inputs[0], names)
+        out = op_node(n.name, n.op, inputs, {**n.attrs, **form.attrs(n)})
+        assert out.shape == n.shape, f"{n.name}: its weight's form changed its shape {n.shape} -> {out.shape}"
+        new[id(n)] = out
+    return Graph([swapped.get(i.name, i) for i in graph.inputs], [new[id(o)] for o in graph.outputs])
 
 
 def nk_gemm_weights(graph: Graph, *, min_mn: int, convs: bool = False, int8: bool = False) -> Graph:
@@ -263,34 +388,18 @@ def nk_gemm_weights(graph: Graph, *, min_mn: int, convs: bool = False, int8: boo
         if not wanted(n):
             return None
         w = inputs[1]
-        lanes = vector_lanes(w.dtype)
-        itemsize = CHUNK_BYTES // lanes
-        layout = {"trans_b": True} if n.op == "matmul" else {"weight_layout": "OHWI"}
-        c8 = padded_channels(w.shape[2], lanes) if n.op == "conv2d" else 0
-        if c8 and c8 != w.shape[2]:  # an image's channels: the input padded, the weight zero-extended
-            inputs[0] = _pad_channels(inputs[0], c8, ctx.names)
-        pairs = pair_pixels(n.geometry, c8, itemsize) if c8 else None
-        if pairs:
-            inputs[0] = _paired_input(inputs[0], pairs, ctx.names)
-            layout.update(strides=pairs.strides, padding=pairs.padding)
-        extra = 0  # zero taps added to each kernel row (row_taps)
-        if n.op == "conv2d":
-            kh, kw = (w.shape[0], pairs.taps) if pairs else w.shape[:2]
-            c = c8 * PAIR if pairs else c8
-            extra = row_taps(kh, kw, c, itemsize, n.geometry.dilation[1]) - kw
-        if (id(w), extra, pairs) not in transposed:
-            v = np.asarray(w.value)
-            if n.op == "conv2d":
-                v = np.pad(v, ((0, 0), (0, 0), (0, c8 - v.shape[2]), (0, 0)))
-                v = np.pad(_paired_weight(v, pairs) if pairs else v, ((0, 0), (0, extra), (0, 0), (0, 0)))
-            v = np.ascontiguousarray(v.T if n.op == "matmul" else v.transpose(HWIO_TO_OHWI))
-            transposed[id(w), extra, pairs] = Node(fresh_name(ctx.names, f"{w.name}_nk"), CONST, [], {},
-                                                   tuple(v.shape), w.dtype, v)
-        inputs[1] = transposed[id(w), extra, pairs]
-        if extra:  # the wider kernel's window ends `extra` pixels further right: as much more padding
-            t, left, b, r = layout.get("padding", n.geometry.padding)
-            layout["padding"] = (t, left, b, r + extra)
-        out = op_node(n.name, n.op, inputs, {**n.attrs, **layout})
+        if n.op == "matmul":
+            form, attrs = None, {"trans_b": True}
+        else:
+            form = conv_form(n)
+            inputs[0] = form.input(inputs[0], ctx.names)
+            attrs = form.attrs(n)
+        if (id(w), form) not in transposed:
+            v = np.ascontiguousarray(np.asarray(w.value).T) if form is None else form.weight(w.value)
+            transposed[id(w), form] = Node(fresh_name(ctx.names, f"{w.name}_nk"), CONST, [], {},
+                                           tuple(v.shape), w.dtype, v)
+        inputs[1] = transposed[id(w), form]
+        out = op_node(n.name, n.op, inputs, {**n.attrs, **attrs})
         assert out.shape == n.shape, f"{n.name}: the weight pass changed its shape {n.shape} -> {out.shape}"
         return out
 

@@ -3,8 +3,11 @@
 Describe the input tensor, add operators in order (each add is checked at once and raises
 `UnsupportedFusion` naming the step), compile once, then execute many times with runtime
 arguments (weights, bias, batch-norm statistics, residual operands) kept in a separate
-`OperatorArgs` object. A plan always compiles to exactly one kernel; an op that would need
-a second kernel is refused when it is added.
+`OperatorArgs` object. A plan's ops always fuse into one kernel; an op that would need a second
+kernel is refused when it is added. The one launch a plan may add is a copy before it: where
+Hopper's wgmma reads an image's 3 channels, the input is first padded to one 8-byte vector a
+pixel (as cuDNN and TensorRT pad a first layer), since no 16-byte tile copy can read 6-byte
+pixels and the fallback without it ran 2.6x cuDNN's time.
 
 Activation parameters (alpha, clip bounds) are compile-time, as parameters that rarely
 change should be (MIOpen's dynamic-kernels lesson): changing them means a new plan.
@@ -23,7 +26,7 @@ from ..fusion import fuse_graph
 from ..graph.ir import Graph, GraphBuilder, Node
 from ..graph.precision import convert_precision
 from ..graph.grouped import convert_weight, dense_layout, dense_weight_inputs, input_dense_candidate, split_layout
-from ..graph.weights import input_conv_candidate, ohwi_weight_inputs
+from ..graph.weights import conv_form, form_weight_inputs, input_conv_candidate, is_form_layout, ohwi_weight_inputs
 from ..ops import ACTIVATIONS
 from ..ops.conv2d import WEIGHT_LAYOUT, normalize_padding, normalize_pair
 from ..ops.elemwise import BINARY, UNARY
@@ -97,11 +100,13 @@ class OperatorArgs:
     OHWI where Hopper's wgmma runs, a grouped conv's made dense for the tensor cores, as
     graph/grouped.py does with constants): they are converted once, when set, not at each
     execute.
-    `values` holds what the kernel reads; `held` the (user's, held) layout of each laid-out one."""
+    `values` holds what the kernel reads; `held` the (user's, held) layout of each laid-out one,
+    `given` the user's array of each (a padded form is made from it, never converted back)."""
 
     values: dict[str, np.ndarray] = field(default_factory=dict)
     layouts: dict[str, str] = field(default_factory=dict)
     held: dict[str, tuple[str, str]] = field(default_factory=dict)
+    given: dict[str, Any] = field(default_factory=dict)
 
     def _set(self, h: OpHandle, kind: str, arrays: Sequence[Any]) -> None:
         if h.kind != kind:
@@ -115,17 +120,18 @@ class OperatorArgs:
             self.values[name] = arr
             if layout:
                 self.held[name] = (layout, layout)
+                self.given[name] = arr
         self.read_as(self.layouts)
 
     def read_as(self, layouts: dict[str, str]) -> None:
         """Hold every laid-out argument as `layouts` says (the user's layout where it names none),
-        converting those held otherwise: args set before compile, or for a plan since compiled
-        for another target, are converted here once, then read as they are."""
+        converting those held otherwise from the user's array: args set before compile, or for a
+        plan since compiled for another target, are converted here once, then read as they are."""
         self.layouts = dict(layouts)
         for name, (user, held) in self.held.items():
             want = self.layouts.get(name, user)
             if want != held:
-                self.values[name] = convert_weight(self.values[name], held, want)
+                self.values[name] = convert_weight(self.given[name], user, want)
                 self.held[name] = (user, want)
 
     def set_conv(self, h: OpHandle, weight) -> None:
@@ -312,9 +318,10 @@ class FusionPlan:
     # -- compile and run --------------------------------------------------------------------
     def kernel_layouts(self, target: TargetLike = "llvm", precision: str = "fp32") -> dict[str, str]:
         """{argument: layout} for the run-time arguments the plan's kernel for `target` reads in
-        another layout than users pass: an NHWC conv's HWIO weight as OHWI where Hopper's wgmma
-        runs (sm_90, fp16/bf16 or tf32 operands, whole 16-byte channel copies, M and N a tile
-        big enough), the layout graph/weights.py gives a constant weight at build time; a
+        another layout than users pass: an NHWC conv's HWIO weight in its ConvForm where Hopper's
+        wgmma runs (sm_90, fp16/bf16 or tf32 operands, M and N a tile big enough): OHWI, over
+        an image's few channels padded, pixels paired and rows widened ("OHWI:c4:pairs1x4:taps1"),
+        as graph/weights.py lays out a constant weight at build time; a
         grouped conv's weight dense (block-diagonal, `dense_layout`: "HWIO:dense32") where the
         tensor cores take it so, as graph/grouped.py makes a constant one. The precision is
         applied first, as the build does: a weight it casts is read as cast."""
@@ -323,10 +330,10 @@ class FusionPlan:
         dense = {n.inputs[1].name: n.geometry.groups for n in graph.nodes
                  if input_dense_candidate(n, max_groups=policy.dense_groups, min_mn=policy.min_mn)}
         graph = dense_weight_inputs(graph, dense) if dense else graph
-        ohwi = {n.inputs[1].name for n in graph.nodes
-                if policy.nk_conv_weights and input_conv_candidate(n, policy.min_mn)}
-        return {name: dense_layout("OHWI" if name in ohwi else "HWIO", dense.get(name, 1))
-                for name in sorted(ohwi | set(dense))}
+        forms = {n.inputs[1].name: "OHWI" if n.inputs[1].name in dense else conv_form(n).layout
+                 for n in graph.nodes if policy.nk_conv_weights and input_conv_candidate(n, policy.min_mn)}
+        return {name: dense_layout(forms.get(name, "HWIO"), dense.get(name, 1))
+                for name in sorted(forms.keys() | set(dense))}
 
     def kernel_graph(self, target: TargetLike = "llvm", precision: str = "fp32") -> Graph:
         """The graph `compile` builds: the plan's, its laid-out weights declared in the layout the
@@ -339,7 +346,13 @@ class FusionPlan:
         dense = {name: g for name, layout in layouts.items() for g in [split_layout(layout)[1]] if g > 1}
         graph = dense_weight_inputs(self.graph, dense) if dense else self.graph
         ohwi = {name for name, layout in layouts.items() if split_layout(layout)[0] == "OHWI"}
-        return ohwi_weight_inputs(graph, ohwi) if ohwi else graph
+        graph = ohwi_weight_inputs(graph, ohwi) if ohwi else graph
+        forms = {n.inputs[1].name: conv_form(n) for n in graph.nodes
+                 if n.op == "conv2d" and is_form_layout(layouts.get(n.inputs[1].name, ""))}
+        for name, form in forms.items():
+            if form.layout != layouts[name]:
+                raise PlanStateError(f"{name}: the plan reads it as {form.layout}, not {layouts[name]}")
+        return form_weight_inputs(graph, forms) if forms else graph
 
     def compile(self, target: TargetLike = "llvm", *, precision: str = "fp32", **build_kwargs) -> "FusionPlan":
         """Build the plan's single kernel (expensive: do it once). precision: fp32, fp16 or bf16

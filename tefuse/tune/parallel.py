@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import deque
 from typing import Callable, Optional, Sequence
 
@@ -95,6 +96,7 @@ class ParallelRunner:
         self.device = device
         self.max_attempts = max(1, max_attempts)
         self.counts: dict[str, int] = {}
+        self.busy: dict[str, float] = {}  # seconds each slot spent measuring (its device's use)
         self.retried = 0
         self.lost: list[str] = []  # "name: why" for each device loss
         self._lock = threading.Lock()  # counts, lost, retried; and each run's queue
@@ -158,6 +160,7 @@ class ParallelRunner:
             if (pos := take(slot)) is None:
                 return False
             name, b = slot.name, builds[pos]
+            t0 = time.perf_counter()
             try:
                 res = slot.measure(spec, target_kind, b, reference)
             except DeviceLost as e:
@@ -184,6 +187,7 @@ class ParallelRunner:
             with lock:
                 out[pos] = res
                 self.counts[name] = self.counts.get(name, 0) + 1
+                self.busy[name] = self.busy.get(name, 0.0) + time.perf_counter() - t0
             return True
 
         while todo:

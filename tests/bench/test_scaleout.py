@@ -28,6 +28,7 @@ def test_scaleout_bench_spreads_the_job_and_writes_trials_per_minute(tmp_path, c
     assert r["trials"] == 4 * r["tasks"] and r["seconds"] > 0 and r["trials_per_minute"] > 0
     assert 0 < r["measure_seconds"] < r["seconds"] and 0 < r["build_seconds"] < r["seconds"]
     assert set(r["counts"]) == {"cpu:0", "cpu:1"} and sum(r["counts"].values()) == r["trials"]
+    assert set(r["device_use"]) == {"cpu:0", "cpu:1"} and all(0 < u < 1 for u in r["device_use"].values())
     assert "trials/min" in capsys.readouterr().out
 
 

@@ -51,6 +51,29 @@ def test_plan_takes_torch_cuda_tensors(rng):
     np.testing.assert_allclose(got, np.maximum(R.conv2d(x, w, padding=1) + r, 0), rtol=1e-4, atol=1e-4)
 
 
+def test_image_plan_pads_its_input_and_runs_on_wgmma(rng):
+    """The stem's plan on Hopper: the input padded to 4 channels by one copy, the conv on wgmma
+    reading the weight in its form (made from a torch CUDA tensor when set)."""
+    torch = pytest.importorskip("torch")
+    plan = FusionPlan(TensorDesc((2, 32, 32, 3), "float16", "NHWC"))
+    hc = plan.add_conv(TensorDesc((7, 7, 3, 64), "float16"), stride=2, padding=3)
+    hb = plan.add_bias()
+    plan.add_activation("relu")
+    plan.compile("cuda", precision="fp16")
+    hopper = torch.cuda.get_device_capability() >= (9, 0)
+    assert [k.template for k in plan.compiled.kernels] == (["cuda_injective", "wgmma_gemm"] if hopper else
+                                                           [plan.compiled.kernels[0].template])
+    x = rng.standard_normal((2, 32, 32, 3)).astype("float16")
+    w = (rng.standard_normal((7, 7, 3, 64)) * 0.2).astype("float16")
+    b = rng.standard_normal(64).astype("float16")
+    args = plan.new_args()
+    args.set_conv(hc, torch.from_numpy(w).cuda())
+    args.set_bias(hb, b)
+    ref = np.maximum(R.conv2d(x.astype(np.float64), w.astype(np.float64), strides=2, padding=3, layout="NHWC")
+                     + b.astype(np.float64), 0)
+    R.assert_close(plan.execute(x, args), ref, "float16")
+
+
 def test_plan_bench_case_on_gpu():
     """The precision bench's `plan` case: fp16 NHWC plan, weights set at run time, checked and timed
     against cuDNN; on Hopper its weight is held OHWI for wgmma."""

@@ -272,9 +272,9 @@ def test_a_run_time_conv_weight_declared_ohwi_computes_the_same(rng):
     np.testing.assert_allclose(tefuse.build(got, "llvm").run(x=x, w=ohwi)[0], want, rtol=1e-5, atol=1e-5)
 
 
-def test_input_conv_candidate_wants_tensor_core_operands_and_whole_channel_copies():
+def test_input_conv_candidate_wants_tensor_core_operands_and_whole_channel_copies_or_an_image():
     for c, dtype, want in [(16, "float16", True), (8, "float16", True), (12, "float16", False),
-                           (3, "float16", False), (16, "float32", False)]:
+                           (3, "float16", True), (16, "float32", False)]:
         conv = next(n for n in _input_weight_conv(c, dtype).nodes if n.op == "conv2d")
         assert input_conv_candidate(conv, MIN_MN) is want, (c, dtype)
 

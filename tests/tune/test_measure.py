@@ -58,6 +58,16 @@ def test_extract_tasks_dedups_workloads():
     assert t.fallback().index in range(len(t.space()))
 
 
+def test_build_workers_run_nicer_than_the_tuner(builder):
+    import psutil
+
+    from tefuse.tune.builder import BUILD_NICENESS
+
+    builder.warm("llvm")
+    workers = [int(n) for n in os.listdir(os.path.join(builder.workdir, "workers"))]
+    assert workers and all(psutil.Process(p).nice() == os.nice(0) + BUILD_NICENESS for p in workers)
+
+
 def test_builder_captures_compile_errors(builder):
     task = extract_tasks(conv_relu(), "llvm")[0]
     good = task.space().get(0)

@@ -218,6 +218,7 @@ def test_results_keep_the_batch_order_and_build_errors_pass_through():
     assert [m.index for m in out] == list(range(6))
     assert out[2].error == "compile_error" and all(m.ok for k, m in enumerate(out) if k != 2)
     assert sum(runner.counts.values()) == 5
+    assert set(runner.busy) == set(runner.counts) and all(v >= 0.02 * runner.counts[k] for k, v in runner.busy.items())
 
 
 def test_a_lost_candidate_is_retried_elsewhere_then_given_up():
