@@ -174,7 +174,7 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--parallel", "-j", type=int, default=None, help="parallel builds (default: CPU count)")
     p.add_argument("--tasks-at-once", type=int, default=None,
-                   help="kernels tuned concurrently (default: devices + 1; 1: build and measure take turns)")
+                   help="kernels tuned concurrently (default: 8 a device; 1: build and measure take turns)")
     p.add_argument("--min-repeat-ms", type=int, default=None,
                    help="each timing repeat lasts at least this long (runner default 20; AutoTVM's CUDA tutorials use 150)")
     p.add_argument("--json", default=None)

@@ -113,6 +113,17 @@ def test_by_default_gpu_kernels_overlap_and_cpu_kernels_take_turns(tmp_path):
     assert _tune(tmp_path / "gpu", None, "cuda")[3].overlaps("build", "measure")
 
 
+def test_gpu_kernels_tuned_at_once_scale_with_the_devices():
+    """Eight kernels a device at once on a GPU (each round waits seconds on its builds), capped
+    at the kernels there are; one on the CPU target."""
+    from tefuse.tune.loop import AT_ONCE_PER_DEVICE, default_at_once, workers_shape
+
+    gpu, cpu = as_tasks(_three_kernels(), "cuda"), as_tasks(_three_kernels(), "llvm")
+    assert [default_at_once(gpu, d) for d in (1, 2)] == [AT_ONCE_PER_DEVICE, 2 * AT_ONCE_PER_DEVICE]
+    assert default_at_once(cpu, 2) == 1
+    assert workers_shape(gpu, FakeBuilder(Timeline()), FakeRunner(Timeline()), 2, None)[2] == len(gpu)
+
+
 class ExclusiveSlot(Slot):
     """Fails the test if it is asked to measure while it is measuring."""
 
