@@ -423,7 +423,7 @@ def model_case(name: str, batch: int, precision: str, workdir: Path, db="default
     path = export_torchvision(name, batch, workdir / f"{name}_b{batch}.onnx")
     model = onnx.load(str(path))
     t0 = time.perf_counter()
-    calibration = _calibration(name, workdir) if precision in QUANT_PEERS else None
+    calibration = model_calibration(name, workdir) if precision in QUANT_PEERS else None
     calibrate_s = time.perf_counter() - t0
     cg = build(import_onnx(model), "cuda", db=db, precision=precision, prologue=PROLOGUES[prologue],
                split_k=split_k, calibration=calibration)
@@ -488,7 +488,7 @@ def model_ok(precision: str, rel_err: float, top1: float) -> bool:
     return rel_err <= TOLERANCE[precision] and top1 >= 1.0
 
 
-def _calibration(name: str, workdir: Path):
+def model_calibration(name: str, workdir: Path):
     """An entropy calibration of torchvision's `name` (batch 1, float32, on llvm) over seeded
     normal inputs: the thresholds are per node name, the same at every batch size."""
     import onnx

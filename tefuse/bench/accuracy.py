@@ -1,0 +1,152 @@
+"""Quantized accuracy: how often a calibrated int8 / fp8 build picks float32's top-1 class.
+
+    python -m tefuse.bench.accuracy --models resnet50 vit_b_16 --precision int8 fp8 --inputs 1000 \\
+        --json benchmarks/accuracy_quant.json
+
+Each torchvision model (seeded random weights, exported in float32) is calibrated as the models
+bench calibrates it (entropy thresholds over seeded normal images, `precision.model_calibration`),
+built for the target at each precision, and run on `--inputs` seeded normal images, `--batch` a
+run. Its logits are compared with onnxruntime's float32 logits of the same images: the top-1
+agreement (the quantized-inference criterion: at least 0.99, `precision.model_ok`) and the
+relative error of each batch (max |difference| over max |float32|), mean and worst. The images
+are drawn per batch from one seeded generator, so a run with the same seed, batch and count sees
+the same images on any machine; on `llvm` the integer products are the GPU's, bit for bit.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable, Optional, Sequence
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+PRECISIONS = ("int8", "fp8")
+IMAGE = (3, 224, 224)
+
+
+@dataclass
+class AccuracyRow:
+    model: str
+    precision: str
+    target: str
+    inputs: int
+    batch: int
+    top1_agreement: float
+    rel_err_mean: float
+    rel_err_max: float
+    ok: bool
+    build_s: float
+    run_s: float
+    extra: dict = field(default_factory=dict)
+
+
+def images(inputs: int, batch: int, seed: int = 0):
+    """`inputs` seeded normal images in batches of `batch` (the last one short: padded to a full
+    batch by repeating its first image, the padding's results dropped), with each batch's count."""
+    rng = np.random.default_rng(seed)
+    for start in range(0, inputs, batch):
+        n = min(batch, inputs - start)
+        x = rng.standard_normal((n, *IMAGE)).astype("float32")
+        if n < batch:
+            x = np.concatenate([x, np.repeat(x[:1], batch - n, axis=0)])
+        yield x, n
+
+
+def agreement(run: Callable[[np.ndarray], np.ndarray], reference: Callable[[np.ndarray], np.ndarray],
+              batches) -> tuple[float, float, float, int]:
+    """(top-1 agreement, mean and worst relative error of a batch, images) of `run` against
+    `reference` over `batches` of (images, count); both map a batch to its logits [batch, classes]."""
+    same = total = 0
+    errs = []
+    for x, n in batches:
+        got = np.asarray(run(x), np.float64).reshape(len(x), -1)[:n]
+        want = np.asarray(reference(x), np.float64).reshape(len(x), -1)[:n]
+        same += int((got.argmax(-1) == want.argmax(-1)).sum())
+        total += n
+        errs.append(float(np.abs(got - want).max()) / max(float(np.abs(want).max()), 1e-12))
+    if not total:
+        raise ValueError("no images to compare")
+    return same / total, float(np.mean(errs)), float(np.max(errs)), total
+
+
+def accuracy_case(name: str, path: Path, calibration, precision: str, target: str, inputs: int, batch: int,
+                  seed: int = 0) -> AccuracyRow:
+    """One model at one precision: build from the float32 ONNX file `path` (input `input`,
+    exported at `batch`) with `calibration`, then compare with onnxruntime over the images."""
+    import onnx
+
+    from ..driver import build
+    from ..frontend.onnx import import_onnx
+    from ..frontend.reference import onnxruntime_session
+    from .precision import model_ok
+
+    t0 = time.perf_counter()
+    cg = build(import_onnx(onnx.load(str(path))), target, precision=precision, calibration=calibration)
+    build_s = time.perf_counter() - t0
+    session = onnxruntime_session(str(path))
+    t0 = time.perf_counter()
+    top1, err_mean, err_max, n = agreement(lambda x: cg.run(input=x)[0],
+                                           lambda x: session.run(None, {"input": x})[0],
+                                           images(inputs, batch, seed))
+    run_s = time.perf_counter() - t0
+    extra = {"kernels": cg.num_kernels, "calibrator": calibration.method, "seed": seed,
+             "quantized_products": len(calibration.thresholds)}
+    row = AccuracyRow(name, precision, target, n, batch, top1, err_mean, err_max,
+                      model_ok(precision, err_mean, top1), build_s, run_s, extra)
+    log.info("%s %s on %s: top-1 agreement %.4f over %d images, relative error mean %.3g worst %.3g",
+             name, precision, target, top1, n, err_mean, err_max)
+    return row
+
+
+def report(rows: Sequence[AccuracyRow], command: str) -> dict:
+    return {"command": command, "rows": [asdict(r) for r in rows],
+            "summary": {f"{r.model}/{r.precision}": {"top1_agreement": r.top1_agreement, "ok": r.ok}
+                        for r in rows}}
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    import shlex
+    import sys
+
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--models", nargs="+", default=["resnet50", "vit_b_16"], help="torchvision model names")
+    p.add_argument("--precision", nargs="+", default=list(PRECISIONS), choices=PRECISIONS)
+    p.add_argument("--inputs", type=int, default=1000, help="images compared (default 1000)")
+    p.add_argument("--batch", type=int, default=50, help="images a run (default 50)")
+    p.add_argument("--target", "-t", default="cuda")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", default=None)
+    args = p.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    if args.inputs < 1 or args.batch < 1:
+        p.error("--inputs and --batch must be positive")
+
+    from .models import export_torchvision
+    from .precision import model_calibration
+
+    command = "python -m tefuse.bench.accuracy " + " ".join(map(shlex.quote, sys.argv[1:] if argv is None else argv))
+    rows: list[AccuracyRow] = []
+    with tempfile.TemporaryDirectory(prefix="tefuse-accuracy-") as tmp:
+        workdir = Path(tmp)
+        for name in args.models:
+            path = export_torchvision(name, args.batch, workdir / f"{name}_b{args.batch}.onnx")
+            calibration = model_calibration(name, workdir)
+            for precision in args.precision:
+                rows.append(accuracy_case(name, path, calibration, precision, args.target, args.inputs,
+                                          args.batch, args.seed))
+                print(f"{name} {precision}: top-1 agreement {rows[-1].top1_agreement:.4f} over "
+                      f"{rows[-1].inputs} images ({'ok' if rows[-1].ok else 'below 0.99'})", flush=True)
+                if args.json:  # rewritten after every row: a cut-off run keeps what it measured
+                    Path(args.json).write_text(json.dumps(report(rows, command), indent=1))
+    return 0 if all(r.ok for r in rows) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
