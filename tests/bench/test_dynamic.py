@@ -27,3 +27,12 @@ def test_token_inputs_take_batch_and_sequence():
 def test_image_inputs_take_the_batch():
     feeds = case_inputs(CASES["resnet50"], {"N": 32})
     assert feeds["input"].shape == (32, 3, 224, 224)
+
+
+def test_the_warm_up_loads_the_targets_intrinsics_before_any_build_is_timed(monkeypatch):
+    import tefuse.schedules
+    from tefuse.bench import dynamic
+
+    seen = []
+    monkeypatch.setattr(tefuse.schedules, "preload", seen.append)
+    assert dynamic.warm_up("cuda:sm_90") >= 0 and seen == ["cuda"]
