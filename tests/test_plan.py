@@ -233,20 +233,22 @@ def test_an_image_conv_reads_its_padded_form_on_hopper():
     assert conv.attrs["weight_layout"] == "OHWI" and conv.inputs[0].shape == (2, 32, 16, 8)
 
 
-@pytest.mark.parametrize("shape, wshape, stride, pad", [
-    ((2, 12, 12, 3), (7, 7, 3, 32), 2, 3),   # the stem: pixels paired
-    ((2, 9, 9, 3), (3, 3, 3, 32), 1, 1),     # 4 channels, rows widened to 4 taps
-    ((2, 10, 10, 8), (3, 3, 8, 32), 1, 1)])  # whole copies, rows widened
-def test_an_image_conv_set_at_run_time_computes_the_same_in_its_form(rng, monkeypatch, shape, wshape, stride, pad):
+@pytest.mark.parametrize("shape, wshape, stride, pad, dtype", [
+    ((2, 12, 12, 3), (7, 7, 3, 32), 2, 3, "float16"),   # the stem: pixels paired
+    ((2, 9, 9, 3), (3, 3, 3, 32), 1, 1, "float16"),     # 4 channels, rows widened to 4 taps
+    ((2, 10, 10, 8), (3, 3, 8, 32), 1, 1, "float16"),   # whole copies, rows widened
+    ((2, 12, 12, 3), (7, 7, 3, 32), 2, 3, "float32")])  # tf32's stem: 4 channels, rows of 8 taps
+def test_an_image_conv_set_at_run_time_computes_the_same_in_its_form(rng, monkeypatch, shape, wshape, stride, pad,
+                                                                      dtype):
     """The sm_90 form on llvm (kernel_layouts as sm_90 gives them): the user's HWIO weight is
     padded, paired and widened once when set, the input padded by a copy, and the plan computes
     what numpy does; before compile the args hold the user's array."""
-    x = rng.standard_normal(shape).astype("float16")
-    w = (rng.standard_normal(wshape) * 0.3).astype("float16")
-    p = FusionPlan(TensorDesc(shape, dtype="float16", layout="NHWC"))
-    h = p.add_conv(TensorDesc(wshape, dtype="float16"), stride=stride, padding=pad)
+    x = rng.standard_normal(shape).astype(dtype)
+    w = (rng.standard_normal(wshape) * 0.3).astype(dtype)
+    p = FusionPlan(TensorDesc(shape, dtype=dtype, layout="NHWC"))
+    h = p.add_conv(TensorDesc(wshape, dtype=dtype), stride=stride, padding=pad)
     p.add_activation("relu")
-    layouts = p.kernel_layouts("cuda:sm_90", "fp16")
+    layouts = p.kernel_layouts("cuda:sm_90", "fp16" if dtype == "float16" else "tf32")
     assert layouts["s0_weight"].startswith("OHWI:")
     early = p.new_args()
     early.set_conv(h, w)
@@ -258,8 +260,8 @@ def test_an_image_conv_set_at_run_time_computes_the_same_in_its_form(rng, monkey
     assert a.values["s0_weight"].shape == p.compiled.graph.node("s0_weight").shape != wshape
     ref = np.maximum(R.conv2d(x.astype(np.float64), w.astype(np.float64), strides=stride, padding=pad,
                               layout="NHWC"), 0)
-    R.assert_close(p.execute(x, a), ref, "float16")
-    R.assert_close(p.execute(x, early), ref, "float16")  # converted at its first execute
+    R.assert_close(p.execute(x, a), ref, dtype)
+    R.assert_close(p.execute(x, early), ref, dtype)  # converted at its first execute
 
 
 def _grouped_plan(groups=8, cg=4, shape=(2, 6, 6, 32)):
