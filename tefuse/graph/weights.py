@@ -131,11 +131,14 @@ def ohwi_weight_inputs(graph: Graph, names: set[str]) -> Graph:
                                     lambda name: "a conv's weight")
 
 
-def redeclared_weight_inputs(graph: Graph, swapped: dict[str, Node], attrs: dict, reader_ok, what) -> Graph:
+def redeclared_weight_inputs(graph: Graph, swapped: dict[str, Node], attrs, reader_ok, what) -> Graph:
     """The graph with its weight inputs replaced by `swapped` ({name: the input declared anew,
     same name}) and each conv reading one rebuilt with `attrs` added, its output shape unchanged.
-    An input read otherwise (another op, another operand, a conv `reader_ok` refuses) is a
-    GraphError naming `what(name)` it may only be."""
+    `attrs` is a dict, or a function (conv, its new inputs, the graph's names) -> dict that may
+    also replace the conv's data input in that list (an image padded to whole copies). An input
+    read otherwise (another op, another operand, a conv `reader_ok` refuses) is a GraphError
+    naming `what(name)` it may only be."""
+    names = {n.name for n in (*graph.nodes, *graph.inputs)}
     new: dict[int, Node] = {}
     for n in graph.nodes:
         if not n.is_op:
@@ -147,8 +150,9 @@ def redeclared_weight_inputs(graph: Graph, swapped: dict[str, Node], attrs: dict
             name = n.inputs[reads[0]].name
             raise GraphError(f"{n.name} ({n.op}) reads {name}, which is not only {what(name)}")
         if reads:
-            out = op_node(n.name, n.op, inputs, {**n.attrs, **attrs})
-            assert out.shape == n.shape, f"{n.name}: {attrs} changed its shape {n.shape} -> {out.shape}"
+            added = attrs(n, inputs, names) if callable(attrs) else attrs
+            out = op_node(n.name, n.op, inputs, {**n.attrs, **added})
+            assert out.shape == n.shape, f"{n.name}: {added} changed its shape {n.shape} -> {out.shape}"
             new[id(n)] = out
         else:
             new[id(n)] = Node(n.name, n.op, inputs, n.attrs, n.shape, n.dtype, n.value)
@@ -351,25 +355,13 @@ def form_weight_inputs(graph: Graph, forms: dict[str, ConvForm]) -> Graph:
     An input read otherwise than as a conv's weight is a GraphError."""
     swapped = {i.name: Node(i.name, INPUT, [], dict(i.attrs), forms[i.name].weight_shape(i.shape), i.dtype)
                for i in graph.inputs if i.name in forms}
-    names = {n.name for n in (*graph.nodes, *graph.inputs)}
-    new: dict[int, Node] = {}
-    for n in graph.nodes:
-        if not n.is_op:
-            new[id(n)] = swapped.get(n.name, n) if n.op == INPUT else n
-            continue
-        inputs = [new[id(i)] for i in n.inputs]
-        reads = [k for k, i in enumerate(n.inputs) if i.op == INPUT and i.name in swapped]
-        if not reads:
-            new[id(n)] = Node(n.name, n.op, inputs, n.attrs, n.shape, n.dtype, n.value)
-            continue
-        if n.op != "conv2d" or reads != [1]:
-            raise GraphError(f"{n.name} ({n.op}) reads {n.inputs[reads[0]].name}, which is not only a conv's weight")
+
+    def read_in_form(n: Node, inputs: list[Node], names: set) -> dict:
         form = forms[n.inputs[1].name]
         inputs[0] = form.input(inputs[0], names)
-        out = op_node(n.name, n.op, inputs, {**n.attrs, **form.attrs(n)})
-        assert out.shape == n.shape, f"{n.name}: its weight's form changed its shape {n.shape} -> {out.shape}"
-        new[id(n)] = out
-    return Graph([swapped.get(i.name, i) for i in graph.inputs], [new[id(o)] for o in graph.outputs])
+        return form.attrs(n)
+
+    return redeclared_weight_inputs(graph, swapped, read_in_form, lambda n: True, lambda name: "a conv's weight")
 
 
 def nk_gemm_weights(graph: Graph, *, min_mn: int, convs: bool = False, int8: bool = False) -> Graph:
