@@ -29,6 +29,7 @@ log = logging.getLogger(__name__)
 
 PRECISIONS = ("int8", "fp8")
 IMAGE = (3, 224, 224)
+IMAGE_STREAM = 0xACC  # keys the images' generator apart from every plain seed
 
 
 @dataclass
@@ -49,8 +50,9 @@ class AccuracyRow:
 
 def images(inputs: int, batch: int, seed: int = 0):
     """`inputs` seeded normal images in batches of `batch` (the last one short: padded to a full
-    batch by repeating its first image, the padding's results dropped), with each batch's count."""
-    rng = np.random.default_rng(seed)
+    batch by repeating its first image, the padding's results dropped), with each batch's count.
+    Drawn from a stream of their own: no seed gives the calibration's images (`default_rng(1)`)."""
+    rng = np.random.default_rng([seed, IMAGE_STREAM])
     for start in range(0, inputs, batch):
         n = min(batch, inputs - start)
         x = rng.standard_normal((n, *IMAGE)).astype("float32")

@@ -129,10 +129,13 @@ def convert_weight(v, src: str, dst: str):
     (s, gs), (d, gd) = split_layout(src), split_layout(dst)
     if (s, gs) == (d, gd):
         return v
-    if is_form_layout(d):  # a padded form (weights.ConvForm): made from HWIO, never converted back
-        if gs > 1 or gd > 1 or is_form_layout(s):
+    if is_form_layout(s) or is_form_layout(d):  # a padded form (weights.ConvForm): made from HWIO, one way
+        if is_form_layout(s) or gs > 1 or gd > 1:
             raise ValueError(f"a conv weight cannot be converted from {src} to {dst}")
         return form_weight(to_layout(v, s, "HWIO") if s != "HWIO" else v, d)
+    for axes, layout in ((s, src), (d, dst)):
+        if sorted(axes) != sorted("HWIO"):
+            raise ValueError(f"unknown conv weight layout {layout!r}")
     v = to_layout(v, s, "HWIO") if s != "HWIO" else v
     if gs != gd:
         v = diagonal_blocks(v, gs) if gs > 1 else v

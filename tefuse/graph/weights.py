@@ -308,30 +308,35 @@ def is_form_layout(layout: str) -> bool:
     return layout.startswith("OHWI:") and _FORM.fullmatch(layout) is not None
 
 
-def host_array(v) -> np.ndarray:
-    """A numpy array of `v`: numpy, a torch tensor (on any device), a TVM tensor, a sequence."""
-    if isinstance(v, np.ndarray):
+def _padded(v, axis: int, before: int, after: int):
+    """`v` (numpy, or a torch tensor on its device, any dtype) with zeros before and after `axis`."""
+    if not before and not after:
         return v
-    if hasattr(v, "detach") and hasattr(v, "cpu"):
-        return v.detach().cpu().numpy()
-    return v.numpy() if hasattr(v, "numpy") else np.asarray(v)
+    shape = list(v.shape)
+    shape[axis] += before + after
+    out = v.new_zeros(shape) if hasattr(v, "new_zeros") else np.zeros(shape, v.dtype)
+    index = [slice(None)] * len(shape)
+    index[axis] = slice(before, before + v.shape[axis])
+    out[tuple(index)] = v
+    return out
 
 
-def form_weight(v, layout: str) -> np.ndarray:
+def form_weight(v, layout: str):
     """An HWIO weight as the ConvForm whose `layout` this is reads it: channels zero-padded,
     pixel pairs (shifted right by `shift` zero taps, each two taps one of 2C channels), each row
-    widened by zero taps, then OHWI; what a FusionPlan's OperatorArgs does once when it is set."""
+    widened by zero taps, then OHWI, contiguous; what a FusionPlan's OperatorArgs does once when
+    it is set. A numpy array stays numpy; a torch tensor stays on its device, in its dtype."""
     m = _FORM.fullmatch(layout)
     if m is None:
         raise GraphError(f"{layout!r} is not a conv weight form (OHWI[:cN][:pairsSxT][:tapsE])")
-    v = host_array(v)
-    channels, shift, taps, extra = (int(g) if g else None for g in m.groups())
-    v = np.pad(v, ((0, 0), (0, 0), (0, (channels or v.shape[2]) - v.shape[2]), (0, 0)))
+    if not hasattr(v, "new_zeros"):
+        v = np.asarray(v)
+    channels, shift, taps, extra = (int(g) if g else 0 for g in m.groups())
+    v = _padded(v, 2, 0, max(channels - v.shape[2], 0))
     if taps:  # pairs of taps, as the paired input holds its pixels (pixel parity, then channel)
         kh, kw, c, k = v.shape
-        v = np.pad(v, ((0, 0), (shift, PAIR * taps - kw - shift), (0, 0), (0, 0))).reshape(kh, taps, PAIR * c, k)
-    v = np.pad(v, ((0, 0), (0, extra or 0), (0, 0), (0, 0)))
-    return np.ascontiguousarray(v.transpose(HWIO_TO_OHWI))
+        v = _padded(v, 1, shift, PAIR * taps - kw - shift).reshape(kh, taps, PAIR * c, k)
+    return to_layout(_padded(v, 1, 0, extra), "HWIO", "OHWI")
 
 
 def conv_form(n: Node) -> ConvForm:

@@ -358,7 +358,8 @@ class FusionPlan:
         """Build the plan's single kernel (expensive: do it once). precision: fp32, fp16 or bf16
         (float32 accumulation; arguments and results stay in the plan's dtype). No split-K: a
         plan is one kernel, so a small-grid conv stays whole (graph/split_k.py). On Hopper the
-        conv weight is stored OHWI (`kernel_layouts`); OperatorArgs converts it when set."""
+        conv weight is read OHWI or in its padded form (`kernel_layouts`); OperatorArgs converts
+        it when set."""
         build_kwargs.setdefault("split_k", False)
         layouts = self.kernel_layouts(target, precision)
         self._compiled = build(self._graph_reading(layouts), target, precision=precision, **build_kwargs)

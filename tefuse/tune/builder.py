@@ -107,8 +107,10 @@ def _warm(parent_pid: int, target_kind: Optional[str] = None, pid_dir: Optional[
 
     ignore_sigint()
     die_with_parent(parent_pid)  # a SIGKILLed tuner leaves no build worker behind
-    if os.getpriority(os.PRIO_PROCESS, 0) < os.getpriority(os.PRIO_PROCESS, parent_pid) + BUILD_NICENESS:
-        os.nice(BUILD_NICENESS)  # once per worker (this runs again for each warm() call)
+    if hasattr(os, "getpriority"):  # POSIX; once per worker (this runs again for each warm() call)
+        want = min(os.getpriority(os.PRIO_PROCESS, parent_pid) + BUILD_NICENESS, 19)
+        if os.getpriority(os.PRIO_PROCESS, 0) < want:
+            os.nice(want - os.getpriority(os.PRIO_PROCESS, 0))
     if pid_dir:  # so that close() can end this worker even while a pool thread waits on it
         os.makedirs(pid_dir, exist_ok=True)
         open(os.path.join(pid_dir, str(os.getpid())), "w").close()

@@ -285,3 +285,30 @@ def test_ohwi_weight_inputs_refuses_an_input_read_otherwise():
     y = b.conv2d(x, w, padding=1, layout="NHWC")
     with pytest.raises(GraphError, match="not only a conv's weight"):
         ohwi_weight_inputs(b.build([y, b.relu(w)]), {"w"})
+
+
+def test_a_form_is_made_from_a_torch_weight_on_its_device_in_its_dtype():
+    """A FusionPlan's weight set as a torch tensor keeps its device and dtype (bf16 has no numpy
+    type) through the form, with the values the numpy path gives."""
+    torch = pytest.importorskip("torch")
+    from tefuse.graph.weights import form_weight
+
+    w = np.random.default_rng(0).standard_normal((7, 7, 3, 16)).astype("float32")
+    want = form_weight(w, "OHWI:c4:pairs1x4:taps1")
+    assert want.shape == (16, 7, 5, 8) and want.flags.c_contiguous
+    for dtype in (torch.float32, torch.bfloat16):
+        got = form_weight(torch.from_numpy(w).to(dtype), "OHWI:c4:pairs1x4:taps1")
+        assert isinstance(got, torch.Tensor) and got.dtype == dtype and got.is_contiguous()
+        np.testing.assert_array_equal(got.float().numpy(), torch.from_numpy(want).to(dtype).float().numpy())
+
+
+def test_a_form_is_converted_to_only_from_the_users_layout():
+    from tefuse.graph.grouped import convert_weight
+
+    w = np.ones((3, 3, 3, 8), "float16")
+    assert convert_weight(w, "HWIO", "OHWI:c4:taps1").shape == (8, 3, 4, 4)
+    for src, dst in [("OHWI:c4:taps1", "HWIO"), ("HWIO:dense2", "OHWI:c4:taps1"), ("HWIO", "OHWI:c4:taps1:dense2")]:
+        with pytest.raises(ValueError, match="cannot be converted"):
+            convert_weight(w, src, dst)
+    with pytest.raises(ValueError, match="unknown conv weight layout 'OHWI:c4:wide'"):
+        convert_weight(w, "HWIO", "OHWI:c4:wide")
