@@ -95,6 +95,7 @@ class SizeRow:
     exact_err: float
     dynamic_err: float
     ok: bool
+    slowest: dict = field(default_factory=dict)  # {"exact"/"dynamic": slowest_kernels}
 
     @property
     def ratio(self) -> float:
@@ -119,6 +120,18 @@ class ModelRow:
     # {"dynamic" or a size label: BuildTimes as a dict}: where each build's seconds went (graph
     # passes, scheduling, compiling), to tell what a dynamic build's extra time is made of
     build_times: dict = field(default_factory=dict)
+
+
+SLOWEST = 8
+
+
+def slowest_kernels(cg, feeds: dict, size: dict, top: int = SLOWEST) -> list:
+    """The `top` slowest kernels a run at `size` launches (a dynamic build: each kernel's variant
+    for the size's buckets), as (group, template, config index, device ms), slowest first."""
+    kernels = cg.kernels_for(size) if cg.dim_ranges else cg.kernels
+    times = cg.time_kernels(**feeds, number=5, repeat=3, min_repeat_ms=0)
+    rows = [(k.group.name, k.template, k.config_index, round(1e3 * t, 4)) for k, t in zip(kernels, times)]
+    return sorted(rows, key=lambda r: -r[3])[:top]
 
 
 def warm_up(target: str) -> float:
@@ -186,6 +199,8 @@ def bench_model(torch, case: DynamicCase, precision: str, target: str, cache_dir
         ok = all(e <= TOLERANCE[precision] for e in errs.values())
         ms, _ = timed_in_turns(torch, runs) if ok else ({"exact": float("nan"), "dynamic": float("nan")}, None)
         r = SizeRow(size, ms["exact"], ms["dynamic"], errs["exact"], errs["dynamic"], ok)
+        if ok:  # where a dynamic build's time goes at this size, beside the exact build's
+            r.slowest = {key: slowest_kernels(cg, feeds, size) for key, cg in (("exact", exact), ("dynamic", dyn))}
         log.info("%s %s: exact %.4f ms | dynamic %.4f ms | %.2fx | err %.2e / %.2e%s", case.model, _label(size),
                  r.exact_ms, r.dynamic_ms, r.ratio, r.exact_err, r.dynamic_err, "" if ok else " MISMATCH")
         row.sizes.append({**asdict(r), "ratio": r.ratio})

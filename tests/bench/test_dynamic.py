@@ -2,6 +2,7 @@
 inputs built for a size carry it on the axes the export names."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from tefuse.bench.dynamic import CASES, case_inputs
@@ -36,3 +37,30 @@ def test_the_warm_up_loads_the_targets_intrinsics_before_any_build_is_timed(monk
     seen = []
     monkeypatch.setattr(tefuse.schedules, "preload", seen.append)
     assert dynamic.warm_up("cuda:sm_90") >= 0 and seen == ["cuda"]
+
+
+def test_slowest_kernels_name_what_a_run_at_a_size_launches():
+    """On llvm: a dynamic-batch conv chain and its exact build each give their kernels' times at
+    batch 2, slowest first, named by group, template and config."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    from tefuse import build
+    from tefuse.bench.dynamic import slowest_kernels
+    from tefuse.frontend.onnx import import_onnx
+
+    w = numpy_helper.from_array(np.random.default_rng(0).standard_normal((8, 4, 3, 3)).astype("float32"), "w")
+    g = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+                           helper.make_node("Relu", ["c"], ["r"]),
+                           helper.make_node("GlobalAveragePool", ["r"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4, 8, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 8, 1, 1])], [w])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    feeds = {"x": np.random.default_rng(1).standard_normal((2, 4, 8, 8)).astype("float32")}
+    dyn = build(import_onnx(model, dynamic=True), "llvm", dynamic={"N": "1:2:4"})
+    exact = build(import_onnx(model, input_shapes={"x": (2, 4, 8, 8)}), "llvm")
+    for cg in (dyn, exact):
+        rows = slowest_kernels(cg, feeds, {"N": 2}, top=1)
+        assert len(rows) == 1 and rows[0][0] in {k.group.name for k in cg.kernels} and rows[0][3] > 0
+        every = slowest_kernels(cg, feeds, {"N": 2})
+        assert len(every) == cg.num_kernels and [r[3] for r in every] == sorted((r[3] for r in every), reverse=True)
