@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Mapping, Union
 
@@ -34,6 +35,9 @@ def add_calibration_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pin-above", type=float, default=None, metavar="REL",
                    help="measure each product's error with it alone quantized on the samples (a report in the "
                         "log) and keep those above this relative error float")
+    p.add_argument("--float-residuals", action="store_true",
+                   help="residual adds read their shortcut in float, not as its codes (each block's output is then "
+                        "stored twice: the float value and its codes)")
     p.add_argument("--save-calibration", metavar="FILE", help="write the calibration (JSON) for later builds")
 
 
@@ -89,6 +93,8 @@ def calibration_for(args, graph: Union["Graph", Mapping[int, "Graph"], None]) ->
             for e in errors:
                 log.info("%s %s: relative error %.3g", args.precision, e.product, e.relative)
             cal = pin_worst(cal, errors, args.pin_above)
+    if args.float_residuals:
+        cal = replace(cal, residuals=False)
     if args.save_calibration:
         Path(args.save_calibration).write_text(cal.to_json() + "\n")
         log.info("calibration written to %s", args.save_calibration)

@@ -187,6 +187,11 @@ class _Rewriter:
         attrs = dict(n.attrs)
         if n.op == "cast" and attrs.get("dtype") == "float32":
             attrs["dtype"] = low  # the working precision of a float32 model
+        if n.op == "dequantize_linear" and attrs.get("dtype") == "float32":
+            # codes read as a float activation (a quantized residual): scaled in float32 (by the
+            # scale their QuantizeLinear divided by, held in the working precision as its is) and
+            # given to their readers in the working precision
+            attrs["dtype"] = low
         is_output = id(n) in self.outputs
         if _keeps_float32(n, is_output):
             inputs = [self.operand(i, float32=True) for i in n.inputs]

@@ -25,6 +25,11 @@ def test_quantized_build_calibrates_saves_and_runs_within_tolerance(precision, t
                  "--save-calibration", str(saved), "-e", "summary"]) == 0
     cal = json.loads(saved.read_text())
     assert cal["method"] == "max" and len(cal["thresholds"]) == 2  # the second conv and the Gemm: the first reads 3 channels, stays float
+    assert cal["residuals"] is True
+    float_res = tmp_path / "float_res.json"
+    assert main(["build", str(model), "--precision", precision, "--calibration", str(saved), "--float-residuals",
+                 "--save-calibration", str(float_res), "-e", "summary"]) == 0
+    assert json.loads(float_res.read_text())["residuals"] is False
     capsys.readouterr()
     # the saved calibration serves a run; the softmax outputs stay within the format's error of onnxruntime
     assert main(["run", str(model), "--precision", precision, "--calibration", str(saved), "--check", "--repeat",

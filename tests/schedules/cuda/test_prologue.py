@@ -158,10 +158,11 @@ def test_a_quantize_prologue_stays_out_of_one_byte_wgmma_convs(precision, target
     """An int8 / float8-code conv streams its codes by cp.async on wgmma too: the QuantizeLinear
     of its input (c0's, from the graph input) is its own kernel there, computed in the tile loads
     on mma.sync. c1 and c2 read one value at one scale: they share one QuantizeLinear, which c0's
-    kernel writes beside the value the residual add reads (fusion's quantized outputs)."""
+    kernel writes beside the value the residual add reads in float (residuals=False: fusion's
+    quantized outputs)."""
     from tefuse.graph.calibration import Calibration
 
-    cal = Calibration("max", {"c0": 3.0, "c1": 4.0, "c2": 4.0})
+    cal = Calibration("max", {"c0": 3.0, "c1": 4.0, "c2": 4.0}, residuals=False)
     tgt = make_target(target)
     groups = fuse_graph(prepare_graph(_residual_block_net(), tgt, precision=precision, calibration=cal),
                         prologue=prologue_policy(tgt))
@@ -171,3 +172,28 @@ def test_a_quantize_prologue_stays_out_of_one_byte_wgmma_convs(precision, target
     assert ("quantize_linear" in [n.op for n in c0.prologue]) == fused, [g.describe() for g in groups]
     assert [o.op for o in c0.outputs] == ["relu", "quantize_linear"], c0.describe()
     assert len(groups) == 4 - fused  # (c0's input quantize,) c0, c1, c2 + the add
+
+
+@pytest.mark.parametrize("precision", ["int8", "fp8"])
+def test_a_residual_add_reads_the_codes_so_the_block_output_is_stored_once(precision):
+    """With quantized residuals (the default) the add reads c0's codes, dequantized in its own
+    epilogue: c0's kernel stores the codes alone, one byte an element, and no kernel stores the
+    float value; on llvm the build computes what one kernel an op does."""
+    from tefuse.graph.calibration import Calibration
+
+    cal = Calibration("max", {"c0": 3.0, "c1": 4.0, "c2": 4.0})
+    tgt = make_target("cuda:sm_90")
+    groups = fuse_graph(prepare_graph(_residual_block_net(), tgt, precision=precision, calibration=cal),
+                        prologue=prologue_policy(tgt))
+    (c0,) = [g for g in groups if g.anchor is not None and g.anchor.name.startswith("c0")]
+    assert [o.op for o in c0.outputs] == ["quantize_linear"], c0.describe()
+    # the residual add's kernel (a conv's epilogue) dequantizes the codes it reads
+    (add,) = [g for g in groups if "dequantize_linear" in [n.op for n in g.nodes]]
+    assert add.anchor is not None and add.anchor.op == "conv2d" and "add" in [n.op for n in add.nodes]
+    g = _residual_block_net()
+    x = RNG.standard_normal((8, 32, 14, 14)).astype(np.float32)
+    fused = tefuse.build(g, "llvm", precision=precision, calibration=cal)
+    alone = tefuse.build(g, "llvm", precision=precision, calibration=cal, fuse=False)
+    assert not [k for k in fused.kernels if len(k.group.outputs) > 1]
+    got, want = fused.run(x=x)[0], alone.run(x=x)[0]
+    np.testing.assert_allclose(got, want, rtol=2e-3, atol=2e-3 * float(np.abs(want).max()))
