@@ -6,7 +6,8 @@ or float8 anchors exactly as it does an imported QDQ model's: one path for both,
 numerics.
 
 - Activations: one symmetric scale per tensor, threshold / QMAX (127 for int8, e4m3fn's largest
-  finite value 448 for fp8), zero point 0. The thresholds come from running the float model on
+  finite value 448 for fp8), zero point 0, quantized as x times 1 / scale (TensorRT's way: one
+  multiply an element where ONNX divides). The thresholds come from running the float model on
   sample inputs (tefuse/calibrate.py: max, percentile or entropy, as TensorRT's calibrators).
 - Weights: symmetric, one scale per output channel (max |w| / QMAX), from the constants here.
 - A pinned product, or one the calibration has no threshold for, stays float; so does a conv
@@ -169,7 +170,8 @@ def insert_qdq(graph: Graph, calibration: Calibration, precision: str = "int8") 
         xdq = quantized.get((id(ins[0]), sx))
         if xdq is None:  # products reading one value at one scale share its QuantizeLinear
             s, z = const("x_scale", np.array(sx, np.float32)), const("x_zero", np.array(0, zero_dtype))
-            xq = op_node(fresh_name(names, f"{n.name}_xq"), "quantize_linear", [ins[0], s, z], {"dtype": fmt.dtype})
+            xq = op_node(fresh_name(names, f"{n.name}_xq"), "quantize_linear", [ins[0], s, z],
+                         {"dtype": fmt.dtype, "reciprocal": True})
             xdq = op_node(fresh_name(names, f"{n.name}_xdq"), "dequantize_linear", [xq, s, z], dict(dq_attrs))
             quantized[(id(ins[0]), sx)] = xdq
             codes_of.setdefault(id(ins[0]), xdq)

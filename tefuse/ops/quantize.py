@@ -56,11 +56,17 @@ def _param_reader(p: Value, x_shape: tuple, axis: int, block_size: int, what: st
 
 
 @register_op("quantize_linear", OpPattern.BROADCAST, num_inputs=3,
-             attrs={**_ATTRS, "dtype": "uint8", "saturate": True})
+             attrs={**_ATTRS, "dtype": "uint8", "saturate": True, "reciprocal": False})
 def quantize_linear(inputs: Sequence[Value], attrs: dict) -> Value:
     """x / scale rounded half to even, plus the zero point, saturated to `dtype` (int8, uint8,
     int16, uint16, int4, uint4, int2, uint2 or a float8/float4 format); the output is `dtype`'s
-    one-byte storage for the low-precision ones."""
+    one-byte storage for the low-precision ones.
+
+    reciprocal=True: x times 1 / scale instead (TensorRT's quantization), which a constant scale
+    folds to one multiply; ONNX's division costs about ten instructions an element (IEEE
+    division), the bulk of an int8 conv epilogue that stores codes. A calibrated build's own
+    quantizers take it (graph/calibration.insert_qdq); an imported QDQ model keeps ONNX's
+    division, so its codes equal onnxruntime's."""
     x, scale, zp = inputs
     dtype, axis, block = str(attrs["dtype"]), int(attrs["axis"]), int(attrs["block_size"])
     if dtype not in INT_RANGES and dtype not in QUANT_FLOATS:
@@ -72,8 +78,12 @@ def quantize_linear(inputs: Sequence[Value], attrs: dict) -> Value:
     out = STORAGE.get(dtype, dtype)
     cd = x.dtype if x.dtype == scale.dtype and x.dtype in ("float32", "float64", "float16") else "float32"
 
+    by_reciprocal = bool(attrs["reciprocal"])
+
     def ratio(i):
         xv, sv = x(*i), s_at(*i)
+        if by_reciprocal:  # in float32: 1 / scale folds where the scale is a constant
+            return tir.Cast("float32", xv) * (tir.const(1.0, "float32") / tir.Cast("float32", sv))
         return tir.Cast(cd, xv) / tir.Cast(cd, sv) if cd != x.dtype or cd != scale.dtype else xv / sv
 
     if dtype in QUANT_FLOATS:

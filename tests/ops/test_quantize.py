@@ -2,6 +2,8 @@
 reference evaluator: bit-exact, ties included, per tensor / axis / block, int and float8 types."""
 from __future__ import annotations
 
+import re
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -117,3 +119,21 @@ def test_quantize_to_int32_rounds_half_to_even_in_64_bits(rng):
     want = np.clip(np.rint(x.astype(np.float64) / np.float64(scale)) + zp, -2 ** 31, 2 ** 31 - 1)
     assert got.dtype == np.int32
     np.testing.assert_array_equal(got, want.astype(np.int32))
+
+
+def test_a_reciprocal_quantize_multiplies_by_a_folded_inverse_scale(rng):
+    """reciprocal=True (a calibrated build's quantizers): round(x * (1 / scale)) in float32, the
+    inverse of a constant scale folded into the code (no division in the CUDA kernel)."""
+    import tefuse
+    from tefuse.graph import GraphBuilder
+
+    scale = np.float32(0.1)
+    x = _ties(rng, (96,), scale)
+    b = GraphBuilder()
+    xi = b.input("x", (96,))
+    g = b.build(b.op("quantize_linear", xi, b.const(np.array(scale)), b.const(np.array(0, np.int8)), dtype="int8",
+                     reciprocal=True))
+    want = np.clip(np.rint(x * (np.float32(1) / scale)), -128, 127).astype(np.int8)
+    np.testing.assert_array_equal(tefuse.build(g, "llvm").run(x=x)[0], want)
+    body = tefuse.build(g, "cuda:sm_90").kernels[0].source("cuda").split("main_kernel")[-1]
+    assert "nearbyint" in body and "* 0x1.4p+3f" in body and not re.search(r"/ *-?0x", body)  # times 10, no division
