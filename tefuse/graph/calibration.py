@@ -17,11 +17,11 @@ numerics.
   the tensor cores; its K (3 x 7 x 7) is also too short for int8's rate to pay. Keeping the first
   layer float is the usual practice of post-training quantization.
 
-- Residuals: an add of two values of one shape, one of them a value some product reads quantized
-  (a residual block's shortcut, which the block's first conv reads), reads that value's codes,
-  dequantized, as the product does (`Calibration.residuals`, on by default). The value then has
-  no float reader left: the kernel that makes it stores only its one-byte codes, and the add
-  reads a byte an element instead of two. NVIDIA's quantization guidance puts a QDQ pair on the
+- Residuals: an add of two values of one shape, one of them a value a conv reads quantized and
+  the other computed from that conv's output (a residual block: its shortcut and its body),
+  reads the shortcut's codes, dequantized, as the conv does (`Calibration.residuals`, on by
+  default). Where nothing else reads the value in float, the kernel that makes it stores only
+  its one-byte codes, and the add reads a byte an element instead of two. NVIDIA's quantization guidance puts a QDQ pair on the
   residual input for this reason (TensorRT then fuses the add into the int8 conv); without it,
   ResNet-50's block outputs were stored twice (fp16 and codes), and those 16 kernels took 4.3 of
   8.2 ms at batch 256 against 2.4 ms in fp16.
@@ -93,8 +93,11 @@ class Calibration:
     def from_json(text: str, where: str = "calibration") -> "Calibration":
         try:
             d = json.loads(text)
+            residuals = d.get("residuals", True)
+            if not isinstance(residuals, bool):
+                raise TypeError(f"residuals must be true or false, got {residuals!r}")
             return Calibration(d["method"], {str(k): float(v) for k, v in d["thresholds"].items()},
-                               frozenset(d.get("pinned", ())), bool(d.get("residuals", True)))
+                               frozenset(d.get("pinned", ())), residuals)
         except (ValueError, KeyError, TypeError, AttributeError) as e:
             raise GraphError(f"{where}: not a calibration ({type(e).__name__}: {e})") from None
 
@@ -185,10 +188,11 @@ def insert_qdq(graph: Graph, calibration: Calibration, precision: str = "int8") 
 
 
 def _residual_add(n: Node, ins: list[Node], codes_of: dict[int, Node]) -> Optional[Node]:
-    """A residual add reading the codes of a value a product reads quantized (module docstring),
-    or None. Only an add of two float32 values of its own shape: a bias or a broadcast operand
-    is not a shortcut. The products are rewritten first: a block's first conv comes before its
-    add in topological order, as it feeds the add's other operand."""
+    """A residual add reading the codes of its shortcut (module docstring), or None. A residual:
+    an add of two float32 values of its own shape (a bias or a broadcast operand is not a
+    shortcut), one of them a value some conv reads quantized, the other computed from that
+    conv's output (the block's body), so the conv is rewritten before the add whatever the
+    graph's order; a transformer's adds (a Linear's input after a LayerNorm) stay float."""
     if n.dtype != "float32" or len(ins) != 2 or any(tuple(i.shape) != tuple(n.shape) or i.dtype != n.dtype
                                                      for i in ins):
         return None
@@ -196,6 +200,26 @@ def _residual_add(n: Node, ins: list[Node], codes_of: dict[int, Node]) -> Option
     if len(quantized) != 1:  # both (or neither): the add's own output needs one float operand
         return None
     k = quantized[0]
+    dq = codes_of[id(ins[k])]
+    if not _reads_in_body(ins[1 - k], dq):
+        return None
     ins = list(ins)
-    ins[k] = codes_of[id(ins[k])]
+    ins[k] = dq
     return Node(n.name, n.op, ins, n.attrs, n.shape, n.dtype)
+
+
+BODY_SEARCH = 64  # nodes looked at above an add for its block's conv (a bottleneck has about ten)
+
+
+def _reads_in_body(x: Node, dq: Node) -> bool:
+    """Whether a conv reading the codes `dq` is among x's producers (within BODY_SEARCH nodes)."""
+    seen, todo = set(), [x]
+    while todo and len(seen) < BODY_SEARCH:
+        m = todo.pop()
+        if id(m) in seen or not m.is_op:
+            continue
+        seen.add(id(m))
+        if m.op == "conv2d" and m.inputs[0] is dq:
+            return True
+        todo.extend(m.inputs)
+    return False

@@ -83,6 +83,9 @@ def beyond_low(n: Node, low: str) -> bool:
     return bool(np.any(np.isfinite(v) & (np.abs(v) > low_max(low))))
 
 
+ONE_BYTE_CODES = ("int8", "uint8")  # the storage of int8/uint8, 4- and 2-bit and float8 codes
+
+
 def _keeps_float32(n: Node, is_output: bool) -> bool:
     """Statistics ops; and an opaque op (softmax, layer_norm) whose result is a float32 graph
     output: its kernel takes no epilogue, so the output cast would be a kernel of its own."""
@@ -187,10 +190,12 @@ class _Rewriter:
         attrs = dict(n.attrs)
         if n.op == "cast" and attrs.get("dtype") == "float32":
             attrs["dtype"] = low  # the working precision of a float32 model
-        if n.op == "dequantize_linear" and attrs.get("dtype") == "float32":
-            # codes read as a float activation (a quantized residual): scaled in float32 (by the
-            # scale their QuantizeLinear divided by, held in the working precision as its is) and
-            # given to their readers in the working precision
+        if (n.op == "dequantize_linear" and attrs.get("dtype") == "float32" and id(n) not in self.outputs
+                and n.inputs[0].dtype in ONE_BYTE_CODES):
+            # one-byte codes read as a float activation (a quantized residual): scaled in float32
+            # (by the scale their QuantizeLinear used, held in the working precision as its is)
+            # and given to their readers in the working precision, which holds every such value;
+            # wider codes, and a model's output, stay float32
             attrs["dtype"] = low
         is_output = id(n) in self.outputs
         if _keeps_float32(n, is_output):

@@ -50,25 +50,46 @@ def test_a_conv_over_fewer_channels_than_a_copy_of_codes_stays_float():
     assert qg.node("conv1").inputs[0].op == "dequantize_linear"
 
 
-def _shortcut_net(broadcast: bool = False):
-    """y = relu(conv0(x)) read by conv1 and by an add with conv1's output (a residual block), and
-    an add of a per-channel constant (a bias: no shortcut)."""
+def _shortcut_net(kind: str = "residual", conv_first: bool = True):
+    """y = relu(conv0(x)), read by conv1. kind: "residual" adds conv1's output to y (a residual
+    block); "broadcast" adds y to conv1's output pooled to one pixel a channel (a broadcast
+    operand, not a shortcut); "unrelated" adds y to a value conv1 does not feed; "chained" also
+    outputs a second add of y's residual (add(residual, y): both read y)."""
     rng = np.random.default_rng(0)
     b = GraphBuilder()
     x = b.input("x", (1, 16, 6, 6))
     y = b.relu(b.conv2d(x, b.const(rng.standard_normal((16, 16, 3, 3)).astype("f4")), padding=1, name="conv0"))
     c1 = b.conv2d(y, b.const(rng.standard_normal((16, 16, 1, 1)).astype("f4")), name="conv1")
-    out = b.add(c1, b.const(rng.standard_normal((1, 16, 1, 1)).astype("f4"))) if broadcast else b.add(c1, y)
-    return b.build(out)
+    if kind == "residual":
+        out = b.add(c1, y)
+    elif kind == "broadcast":
+        out = b.add(b.global_avg_pool2d(c1), y)
+    else:
+        out = b.add(y, b.sigmoid(x))
+    return b.build([c1, out] if conv_first else [out, c1])
+
+
+def _add_reads(graph, cal):
+    (add,) = [n for n in insert_qdq(graph, cal).nodes if n.op == "add"]
+    return [i.op for i in add.inputs]
 
 
 def test_a_residual_add_reads_its_shortcuts_codes_unless_asked_not_to():
     cal = Calibration("max", {"conv0": 2.0, "conv1": 3.0})
-    (add,) = [n for n in insert_qdq(_shortcut_net(), cal).nodes if n.op == "add"]
+    g = insert_qdq(_shortcut_net(), cal)
+    (add,) = [n for n in g.nodes if n.op == "add"]
     (dq,) = [i for i in add.inputs if i.op == "dequantize_linear"]
-    (conv1,) = [n for n in insert_qdq(_shortcut_net(), cal).nodes if n.name == "conv1"]
-    assert dq.inputs[0].op == "quantize_linear" and dq.inputs[1].value == conv1.inputs[0].inputs[1].value
-    (add,) = [n for n in insert_qdq(_shortcut_net(), replace(cal, residuals=False)).nodes if n.op == "add"]
-    assert "dequantize_linear" not in [i.op for i in add.inputs]
-    (add,) = [n for n in insert_qdq(_shortcut_net(broadcast=True), cal).nodes if n.op == "add"]
-    assert "dequantize_linear" not in [i.op for i in add.inputs]  # a bias is not a shortcut
+    (conv1,) = [n for n in g.nodes if n.name == "conv1"]
+    assert conv1.inputs[0] is dq and dq.inputs[0].op == "quantize_linear"  # the conv's own codes
+    # whatever the graph's order: the block's conv comes before its add
+    assert "dequantize_linear" in _add_reads(_shortcut_net(conv_first=False), cal)
+    assert "dequantize_linear" not in _add_reads(_shortcut_net(), replace(cal, residuals=False))
+
+
+@pytest.mark.parametrize("kind", ["broadcast", "unrelated"])
+def test_an_add_that_is_not_a_residual_block_reads_the_float_value(kind):
+    """A broadcast operand is not a shortcut; nor is a quantized value added to something its
+    conv does not feed (a transformer's add after a LayerNorm whose output a Linear reads)."""
+    cal = Calibration("max", {"conv0": 2.0, "conv1": 3.0})
+    for conv_first in (True, False):
+        assert "dequantize_linear" not in _add_reads(_shortcut_net(kind, conv_first), cal)

@@ -330,3 +330,20 @@ def test_an_int32_accumulator_is_dequantized_in_float32_under_fp16():
     want = np.maximum(a * np.float32(1e-3) + 1, 0)
     assert np.isfinite(got).all()
     np.testing.assert_allclose(got.astype(np.float32), want, rtol=1e-3)
+
+
+def test_a_dequantize_read_as_an_activation_gives_the_working_precision_only_for_one_byte_codes():
+    """One-byte codes dequantized into an fp16 add (a quantized residual) come out fp16; wider
+    codes, and a dequantize that is the model's output, stay float32 and exact."""
+    b = GraphBuilder()
+    q8, q16, x = b.input("q8", (4,), "int8"), b.input("q16", (4,), "int16"), b.input("x", (4,))
+    one = lambda: b.const(np.array(1.0, np.float32))  # noqa: E731
+    d8 = b.op("dequantize_linear", q8, one(), b.const(np.array(0, np.int8)))
+    d16 = b.op("dequantize_linear", q16, one(), b.const(np.array(0, np.int16)))
+    g = b.build([b.add(x, d8), d16])
+    got = convert_precision(g, "fp16")
+    dtypes = {n.inputs[0].dtype: n.dtype for n in got.nodes if n.op == "dequantize_linear"}
+    assert dtypes == {"int8": "float16", "int16": "float32"}
+    codes = np.array([30001, 2049, 70, -32767], np.int16)
+    out = tefuse.build(g, "llvm", precision="fp16").run(q8=np.ones(4, np.int8), q16=codes, x=np.zeros(4, np.float32))
+    np.testing.assert_array_equal(out[1], codes.astype(np.float32))
