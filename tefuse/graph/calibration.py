@@ -16,15 +16,13 @@ numerics.
   by element, while in the float precision its channels are padded to a vector and it runs on
   the tensor cores; its K (3 x 7 x 7) is also too short for int8's rate to pay. Keeping the first
   layer float is the usual practice of post-training quantization.
-
 - Residuals: an add of two values of one shape, one of them a value a conv reads quantized and
   the other computed from that conv's output (a residual block: its shortcut and its body),
   reads the shortcut's codes, dequantized, as the conv does (`Calibration.residuals`, on by
   default). Where nothing else reads the value in float, the kernel that makes it stores only
-  its one-byte codes, and the add reads a byte an element instead of two. NVIDIA's quantization guidance puts a QDQ pair on the
-  residual input for this reason (TensorRT then fuses the add into the int8 conv); without it,
-  ResNet-50's block outputs were stored twice (fp16 and codes), and those 16 kernels took 4.3 of
-  8.2 ms at batch 256 against 2.4 ms in fp16.
+  its one-byte codes, and the add reads a byte an element instead of two. NVIDIA's quantization
+  guidance puts a QDQ pair on the residual input for this reason (TensorRT then fuses the add
+  into the int8 conv); without it, ResNet-50's block outputs were stored twice (fp16 and codes).
 
 A Calibration is plain data (JSON), so the scales a calibration found are saved and reused
 without the samples.

@@ -193,7 +193,7 @@ class _Rewriter:
         if (n.op == "dequantize_linear" and attrs.get("dtype") == "float32" and id(n) not in self.outputs
                 and n.inputs[0].dtype in ONE_BYTE_CODES):
             # one-byte codes read as a float activation (a quantized residual): scaled in float32
-            # (by the scale their QuantizeLinear used, held in the working precision as its is)
+            # (by the scale their QuantizeLinear used, held in the working precision as its scale is)
             # and given to their readers in the working precision, which holds every such value;
             # wider codes, and a model's output, stay float32
             attrs["dtype"] = low

@@ -273,9 +273,9 @@ class ConvForm:
         """Whether the input or the kernel rows are widened (more than a transpose)."""
         return bool(self.pairs or self.extra or self.padded)
 
-    def weight(self, v) -> np.ndarray:
-        """An HWIO weight (numpy, or anything numpy reads) as the kernel reads it, contiguous."""
-        return form_weight(v, self.layout if self.pads else f"OHWI:c{self.channels}")
+    def weight(self, v):
+        """An HWIO weight as the kernel reads it, contiguous (`form_weight`)."""
+        return form_weight(v, self.layout)
 
     def weight_shape(self, hwio: tuple) -> tuple:
         kh, kw, _, k = hwio

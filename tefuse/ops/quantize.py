@@ -62,9 +62,9 @@ def quantize_linear(inputs: Sequence[Value], attrs: dict) -> Value:
     int16, uint16, int4, uint4, int2, uint2 or a float8/float4 format); the output is `dtype`'s
     one-byte storage for the low-precision ones.
 
-    reciprocal=True: x times 1 / scale instead (TensorRT's quantization), which a constant scale
-    folds to one multiply; ONNX's division costs about ten instructions an element (IEEE
-    division), the bulk of an int8 conv epilogue that stores codes. A calibrated build's own
+    reciprocal=True: x times 1 / scale in float32 instead (TensorRT's quantization), which a
+    constant scale folds to one multiply; ONNX's division costs about ten instructions an element
+    (IEEE division) in every int8 conv epilogue that stores codes. A calibrated build's own
     quantizers take it (graph/calibration.insert_qdq); an imported QDQ model keeps ONNX's
     division, so its codes equal onnxruntime's."""
     x, scale, zp = inputs
