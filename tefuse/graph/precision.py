@@ -22,6 +22,9 @@ What an engineer expects from `--precision fp16` (TensorRT's, torch.autocast's h
   saturates where it enters the low precision (the softmax): a masked score is then the lowest
   finite value, not -inf, so a fully masked row comes out uniform, as the float32 model gives it.
   Integer inputs (token ids, masks) pass through as they are.
+- a quantized build's float values that are only quantized again (an int8 conv's epilogue that
+  stores codes alone: its scale, bias, dequantized shortcut and ReLU) compute in float32 from the
+  int32 sums to the codes; the low precision is for values something stores.
 `tf32` keeps float32 everywhere and marks every float32 matrix product (conv2d, dense, matmul)
 math='tf32': their operands are rounded to TF32 (what PyTorch does by default for convolutions),
 and the tensor-core templates multiply them with mma.sync .tf32 (wgmma .tf32 on Hopper).
@@ -86,6 +89,25 @@ def beyond_low(n: Node, low: str) -> bool:
 ONE_BYTE_CODES = ("int8", "uint8")  # the storage of int8/uint8, 4- and 2-bit and float8 codes
 
 
+def _only_quantized(graph: Graph) -> set[int]:
+    """Float32 elementwise, broadcast or injective nodes (not outputs) whose every reader is a
+    QuantizeLinear of them or another such node: values no kernel stores in float."""
+    readers: dict[int, list[Node]] = {}
+    for n in graph.nodes:
+        for i in n.inputs:
+            readers.setdefault(id(i), []).append(n)
+    outputs = {id(o) for o in graph.outputs}
+    out: set[int] = set()
+    for n in reversed(graph.nodes):
+        if (not n.is_op or id(n) in outputs or n.dtype != "float32"
+                or get_op(n.op).pattern > OpPattern.INJECTIVE):
+            continue
+        rs = readers.get(id(n), [])
+        if rs and all((r.op == "quantize_linear" and r.inputs[0] is n) or id(r) in out for r in rs):
+            out.add(id(n))
+    return out
+
+
 def _keeps_float32(n: Node, is_output: bool) -> bool:
     """Statistics ops; and an opaque op (softmax, layer_norm) whose result is a float32 graph
     output: its kernel takes no epilogue, so the output cast would be a kernel of its own."""
@@ -116,6 +138,11 @@ class _Rewriter:
         self.unscaled: set[int] = set()
         self.scaled_sums: set[int] = set()
         self.beyond: dict[int, bool] = {}  # constant -> beyond_low, each looked at once
+        # (original) float32 values only ever quantized again, and those computed in float32
+        # for that reason (`_quantized_chain`)
+        self.to_codes = _only_quantized(graph)
+        self.code_chain: set[int] = set()
+        self.float32_consts: dict[int, Node] = {}  # constant -> its float32 copy a chain reads
 
     def fresh(self, base: str) -> str:
         return fresh_name(self.names, base)
@@ -138,6 +165,20 @@ class _Rewriter:
         if id(orig) in self.wide:
             return self.saturate(orig)
         return self.cast(x, self.low) if id(orig) in self.float32_outputs else x
+
+    def chain_operand(self, orig: Node) -> Node:
+        """`orig` as a node of a float32 chain to codes reads it: the chain's and the scaled sums'
+        float32 values as they are, a float32 constant as it was (a copy of its own: the rest of
+        the graph holds the name in the low precision), anything else cast up."""
+        if id(orig) in self.scaled_sums or id(orig) in self.code_chain:
+            return self.new[id(orig)]
+        if orig.op == CONST and orig.dtype == "float32":  # kept float32, under a name of its own
+            if id(orig) not in self.float32_consts:
+                self.float32_consts[id(orig)] = Node(self.fresh(f"{orig.name}_f32"), CONST, [], {}, orig.shape,
+                                                     orig.dtype, orig.value)
+            return self.float32_consts[id(orig)]
+        x = self.operand(orig, float32=False)
+        return self.cast(x, "float32") if x.dtype == self.low else x
 
     def saturate(self, orig: Node) -> Node:
         """A float32 mask value as the low precision reads it: clipped to its finite range, then
@@ -163,6 +204,18 @@ class _Rewriter:
             return True
         return any(id(i) in self.wide and id(i) not in self.scaled_sums or self._beyond(i) for i in n.inputs)
 
+    def _quantized_chain(self, n: Node) -> bool:
+        """Whether `n` computes in float32 because its value is only quantized again (an int8
+        conv's epilogue that stores codes alone: scale, bias, the dequantized shortcut, ReLU,
+        the next quantize): nothing is stored in float, so the low precision would only add
+        conversions and a clip to its range between float32 sums and the quantize. Only a
+        chain that starts from float32 values: a scaled sum, or one-byte codes dequantized."""
+        if id(n) not in self.to_codes:
+            return False
+        if n.op == "dequantize_linear":
+            return n.inputs[0].dtype in ONE_BYTE_CODES
+        return any(id(i) in self.scaled_sums or id(i) in self.code_chain for i in n.inputs)
+
     def _scales(self, n: Node) -> bool:
         """A dequantize scale: a product with a constant the low precision holds (QDQ's
         `acc * (sx * sw[k])`, qdq.py; a mask's `* finfo.min` is mask arithmetic)."""
@@ -185,6 +238,16 @@ class _Rewriter:
         if self._widens(n):
             self.wide.add(id(n))
             inputs = [self.operand(i, float32=True) for i in n.inputs]
+            attrs, shape, dtype = infer(n.op, dict(n.attrs), inputs, n.name)
+            return Node(n.name, n.op, inputs, attrs, tuple(shape), dtype)
+        if self._quantized_chain(n):
+            self.code_chain.add(id(n))
+            inputs = [self.chain_operand(i) for i in n.inputs]
+            attrs, shape, dtype = infer(n.op, dict(n.attrs), inputs, n.name)
+            return Node(n.name, n.op, inputs, attrs, tuple(shape), dtype)
+        if n.op == "quantize_linear" and id(n.inputs[0]) in self.code_chain:
+            # its value as computed and its scale, in float32 (the scale the codes' readers use)
+            inputs = [self.chain_operand(i) for i in n.inputs]
             attrs, shape, dtype = infer(n.op, dict(n.attrs), inputs, n.name)
             return Node(n.name, n.op, inputs, attrs, tuple(shape), dtype)
         attrs = dict(n.attrs)

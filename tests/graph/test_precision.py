@@ -347,3 +347,28 @@ def test_a_dequantize_read_as_an_activation_gives_the_working_precision_only_for
     codes = np.array([30001, 2049, 70, -32767], np.int16)
     out = tefuse.build(g, "llvm", precision="fp16").run(q8=np.ones(4, np.int8), q16=codes, x=np.zeros(4, np.float32))
     np.testing.assert_array_equal(out[1], codes.astype(np.float32))
+
+
+def test_a_value_only_quantized_again_is_computed_in_float32_from_the_sums_to_the_codes():
+    """An int8 product's epilogue that stores codes alone (scale, bias, ReLU, QuantizeLinear):
+    nothing is stored in float, so it stays float32 from the int32 sums to the codes, with no
+    clip to the half's range and no conversions; a value also stored (an output) is fp16."""
+    def graph(stored: bool):
+        b = GraphBuilder()
+        acc = b.input("acc", (4, 8), "int32")
+        y = b.op("mul", b.op("cast", acc, dtype="float32"), b.const(np.full((8,), 1e-3, np.float32), name="s"))
+        y = b.relu(b.op("add", y, b.const(np.linspace(-1, 1, 8).astype(np.float32), name="bias")))
+        q = b.op("quantize_linear", y, b.const(np.array(0.02, np.float32), name="qs"),
+                 b.const(np.array(0, np.int8), name="qz"), dtype="int8", reciprocal=True)
+        return b.build([q, y] if stored else [q])
+
+    g = convert_precision(graph(False), "fp16")
+    assert {n.op: n.dtype for n in g.nodes if n.op in ("mul", "add", "relu")} == {
+        "mul": "float32", "add": "float32", "relu": "float32"}
+    assert not [n for n in g.nodes if n.op == "clip"]
+    a = np.random.default_rng(0).integers(-3000, 3000, (4, 8)).astype(np.int32)
+    y = np.maximum(a * np.float32(1e-3) + np.linspace(-1, 1, 8).astype(np.float32), 0)
+    want = np.clip(np.rint(y * (np.float32(1) / np.float32(0.02))), -128, 127).astype(np.int8)
+    np.testing.assert_array_equal(tefuse.build(g, "llvm").run(acc=a)[0], want)
+    stored = convert_precision(graph(True), "fp16")
+    assert {n.op: n.dtype for n in stored.nodes if n.op in ("add", "relu")} == {"add": "float16", "relu": "float16"}
