@@ -91,7 +91,10 @@ ONE_BYTE_CODES = ("int8", "uint8")  # the storage of int8/uint8, 4- and 2-bit an
 
 def _only_quantized(graph: Graph) -> set[int]:
     """Float32 elementwise, broadcast or injective nodes (not outputs) whose every reader is a
-    QuantizeLinear of them or another such node: values no kernel stores in float."""
+    QuantizeLinear of them or another such node: values no kernel stores in float. A node
+    joining two computed float values (a residual add of a conv's sums and a downsample conv's)
+    is not one: fusion gives it one of the two, and the other is a kernel's stored output; codes
+    dequantized (one byte an element, stored as such) are no computed float."""
     readers: dict[int, list[Node]] = {}
     for n in graph.nodes:
         for i in n.inputs:
@@ -101,6 +104,10 @@ def _only_quantized(graph: Graph) -> set[int]:
     for n in reversed(graph.nodes):
         if (not n.is_op or id(n) in outputs or n.dtype != "float32"
                 or get_op(n.op).pattern > OpPattern.INJECTIVE):
+            continue
+        computed = [i for i in n.inputs if i.is_op and i.dtype == "float32"
+                    and not (i.op == "dequantize_linear" and i.inputs[0].dtype in ONE_BYTE_CODES)]
+        if len(computed) > 1:
             continue
         rs = readers.get(id(n), [])
         if rs and all((r.op == "quantize_linear" and r.inputs[0] is n) or id(r) in out for r in rs):

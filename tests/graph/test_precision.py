@@ -372,3 +372,18 @@ def test_a_value_only_quantized_again_is_computed_in_float32_from_the_sums_to_th
     np.testing.assert_array_equal(tefuse.build(g, "llvm").run(acc=a)[0], want)
     stored = convert_precision(graph(True), "fp16")
     assert {n.op: n.dtype for n in stored.nodes if n.op in ("add", "relu")} == {"add": "float16", "relu": "float16"}
+
+
+def test_an_add_of_two_convs_sums_is_not_computed_in_float32_before_a_quantize():
+    """A stage's first residual add joins its conv's sums with its downsample conv's: fusion
+    gives the add to one of them, and the other's output is stored, so neither chain is float32
+    (a float32 downsample output would double its bytes); the add reads fp16."""
+    b = GraphBuilder()
+    a1, a2 = b.input("a1", (4, 8), "int32"), b.input("a2", (4, 8), "int32")
+    s = lambda: b.const(np.full((8,), 1e-3, np.float32))  # noqa: E731
+    y1 = b.op("mul", b.op("cast", a1, dtype="float32"), s())
+    y2 = b.op("mul", b.op("cast", a2, dtype="float32"), s())
+    q = b.op("quantize_linear", b.relu(b.op("add", y1, y2)), b.const(np.array(0.02, np.float32)),
+             b.const(np.array(0, np.int8)), dtype="int8", reciprocal=True)
+    g = convert_precision(b.build(q), "fp16")
+    assert {n.op: n.dtype for n in g.nodes if n.op in ("add", "relu")} == {"add": "float16", "relu": "float16"}
