@@ -23,6 +23,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from .runs import write_json_whole
+from .timing import kernel_profile
 
 log = logging.getLogger(__name__)
 
@@ -127,11 +128,9 @@ SLOWEST = 8
 
 def slowest_kernels(cg, feeds: dict, size: dict, top: int = SLOWEST) -> list:
     """The `top` slowest kernels a run at `size` launches (a dynamic build: each kernel's variant
-    for the size's buckets), as (group, template, config index, device ms), slowest first."""
+    for the size's buckets), as `kernel_profile` rows."""
     kernels = cg.kernels_for(size) if cg.dim_ranges else cg.kernels
-    times = cg.time_kernels(**feeds, number=5, repeat=3, min_repeat_ms=0)
-    rows = [(k.group.name, k.template, k.config_index, round(1e3 * t, 4)) for k, t in zip(kernels, times)]
-    return sorted(rows, key=lambda r: -r[3])[:top]
+    return kernel_profile(kernels, cg.time_kernels(**feeds, number=5, repeat=3, min_repeat_ms=0))[:top]
 
 
 def warm_up(target: str) -> float:

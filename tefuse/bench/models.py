@@ -21,7 +21,7 @@ from typing import Optional
 import numpy as np
 
 from .chain import strict_fp32_peer
-from .timing import time_wall
+from .timing import kernel_profile, time_wall
 
 log = logging.getLogger(__name__)
 
@@ -151,8 +151,7 @@ def bench_model(name: str, batch: int = 1, target: str = "cuda", workdir: Path =
     t_run = time_wall(lambda: cg.run(input=xd, as_numpy=False), dev.sync)
     per_kernel = cg.time_kernels(input=xd, number=5, repeat=3, min_repeat_ms=0)
     t_kern = 1e3 * sum(per_kernel)
-    slowest = sorted(((k.group.name, k.template, round(1e3 * t, 4)) for k, t in zip(cg.kernels, per_kernel)),
-                     key=lambda r: -r[2])[:10]
+    slowest = kernel_profile(cg.kernels, per_kernel)[:10]
     peer, peer_graph = _peer_ms(name, x) if cg.target.kind.name == "cuda" else (None, None)
     return ModelResult(name, batch, cg.target.kind.name, len(model.graph.node), cg.num_kernels, build_s,
                        jobs, err, err / max(scale, 1e-12), 0 < scale and err <= 1e-3 * scale, t_run, t_kern,

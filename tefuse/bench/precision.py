@@ -35,7 +35,7 @@ import numpy as np
 from ..tune.knobs import knob_assignment
 from . import timing
 from .runs import shard_of, sharded, write_json_whole
-from .timing import device_kernels, time_graph, time_wall
+from .timing import device_kernels, kernel_profile, time_graph, time_wall
 
 log = logging.getLogger(__name__)
 
@@ -467,9 +467,8 @@ def model_case(name: str, batch: int, precision: str, workdir: Path, db="default
         extra["peer_profile"] = device_kernels(torch, lambda: tm(tx))
     except Exception as e:  # noqa: BLE001 - the profiler failing is noted, the timing stands
         extra["peer_profile_error"] = str(e).splitlines()[0][:200]
-    profile = sorted(zip(cg.kernels, cg.time_kernels(input=xd, number=5, repeat=3, min_repeat_ms=0)),
-                     key=lambda kt: -kt[1])
-    extra["profile"] = [(k.group.name, k.template, round(1e3 * t, 4)) for k, t in profile]  # every kernel
+    extra["profile"] = kernel_profile(cg.kernels, cg.time_kernels(input=xd, number=5, repeat=3,
+                                                                  min_repeat_ms=0))  # every kernel
     extra["slowest"] = extra["profile"][:8]
     # one run as the peer's is timed: launches replayed from a CUDA graph (else the kernels' sum)
     return Row("models", name, precision, batch, graph_ms or kernels_ms, best,

@@ -104,3 +104,10 @@ def device_kernels(torch, fn, runs: int = 5, top: int = 16) -> list:
             rows.append((e.key[:120], round(e.count / runs, 2), round(us / runs / 1e3, 4)))
     rows.sort(key=lambda r: -r[2])
     return rows[:top]
+
+
+def kernel_profile(kernels, times) -> list:
+    """(group, template, device ms) of each kernel given its time in seconds, slowest first: the
+    rows of a bench's per-kernel profile."""
+    return sorted(((k.group.name, k.template, round(1e3 * t, 4)) for k, t in zip(kernels, times)),
+                  key=lambda r: -r[2])

@@ -247,13 +247,11 @@ class _Rewriter:
             inputs = [self.operand(i, float32=True) for i in n.inputs]
             attrs, shape, dtype = infer(n.op, dict(n.attrs), inputs, n.name)
             return Node(n.name, n.op, inputs, attrs, tuple(shape), dtype)
-        if self._quantized_chain(n):
-            self.code_chain.add(id(n))
-            inputs = [self.chain_operand(i) for i in n.inputs]
-            attrs, shape, dtype = infer(n.op, dict(n.attrs), inputs, n.name)
-            return Node(n.name, n.op, inputs, attrs, tuple(shape), dtype)
-        if n.op == "quantize_linear" and id(n.inputs[0]) in self.code_chain:
-            # its value as computed and its scale, in float32 (the scale the codes' readers use)
+        in_chain = self._quantized_chain(n)
+        # a chain's nodes, and the quantize ending it (its scale the float32 one the codes' readers use)
+        if in_chain or (n.op == "quantize_linear" and id(n.inputs[0]) in self.code_chain):
+            if in_chain:
+                self.code_chain.add(id(n))
             inputs = [self.chain_operand(i) for i in n.inputs]
             attrs, shape, dtype = infer(n.op, dict(n.attrs), inputs, n.name)
             return Node(n.name, n.op, inputs, attrs, tuple(shape), dtype)
