@@ -20,7 +20,7 @@ from tvm import tirx as tir
 
 from ..errors import OpError
 from .registry import OpPattern, register_op
-from .value import Value, lazy
+from .value import Value, bind, lazy
 
 
 @dataclass(frozen=True)
@@ -95,6 +95,14 @@ def _decode(fmt: MiniFloat, code):
 
 
 def _encode(fmt: MiniFloat, x, saturate: bool):
+    """x is read by a dozen selects and comparisons: bound once (`bind`), or a chain computing it
+    (a fused epilogue's dequantize, bias, residual and ReLU) would be repeated in every one of
+    them: CUDA's wgmma kernels compile with TIR's CSE off, and nvcc does not merge the copies
+    across the branches the selects become."""
+    return bind(x, lambda v: _encode_bits(fmt, v, saturate))
+
+
+def _encode_bits(fmt: MiniFloat, x, saturate: bool):
     bits = tir.reinterpret(U32, x)
     m = fmt.exp_bits + fmt.man_bits
     sign = tir.shift_right(bits, _u(31))
@@ -187,7 +195,7 @@ def fp_decode(inputs: Sequence[Value], attrs: dict) -> Value:
         raise OpError(f"fp_decode: expects the uint8 bit patterns, got {x.dtype}")
     name = _format(attrs["format"])
     rule = _decode_e8m0 if name == E8M0 else (lambda c: _decode(FORMATS[name], c))
-    return lazy(x.shape, F32, lambda *i: rule(x(*i)))
+    return lazy(x.shape, F32, lambda *i: bind(x(*i), rule, always=True))
 
 
 @register_op("fp_encode", OpPattern.ELEMWISE, num_inputs=1,

@@ -18,7 +18,7 @@ from tvm import tirx as tir
 from ..errors import OpError
 from .lowbit import FLOAT_FORMATS, INT_BITS, STORAGE, decode, encode
 from .registry import OpPattern, register_op
-from .value import Value, lazy
+from .value import Value, bind, lazy
 
 INT_RANGES = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767), "uint16": (0, 65535),
               "int32": (-2 ** 31, 2 ** 31 - 1),
@@ -140,7 +140,9 @@ def dequantize_linear(inputs: Sequence[Value], attrs: dict) -> Value:
     f32 = "float32"
     if src in QUANT_FLOATS:
         def fd(*i):
-            return tir.Cast(dtype, decode(src, x(*i)) * tir.Cast(f32, s_at(*i)))
+            # the code bound: its load stays out of the decode's selects, which then stay selects
+            # rather than branches each loading it again
+            return tir.Cast(dtype, bind(x(*i), lambda c: decode(src, c), always=True) * tir.Cast(f32, s_at(*i)))
 
         return lazy(x.shape, dtype, fd)
     if src not in INT_RANGES:

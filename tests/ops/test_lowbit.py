@@ -85,3 +85,49 @@ def test_int_wrap_matches_ml_dtypes(bits, signed, src):
     got = run_op("int_wrap", x, bits=bits, signed=signed)
     assert got.dtype == dt
     np.testing.assert_array_equal(got.astype(want.dtype), want)
+
+
+def _loads_of(expr, tensor) -> int:
+    """How many times `expr` reads `tensor` (its te.tensor_load calls)."""
+    from tvm.ir.expr import Call
+    from tvm_ffi import structural_walk
+
+    found = []
+
+    def on_call(n):
+        if getattr(n.op, "name", "") == "te.tensor_load" and n.args[0].same_as(tensor):
+            found.append(n)
+
+    structural_walk(expr, (Call, on_call))
+    return len(found)
+
+
+@pytest.mark.parametrize("fmt", ["float8_e4m3fn", "float8_e5m2"])
+def test_encode_reads_its_operand_once(fmt):
+    """A fused chain ending in a float8 quantize is computed once, not once per select of the
+    encoder (the wgmma epilogues compile with TIR's CSE off)."""
+    from tvm import te
+
+    from tefuse.ops.lowbit import encode
+
+    a = te.placeholder((8,), "float32", name="a")
+    chain = a[0]
+    for k in range(6):  # larger than what ops.value.bind leaves unbound
+        chain = chain * np.float32(1.5 + k) + np.float32(k)
+    assert _loads_of(encode(fmt, chain), a) == 1
+
+
+@pytest.mark.parametrize("fmt", ["float8_e4m3fn", "float8_e5m2"])
+def test_dequantize_reads_each_code_once(fmt):
+    from tvm import te
+
+    from tefuse.ops.registry import get_op
+    from tefuse.ops.value import Value
+
+    codes = te.placeholder((4, 8), "uint8", name="codes")
+    x = Value.of_tensor(codes)
+    scale = Value.of_tensor(te.placeholder((), "float32", name="s"))
+    zp = Value.of_tensor(te.placeholder((), "uint8", name="z"))
+    op = get_op("dequantize_linear")
+    out = op.compute([x, scale, zp], op.normalize_attrs({"src": fmt, "dtype": "float32"}))
+    assert _loads_of(out(0, 0), codes) == 1
