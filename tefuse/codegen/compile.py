@@ -20,6 +20,7 @@ from ..schedules.registry import TIR_PIPELINE
 from ..schedules.common import alloc_bytes, block_threads, compacted_script, launch_extents, sized_at_run_time
 from ..schedules.space import Config
 from .let_to_local import PIPELINE as DEFAULT_PIPELINE
+from .float8 import lower_float8
 
 
 @dataclass(frozen=True)
@@ -104,6 +105,7 @@ def device_compile(mod: tvm.IRModule, target: tvm.target.Target, pass_config: Op
     """TVM's codegen and the device compiler, errors as TVM raises them."""
     config = dict(pass_config or {})
     pipeline = config.pop(TIR_PIPELINE, DEFAULT_PIPELINE)
+    mod = lower_float8(mod, target)
     if config:
         with target, tvm.transform.PassContext(opt_level=3, config=config):
             return tvm.compile(mod, target=target, tir_pipeline=pipeline).mod

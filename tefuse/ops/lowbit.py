@@ -181,6 +181,29 @@ def encode(name: str, x, saturate: bool = True) -> tir.PrimExpr:
     return _encode(FORMATS[name], x, saturate)
 
 
+# float8 formats whose conversion a device may do in hardware (CUDA sm_89+: cuda_fp8.h's
+# cvt.rn.satfinite.e4m3x2.f32 / cvt.rn.f16x2.e4m3x2): a conversion of these is a call that
+# codegen/float8.py makes the hardware's or the exact rule above for the target
+NATIVE_FORMATS = ("float8_e4m3fn", "float8_e5m2")
+DECODE_CALL = "tefuse_float8_decode_"  # + format: (code uint8) -> float32
+ENCODE_CALL = "tefuse_float8_encode_"  # + format: (float32) -> code uint8, saturating
+
+
+def convert_decode(name: str, code) -> tir.PrimExpr:
+    """`decode`, as a call a target lowers (codegen/float8.py) where the format may be native."""
+    if name in NATIVE_FORMATS:
+        return tir.call_pure_extern(F32, DECODE_CALL + name, code)
+    return decode(name, code)
+
+
+def convert_encode(name: str, x, saturate: bool = True) -> tir.PrimExpr:
+    """`encode`, as a call a target lowers where the format may be native (saturating only:
+    the hardware's non-saturating conversion differs from ONNX's)."""
+    if name in NATIVE_FORMATS and saturate:
+        return tir.call_pure_extern(U8, ENCODE_CALL + name, x)
+    return encode(name, x, saturate)
+
+
 def _format(name: str) -> str:
     if name not in FLOAT_FORMATS:
         raise OpError(f"unknown low-precision format {name!r}; known: {sorted(FLOAT_FORMATS)}")
@@ -194,8 +217,7 @@ def fp_decode(inputs: Sequence[Value], attrs: dict) -> Value:
     if x.dtype != U8:
         raise OpError(f"fp_decode: expects the uint8 bit patterns, got {x.dtype}")
     name = _format(attrs["format"])
-    rule = _decode_e8m0 if name == E8M0 else (lambda c: _decode(FORMATS[name], c))
-    return lazy(x.shape, F32, lambda *i: bind(x(*i), rule, always=True))
+    return lazy(x.shape, F32, lambda *i: convert_decode(name, x(*i)))
 
 
 @register_op("fp_encode", OpPattern.ELEMWISE, num_inputs=1,
@@ -209,7 +231,7 @@ def fp_encode(inputs: Sequence[Value], attrs: dict) -> Value:
     name, sat = _format(attrs["format"]), bool(attrs["saturate"])
     if name == E8M0:
         return lazy(x.shape, U8, lambda *i: _encode_e8m0(x(*i), sat, attrs["round_mode"]))
-    return lazy(x.shape, U8, lambda *i: _encode(FORMATS[name], x(*i), sat))
+    return lazy(x.shape, U8, lambda *i: convert_encode(name, x(*i), sat))
 
 
 @register_op("int_wrap", OpPattern.ELEMWISE, num_inputs=1, attrs={"bits": 4, "signed": True})

@@ -16,9 +16,9 @@ from typing import Sequence
 from tvm import tirx as tir
 
 from ..errors import OpError
-from .lowbit import FLOAT_FORMATS, INT_BITS, STORAGE, decode, encode
+from .lowbit import FLOAT_FORMATS, INT_BITS, STORAGE, convert_decode, convert_encode, decode
 from .registry import OpPattern, register_op
-from .value import Value, bind, lazy
+from .value import Value, lazy
 
 INT_RANGES = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767), "uint16": (0, 65535),
               "int32": (-2 ** 31, 2 ** 31 - 1),
@@ -93,7 +93,7 @@ def quantize_linear(inputs: Sequence[Value], attrs: dict) -> Value:
             r = tir.Cast("float32", ratio(i))
             if is_f4:  # ONNX adds a float4 zero point (float8 ones must be zero and are ignored)
                 r = r + tir.Cast("float32", decode(dtype, z_at(*i)))
-            return encode(dtype, r, bool(attrs["saturate"]) or is_f4)
+            return convert_encode(dtype, r, bool(attrs["saturate"]) or is_f4)
 
         return lazy(x.shape, out, fq)
     lo, hi = INT_RANGES[dtype]
@@ -140,9 +140,7 @@ def dequantize_linear(inputs: Sequence[Value], attrs: dict) -> Value:
     f32 = "float32"
     if src in QUANT_FLOATS:
         def fd(*i):
-            # the code bound: its load stays out of the decode's selects, which then stay selects
-            # rather than branches each loading it again
-            return tir.Cast(dtype, bind(x(*i), lambda c: decode(src, c), always=True) * tir.Cast(f32, s_at(*i)))
+            return tir.Cast(dtype, convert_decode(src, x(*i)) * tir.Cast(f32, s_at(*i)))
 
         return lazy(x.shape, dtype, fd)
     if src not in INT_RANGES:

@@ -94,3 +94,31 @@ def test_qdq_models_on_cuda_match_onnxruntime(net, x_shape, tmp_path):
     want = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
     y = tefuse.build(import_onnx(m), "cuda").run(x)[0]
     assert np.abs(y - want).max() <= y_scale * 1.0001
+
+
+@pytest.mark.parametrize("fmt", ["float8_e4m3fn", "float8_e5m2"])
+def test_float8_conversions_on_the_gpu_equal_onnx_saturating_cast(fmt):
+    """The device's conversion instructions (codegen/float8.py, sm_89+) or the exact rule: every
+    float16 value, float32 values between them, huge values and infinities, encoded and decoded,
+    equal ONNX's saturating cast (round to nearest even); a NaN stays a NaN, its sign aside."""
+    import ml_dtypes
+    from onnx.numpy_helper import saturate_cast
+
+    from tefuse import GraphBuilder
+
+    rng = np.random.default_rng(0)
+    h = np.arange(65536, dtype=np.uint16).view(np.float16).astype(np.float32)
+    r = (rng.standard_normal(65280) * 2.0 ** rng.integers(-30, 30, 65280)).astype(np.float32)
+    edges = np.resize(np.array([np.inf, -np.inf, 3e38, -3e38, 1e-45, 0.0], np.float32), 256)
+    x = np.concatenate([h, r, edges]).reshape(-1, 256)
+    b = GraphBuilder()
+    xi = b.input("x", x.shape, "float32")
+    codes = b.op("fp_encode", xi, format=fmt)
+    graph = b.build([codes, b.op("fp_decode", codes, format=fmt)])
+    got_codes, got = tefuse.build(graph, "cuda").run(x=x)
+    with np.errstate(all="ignore"):
+        want = saturate_cast(x, getattr(ml_dtypes, fmt))
+    nan = np.isnan(want.astype(np.float32))
+    np.testing.assert_array_equal(got_codes.view(np.uint8)[~nan], want.view(np.uint8)[~nan])
+    assert np.isnan(got[nan]).all()
+    np.testing.assert_array_equal(got[~nan], want.astype(np.float32)[~nan])
