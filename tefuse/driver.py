@@ -603,7 +603,7 @@ def build(graph: GraphSource, target: TargetLike = "llvm", *, db: Union[BestReco
     buckets: with dynamic=, the size buckets (graph/buckets.py) a kernel whose template sizes its
     tiles from the sizes (tensor-core GEMMs and convs) is compiled for, one variant each, and a
     run launches the variant of the buckets its sizes fall in: None, each dim's default (upper
-    ends opt/8, opt and max); {dim: upper ends}, e.g. {"N": [1, 8, 64]}; False, one bucket a dim
+    ends opt/8 and max, and opt where max > 4 opt: graph/buckets.default_ends); {dim: upper ends}, e.g. {"N": [1, 8, 64]}; False, one bucket a dim
     (every kernel compiled once, for opt).
     siblings: convs that read one input with one geometry run as one conv of their concatenated
     weights, each branch a channel slice of it (graph/siblings.py: Inception's 1x1 convs); False

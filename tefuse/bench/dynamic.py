@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -42,8 +43,8 @@ class DynamicCase:
 CNN_AXES = {"image": {0: "N"}}
 TOKEN_AXES = {"tokens": {0: "N", 1: "S"}, "mask": {0: "N", 1: "S"}}
 CASES = {
-    "resnet50": DynamicCase("resnet50", {"N": "1:32:64"}, ({"N": 1}, {"N": 32}), CNN_AXES),
-    "mobilenet_v2": DynamicCase("mobilenet_v2", {"N": "1:32:64"}, ({"N": 1}, {"N": 32}), CNN_AXES),
+    "resnet50": DynamicCase("resnet50", {"N": "1:32:64"}, ({"N": 1}, {"N": 32}, {"N": 64}), CNN_AXES),
+    "mobilenet_v2": DynamicCase("mobilenet_v2", {"N": "1:32:64"}, ({"N": 1}, {"N": 32}, {"N": 64}), CNN_AXES),
     "bert": DynamicCase("bert", {"N": "1:8:8", "S": "16:128:384"},
                         ({"N": 1, "S": 128}, {"N": 8, "S": 128}, {"N": 8, "S": 384}), TOKEN_AXES),
 }
@@ -121,6 +122,7 @@ class ModelRow:
     # {"dynamic" or a size label: BuildTimes as a dict}: where each build's seconds went (graph
     # passes, scheduling, compiling), to tell what a dynamic build's extra time is made of
     build_times: dict = field(default_factory=dict)
+    error: str = ""  # why the model could not be built or checked (the row is then all there is)
 
 
 SLOWEST = 8
@@ -218,7 +220,8 @@ def main(argv=None) -> int:
     p.add_argument("--cache-dir", default=None, help="exported ONNX files (default: the zoo's cache)")
     p.add_argument("--json", default=None)
     p.add_argument("--buckets", action="append", default=[], metavar="N=4,32,64",
-                   help="a dim's size buckets by their upper ends (repeatable; default: opt/8, opt, max); "
+                   help="a dim's size buckets by their upper ends (repeatable; default: opt/8 and max, and opt "
+                        "where max > 4 opt); "
                         "'none': one bucket a dim, every kernel compiled once for opt")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
@@ -234,11 +237,23 @@ def main(argv=None) -> int:
     rows = []
     for m in args.models:
         mine = buckets if not buckets else {d: e for d, e in buckets.items() if d in CASES[m].ranges}
-        rows.append(bench_model(torch, CASES[m], args.precision, args.target, cache, mine))
-    if args.json:
-        write_json_whole(args.json, {"command": " ".join(["python -m tefuse.bench.dynamic", *(argv or sys.argv[1:])]),
-                                     "device": torch.cuda.get_device_name(), "rows": [asdict(r) for r in rows]})
-    return 0
+        try:
+            rows.append(bench_model(torch, CASES[m], args.precision, args.target, cache, mine))
+        except Exception as e:  # noqa: BLE001 - an import or build error: a row of its own, not the end
+            rows.append(failed_row(CASES[m], args.precision, e))
+            log.error("%s failed: %s", m, rows[-1].error)
+        if args.json:
+            write_json_whole(args.json, {"command": " ".join(["python -m tefuse.bench.dynamic", *(argv or sys.argv[1:])]),
+                                         "device": torch.cuda.get_device_name(), "rows": [asdict(r) for r in rows]})
+    return 0 if not any(r.error for r in rows) else 1
+
+
+def failed_row(case: DynamicCase, precision: str, e: Exception) -> ModelRow:
+    """The row of a model that failed: its error's first two lines (a ModelImportError's first
+    names the count, the next one node)."""
+    lines = [ln.strip() for ln in str(e).strip().splitlines() if ln.strip()] or [type(e).__name__]
+    return ModelRow(case.model, case.ranges, precision, math.nan, 0, 0, {}, {}, {}, 0, {},
+                    error=" | ".join(lines[:2])[:400])
 
 
 if __name__ == "__main__":

@@ -105,7 +105,7 @@ def add_dynamic_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--buckets", action="append", default=[], metavar="N=4,32,64",
                    help="with --dynamic: the size buckets of a dim, by their upper ends (repeatable); a "
                         "tensor-core GEMM or conv is compiled once a bucket and a run takes the variant of "
-                        "its sizes' bucket (default: opt/8, opt and max; N=64 alone: one bucket)")
+                        "its sizes' bucket (default: opt/8 and max, and opt where max > 4 opt; N=64 alone: one bucket)")
 
 
 def parse_dynamic_option(args: argparse.Namespace) -> Optional[dict]:

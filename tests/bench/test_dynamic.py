@@ -64,3 +64,16 @@ def test_slowest_kernels_name_what_a_run_at_a_size_launches():
         assert len(rows) == 1 and rows[0][0] in {k.group.name for k in cg.kernels} and rows[0][2] > 0
         every = slowest_kernels(cg, feeds, {"N": 2})
         assert len(every) == cg.num_kernels and [r[2] for r in every] == sorted((r[2] for r in every), reverse=True)
+
+
+def test_a_model_that_fails_is_a_row_with_its_first_lines():
+    from dataclasses import asdict
+
+    from tefuse.bench.dynamic import failed_row
+    from tefuse.errors import ModelImportError
+
+    e = ModelImportError("'main_graph': 2 node(s) cannot be imported:\n  node 'a' (Shape): symbolic dims\n"
+                         "  node 'b' (Shape): symbolic dims", [])
+    row = asdict(failed_row(CASES["bert"], "fp16", e))
+    assert row["error"] == "'main_graph': 2 node(s) cannot be imported: | node 'a' (Shape): symbolic dims"
+    assert row["model"] == "bert" and row["sizes"] == [] and row["dynamic_kernels"] == 0

@@ -7,12 +7,17 @@ from tefuse.graph.buckets import bucket_plan, default_ends, parse_buckets
 from tefuse.graph.dims import parse_range
 
 
-def test_default_ends_are_opt_over_eight_opt_and_max():
-    assert default_ends(parse_range("1:32:64")) == (4, 32, 64)
-    assert default_ends(parse_range("1:8:64")) == (1, 8, 64)
-    assert default_ends(parse_range("1:4:8")) == (4, 8)  # 4 // 8 is below min
+def test_default_ends_are_opt_over_eight_and_max():
+    assert default_ends(parse_range("1:32:64")) == (4, 64)  # 33-64 takes opt's tiles
+    assert default_ends(parse_range("16:128:384")) == (16, 384)
+    assert default_ends(parse_range("1:4:8")) == (8,)  # 4 // 8 is below min
     assert default_ends(parse_range("16:128:128")) == (16, 128)
     assert default_ends(parse_range("8")) == (8,)
+
+
+def test_opt_ends_a_bucket_where_max_is_far_above_it():
+    assert default_ends(parse_range("1:8:64")) == (1, 8, 64)
+    assert default_ends(parse_range("1:1:64")) == (1, 64)  # batch 64 would not run on batch 1's tiles
 
 
 def test_a_bucket_is_scheduled_for_opt_where_it_holds_it_else_its_upper_end():
@@ -24,10 +29,11 @@ def test_a_bucket_is_scheduled_for_opt_where_it_holds_it_else_its_upper_end():
 
 
 def test_two_dims_give_the_product_and_a_kernel_projects_onto_its_own():
-    plan = bucket_plan({"N": parse_range("1:32:64"), "S": parse_range("16:128:384")})
-    assert plan.size == 9 and plan.opt_key == (1, 1)
-    assert plan.hints((0, 2)) == {"N": 4, "S": 384}
-    assert plan.project((0, 2), {"N"}) == (0, 1)  # a kernel over N alone: S at its opt bucket
+    plan = bucket_plan({"N": parse_range("1:8:64"), "S": parse_range("16:128:384")})
+    assert plan.size == 6 and plan.opt_key == (1, 1)
+    assert plan.hints((2, 0)) == {"N": 64, "S": 16}
+    assert plan.hints((0, 1)) == {"N": 1, "S": 128}  # 17-384 holds S's opt: scheduled at it
+    assert plan.project((2, 0), {"N"}) == (2, 1)  # a kernel over N alone: S at its opt bucket
 
 
 def test_no_buckets_is_one_bucket_a_dim_scheduled_for_opt():

@@ -128,7 +128,15 @@ def _split(ctx, n):
 def _shape(ctx, n):
     shape = ctx.shape(n.inputs[0])
     start, end = n.attr("start", 0), n.attr("end", None)
-    return [np.asarray(shape[start:end], dtype=np.int64)]
+    dims = shape[start:end]
+    symbolic = [str(d) for d in dims if not isinstance(d, (int, np.integer))]
+    if symbolic:
+        # the shape would be a run-time value; arithmetic on it (Gather, Concat, Range...) is not
+        # folded yet, so the model's shapes must be fixed at import
+        raise Unsupported(f"Shape of {n.inputs[0]!r} holds symbolic dim(s) {', '.join(symbolic)}: shape "
+                          f"arithmetic on symbolic dims is not supported; import with input_shapes= "
+                          f"(or build batch profiles)")
+    return [np.asarray(dims, dtype=np.int64)]
 
 
 folder("Shape")(lambda ctx, n: _shape(ctx, n))
