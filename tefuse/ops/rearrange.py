@@ -12,10 +12,11 @@ from __future__ import annotations
 from typing import Sequence
 
 from tvm import tirx as tir
+from tvm.ir.expr import Expr as PrimExpr
 
 from ..errors import OpError
 from .registry import OpPattern, register_op
-from .value import Value, broadcast_shape, broadcast_to, lazy
+from .value import Value, broadcast_shape, broadcast_to, dim_of, lazy
 
 MODES = ("DCR", "CRD")  # depth-column-row (default), column-row-depth
 
@@ -25,8 +26,9 @@ def expand(inputs: Sequence[Value], attrs: dict) -> Value:
     """Broadcast to `shape` by numpy's rules, both ways (ONNX Expand): a dim of 1 on either side
     stretches to the other's, so the output may be larger than `shape`."""
     (x,) = inputs
-    want = tuple(int(s) for s in attrs["shape"])
-    if any(s < 0 for s in want):
+    # a dim expression (a shape computed from symbolic dims at import) stays one
+    want = tuple(dim_of(s) if isinstance(s, PrimExpr) else int(s) for s in attrs["shape"])
+    if any(isinstance(s, int) and s < 0 for s in want):
         raise OpError(f"expand: shape {list(want)} has a negative dim")
     shape = broadcast_shape([x.shape, want], f"expand's input and shape {list(want)}")
     if shape == x.shape:

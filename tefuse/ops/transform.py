@@ -9,7 +9,7 @@ from tvm import tirx as tir
 
 from ..errors import OpError
 from .registry import OpPattern, register_op
-from .value import Value, dim_of, dim_product, dim_quotient, lazy
+from .value import Value, dim_of, dim_product, dim_quotient, lazy, same_dim
 
 
 def _axis(ax: int, nd: int, name: str) -> int:
@@ -103,7 +103,22 @@ def reshape(inputs: Sequence[Value], attrs: dict) -> Value:
     shape = tuple(shape)
     if shape == x.shape:
         return x
-    return lazy(shape, x.dtype, lambda *i: x(*_unravel(_ravel(i, shape), x.shape)))
+    # dims both shapes begin or end with keep their index: only the middle is raveled again, so
+    # a symbolic batch or sequence never divides an index ([N, S, 8] <-> [N, S, 2, 4])
+    head = 0
+    while head < min(len(shape), x.ndim) and same_dim(shape[head], x.shape[head]):
+        head += 1
+    tail = 0
+    while (tail < min(len(shape), x.ndim) - head
+           and same_dim(shape[len(shape) - 1 - tail], x.shape[x.ndim - 1 - tail])):
+        tail += 1
+    out_mid, in_mid = shape[head:len(shape) - tail], x.shape[head:x.ndim - tail]
+
+    def fn(*i):
+        mid = _unravel(_ravel(i[head:len(shape) - tail], out_mid), in_mid)
+        return x(*i[:head], *mid, *i[len(shape) - tail:])
+
+    return lazy(shape, x.dtype, fn)
 
 
 @register_op("flatten", OpPattern.INJECTIVE, num_inputs=1, attrs={"axis": 1})
@@ -148,22 +163,24 @@ def concat(inputs: Sequence[Value], attrs: dict) -> Value:
     nd = inputs[0].ndim
     ax = _axis(attrs["axis"], nd, "concat")
     for v in inputs:
-        if v.ndim != nd or any(v.shape[k] != inputs[0].shape[k] for k in range(nd) if k != ax):
+        if v.ndim != nd or not all(same_dim(v.shape[k], inputs[0].shape[k]) for k in range(nd) if k != ax):
             raise OpError(f"concat: shapes {[v.shape for v in inputs]} differ off axis {ax}")
         if v.dtype != inputs[0].dtype:
             raise OpError(f"concat: dtypes differ: {[v.dtype for v in inputs]}")
-    offs = np.cumsum([0] + [v.shape[ax] for v in inputs])
+    offs = [0]  # where each input starts along the axis: ints, or expressions of symbolic dims
+    for v in inputs:
+        offs.append(dim_of(offs[-1] + dim_of(v.shape[ax])))
     shape = list(inputs[0].shape)
-    shape[ax] = int(offs[-1])
+    shape[ax] = offs[-1]
 
     def fn(*i):
         def at(k, v):
             j = list(i)
-            j[ax] = i[ax] - int(offs[k])
+            j[ax] = i[ax] - offs[k]
             return v(*j)
         expr = at(len(inputs) - 1, inputs[-1])
         for k in range(len(inputs) - 2, -1, -1):
-            expr = tir.if_then_else(i[ax] < int(offs[k + 1]), at(k, inputs[k]), expr)
+            expr = tir.if_then_else(i[ax] < offs[k + 1], at(k, inputs[k]), expr)
         return expr
 
     return lazy(shape, inputs[0].dtype, fn)

@@ -58,7 +58,7 @@ from ..errors import DynamicShapeError, GraphError, TefuseError
 from ..fusion import FusedGroup
 from ..graph.calibration import Calibration
 from ..graph.buckets import BucketPlan, bucket_plan
-from ..graph.dims import dim_from_json, dim_to_json, parse_range
+from ..graph.dims import dim_from_json, dim_to_json, is_symbolic, parse_range
 from ..graph.ir import CONST, Graph, Node
 from ..ops import OpPattern
 from .executor import CompiledGraph
@@ -89,6 +89,8 @@ class ArtifactInfo:
 
 
 def _jsonable(v: Any) -> Any:
+    if is_symbolic(v):  # a dim expression in an attr (a reshape's target over symbolic dims)
+        return {"dim": dim_to_json(v)}
     if isinstance(v, (list, tuple)):
         return [_jsonable(x) for x in v]
     if isinstance(v, dict):
@@ -337,13 +339,24 @@ def _constants(root: Path, plan: dict) -> dict[str, np.ndarray]:
     return consts
 
 
+def _attrs(v: Any, variables: dict) -> Any:
+    """A node's saved attrs, dim expressions (`_jsonable`'s {"dim": ...}) made expressions again."""
+    if isinstance(v, dict):
+        if set(v) == {"dim"}:
+            return dim_from_json(v["dim"], variables)
+        return {k: _attrs(x, variables) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_attrs(x, variables) for x in v]
+    return v
+
+
 def _graph(plan: dict, consts) -> Graph:
     by_name: dict[str, Node] = {}
     nodes = []
     variables: dict = {}  # dim name -> its one variable, shared by every shape naming it
     for e in plan["nodes"]:
         value = np.asarray(consts[e["const"]]) if "const" in e else None
-        n = Node(e["name"], e["op"], [by_name[i] for i in e["inputs"]], dict(e["attrs"]),
+        n = Node(e["name"], e["op"], [by_name[i] for i in e["inputs"]], _attrs(e["attrs"], variables),
                  tuple(dim_from_json(d, variables) for d in e["shape"]), e["dtype"], value)
         by_name[n.name] = n
         nodes.append(n)

@@ -34,22 +34,3 @@ def test_shared_name_ties_inputs_at_run_time():
         bind_dims(specs, {"q": (2, 5, 8), "k": (2, 6, 8), "v": (7, 8)}, ranges)
     with pytest.raises(DynamicShapeError, match="outside its range 1:32:128"):
         bind_dims(specs, {"q": (2, 129, 8), "k": (2, 129, 8), "v": (7, 8)}, ranges)
-
-
-def test_shape_of_a_symbolic_dim_is_one_line_naming_the_node():
-    """A transformers export computes its Reshape targets from Shape(input_ids): with the dims
-    kept symbolic that arithmetic is refused in one line per node, naming the dims."""
-    from tefuse.errors import ModelImportError
-    from tefuse.frontend.onnx import import_onnx
-
-    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", "S", 8])
-    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", "S", 8])
-    nodes = [helper.make_node("Shape", ["x"], ["s"], name="the_shape"),
-             helper.make_node("Reshape", ["x", "s"], ["y"], name="the_reshape")]
-    model = helper.make_model(helper.make_graph(nodes, "g", [x], [y]), opset_imports=[helper.make_opsetid("", 17)])
-    with pytest.raises(ModelImportError) as e:
-        import_onnx(model, dynamic=True)
-    line = next(ln for ln in str(e.value).splitlines() if "the_shape" in ln)
-    assert "symbolic dim(s) N, S" in line and "input_shapes=" in line
-    assert "TypeError" not in str(e.value)
-    assert import_onnx(model, input_shapes={"x": (2, 3, 8)}).outputs[0].shape == (2, 3, 8)

@@ -108,6 +108,9 @@ class ImportContext:
             return v
         n = self._const_nodes.get(name)
         if n is None:
+            if v.dtype == object:  # a shape over symbolic dims (shape_values.py): not a constant tensor
+                raise Unsupported(f"{name!r} is computed from symbolic dims ({', '.join(map(str, v.reshape(-1)))}) "
+                                  f"and used as a tensor; import with input_shapes= to fix the sizes")
             arr = np.asarray(v, order="C")  # (ascontiguousarray makes a 0-d value 1-d)
             if is_lowbit(arr.dtype):  # the builder keeps it in its byte storage
                 self.lowbit[name] = str(arr.dtype)

@@ -22,6 +22,7 @@ from . import converters as _converters  # noqa: F401 - importing it fills the r
 from .context import ImportContext, OnnxNode, Unsupported, decode_bytes
 from .lowbit import TAKES_LOWBIT, is_lowbit
 from .registry import CONVERTERS, FOLDERS
+from .shape_values import TAKES_SHAPES, fold as fold_shape_values, is_shape_value
 from .symbolic import symbolic_input_shapes
 
 log = logging.getLogger(__package__)  # "tefuse.frontend.onnx", as before the split into a package
@@ -361,7 +362,11 @@ def _convert_nodes(ctx: ImportContext, nodes, opset: int, converters) -> list[Im
                  f"{', '.join(sorted(TAKES_LOWBIT))} take")
             continue
         try:
-            if all(isinstance(ctx.env[i], np.ndarray) for i in ins) and (conv is None or conv.foldable):
+            # shape arithmetic over symbolic dims folds, but for a shape input of Reshape / Expand
+            symbolic = all_const and any(is_shape_value(ctx.env[i]) for i in ins)
+            if symbolic and (n.op_type not in TAKES_SHAPES or is_shape_value(ctx.env[ins[0]])):
+                vals = fold_shape_values(n, [ctx.env[i] if i else None for i in n.inputs])
+            elif all_const and not symbolic and (conv is None or conv.foldable):
                 vals = _fold(ctx, n)
             elif conv is None:
                 fail(f"no converter for op type {n.op_type!r}" + (f" in domain {n.domain!r}" if n.domain else ""))

@@ -17,7 +17,11 @@ def input_node(ctx: ImportContext, n: OnnxNode, k: int = 0) -> Node:
 
 
 def int_list(v) -> list[int]:
-    return [int(i) for i in np.asarray(v).reshape(-1)]
+    arr = np.asarray(v)
+    if arr.dtype == object:  # a shape value over symbolic dims (shape_values.py)
+        raise Unsupported(f"a value computed from symbolic dims ({', '.join(map(str, arr.reshape(-1)))}) where "
+                          f"fixed sizes are needed; import with input_shapes= to fix them")
+    return [int(i) for i in arr.reshape(-1)]
 
 
 def rank_check(x: Node, rank: int, what: str) -> None:

@@ -12,6 +12,7 @@ import numpy as np
 
 from ..context import OnnxNode, Unsupported
 from ..registry import converter
+from ..shape_values import is_shape_value, target_dims
 from .common import input_node, int_list
 
 
@@ -24,7 +25,10 @@ def _scalar_int(v: np.ndarray, what: str) -> int:
 @converter("Expand")
 def _expand(ctx, n):
     x = input_node(ctx, n)
-    shape = int_list(ctx.const(n.input(1), "shape"))
+    target = ctx.const(n.input(1), "shape")
+    if is_shape_value(target):  # Shape arithmetic over symbolic dims (shape_values.py)
+        return [ctx.emit("expand", [x], n.outputs[0], shape=tuple(target_dims(target)))]
+    shape = int_list(target)
     try:
         if tuple(np.broadcast_shapes(x.shape, tuple(shape))) == x.shape:
             return [x]  # nothing to stretch

@@ -8,6 +8,7 @@ import numpy as np
 
 from ..context import ImportContext, OnnxNode, Unsupported, Value
 from ..registry import converter, folder
+from ..shape_values import is_shape_value, shape_value, target_dims
 from .common import axes_arg, axis_attr, int_list, main_dtype, binary_operand, input_node
 
 
@@ -19,10 +20,22 @@ def _flatten(ctx, n):
 
 @converter("Reshape", attrs=["shape", "allowzero"])
 def _reshape(ctx, n):
-    shape = int_list(n.attr("shape") if n.opset < 5 else ctx.const(n.input(1), "shape"))
+    target = n.attr("shape") if n.opset < 5 else ctx.const(n.input(1), "shape")
+    x = input_node(ctx, n)
+    if is_shape_value(target):
+        return [_symbolic_reshape(ctx, n, x, target_dims(target))]
+    shape = int_list(target)
     if int(n.attr("allowzero", 0)) and 0 in shape:
         raise Unsupported("allowzero=1 with a 0 in the target shape")
-    return [ctx.emit("reshape", [input_node(ctx, n)], n.outputs[0], shape=tuple(shape))]
+    return [ctx.emit("reshape", [x], n.outputs[0], shape=tuple(shape))]
+
+
+def _symbolic_reshape(ctx, n, x, dims: list):
+    """A target shape holding dim expressions (Shape arithmetic over symbolic dims): the op takes
+    them as they are; ONNX's 0 (copy the input's dim) and -1 (infer it) keep their meaning."""
+    if int(n.attr("allowzero", 0)):
+        raise Unsupported("allowzero=1 with a target shape computed from symbolic dims")
+    return ctx.emit("reshape", [x], n.outputs[0], shape=tuple(dims))
 
 
 @converter("Transpose", attrs=["perm"])
@@ -126,17 +139,10 @@ def _split(ctx, n):
 
 @converter("Shape", attrs=["start", "end"])
 def _shape(ctx, n):
+    """Over a symbolic dim, a shape value (shape_values.py) that shape arithmetic folds."""
     shape = ctx.shape(n.inputs[0])
     start, end = n.attr("start", 0), n.attr("end", None)
-    dims = shape[start:end]
-    symbolic = [str(d) for d in dims if not isinstance(d, (int, np.integer))]
-    if symbolic:
-        # the shape would be a run-time value; arithmetic on it (Gather, Concat, Range...) is not
-        # folded yet, so the model's shapes must be fixed at import
-        raise Unsupported(f"Shape of {n.inputs[0]!r} holds symbolic dim(s) {', '.join(symbolic)}: shape "
-                          f"arithmetic on symbolic dims is not supported; import with input_shapes= "
-                          f"(or build batch profiles)")
-    return [np.asarray(dims, dtype=np.int64)]
+    return [shape_value(shape[start:end])]
 
 
 folder("Shape")(lambda ctx, n: _shape(ctx, n))
