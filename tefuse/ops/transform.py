@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Sequence
 
-import numpy as np
 from tvm import tirx as tir
 
 from ..errors import OpError

@@ -7,6 +7,7 @@ import numpy as np
 
 from ....graph.ir import Node
 from ..context import ImportContext, OnnxNode, Unsupported
+from ..shape_values import is_shape_value
 
 
 def input_node(ctx: ImportContext, n: OnnxNode, k: int = 0) -> Node:
@@ -17,11 +18,10 @@ def input_node(ctx: ImportContext, n: OnnxNode, k: int = 0) -> Node:
 
 
 def int_list(v) -> list[int]:
-    arr = np.asarray(v)
-    if arr.dtype == object:  # a shape value over symbolic dims (shape_values.py)
-        raise Unsupported(f"a value computed from symbolic dims ({', '.join(map(str, arr.reshape(-1)))}) where "
+    if is_shape_value(v):
+        raise Unsupported(f"a value computed from symbolic dims ({', '.join(map(str, v.reshape(-1)))}) where "
                           f"fixed sizes are needed; import with input_shapes= to fix them")
-    return [int(i) for i in arr.reshape(-1)]
+    return [int(i) for i in np.asarray(v).reshape(-1)]
 
 
 def rank_check(x: Node, rank: int, what: str) -> None:
