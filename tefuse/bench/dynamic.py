@@ -50,36 +50,36 @@ CASES = {
 }
 
 
-def export_dynamic(case: DynamicCase, cache_dir: Optional[Path] = None) -> Path:
+def export_dynamic(case: DynamicCase, cache_dir: Optional[Path] = None, small: bool = False) -> Path:
     """The zoo model exported with its dims named (torch.onnx's dynamic_axes), cached beside the
-    zoo's static exports."""
+    zoo's static exports; `small`: the zoo's small configuration (the CPU tests')."""
     import torch
 
     from . import zoo
     from . import zoo_builders as zb
 
     e = zoo.entry(case.model)
-    path = zoo.onnx_path(e, False, cache_dir)
+    path = zoo.onnx_path(e, small, cache_dir)
     path = path.with_name(path.stem + "-dynamic.onnx")
     if path.exists():
         return path
-    cfg = e.config(False)
+    cfg = e.config(small)
     inputs = zoo.random_inputs(cfg)
     dynamic_axes = {s.name: case.axes[s.kind] for s in cfg.inputs if s.kind in case.axes}
     tmp = path.with_name(f".{path.name}.tmp")
     path.parent.mkdir(parents=True, exist_ok=True)
-    torch.onnx.export(zoo.build_module(e, False), tuple(torch.from_numpy(v) for v in inputs.values()), str(tmp),
+    torch.onnx.export(zoo.build_module(e, small), tuple(torch.from_numpy(v) for v in inputs.values()), str(tmp),
                       dynamo=False, opset_version=zb.OPSET, input_names=list(inputs),
                       output_names=list(cfg.outputs), dynamic_axes=dynamic_axes)
     tmp.replace(path)
     return path
 
 
-def case_inputs(case: DynamicCase, size: dict, seed: int = 0) -> dict[str, np.ndarray]:
+def case_inputs(case: DynamicCase, size: dict, seed: int = 0, small: bool = False) -> dict[str, np.ndarray]:
     """Seeded inputs of the zoo model's kinds (zoo.random_inputs) at this binding of its dims."""
     from . import zoo
 
-    cfg = zoo.entry(case.model).config(False)
+    cfg = zoo.entry(case.model).config(small)
     shapes = {}
     for spec in cfg.inputs:
         shape = list(spec.shape)

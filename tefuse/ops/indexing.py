@@ -19,7 +19,7 @@ from tvm import te, tirx as tir
 from ..errors import OpError
 from .nanprop import fmax, fmin, from_key, has_order_key, highest, lowest, order_key
 from .registry import OpPattern, register_op
-from .value import Value, acc_dtype, expr_dtype, lazy, te_compute
+from .value import Value, acc_dtype, expr_dtype, lazy, te_compute, unbind
 from .reduce import ReduceGeometry
 
 INDEX_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
@@ -43,6 +43,11 @@ def _loop_dtype(idx: Sequence) -> str:
     return next((expr_dtype(i) for i in idx if not isinstance(i, int)), "int32")
 
 
+def _extent(dim, dtype: str):
+    """An axis' size in the index's type: a constant, or a symbolic dim cast to it."""
+    return tir.const(dim, dtype) if isinstance(dim, int) else tir.Cast(dtype, dim)
+
+
 def wrap(j, dim: int):
     """An ONNX index as a signed 64-bit (or 32-bit, where the axis fits it) value, or unsigned 64-bit:
     a negative one counts from the end (j + dim). Narrow index types are widened first, so that
@@ -50,17 +55,18 @@ def wrap(j, dim: int):
     dt = expr_dtype(j)
     if dt == "uint64":
         return j
-    if dt != "int64" and not (dt == "int32" and dim <= 2 ** 31 - 1):
+    if dt != "int64" and not (dt == "int32" and isinstance(dim, int) and dim <= 2 ** 31 - 1):
         j, dt = tir.Cast("int64", j), "int64"
-    return tir.Select(j < tir.const(0, dt), j + tir.const(dim, dt), j)
+    return tir.Select(j < tir.const(0, dt), j + _extent(dim, dt), j)
 
 
 def address(j, dim: int, dtype: str):
     """Index j of an axis of `dim` elements as a safe address of type `dtype`: wrapped when
-    negative, then clamped into [0, dim) (out-of-range indices read the nearest end)."""
-    w = wrap(j, dim)
+    negative, then clamped into [0, dim) (out-of-range indices read the nearest end). Lets in j
+    (an index computed by ops) are put in place: the address repeats j."""
+    w = wrap(unbind(j), dim)
     dt = expr_dtype(w)
-    w = tir.min(w, tir.const(dim - 1, dt))
+    w = tir.min(w, _extent(dim - 1, dt))
     if dt != "uint64":
         w = tir.max(w, tir.const(0, dt))
     return w if dt == dtype else tir.Cast(dtype, w)
@@ -71,7 +77,7 @@ def matches(j, dim: int, pos):
     elements; an index outside [-dim, dim) names none."""
     w = wrap(j, dim)
     dt = expr_dtype(w)
-    below = w < tir.const(dim, dt)
+    below = w < _extent(dim, dt)
     in_range = below if dt == "uint64" else tir.all(w >= tir.const(0, dt), below)
     return tir.all(in_range, w == tir.Cast(dt, pos))
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Sequence
 
 from tvm import tirx as tir
+from tvm.ir.expr import Expr as PrimExpr
 
 from ..errors import OpError
 from .registry import OpPattern, register_op
-from .value import Value, dim_of, dim_product, dim_quotient, lazy, same_dim
+from .value import Value, current_dim_limits, dim_of, dim_product, dim_quotient, eval_dim, lazy, same_dim
 
 
 def _axis(ax: int, nd: int, name: str) -> int:
@@ -209,6 +210,21 @@ def expand_dims(inputs: Sequence[Value], attrs: dict) -> Value:
     return reshape([x], {"shape": tuple(shape)})
 
 
+def _symbolic_end(dim, start: int, end, step: int):
+    """(begin, step, extent) of a slice from a fixed start to a dim expression: ONNX clamps the end
+    to the axis, which an expression cannot be; so the end must lie within it at every size in
+    force (`dim_limits`: the build's ranges), as a position-id buffer cut to a sequence length."""
+    if step != 1 or start < 0 or isinstance(dim, PrimExpr):
+        raise OpError(f"slice: an end of {end} takes a fixed axis, a start >= 0 and step 1")
+    try:  # the end at the ranges' max, where every dim it holds has a range in force
+        hi = eval_dim(end, {k: v[1] for k, v in current_dim_limits().items()})
+    except OpError:
+        hi = None
+    if hi is not None and hi > dim:
+        raise OpError(f"slice: end {end} reaches {hi} at the range's max, past the axis's {dim}")
+    return start, 1, dim_of(end - start)
+
+
 @register_op("slice", OpPattern.INJECTIVE, num_inputs=1,
              attrs={"starts": (), "ends": (), "axes": None, "steps": None})
 def slice_(inputs: Sequence[Value], attrs: dict) -> Value:
@@ -223,6 +239,9 @@ def slice_(inputs: Sequence[Value], attrs: dict) -> Value:
     for a, s, e, st in zip(axes, attrs["starts"], attrs["ends"], steps):
         if st == 0:
             raise OpError("slice: step 0")
+        if isinstance(e, PrimExpr) and not isinstance(e, tir.IntImm):
+            begin[a], step[a], shape[a] = _symbolic_end(x.shape[a], int(s), dim_of(e), int(st))
+            continue
         rng = range(x.shape[a])[slice(int(s), int(e), int(st))]
         begin[a], step[a], shape[a] = (rng.start if len(rng) else 0), st, len(rng)
     return lazy(shape, x.dtype, lambda *i: x(*[begin[k] + i[k] * step[k] for k in range(x.ndim)]))

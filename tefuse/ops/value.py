@@ -13,7 +13,7 @@ from typing import Callable, Iterator, Optional, Sequence
 
 from tvm.ir.expr import Call, Expr as PrimExpr
 from tvm import sym, te, tirx as tir
-from tvm_ffi import VisitInterrupt, structural_walk
+from tvm_ffi import VisitInterrupt, structural_map, structural_walk
 
 from ..errors import OpError
 
@@ -269,6 +269,17 @@ def bind(expr: PrimExpr, body: Callable[[PrimExpr], PrimExpr], always: bool = Fa
         return body(expr)
     v = tir.Var("v", expr_dtype(expr))
     return tir.Let(v, expr, body(v))
+
+
+def unbind(expr: PrimExpr) -> PrimExpr:
+    """expr with every Let's value put in place of its variable: for an address computed by ops
+    (an index tensor's arithmetic inlined into a gather), where TVM's codegen would bind one Let
+    variable once per load that repeats it."""
+    def on_let(let):
+        value = let.value
+        return structural_map(let.body, (tir.Var, lambda v: value if v.same_as(let.var) else v))
+
+    return structural_map(expr, (tir.Let, on_let))
 
 
 def bind_all(exprs: Sequence[PrimExpr], body: Callable[..., PrimExpr], always: bool = False) -> PrimExpr:

@@ -77,3 +77,37 @@ def test_a_model_that_fails_is_a_row_with_its_first_lines():
     row = asdict(failed_row(CASES["bert"], "fp16", e))
     assert row["error"] == "'main_graph': 2 node(s) cannot be imported: | node 'a' (Shape): symbolic dims"
     assert row["model"] == "bert" and row["sizes"] == [] and row["dynamic_kernels"] == 0
+
+
+def test_transformers_bert_builds_once_over_batch_and_sequence(tmp_path):
+    """transformers' BERT export computes its Reshape targets, position ids and attention mask
+    from Shape(input_ids): with N and S symbolic that arithmetic folds at import
+    (frontend/onnx/shape_values.py), one llvm build runs three sizes as onnxruntime does, with
+    the kernels of one exact build."""
+    import importlib.util
+    import os
+
+    missing = [m for m in ("torch", "transformers") if importlib.util.find_spec(m) is None]
+    if missing:
+        what = f"needs {', '.join(missing)} (pip install -e '.[zoo]')"
+        if os.environ.get("TEFUSE_REQUIRE_TORCH"):
+            pytest.fail(f"TEFUSE_REQUIRE_TORCH=1 but the test {what}", pytrace=False)
+        pytest.skip(what)
+    import onnx
+
+    import tefuse
+    from tefuse.bench.dynamic import export_dynamic
+    from tefuse.frontend.onnx import import_onnx
+    from tefuse.frontend.reference import onnxruntime_outputs
+
+    case = CASES["bert"]
+    model = onnx.load(str(export_dynamic(case, tmp_path, small=True)))
+    cg = tefuse.build(import_onnx(model, dynamic=True), "llvm", dynamic={"N": "1:2:2", "S": "4:8:16"})
+    for size in ({"N": 1, "S": 4}, {"N": 2, "S": 8}, {"N": 2, "S": 16}):
+        feeds = case_inputs(case, size, small=True)
+        got, want = cg.run(feeds)[0], onnxruntime_outputs(model, feeds)[0]
+        assert got.shape == want.shape
+        assert np.abs(got - want).max() <= 1e-5 * np.abs(want).max()
+    feeds = case_inputs(case, {"N": 2, "S": 8}, small=True)
+    exact = tefuse.build(import_onnx(model, input_shapes={k: v.shape for k, v in feeds.items()}), "llvm")
+    assert cg.num_kernels == exact.num_kernels

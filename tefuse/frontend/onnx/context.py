@@ -108,9 +108,11 @@ class ImportContext:
             return v
         n = self._const_nodes.get(name)
         if n is None:
-            if v.dtype == object:  # a shape over symbolic dims (shape_values.py): not a constant tensor
-                raise Unsupported(f"{name!r} is computed from symbolic dims ({', '.join(map(str, v.reshape(-1)))}) "
-                                  f"and used as a tensor; import with input_shapes= to fix the sizes")
+            if v.dtype == object:  # a shape over symbolic dims (shape_values.py), read as data
+                zero = self.b.const(np.asarray(0, np.int64), dtype="int64", name=self.fresh("zero"))
+                n = self._const_nodes[name] = self.b.op("dims", zero, values=tuple(v.reshape(-1)),
+                                                        shape=tuple(v.shape), name=self._claim(name, "dims"))
+                return n
             arr = np.asarray(v, order="C")  # (ascontiguousarray makes a 0-d value 1-d)
             if is_lowbit(arr.dtype):  # the builder keeps it in its byte storage
                 self.lowbit[name] = str(arr.dtype)

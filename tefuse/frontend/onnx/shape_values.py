@@ -26,8 +26,9 @@ from tvm_ffi import structural_walk
 from ...graph.dims import is_symbolic
 from .context import OnnxNode, Unsupported
 
-# ops whose converter takes a shape value as a shape input, where folding would need a constant
-TAKES_SHAPES = frozenset(("Reshape", "Expand"))
+# ops whose converter takes a shape value as a shape input (a Reshape's target, a Range's limit,
+# a Slice's ends on a tensor), where folding would need a constant
+TAKES_SHAPES = frozenset(("Reshape", "Expand", "Range", "Slice"))
 INT_TYPES = frozenset((6, 7, 12, 13))  # ONNX's INT32, INT64, UINT32, UINT64
 
 

@@ -31,6 +31,9 @@ def rank_check(x: Node, rank: int, what: str) -> None:
 
 def binary_operand(ctx: ImportContext, name: str, dtype: str) -> Node:
     """A binary operand; constants are cast to the other side's dtype (ONNX Pow allows mixing)."""
+    if is_shape_value(ctx.env.get(name)):  # dims read as data: computed in int64, cast to the other side's
+        v = ctx.node(name)
+        return v if dtype == "int64" else ctx.emit("cast", [v], None, dtype=dtype)
     if ctx.is_const(name) and ctx.dtype(name) != dtype:
         return ctx.b.const(ctx.const(name).astype(dtype), dtype=dtype, name=ctx.fresh(name))
     return ctx.node(name)

@@ -78,9 +78,24 @@ def _cumsum(ctx, n):
                      exclusive=bool(n.attr("exclusive", 0)), reverse=bool(n.attr("reverse", 0)))]
 
 
+def _symbolic_range(ctx, n):
+    """start, start + delta, ... below a limit that is a dim expression; start and delta fixed."""
+    start, delta = ctx.const(n.input(0), "start"), ctx.const(n.input(2), "delta")
+    if is_shape_value(start) or is_shape_value(delta):
+        raise Unsupported("Range over symbolic dims: only its limit may be one")
+    s, d = _scalar_int(start, "start"), _scalar_int(delta, "delta")
+    if d <= 0:
+        raise Unsupported(f"Range over symbolic dims with delta {d}: only a positive delta")
+    (limit,) = target_dims(ctx.const(n.input(1)))
+    return ctx.emit("arange", [n.input(0)], n.outputs[0], length=(limit - s + d - 1) // d, delta=d)
+
+
 @converter("Range", attrs=["stash_type"])
 def _range(ctx, n):
-    """Reached only when some input is not constant (an all-constant Range folds at import)."""
+    """Reached only when some input is not constant (an all-constant Range folds at import), or
+    its limit is a dim expression (shape_values.py: torch.arange(seq_len) over a symbolic S)."""
+    if all(ctx.is_const(n.input(k)) for k in range(3)) and is_shape_value(ctx.const(n.input(1))):
+        return [_symbolic_range(ctx, n)]
     for k, what in enumerate(("start", "limit", "delta")):
         name = n.input(k)
         if ctx.is_const(name):

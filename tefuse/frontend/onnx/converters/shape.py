@@ -105,7 +105,10 @@ def _slice(ctx, n):
         axes = n.attr("axes")
         steps = None
     else:
-        starts, ends = int_list(ctx.const(n.input(1), "starts")), int_list(ctx.const(n.input(2), "ends"))
+        starts = int_list(ctx.const(n.input(1), "starts"))
+        ends = ctx.const(n.input(2), "ends")
+        # an end that is a dim expression (position ids cut to a symbolic sequence length)
+        ends = target_dims(ends) if is_shape_value(ends) else int_list(ends)
         axes = ctx.const(n.input(3), "axes") if n.input(3) else None
         steps = int_list(ctx.const(n.input(4), "steps")) if n.input(4) else None
     axes = None if axes is None else tuple(int_list(axes))
