@@ -213,3 +213,20 @@ def test_a_grid_past_cudas_limits_is_refused_by_name(tag, extent, ok):
     else:
         with pytest.raises(BuildError, match=rf"^{extent} blocks along {tag} > CUDA's 65535$"):
             C.check_limits(sch.mod, make_target("cuda"))
+
+
+def test_a_kernel_whose_buffers_do_not_compact_is_a_build_error_line(monkeypatch):
+    """TVM's buffer compaction raising (a region sized by run-time dims it cannot bound) is a
+    BuildError naming the group, which the driver handles as any other, not a TVM stack."""
+    def fails(mod):
+        raise ValueError("Traceback (most recent call last):\n  ...\nValueError: Literal value 4611686018427387904 "
+                         "exceeds range of int32")
+
+    monkeypatch.setattr(C, "compacted_script", fails)
+    b = GraphBuilder()
+    g = b.build(b.relu(b.input("x", (4, 64))))
+    with pytest.raises(BuildError) as e:
+        tefuse.build(g, "cuda:sm_90")
+    msg = str(e.value)
+    assert "g0_relu" in msg and "do not compact" in msg and "exceeds range of int32" in msg
+    assert "\n" not in msg and "Traceback" not in msg
