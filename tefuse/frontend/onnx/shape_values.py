@@ -11,7 +11,9 @@ such exports use on shapes (`FOLDERS`: Gather, Unsqueeze, Squeeze, Concat, Slice
 integer type, Identity, integer arithmetic, comparisons and Where) fold over it as they fold over
 int64 constants; a comparison is decided for every size the dims may take (each dim at least 1)
 or refused in one line. Consumers that take a shape turn it into their attrs (converters:
-Reshape, Expand); any other use of such a value as a tensor is refused in one line.
+Reshape and Expand a target, Range a length, Slice of a tensor an end); a shape read as data
+(`seq_len * positions`) is the `dims` op, computed in the kernel that reads it
+(ImportContext.node). Anything else over a shape value is refused in one line.
 """
 from __future__ import annotations
 
