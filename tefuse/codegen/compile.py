@@ -104,12 +104,27 @@ def schedule_kernel(spec: KernelSpec, target: tvm.target.Target) -> tvm.IRModule
     return mod
 
 
+# TVM's common-subexpression pass, on a kernel whose expressions bind buffer loads with Lets,
+# can use one of its variables before defining it (BERT's embeddings over symbolic dims); such a
+# kernel is compiled again with the pass off
+CSE_FAILURE = "has been used before definition"
+
+
 def device_compile(mod: tvm.IRModule, target: tvm.target.Target, pass_config: Optional[dict] = None
                    ) -> tvm.runtime.Module:
     """TVM's codegen and the device compiler, errors as TVM raises them."""
     config = dict(pass_config or {})
     pipeline = config.pop(TIR_PIPELINE, DEFAULT_PIPELINE)
     mod = lower_float8(mod, target)
+    try:
+        return _tvm_compile(mod, target, pipeline, config)
+    except Exception as e:  # noqa: BLE001 - TVM raises many kinds
+        if CSE_FAILURE not in str(e) or config.get("tirx.disable_cse_tir"):
+            raise
+        return _tvm_compile(mod, target, pipeline, {**config, "tirx.disable_cse_tir": True})
+
+
+def _tvm_compile(mod: tvm.IRModule, target: tvm.target.Target, pipeline: str, config: dict) -> tvm.runtime.Module:
     if config:
         with target, tvm.transform.PassContext(opt_level=3, config=config):
             return tvm.compile(mod, target=target, tir_pipeline=pipeline).mod

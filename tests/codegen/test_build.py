@@ -230,3 +230,31 @@ def test_a_kernel_whose_buffers_do_not_compact_is_a_build_error_line(monkeypatch
     msg = str(e.value)
     assert "g0_relu" in msg and "do not compact" in msg and "exceeds range of int32" in msg
     assert "\n" not in msg and "Traceback" not in msg
+
+
+def test_a_kernel_tvms_cse_breaks_is_compiled_again_without_it(monkeypatch):
+    """TVM's CSE on some Let-bound loads uses a variable before defining it: the kernel compiles
+    again with the pass off; any other failure, or one with the pass already off, is raised."""
+    real, seen = C._tvm_compile, []
+
+    def flaky(mod, target, pipeline, config):
+        seen.append(bool(config.get("tirx.disable_cse_tir")))
+        if not config.get("tirx.disable_cse_tir"):
+            raise RuntimeError("Check failed: (!use_count_.count(v)) is false: variable cse_v2 has been used "
+                               "before definition!")
+        return real(mod, target, pipeline, config)
+
+    monkeypatch.setattr(C, "_tvm_compile", flaky)
+    b = GraphBuilder()
+    x = np.arange(8, dtype=np.float32).reshape(2, 4)
+    cg = tefuse.build(b.build(b.relu(b.input("x", (2, 4)))), "llvm", cache=None)
+    np.testing.assert_array_equal(cg.run(x)[0], x)
+    assert seen == [False, True]
+
+    def broken(mod, target, pipeline, config):
+        raise RuntimeError("variable cse_v2 has been used before definition!")
+
+    monkeypatch.setattr(C, "_tvm_compile", broken)
+    b = GraphBuilder()
+    with pytest.raises(BuildError, match="used before definition"):
+        tefuse.build(b.build(b.relu(b.input("x", (2, 5)))), "llvm", cache=None)
