@@ -8,16 +8,18 @@ kernel whose template sizes its tiles from the sizes (`Template.size_buckets`) i
 bucket, scheduled for the bucket's representative size; every other kernel is compiled once.
 
 A bucket is given by its upper end: `ends` (4, 32, 64) over 1:32:64 are the buckets 1-4, 5-32 and
-33-64; the default (4, 64), 1-4 and 5-64. Its representative size (what `ops.value.dim_hints` says while its variant is scheduled)
-is the range's opt where the bucket holds it, else its upper end: the largest size it serves,
-whose grid its tiles then fill (a smaller size in it takes the same tiles with fewer rows).
+33-64; the default (4, 64), 1-4 and 5-64. Its representative size (what `ops.value.dim_hints`
+says while its variant is scheduled) is the range's opt where the bucket holds it, else its upper
+end: the largest size it serves, whose grid its tiles then fill (a smaller size in it takes the
+same tiles with fewer rows).
+
 Default ends: opt/8 (when at least min) and max, with opt between them only where max is more
-than LARGE_FACTOR times opt; so two or three buckets a dim, the one holding opt scheduled exactly as a
-build without buckets. A size above opt gets a variant of its own only that far out: opt's tiles,
-sized to fill the GPU at opt, fill it at twice or three times opt as well (a bucket for 33-64
-over 1:32:64 was 12 of ResNet-50's 29 variants), while at 8x opt they are smaller than that grid
-wants. A graph's buckets are the product of its
-dims' (a `BucketPlan`); a kernel varies over the dims its shapes hold.
+than LARGE_FACTOR times opt; so two or three buckets a dim, the one holding opt scheduled exactly
+as a build without buckets. A size above opt gets a variant of its own only that far out: opt's
+tiles, sized to fill the GPU at opt, fill it at twice or three times opt as well (a bucket for
+33-64 over 1:32:64 was 12 of ResNet-50's 29 variants), while at 8x opt they are smaller than that
+grid wants. A graph's buckets are the product of its dims' (a `BucketPlan`); a kernel varies over
+the dims its shapes hold.
 """
 from __future__ import annotations
 

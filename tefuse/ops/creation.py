@@ -7,6 +7,7 @@ with it symbolic it is computed in the kernel that reads it (an injective op, so
 """
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 from tvm import tirx as tir
@@ -38,7 +39,7 @@ def dims(inputs: Sequence[Value], attrs: dict) -> Value:
     (zero,) = inputs
     values = [dim_of(v) for v in attrs["values"]]
     shape = tuple(int(d) for d in attrs["shape"])
-    if len(values) != max(1, _count(shape)):
+    if len(values) != math.prod(shape):
         raise OpError(f"dims: {len(values)} values for shape {shape}")
 
     def at(*i):
@@ -51,10 +52,3 @@ def dims(inputs: Sequence[Value], attrs: dict) -> Value:
         return zero() + out
 
     return lazy(shape, "int64", at)
-
-
-def _count(shape) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n

@@ -23,9 +23,9 @@ from typing import Callable, Sequence
 import numpy as np
 from tvm import sym
 from tvm import tirx as tir
-from tvm_ffi import structural_walk
 
-from ...graph.dims import is_symbolic
+from ...graph.dims import dim_vars, is_symbolic
+from ...ops.value import dim_of
 from .context import OnnxNode, Unsupported
 
 # ops whose converter takes a shape value as a shape input (a Reshape's target, a Range's limit,
@@ -41,23 +41,17 @@ def is_shape_value(v) -> bool:
 
 def shape_value(dims: Sequence) -> np.ndarray:
     """A Shape node's value: int64 where every dim is a size, else an object array."""
-    dims = [_normal(d) for d in dims]
-    if any(is_symbolic(d) for d in dims):
-        out = np.empty(len(dims), dtype=object)
-        out[:] = dims
-        return out
-    return np.asarray(dims, dtype=np.int64)
+    values = np.empty(len(dims), dtype=object)
+    values[:] = list(dims)
+    return _out(values)
 
 
 def _normal(d):
     """An int for a fixed size (an IntImm or numpy integer), else the simplified expression."""
     if isinstance(d, (int, np.integer)):
         return int(d)
-    if isinstance(d, tir.IntImm):
-        return int(d.value)
-    if is_symbolic(d):
-        d = sym.Analyzer().simplify(d)
-        return int(d.value) if isinstance(d, tir.IntImm) else d
+    if isinstance(d, tir.IntImm) or is_symbolic(d):
+        return dim_of(d)
     raise Unsupported(f"a shape entry {d!r} is not an integer")
 
 
@@ -75,25 +69,15 @@ def _out(v: np.ndarray) -> np.ndarray:
     return np.asarray(flat, dtype=np.int64).reshape(np.shape(v))
 
 
-def _analyzer(expr) -> sym.Analyzer:
-    """An analyzer that knows every dim variable in `expr` is at least 1."""
-    ana = sym.Analyzer()
-    seen: list = []
-
-    def visit(v):
-        if not any(v.same_as(s) for s in seen):
-            seen.append(v)
-            ana.update(v, sym.ConstIntBound(1, 2 ** 62))
-
-    structural_walk(expr, (tir.Var, visit))
-    return ana
-
-
 def decide(cond, what: str) -> bool:
     """A comparison of dim expressions, for every size the dims may take (each at least 1)."""
     if isinstance(cond, (bool, np.bool_)):
         return bool(cond)
-    ana = _analyzer(cond)
+    if hasattr(cond, "asobject"):  # `a == b` on expressions is TVM's deferred EqualOp
+        cond = cond.asobject()
+    ana = sym.Analyzer()
+    for v in dim_vars([[cond]]).values():
+        ana.update(v, sym.ConstIntBound(1, 2 ** 62))
     if ana.can_prove(cond):
         return True
     if ana.can_prove(tir.Not(cond)):
@@ -203,11 +187,3 @@ def _slice(x: np.ndarray, args: Sequence[np.ndarray]) -> np.ndarray:
 def target_dims(v: np.ndarray) -> list:
     """A shape input's entries: ints and dim expressions."""
     return [_normal(d) for d in np.asarray(v, dtype=object).reshape(-1)]
-
-
-def same_dim(a, b) -> bool:
-    """Whether two dims are equal for every size the dims may take."""
-    if not is_symbolic(a) and not is_symbolic(b):
-        return int(a) == int(b)
-    eq = tir.EQ(_int(a), _int(b))
-    return _analyzer(eq).can_prove(eq)
