@@ -18,6 +18,10 @@ from ...ops.value import is_if_then_else
 # sizes each symbolic dim (a dim bound at run time) takes in turn where lanes are judged: the
 # lanes must line up at every one of them
 SYMBOLIC_PROBES = (1, 5, 64)
+# the longest loop whose iterations are evaluated (arrays of this many int64 a block iterator):
+# a longer one (the last axis of a tensor past 2^31 elements, 2^30 long) is judged not to take
+# vectors, as an index the evaluator does not know is, instead of evaluating gigabytes of indices
+MAX_EVALUATED = 1 << 20
 
 
 def lane_envs(sch, block_rv, loop_rv):
@@ -27,12 +31,12 @@ def lane_envs(sch, block_rv, loop_rv):
     constant (TVM's simplifier cannot prove `(8a + lane) % 192 // 64` constant across lanes,
     so lanes are judged by evaluating the indices). A loop whose extent a symbolic dim sets (the
     grid of a kernel over dim ranges) is evaluated with the dim at each of SYMBOLIC_PROBES, the
-    dim's name bound in the envs too."""
+    dim's name bound in the envs too. None too for a loop longer than MAX_EVALUATED."""
     loop, realize = sch.get(loop_rv), sch.get_sref(block_rv).parent.stmt.body
     outer = [sch.get(lp) for lp in sch.get_loops(block_rv)]
     outer = [lp for lp in outer if not lp.loop_var.same_as(loop.loop_var)]
     if not isinstance(realize, s_tir.SBlockRealize) or not all(
-            isinstance(x, tirx.IntImm) for x in (loop.min, loop.extent)):
+            isinstance(x, tirx.IntImm) for x in (loop.min, loop.extent)) or loop.extent.value > MAX_EVALUATED:
         return None
     loop_names = {lp.loop_var.name for lp in [loop, *outer]}
     free = sorted(_var_names([x for lp in [loop, *outer] for x in (lp.min, lp.extent)]) - loop_names)

@@ -1,6 +1,7 @@
 """Tensor-core GEMMs over a symbolic M on a real GPU: one CUDA build of a small fp16 NHWC conv net
 (3x3, strided 3x3 and 1x1 convs with bias, residual and ReLU epilogues, a global pool and a
-classifier whose M is the batch), of a Linear over N*S rows (M = N * 77) and of attention's two
+classifier whose M is the batch), of a Linear over N*S rows (M = N * 77), of one over [2, S] tokens
+with its GELU fused (rows split by the run-time S) and of attention's two
 products over a symbolic sequence gives llvm's values at several sizes. The build itself (no
 GPU): tests/schedules/cuda/gemm/test_symbolic_m.py.
 
@@ -47,6 +48,17 @@ def linear(batch="N"):
     return b.build(b.gelu(b.bias_add(b.dense(rows, w), b.const(np.linspace(-1, 1, 96, dtype="float16")), axis=1)))
 
 
+def tokens(seq="N"):
+    """A Linear over [2, seq, 64] tokens with a GELU epilogue: rows 2*seq written back as
+    [2, seq, 96] (rows // seq, rows % seq), erf computed a lane at a time, fused."""
+    rng = np.random.default_rng(2)
+    b = tefuse.GraphBuilder()
+    x = b.input("x", (2, seq, 64), "float16")
+    w = b.const((rng.standard_normal((96, 64)) * 0.1).astype("float16"))
+    return b.build(b.gelu(b.bias_add(b.matmul(x, w, trans_b=True), b.const(np.linspace(-1, 1, 96, dtype="float16")),
+                                     axis=2)))
+
+
 def attention(seq="N"):
     """softmax(q k^T / 8) v over a symbolic sequence (two heads of 64): the products' M, N and K
     symbolic, the unfused path."""
@@ -56,7 +68,7 @@ def attention(seq="N"):
     return b.build(b.matmul(b.softmax(scores), v))
 
 
-GRAPHS = {"conv_net": conv_net, "linear": linear, "attention": attention}
+GRAPHS = {"conv_net": conv_net, "linear": linear, "tokens": tokens, "attention": attention}
 
 
 @pytest.fixture(scope="module", params=sorted(GRAPHS))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import tvm
 from tvm import tirx
+from tvm_ffi import structural_walk
 from tvm.s_tir.schedule import ScheduleError
 from tvm.s_tir.dlight.gpu.matmul import IterKind, auto_inline_producers
 
@@ -265,6 +266,11 @@ def store_epilogue(sch, acc_sh, epilogue_blocks, vec_max, width, on_gpu, m_major
         lanes = 1
     elif lanes > MAX_BOOL_LANES and bool_lanes_vary(sch, acc_sh, oj, lanes):
         lanes = MAX_BOOL_LANES
+    if lanes < vec_out and _divides_by_a_dim(sch.get(acc_sh).writes):
+        # an output whose rows split by a run-time size (a GEMM's N*S rows written to [N, S, H])
+        # has no register stage: a cache of its indices (rows // S, rows % S) is a region TVM
+        # cannot bound without knowing S > 0, so it would not compact to the thread's vector
+        vec_out = lanes
     if lanes == vec_out:
         fused = sch.fuse(*sch.get_loops(acc_sh)[-2:])
         _, f1, f2 = sch.split(fused, [None, 32, vec_out])
@@ -289,6 +295,20 @@ def store_epilogue(sch, acc_sh, epilogue_blocks, vec_max, width, on_gpu, m_major
         sch.unroll(vec)
     follow_outputs(sch, followers, f1)
     return vec_out
+
+
+def _divides_by_a_dim(regions) -> bool:
+    """Whether a region's indices divide by a run-time size (floordiv or floormod by a dim)."""
+    found = []
+
+    def visit(e):
+        if isinstance(e, (tirx.FloorDiv, tirx.FloorMod)) and not isinstance(e.b, tirx.IntImm):
+            found.append(e)
+
+    for r in regions:
+        for rng in r.region:
+            structural_walk(rng.min, ((tirx.FloorDiv, tirx.FloorMod), visit))
+    return bool(found)
 
 
 def follow_outputs(sch, followers: list[str], loop) -> None:

@@ -278,3 +278,17 @@ def test_an_int8_quantize_of_halves_loads_16_bytes_and_stores_8_a_thread():
     got = tefuse.build(g, "llvm").run(x=v)[0]
     want = np.clip(np.rint(v.astype(np.float32) / np.float32(0.05)) + 3, -128, 127).astype(np.int8)
     np.testing.assert_array_equal(got, want)
+
+
+def test_a_last_axis_too_long_to_evaluate_takes_no_vectors():
+    """A tensor past 2^31 elements whose last axis is 2^30 + 8 long: the lanes of a loop that long
+    are not evaluated (schedules/gpu/lanes.MAX_EVALUATED), so its kernel stores no vector, over
+    64-bit indices, built without evaluating gigabytes of indices."""
+    b = GraphBuilder()
+    x = b.input("x", (2, 2**30 + 8), "float16")
+    (k,) = tefuse.build(b.build(b.relu(b.add(x, b.const(np.float16(1.0))))), "cuda:sm_90", cache=None).kernels
+    src = k.source("cuda")
+    src = src[src.index('extern "C" __global__'):]
+    out = re.search(r"half\* __restrict__ (out_\w+)_ptr", src).group(1)
+    vec, scalar = _stores(src, out)
+    assert vec == 0 and scalar > 0 and "int64_t" in src

@@ -5,6 +5,7 @@ sm_90 and mma.sync for sm_80; the same schedule untensorized on llvm computes nu
 several sizes; exact builds keep their configs and checks. (On a GPU: tests/gpu/test_dynamic_gemm_gpu.py.)"""
 from __future__ import annotations
 
+import math
 import re
 import shutil
 
@@ -58,6 +59,18 @@ def context(seq="N", heads=2, d=64):
     return b.build(b.matmul(p, v))
 
 
+def tokens(seq="N", batch=2, k=64, n=96):
+    """A Linear over [batch, seq, k] tokens with a GELU epilogue: its rows batch*seq are written
+    back as [batch, seq, n] (rows // seq, rows % seq), and erf is computed a lane at a time."""
+    b = GraphBuilder()
+    x, w, bias = b.input("x", (batch, seq, k), "float16"), b.input("w", (n, k), "float16"), b.input("bias", (n,), "float16")
+    return b.build(b.gelu(b.bias_add(b.matmul(x, w, trans_b=True), bias, axis=2)))
+
+
+def _gelu(x):
+    return 0.5 * x * (1 + np.vectorize(math.erf)(x / math.sqrt(2)))
+
+
 def _conv_reference(x, w):
     r = w.shape[1]
     xp = np.pad(x, ((0, 0), (r // 2, r // 2), (r // 2, r // 2), (0, 0)))
@@ -69,8 +82,8 @@ CASES = {"dense": dense, "conv3x3": lambda batch="N": conv(batch, 3), "conv1x1":
 # what numpy computes from the float32 values of the inputs
 REFERENCE = {"dense": lambda x, w, bias: np.maximum(x @ w.T + bias, 0), "conv3x3": _conv_reference,
              "conv1x1": _conv_reference, "scores": lambda q, k: q @ k.transpose(0, 2, 1),
-             "context": lambda p, v: p @ v}
-NUMERIC_CASES = {**CASES, "scores": scores, "context": context}
+             "context": lambda p, v: p @ v, "tokens": lambda x, w, bias: _gelu(x @ w.T + bias)}
+NUMERIC_CASES = {**CASES, "scores": scores, "context": context, "tokens": tokens}
 
 
 def _lowered(graph):
