@@ -24,11 +24,12 @@ from .codegen.schedule import BestRecordSource, ConfigPredictor, ScheduleChoice,
 from .errors import BuildError, DynamicShapeError, GraphError, UnschedulableGroup
 from .fusion import FusedGroup, ProloguePolicy, fuse_graph
 from .fusion.horizontal import HorizontalRule, LaunchInfo, plan_launches
+from .fusion.split_groups import split_group
 from .fusion.workload import workload_key
 from .graph.attention import fuse_attention as form_attention
 from .graph.attention_keys import pad_attention_keys
 from .graph.buckets import BucketPlan, BucketsArg, bucket_plan
-from .graph.dims import DimRange, dim_vars, parse_range
+from .graph.dims import DimRange, concrete_shape, dim_vars, is_static, parse_range
 from .graph.fold_bn import fold_batch_norm, fold_batch_norm_params
 from .graph.grouped import dense_grouped_convs
 from .graph.ir import Graph
@@ -38,7 +39,7 @@ from .graph.patches import patch_convs_as_products
 from .graph.pixel_convs import pixel_convs_as_dense
 from .graph.scales import hoist_product_scales
 from .graph.siblings import merge_sibling_convs
-from .graph.split_k import split_k as split_reductions
+from .graph.split_k import SplitPolicy, split_k as split_reductions, splits_of
 from .graph.views import clone_shared_views
 from .graph.weights import nk_gemm_weights
 from .graph.calibration import Calibration, insert_qdq
@@ -46,7 +47,7 @@ from .graph.precision import QUANTIZED, check_precision, convert_precision, floa
 from .ops.value import dim_hints, dim_limits
 from .options import DEFAULT, BuildOptions
 from .runtime.executor import BuildTimes, CompiledGraph, variant_modules
-from .runtime.kernel import CompiledKernel
+from .runtime.kernel import CompiledKernel, SplitKernel, Variant, split_picks
 from .runtime.profiles import ProfiledGraph, profiled
 from .schedules import graph_policy, op_supported, prologue_policy
 from .schedules.registry import TIR_PIPELINE
@@ -165,21 +166,25 @@ def prepare_groups(target: tvm.target.Target, fuse: Callable[[frozenset], list[F
 @dataclass
 class VariantPrep:
     """A group scheduled again for a size bucket: `index` of its prepared group in the build,
-    `key` the bucket key (graph/buckets.py) it was scheduled for, projected on the dims it holds."""
+    `key` the bucket key (graph/buckets.py) it was scheduled for, projected on the dims it holds;
+    for a split-K pair (fusion/split_groups.py), `prep` its partial sums and `total` the rest."""
 
     index: int
     key: tuple
     prep: PreparedGroup
+    total: Optional[PreparedGroup] = None
 
 
 def prepare_variants(preps: list[PreparedGroup], plan: BucketPlan, target: tvm.target.Target,
                      db: Optional[BestRecordSource] = None, options: BuildOptions = DEFAULT,
                      predictor: Optional[ConfigPredictor] = None,
-                     jobs: Optional[int] = None) -> list[VariantPrep]:
+                     jobs: Optional[int] = None, split: Optional[SplitPolicy] = None) -> list[VariantPrep]:
     """Each kernel whose template sizes it from the sizes (Template.varies_with_size) scheduled
     for every other bucket of the dims it holds, under the bucket's representative sizes (the
-    prepared groups themselves serve the buckets that hold the ranges' opt). A bucket whose
-    scheduling fails keeps the kernel as it is (logged)."""
+    prepared groups themselves serve the buckets that hold the ranges' opt). Where `split` (the
+    graph's split-K rules) splits the group's product at those sizes and not at opt, the
+    variant is the split-K pair. A bucket whose scheduling fails keeps the kernel as it is
+    (logged)."""
     todo = []
     opt = plan.opt_key
     for i, p in enumerate(preps):
@@ -191,12 +196,27 @@ def prepare_variants(preps: list[PreparedGroup], plan: BucketPlan, target: tvm.t
             if key != mine:
                 todo.append((i, key))
 
+    def pair(group: FusedGroup) -> Optional[tuple[FusedGroup, FusedGroup]]:
+        """The group as the split-K pair its bucket's sizes call for (the dim_hints in force)."""
+        if split is None or group.anchor is None or group.anchor.attrs.get("split_k", 1) != 1:
+            return None
+        s = splits_of(group.anchor, split)
+        return split_group(group, s) if s > 1 else None
+
     def one(item):
-        """The group scheduled for the bucket, or None where the bucket's config is the one the
-        kernel has (nothing to schedule or compile: the kernel serves the bucket as it is)."""
+        """The group scheduled for the bucket: a split-K pair's two prepared groups, the group
+        alone, or None where the bucket's config is the kernel's (nothing to compile)."""
         i, key = item
         hints = plan.hints(key)
         with dim_hints(hints):
+            halves = pair(preps[i].group)
+            if halves is not None:
+                try:
+                    return tuple(prepare_group(g, target, db=db, options=options, predictor=predictor, sizes=hints)
+                                 for g in halves)
+                except BuildError as e:
+                    log.info("%s: no split-K variant for %s (%s)", preps[i].group.name, plan.describe(key),
+                             str(e).split(": ", 1)[-1])
             lowered = lower_group(preps[i].group)
             choice = _choose(lowered, target, db, options, predictor, hints)
             if _same_code_key(preps[i]) == _same_code_key(replace(preps[i], choice=choice)):
@@ -204,16 +224,30 @@ def prepare_variants(preps: list[PreparedGroup], plan: BucketPlan, target: tvm.t
             return prepare_group(preps[i].group, target, db=db, choice=choice, options=options, sizes=hints,
                                  lowered=lowered)
 
+    def shared(outcome: tuple, i: int, key: tuple) -> tuple:
+        """An identical group's outcome for group i: a split pair's halves each take group i's
+        own halves (their nodes and parameters), else as _for_group."""
+        prep, err = outcome
+        if err is not None or not isinstance(prep, tuple):
+            return _for_group(outcome, preps[i].lowered)
+        with dim_hints(plan.hints(key)):
+            halves = pair(preps[i].group)
+        if halves is None:
+            return None, BuildError("its split differs from the identical group's")
+        return tuple(_for_group((p, None), lower_group(g))[0] for p, g in zip(prep, halves)), None
+
     # identical groups (ResNet's repeated blocks: same workload and config) are scheduled once a
     # bucket, the others take that schedule with their own nodes (compile_groups then shares the module)
     owner = _first_with_key([(_same_code_key(preps[i]), key) for i, key in todo])
     leads = sorted(set(owner))
     scheduled = dict(zip(leads, _map_in_threads(one, [todo[n] for n in leads], jobs)))
-    outcomes = [scheduled[o] if o == n else _for_group(scheduled[o], preps[todo[n][0]].lowered)
-                for n, o in enumerate(owner)]
+    outcomes = [scheduled[o] if o == n else shared(scheduled[o], *todo[n]) for n, o in enumerate(owner)]
     out = []
     for (i, key), (prep, err) in zip(todo, outcomes):
         if prep is None and err is None:  # the kernel's own config
+            continue
+        if isinstance(prep, tuple):
+            out.append(VariantPrep(i, key, prep[0], prep[1]))
             continue
         if err is not None or prep.lowered.params != preps[i].lowered.params:
             why = err or "its parameters differ"
@@ -469,7 +503,7 @@ def compile_groups(preps: list[PreparedGroup], target: tvm.target.Target, cache=
 
 
 def build_summary(kernels: list[CompiledKernel], num_ops: int, seconds: float,
-                  variants: Optional[Mapping[int, Mapping[tuple, CompiledKernel]]] = None,
+                  variants: Optional[Mapping[int, Mapping[tuple, Variant]]] = None,
                   plan: Optional[BucketPlan] = None) -> str:
     """One line for a whole build: kernels, how many were compiled, shared or cached, and how
     many configs came from tuning records, from the transfer model (when any did), and from the
@@ -523,6 +557,7 @@ def prepare_graph(graph: Graph, target, *, precision: str = "fp32", layout: Opti
     graph = convert_precision(graph, precision)
     tgt = make_target(target)
     policy = graph_policy(device_caps(tgt), None if not split_k else 0 if split_k is True else int(split_k))
+    split = split_policy(tgt, split_k, any(not is_static(i.shape) for i in graph.inputs))
     if policy.gemm_products:  # after precision (tensor-core dtypes only), before layout: NCHW as imported
         graph = patch_convs_as_products(graph)
     graph = convert_layout(graph, auto_layout(precision, policy.channels_last) if layout is None else layout)
@@ -541,9 +576,17 @@ def prepare_graph(graph: Graph, target, *, precision: str = "fp32", layout: Opti
                                                                       by_default=fuse_attention is None))
     if policy.gemm_products:  # scores rows of whole 16-byte vectors where attention stays three kernels
         graph = pad_attention_keys(graph)
-    if policy.split is not None:  # after layout and weights: it splits NHWC convs and [N, K] Linears
-        graph = split_reductions(graph, policy.split)
+    if split is not None:  # after layout and weights: it splits NHWC convs and [N, K] Linears
+        graph = split_reductions(graph, split)
     return graph
+
+
+def split_policy(target: tvm.target.Target, split_k: Union[bool, int], symbolic: bool) -> Optional[SplitPolicy]:
+    """The split-K rules for build's `split_k` (True: the target's, N: N slices, False: none), None
+    where the target splits nothing. Over symbolic dims without Hopper's in-kernel cluster split,
+    which a run-time M does not take (schedules/cuda/gemm/cluster.py): the graph splits there."""
+    policy = graph_policy(device_caps(target), None if not split_k else 0 if split_k is True else int(split_k)).split
+    return replace(policy, in_kernel=None) if policy is not None and symbolic else policy
 
 
 GraphSource = Union[Graph, Mapping[int, Graph], Callable[[int], Graph]]
@@ -658,9 +701,11 @@ def _build_graph(graph: Graph, target, *, db, cache, fuse, prologue, multi_outpu
         db, options, predictor, jobs, sizes=plan.hints(plan.opt_key) if plan else None)
     if options.horizontal:
         preps = merge_horizontal(preps, tgt, options.horizontal_waves)
-    extra = prepare_variants(preps, plan, tgt, db, options, predictor, jobs) if plan and plan.size > 1 else []
+    extra = (prepare_variants(preps, plan, tgt, db, options, predictor, jobs, split_policy(tgt, split_k, True))
+             if plan and plan.size > 1 else [])
     t_compile = time.perf_counter()
-    built = compile_groups(preps + [v.prep for v in extra], tgt, cache=cache, jobs=jobs, progress=progress)
+    totals = [v.total for v in extra if v.total is not None]
+    built = compile_groups(preps + [v.prep for v in extra] + totals, tgt, cache=cache, jobs=jobs, progress=progress)
     kernels = built[:len(preps)]
     variants = bucket_variants(kernels, extra, built[len(preps):], plan) if extra else {}
     t_end = time.perf_counter()
@@ -674,20 +719,33 @@ def _build_graph(graph: Graph, target, *, db, cache, fuse, prologue, multi_outpu
 
 
 def bucket_variants(kernels: list[CompiledKernel], extra: list[VariantPrep], compiled: list[CompiledKernel],
-                    plan: BucketPlan) -> dict[int, dict[tuple, CompiledKernel]]:
+                    plan: BucketPlan) -> dict[int, dict[tuple, Variant]]:
     """{kernel index: {bucket key: its variant}} over every key of the plan, for the variants
     whose code differs from the kernel's (a bucket whose config is the kernel's own shares its
-    module, compile_groups' same-code rule, and needs no entry)."""
-    out: dict[int, dict[tuple, CompiledKernel]] = {}
+    module, compile_groups' same-code rule, and needs no entry). `compiled`: the variants'
+    kernels in `extra`'s order, then the split pairs' totals in theirs."""
+    out: dict[int, dict[tuple, Variant]] = {}
+    totals = iter(compiled[len(extra):])
     for v, k in zip(extra, compiled):
         base = kernels[v.index]
-        if k.module is base.module:
+        run: Variant = k
+        if v.total is not None:
+            total = next(totals)
+            run = SplitKernel(base.group, k, total, split_picks(base.params, base.outputs, k, total),
+                              _scratch_shape(k.outputs[0], plan, v.key))
+        elif k.module is base.module:
             continue
         dims = set(dim_vars([n.shape for n in [*base.group.inputs, *base.group.nodes]]))
         for key in plan.keys:
             if plan.project(key, dims) == v.key:
-                out.setdefault(v.index, {})[key] = k
+                out.setdefault(v.index, {})[key] = run
     return out
+
+
+def _scratch_shape(partials, plan: BucketPlan, key: tuple) -> tuple[int, ...]:
+    """A split pair's partial sums at the largest sizes its buckets hold (`key`, projected: a
+    dim at its opt bucket there is one the kernel does not hold)."""
+    return concrete_shape(partials.shape, plan.highs(key))
 
 
 def _transfer_predictor(db, options: BuildOptions) -> Optional[ConfigPredictor]:

@@ -108,6 +108,10 @@ class BucketPlan:
         """{dim: representative size} of a key's buckets: the dim_hints its variants are scheduled under."""
         return {d: bs[i].size for d, bs, i in zip(self.dims, self.buckets, key)}
 
+    def highs(self, key: BucketKey) -> dict[str, int]:
+        """{dim: the largest size} of a key's buckets: what a variant's own buffers are sized for."""
+        return {d: bs[i].hi for d, bs, i in zip(self.dims, self.buckets, key)}
+
     def project(self, key: BucketKey, dims) -> BucketKey:
         """The key with the dims not in `dims` at their opt bucket: a kernel over N alone has one
         variant for all of S's buckets."""

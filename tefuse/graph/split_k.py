@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
 from .ir import Graph, Node, RewriteContext, fresh_name, op_node, rewrite
 from .weights import tensor_core_operand, vector_lanes
@@ -116,18 +116,26 @@ def matmul_splits(n: Node, policy: SplitPolicy) -> int:
 SPLITTERS = {"conv2d": conv_splits, "matmul": matmul_splits}  # op -> its slice count
 
 
+def splits_of(n: Node, policy: SplitPolicy) -> int:
+    """How many slices `policy` gives node `n` (1: none, or not a product it splits)."""
+    return SPLITTERS[n.op](n, policy) if n.op in SPLITTERS else 1
+
+
+def split_node(n: Node, inputs: Sequence[Node], splits: int, names: set[str]) -> Node:
+    """`n` (a conv or Linear over `inputs`) as its partial sums in `splits` slices, then their
+    split_sum named as `n` (the partials take a fresh name from `names`)."""
+    partial = op_node(fresh_name(names, f"{n.name}_split"), n.op, list(inputs), {**n.attrs, "split_k": splits})
+    return op_node(n.name, "split_sum", [partial], {"dtype": n.dtype})
+
+
 def split_k(graph: Graph, policy: SplitPolicy) -> Graph:
     """The graph with each conv or Linear that `policy` splits as op(split_k=S) -> split_sum."""
-    chosen = {id(n): s for n in graph.nodes
-              if n.op in SPLITTERS and (s := SPLITTERS[n.op](n, policy)) > 1}
+    chosen = {id(n): s for n in graph.nodes if (s := splits_of(n, policy)) > 1}
     if not chosen:
         return graph
 
     def rule(n: Node, inputs: list[Node], ctx: RewriteContext) -> Node | None:
         s = chosen.get(id(n))
-        if s is None:
-            return None
-        partial = op_node(fresh_name(ctx.names, f"{n.name}_split"), n.op, inputs, {**n.attrs, "split_k": s})
-        return op_node(n.name, "split_sum", [partial], {"dtype": n.dtype})
+        return None if s is None else split_node(n, inputs, s, ctx.names)
 
     return rewrite(graph, rule)

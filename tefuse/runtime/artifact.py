@@ -23,7 +23,9 @@ symbolic dim of a shape as its name or as its expression ([op, a, b]) and each n
 plan.json's "dims" ("N": "1:8:32"), so the loaded graph runs at any size in them. With size
 buckets (graph/buckets.py) it also records each dim's buckets' upper ends ("buckets") and, in a
 kernel's entry, its size variants ("variants": each distinct variant's files, as a kernel's, and
-the bucket keys it serves); an artefact without them loads as one bucket a dim, as before.
+the bucket keys it serves; a split-K pair's ("split") its two kernels' files, which of the
+kernel's arguments each takes and its scratch's shape); an artefact without them loads as one
+bucket a dim, as before.
 
 A ROCm artefact saves without a GPU (its code objects are inside kNNN.so) but loads only where
 TVM has its ROCm runtime; elsewhere `load` says so in one line.
@@ -53,12 +55,12 @@ from typing import Any, Optional, Union
 import numpy as np
 import tvm
 
-from .kernel import CompiledKernel
+from .kernel import CompiledKernel, SplitKernel, Variant
 from ..errors import DynamicShapeError, GraphError, TefuseError
 from ..fusion import FusedGroup
 from ..graph.calibration import Calibration
 from ..graph.buckets import BucketPlan, bucket_plan
-from ..graph.dims import dim_from_json, dim_to_json, is_symbolic, parse_range
+from ..graph.dims import dim_from_json, dim_to_json, dim_vars, is_symbolic, parse_range
 from ..graph.ir import CONST, Graph, Node
 from ..ops import OpPattern
 from .executor import CompiledGraph
@@ -157,24 +159,41 @@ def _built(kern: CompiledKernel) -> dict:
 
 
 def _variant_entries(k: int, variants: dict) -> list[dict]:
-    """A kernel's size variants, each distinct module once with the bucket keys it serves."""
+    """A kernel's size variants, each distinct module once with the bucket keys it serves; a
+    split-K pair as its two kernels' entries, where each takes its arguments and its scratch."""
     keys: dict[int, list] = {}
-    first: dict[int, CompiledKernel] = {}
+    first: dict[int, Variant] = {}
     for key, v in variants.items():
         keys.setdefault(id(v.module), []).append(list(key))
         first.setdefault(id(v.module), v)
-    return [{**_files(f"kernels/k{k:03d}v{j}", v), **_built(v), "buckets": keys[m]}
-            for j, (m, v) in enumerate(first.items())]
+    out = []
+    for j, (m, v) in enumerate(first.items()):
+        if isinstance(v, SplitKernel):
+            p = v.scratch
+            out.append({"split": {"partial": {**_files(f"kernels/k{k:03d}v{j}p", v.partial), **_built(v.partial)},
+                                  "total": {**_files(f"kernels/k{k:03d}v{j}t", v.total), **_built(v.total)},
+                                  "picks": [list(x) for x in v.picks],
+                                  "scratch": {"name": p.name, "op": p.op, "shape": [dim_to_json(d) for d in p.shape],
+                                              "dtype": p.dtype, "allocated": list(v.scratch_shape)}},
+                        "buckets": keys[m]})
+        else:
+            out.append({**_files(f"kernels/k{k:03d}v{j}", v), **_built(v), "buckets": keys[m]})
+    return out
 
 
 def _variant_kernels(cg: CompiledGraph, plan: dict) -> list[tuple[CompiledKernel, dict]]:
-    """(variant, its plan entry) for every kernel's variants, in the plan's order."""
+    """(compiled module, its plan entry) for every kernel's variants, in the plan's order (a
+    split-K pair's two)."""
     out = []
     for k, entry in enumerate(plan["kernels"]):
-        firsts: dict[int, CompiledKernel] = {}
+        firsts: dict[int, Variant] = {}
         for v in cg.variants.get(k, {}).values():
             firsts.setdefault(id(v.module), v)
-        out.extend(zip(firsts.values(), entry.get("variants", [])))
+        for v, e in zip(firsts.values(), entry.get("variants", [])):
+            if isinstance(v, SplitKernel):
+                out.extend([(v.partial, e["split"]["partial"]), (v.total, e["split"]["total"])])
+            else:
+                out.append((v, e))
     return out
 
 
@@ -373,21 +392,39 @@ def _kernel(entry: dict, root: Path, plan: dict, by_name: dict[str, Node]) -> Co
 
 
 def _variants(kernel: CompiledKernel, entry: dict, root: Path, plan: dict,
-              buckets: Optional[BucketPlan]) -> dict[tuple, CompiledKernel]:
+              buckets: Optional[BucketPlan], variables: dict) -> dict[tuple, Variant]:
     """{bucket key: variant} of a kernel's entry: its group and parameters are the kernel's."""
-    out: dict[tuple, CompiledKernel] = {}
+    out: dict[tuple, Variant] = {}
     for v in entry.get("variants", []):
         if buckets is None:
             raise ArtifactError(f"{root / 'plan.json'}: kernel {entry['file']} has size variants and the "
                                 f"plan no buckets")
-        variant = _module_kernel(v, root, plan, kernel.group, kernel.params, kernel.outputs)
+        variant = (_split_variant(kernel, v["split"], root, plan, variables) if "split" in v
+                   else _module_kernel(v, root, plan, kernel.group, kernel.params, kernel.outputs))
         for key in v["buckets"]:
             key = tuple(int(i) for i in key)
             if len(key) != len(buckets.dims) or any(not 0 <= i < len(b) for i, b in zip(key, buckets.buckets)):
-                raise ArtifactError(f"{root / 'plan.json'}: variant {v['file']} names bucket {list(key)}, which "
+                raise ArtifactError(f"{root / 'plan.json'}: variant {variant.group.name} names bucket {list(key)}, which "
                                     f"the plan's buckets {buckets.to_json()} do not have")
             out[key] = variant
     return out
+
+
+def _split_variant(kernel: CompiledKernel, e: dict, root: Path, plan: dict, variables: dict) -> SplitKernel:
+    """A saved split-K pair: each kernel's parameters are the kernel's arguments its picks name,
+    the scratch (the partial sums' value) at the position past them."""
+    s = e["scratch"]
+    scratch = Node(s["name"], s["op"], [], {}, tuple(dim_from_json(d, variables) for d in s["shape"]), s["dtype"])
+    args = [*kernel.params, *kernel.outputs, scratch]
+    picks = tuple(tuple(int(i) for i in p) for p in e["picks"])
+    if len(picks) != 2 or any(not 0 <= i < len(args) for p in picks for i in p):
+        raise ArtifactError(f"{root / 'plan.json'}: split variant {e['partial']['file']} picks arguments "
+                            f"{e['picks']} of the {len(args)} its kernel has")
+    n_out = len(kernel.outputs)
+    partial = _module_kernel(e["partial"], root, plan, kernel.group, [args[i] for i in picks[0][:-1]], [scratch])
+    total = _module_kernel(e["total"], root, plan, kernel.group, [args[i] for i in picks[1][:-n_out]],
+                           list(kernel.outputs))
+    return SplitKernel(kernel.group, partial, total, picks, tuple(int(d) for d in s["allocated"]))
 
 
 def _module_kernel(entry: dict, root: Path, plan: dict, group: FusedGroup, params: list,
@@ -453,7 +490,8 @@ def _load_graph(root: Path, plan: dict, device_index: int) -> CompiledGraph:
         target = tvm.target.Target(plan["target"])
         ranges = {k: parse_range(v) for k, v in plan.get("dims", {}).items()}
         buckets = bucket_plan(ranges, plan["buckets"]) if "buckets" in plan else None
-        variants = {k: v for k, v in ((k, _variants(kern, e, root, plan, buckets))
+        variables = dim_vars([i.shape for i in graph.inputs])  # the graph's own, for a split's scratch
+        variants = {k: v for k, v in ((k, _variants(kern, e, root, plan, buckets, variables))
                                       for k, (kern, e) in enumerate(zip(kernels, plan["kernels"]))) if v}
         calibration = (Calibration.from_json(json.dumps(plan["calibration"]), f"{root / 'plan.json'}")
                        if "calibration" in plan else None)

@@ -19,7 +19,7 @@ from typing import Any, Mapping, Optional, Sequence, Union
 import numpy as np
 import tvm
 
-from .kernel import CompiledKernel
+from .kernel import CompiledKernel, SplitKernel, Variant
 from ..errors import DynamicShapeError, TefuseError
 from ..graph.buckets import BucketKey, BucketPlan
 from ..graph.dims import DimRange, bind_dims, concrete_shape, declared_shape, is_static, ranges_max
@@ -95,6 +95,8 @@ class BufferSet:
     # a dynamic graph's argument lists with its buffers viewed at one binding of its dims, by
     # that binding: a run at sizes seen before binds nothing again
     sized: dict = field(default_factory=dict, repr=False)
+    # each split-K variant's partial sums (runtime/kernel.SplitKernel), by id of the variant
+    scratch: dict = field(default_factory=dict, repr=False)
 
 
 @dataclass(frozen=True)
@@ -116,7 +118,7 @@ class CompiledGraph:
 
     def __init__(self, graph: Graph, target, kernels: list[CompiledKernel], device_index: int = 0,
                  dim_ranges: Optional[Mapping[str, DimRange]] = None,
-                 variants: Optional[Mapping[int, Mapping[BucketKey, CompiledKernel]]] = None,
+                 variants: Optional[Mapping[int, Mapping[BucketKey, Variant]]] = None,
                  buckets: Optional[BucketPlan] = None):
         self.graph = graph
         # symbolic dims (graph/dims.py): each input's declared shape, a dim's name where it is
@@ -124,9 +126,10 @@ class CompiledGraph:
         self.dim_ranges: dict[str, DimRange] = dict(dim_ranges or {})
         # size buckets (graph/buckets.py): {kernel index: {bucket key: the variant compiled for
         # those buckets}}; a run launches, per kernel, its variant for the run's buckets, else
-        # the kernel itself. Variants take the same parameters as their kernel.
+        # the kernel itself. Variants take the same parameters as their kernel (a split-K pair,
+        # runtime/kernel.SplitKernel, its scratch after them).
         self.buckets = buckets
-        self.variants: dict[int, dict[BucketKey, CompiledKernel]] = {i: dict(v) for i, v in (variants or {}).items()}
+        self.variants: dict[int, dict[BucketKey, Variant]] = {i: dict(v) for i, v in (variants or {}).items()}
         if self.variants and buckets is None:
             raise TefuseError("kernel variants need the size buckets they were compiled for")
         self._by_bucket: dict[BucketKey, tuple] = {}
@@ -242,9 +245,15 @@ class CompiledGraph:
         dim at its range's max), and "params", the constants uploaded so far (once per graph,
         whatever sizes it runs at)."""
         buffers = sum(int(np.prod(shape)) * np.dtype(dtype).itemsize for shape, dtype in self._slots)
+        buffers += sum(int(np.prod(v.scratch_shape)) * 4 for v in self._split_variants())
         with self._lock:
             params = sum(int(np.prod(t.shape)) * np.dtype(str(t.dtype)).itemsize for t in self._params.values())
         return {"buffers": buffers, "params": params}
+
+    def _split_variants(self) -> list[SplitKernel]:
+        """The split-K variants, each once."""
+        found = {id(v): v for per_key in self.variants.values() for v in per_key.values() if isinstance(v, SplitKernel)}
+        return list(found.values())
 
     def _param(self, n: Node) -> tvm.runtime.Tensor:
         t = self._params.get(n)
@@ -370,7 +379,9 @@ class CompiledGraph:
                 if n.op not in (INPUT, CONST) and self._plan.get(n) in out_slots:
                     uses[self._plan[n]].append((li, pos))
             launches.append((k, argv, holes))
-        return BufferSet(slots, launches, uses, kernels, version)
+        # allocated with the buffers: a run captured into a CUDA graph may allocate nothing
+        scratch = {id(v): tvm.runtime.empty(v.scratch_shape, "float32", self.device) for v in self._split_variants()}
+        return BufferSet(slots, launches, uses, kernels, version, scratch=scratch)
 
     def _current(self, bs: Optional[BufferSet]) -> bool:
         return bs is not None and bs.version == self._version and bs.kernels is self.kernels
@@ -478,7 +489,10 @@ class CompiledGraph:
         launches = []
         for run, (k, argv, holes) in zip(self.kernels_for(sizes), bs.launches):  # each its bucket's variant
             nodes = [*k.params, *k.outputs]
-            launches.append((run, [slot_of.get(p, a) for p, a in zip(nodes, argv)], holes))
+            bound = [slot_of.get(p, a) for p, a in zip(nodes, argv)]
+            if isinstance(run, SplitKernel):  # its partial sums last, viewed at this run's sizes
+                bound.append(bs.scratch[id(run)]._create_view(self._shape(run.scratch, sizes), "float32"))
+            launches.append((run, bound, holes))
         slots = list(bs.slots)
         for n, v in slot_of.items():  # an output's slot as this run sees it
             if n in self.graph.outputs:
@@ -572,7 +586,8 @@ class CompiledGraph:
 
     def time_kernels(self, *args, number: int = 10, repeat: int = 5, min_repeat_ms: int = 50,
                      **kwargs) -> list[float]:
-        """Median device time of each kernel in seconds (TVM's time_evaluator, after a warm-up run)."""
+        """Median device time of each kernel in seconds (TVM's time_evaluator, after a warm-up run; a
+        split-K variant's two kernels added)."""
         self.run(*args, as_numpy=False, **kwargs)
         env, sizes = self._bind(args, kwargs)
         times = []
@@ -581,23 +596,29 @@ class CompiledGraph:
                 argv = list(bound)
                 for i, key in holes:
                     argv[i] = env[key]
-                f = k.module.time_evaluator("main", self.device, number=number, repeat=repeat,
-                                            min_repeat_ms=min_repeat_ms)
-                times.append(float(np.median(f(*argv).results)))
+                parts = [(k, range(len(argv)))] if not isinstance(k, SplitKernel) else zip(k.parts, k.picks)
+                t = 0.0
+                for part, picks in parts:
+                    f = part.module.time_evaluator("main", self.device, number=number, repeat=repeat,
+                                                   min_repeat_ms=min_repeat_ms)
+                    t += float(np.median(f(*[argv[i] for i in picks]).results))
+                times.append(t)
         return times
 
     __call__ = run
 
 
 def variant_modules(kernels: Sequence[CompiledKernel],
-                    variants: Mapping[int, Mapping[BucketKey, CompiledKernel]]) -> list[CompiledKernel]:
-    """The size variants' distinct modules that no kernel runs itself (one each)."""
+                    variants: Mapping[int, Mapping[BucketKey, Variant]]) -> list[CompiledKernel]:
+    """The size variants' distinct modules that no kernel runs itself (one each; a split-K
+    variant's two)."""
     base = {id(k.module) for k in kernels}
     seen: dict[int, CompiledKernel] = {}
     for per_key in variants.values():
-        for k in per_key.values():
-            if id(k.module) not in base:
-                seen.setdefault(id(k.module), k)
+        for v in per_key.values():
+            for k in (v.parts if isinstance(v, SplitKernel) else (v,)):
+                if id(k.module) not in base:
+                    seen.setdefault(id(k.module), k)
     return list(seen.values())
 
 

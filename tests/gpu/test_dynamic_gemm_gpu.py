@@ -1,7 +1,8 @@
 """Tensor-core GEMMs over a symbolic M on a real GPU: one CUDA build of a small fp16 NHWC conv net
 (3x3, strided 3x3 and 1x1 convs with bias, residual and ReLU epilogues, a global pool and a
 classifier whose M is the batch), of a Linear over N*S rows (M = N * 77), of one over [2, S] tokens
-with its GELU fused (rows split by the run-time S) and of attention's two
+with its GELU fused (rows split by the run-time S), of a deep conv whose small-batch bucket runs
+split-K, and of attention's two
 products over a symbolic sequence gives llvm's values at several sizes. The build itself (no
 GPU): tests/schedules/cuda/gemm/test_symbolic_m.py.
 
@@ -90,3 +91,28 @@ def test_one_cuda_build_matches_llvm_at_each_batch(builds, n, rng):
         assert g.shape == w.shape
         w = w.astype("float32")
         np.testing.assert_allclose(g.astype("float32"), w, rtol=2e-2, atol=2e-2 * np.abs(w).max())
+
+
+def deep_conv(batch="N"):
+    """ResNet-50's last-stage 3x3 conv (512 channels at 7x7) with bias and ReLU: at a batch of a
+    few images its grid is too small, and the bucket 1-4 of a 1:32:64 build runs it split-K."""
+    rng = np.random.default_rng(3)
+    b = tefuse.GraphBuilder()
+    x = b.input("x", (batch, 7, 7, 512), "float16")
+    w = b.const((rng.standard_normal((512, 3, 3, 512)) * 0.02).astype("float16"))
+    y = b.conv2d(x, w, padding=1, layout="NHWC", weight_layout="OHWI")
+    return b.build(b.relu(b.bias_add(y, b.const(rng.standard_normal(512).astype("float16")), axis=3)))
+
+
+def test_a_small_batch_bucket_runs_its_split_k_pair_and_matches_llvm(rng):
+    from tefuse.runtime.kernel import SplitKernel
+
+    cuda = tefuse.build(deep_conv(), "cuda", dynamic={"N": "1:32:64"})
+    llvm = tefuse.build(deep_conv(), "llvm", dynamic={"N": "1:32:64"})
+    assert isinstance(cuda.kernels_for({"N": 1})[0], SplitKernel)
+    assert not isinstance(cuda.kernels_for({"N": 32})[0], SplitKernel)
+    for n in (1, 3, 4, 8):  # the pair at 1-4, the kernel at 8
+        x = rng.standard_normal((n, 7, 7, 512)).astype("float16")
+        (got,), (want,) = cuda.run(x), llvm.run(x)
+        want = want.astype("float32")
+        np.testing.assert_allclose(got.astype("float32"), want, rtol=2e-2, atol=2e-2 * np.abs(want).max())
