@@ -95,8 +95,9 @@ class BufferSet:
     # a dynamic graph's argument lists with its buffers viewed at one binding of its dims, by
     # that binding: a run at sizes seen before binds nothing again
     sized: dict = field(default_factory=dict, repr=False)
-    # each split-K variant's partial sums (runtime/kernel.SplitKernel), by id of the variant
-    scratch: dict = field(default_factory=dict, repr=False)
+    # the split-K variants' partial sums (runtime/kernel.SplitKernel): one buffer, each variant's
+    # a view of it (a run's kernels run one after another), None without such variants
+    scratch: Optional[tvm.runtime.Tensor] = None
 
 
 @dataclass(frozen=True)
@@ -245,15 +246,15 @@ class CompiledGraph:
         dim at its range's max), and "params", the constants uploaded so far (once per graph,
         whatever sizes it runs at)."""
         buffers = sum(int(np.prod(shape)) * np.dtype(dtype).itemsize for shape, dtype in self._slots)
-        buffers += sum(int(np.prod(v.scratch_shape)) * 4 for v in self._split_variants())
+        buffers += 4 * self._scratch_elements()
         with self._lock:
             params = sum(int(np.prod(t.shape)) * np.dtype(str(t.dtype)).itemsize for t in self._params.values())
         return {"buffers": buffers, "params": params}
 
-    def _split_variants(self) -> list[SplitKernel]:
-        """The split-K variants, each once."""
-        found = {id(v): v for per_key in self.variants.values() for v in per_key.values() if isinstance(v, SplitKernel)}
-        return list(found.values())
+    def _scratch_elements(self) -> int:
+        """float32 elements of the largest split-K variant's partial sums (0: none)."""
+        return max((int(np.prod(v.scratch_shape)) for per_key in self.variants.values() for v in per_key.values()
+                    if isinstance(v, SplitKernel)), default=0)
 
     def _param(self, n: Node) -> tvm.runtime.Tensor:
         t = self._params.get(n)
@@ -380,7 +381,8 @@ class CompiledGraph:
                     uses[self._plan[n]].append((li, pos))
             launches.append((k, argv, holes))
         # allocated with the buffers: a run captured into a CUDA graph may allocate nothing
-        scratch = {id(v): tvm.runtime.empty(v.scratch_shape, "float32", self.device) for v in self._split_variants()}
+        n = self._scratch_elements()
+        scratch = tvm.runtime.empty((n,), "float32", self.device) if n else None
         return BufferSet(slots, launches, uses, kernels, version, scratch=scratch)
 
     def _current(self, bs: Optional[BufferSet]) -> bool:
@@ -491,7 +493,7 @@ class CompiledGraph:
             nodes = [*k.params, *k.outputs]
             bound = [slot_of.get(p, a) for p, a in zip(nodes, argv)]
             if isinstance(run, SplitKernel):  # its partial sums last, viewed at this run's sizes
-                bound.append(bs.scratch[id(run)]._create_view(self._shape(run.scratch, sizes), "float32"))
+                bound.append(bs.scratch._create_view(self._shape(run.scratch, sizes), "float32"))
             launches.append((run, bound, holes))
         slots = list(bs.slots)
         for n, v in slot_of.items():  # an output's slot as this run sees it

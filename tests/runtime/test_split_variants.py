@@ -1,8 +1,8 @@
 """Split-K variants on llvm: a dynamic conv whose small-batch bucket calls for split-K (a split
 policy that splits grids of at most two images, the CPU template made to vary with size) gets
 that bucket's variant as a split pair (partial sums, then their sum with the epilogue), runs
-each size on its bucket's kernels and matches numpy; the pair's scratch is one per buffer set,
-sized for its bucket; a saved build loads with the pair and runs it."""
+each size on its bucket's kernels and matches numpy; the pairs' partial sums share one buffer a
+buffer set, sized for the largest; a saved build loads with the pair and runs it."""
 from __future__ import annotations
 
 import numpy as np
