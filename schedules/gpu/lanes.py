@@ -137,6 +137,23 @@ def _lane_groups(values, n: int, vec: int):
 MAX_BOOL_LANES = 4
 
 
+# the widest float32 vector TVM's CUDA codegen prints right: a float32x8 is held as ulonglong4,
+# and a constant broadcast to it is printed as make_ulonglong4 of eight floats, which nvcc refuses
+# (an fp16 epilogue computed in float32, GELU's erf, 8 lanes wide)
+MAX_FLOAT32_LANES = 4
+
+
+def computes_float32(body) -> bool:
+    """Whether a block body computes in float32 (a half epilogue's erf, a cast through float32)."""
+    todo = [body]
+    while todo:
+        n = todo.pop()
+        if isinstance(n, tirx.Expr) and not isinstance(n, tirx.Var) and _dtype(n).startswith("float32"):
+            return True
+        todo.extend(children(n))
+    return False
+
+
 def bool_lanes_vary(sch, block_rv, loop_rv, vec: int) -> bool:
     """Whether loop_rv, vectorized `vec` wide, would compute a boolean that differs between
     the lanes of one vector: a select on loaded data (a ReLU, leaky ReLU or clip prologue or

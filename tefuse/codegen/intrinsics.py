@@ -5,9 +5,16 @@ call to the C library's fmod on x86 and AArch64, so the call is made directly: e
 a - trunc(a / b) * b is not.
 
 ops/fastmath.py's sample ratio is CUDA's `__fdividef`; the CPU and ROCm targets divide exactly.
+
+`tirx.erf` is declared vectorizable: without it TVM's vectorizer computes a loop holding erf, and
+its stores, a lane at a time, so a GEMM epilogue with GELU (BERT) stored two bytes a lane or,
+over rows split by a run-time size, was not fused at all. CUDA's codegen prints a vector erf a
+lane at a time (erff each) and ROCm lowers erf to arithmetic; on llvm, whose codegen would hand
+the vector to libm's scalar erff, the call is made here a lane at a time.
 """
 from __future__ import annotations
 
+import tvm
 from tvm import tirx as tir
 
 from ..ops.fastmath import FAST_DIVIDE
@@ -33,3 +40,21 @@ def _exact_divide(op):
 
 for _target in ("llvm", "rocm"):
     tir.register_intrin_lowering(FAST_DIVIDE, target=_target, f=_exact_divide, level=99)
+
+
+def _erf_llvm(op):
+    dtype = expr_dtype(op)
+    lanes = tvm.runtime.DataType(dtype).lanes
+    scalar = dtype.split("x")[0]
+    if scalar not in ("float32", "float64"):  # half types reach here computed in float32 (ops/elemwise.py)
+        return op
+    name = {"float32": "erff", "float64": "erf"}[scalar]
+    if lanes == 1:
+        return tir.call_pure_extern(dtype, name, *op.args)
+    (x,) = op.args
+    return tir.Shuffle([tir.call_pure_extern(scalar, name, tir.Shuffle([x], [i])) for i in range(lanes)],
+                       list(range(lanes)))
+
+
+tvm.ir.register_op_attr("tirx.erf", "TVectorizable", True)
+tir.register_intrin_lowering("tirx.erf", target="llvm", f=_erf_llvm, level=99)
