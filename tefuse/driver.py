@@ -701,13 +701,28 @@ def _build_graph(graph: Graph, target, *, db, cache, fuse, prologue, multi_outpu
         db, options, predictor, jobs, sizes=plan.hints(plan.opt_key) if plan else None)
     if options.horizontal:
         preps = merge_horizontal(preps, tgt, options.horizontal_waves)
-    extra = (prepare_variants(preps, plan, tgt, db, options, predictor, jobs, split_policy(tgt, split_k, True))
-             if plan and plan.size > 1 else [])
-    t_compile = time.perf_counter()
+    tally = _Tally(progress)
+    extra: list[VariantPrep] = []
+    if plan and plan.size > 1:
+        # the kernels compile while their size variants are scheduled: the device compiler runs
+        # outside the GIL that scheduling holds
+        with cf.ThreadPoolExecutor(1, thread_name_prefix="tefuse-kernels") as pool:
+            base = pool.submit(contextvars.copy_context().run, compile_groups, preps, tgt, cache=cache, jobs=jobs,
+                               progress=tally.first)
+            try:
+                extra = prepare_variants(preps, plan, tgt, db, options, predictor, jobs,
+                                         split_policy(tgt, split_k, True))
+            finally:
+                kernels = base.result()
+        t_compile = time.perf_counter()
+    else:
+        t_compile = time.perf_counter()
+        kernels = compile_groups(preps, tgt, cache=cache, jobs=jobs, progress=tally.first)
     totals = [v.total for v in extra if v.total is not None]
-    built = compile_groups(preps + [v.prep for v in extra] + totals, tgt, cache=cache, jobs=jobs, progress=progress)
-    kernels = built[:len(preps)]
-    variants = bucket_variants(kernels, extra, built[len(preps):], plan) if extra else {}
+    compiled = (compile_groups([v.prep for v in extra] + totals, tgt, cache=cache, jobs=jobs, progress=tally.then)
+                if extra else [])
+    built = kernels + compiled
+    variants = bucket_variants(kernels, extra, compiled, plan) if extra else {}
     t_end = time.perf_counter()
     log.info("%s", build_summary(kernels, sum(len(g.nodes) for g in groups), t_end - t0, variants, plan))
     cg = CompiledGraph(graph, tgt, kernels, dim_ranges=ranges, variants=variants, buckets=plan)
@@ -716,6 +731,23 @@ def _build_graph(graph: Graph, target, *, db, cache, fuse, prologue, multi_outpu
     cg.build_times = BuildTimes(t_graph, t_compile - t0, t_end - t_compile, len(kernels),
                                 sum(not k.from_cache for k in modules.values()))
     return cg
+
+
+class _Tally:
+    """A build's progress over two compiles (a dynamic build's kernels, then their size
+    variants) as one count: `first` reports the kernels, `then` goes on from them."""
+
+    def __init__(self, progress: Optional[Callable[[int, int], None]]):
+        self.progress, self.before = progress, 0
+
+    def first(self, done: int, total: int) -> None:
+        self.before = total
+        if self.progress is not None:
+            self.progress(done, total)
+
+    def then(self, done: int, total: int) -> None:
+        if self.progress is not None:
+            self.progress(self.before + done, self.before + total)
 
 
 def bucket_variants(kernels: list[CompiledKernel], extra: list[VariantPrep], compiled: list[CompiledKernel],

@@ -86,6 +86,8 @@ def build_progress(desc: str = "compiling kernels") -> tuple[Optional[Callable[[
             b = state["bar"] = bar(total, desc, unit="kernel")
             if b is None:
                 return
+        if b.total != total:  # a second compile (a dynamic build's size variants) adds to it
+            b.total = total
         b.n = done
         b.refresh()
 
