@@ -134,3 +134,16 @@ def test_groups_repeating_a_workload_are_scheduled_once_and_computed_with_their_
         want = np.maximum(sum(np.einsum("nchw,kc->nkhw", p[:, :, i:i + 6, j:j + 6], w[:, :, i, j])
                               for i in range(3) for j in range(3)), 0)
     np.testing.assert_allclose(cg.run(x=xv)[0], want, rtol=1e-4, atol=1e-4)
+
+
+def test_over_symbolic_dims_the_graph_splits_what_hoppers_cluster_split_would_have():
+    """The in-kernel cluster split takes whole tiles of rows, which a run-time M need not have:
+    a dynamic graph's split rules leave nothing to it; a fixed-size graph's keep it; the CPU
+    splits nothing."""
+    from tefuse.driver import split_policy
+    from tefuse.target import make_target
+
+    hopper = make_target("cuda:sm_90")
+    assert split_policy(hopper, True, False).in_kernel is not None
+    assert split_policy(hopper, True, True).in_kernel is None
+    assert split_policy(hopper, False, True) is None and split_policy(make_target("llvm"), True, True) is None

@@ -44,12 +44,21 @@ def _reference(x):
     return np.maximum(np.einsum("nyxcij,kijc->nyxk", windows, w) + bias, 0)
 
 
+PROGRESS: list[tuple[int, int]] = []  # the build's progress calls (done, total)
+
+
 @pytest.fixture(scope="module")
 def split_build():
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(CpuGeneric, "size_buckets", True)
         mp.setattr(driver, "split_policy", lambda target, split_k, symbolic: SmallGridSplits(sms=1, min_mn=1))
-        return tefuse.build(_graph(), "llvm", dynamic={"N": RANGE}, buckets={"N": ENDS}, cache=None)
+        return tefuse.build(_graph(), "llvm", dynamic={"N": RANGE}, buckets={"N": ENDS}, cache=None,
+                            progress=lambda done, total: PROGRESS.append((done, total)))
+
+
+def test_progress_counts_the_kernels_then_the_variants_as_one(split_build):
+    """One kernel compiled, then the pair's two: 1 of 1, then 2 of 3 and 3 of 3."""
+    assert PROGRESS[0] == (1, 1) and sorted(PROGRESS[1:]) == [(2, 3), (3, 3)]
 
 
 def test_the_small_bucket_runs_a_split_pair_and_the_opt_bucket_the_kernel(split_build):
