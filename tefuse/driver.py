@@ -556,7 +556,7 @@ def prepare_graph(graph: Graph, target, *, precision: str = "fp32", layout: Opti
     graph = clone_shared_views(hoist_product_scales(graph))
     graph = convert_precision(graph, precision)
     tgt = make_target(target)
-    policy = graph_policy(device_caps(tgt), None if not split_k else 0 if split_k is True else int(split_k))
+    policy = graph_policy(device_caps(tgt), _forced_splits(split_k))
     split = split_policy(tgt, split_k, any(not is_static(i.shape) for i in graph.inputs))
     if policy.gemm_products:  # after precision (tensor-core dtypes only), before layout: NCHW as imported
         graph = patch_convs_as_products(graph)
@@ -585,8 +585,13 @@ def split_policy(target: tvm.target.Target, split_k: Union[bool, int], symbolic:
     """The split-K rules for build's `split_k` (True: the target's, N: N slices, False: none), None
     where the target splits nothing. Over symbolic dims without Hopper's in-kernel cluster split,
     which a run-time M does not take (schedules/cuda/gemm/cluster.py): the graph splits there."""
-    policy = graph_policy(device_caps(target), None if not split_k else 0 if split_k is True else int(split_k)).split
+    policy = graph_policy(device_caps(target), _forced_splits(split_k)).split
     return replace(policy, in_kernel=None) if policy is not None and symbolic else policy
+
+
+def _forced_splits(split_k: Union[bool, int]) -> Optional[int]:
+    """graph_policy's split_k for build's: None for no split, 0 for the rules, N for N slices."""
+    return None if not split_k else 0 if split_k is True else int(split_k)
 
 
 GraphSource = Union[Graph, Mapping[int, Graph], Callable[[int], Graph]]
