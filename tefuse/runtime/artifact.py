@@ -55,7 +55,7 @@ from typing import Any, Optional, Union
 import numpy as np
 import tvm
 
-from .kernel import CompiledKernel, SplitKernel, Variant
+from .kernel import CompiledKernel, SplitKernel, Variant, variant_identity
 from ..errors import DynamicShapeError, GraphError, TefuseError
 from ..fusion import FusedGroup
 from ..graph.calibration import Calibration
@@ -159,13 +159,13 @@ def _built(kern: CompiledKernel) -> dict:
 
 
 def _variant_entries(k: int, variants: dict) -> list[dict]:
-    """A kernel's size variants, each distinct module once with the bucket keys it serves; a
+    """A kernel's size variants, each distinct one once with the bucket keys it serves; a
     split-K pair as its two kernels' entries, where each takes its arguments and its scratch."""
-    keys: dict[int, list] = {}
-    first: dict[int, Variant] = {}
+    keys: dict[tuple, list] = {}
+    first: dict[tuple, Variant] = {}
     for key, v in variants.items():
-        keys.setdefault(id(v.module), []).append(list(key))
-        first.setdefault(id(v.module), v)
+        keys.setdefault(variant_identity(v), []).append(list(key))
+        first.setdefault(variant_identity(v), v)
     out = []
     for j, (m, v) in enumerate(first.items()):
         if isinstance(v, SplitKernel):
@@ -186,9 +186,9 @@ def _variant_kernels(cg: CompiledGraph, plan: dict) -> list[tuple[CompiledKernel
     split-K pair's two)."""
     out = []
     for k, entry in enumerate(plan["kernels"]):
-        firsts: dict[int, Variant] = {}
+        firsts: dict[tuple, Variant] = {}
         for v in cg.variants.get(k, {}).values():
-            firsts.setdefault(id(v.module), v)
+            firsts.setdefault(variant_identity(v), v)
         for v, e in zip(firsts.values(), entry.get("variants", [])):
             if isinstance(v, SplitKernel):
                 out.extend([(v.partial, e["split"]["partial"]), (v.total, e["split"]["total"])])

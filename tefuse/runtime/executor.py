@@ -19,7 +19,7 @@ from typing import Any, Mapping, Optional, Sequence, Union
 import numpy as np
 import tvm
 
-from .kernel import CompiledKernel, SplitKernel, Variant
+from .kernel import CompiledKernel, SplitKernel, Variant, variant_identity
 from ..errors import DynamicShapeError, TefuseError
 from ..graph.buckets import BucketKey, BucketPlan
 from ..graph.dims import DimRange, bind_dims, concrete_shape, declared_shape, is_static, ranges_max
@@ -184,13 +184,13 @@ class CompiledGraph:
                 parts.append(f"// ---- {k.group.name} [{where}] ----\n{v.source(kind)}")
         return "\n".join(parts)
 
-    def _variants_of(self, i: int) -> list[tuple[str, CompiledKernel]]:
+    def _variants_of(self, i: int) -> list[tuple[str, Variant]]:
         """(the buckets it serves, described; variant) for each distinct variant of kernel i."""
-        keys: dict[int, list] = {}
-        mods: dict[int, CompiledKernel] = {}
+        keys: dict[tuple, list] = {}
+        mods: dict[tuple, Variant] = {}
         for key, v in self.variants.get(i, {}).items():
-            keys.setdefault(id(v.module), []).append(key)
-            mods.setdefault(id(v.module), v)
+            keys.setdefault(variant_identity(v), []).append(key)
+            mods.setdefault(variant_identity(v), v)
         return [(" ".join(self.buckets.describe(k) for k in keys[m]), v) for m, v in mods.items()]
 
     def summary(self) -> str:

@@ -89,11 +89,6 @@ class SplitKernel:
         return self.partial.outputs[0]
 
     @property
-    def module(self) -> tvm.runtime.Module:
-        """The partials' module: what tells this variant's code apart from another's."""
-        return self.partial.module
-
-    @property
     def template(self) -> str:
         return f"{self.partial.template}+{self.total.template}"
 
@@ -139,3 +134,11 @@ def split_picks(params: list[Node], outputs: list[Node], partial: CompiledKernel
 
 
 Variant = Union[CompiledKernel, SplitKernel]  # what a kernel runs as in a size bucket
+
+
+def variant_identity(v: Variant) -> tuple:
+    """What tells one variant's code from another's: its module, a split pair's two modules and
+    its scratch (two pairs may share the partials' module and differ in the rest)."""
+    if isinstance(v, SplitKernel):
+        return id(v.partial.module), id(v.total.module), v.scratch_shape
+    return (id(v.module),)

@@ -93,3 +93,21 @@ def test_a_saved_split_pair_loads_and_runs(split_build, tmp_path, rng):
     for n in (2, 6):
         x = rng.standard_normal((n, HW, HW, C)).astype("float16")
         np.testing.assert_array_equal(cg.run(x)[0], split_build.run(x)[0])
+
+
+def test_pairs_sharing_their_partials_module_save_and_run_apart(tmp_path, rng):
+    """Buckets 1 and 2 both split: the two pairs' partial sums compile to one module, and each
+    keeps its own scratch size, in the build and in the artefact it loads from."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(CpuGeneric, "size_buckets", True)
+        mp.setattr(driver, "split_policy", lambda target, split_k, symbolic: SmallGridSplits(sms=1, min_mn=1))
+        cg = tefuse.build(_graph(), "llvm", dynamic={"N": RANGE}, buckets={"N": [1, 2, 8]}, cache=None)
+    one, two = cg.kernels_for({"N": 1})[0], cg.kernels_for({"N": 2})[0]
+    assert one.partial.module is two.partial.module and one.scratch_shape != two.scratch_shape
+    save(cg, tmp_path / "art")
+    loaded = load(tmp_path / "art")
+    assert [loaded.kernels_for({"N": n})[0].scratch_shape for n in (1, 2)] == [one.scratch_shape, two.scratch_shape]
+    for n in (1, 2):
+        x = rng.standard_normal((n, HW, HW, C)).astype("float16")
+        want = _reference(x)
+        np.testing.assert_allclose(loaded.run(x)[0].astype("float32"), want, rtol=2e-2, atol=2e-2 * np.abs(want).max())
