@@ -243,7 +243,7 @@ class CompiledGraph:
 
     def memory(self) -> dict[str, int]:
         """Device bytes: "buffers", one run's intermediates and outputs as planned (a symbolic
-        dim at its range's max), and "params", the constants uploaded so far (once per graph,
+        dim at its range's max) with the split-K variants' scratch, and "params", the constants uploaded so far (once per graph,
         whatever sizes it runs at)."""
         buffers = sum(int(np.prod(shape)) * np.dtype(dtype).itemsize for shape, dtype in self._slots)
         buffers += 4 * self._scratch_elements()
