@@ -20,6 +20,7 @@ from ..intrin.tvm_library import tvm_cuda_intrinsics
 from ..intrin.wgmma import bk_of
 from ..passes.chunk_guards import chunk_guards
 from ..passes.clamp_rows import clamp_rows
+from ..passes.dim_bounds import divide_free_bounds
 from ..passes.hoist import PIPELINE as HOIST_PIPELINE
 from ..passes.late_pipeline import PIPELINE as LATE_PIPELINE
 from ..passes.narrow_staging import narrow_staging
@@ -187,7 +188,7 @@ class TensorCoreGemm(Template):
                         a_m_major=nchw, c_m_major=nchw, slices=slices, codes=_codes(info)), target)
 
     def finish(self, mod, info: KernelInfo, cfg: Config, target):
-        steps = [clamp_rows, chunk_guards]  # (on llvm too: same numbers)
+        steps = [clamp_rows, chunk_guards, divide_free_bounds]  # (on llvm too: same numbers)
         if device_caps(target).kind == "cuda":
             steps.append(narrow_staging)
         out = mod.clone()

@@ -132,8 +132,9 @@ def test_every_tile_buffer_has_a_constant_size(case, arch):
 @pytest.mark.parametrize("arch", ["sm_90", "sm_80"])
 def test_the_symbolic_schedule_computes_numpys_values_at_each_size_on_llvm(case, arch, rng):
     """The template's schedule with plain loops (llvm cannot run tensor-core intrinsics): every tile,
-    pad and masked tail as on the GPU, one compiled function run at three sizes of the dim (the
-    attention products: M, N or the reduction symbolic too)."""
+    pad and masked tail as on the GPU, its rewrites (the row bounds without division by a dim
+    among them), one compiled function run at three sizes of the dim (the attention products: M,
+    N or the reduction symbolic too)."""
     low = _lowered(NUMERIC_CASES[case]())
     cuda = make_target(f"cuda:{arch}")
     t = find_template(cuda, low.info.anchor_kind, info=low.info)[0]
@@ -141,7 +142,7 @@ def test_the_symbolic_schedule_computes_numpys_values_at_each_size_on_llvm(case,
     cfg = t.fallback(low.info, cuda, t.space(low.info, cuda))
     sch = s_tir.Schedule(t.prepare(low.func, low.info, cfg, cuda), enable_check=t.schedule_checks(low.info, cfg))
     t.apply(sch, low.info, cfg, make_target("llvm"))
-    lib = tvm.compile(sch.mod, target="llvm")
+    lib = tvm.compile(t.finish(sch.mod, low.info, cfg, make_target("llvm")), target="llvm")
     for size in (1, 5, 32):
         graph = NUMERIC_CASES[case](size)
         feeds = {p.name: (rng.standard_normal([int(d) for d in p.shape]) * 0.5).astype("float16")
