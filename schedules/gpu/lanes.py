@@ -137,18 +137,18 @@ def _lane_groups(values, n: int, vec: int):
 MAX_BOOL_LANES = 4
 
 
-# the widest float32 vector TVM's CUDA codegen prints right: a float32x8 is held as ulonglong4,
-# and a constant broadcast to it is printed as make_ulonglong4 of eight floats, which nvcc refuses
-# (an fp16 epilogue computed in float32, GELU's erf, 8 lanes wide)
+# the widest vector a float32 constant is broadcast to that TVM's CUDA codegen prints right: a
+# float32x8 is held as ulonglong4, and the constant is printed as make_ulonglong4 of eight floats,
+# which nvcc refuses (GELU computed in float32, 8 lanes wide)
 MAX_FLOAT32_LANES = 4
 
 
-def computes_float32(body) -> bool:
-    """Whether a block body computes in float32 (a half epilogue's erf, a cast through float32)."""
+def has_float32_constants(body) -> bool:
+    """Whether a block body holds a float32 constant (which its vectors would broadcast)."""
     todo = [body]
     while todo:
         n = todo.pop()
-        if isinstance(n, tirx.Expr) and not isinstance(n, tirx.Var) and _dtype(n).startswith("float32"):
+        if isinstance(n, tirx.FloatImm) and _dtype(n) == "float32":
             return True
         todo.extend(children(n))
     return False

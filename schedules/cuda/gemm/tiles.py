@@ -14,7 +14,7 @@ from tvm.s_tir.schedule import ScheduleError
 from tvm.s_tir.dlight.gpu.matmul import IterKind, auto_inline_producers
 
 from ...gpu.lanes import (MAX_BOOL_LANES, MAX_FLOAT32_LANES, bool_lanes_vary, children as lane_children,
-                          computes_float32, lanes_contiguous)
+                          has_float32_constants, lanes_contiguous)
 from ...registry import KernelInfo
 from ..intrin.bf16 import bf16_mma_group
 from ..intrin.int8 import int8_mma_group
@@ -267,7 +267,7 @@ def store_epilogue(sch, acc_sh, epilogue_blocks, vec_max, width, on_gpu, m_major
         lanes = 1
     elif lanes > MAX_BOOL_LANES and bool_lanes_vary(sch, acc_sh, oj, lanes):
         lanes = MAX_BOOL_LANES
-    if lanes > MAX_FLOAT32_LANES and computes_float32(sch.get(acc_sh).body):
+    if lanes > MAX_FLOAT32_LANES and has_float32_constants(sch.get(acc_sh).body):
         lanes = MAX_FLOAT32_LANES
     if lanes < vec_out and _divides_by_a_dim(sch.get(acc_sh).writes):
         # an output whose rows split by a run-time size (a GEMM's N*S rows written to [N, S, H])

@@ -444,7 +444,7 @@ def _output_stores(src: str, out: str):
 @pytest.mark.parametrize("case,out,vec_out", [("gelu", "out_gelu_2", 4), ("gelu", "out_gelu_2", 8),
                                              ("bn_relu", "out_s3_relu", 8)])
 def test_an_epilogue_computed_narrower_is_still_stored_in_vectors(case, out, vec_out, arch):
-    """GELU computed in float32 (TVM's CUDA codegen prints no float32 x8) and a ReLU's select (no
+    """GELU's float32 constants (TVM's CUDA codegen prints none 8 wide) and a ReLU's select (no
     bool x8 in CUDA): the epilogue is computed 4 wide into registers, and the output still stored
     `vec_out` wide, never an element (2 bytes) a thread; the PTX compiles."""
     graph = (_gelu_dense(128, 128, 64) if case == "gelu" else
