@@ -41,6 +41,7 @@ from ....ops.value import expr_dtype
 from ...warp_memory import LOWERS_ALL_WARP_BUFFERS, LowerAllWarpMemory
 from .byte_vectors import PackByteVectors
 from .int_tile_copies import InjectIntTileCopies
+from .invariant_guards import HoistInvariantGuards
 from .s_tir_main import main_pipeline
 from .smem_limit import CheckDynamicShared
 
@@ -339,14 +340,15 @@ PIPELINE = "tefuse_cuda_hoist"
 def pipeline_factory(**_):
     """TVM's (main, host, device) pipelines with int_tile_copies.py's pass in the main part and the
     device part's passes: smem_limit's check, every fragment buffer lowered (warp_memory.py: a
-    merged launch holds one per member), the hoisting, byte_vectors' constants last."""
+    merged launch holds one per member), guards a loop shares tested before it
+    (invariant_guards.py), the hoisting, byte_vectors' constants last."""
     _main, host, _device = sp.default_s_tir_pipeline()
     main = main_pipeline(before_async_copy=(InjectIntTileCopies,))
 
     def device():
         return tvm.ir.transform.Sequential([CheckDynamicShared, LowerAllWarpMemory,
-                                            tirx.transform.StmtSimplify(), HoistLoopInvariants,
-                                            tirx.transform.LowerIntrin(), PackByteVectors])
+                                            tirx.transform.StmtSimplify(), HoistInvariantGuards,
+                                            HoistLoopInvariants, tirx.transform.LowerIntrin(), PackByteVectors])
 
     return main, host, device
 
