@@ -9,9 +9,12 @@ bucket, scheduled for the bucket's representative size; every other kernel is co
 
 A bucket is given by its upper end: `ends` (4, 32, 64) over 1:32:64 are the buckets 1-4, 5-32 and
 33-64; the default (4, 64), 1-4 and 5-64. Its representative size (what `ops.value.dim_hints`
-says while its variant is scheduled) is the range's opt where the bucket holds it, else its upper
-end: the largest size it serves, whose grid its tiles then fill (a smaller size in it takes the
-same tiles with fewer rows).
+says while its variant is scheduled) is the range's opt where the bucket holds it; below opt, its
+smallest size; above opt, its largest. A bucket below opt is one whose grids are small, and
+tiles sized for its largest size leave SMs idle at its smallest: ResNet-50's late 3x3 convs,
+split-K'd for batch 4 of the bucket 1-4, ran 64 CTAs of 64x128 at batch 1, where the exact batch-1
+build runs 128 of 64x64 (a size above its smallest takes more, smaller tiles). Above opt the grid
+is full at every size, and tiles sized for the largest fill it.
 
 Default ends: opt/8 (when at least min) and max, with opt between them only where max is more
 than LARGE_FACTOR times opt; so two or three buckets a dim, the one holding opt scheduled exactly
@@ -48,7 +51,8 @@ def default_ends(r: DimRange) -> tuple[int, ...]:
 
 @dataclass(frozen=True)
 class Bucket:
-    """Sizes lo..hi of one dim; `size`: the one its variants are scheduled for."""
+    """Sizes lo..hi of one dim; `size`: the one its variants are scheduled for (the module
+    docstring: opt where it holds it, else lo below opt and hi above)."""
 
     lo: int
     hi: int
@@ -67,7 +71,7 @@ def dim_buckets(name: str, r: DimRange, ends: Optional[Sequence[int]] = None) ->
         raise DynamicShapeError(f"buckets of dim {name!r}: end {bad[0]} lies outside its range {r}")
     out, lo = [], r.min
     for hi in ends:
-        out.append(Bucket(lo, hi, r.opt if lo <= r.opt <= hi else hi))
+        out.append(Bucket(lo, hi, r.opt if lo <= r.opt <= hi else lo if hi < r.opt else hi))
         lo = hi + 1
     return tuple(out)
 

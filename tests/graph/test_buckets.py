@@ -20,9 +20,11 @@ def test_opt_ends_a_bucket_where_max_is_far_above_it():
     assert default_ends(parse_range("1:1:64")) == (1, 64)  # batch 64 would not run on batch 1's tiles
 
 
-def test_a_bucket_is_scheduled_for_opt_where_it_holds_it_else_its_upper_end():
+def test_a_bucket_is_scheduled_for_opt_where_it_holds_it_below_for_its_smallest_above_for_its_largest():
     plan = bucket_plan({"N": parse_range("1:32:64")}, {"N": [1, 8]})
-    assert [(b.lo, b.hi, b.size) for b in plan.buckets[0]] == [(1, 1, 1), (2, 8, 8), (9, 64, 32)]
+    assert [(b.lo, b.hi, b.size) for b in plan.buckets[0]] == [(1, 1, 1), (2, 8, 2), (9, 64, 32)]
+    above = bucket_plan({"N": parse_range("1:8:64")}, {"N": [4, 8, 64]})
+    assert [(b.lo, b.hi, b.size) for b in above.buckets[0]] == [(1, 4, 1), (5, 8, 8), (9, 64, 64)]
     assert plan.opt_key == (2,)
     assert [plan.key_of({"N": n}) for n in (1, 2, 8, 9, 64)] == [(0,), (1,), (1,), (2,), (2,)]
     assert plan.to_json() == {"N": [1, 8, 64]}
