@@ -198,9 +198,9 @@ def prepare_variants(preps: list[PreparedGroup], plan: BucketPlan, target: tvm.t
 
     def pair(group: FusedGroup) -> Optional[tuple[FusedGroup, FusedGroup]]:
         """The group as the split-K pair its bucket's sizes call for (the dim_hints in force)."""
-        if split is None or group.anchor is None or group.anchor.attrs.get("split_k", 1) != 1:
+        if split is None or group.anchor is None:
             return None
-        s = splits_of(group.anchor, split)
+        s = splits_of(group.anchor, split)  # (1 for a product split already)
         return split_group(group, s) if s > 1 else None
 
     def one(item):

@@ -121,13 +121,12 @@ def _plan(cg: CompiledGraph) -> tuple[dict, dict[str, np.ndarray]]:
     for k, kern in enumerate(cg.kernels):
         g = kern.group
         entry = {
-            **_files(f"kernels/k{k:03d}", kern),
+            **_module_entry(f"kernels/k{k:03d}", kern),
             "params": [p.name for p in kern.params], "outputs": [o.name for o in kern.outputs],
             "group": {"index": g.index, "nodes": [n.name for n in g.nodes],
                       "inputs": [n.name for n in g.inputs], "outputs": [n.name for n in g.outputs],
                       "pattern": int(g.pattern), "anchor": g.anchor.name if g.anchor else None,
                       "prologue": [n.name for n in g.prologue]},
-            **_built(kern),
         }
         variants = _variant_entries(k, cg.variants.get(k, {}))
         if variants:
@@ -148,13 +147,11 @@ def _plan(cg: CompiledGraph) -> tuple[dict, dict[str, np.ndarray]]:
     return plan, consts
 
 
-def _files(stem: str, kern: CompiledKernel) -> dict:
+def _module_entry(stem: str, kern: CompiledKernel) -> dict:
+    """A compiled module's plan entry: its files under `stem` and what it was built from."""
     return {"file": f"{stem}.so", "tir_file": f"{stem}.tir",
-            "source_file": f"{stem}.src" if kern.device_source else None}
-
-
-def _built(kern: CompiledKernel) -> dict:
-    return {"workload": kern.workload, "template": kern.template, "config_index": kern.config_index,
+            "source_file": f"{stem}.src" if kern.device_source else None,
+            "workload": kern.workload, "template": kern.template, "config_index": kern.config_index,
             "config_source": kern.config_source, "build_seconds": kern.build_seconds}
 
 
@@ -170,14 +167,14 @@ def _variant_entries(k: int, variants: dict) -> list[dict]:
     for j, (m, v) in enumerate(first.items()):
         if isinstance(v, SplitKernel):
             p = v.scratch
-            out.append({"split": {"partial": {**_files(f"kernels/k{k:03d}v{j}p", v.partial), **_built(v.partial)},
-                                  "total": {**_files(f"kernels/k{k:03d}v{j}t", v.total), **_built(v.total)},
+            out.append({"split": {"partial": _module_entry(f"kernels/k{k:03d}v{j}p", v.partial),
+                                  "total": _module_entry(f"kernels/k{k:03d}v{j}t", v.total),
                                   "picks": [list(x) for x in v.picks],
                                   "scratch": {"name": p.name, "op": p.op, "shape": [dim_to_json(d) for d in p.shape],
                                               "dtype": p.dtype, "allocated": list(v.scratch_shape)}},
                         "buckets": keys[m]})
         else:
-            out.append({**_files(f"kernels/k{k:03d}v{j}", v), **_built(v), "buckets": keys[m]})
+            out.append({**_module_entry(f"kernels/k{k:03d}v{j}", v), "buckets": keys[m]})
     return out
 
 

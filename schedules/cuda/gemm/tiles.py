@@ -303,14 +303,10 @@ def store_epilogue(sch, acc_sh, epilogue_blocks, vec_max, width, on_gpu, m_major
 def _divides_by_a_dim(regions) -> bool:
     """Whether a region's indices divide by a run-time size (floordiv or floormod by a dim)."""
     found = []
-
-    def visit(e):
-        if isinstance(e, (tirx.FloorDiv, tirx.FloorMod)) and not isinstance(e.b, tirx.IntImm):
-            found.append(e)
-
     for r in regions:
         for rng in r.region:
-            structural_walk(rng.min, ((tirx.FloorDiv, tirx.FloorMod), visit))
+            structural_walk(rng.min, ((tirx.FloorDiv, tirx.FloorMod),
+                                      lambda e: None if isinstance(e.b, tirx.IntImm) else found.append(e)))
     return bool(found)
 
 

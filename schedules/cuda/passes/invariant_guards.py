@@ -41,8 +41,8 @@ def _reads(expr, var) -> bool:
     return bool(found)
 
 
-# TVM's CallEffectKind up to kReadState: calls that neither write state nor run opaque code
-READS_AT_MOST = 2
+# calls up to this effect kind neither write state nor run opaque code
+READS_AT_MOST = int(tirx.CallEffectKind.ReadState.value)
 
 
 def _synchronises(stmt) -> bool:
