@@ -15,7 +15,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-LAYERS = [("errors", "version", "options", "paths"), ("target",), ("ops",), ("graph",), ("fusion",), ("schedules",),
+LAYERS = [("errors", "version", "options", "paths", "gil"), ("target",), ("ops",), ("graph",), ("fusion",), ("schedules",),
           ("codegen",), ("runtime",), ("tune",), ("driver",), ("calibrate", "optim"), ("plan", "frontend"), ("__init__",),
           ("bench",), ("commands", "cli", "__main__")]
 RANK = {unit: k for k, units in enumerate(LAYERS) for unit in units}
