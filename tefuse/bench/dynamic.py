@@ -5,16 +5,20 @@ sequence length, as named ONNX dims): one build over the ranges (`build(..., dyn
 one exact build a size; at each size both are checked against onnxruntime, then timed as CUDA
 graphs in turns in one process (preprocess.timed_in_turns). Recorded: each latency and the
 dynamic/exact ratio, each build's seconds, kernels and size variants (graph/buckets.py), and the
-device bytes of the weights.
+device bytes of the weights. Build seconds move with the shared machine's load (one process's
+exact builds of one model ran 8.7-11.2 s): the dynamic build and the exact one at the ranges'
+opt are built in rounds, alternating, and compared by their medians.
 
     python -m tefuse.bench.dynamic --json benchmarks/dynamic.json \\
         [--models resnet50 mobilenet_v2 bert] [--precision fp16] [--buckets N=4,32,64 | --buckets none]
+        [--build-rounds 3]
 """
 from __future__ import annotations
 
 import argparse
 import logging
 import math
+import statistics
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -122,6 +126,10 @@ class ModelRow:
     # {"dynamic" or a size label: BuildTimes as a dict}: where each build's seconds went (graph
     # passes, scheduling, compiling), to tell what a dynamic build's extra time is made of
     build_times: dict = field(default_factory=dict)
+    # build seconds in rounds: {"dynamic": s, "exact": s at the ranges' opt}, the first round's the
+    # builds above, later rounds alternating which goes first (the shared machine's load moves)
+    build_rounds: list = field(default_factory=list)
+    build_ratio: float = math.nan  # median dynamic over median exact-at-opt build seconds: at most 1.5
     error: str = ""  # why the model could not be built or checked (the row is then all there is)
 
 
@@ -158,9 +166,18 @@ def _rel_err(got: Sequence, want: Sequence) -> float:
                for g, w in zip(got, want))
 
 
+def opt_size(case: DynamicCase) -> dict:
+    """The binding of each dim to its range's opt: what an exact build is compared with."""
+    from ..graph.dims import parse_range
+
+    return {d: parse_range(r).opt for d, r in case.ranges.items()}
+
+
 def bench_model(torch, case: DynamicCase, precision: str, target: str, cache_dir: Optional[Path],
-                buckets=None) -> ModelRow:
-    """buckets: build()'s (None: the default buckets; False: one a dim)."""
+                buckets=None, rounds: int = 1) -> ModelRow:
+    """buckets: build()'s (None: the default buckets; False: one a dim). rounds: of the build
+    seconds, the dynamic build against the exact one at opt (the first round is the builds
+    the latencies are timed on)."""
     import onnx
 
     from ..driver import build
@@ -209,7 +226,38 @@ def bench_model(torch, case: DynamicCase, precision: str, target: str, cache_dir
     log.info("%s: dynamic build %.1f s, %d kernels + %d size variants (buckets %s); exact builds %s", case.model,
              dyn_s, row.dynamic_kernels, row.dynamic_variants, row.buckets,
              ", ".join(f"{k} {v:.1f} s" for k, v in row.exact_build_s.items()))
+    del dyn
+    opt = opt_size(case)
+    shapes = {k: v.shape for k, v in case_inputs(case, opt).items()}
+    builds = {"dynamic": lambda: build(import_onnx(model, dynamic=True), target, precision=precision,
+                                       dynamic=case.ranges, buckets=buckets),
+              "exact": lambda: build(import_onnx(model, input_shapes=shapes), target, precision=precision)}
+    first = {"dynamic": dyn_s, "exact": row.exact_build_s[_label(opt)]}
+    row.build_rounds = timed_rounds(builds, first, rounds)
+    row.build_ratio = build_ratio(row.build_rounds)
+    log.info("%s: build seconds in %d rounds, dynamic %s, exact at %s %s: %.2fx", case.model, len(row.build_rounds),
+             [round(r["dynamic"], 1) for r in row.build_rounds], _label(opt),
+             [round(r["exact"], 1) for r in row.build_rounds], row.build_ratio)
     return row
+
+
+def timed_rounds(builds: dict, first: dict, rounds: int) -> list[dict]:
+    """`first` ({key: seconds}, the builds already made), then rounds - 1 more of each of
+    `builds` ({key: a build}) timed in turns, which goes first alternating from round to round."""
+    out = [first]
+    for n in range(1, rounds):
+        seconds = {}
+        for key in (list(builds)[::-1] if n % 2 else list(builds)):
+            t0 = time.perf_counter()
+            builds[key]()
+            seconds[key] = time.perf_counter() - t0
+        out.append(seconds)
+    return out
+
+
+def build_ratio(rounds: Sequence[dict]) -> float:
+    """The median dynamic build's seconds over the median exact build's."""
+    return statistics.median(r["dynamic"] for r in rounds) / statistics.median(r["exact"] for r in rounds)
 
 
 def main(argv=None) -> int:
@@ -219,6 +267,8 @@ def main(argv=None) -> int:
     p.add_argument("--target", default="cuda")
     p.add_argument("--cache-dir", default=None, help="exported ONNX files (default: the zoo's cache)")
     p.add_argument("--json", default=None)
+    p.add_argument("--build-rounds", type=int, default=3, metavar="R",
+                   help="rounds of the build seconds, dynamic against exact at opt, alternating (default 3)")
     p.add_argument("--buckets", action="append", default=[], metavar="N=4,32,64",
                    help="a dim's size buckets by their upper ends (repeatable; default: opt/8 and max, and opt "
                         "where max > 4 opt); "
@@ -238,7 +288,8 @@ def main(argv=None) -> int:
     for m in args.models:
         mine = buckets if not buckets else {d: e for d, e in buckets.items() if d in CASES[m].ranges}
         try:
-            rows.append(bench_model(torch, CASES[m], args.precision, args.target, cache, mine))
+            rows.append(bench_model(torch, CASES[m], args.precision, args.target, cache, mine,
+                                    args.build_rounds))
         except Exception as e:  # noqa: BLE001 - an import or build error: a row of its own, not the end
             rows.append(failed_row(CASES[m], args.precision, e))
             log.error("%s failed: %s", m, rows[-1].error)

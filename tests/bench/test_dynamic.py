@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tefuse.bench.dynamic import CASES, case_inputs
+from tefuse.bench.dynamic import CASES, build_ratio, case_inputs, opt_size, timed_rounds
 from tefuse.graph.dims import parse_range
 
 
@@ -17,6 +17,26 @@ def test_sizes_lie_in_the_ranges(name):
         assert set(size) == set(ranges)
         for dim, v in size.items():
             assert ranges[dim].min <= v <= ranges[dim].max, (name, size)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_the_exact_build_compared_is_one_the_latencies_are_timed_on(name):
+    """The first round of build seconds reuses a timed size's exact build: opt must be one."""
+    assert opt_size(CASES[name]) in CASES[name].sizes
+
+
+def test_the_build_ratio_is_of_the_medians():
+    rounds = [{"dynamic": 18.0, "exact": 10.0}, {"dynamic": 14.0, "exact": 11.0}, {"dynamic": 13.0, "exact": 9.0}]
+    assert build_ratio(rounds) == pytest.approx(14.0 / 10.0)
+
+
+def test_later_rounds_alternate_which_build_goes_first():
+    order = []
+    builds = {"dynamic": lambda: order.append("dynamic"), "exact": lambda: order.append("exact")}
+    rounds = timed_rounds(builds, {"dynamic": 2.0, "exact": 1.0}, 3)
+    assert order == ["exact", "dynamic", "dynamic", "exact"]
+    assert rounds[0] == {"dynamic": 2.0, "exact": 1.0} and len(rounds) == 3
+    assert all(set(r) == {"dynamic", "exact"} and min(r.values()) >= 0 for r in rounds[1:])
 
 
 def test_token_inputs_take_batch_and_sequence():
