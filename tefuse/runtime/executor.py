@@ -103,8 +103,9 @@ class BufferSet:
 @dataclass(frozen=True)
 class BuildTimes:
     """Where a build's seconds went: the graph passes (precision, layout, weights), fusion and
-    scheduling (Python and TVM's schedule primitives, in threads), and code
-    generation with the device compiler (in parallel), with how many kernels were compiled."""
+    scheduling (Python and TVM's schedule primitives, in threads; a dynamic build's size variants
+    too), and code generation with the device compiler (in parallel; the variants too), with how
+    many kernels were compiled."""
 
     graph_s: float
     schedule_s: float
