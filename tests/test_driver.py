@@ -147,3 +147,25 @@ def test_over_symbolic_dims_the_graph_splits_what_hoppers_cluster_split_would_ha
     assert split_policy(hopper, True, False).in_kernel is not None
     assert split_policy(hopper, True, True).in_kernel is None
     assert split_policy(hopper, False, True) is None and split_policy(make_target("llvm"), True, True) is None
+
+
+def test_a_build_compiles_under_the_short_switch_interval_and_restores_the_callers():
+    """gil.py: the build's threads hand the GIL on quickly while they run, and the caller's
+    interval comes back after."""
+    import sys
+
+    from tefuse import gil
+
+    b = GraphBuilder()
+    x = b.input("x", (4, 8))
+    g = b.build(b.relu(b.dense(x, b.const(RNG.standard_normal((8, 8)).astype("f4")))))
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(0.005)
+    seen = []
+    try:
+        tefuse.build(g, "llvm", progress=lambda done, total: seen.append(sys.getswitchinterval()))
+        after = sys.getswitchinterval()
+    finally:
+        sys.setswitchinterval(before)
+    assert seen and all(s == pytest.approx(gil.BUILD_SWITCH_INTERVAL, abs=2e-6) for s in seen)
+    assert after == pytest.approx(0.005)
