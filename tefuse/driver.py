@@ -712,8 +712,8 @@ def _build_graph(graph: Graph, target, *, db, cache, fuse, prologue, multi_outpu
         if plan and plan.size > 1:
             extra = prepare_variants(preps, plan, tgt, db, options, predictor, jobs, split_policy(tgt, split_k, True))
         t_compile = time.perf_counter()
-        # the kernels and their size variants in one compile: scheduling beside compiling slowed both
-        # (on 16 cores, ResNet-50's variants took 9.3 s to schedule beside the compiles, 2.2-3.8 s alone)
+        # the kernels and their size variants in one compile, after all scheduling: on 16 cores
+        # ResNet-50's variants took 9.3 s to schedule beside the kernels' compiles, 2.2-3.8 s alone
         totals = [v.total for v in extra if v.total is not None]
         every = compile_groups(preps + [v.prep for v in extra] + totals, tgt, cache=cache, jobs=jobs,
                                progress=progress)

@@ -86,7 +86,7 @@ def build_progress(desc: str = "compiling kernels") -> tuple[Optional[Callable[[
             b = state["bar"] = bar(total, desc, unit="kernel")
             if b is None:
                 return
-        if b.total != total:  # a second compile (a dynamic build's size variants) adds to it
+        if b.total != total:  # a later compile's count (the next batch profile's build) replaces it
             b.total = total
         b.n = done
         b.refresh()

@@ -131,3 +131,11 @@ def test_transformers_bert_builds_once_over_batch_and_sequence(tmp_path):
     feeds = case_inputs(case, {"N": 2, "S": 8}, small=True)
     exact = tefuse.build(import_onnx(model, input_shapes={k: v.shape for k, v in feeds.items()}), "llvm")
     assert cg.num_kernels == exact.num_kernels
+
+
+def test_no_build_rounds_is_refused_before_anything_runs(capsys):
+    from tefuse.bench import dynamic
+
+    with pytest.raises(SystemExit) as e:
+        dynamic.main(["--build-rounds", "0"])
+    assert e.value.code == 2 and "--build-rounds must be 1 or more" in capsys.readouterr().err
