@@ -718,13 +718,12 @@ def _build_graph(graph: Graph, target, *, db, cache, fuse, prologue, multi_outpu
         every = compile_groups(preps + [v.prep for v in extra] + totals, tgt, cache=cache, jobs=jobs,
                                progress=progress)
         kernels, compiled = every[:len(preps)], every[len(preps):]
-        built = kernels + compiled
         variants = bucket_variants(kernels, extra, compiled, plan) if extra else {}
     t_end = time.perf_counter()
     log.info("%s", build_summary(kernels, sum(len(g.nodes) for g in groups), t_end - t0, variants, plan))
     cg = CompiledGraph(graph, tgt, kernels, dim_ranges=ranges, variants=variants, buckets=plan)
     cg.calibration = calibration
-    modules = {id(k.module): k for k in built}
+    modules = {id(k.module): k for k in every}
     cg.build_times = BuildTimes(t_graph, t_compile - t0, t_end - t_compile, len(kernels),
                                 sum(not k.from_cache for k in modules.values()))
     return cg

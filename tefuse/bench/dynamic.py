@@ -187,9 +187,16 @@ def bench_model(torch, case: DynamicCase, precision: str, target: str, cache_dir
     from .preprocess import timed_in_turns
 
     model = onnx.load(str(export_dynamic(case, cache_dir)))
+
+    def build_dynamic():
+        return build(import_onnx(model, dynamic=True), target, precision=precision, dynamic=case.ranges,
+                     buckets=buckets)
+
+    def build_exact(shapes: dict):
+        return build(import_onnx(model, input_shapes=shapes), target, precision=precision)
+
     t0 = time.perf_counter()
-    dyn = build(import_onnx(model, dynamic=True), target, precision=precision, dynamic=case.ranges,
-                buckets=buckets)
+    dyn = build_dynamic()
     dyn_s = time.perf_counter() - t0
     row = ModelRow(case.model, case.ranges, precision, dyn_s, dyn.num_kernels, dyn.num_variants,
                    dyn.buckets.to_json(), {}, {}, 0, {})
@@ -198,8 +205,7 @@ def bench_model(torch, case: DynamicCase, precision: str, target: str, cache_dir
         feeds = case_inputs(case, size)
         want = onnxruntime_outputs(model, feeds)
         t0 = time.perf_counter()
-        exact = build(import_onnx(model, input_shapes={k: v.shape for k, v in feeds.items()}), target,
-                      precision=precision)
+        exact = build_exact({k: v.shape for k, v in feeds.items()})
         row.exact_build_s[_label(size)] = time.perf_counter() - t0
         row.build_times[_label(size)] = asdict(exact.build_times)
         row.exact_kernels[_label(size)] = exact.num_kernels
@@ -229,9 +235,7 @@ def bench_model(torch, case: DynamicCase, precision: str, target: str, cache_dir
     cg = runs = outs = device_feeds = dyn = None  # the timed builds' device memory, before more builds
     opt = opt_size(case)
     shapes = {k: v.shape for k, v in case_inputs(case, opt).items()}
-    builds = {"dynamic": lambda: build(import_onnx(model, dynamic=True), target, precision=precision,
-                                       dynamic=case.ranges, buckets=buckets),
-              "exact": lambda: build(import_onnx(model, input_shapes=shapes), target, precision=precision)}
+    builds = {"dynamic": build_dynamic, "exact": lambda: build_exact(shapes)}
     first = {"dynamic": dyn_s, "exact": row.exact_build_s[_label(opt)]}
     try:
         row.build_rounds = timed_rounds(builds, first, rounds)
