@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import logging
 import math
@@ -126,7 +127,7 @@ def conv_case(c: int, hw: int, k: int, r: int, s: int, batch: int, precision: st
     w = [i.name for i in plan.graph.inputs if i.name.endswith("_weight")][0]
     # the weight a build-time constant, as in a model (graph/weights.py may relayout it)
     graph = plan.graph.with_constants({w: _to_np(vals[w], dt)})
-    tune_first(graph, precision, db, tune_trials, tuning, split_k=split_k)
+    tune_first(graph, _graph_precision(precision), db, tune_trials, tuning, split_k=split_k)
     cg = build(graph, "cuda", db=db, precision=_graph_precision(precision), split_k=split_k)
     dev = cg.device
     tv = {n: tvm.runtime.tensor(_to_np(v, dt), dev) for n, v in vals.items() if n != w}
@@ -174,11 +175,13 @@ def _conv_bn_relu_reference(torch, plan, vals: dict, stride: int, pad: int) -> n
         return torch.relu(ref).cpu().numpy()
 
 
-def plan_case(c: int, hw: int, k: int, r: int, s: int, batch: int, precision: str, layout: str = "NHWC") -> Row:
+def plan_case(c: int, hw: int, k: int, r: int, s: int, batch: int, precision: str, layout: str = "NHWC",
+              db=None, tune_trials: int = 0, tuning=None) -> Row:
     """MIOpen's Fusion API path: a FusionPlan conv+bias+BN+ReLU in `precision`'s dtype compiled
     once, every weight a run-time argument set through OperatorArgs (converted once to the
     kernel's layout: OHWI where Hopper's wgmma reads it), executed from device tensors; vs cuDNN's
-    conv alone (channels_last, the same precision)."""
+    conv alone (channels_last, the same precision). db: the performance database the plan's
+    compile reads (as MIOpen's compile reads its perf-db), tuned first with tune_trials."""
     import tvm
 
     from ..plan import FusionPlan, TensorDesc
@@ -192,7 +195,8 @@ def plan_case(c: int, hw: int, k: int, r: int, s: int, batch: int, precision: st
     hc = plan.add_conv(TensorDesc(wshape, dt), stride=s, padding=r // 2)
     hb, hn = plan.add_bias(), plan.add_batch_norm()
     plan.add_activation("relu")
-    plan.compile("cuda", precision=precision)
+    tune_first(plan.kernel_graph("cuda", precision), precision, db, tune_trials, tuning, split_k=False)
+    plan.compile("cuda", precision=precision, db=db)
     vals = {n: v.astype(np.float32) for n, v in random_args(plan, np.random.default_rng(0)).items()}
     names = {suffix: next(n for n in vals if n.endswith(suffix))
              for suffix in ("_weight", "_bias", "_gamma", "_beta", "_mean", "_var")}
@@ -237,7 +241,8 @@ class TuningTools:
 def tune_first(graph, precision: str, db, trials: int, tuning=None, **build_options) -> None:
     """With trials > 0, tune `graph`'s kernels (that many measurements each) into the user
     database a later build with db="default" reads, as `tefuse tune` would; `tuning` (a
-    TuningTools) holds the search and keeps its workers from one case to the next."""
+    TuningTools) holds the search and keeps its workers from one case to the next. precision and
+    build_options: what the case's build gets, so the kernels tuned are the ones it looks up."""
     if not trials:
         return
     if db != "default":
@@ -247,8 +252,7 @@ def tune_first(graph, precision: str, db, trials: int, tuning=None, **build_opti
 
     tools = {"builder": tuning.builder, "runner": tuning.runner, "tuner": tuning.tuner,
              "only": tuning.only} if tuning is not None else {}
-    tune(prepare_graph(graph, "cuda", precision=_graph_precision(precision), **build_options), "cuda",
-         trials=trials, **tools)
+    tune(prepare_graph(graph, "cuda", precision=precision, **build_options), "cuda", trials=trials, **tools)
 
 
 def _split_option(args):
@@ -286,7 +290,7 @@ def gemm_case(m: int, n: int, k: int, precision: str, db=None, tune_trials: int 
     b = GraphBuilder()
     x, wn, bn = b.input("a", (m, k), dt), b.input("w", (n, k), dt), b.input("b", (n,), dt)
     graph = b.build(b.relu(b.bias_add(b.dense(x, wn), bn, axis=1)))
-    tune_first(graph, precision, db, tune_trials, tuning)
+    tune_first(graph, _graph_precision(precision), db, tune_trials, tuning)
     cg = build(graph, "cuda", db=db, precision=_graph_precision(precision))
     dev = cg.device
     args = {"a": a, "w": w, "b": bias}
@@ -387,7 +391,7 @@ def attention_case(batch: int, heads: int, length: int, dim: int, precision: str
     args = {n: rng.standard_normal(shape).astype(np.float32) for n in ("q", "k", "v")}
     b = GraphBuilder()
     graph = b.build(b.op("attention", *(b.input(n, shape, dt) for n in args), alpha=alpha))
-    tune_first(graph, precision, db, tune_trials, tuning)
+    tune_first(graph, _graph_precision(precision), db, tune_trials, tuning)
     cg = build(graph, "cuda", db=db, precision=_graph_precision(precision))
     tv = {n: tvm.runtime.tensor(_to_np(v, dt), cg.device) for n, v in args.items()}
     out = cg.run(**tv)[0]
@@ -408,9 +412,11 @@ PROLOGUES = {"rules": True, "all": lambda candidate: True}
 
 
 def model_case(name: str, batch: int, precision: str, workdir: Path, db="default", compile_peer: bool = True,
-               prologue: str = "rules", split_k: Union[bool, int] = True) -> Row:
-    """A torchvision model exported in float32, built by tefuse with `precision`, checked against
-    onnxruntime (float32), timed against PyTorch in the same precision (channels_last)."""
+               prologue: str = "rules", split_k: Union[bool, int] = True, tune_trials: int = 0,
+               tuning=None) -> Row:
+    """A torchvision model exported in float32, built by tefuse with `precision` (its kernels tuned
+    first with tune_trials), checked against onnxruntime (float32), timed against PyTorch in the
+    same precision (channels_last)."""
     import onnx
     import tvm
 
@@ -425,9 +431,13 @@ def model_case(name: str, batch: int, precision: str, workdir: Path, db="default
     t0 = time.perf_counter()
     calibration = model_calibration(name, workdir) if precision in QUANT_PEERS else None
     calibrate_s = time.perf_counter() - t0
+    if tune_trials and prologue != "rules":
+        raise ValueError("--tune tunes the kernels of build's own prologue rules (--prologue rules)")
+    tune_first(import_onnx(model), precision, db, tune_trials, tuning, split_k=split_k, calibration=calibration)
+    tune_s, t1 = time.perf_counter() - t0 - calibrate_s, time.perf_counter()
     cg = build(import_onnx(model), "cuda", db=db, precision=precision, prologue=PROLOGUES[prologue],
                split_k=split_k, calibration=calibration)
-    build_s = time.perf_counter() - t0
+    build_s = calibrate_s + time.perf_counter() - t1
     x = np.random.default_rng(0).standard_normal((batch, 3, 224, 224)).astype("float32")
     got = cg.run(input=x)[0]
     want = onnxruntime_outputs(str(path), {"input": x})[0].reshape(got.shape)
@@ -449,6 +459,8 @@ def model_case(name: str, batch: int, precision: str, workdir: Path, db="default
              "top1_agreement": top1, "kernels": cg.num_kernels, "peer_graph_ms": peer_graph,
              "prologue": prologue, "split_k": split_k,
              "split_products": len(_split_products(cg))}
+    if tune_trials:
+        extra.update(tune_trials=tune_trials, tune_s=tune_s)
     if calibration is not None:
         extra.update(calibrate_s=calibrate_s, calibrator=calibration.method,
                      quantized_kernels=sum(any(n.attrs.get("codes") or n.attrs.get("out_dtype") == "int32"
@@ -487,9 +499,11 @@ def model_ok(precision: str, rel_err: float, top1: float) -> bool:
     return rel_err <= TOLERANCE[precision] and top1 >= 1.0
 
 
+@functools.lru_cache(maxsize=None)
 def model_calibration(name: str, workdir: Path):
     """An entropy calibration of torchvision's `name` (batch 1, float32, on llvm) over seeded
-    normal inputs: the thresholds are per node name, the same at every batch size."""
+    normal inputs: the thresholds are per node name, the same at every batch size, so a run
+    calibrates each model once (30-40 s of llvm runs)."""
     import onnx
 
     from ..calibrate import calibrate
@@ -676,8 +690,8 @@ def main(argv=None) -> int:
                         "allow it in N slices), to measure a count against the policy's")
     p.add_argument("--no-db", action="store_true")
     p.add_argument("--tune", type=int, default=0, metavar="TRIALS",
-                   help="conv, gemm, attention: tune each case's kernels first (TRIALS measurements each) "
-                        "into the user database")
+                   help="conv, plan, gemm, attention, models: tune each case's kernels first (TRIALS "
+                        "measurements each) into the user database")
     p.add_argument("--tuner", default="xgb", choices=["xgb", "random", "grid"], help="--tune's search")
     p.add_argument("--only", action="append", default=[], metavar="KNOB=VALUE", type=knob_assignment,
                    help="--tune: only configs with this knob value, as `tefuse tune --only`")
@@ -759,7 +773,8 @@ def run_suites(args, db, tuning, attempt) -> None:
             shapes = [RESNET50_CONVS[i] for i in args.shapes] if args.shapes is not None else RESNET50_CONVS
             for b in args.batch:
                 for shp in shapes:
-                    attempt("plan", str(shp), prec, b, lambda: plan_case(*shp, b, prec, args.layout))
+                    attempt("plan", str(shp), prec, b, lambda: plan_case(*shp, b, prec, args.layout, db,
+                                                                           args.tune, tuning))
         elif args.suite == "attention":
             for a in args.attention:
                 dims = tuple(map(int, a.split("x")))
@@ -782,7 +797,7 @@ def run_suites(args, db, tuning, attempt) -> None:
                         case = name if pro == "rules" else f"{name} prologue={pro}"
                         attempt("models", case, prec, b, lambda: model_case(
                             name, b, prec, Path(args.workdir), db, not args.no_compile, pro,
-                            _split_option(args)))
+                            _split_option(args), args.tune, tuning))
 
 
 def write_json(rows: list, path: Optional[str], command: str = "") -> dict:

@@ -148,13 +148,27 @@ def test_plan_suite_runs_resnet50s_shapes_in_the_layout_asked(monkeypatch):
 
     seen = []
 
-    def fake_case(c, hw, k, r, s, b, prec, layout):
-        seen.append(((c, hw, k, r, s), b, prec, layout))
+    def fake_case(c, hw, k, r, s, b, prec, layout, db, tune_trials, tuning):
+        seen.append(((c, hw, k, r, s), b, prec, layout, db, tune_trials))
         return _row(f"{c}x{hw}", 1.0, 2.0)
 
     monkeypatch.setattr(precision, "plan_case", fake_case)
     assert precision.main(["plan", "--batch", "16", "--layout", "NHWC", "--shapes", "0", "14"]) == 0
-    assert seen == [(precision.RESNET50_CONVS[0], 16, "fp16", "NHWC"), (precision.RESNET50_CONVS[14], 16, "fp16", "NHWC")]
+    assert seen == [(precision.RESNET50_CONVS[0], 16, "fp16", "NHWC", "default", 0),
+                    (precision.RESNET50_CONVS[14], 16, "fp16", "NHWC", "default", 0)]
+    seen.clear()  # the plan's compile reads the performance database unless --no-db
+    assert precision.main(["plan", "--batch", "16", "--shapes", "3", "--no-db"]) == 0
+    assert seen == [(precision.RESNET50_CONVS[3], 16, "fp16", "NCHW", None, 0)]
+
+
+def test_tuning_first_writes_to_the_database_the_build_reads():
+    """--tune measures into the user database: with any other database the build would not see
+    what was tuned, so it is refused before any measuring."""
+    from tefuse.bench import precision
+
+    with pytest.raises(ValueError, match="default database"):
+        precision.tune_first(None, "fp16", None, 8)
+    assert precision.tune_first(None, "fp16", None, 0) is None  # no trials: nothing to tune
 
 
 def test_zoo_shards_split_the_list_and_merge_into_one_table(monkeypatch, tmp_path):
