@@ -376,7 +376,13 @@ def _reads_stored(sch, block, producer) -> bool:
     return any(r.source.same_as(b) for r in sch.get(block).reads for b in written)
 
 
-def intrin_names(intrin, in_dtype, out_dtype, load_scope, b_nk):
+def intrin_names(intrin, in_dtype, out_dtype, load_scope, b_nk) -> dict[str, str]:
+    """The intrinsic names of one warp-level GEMM tile (load_a, load_b, init, compute, store),
+    every one of them registered."""
+    return tvm_cuda_intrinsics().ensure(_group(intrin, in_dtype, out_dtype, load_scope, b_nk))
+
+
+def _group(intrin, in_dtype, out_dtype, load_scope, b_nk) -> dict[str, str]:
     if in_dtype == "float32":
         return tf32_mma_group(load_scope, b_nk)
     if intrin == "wmma":

@@ -27,8 +27,9 @@ from ....errors import TefuseError
 from ....paths import generated_source_dir
 from ...intrin import register_once
 from .mma_names import mma_group
+from .tvm_library import MODULE, source_path
 
-TVM_SOURCE = "tvm.s_tir.tensor_intrin.cuda"
+TVM_SOURCE = MODULE
 # (generator, text in its source, replacement): what lets each take bfloat16
 PATCHES = (
     ("get_ldmatrix_intrin", 'assert dtype == "float16"', 'assert dtype in ("float16", "bfloat16")'),
@@ -45,10 +46,10 @@ def generate() -> str:
     """The patched generators' module text, from the installed TVM's source: the module's
     imports and helpers up to the first generator (global function registrations commented
     out: TVM's own module makes them), then the two generators with bfloat16 allowed."""
-    spec = importlib.util.find_spec(TVM_SOURCE)
-    if spec is None or not spec.origin:
-        raise IntrinSourceError(f"{TVM_SOURCE} not found in TVM {tvm.__version__}")
-    text = Path(spec.origin).read_text()
+    try:
+        text = source_path().read_text()
+    except ModuleNotFoundError:
+        raise IntrinSourceError(f"{TVM_SOURCE} not found in TVM {tvm.__version__}") from None
     lines = text.splitlines(keepends=True)
     funcs = {node.name: node for node in ast.parse(text).body if isinstance(node, ast.FunctionDef)}
     parts = []

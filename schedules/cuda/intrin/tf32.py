@@ -134,14 +134,12 @@ def _mma_intrin(b_trans: bool):
 def tf32_mma_group(load_scope: str, b_nk: bool) -> dict[str, str]:
     """Intrinsic names for a float32 GEMM on tf32 mma.sync, operands and the accumulator
     staging tile in `load_scope` (shared or shared.dyn); fill/store are TVM's fp32 ones."""
-    tvm_cuda_intrinsics()  # TVM's mma_fill_16x16_f32, mma_store_16x16_f32_*
-
     sfx = load_scope.replace(".", "_")
     b = "b_trans" if b_nk else "b"
-    return {
+    return tvm_cuda_intrinsics().ensure({
         "load_a": register_once(f"tf32_mma_load_a_{sfx}", lambda: _load_intrin("a", load_scope)),
         "load_b": register_once(f"tf32_mma_load_{b}_{sfx}", lambda: _load_intrin(b, load_scope)),
         "compute": register_once(f"tf32_mma_m16n8k8{'_trans_b' if b_nk else ''}", lambda: _mma_intrin(b_nk)),
         "init": "mma_fill_16x16_f32",
         "store": f"mma_store_16x16_f32_{sfx}_simple_",
-    }
+    })
