@@ -94,6 +94,21 @@ def compiler_version() -> str:
     return out.strip().splitlines()[-1] if out.strip() else "nvcc"
 
 
+def merge_reports(reports: Sequence[dict]) -> dict:
+    """Several runs' reports as one: a later run's (model, precision) row replaces an earlier
+    one's, each row names the command that measured it (`command`), and `commands` lists them
+    all; the machine facts are the last run's (runs of one table share a machine kind)."""
+    rows: dict[tuple, dict] = {}
+    commands: list[str] = []
+    for report in reports:
+        runs = report.get("commands") or [report["command"]]
+        commands += [c for c in runs if c not in commands]
+        for r in report["results"]:
+            rows[(r["model"], r["precision"])] = {**r, "command": r.get("command", runs[-1])}
+    facts = {k: v for k, v in reports[-1].items() if k not in ("command", "commands", "results")}
+    return {"commands": commands, **facts, "results": list(rows.values())}
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--models", default=",".join(DEFAULT_MODELS), help="comma-separated zoo names")
@@ -101,8 +116,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument("--precision", default="fp16", help="comma-separated: fp32,fp16")
     p.add_argument("--jobs", "-j", type=int, default=None, help="parallel compiles (default: the build's)")
     p.add_argument("--json", default=None)
+    p.add_argument("--merge", nargs="+", default=None, metavar="REPORT",
+                   help="merge these reports into --json (later runs' rows replace earlier ones') and exit")
     p.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    if args.merge:
+        if not args.json:
+            p.error("--merge needs --json")
+        try:
+            merged = merge_reports([json.loads(Path(f).read_text()) for f in args.merge])
+        except (OSError, ValueError, KeyError) as e:
+            p.error(f"--merge: {e}")
+        Path(args.json).write_text(json.dumps(merged, indent=1) + "\n")
+        return 0
     if args.child:
         print(json.dumps(child(args.child, args.target, args.precision, args.jobs)))
         return 0

@@ -3,8 +3,11 @@ its phases, which add up to no more than its whole life; a model that fails to b
 with its error line, not a crash; `tefuse.build` records the same phases on the graph it returns."""
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import onnx
+import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import tefuse
@@ -43,3 +46,25 @@ def test_build_records_its_phases():
     g = b.build(b.relu(b.input("x", (2, 3))))
     bt = tefuse.build(g, "llvm").build_times
     assert bt.kernels == 1 and bt.compiled == 1 and min(bt.graph_s, bt.schedule_s, bt.compile_s) >= 0
+
+
+def test_merged_reports_keep_each_rows_command_and_the_latest_row(tmp_path):
+    """A re-measured (model, precision) replaces its row, every other row stays with the command
+    that measured it; a merge without --json is refused."""
+    def row(model, wall):
+        return {"model": model, "precision": "fp16", "status": "ok", "wall_s": wall}
+
+    first = {"command": "run all", "cpus": 16, "results": [row("resnet50", 25.7), row("densenet121", 39.9)]}
+    second = {"command": "run densenet", "cpus": 16, "results": [row("densenet121", 30.4)]}
+    paths = []
+    for k, report in enumerate((first, second)):
+        paths.append(tmp_path / f"r{k}.json")
+        paths[-1].write_text(json.dumps(report))
+    out = tmp_path / "merged.json"
+    assert B.main(["--merge", *map(str, paths), "--json", str(out)]) == 0
+    merged = json.loads(out.read_text())
+    assert merged["commands"] == ["run all", "run densenet"] and merged["cpus"] == 16
+    assert [(r["model"], r["wall_s"], r["command"]) for r in merged["results"]] == [
+        ("resnet50", 25.7, "run all"), ("densenet121", 30.4, "run densenet")]
+    with pytest.raises(SystemExit):
+        B.main(["--merge", str(paths[0])])
