@@ -97,15 +97,20 @@ def compiler_version() -> str:
 def merge_reports(reports: Sequence[dict]) -> dict:
     """Several runs' reports as one: a later run's (model, precision) row replaces an earlier
     one's, each row names the command that measured it (`command`), and `commands` lists them
-    all; the machine facts are the last run's (runs of one table share a machine kind)."""
+    all. Runs of one table share their machine facts (target, cores, device compiler, compile
+    mode): reports that differ in them are refused (ValueError)."""
     rows: dict[tuple, dict] = {}
     commands: list[str] = []
+    facts = {k: v for k, v in reports[0].items() if k not in ("command", "commands", "results")}
     for report in reports:
+        theirs = {k: v for k, v in report.items() if k not in ("command", "commands", "results")}
+        if theirs != facts:
+            differ = sorted(k for k in facts.keys() | theirs.keys() if facts.get(k) != theirs.get(k))
+            raise ValueError(f"the runs were made on different setups ({', '.join(differ)} differ)")
         runs = report.get("commands") or [report["command"]]
         commands += [c for c in runs if c not in commands]
         for r in report["results"]:
             rows[(r["model"], r["precision"])] = {**r, "command": r.get("command", runs[-1])}
-    facts = {k: v for k, v in reports[-1].items() if k not in ("command", "commands", "results")}
     return {"commands": commands, **facts, "results": list(rows.values())}
 
 

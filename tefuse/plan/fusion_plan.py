@@ -359,8 +359,11 @@ class FusionPlan:
         (float32 accumulation; arguments and results stay in the plan's dtype). No split-K: a
         plan is one kernel, so a small-grid conv stays whole (graph/split_k.py). On Hopper the
         conv weight is read OHWI or in its padded form (`kernel_layouts`); OperatorArgs converts
-        it when set."""
+        it when set. The kernel's config comes from the performance database, as MIOpen's
+        compile reads its perf-db: the user's tuning log and the shipped ones (db="default";
+        db=None: the template's fallback config)."""
         build_kwargs.setdefault("split_k", False)
+        build_kwargs.setdefault("db", "default")
         layouts = self.kernel_layouts(target, precision)
         self._compiled = build(self._graph_reading(layouts), target, precision=precision, **build_kwargs)
         self._kernel_layouts = layouts

@@ -50,7 +50,7 @@ def test_build_records_its_phases():
 
 def test_merged_reports_keep_each_rows_command_and_the_latest_row(tmp_path):
     """A re-measured (model, precision) replaces its row, every other row stays with the command
-    that measured it; a merge without --json is refused."""
+    that measured it; a merge without --json, or of runs on different setups, is refused."""
     def row(model, wall):
         return {"model": model, "precision": "fp16", "status": "ok", "wall_s": wall}
 
@@ -68,3 +68,6 @@ def test_merged_reports_keep_each_rows_command_and_the_latest_row(tmp_path):
         ("resnet50", 25.7, "run all"), ("densenet121", 30.4, "run densenet")]
     with pytest.raises(SystemExit):
         B.main(["--merge", str(paths[0])])
+    paths[1].write_text(json.dumps({**second, "cpus": 32}))  # another machine: not one table
+    with pytest.raises(SystemExit):
+        B.main(["--merge", *map(str, paths), "--json", str(out)])

@@ -257,3 +257,13 @@ def test_a_quantized_model_is_judged_by_top1_agreement_a_float_one_by_its_error_
     assert not model_ok("int8", 0.01, 0.98)
     assert model_ok("fp16", 1e-3, 1.0)
     assert not model_ok("fp16", 2e-2, 1.0) and not model_ok("fp16", 1e-3, 31 / 32)
+
+
+@pytest.mark.parametrize("argv", [["conv", "--tune", "8", "--no-db"],
+                                  ["models", "--tune", "8", "--prologue", "all"]])
+def test_tuning_is_refused_where_the_builds_would_not_read_it(argv, capsys):
+    from tefuse.bench import precision
+
+    with pytest.raises(SystemExit) as e:
+        precision.main(argv)
+    assert e.value.code == 2 and "--tune" in capsys.readouterr().err

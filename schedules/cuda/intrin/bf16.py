@@ -23,11 +23,10 @@ from types import ModuleType
 
 import tvm
 
-from ....errors import TefuseError
 from ....paths import generated_source_dir
 from ...intrin import register_once
 from .mma_names import mma_group
-from .tvm_library import MODULE, source_path
+from .tvm_library import MODULE, IntrinSourceError, source_path
 
 TVM_SOURCE = MODULE
 # (generator, text in its source, replacement): what lets each take bfloat16
@@ -36,10 +35,6 @@ PATCHES = (
     ("get_mma_intrin", '"float16": "fp16",', '"float16": "fp16",\n        "bfloat16": "bf16",'),
 )
 _SCOPES = (("shared", ""), ("shared.dyn", "_dyn"))
-
-
-class IntrinSourceError(TefuseError, RuntimeError):
-    """The installed TVM's source no longer has what the bf16 patch edits."""
 
 
 def generate() -> str:

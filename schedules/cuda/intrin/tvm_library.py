@@ -25,8 +25,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import Callable, Iterable, Mapping, Optional, TypeVar
 
+import tvm
 from tvm.s_tir import TensorIntrin
 
+from ....errors import TefuseError
 from ...intrin import quick_frames
 
 MODULE = "tvm.s_tir.tensor_intrin.cuda"
@@ -38,6 +40,11 @@ Names = TypeVar("Names", Mapping[str, str], Iterable[str])
 _lock = threading.RLock()  # re-entrant: ensure runs under it, and may run while the module loads
 _made: set[str] = set()  # TVM's names this process has registered (or found registered)
 _module: Optional[ModuleType] = None
+_failed: Optional[str] = None  # why the first load failed
+
+
+class IntrinSourceError(TefuseError, RuntimeError):
+    """The installed TVM's intrinsics source no longer has what tefuse reads or edits in it."""
 
 
 def _is_registration(stmt: ast.stmt) -> bool:
@@ -80,7 +87,8 @@ def _lazy_module() -> ModuleType:
             makers[name] = partial(eval, compile(pair_expr, origin, "eval"), module.__dict__)
     module.ensure = partial(_ensure, makers)
     for group in GROUPS:  # the names a group function returns are registered before they are used
-        setattr(module, group, _registering(getattr(module, group), module.ensure))
+        if callable(getattr(module, group, None)):
+            setattr(module, group, _registering(getattr(module, group), module.ensure))
     return module
 
 
@@ -90,7 +98,7 @@ def _ensure(makers: Mapping[str, Callable], names: Names) -> Names:
     overrides); return `names`."""
     for name in names.values() if isinstance(names, Mapping) else names:
         if name in makers and name not in _made:
-            with _lock, quick_frames():
+            with quick_frames(), _lock:  # the order register_once takes them in (a make may load this)
                 if name not in _made:
                     if TensorIntrin.get(name, allow_missing=True) is None:
                         TensorIntrin.register(name, *makers[name]())
@@ -109,17 +117,24 @@ def _registering(group: Callable, ensure: Callable) -> Callable:
 def tvm_cuda_intrinsics() -> ModuleType:
     """TVM's module: get_mma_intrin_group, get_wmma_intrin_group (their names registered),
     shared_16x16_to_ldmatrix_32x8_layout..., and `ensure(names)`, which registers those of
-    `names` that are TVM's."""
-    global _module
+    `names` that are TVM's. A load that failed fails again, with its first error: the module's
+    global functions may be registered already, so neither it nor TVM's import can run twice."""
+    global _module, _failed
     if _module is None:
-        with _lock:
+        with quick_frames(), _lock:  # quick_frames first: register_once's order
             if _module is None:
+                if _failed is not None:
+                    raise IntrinSourceError(_failed)
                 loaded = sys.modules.get(MODULE)
                 if loaded is not None:  # imported whole before: everything is registered
                     loaded.ensure = getattr(loaded, "ensure", lambda names: names)
                 else:
-                    with quick_frames():
+                    try:
                         loaded = _lazy_module()
+                    except Exception as e:  # noqa: BLE001 - a TVM whose module no longer fits
+                        _failed = (f"TVM {tvm.__version__}'s CUDA intrinsics ({MODULE}) could not be loaded "
+                                   f"name by name: {type(e).__name__}: {e}")
+                        raise IntrinSourceError(_failed) from e
                     sys.modules[MODULE] = loaded
                 _module = loaded
     return _module

@@ -75,3 +75,20 @@ def test_a_module_imported_whole_before_is_used_as_it_is():
         lib = tvm_library.tvm_cuda_intrinsics()
         assert lib is real and lib.ensure({"a": "mma_fill_16x16_f32"}) == {"a": "mma_fill_16x16_f32"}
     """)
+
+
+def test_a_load_that_fails_fails_again_with_its_first_error():
+    """A TVM whose module no longer fits the loader: one clear error naming the module, the
+    same on every later call (its global functions may be registered: it cannot run twice)."""
+    run("""
+        import pytest
+        from tefuse.schedules.cuda.intrin.tvm_library import IntrinSourceError
+
+        def broken():
+            raise ValueError("renamed generator")
+
+        tvm_library._lazy_module = broken
+        for _ in range(2):
+            with pytest.raises(IntrinSourceError, match="tensor_intrin.cuda.*renamed generator"):
+                tvm_library.tvm_cuda_intrinsics()
+    """)
