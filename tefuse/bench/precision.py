@@ -11,10 +11,14 @@ each checked against a float64 (or onnxruntime float32) reference before it is t
 * `models`: torchvision ResNet-50 / ViT-B/16 built with `precision=` against PyTorch in that
   precision (channels_last CUDA graph, and torch.compile where it works);
 * `zoo`: the model zoo's torchvision and transformers models the same way, by default the ones
-  no shipped tuning record was made for (`UNTUNED_ZOO`; with `--no-db`: untuned).
+  no shipped tuning record was made for (`UNTUNED_ZOO`; with `--no-db`: untuned; with
+  `--tune-minutes 10`: each model and batch tuned for ten minutes first, as `tefuse tune
+  --minutes 10`, into the user database, which a later run resumes from).
 
     python -m tefuse.bench.precision conv --precision fp16 bf16 --batch 1 16 --json out.json
     python -m tefuse.bench.precision zoo --precision fp16 --batch 1 32 --no-db --json untuned.json
+    TEFUSE_USER_DB=zoo_tuning.jsonl python -m tefuse.bench.precision zoo --precision fp16 --batch 1 32 \
+        --tune-minutes 10 --shard 1/2 --resume --json tuned_1.json
 """
 from __future__ import annotations
 
@@ -238,21 +242,39 @@ class TuningTools:
         self.runner.close()
 
 
-def tune_first(graph, precision: str, db, trials: int, tuning=None, **build_options) -> None:
-    """With trials > 0, tune `graph`'s kernels (that many measurements each) into the user
-    database a later build with db="default" reads, as `tefuse tune` would; `tuning` (a
+def tune_first(graph, precision: str, db, trials: int, tuning=None, minutes: float = 0.0, **build_options):
+    """With trials > 0 (measurements a kernel) or minutes > 0 (wall time for all the kernels,
+    spent where the model's time is expected to fall most, as `tefuse tune --minutes`), tune
+    `graph`'s kernels into the user database a later build with db="default" reads; `tuning` (a
     TuningTools) holds the search and keeps its workers from one case to the next. precision and
-    build_options: what the case's build gets, so the kernels tuned are the ones it looks up."""
-    if not trials:
-        return
+    build_options: what the case's build gets, so the kernels tuned are the ones it looks up.
+    Returns the minutes run's BudgetReport (else None)."""
+    if not trials and not minutes:
+        return None
     if db != "default":
         raise ValueError("tuning writes to the user database: tune with the default database")
     from ..driver import prepare_graph
-    from ..tune.loop import tune
 
     tools = {"builder": tuning.builder, "runner": tuning.runner, "tuner": tuning.tuner,
              "only": tuning.only} if tuning is not None else {}
-    tune(prepare_graph(graph, "cuda", precision=precision, **build_options), "cuda", trials=trials, **tools)
+    graph = prepare_graph(graph, "cuda", precision=precision, **build_options)
+    if minutes:
+        from ..tune.budget import tune_within
+
+        return tune_within(graph, "cuda", seconds=60 * minutes, **tools)
+    from ..tune.loop import tune
+
+    tune(graph, "cuda", trials=trials, **tools)
+    return None
+
+
+def budget_facts(report) -> dict:
+    """A --tune-minutes run's facts for a row's extra: its budget and rounds, why it stopped, its
+    failed trials, and the model time its kernels' best records sum to before and after."""
+    return {"tune_minutes": report.budget / 60, "tune_elapsed_s": report.elapsed, "tune_rounds": report.rounds,
+            "tune_trials": report.measured, "tune_stopped": report.stopped, "tune_errors": report.errors,
+            "tune_model_ms_before": 1e3 * report.model_time_before,
+            "tune_model_ms_after": 1e3 * report.model_time_after}
 
 
 def _split_option(args):
@@ -527,12 +549,12 @@ UNTUNED_ZOO = ("resnext50_32x4d", "wide_resnet50_2", "regnet_y_400mf", "efficien
 
 
 def zoo_model_case(name: str, batch: int, precision: str, workdir: Path, db=None, compile_peer: bool = True,
-                   small: bool = False) -> Row:
+                   small: bool = False, tune_minutes: float = 0.0, tuning=None) -> Row:
     """A model zoo entry (tefuse/bench/zoo.py: torchvision and transformers, seeded random weights)
-    at `batch`, exported in float32, built by tefuse with `precision`, checked against onnxruntime
-    (float32), timed against the same module in PyTorch in that precision (image models
-    channels_last), the better of its CUDA graph and torch.compile, each taken in turn with
-    tefuse's CUDA graph."""
+    at `batch`, exported in float32, built by tefuse with `precision` (its kernels tuned first for
+    tune_minutes, as `tefuse tune --minutes` would), checked against onnxruntime (float32), timed
+    against the same module in PyTorch in that precision (image models channels_last), the better
+    of its CUDA graph and torch.compile, each taken in turn with tefuse's CUDA graph."""
     import onnx
 
     from ..driver import build
@@ -548,6 +570,7 @@ def zoo_model_case(name: str, batch: int, precision: str, workdir: Path, db=None
     path = zoo_builders.export_onnx(module, feeds, cfg.outputs,
                                     workdir / f"zoo_{name}_{'small' if small else 'full'}_b{batch}.onnx")
     model = onnx.load(str(path))
+    report = tune_first(import_onnx(model), precision, db, 0, tuning, tune_minutes) if tune_minutes else None
     t0 = time.perf_counter()
     cg = build(import_onnx(model), "cuda", db=db, precision=precision)
     build_s = time.perf_counter() - t0
@@ -569,7 +592,7 @@ def zoo_model_case(name: str, batch: int, precision: str, workdir: Path, db=None
             return tm(*targs)
 
     extra = {"build_s": build_s, "kernels": cg.num_kernels, "top1_agreement": top1,
-             "config": "small" if small else "full"}
+             "config": "small" if small else "full", **(budget_facts(report) if report is not None else {})}
     try:  # a module that copies host tensors in its forward (transformers' masks) cannot be captured
         graph_ms, peer_graph = alternate(run, peer, graph_ms)
     except RuntimeError as e:
@@ -695,6 +718,9 @@ def main(argv=None) -> int:
     p.add_argument("--tune", type=int, default=0, metavar="TRIALS",
                    help="conv, plan, gemm, attention, models: tune each case's kernels first (TRIALS "
                         "measurements each) into the user database")
+    p.add_argument("--tune-minutes", type=float, default=0.0, metavar="N",
+                   help="zoo: tune each (model, batch)'s kernels for N minutes first, as `tefuse tune "
+                        "--minutes N` (rounds where the model's time should fall most), into the user database")
     p.add_argument("--tuner", default="xgb", choices=["xgb", "random", "grid"], help="--tune's search")
     p.add_argument("--only", action="append", default=[], metavar="KNOB=VALUE", type=knob_assignment,
                    help="--tune: only configs with this knob value, as `tefuse tune --only`")
@@ -729,7 +755,11 @@ def main(argv=None) -> int:
             args.shard = shard_of(args.shard)
         except ValueError as e:
             p.error(f"--shard: {e}")
-    if args.tune and args.no_db:
+    if args.tune and args.tune_minutes:
+        p.error("--tune and --tune-minutes exclude each other (trials a kernel, or minutes for all)")
+    if args.tune_minutes and args.suite != "zoo":
+        p.error("--tune-minutes: the zoo suite only (the others take --tune TRIALS)")
+    if (args.tune or args.tune_minutes) and args.no_db:
         p.error("--tune measures into the user database that the builds then read: drop --no-db")
     if args.tune and args.suite == "models" and any(pro != "rules" for pro in args.prologue):
         p.error("--tune tunes the kernels of build's own prologue rules: --prologue rules only")
@@ -758,7 +788,8 @@ def main(argv=None) -> int:
         print(line(rows[-1]), flush=True)
         write_json(rows, args.json, command)
 
-    with TuningTools(args.tuner, dict(args.only)) if args.tune else contextlib.nullcontext() as tuning:
+    with TuningTools(args.tuner, dict(args.only)) if args.tune or args.tune_minutes else contextlib.nullcontext() \
+            as tuning:
         run_suites(args, db, tuning, attempt)
     summary = write_json(rows, args.json, command)
     for key, s in summary.items():
@@ -796,7 +827,8 @@ def run_suites(args, db, tuning, attempt) -> None:
             for name in sharded(args.models or UNTUNED_ZOO, args.shard):
                 for b in args.batch:
                     attempt("zoo", name, prec, b, lambda: zoo_model_case(name, b, prec, Path(args.workdir), db,
-                                                                         not args.no_compile))
+                                                                         not args.no_compile, False,
+                                                                         args.tune_minutes, tuning))
         else:
             for name in sharded(args.models or ["resnet50", "vit_b_16"], args.shard):
                 for b in args.batch:

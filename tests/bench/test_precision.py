@@ -125,7 +125,7 @@ def test_zoo_suite_runs_the_untuned_list_by_default(monkeypatch, tmp_path):
 
     seen = []
 
-    def fake_case(name, b, prec, workdir, db, compile_peer):
+    def fake_case(name, b, prec, workdir, db, compile_peer, *_):
         seen.append((name, b, prec, db, compile_peer))
         return _row(name, 1.0, 2.0)
 
@@ -179,7 +179,7 @@ def test_zoo_shards_split_the_list_and_merge_into_one_table(monkeypatch, tmp_pat
     seen = []
     ratio = {"bert": 2.0, "gpt2": 0.5, "swin_t": 1.0}
 
-    def fake_case(name, b, prec, workdir, db, compile_peer):
+    def fake_case(name, b, prec, workdir, db, compile_peer, *_):
         seen.append(name)
         return _row(name, ratio[name], 1.0)
 
@@ -215,7 +215,7 @@ def test_resume_keeps_measured_cases_and_runs_failed_and_missing_ones(monkeypatc
     write_json([Row("zoo", "bert", "fp16", 1, 2.0, 1.0, "torch", 1e-3, True), failed], str(out))
     seen = []
 
-    def fake_case(name, b, prec, workdir, db, compile_peer):
+    def fake_case(name, b, prec, workdir, db, compile_peer, *_):
         seen.append(name)
         return Row("zoo", name, prec, b, 1.0, 1.0, "torch", 1e-3, True)
 
@@ -267,3 +267,35 @@ def test_tuning_is_refused_where_the_builds_would_not_read_it(argv, capsys):
     with pytest.raises(SystemExit) as e:
         precision.main(argv)
     assert e.value.code == 2 and "--tune" in capsys.readouterr().err
+
+
+def test_zoo_tunes_each_model_and_batch_for_the_minutes_asked(monkeypatch):
+    """--tune-minutes reaches every zoo case with the one set of tuning workers, the builds read
+    the user database the tuning wrote; it goes with the zoo suite and a database only."""
+    from tefuse.bench import precision
+
+    seen, tools = [], []
+
+    class FakeTools:
+        def __init__(self, tuner, only):
+            tools.append(self)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return None
+
+    def fake_case(name, b, prec, workdir, db, compile_peer, small, tune_minutes, tuning):
+        seen.append((name, b, db, tune_minutes, tuning))
+        return _row(name, 1.0, 2.0)
+
+    monkeypatch.setattr(precision, "TuningTools", FakeTools)
+    monkeypatch.setattr(precision, "zoo_model_case", fake_case)
+    assert precision.main(["zoo", "--models", "bert", "gpt2", "--batch", "1", "32", "--tune-minutes", "10"]) == 0
+    assert len(tools) == 1
+    assert seen == [(n, b, "default", 10.0, tools[0]) for n in ("bert", "gpt2") for b in (1, 32)]
+    for argv in (["conv", "--tune-minutes", "1"], ["zoo", "--tune-minutes", "1", "--no-db"],
+                 ["zoo", "--tune-minutes", "1", "--tune", "8"]):
+        with pytest.raises(SystemExit):
+            precision.main(argv)
