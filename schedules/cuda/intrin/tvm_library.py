@@ -7,9 +7,8 @@ on the first tensor-core kernel of every process (build threads and tuning worke
 a model's kernels use a handful. So the module is executed from TVM's own file without its
 top-level `TensorIntrin.register(NAME, *generator(...))` statements, and each of those runs the
 first time NAME is asked for (`ensure`; the intrinsic groups ask for theirs), unless an intrinsic
-of that name is registered already. The code keeps its
-file name and line numbers, so TVMScript reads each generator's source from TVM's file as it
-would. The module is installed under its own name in `sys.modules`: a later `from
+of that name is registered already. The code keeps its file name and line numbers, so TVMScript
+reads each generator's source from TVM's file as it would. The module is installed under its own name in `sys.modules`: a later `from
 tvm.s_tir.tensor_intrin.cuda import ...` (dlight's tensor-core rule) or import of the package
 gets this one, not a second copy that would register its global functions again and fail. Where
 TVM's module was imported before, it is used as it is.
@@ -37,7 +36,7 @@ GROUPS = ("get_mma_intrin_group", "get_wmma_intrin_group")  # generators of name
 
 Names = TypeVar("Names", Mapping[str, str], Iterable[str])
 
-_lock = threading.RLock()  # re-entrant: ensure runs under it, and may run while the module loads
+_lock = threading.RLock()  # re-entrant: a generator run under it may ask for this module again
 _made: set[str] = set()  # TVM's names this process has registered (or found registered)
 _module: Optional[ModuleType] = None
 _failed: Optional[str] = None  # why the first load failed
