@@ -8,10 +8,10 @@ a model's kernels use a handful. So the module is executed from TVM's own file w
 top-level `TensorIntrin.register(NAME, *generator(...))` statements, and each of those runs the
 first time NAME is asked for (`ensure`; the intrinsic groups ask for theirs), unless an intrinsic
 of that name is registered already. The code keeps its file name and line numbers, so TVMScript
-reads each generator's source from TVM's file as it would. The module is installed under its own name in `sys.modules`: a later `from
-tvm.s_tir.tensor_intrin.cuda import ...` (dlight's tensor-core rule) or import of the package
-gets this one, not a second copy that would register its global functions again and fail. Where
-TVM's module was imported before, it is used as it is.
+reads each generator's source from TVM's file as it would. The module is installed under its own
+name in `sys.modules`: a later `from tvm.s_tir.tensor_intrin.cuda import ...` (dlight's
+tensor-core rule) or import of the package gets this one, not a second copy that would register
+its global functions again and fail. Where TVM's module was imported before, it is used as it is.
 """
 from __future__ import annotations
 
