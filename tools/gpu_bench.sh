@@ -8,6 +8,9 @@
 #   bash tools/gpu_bench.sh builds     # build time (NVRTC/nvcc, 1/all jobs); batch 1 and 16
 #   bash tools/gpu_bench.sh gpu-tests  # the GPU tests alone
 #   bash tools/gpu_bench.sh tune-fp16  # fp16 records for MODELS x BATCHES (TUNE_SECONDS each)
+#   bash tools/gpu_bench.sh tuned-zoo  # the untuned zoo tuned TUNE_MINUTES (10) a model and batch
+#     first, one shard a GPU (SHARDS, default the GPU count); RESUME_DIR: an earlier call's $OUT
+#     (its rows kept, its tuning logs resumed); merge the shards' tuned_K.json with `--merge`
 #   bash tools/gpu_bench.sh sources    # kernel fingerprints of an older checkout in .baseline/
 #     against this one (or its halves, one call each: sources-before, then sources-after with
 #     BEFORE=the first's JSON)
@@ -89,6 +92,20 @@ bench-models|models)
     --json "$OUT/models_fallback.json" 2>&1 | grep -v "$F" | tail -2
   TEFUSE_SYSTEM_DB="tuning_logs:/tmp/tefuse/resnet50_b$BATCH.jsonl" python3 -m tefuse.bench.models resnet50 \
     --batch "$BATCH" --workdir /tmp/tefuse --json "$OUT/models_tuned.json" 2>&1 | grep -v "$F" | tail -1
+  ;;
+tuned-zoo)
+  SHARDS=${SHARDS:-$(nvidia-smi -L | wc -l)}
+  for k in $(seq "$SHARDS"); do
+    for f in "tuned_$k.json" "zoo_tuning_$k.jsonl"; do  # resume: the rows measured, the trials made
+      [ -f "${RESUME_DIR:-/nonexistent}/$f" ] && cp "$RESUME_DIR/$f" "$OUT/$f"
+    done
+    CUDA_VISIBLE_DEVICES=$((k - 1)) TEFUSE_USER_DB="$OUT/zoo_tuning_$k.jsonl" timeout "$TUNE_SECONDS" \
+      python3 -m tefuse.bench.precision zoo --precision fp16 --batch ${BATCHES:-1 32} \
+      --tune-minutes "${TUNE_MINUTES:-10}" --shard "$k/$SHARDS" --resume --workdir /tmp/tefuse \
+      --json "$OUT/tuned_$k.json" > "/tmp/tefuse/tuned_zoo_$k.log" 2>&1 &
+  done
+  wait
+  for k in $(seq "$SHARDS"); do echo "shard $k: $(grep -c '^zoo ' "/tmp/tefuse/tuned_zoo_$k.log") rows"; done
   ;;
 builds)
   F=" INFO\|schedule:\|Warning\|warn\|torch.onnx"
