@@ -14,7 +14,6 @@ from tvm.runtime import convert
 from tvm.script import tirx as T
 
 from ...intrin import register_once
-from .tvm_library import tvm_cuda_intrinsics
 
 WARP = 32
 F32 = "float32"
@@ -133,13 +132,14 @@ def _mma_intrin(b_trans: bool):
 
 def tf32_mma_group(load_scope: str, b_nk: bool) -> dict[str, str]:
     """Intrinsic names for a float32 GEMM on tf32 mma.sync, operands and the accumulator
-    staging tile in `load_scope` (shared or shared.dyn); fill/store are TVM's fp32 ones."""
+    staging tile in `load_scope` (shared or shared.dyn); fill/store are TVM's fp32 ones
+    (registered by gemm/tiles.intrin_names, as every group's TVM names are)."""
     sfx = load_scope.replace(".", "_")
     b = "b_trans" if b_nk else "b"
-    return tvm_cuda_intrinsics().ensure({
+    return {
         "load_a": register_once(f"tf32_mma_load_a_{sfx}", lambda: _load_intrin("a", load_scope)),
         "load_b": register_once(f"tf32_mma_load_{b}_{sfx}", lambda: _load_intrin(b, load_scope)),
         "compute": register_once(f"tf32_mma_m16n8k8{'_trans_b' if b_nk else ''}", lambda: _mma_intrin(b_nk)),
         "init": "mma_fill_16x16_f32",
         "store": f"mma_store_16x16_f32_{sfx}_simple_",
-    })
+    }
