@@ -109,7 +109,7 @@ def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tefuse", description="Fuse operator chains into GPU kernels with TVM.",
         epilog="Run `tefuse COMMAND --help` for a command's options. Environment: TEFUSE_USER_DB, "
-               "TEFUSE_SYSTEM_DB, TEFUSE_CACHE_DIR, TEFUSE_BUILD_JOBS, TVM_CUDA_COMPILE_MODE "
+               "TEFUSE_SYSTEM_DB, TEFUSE_CACHE_DIR, TEFUSE_BUILD_JOBS, TEFUSE_SCHEDULE_JOBS, TVM_CUDA_COMPILE_MODE "
                "(see docs/reference.md).")
     parser.add_argument("--version", action=_Version, help="print tefuse's, TVM's and the CUDA compiler's versions")
     _add_common_options(parser, 0)

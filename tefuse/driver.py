@@ -304,8 +304,8 @@ def _copy_module(mod: tvm.IRModule) -> tvm.IRModule:
 
 
 def _map_in_threads(fn: Callable, items: list, jobs: Optional[int]) -> list[tuple[Any, Optional[Exception]]]:
-    """[(fn(item), None) or (None, the exception it raised)] in the items' order, `jobs` threads
-    (default_jobs()) at once; Ctrl-C drops the items not started."""
+    """[(fn(item), None) or (None, the exception it raised)] in the items' order, schedule_jobs(jobs)
+    threads at once; Ctrl-C drops the items not started."""
     def one(item):
         try:
             return fn(item), None
@@ -316,7 +316,7 @@ def _map_in_threads(fn: Callable, items: list, jobs: Optional[int]) -> list[tupl
     one_in_context = one
     one = lambda item: contexts[id(item)].run(one_in_context, item)  # noqa: E731
 
-    jobs = min(len(items), jobs or default_jobs()) or 1
+    jobs = min(len(items), schedule_jobs(jobs)) or 1
     if jobs == 1:
         return [one(item) for item in items]
     pool = cf.ThreadPoolExecutor(jobs, thread_name_prefix="tefuse-schedule")
@@ -330,24 +330,44 @@ def _map_in_threads(fn: Callable, items: list, jobs: Optional[int]) -> list[tupl
 
 
 MAX_DEFAULT_JOBS = 32  # each nvcc takes a few hundred MB; a 128-CPU host need not run 128 at once
+# threads that schedule at once: scheduling is mostly Python under the GIL, so past a few threads
+# more only queue for it (16 cores, DenseNet-121: 1 thread 11.4 s, 2 8.3 s, 4 6.5-7.3 s, 8 9.0 s,
+# 16 7.8-9.0 s; docs/architecture.md, "Build time")
+MAX_SCHEDULE_JOBS = 4
+
+
+def _env_count(name: str, env: Optional[str], what: str) -> Optional[int]:
+    """The whole number `env` ($name's value) holds, at least 1; None when unset; anything else a
+    BuildError naming the variable."""
+    if not env:
+        return None
+    try:
+        n = int(env)
+    except ValueError:
+        raise BuildError(f"{name}={env!r} is not a whole number") from None
+    if n < 1:
+        raise BuildError(f"{name}={env!r}: {what} must be 1 or more")
+    return n
 
 
 def default_jobs() -> int:
     """$TEFUSE_BUILD_JOBS, else the CPUs this process may use (at most MAX_DEFAULT_JOBS)."""
-    env = os.environ.get("TEFUSE_BUILD_JOBS")
-    if env:
-        try:
-            jobs = int(env)
-        except ValueError:
-            raise BuildError(f"TEFUSE_BUILD_JOBS={env!r} is not a whole number") from None
-        if jobs < 1:
-            raise BuildError(f"TEFUSE_BUILD_JOBS={env!r}: kernels compiled at once must be 1 or more")
+    jobs = _env_count("TEFUSE_BUILD_JOBS", os.environ.get("TEFUSE_BUILD_JOBS"), "kernels compiled at once")
+    if jobs is not None:
         return jobs
     try:
         cpus = len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
         cpus = os.cpu_count() or 1
     return max(1, min(cpus, MAX_DEFAULT_JOBS))
+
+
+def schedule_jobs(jobs: Optional[int] = None) -> int:
+    """Threads that schedule kernels: `jobs` (default_jobs()) at most $TEFUSE_SCHEDULE_JOBS,
+    else at most MAX_SCHEDULE_JOBS."""
+    cap = (_env_count("TEFUSE_SCHEDULE_JOBS", os.environ.get("TEFUSE_SCHEDULE_JOBS"), "kernels scheduled at once")
+           or MAX_SCHEDULE_JOBS)
+    return min(jobs or default_jobs(), cap)
 
 
 def _kernel_dump_dir() -> Optional[str]:

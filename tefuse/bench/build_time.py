@@ -86,6 +86,14 @@ def result_line(r: BuildTime) -> str:
             f"compile {r.compile_s:.1f}s")
 
 
+def usable_cpus() -> int:
+    """The CPUs this process may run on (a taskset's, not the host's)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
 def compiler_version() -> str:
     try:
         out = subprocess.run(["nvcc", "--version"], capture_output=True, text=True, timeout=30).stdout
@@ -151,8 +159,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             r = measure(name, path, args.target, precision, args.jobs)
             log.info("%s", result_line(r))
             results.append(r)
+    from ..driver import default_jobs, schedule_jobs
+
     report = {"command": "python -m tefuse.bench.build_time " + " ".join(argv if argv is not None else sys.argv[1:]),
-              "target": args.target, "cpus": os.cpu_count(), "device_compiler": compiler_version(),
+              "target": args.target, "cpus": usable_cpus(),
+              "threads": {"schedule": schedule_jobs(args.jobs), "compile": args.jobs or default_jobs()},
+              "device_compiler": compiler_version(),
               "compile_mode": os.environ.get("TVM_CUDA_COMPILE_MODE", ""),
               "results": [asdict(r) for r in results]}
     if args.json:

@@ -2,7 +2,7 @@
 trials per kernel) measured on one GPU, then spread over several, trials per minute for each.
 
     python -m tefuse.bench.scaleout --devices 0 --devices 0,1 --trials 16 --json scaleout.json
-    python -m tefuse.bench.scaleout --rpc HOST:PORT --key KEY --trials 16 --json rpc.json
+    python -m tefuse.bench.scaleout --devices 0 --rpc HOST:PORT --key KEY --trials 16 --json rpc.json
 
 Each run tunes into a fresh log (nothing resumed), so every run measures the whole budget.
 The model defaults to the ONNX package's light ResNet-50 (ResNet-50's shapes at batch 1,
@@ -190,14 +190,14 @@ def main(argv=None) -> int:
     extra = {"tasks_at_once": args.tasks_at_once}
     if args.min_repeat_ms is not None:
         extra["min_repeat_ms"] = args.min_repeat_ms
-    if args.rpc:
-        runs.append(run_once(tasks, rpc=args.rpc, key=args.key, trials=args.trials, tuner=args.tuner,
-                             seed=args.seed, parallel=args.parallel, model=model, **extra))
-        print(result_line(runs[-1]), flush=True)
     for spec in args.devices or ([] if args.rpc else ["0"]):
         devices = [int(i) for i in spec.split(",") if i.strip()]
         runs.append(run_once(tasks, devices, trials=args.trials, tuner=args.tuner, seed=args.seed,
                              parallel=args.parallel, model=model, **extra))
+        print(result_line(runs[-1]), flush=True)
+    if args.rpc:  # after the local runs: the first run is what the others are compared to
+        runs.append(run_once(tasks, rpc=args.rpc, key=args.key, trials=args.trials, tuner=args.tuner,
+                             seed=args.seed, parallel=args.parallel, model=model, **extra))
         print(result_line(runs[-1]), flush=True)
     out = report(runs)
     if len(runs) > 1:

@@ -99,6 +99,18 @@ def request_session(tracker: Address, key: str, priority: int = 1, wait: Optiona
     return rpc.connect(host, port, matchkey, session_timeout=0), (str(host), int(port))
 
 
+# a server whose own process initialised CUDA before forking the session (TVM's FFI imports
+# PyTorch, which asks CUDA for its devices): every session then fails CUDA's initialisation
+FORKED_CUDA = "cudaErrorInitializationError"
+FORKED_CUDA_HINT = ("the server's process initialised CUDA before starting the session: start "
+                    "tvm.exec.rpc_server with TVM_FFI_DISABLE_TORCH_C_DLPACK=1 PYTORCH_NVML_BASED_CUDA_CHECK=1")
+
+
+def with_hint(msg: str) -> str:
+    """A lost session's message, with what to do where the cause is known."""
+    return f"{msg} ({FORKED_CUDA_HINT})" if FORKED_CUDA in msg else msg
+
+
 def _alive(sess) -> bool:
     """Whether the server still answers: a round trip asking for the upload function, which
     every TVM RPC server has (we upload each candidate through it). A remote device attribute
@@ -218,14 +230,14 @@ class RPCSlot(Slot):
             try:
                 self.acquire(self.reacquire_timeout)
             except Exception as e:  # noqa: BLE001
-                raise DeviceLost(f"no session: {last_line(e) if str(e) else type(e).__name__}") from None
+                raise DeviceLost(with_hint(f"no session: {last_line(e) if str(e) else type(e).__name__}")) from None
         sess = self.sess
         try:
             dev, ins = self._inputs(spec, kind)
             ref = self._reference(spec, kind, reference) if self.opts.check else None
         except Exception as e:  # noqa: BLE001 - connection lost
             self._drop()
-            raise DeviceLost(last_line(e)) from None
+            raise DeviceLost(with_hint(last_line(e))) from None
         res = measure_module(lambda: self._load(sess, build.path), dev, ins, spec.outputs, ref, self.opts,
                              build.index, build.config,
                              empty=lambda shape, dtype: tvm.runtime.empty(shape, dtype, dev))
@@ -233,7 +245,7 @@ class RPCSlot(Slot):
             alive = _alive(sess)
             self._drop()  # a failed remote call may leave the session unusable (sticky CUDA errors)
             if not alive:
-                raise DeviceLost(res.error_msg or "session lost")
+                raise DeviceLost(with_hint(res.error_msg or "session lost"))
         return res
 
     def close(self) -> None:

@@ -108,6 +108,38 @@ def test_build_jobs_from_environment(monkeypatch):
     assert B.default_jobs() >= 1
 
 
+def test_schedule_jobs_are_capped_below_the_compiles(monkeypatch):
+    monkeypatch.delenv("TEFUSE_SCHEDULE_JOBS", raising=False)
+    assert B.schedule_jobs(16) == B.MAX_SCHEDULE_JOBS < 16
+    assert B.schedule_jobs(1) == 1  # jobs=1 builds one kernel at a time, scheduling too
+    monkeypatch.setenv("TEFUSE_SCHEDULE_JOBS", "7")
+    assert B.schedule_jobs(16) == 7 and B.schedule_jobs(2) == 2
+    monkeypatch.setenv("TEFUSE_SCHEDULE_JOBS", "0")
+    with pytest.raises(BuildError, match="TEFUSE_SCHEDULE_JOBS='0'"):
+        B.schedule_jobs(4)
+
+
+def test_scheduling_runs_on_schedule_jobs_threads(monkeypatch):
+    """Eight items, the cap at 2: no more than two run at once."""
+    import threading
+    import time
+
+    monkeypatch.setenv("TEFUSE_SCHEDULE_JOBS", "2")
+    running, peak, lock = [0], [0], threading.Lock()
+
+    def fn(x):
+        with lock:
+            running[0] += 1
+            peak[0] = max(peak[0], running[0])
+        time.sleep(0.05)
+        with lock:
+            running[0] -= 1
+        return x * x
+
+    out = B._map_in_threads(fn, list(range(8)), 8)
+    assert [r for r, _ in out] == [x * x for x in range(8)] and peak[0] == 2
+
+
 def test_a_failure_cancels_kernels_not_started(monkeypatch):
     """Two jobs, four kernels: the first fails at once and the others take 0.3 s, so by the time a
     thread is free again the failure has been seen and the last kernel must never compile

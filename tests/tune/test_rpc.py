@@ -251,3 +251,21 @@ def test_a_server_that_stops_answering_counts_as_lost(monkeypatch):
         slot.measure(RunSpec("k", [], []), "llvm", _builds(1)[0], None)
     assert time.monotonic() - t0 < 2
     release.set()
+
+
+def test_a_session_that_cannot_start_cuda_says_how_to_start_the_server(monkeypatch):
+    """A server whose process initialised CUDA before forking (TVM's FFI imports PyTorch) fails
+    every session; the loss names the environment that avoids it."""
+    from tefuse.tune.measure import RunOptions
+
+    slot = RPCSlot(RunOptions(), "k", None, ("127.0.0.1", 1), timeout=None)
+    slot.sess = object()
+
+    def inputs(*a):
+        raise RuntimeError("Traceback ...\nCUDA Runtime Error: cudaErrorInitializationError (3): initialization error")
+
+    monkeypatch.setattr(RPCSlot, "_inputs", inputs)
+    monkeypatch.setattr(RPCSlot, "_drop", lambda self: setattr(self, "sess", None))
+    with pytest.raises(DeviceLost, match="TVM_FFI_DISABLE_TORCH_C_DLPACK=1") as e:
+        slot.measure(RunSpec("k", [], []), "cuda", _builds(1)[0], None)
+    assert "\n" not in str(e.value) and "cudaErrorInitializationError" in str(e.value)
