@@ -355,11 +355,15 @@ def default_jobs() -> int:
     jobs = _env_count("TEFUSE_BUILD_JOBS", os.environ.get("TEFUSE_BUILD_JOBS"), "kernels compiled at once")
     if jobs is not None:
         return jobs
+    return max(1, min(usable_cpus(), MAX_DEFAULT_JOBS))
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (a taskset's, not the host's)."""
     try:
-        cpus = len(os.sched_getaffinity(0))
+        return len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
-        cpus = os.cpu_count() or 1
-    return max(1, min(cpus, MAX_DEFAULT_JOBS))
+        return os.cpu_count() or 1
 
 
 def schedule_jobs(jobs: Optional[int] = None) -> int:

@@ -86,14 +86,6 @@ def result_line(r: BuildTime) -> str:
             f"compile {r.compile_s:.1f}s")
 
 
-def usable_cpus() -> int:
-    """The CPUs this process may run on (a taskset's, not the host's)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
-
-
 def compiler_version() -> str:
     try:
         out = subprocess.run(["nvcc", "--version"], capture_output=True, text=True, timeout=30).stdout
@@ -159,7 +151,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             r = measure(name, path, args.target, precision, args.jobs)
             log.info("%s", result_line(r))
             results.append(r)
-    from ..driver import default_jobs, schedule_jobs
+    from ..driver import default_jobs, schedule_jobs, usable_cpus
 
     report = {"command": "python -m tefuse.bench.build_time " + " ".join(argv if argv is not None else sys.argv[1:]),
               "target": args.target, "cpus": usable_cpus(),
