@@ -8,7 +8,8 @@ Why: at batch 1, ResNet-50's 512-channel 3x3 conv is a 49 x 512 x 4608 implicit 
 64x128 tiles for 132 SMs, each walking a 4608-deep reduction. Sixteen slices give 64 tiles of
 288; the partials cost 1.6 MB of float32 traffic. Decided per conv from the GPU's SM count and
 the tensor-core templates' untuned tiles (`SplitPolicy`), only for tensor-core dtypes (NHWC convs,
-Linears reading their weight [N, K]).
+Linears reading their weight [N, K]), int8 and float8 products included: their partial sums are
+int32 (added exactly) and float32.
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Callable, Optional, Sequence
 
 from .ir import Graph, Node, RewriteContext, fresh_name, op_node, rewrite
-from .weights import tensor_core_operand, vector_lanes
+from .weights import one_byte_operand, tensor_core_operand, vector_lanes
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,9 @@ class SplitPolicy:
         if self.in_kernel is not None and self.in_kernel(m, n, depth, channels, lanes, self.sms):
             return 1
         blocks = self.blocks(m, n)
+        # the depths below count 16-bit elements: a one-byte operand's 128-deep tile row is one
+        # step as a 16-bit one's 64 is (int8, float8 codes), so its depth counts half
+        depth = depth * 8 // max(lanes, 8)
         if 2 * blocks > self.sms or depth < self.min_total:
             return 1
         if 4 * _tiles(m, n, 64, 64) >= 3 * self.sms and depth < self.full_depth:
@@ -96,7 +100,7 @@ def conv_splits(n: Node, policy: SplitPolicy) -> int:
             or n.attrs.get("split_k", 1) != 1):
         return 1
     w = n.inputs[1]
-    if not tensor_core_operand(n, w):
+    if not (tensor_core_operand(n, w) or one_byte_operand(n, w)):
         return 1
     g = n.geometry  # its implicit GEMM: M pixels, K output channels, R = ky * kx * C deep
     return policy.splits(g.m, g.k, g.r, g.c, vector_lanes(w.dtype))
@@ -107,7 +111,7 @@ def matmul_splits(n: Node, policy: SplitPolicy) -> int:
     if n.op != "matmul" or not n.attrs.get("trans_b") or n.attrs.get("split_k", 1) != 1:
         return 1
     w = n.inputs[1]
-    if not tensor_core_operand(n, w) or float(n.attrs.get("alpha", 1.0)) != 1.0:
+    if not (tensor_core_operand(n, w) or one_byte_operand(n, w)) or float(n.attrs.get("alpha", 1.0)) != 1.0:
         return 1
     g = n.geometry  # a's rows (batch dims included) by N, K deep (Linears are never split in the kernel)
     return replace(policy, in_kernel=None).splits(g.m, g.n, g.k, g.k, vector_lanes(w.dtype))

@@ -55,7 +55,7 @@ def tensor_core_operand(n: Node, w: Node) -> bool:
     return w.dtype in TENSOR_CORE_DTYPES or (w.dtype == "float32" and n.attrs.get("math") == "tf32")
 
 
-def _one_byte(n: Node, w: Node) -> bool:
+def one_byte_operand(n: Node, w: Node) -> bool:
     """An int8 product's weight, or float8 codes (ops/codes.py): both read K-major by the
     tensor cores' 8-bit instructions."""
     return w.dtype in INT8_DTYPES or bool(n.attrs.get("codes"))
@@ -64,7 +64,7 @@ def _one_byte(n: Node, w: Node) -> bool:
 def _operand(n: Node, w: Node, floats: bool, int8: bool) -> bool:
     """Whether the weight pass takes this product's weight: a float tensor-core operand (floats)
     or a one-byte one (int8)."""
-    return (floats and tensor_core_operand(n, w)) or (int8 and _one_byte(n, w))
+    return (floats and tensor_core_operand(n, w)) or (int8 and one_byte_operand(n, w))
 
 
 def vector_lanes(dtype: str) -> int:
@@ -96,7 +96,7 @@ def _conv_candidate(n: Node, min_mn: int, floats: bool, int8: bool) -> bool:
     if not _nk_conv(n, min_mn, floats, int8) or n.inputs[1].op != CONST:
         return False
     c, lanes = n.inputs[0].shape[3], vector_lanes(n.inputs[1].dtype)
-    if _one_byte(n, n.inputs[1]):
+    if one_byte_operand(n, n.inputs[1]):
         return c % lanes == 0
     return c % lanes == 0 or c < lanes
 

@@ -218,3 +218,43 @@ def test_linears_keep_the_graph_split_on_hopper(rows, k, n):
     cannot compute 4 wide): the Hopper policy splits them as the policy without clusters does."""
     fc = _linear(rows, k, n).node("fc")
     assert matmul_splits(fc, SplitPolicy(sms=132, min_mn=MIN_MN, in_kernel=in_kernel_split)) == matmul_splits(fc, H100)
+
+
+@pytest.mark.parametrize("precision,partials", [("int8", "int32"), ("fp8", "float32")])
+def test_a_quantized_conv_splits_and_its_sums_are_the_unsplit_ones(precision, partials):
+    """A calibrated int8 / fp8 build of a small-grid conv (batch 1, 7x7, 256 channels, 3x3) on
+    Hopper: its one-byte operands' depth counts half (a 128-deep tile row is one step), so 4
+    slices; the partials are int32 (fp8: float32). The prepared graph built on llvm gives the
+    unsplit build's outputs: int8's bit for bit (integer sums), fp8's to the rounding of float32
+    sums taken in another order."""
+    from tefuse.calibrate import calibrate
+    from tefuse.driver import prepare_graph
+
+    rng = np.random.default_rng(4)
+    b = GraphBuilder()
+    x = b.input("input", (1, 256, 7, 7), "float32")
+    w = b.const((rng.standard_normal((256, 256, 3, 3)) / 48).astype("float32"))
+    bias = b.const((rng.standard_normal(256) * 0.1).astype("float32"))
+    g = b.build(b.relu(b.bias_add(b.conv2d(x, w, padding=1, name="conv"), bias, axis=1), name="out"))
+    feeds = [{"input": rng.standard_normal((1, 256, 7, 7)).astype("float32")} for _ in range(2)]
+    cal = calibrate(g, feeds, "max")
+    split = prepare_graph(g, "cuda:sm_90", precision=precision, calibration=cal)
+    part = next(n for n in split.nodes if n.op == "conv2d")
+    assert part.attrs["split_k"] == 4 and part.dtype == partials
+    assert [n.op for n in split.nodes if n.op == "split_sum"] == ["split_sum"]
+    got = tefuse.build(split, "llvm").run(**feeds[0])[0]
+    want = tefuse.build(g, "llvm", precision=precision, calibration=cal).run(**feeds[0])[0]
+    if precision == "int8":
+        assert np.array_equal(got, want)
+    else:
+        assert np.abs(got - want).max() <= 2e-3 * np.abs(want).max()
+
+
+def test_one_byte_operands_count_half_the_depth():
+    """The same grid and channels: fp16 slices down to 256 of its elements, int8 to 256 of
+    fp16's steps (512 of its own); 4608 deep, 16 and 8 slices."""
+    from tefuse.graph.weights import vector_lanes
+
+    assert H100.splits(49, 512, 4608, 512, vector_lanes("float16")) == 16
+    assert H100.splits(49, 512, 4608, 512, vector_lanes("int8")) == 8
+    assert H100.splits(49, 512, 1536, 512, vector_lanes("int8")) == 1  # 768 counted: under min_total

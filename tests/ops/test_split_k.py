@@ -61,12 +61,33 @@ def test_bad_split_is_refused_naming_the_node(attrs, what):
     assert "'c1'" in str(e.value)
 
 
-def test_split_sum_takes_float32_partials_only():
+def test_split_sum_takes_float32_partials_or_an_int32_sums_own():
     b = GraphBuilder()
     with pytest.raises(GraphError, match="float32 partials"):
         b.split_sum(b.input("p", (2, 4, 4), "float16"), dtype="float16")
+    with pytest.raises(GraphError, match="float32 partials"):
+        b.split_sum(b.input("i", (2, 4, 4), "int32"), dtype="float32")
+    with pytest.raises(GraphError, match="int32 partials"):
+        b.split_sum(b.input("f", (2, 4, 4), "float32"), dtype="int32")
     with pytest.raises(GraphError, match="dtype must be"):
         b.split_sum(b.input("q", (2, 4, 4), "float32"), dtype="int8")
+
+
+def test_int8_partials_are_int32_and_sum_exactly():
+    """An int8 conv split in 4: int32 partial sums, added as int32 into the unsplit conv's sums
+    (numpy's integer conv, element for element)."""
+    rng = np.random.default_rng(5)
+    b = GraphBuilder()
+    x = b.input("x", (1, 5, 5, 64), "int8")
+    w = b.input("w", (3, 3, 64, 16), "int8")
+    part = b.conv2d(x, w, padding=1, layout="NHWC", split_k=4, out_dtype="int32")
+    y = b.split_sum(part, dtype="int32")
+    assert part.dtype == "int32" and part.shape == (4, 1, 5, 5, 16)
+    xv = rng.integers(-128, 128, (1, 5, 5, 64)).astype("int8")
+    wv = rng.integers(-128, 128, (3, 3, 64, 16)).astype("int8")
+    (got,) = tefuse.build(b.build(y), "llvm").run(x=xv, w=wv)
+    want = conv2d(xv.transpose(0, 3, 1, 2).astype(np.int64), wv.transpose(3, 2, 0, 1).astype(np.int64), padding=1)
+    assert got.dtype == np.int32 and np.array_equal(got, want.transpose(0, 2, 3, 1))
 
 
 @pytest.mark.parametrize("dtype", ["float16", "float32"])
