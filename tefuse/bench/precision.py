@@ -227,6 +227,7 @@ class TuningTools:
 
     tuner: str = "xgb"
     only: dict = field(default_factory=dict)  # knob values, as `tefuse tune --only`
+    untuned_only: bool = False  # kernels the default database has records for are left, as `tefuse tune --untuned-only`
     builder: object = None
     runner: object = None
 
@@ -262,9 +263,11 @@ def tune_first(graph, precision: str, db, trials: int, tuning=None, minutes: flo
         from ..tune.budget import tune_within
 
         return tune_within(graph, "cuda", seconds=60 * minutes, **tools)
+    from ..tune.database import default_database
     from ..tune.loop import tune
 
-    tune(graph, "cuda", trials=trials, **tools)
+    covered = default_database() if tuning is not None and tuning.untuned_only else None
+    tune(graph, "cuda", trials=trials, covered=covered, **tools)
     return None
 
 
@@ -716,6 +719,9 @@ def main(argv=None) -> int:
     p.add_argument("--tune", type=int, default=0, metavar="TRIALS",
                    help="conv, plan, gemm, attention, models: tune each case's kernels first (TRIALS "
                         "measurements each) into the user database")
+    p.add_argument("--untuned-only", action="store_true",
+                   help="--tune: leave out the kernels the default database (shipped logs, user database) has "
+                        "records for, as `tefuse tune --untuned-only`")
     p.add_argument("--tune-minutes", type=float, default=0.0, metavar="N",
                    help="zoo: tune each (model, batch)'s kernels for N minutes first, as `tefuse tune "
                         "--minutes N` (rounds where the model's time should fall most), into the user database")
@@ -755,6 +761,8 @@ def main(argv=None) -> int:
             p.error(f"--shard: {e}")
     if args.tune and args.tune_minutes:
         p.error("--tune and --tune-minutes exclude each other (trials a kernel, or minutes for all)")
+    if args.untuned_only and not args.tune:
+        p.error("--untuned-only goes with --tune TRIALS")
     if args.tune_minutes and args.suite != "zoo":
         p.error("--tune-minutes: the zoo suite only (the others take --tune TRIALS)")
     if (args.tune or args.tune_minutes) and args.no_db:
@@ -786,7 +794,8 @@ def main(argv=None) -> int:
         print(line(rows[-1]), flush=True)
         write_json(rows, args.json, command)
 
-    with TuningTools(args.tuner, dict(args.only)) if args.tune or args.tune_minutes else contextlib.nullcontext() \
+    with TuningTools(args.tuner, dict(args.only), untuned_only=args.untuned_only) if args.tune or args.tune_minutes \
+            else contextlib.nullcontext() \
             as tuning:
         run_suites(args, db, tuning, attempt)
     summary = write_json(rows, args.json, command)

@@ -62,6 +62,9 @@ def add_parser(sub) -> None:
                    help="stop a kernel after N trials without improvement (with --minutes: "
                         "default 64, and the budget goes to the other kernels)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--untuned-only", action="store_true",
+                   help="with --trials: leave out the kernels a build already takes a tuning record for (the "
+                        "shipped logs, the user database, --log)")
     p.add_argument("--parallel", "-j", type=int, default=None, help="parallel builds (default: CPU count)")
     p.add_argument("--rpc", "--rpc-tracker", dest="rpc", default=None, metavar="HOST:PORT",
                    help="measure on every TVM RPC server registered under --key with this tracker, in parallel")
@@ -69,6 +72,14 @@ def add_parser(sub) -> None:
     p.add_argument("--devices", default=None, metavar="0,1,...",
                    help="measure on these local devices in parallel, one process pinned to each")
     p.set_defaults(func=run)
+
+
+def _records_of(log_path):
+    """The records a build reads (the default database), with the --log being tuned into."""
+    from ..tune.database import Database, LayeredDatabase, default_database
+
+    db = default_database()
+    return LayeredDatabase([Database(log_path), *db.layers]) if log_path else db
 
 
 def add_only_option(p) -> None:
@@ -171,6 +182,9 @@ class _BudgetBar:
 
 def _check_budget(args: argparse.Namespace) -> None:
     if args.minutes is not None:
+        if args.untuned_only:
+            raise UsageError("--untuned-only goes with --trials (--minutes spends its budget where the gain is "
+                             "expected, records or not)")
         if args.trials is not None:
             raise UsageError("--trials and --minutes exclude each other (a count per kernel, or a time for all)")
         if not args.minutes > 0:
@@ -337,6 +351,7 @@ def run(args: argparse.Namespace) -> int:
     builder = LocalBuilder(n_parallel=args.parallel)
     runner = runner or LocalRunner()
     results, report = [], None
+    covered = _records_of(args.log) if args.untuned_only else None
     try:
         if args.minutes is not None:
             results, report = _tune_within(args, graphs, target, builder, runner)
@@ -348,7 +363,7 @@ def run(args: argparse.Namespace) -> int:
             try:
                 found = tune(graph, target, trials=args.trials, tuner=args.tuner, log=args.log,
                              early_stopping=args.early_stopping, seed=args.seed, builder=builder,
-                             runner=runner, progress=bars.update, only=dict(args.only))
+                             runner=runner, progress=bars.update, only=dict(args.only), covered=covered)
             except KnobError as e:
                 raise UsageError(f"--only: {e}") from None
             results += [(b, r) for r in found]

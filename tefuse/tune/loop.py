@@ -18,6 +18,7 @@ from .builder import LocalBuilder
 from .runner import LocalRunner
 from .search import DB, Progress, TemplateSearch, TuneResult, TuningSession, open_log
 from .task import Task, as_tasks
+from ..codegen.schedule import BestRecordSource, choose_schedule
 from ..options import BuildOptions
 from ..schedules.space import KnobError
 
@@ -32,7 +33,7 @@ def tune(graph_or_tasks, target=None, *, trials: int, tuner: str = "xgb",
          batch_size: Optional[int] = None, transfer: bool = True,
          progress: Optional[Progress] = None, tuner_options: Optional[dict] = None,
          tasks_at_once: Optional[int] = None, only: Optional[dict] = None,
-         options: Optional[BuildOptions] = None) -> list[TuneResult]:
+         options: Optional[BuildOptions] = None, covered: Optional[BestRecordSource] = None) -> list[TuneResult]:
     """Tune every task (a Graph's fused groups, or given Tasks) for `trials` measurements each.
 
     `trials` is the budget per task: a few for each of its templates, the rest for the fastest
@@ -51,8 +52,19 @@ def tune(graph_or_tasks, target=None, *, trials: int, tuner: str = "xgb",
 
     `options` (a graph's tasks; given Tasks carry their own): the build options the records are
     measured under, and replay under; None reads them from the environment (BuildOptions.from_env).
+
+    `covered` (a tuning database, e.g. the default one): the kernels a build would already take
+    one of its records for are left out, so a model is tuned where it has no records (a run cut
+    short and its records shipped, a model sharing most kernels with a tuned one).
     """
     tasks, narrowed, db = open_tuning(graph_or_tasks, target, options, only, log)
+    if covered is not None:
+        keep = [k for k, t in enumerate(tasks) if not has_record(t, covered)]
+        logging.getLogger(__name__).info("%d of %d kernels have tuning records already: tuning the other %d",
+                                         len(tasks) - len(keep), len(tasks), len(keep))
+        tasks, narrowed = [tasks[k] for k in keep], [narrowed[k] for k in keep]
+        if not tasks:
+            return []
     own_builder, own_runner = builder is None, runner is None
     builder = builder or LocalBuilder()
     runner = runner or LocalRunner()
@@ -100,6 +112,12 @@ def tune(graph_or_tasks, target=None, *, trials: int, tuner: str = "xgb",
         if own_runner:
             runner.close()
     return [r for rs in per_task for r in rs]
+
+
+def has_record(task: Task, db: BestRecordSource) -> bool:
+    """Whether a build would take one of `db`'s records for the task (its options, a template
+    that serves it, a config its space holds): choose_schedule's own answer."""
+    return choose_schedule(task.lowered, task.target, db, task.options).source == "tuned"
 
 
 def open_tuning(graph_or_tasks, target, options: Optional[BuildOptions], only: Optional[dict],

@@ -9,6 +9,7 @@ import pytest
 
 import tefuse
 from tefuse.bench.precision import Row, line, write_json
+from tefuse.graph import GraphBuilder
 
 
 def _row(case, t, peer, ok=True):
@@ -69,8 +70,8 @@ def test_tuned_conv_cases_share_one_builder_and_runner(monkeypatch, tmp_path):
     class FakeTools:
         entered = exited = 0
 
-        def __init__(self, tuner, only):
-            self.tuner, self.only = tuner, only
+        def __init__(self, tuner, only, untuned_only=False):
+            self.tuner, self.only, self.untuned_only = tuner, only, untuned_only
 
         def __enter__(self):
             FakeTools.entered += 1
@@ -89,13 +90,36 @@ def test_tuned_conv_cases_share_one_builder_and_runner(monkeypatch, tmp_path):
     monkeypatch.setattr(precision, "conv_case", fake_case)
     out = str(tmp_path / "o.json")
     assert precision.main(["conv", "--shapes", "0", "1", "--batch", "16", "--tune", "4", "--json", out,
-                           "--tuner", "grid", "--only", "intrin=wgmma", "--only", "stages=2"]) == 0
+                           "--tuner", "grid", "--only", "intrin=wgmma", "--only", "stages=2", "--untuned-only"]) == 0
     assert [t for t, _ in seen] == [4, 4] and seen[0][1] is seen[1][1] and isinstance(seen[0][1], FakeTools)
-    assert (seen[0][1].tuner, seen[0][1].only) == ("grid", {"intrin": "wgmma", "stages": 2})
+    assert (seen[0][1].tuner, seen[0][1].only, seen[0][1].untuned_only) == ("grid", {"intrin": "wgmma", "stages": 2},
+                                                                          True)
     assert FakeTools.entered == FakeTools.exited == 1
     seen.clear()
     precision.main(["conv", "--shapes", "0", "--batch", "16", "--json", out])
     assert seen == [(0, None)] and FakeTools.entered == 1
+
+
+def test_untuned_only_hands_the_default_database_to_the_tuning_loop(monkeypatch, tefuse_dirs):
+    """--untuned-only: tune_first passes the database the builds read as `covered`, so kernels
+    with records are left out (tune/loop.py); without it, None. Without --tune it is refused."""
+    from types import SimpleNamespace
+
+    import tefuse.tune.loop as loop
+    from tefuse.bench import precision
+    from tefuse.tune.database import LayeredDatabase
+
+    got = []
+    monkeypatch.setattr(loop, "tune", lambda graph, target, trials, covered=None, **kw: got.append(covered))
+    b = GraphBuilder()
+    x = b.input("x", (1, 8, 8, 16), "float16")
+    g = b.build(b.relu(b.conv2d(x, b.const(np.ones((3, 3, 16, 16), "float16")), padding=1, layout="NHWC")))
+    for flag in (True, False):
+        tools = SimpleNamespace(builder=None, runner=None, tuner="xgb", only={}, untuned_only=flag)
+        precision.tune_first(g, "fp16", "default", 3, tools)
+    assert isinstance(got[0], LayeredDatabase) and got[1] is None
+    with pytest.raises(SystemExit):
+        precision.main(["conv", "--untuned-only"])
 
 
 def test_attention_suite_runs_each_shape_with_the_tuning_asked(monkeypatch, tmp_path):
@@ -110,7 +134,7 @@ def test_attention_suite_runs_each_shape_with_the_tuning_asked(monkeypatch, tmp_
         return _row(f"{b}x{h}x{l}x{d}", 1.0, 2.0)
 
     monkeypatch.setattr(precision, "attention_case", fake_case)
-    monkeypatch.setattr(precision, "TuningTools", lambda tuner, only: contextlib.nullcontext("tools"))
+    monkeypatch.setattr(precision, "TuningTools", lambda tuner, only, untuned_only: contextlib.nullcontext("tools"))
     out = tmp_path / "a.json"
     assert precision.main(["attention", "--attention", "32x12x197x64", "1x2x16x32", "--tune", "3",
                            "--json", str(out)]) == 0
@@ -277,7 +301,7 @@ def test_zoo_tunes_each_model_and_batch_for_the_minutes_asked(monkeypatch):
     seen, tools = [], []
 
     class FakeTools:
-        def __init__(self, tuner, only):
+        def __init__(self, tuner, only, untuned_only=False):
             tools.append(self)
 
         def __enter__(self):

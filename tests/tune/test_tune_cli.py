@@ -168,3 +168,43 @@ def test_a_log_write_that_fails_after_measuring_keeps_the_batch(tmp_path, tefuse
     kept = list((tmp_path / "tmp").glob("tefuse-unsaved-*.jsonl"))
     assert len(kept) == 1 and f"the 2 record(s) just measured are in {kept[0]}" in line
     assert len(Database(kept[0]).records()) == 2
+
+
+def _convs_model(path, second: bool):
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(rng.standard_normal((4, 3, 3, 3)).astype("float32"), "w1")]
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["c1"], pads=[1, 1, 1, 1]), helper.make_node("Relu", ["c1"], ["r1"])]
+    out, shape = "r1", [1, 4, 8, 8]
+    if second:
+        inits.append(numpy_helper.from_array(rng.standard_normal((8, 4, 1, 1)).astype("float32"), "w2"))
+        nodes += [helper.make_node("Conv", ["r1", "w2"], ["c2"]), helper.make_node("Relu", ["c2"], ["y"])]
+        out, shape = "y", [1, 8, 8, 8]
+    graph = helper.make_graph(nodes, "convs", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+                              [helper.make_tensor_value_info(out, TensorProto.FLOAT, shape)], inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
+    return path
+
+
+def test_untuned_only_tunes_the_kernels_without_records(tmp_path, tefuse_dirs, capsys, caplog):
+    """A model whose first conv was tuned with another model: --untuned-only tunes its second
+    kernel alone, the first's records untouched; with --minutes it is refused."""
+    pytest.importorskip("onnx")
+    log = tmp_path / "t.jsonl"
+    common = ["--target", "llvm", "--trials", "2", "--tuner", "random", "--log", str(log), "-j", "2", "--no-progress"]
+    assert main(["tune", str(_convs_model(tmp_path / "one.onnx", False)), *common]) == 0
+    first = {r.workload for r in Database(log).records()}
+    assert len(first) == 1 and len(Database(log).records()) == 2
+    capsys.readouterr()
+    with caplog.at_level("INFO", logger="tefuse.tune.loop"):
+        assert main(["tune", str(_convs_model(tmp_path / "two.onnx", True)), *common, "--untuned-only"]) == 0
+    assert "1 of 2 kernels have tuning records already" in caplog.text
+    out = capsys.readouterr().out
+    assert out.count("best") == 1
+    recs = Database(log).records()
+    assert len(recs) == 4 and sum(r.workload in first for r in recs) == 2
+    assert main(["tune", str(tmp_path / "two.onnx"), "--target", "llvm", "--minutes", "1", "--untuned-only",
+                 "--log", str(log)]) == 2
+    assert "--untuned-only goes with --trials" in capsys.readouterr().err
