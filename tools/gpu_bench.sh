@@ -11,6 +11,10 @@
 #   bash tools/gpu_bench.sh tuned-zoo  # the untuned zoo tuned TUNE_MINUTES (10) a model and batch
 #     first, one shard a GPU (SHARDS, default the GPU count); RESUME_DIR: an earlier call's $OUT
 #     (its rows kept, its tuning logs resumed); merge the shards' tuned_K.json with `--merge`
+#   bash tools/gpu_bench.sh tune-quant # int8 and fp8 ResNet-50 at batch 256 (QUANT_BATCH) tuned where
+#     no record covers a kernel (QUANT_TRIALS, 24, each), one precision a GPU, then the quantized
+#     table at batch 1, 32 and 256 in one process; the tuning logs land in $OUT for distilling
+#     into the shipped ones
 #   bash tools/gpu_bench.sh sources    # kernel fingerprints of an older checkout in .baseline/
 #     against this one (or its halves, one call each: sources-before, then sources-after with
 #     BEFORE=the first's JSON)
@@ -106,6 +110,24 @@ tuned-zoo)
   done
   wait
   for k in $(seq "$SHARDS"); do echo "shard $k: $(grep -c '^zoo ' "/tmp/tefuse/tuned_zoo_$k.log") rows"; done
+  ;;
+tune-quant)
+  GPUS=$(nvidia-smi -L | wc -l)
+  k=0
+  for prec in int8 fp8; do  # one precision a GPU where there are two, else one after the other
+    CUDA_VISIBLE_DEVICES=$((k % GPUS)) TEFUSE_USER_DB="$OUT/quant_tuning_$prec.jsonl" timeout "$TUNE_SECONDS" \
+      python3 -m tefuse.bench.precision models --models resnet50 --precision "$prec" --batch "${QUANT_BATCH:-256}" \
+      --no-compile --tune "${QUANT_TRIALS:-24}" --untuned-only --workdir /tmp/tefuse \
+      --json "/tmp/tefuse/quant_tuned_$prec.json" > "/tmp/tefuse/quant_$prec.log" 2>&1 &
+    k=$((k + 1))
+    [ "$GPUS" -gt 1 ] || wait
+  done
+  wait
+  # the table: every precision in one process, on both logs' records
+  cat "$OUT"/quant_tuning_*.jsonl > /tmp/tefuse/quant_user.jsonl
+  TEFUSE_USER_DB=/tmp/tefuse/quant_user.jsonl python3 -m tefuse.bench.precision models --models resnet50 \
+    --precision int8 fp8 fp16 --batch 1 32 "${QUANT_BATCH:-256}" --no-compile --workdir /tmp/tefuse \
+    --json "$OUT/models_quant_resnet50.json" 2>&1 | grep "^models "
   ;;
 builds)
   F=" INFO\|schedule:\|Warning\|warn\|torch.onnx"
