@@ -115,3 +115,17 @@ def test_bad_linear_split_is_refused(attrs, what):
     w = b.input("w", (24, 64) if attrs.get("trans_b") else (64, 24), "float16")
     with pytest.raises(GraphError, match=what):
         b.matmul(x, w, name="fc", **attrs)
+
+
+def test_int8_linear_partials_are_int32_and_sum_exactly():
+    rng = np.random.default_rng(6)
+    b = GraphBuilder()
+    x = b.input("x", (1, 40, 256), "int8")
+    w = b.input("w", (32, 256), "int8")
+    part = b.matmul(x, w, trans_b=True, split_k=4, out_dtype="int32")
+    assert part.dtype == "int32" and part.shape == (4, 1, 40, 32)
+    y = b.split_sum(part, dtype="int32")
+    xv = rng.integers(-128, 128, (1, 40, 256)).astype("int8")
+    wv = rng.integers(-128, 128, (32, 256)).astype("int8")
+    (got,) = tefuse.build(b.build(y), "llvm").run(x=xv, w=wv)
+    assert got.dtype == np.int32 and np.array_equal(got, xv.astype(np.int64) @ wv.T.astype(np.int64))
