@@ -241,7 +241,7 @@ def prepare_variants(preps: list[PreparedGroup], plan: BucketPlan, target: tvm.t
     # bucket, the others take that schedule with their own nodes (compile_groups then shares the module)
     owner = _first_with_key([(_same_code_key(preps[i]), key) for i, key in todo])
     leads = sorted(set(owner))
-    scheduled = dict(zip(leads, _map_in_threads(one, [todo[n] for n in leads], jobs)))
+    scheduled = dict(zip(leads, map_in_threads(one, [todo[n] for n in leads], jobs)))
     outcomes = [scheduled[o] if o == n else shared(scheduled[o], *todo[n]) for n, o in enumerate(owner)]
     out = []
     for (i, key), (prep, err) in zip(todo, outcomes):
@@ -277,7 +277,7 @@ def _for_group(outcome: tuple, base: LoweredGroup) -> tuple:
 
 def _once_per_workload(groups: list[FusedGroup], prepare: Callable[[FusedGroup], PreparedGroup],
                        jobs: Optional[int]) -> list[tuple[Any, Optional[Exception]]]:
-    """_map_in_threads(prepare, groups), each workload scheduled once: ResNet-50's 57 groups are 28
+    """map_in_threads(prepare, groups), each workload scheduled once: ResNet-50's 57 groups are 28
     workloads, and scheduling took as long as compiling. The groups that repeat one take its
     schedule with their own nodes and parameters (lowered, which is cheap), and its error. Each
     takes a copy of the scheduled module (a JSON round trip: new variables and buffers), since
@@ -285,7 +285,7 @@ def _once_per_workload(groups: list[FusedGroup], prepare: Callable[[FusedGroup],
     declare one buffer twice."""
     owner = _first_with_key([workload_key(g) for g in groups])
     leads = sorted(set(owner))
-    done = dict(zip(leads, _map_in_threads(prepare, [groups[i] for i in leads], jobs)))
+    done = dict(zip(leads, map_in_threads(prepare, [groups[i] for i in leads], jobs)))
     out = []
     for i, o in enumerate(owner):
         prep, err = done[o] if o == i else _for_group(done[o], lower_group(groups[i]))
@@ -303,7 +303,7 @@ def _copy_module(mod: tvm.IRModule) -> tvm.IRModule:
     return from_json_graph_str(tvm.ir.save_json(mod))
 
 
-def _map_in_threads(fn: Callable, items: list, jobs: Optional[int]) -> list[tuple[Any, Optional[Exception]]]:
+def map_in_threads(fn: Callable, items: list, jobs: Optional[int]) -> list[tuple[Any, Optional[Exception]]]:
     """[(fn(item), None) or (None, the exception it raised)] in the items' order, schedule_jobs(jobs)
     threads at once; Ctrl-C drops the items not started."""
     def one(item):
@@ -332,7 +332,7 @@ def _map_in_threads(fn: Callable, items: list, jobs: Optional[int]) -> list[tupl
 MAX_DEFAULT_JOBS = 32  # each nvcc takes a few hundred MB; a 128-CPU host need not run 128 at once
 # threads that schedule at once: scheduling is mostly Python under the GIL, so past a few threads
 # more only queue for it (16 cores, DenseNet-121: 1 thread 11.4 s, 2 8.3 s, 4 6.5-7.3 s, 8 9.0 s,
-# 16 7.8-9.0 s; docs/architecture.md, "Build time")
+# 16 7.8-9.0 s: benchmarks/schedule_threads.json; docs/architecture.md, "Building a network")
 MAX_SCHEDULE_JOBS = 4
 
 

@@ -113,11 +113,13 @@ tuned-zoo)
   ;;
 tune-quant)
   GPUS=$(nvidia-smi -L | wc -l)
+  [ "$GPUS" -gt 0 ] || { echo "tune-quant: no GPU"; exit 1; }
   k=0
   for prec in int8 fp8; do  # one precision a GPU where there are two, else one after the other
+    mkdir -p "/tmp/tefuse/$prec"  # a workdir each: both export the model
     CUDA_VISIBLE_DEVICES=$((k % GPUS)) TEFUSE_USER_DB="$OUT/quant_tuning_$prec.jsonl" timeout "$TUNE_SECONDS" \
       python3 -m tefuse.bench.precision models --models resnet50 --precision "$prec" --batch "${QUANT_BATCH:-256}" \
-      --no-compile --tune "${QUANT_TRIALS:-24}" --untuned-only --workdir /tmp/tefuse \
+      --no-compile --tune "${QUANT_TRIALS:-24}" --untuned-only --workdir "/tmp/tefuse/$prec" \
       --json "/tmp/tefuse/quant_tuned_$prec.json" > "/tmp/tefuse/quant_$prec.log" 2>&1 &
     k=$((k + 1))
     [ "$GPUS" -gt 1 ] || wait

@@ -2,13 +2,16 @@
 `tefuse build` is, split into where the seconds go.
 
     python -m tefuse.bench.build_time --target cuda:sm_90 --precision fp16 --json build_time.json
+    python -m tefuse.bench.build_time --models densenet121 --schedule-threads 16,8,4,2,1 --json sweep.json
 
 Each model of the zoo list (`tefuse.bench.zoo`, exported once beforehand and not timed) is built
 by a child process that reports: importing tefuse (and TVM), importing the ONNX model, the graph
 passes, fusion and scheduling (Python and TVM's schedule primitives), and code generation
 with the device compiler (parallel, `--jobs`); `wall_s` is the child's whole life as the parent
 saw it, interpreter start-up included. A CUDA build needs nvcc or NVRTC, not a GPU: the numbers
-say how long a user waits on this machine's cores (`cpus` in the report).
+say how long a user waits on this machine's cores (`cpus` in the report). `--schedule-threads`
+builds each model once for each count of scheduling threads (TEFUSE_SCHEDULE_JOBS), the rows
+marked with it: what the driver's MAX_SCHEDULE_JOBS is chosen by.
 """
 from __future__ import annotations
 
@@ -43,6 +46,7 @@ class BuildTime:
     schedule_s: float = 0.0  # fusion and scheduling
     compile_s: float = 0.0  # codegen and the device compiler
     wall_s: float = 0.0  # the child process, start to end
+    schedule_threads: int = 0  # TEFUSE_SCHEDULE_JOBS the child ran under (0: the build's default)
 
 
 def child(model_path: str, target: str, precision: str, jobs: Optional[int]) -> dict:
@@ -62,20 +66,23 @@ def child(model_path: str, target: str, precision: str, jobs: Optional[int]) -> 
                 schedule_s=bt.schedule_s, compile_s=bt.compile_s)
 
 
-def measure(name: str, model_path: Path, target: str, precision: str, jobs: Optional[int]) -> BuildTime:
+def measure(name: str, model_path: Path, target: str, precision: str, jobs: Optional[int],
+            schedule_threads: int = 0) -> BuildTime:
     cmd = [sys.executable, "-m", "tefuse.bench.build_time", "--child", str(model_path), "--target", target,
            "--precision", precision] + (["--jobs", str(jobs)] if jobs else [])
+    env = dict(os.environ, **({"TEFUSE_SCHEDULE_JOBS": str(schedule_threads)} if schedule_threads else {}))
     t0 = time.perf_counter()
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=CHILD_TIMEOUT_S)
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=CHILD_TIMEOUT_S, env=env)
     except subprocess.TimeoutExpired:
-        return BuildTime(name, precision, f"timed out after {CHILD_TIMEOUT_S} s", wall_s=time.perf_counter() - t0)
+        return BuildTime(name, precision, f"timed out after {CHILD_TIMEOUT_S} s", wall_s=time.perf_counter() - t0,
+                         schedule_threads=schedule_threads)
     wall = time.perf_counter() - t0
     lines = p.stdout.strip().splitlines()
     if p.returncode != 0 or not lines:
         last = (p.stderr.strip().splitlines() or [f"exit status {p.returncode}"])[-1]
-        return BuildTime(name, precision, last[:300], wall_s=wall)
-    return BuildTime(name, precision, "ok", wall_s=wall, **json.loads(lines[-1]))
+        return BuildTime(name, precision, last[:300], wall_s=wall, schedule_threads=schedule_threads)
+    return BuildTime(name, precision, "ok", wall_s=wall, schedule_threads=schedule_threads, **json.loads(lines[-1]))
 
 
 def result_line(r: BuildTime) -> str:
@@ -110,7 +117,7 @@ def merge_reports(reports: Sequence[dict]) -> dict:
         runs = report.get("commands") or [report["command"]]
         commands += [c for c in runs if c not in commands]
         for r in report["results"]:
-            rows[(r["model"], r["precision"])] = {**r, "command": r.get("command", runs[-1])}
+            rows[(r["model"], r["precision"], r.get("schedule_threads", 0))] = {**r, "command": r.get("command", runs[-1])}
     return {"commands": commands, **facts, "results": list(rows.values())}
 
 
@@ -120,6 +127,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument("--target", "-t", default="cuda")
     p.add_argument("--precision", default="fp16", help="comma-separated: fp32,fp16")
     p.add_argument("--jobs", "-j", type=int, default=None, help="parallel compiles (default: the build's)")
+    p.add_argument("--schedule-threads", default=None, metavar="N,N,...",
+                   help="build each model once per count of scheduling threads (TEFUSE_SCHEDULE_JOBS)")
     p.add_argument("--json", default=None)
     p.add_argument("--merge", nargs="+", default=None, metavar="REPORT",
                    help="merge these reports into --json (later runs' rows replace earlier ones') and exit")
@@ -144,18 +153,30 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     unknown = sorted(set(names) - set(zoo.names()))
     if unknown:
         p.error(f"unknown models {unknown}; the zoo has {', '.join(zoo.names())}")
+    try:
+        sweep = [int(n) for n in args.schedule_threads.split(",")] if args.schedule_threads else [0]
+    except ValueError:
+        p.error(f"--schedule-threads {args.schedule_threads!r}: whole numbers, comma-separated")
+    if any(n < 1 for n in sweep):
+        p.error("--schedule-threads: counts must be 1 or more")
+    from ..driver import default_jobs, schedule_jobs, usable_cpus
+    from ..errors import BuildError
+
+    try:  # before measuring: a bad TEFUSE_SCHEDULE_JOBS is one line now, not after every build
+        threads = {"schedule": schedule_jobs(args.jobs), "compile": args.jobs or default_jobs()}
+    except BuildError as e:
+        p.error(str(e))
     results = []
     for name in names:
         path = zoo.export(zoo.entry(name), small=False)
         for precision in args.precision.split(","):
-            r = measure(name, path, args.target, precision, args.jobs)
-            log.info("%s", result_line(r))
-            results.append(r)
-    from ..driver import default_jobs, schedule_jobs, usable_cpus
-
+            for n in sweep:
+                r = measure(name, path, args.target, precision, args.jobs, n)
+                log.info("%s%s", result_line(r), f" ({n} scheduling threads)" if n else "")
+                results.append(r)
     report = {"command": "python -m tefuse.bench.build_time " + " ".join(argv if argv is not None else sys.argv[1:]),
               "target": args.target, "cpus": usable_cpus(),
-              "threads": {"schedule": schedule_jobs(args.jobs), "compile": args.jobs or default_jobs()},
+              "threads": threads,
               "device_compiler": compiler_version(),
               "compile_mode": os.environ.get("TVM_CUDA_COMPILE_MODE", ""),
               "results": [asdict(r) for r in results]}

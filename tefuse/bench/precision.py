@@ -227,7 +227,7 @@ class TuningTools:
 
     tuner: str = "xgb"
     only: dict = field(default_factory=dict)  # knob values, as `tefuse tune --only`
-    untuned_only: bool = False  # kernels the default database has records for are left, as `tefuse tune --untuned-only`
+    untuned_only: bool = False  # kernels with shipped records are left, as `tefuse tune --untuned-only`
     builder: object = None
     runner: object = None
 
@@ -263,10 +263,10 @@ def tune_first(graph, precision: str, db, trials: int, tuning=None, minutes: flo
         from ..tune.budget import tune_within
 
         return tune_within(graph, "cuda", seconds=60 * minutes, **tools)
-    from ..tune.database import default_database
+    from ..tune.database import records_elsewhere
     from ..tune.loop import tune
 
-    covered = default_database() if tuning is not None and tuning.untuned_only else None
+    covered = records_elsewhere(None) if tuning is not None and tuning.untuned_only else None
     tune(graph, "cuda", trials=trials, covered=covered, **tools)
     return None
 
@@ -720,8 +720,8 @@ def main(argv=None) -> int:
                    help="conv, plan, gemm, attention, models: tune each case's kernels first (TRIALS "
                         "measurements each) into the user database")
     p.add_argument("--untuned-only", action="store_true",
-                   help="--tune: leave out the kernels the default database (shipped logs, user database) has "
-                        "records for, as `tefuse tune --untuned-only`")
+                   help="--tune: leave out the kernels the shipped logs have records for, as `tefuse tune "
+                        "--untuned-only`")
     p.add_argument("--tune-minutes", type=float, default=0.0, metavar="N",
                    help="zoo: tune each (model, batch)'s kernels for N minutes first, as `tefuse tune "
                         "--minutes N` (rounds where the model's time should fall most), into the user database")

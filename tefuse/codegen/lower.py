@@ -183,8 +183,9 @@ def _symbolic_axes(shape) -> tuple[int, ...]:
 
 def _compute_dtype(anchor: Node | None, group) -> str:
     """The type a template computes in: the anchor's output type, except a split-K product's,
-    whose float32 output holds partial sums of its operands' type (ops/split_k.py), an int8
-    product's (out_dtype int32) and a product of float8 codes' (uint8 operands, ops/codes.py)."""
+    whose output (float32; an int8 product's int32) holds partial sums of its operands' type
+    (ops/split_k.py), an int8 product's (out_dtype int32) and a product of float8 codes' (uint8
+    operands, ops/codes.py)."""
     if anchor is not None and (anchor.attrs.get("split_k", 1) > 1 or anchor.attrs.get("out_dtype")
                                or anchor.attrs.get("codes")):
         return anchor.inputs[0].dtype  # (an int8 product's int32 output: its operands are int8)

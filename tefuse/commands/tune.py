@@ -63,8 +63,9 @@ def add_parser(sub) -> None:
                         "default 64, and the budget goes to the other kernels)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--untuned-only", action="store_true",
-                   help="with --trials: leave out the kernels a build already takes a tuning record for (the "
-                        "shipped logs, the user database, --log)")
+                   help="with --trials: leave out the kernels a build already takes a tuning record for from "
+                        "elsewhere than the log tuned into (the shipped logs; the user database, unless it is that "
+                        "log), whose own kernels resume as usual")
     p.add_argument("--parallel", "-j", type=int, default=None, help="parallel builds (default: CPU count)")
     p.add_argument("--rpc", "--rpc-tracker", dest="rpc", default=None, metavar="HOST:PORT",
                    help="measure on every TVM RPC server registered under --key with this tracker, in parallel")
@@ -72,14 +73,6 @@ def add_parser(sub) -> None:
     p.add_argument("--devices", default=None, metavar="0,1,...",
                    help="measure on these local devices in parallel, one process pinned to each")
     p.set_defaults(func=run)
-
-
-def _records_of(log_path):
-    """The records a build reads (the default database), with the --log being tuned into."""
-    from ..tune.database import Database, LayeredDatabase, default_database
-
-    db = default_database()
-    return LayeredDatabase([Database(log_path), *db.layers]) if log_path else db
 
 
 def add_only_option(p) -> None:
@@ -351,7 +344,12 @@ def run(args: argparse.Namespace) -> int:
     builder = LocalBuilder(n_parallel=args.parallel)
     runner = runner or LocalRunner()
     results, report = [], None
-    covered = _records_of(args.log) if args.untuned_only else None
+    if args.untuned_only:
+        from ..tune.database import records_elsewhere
+
+        covered = records_elsewhere(args.log)
+    else:
+        covered = None
     try:
         if args.minutes is not None:
             results, report = _tune_within(args, graphs, target, builder, runner)

@@ -1,7 +1,7 @@
 """Split-K for convs and Linears whose output gives the GPU too few tiles (ResNet's 7x7 and 14x14
 layers at small batches, ViT's MLP down-projection at batch 1): the product computes S partial
 sums over slices of its reduction (conv2d's input channels, a Linear's K: `split_k`, a leading
-[S] axis in float32) and a `split_sum` adds them up, its epilogue fused. cuBLAS and cuDNN pick
+[S] axis in float32, an int8 product's in int32) and a `split_sum` adds them up, its epilogue fused. cuBLAS and cuDNN pick
 split-K kernels for such shapes the same way.
 
 Why: at batch 1, ResNet-50's 512-channel 3x3 conv is a 49 x 512 x 4608 implicit GEMM, four
@@ -17,6 +17,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import Callable, Optional, Sequence
 
+from ..ops.split_k import SUM_DTYPES
 from .ir import Graph, Node, RewriteContext, fresh_name, op_node, rewrite
 from .weights import one_byte_operand, tensor_core_operand, vector_lanes
 
@@ -94,13 +95,19 @@ def _tiles(m: int, n: int, bm: int, bn: int) -> int:
     return math.ceil(m / bm) * math.ceil(n / bn)
 
 
+def splittable(n: Node, w: Node) -> bool:
+    """A tensor-core product (one-byte operands included) whose sum `split_sum` can take: an
+    int8 product summing into int32 (`out_dtype`), not one that wraps in int8."""
+    return (tensor_core_operand(n, w) or one_byte_operand(n, w)) and n.dtype in SUM_DTYPES
+
+
 def conv_splits(n: Node, policy: SplitPolicy) -> int:
     """How many slices `policy` gives conv node `n` (1: none)."""
     if (n.op != "conv2d" or n.attrs.get("layout") != "NHWC" or n.attrs.get("groups", 1) != 1
             or n.attrs.get("split_k", 1) != 1):
         return 1
     w = n.inputs[1]
-    if not (tensor_core_operand(n, w) or one_byte_operand(n, w)):
+    if not splittable(n, w):
         return 1
     g = n.geometry  # its implicit GEMM: M pixels, K output channels, R = ky * kx * C deep
     return policy.splits(g.m, g.k, g.r, g.c, vector_lanes(w.dtype))
@@ -111,7 +118,7 @@ def matmul_splits(n: Node, policy: SplitPolicy) -> int:
     if n.op != "matmul" or not n.attrs.get("trans_b") or n.attrs.get("split_k", 1) != 1:
         return 1
     w = n.inputs[1]
-    if not (tensor_core_operand(n, w) or one_byte_operand(n, w)) or float(n.attrs.get("alpha", 1.0)) != 1.0:
+    if not splittable(n, w) or float(n.attrs.get("alpha", 1.0)) != 1.0:
         return 1
     g = n.geometry  # a's rows (batch dims included) by N, K deep (Linears are never split in the kernel)
     return replace(policy, in_kernel=None).splits(g.m, g.n, g.k, g.k, vector_lanes(w.dtype))

@@ -361,6 +361,17 @@ def default_database() -> LayeredDatabase:
     return LayeredDatabase([open_database(user), *(open_database(p) for p in system)], trial_log_paths())
 
 
+def records_elsewhere(log: Union[None, PathLike]) -> Optional[LayeredDatabase]:
+    """The default database less the log a run tunes into (`log`, else the user database):
+    what `tune --untuned-only` counts as covered. The log's own kernels resume as usual (each
+    kernel's first record is its untuned config, so a cut-short run's kernels would otherwise
+    count as done); None when nothing else is left."""
+    db = default_database()
+    into = Path(log).expanduser().absolute() if log is not None else user_db_path().absolute()
+    layers = [d for d in db.layers if Path(d.path).absolute() != into]
+    return LayeredDatabase(layers, db.training_logs) if layers else None
+
+
 # -- maintenance ---------------------------------------------------------------------------
 def _as_db(src: Union[PathLike, Database, LayeredDatabase]):
     return src if isinstance(src, (Database, LayeredDatabase)) else Database(src)

@@ -71,3 +71,24 @@ def test_merged_reports_keep_each_rows_command_and_the_latest_row(tmp_path):
     paths[1].write_text(json.dumps({**second, "cpus": 32}))  # another machine: not one table
     with pytest.raises(SystemExit):
         B.main(["--merge", *map(str, paths), "--json", str(out)])
+
+
+def test_a_child_schedules_on_the_threads_it_is_given(tmp_path, monkeypatch):
+    """measure(..., schedule_threads=N) runs the child under TEFUSE_SCHEDULE_JOBS=N and marks the
+    row with it; a bad count is refused before any model is built."""
+    seen = []
+    real = B.subprocess.run
+
+    def run(cmd, **kw):
+        seen.append(kw["env"].get("TEFUSE_SCHEDULE_JOBS"))
+        return real(cmd, **kw)
+
+    monkeypatch.setattr(B.subprocess, "run", run)
+    r = B.measure("tiny", _conv_model(tmp_path / "m.onnx"), "llvm", "fp32", jobs=1, schedule_threads=3)
+    assert r.status == "ok" and r.schedule_threads == 3 and seen == ["3"]
+    for bad in ("4,x", "0"):
+        with pytest.raises(SystemExit):
+            B.main(["--models", "resnet50", "--schedule-threads", bad])
+    monkeypatch.setenv("TEFUSE_SCHEDULE_JOBS", "none")
+    with pytest.raises(SystemExit):
+        B.main(["--models", "resnet50"])

@@ -100,15 +100,19 @@ def test_tuned_conv_cases_share_one_builder_and_runner(monkeypatch, tmp_path):
     assert seen == [(0, None)] and FakeTools.entered == 1
 
 
-def test_untuned_only_hands_the_default_database_to_the_tuning_loop(monkeypatch, tefuse_dirs):
-    """--untuned-only: tune_first passes the database the builds read as `covered`, so kernels
-    with records are left out (tune/loop.py); without it, None. Without --tune it is refused."""
+def test_untuned_only_hands_the_shipped_records_to_the_tuning_loop(monkeypatch, tefuse_dirs, capsys):
+    """--untuned-only: tune_first passes the records from elsewhere than the user database it
+    tunes into (the shipped logs) as `covered`, so kernels with records are left out
+    (tune/loop.py); without it, None. Without --tune it is refused."""
     from types import SimpleNamespace
 
     import tefuse.tune.loop as loop
     from tefuse.bench import precision
     from tefuse.tune.database import LayeredDatabase
 
+    shipped = tefuse_dirs / "shipped.jsonl"
+    shipped.write_text("")
+    monkeypatch.setenv("TEFUSE_SYSTEM_DB", str(shipped))
     got = []
     monkeypatch.setattr(loop, "tune", lambda graph, target, trials, covered=None, **kw: got.append(covered))
     b = GraphBuilder()
@@ -118,8 +122,10 @@ def test_untuned_only_hands_the_default_database_to_the_tuning_loop(monkeypatch,
         tools = SimpleNamespace(builder=None, runner=None, tuner="xgb", only={}, untuned_only=flag)
         precision.tune_first(g, "fp16", "default", 3, tools)
     assert isinstance(got[0], LayeredDatabase) and got[1] is None
+    assert [d.path for d in got[0].layers] == [shipped]
     with pytest.raises(SystemExit):
         precision.main(["conv", "--untuned-only"])
+    assert "--untuned-only goes with --tune" in capsys.readouterr().err
 
 
 def test_attention_suite_runs_each_shape_with_the_tuning_asked(monkeypatch, tmp_path):

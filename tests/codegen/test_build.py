@@ -136,7 +136,7 @@ def test_scheduling_runs_on_schedule_jobs_threads(monkeypatch):
             running[0] -= 1
         return x * x
 
-    out = B._map_in_threads(fn, list(range(8)), 8)
+    out = B.map_in_threads(fn, list(range(8)), 8)
     assert [r for r, _ in out] == [x * x for x in range(8)] and peak[0] == 2
 
 

@@ -258,3 +258,18 @@ def test_one_byte_operands_count_half_the_depth():
     assert H100.splits(49, 512, 4608, 512, vector_lanes("float16")) == 16
     assert H100.splits(49, 512, 4608, 512, vector_lanes("int8")) == 8
     assert H100.splits(49, 512, 1536, 512, vector_lanes("int8")) == 1  # 768 counted: under min_total
+
+
+def test_an_int8_product_summing_in_int8_is_left_whole():
+    """Without out_dtype an int8 conv sums (and wraps) in int8, a sum split_sum does not take:
+    it stays one kernel, as before one-byte products split."""
+    b = GraphBuilder()
+    x = b.input("x", (1, 7, 7, 512), "int8")
+    w = b.input("w", (3, 3, 512, 512), "int8")
+    g = b.build(b.conv2d(x, w, padding=1, layout="NHWC", name="conv"))
+    assert conv_splits(g.node("conv"), H100) == 1 and split_k(g, H100) is g
+    b = GraphBuilder()
+    x = b.input("x", (1, 7, 7, 512), "int8")
+    w = b.input("w", (3, 3, 512, 512), "int8")
+    g = b.build(b.conv2d(x, w, padding=1, layout="NHWC", name="conv", out_dtype="int32"))
+    assert conv_splits(g.node("conv"), H100) == 8

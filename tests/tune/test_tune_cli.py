@@ -189,22 +189,25 @@ def _convs_model(path, second: bool):
 
 
 def test_untuned_only_tunes_the_kernels_without_records(tmp_path, tefuse_dirs, capsys, caplog):
-    """A model whose first conv was tuned with another model: --untuned-only tunes its second
-    kernel alone, the first's records untouched; with --minutes it is refused."""
+    """A model whose first conv was tuned with another model (into the user database): tuned into
+    another log with --untuned-only, only its second kernel is tuned; run again with more trials,
+    that log's own kernel resumes and the first stays out. With --minutes it is refused."""
     pytest.importorskip("onnx")
-    log = tmp_path / "t.jsonl"
-    common = ["--target", "llvm", "--trials", "2", "--tuner", "random", "--log", str(log), "-j", "2", "--no-progress"]
-    assert main(["tune", str(_convs_model(tmp_path / "one.onnx", False)), *common]) == 0
-    first = {r.workload for r in Database(log).records()}
-    assert len(first) == 1 and len(Database(log).records()) == 2
+    user, log = tmp_path / "user.jsonl", tmp_path / "t.jsonl"
+    common = ["--target", "llvm", "--tuner", "random", "-j", "2", "--no-progress"]
+    assert main(["tune", str(_convs_model(tmp_path / "one.onnx", False)), "--trials", "2", *common]) == 0
+    first = {r.workload for r in Database(user).records()}
+    assert len(first) == 1 and len(Database(user).records()) == 2
+    two = str(_convs_model(tmp_path / "two.onnx", True))
     capsys.readouterr()
     with caplog.at_level("INFO", logger="tefuse.tune.loop"):
-        assert main(["tune", str(_convs_model(tmp_path / "two.onnx", True)), *common, "--untuned-only"]) == 0
+        assert main(["tune", two, "--trials", "2", "--log", str(log), *common, "--untuned-only"]) == 0
     assert "1 of 2 kernels have tuning records already" in caplog.text
-    out = capsys.readouterr().out
-    assert out.count("best") == 1
+    assert capsys.readouterr().out.count("best") == 1
     recs = Database(log).records()
-    assert len(recs) == 4 and sum(r.workload in first for r in recs) == 2
-    assert main(["tune", str(tmp_path / "two.onnx"), "--target", "llvm", "--minutes", "1", "--untuned-only",
-                 "--log", str(log)]) == 2
+    assert len(recs) == 2 and not {r.workload for r in recs} & first
+    assert main(["tune", two, "--trials", "3", "--log", str(log), *common, "--untuned-only"]) == 0
+    assert "1 measured, 2 from the log" in capsys.readouterr().out
+    assert len(Database(log).records()) == 3 and len(Database(user).records()) == 2
+    assert main(["tune", two, "--target", "llvm", "--minutes", "1", "--untuned-only", "--log", str(log)]) == 2
     assert "--untuned-only goes with --trials" in capsys.readouterr().err
