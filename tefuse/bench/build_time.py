@@ -117,7 +117,8 @@ def merge_reports(reports: Sequence[dict]) -> dict:
         runs = report.get("commands") or [report["command"]]
         commands += [c for c in runs if c not in commands]
         for r in report["results"]:
-            rows[(r["model"], r["precision"], r.get("schedule_threads", 0))] = {**r, "command": r.get("command", runs[-1])}
+            key = (r["model"], r["precision"], r.get("schedule_threads", 0))
+            rows[key] = {**r, "command": r.get("command", runs[-1])}
     return {"commands": commands, **facts, "results": list(rows.values())}
 
 

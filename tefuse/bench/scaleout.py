@@ -164,7 +164,8 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--devices", action="append", default=None, metavar="0,1,...",
                    help="local device indices; repeat to compare (e.g. --devices 0 --devices 0,1)")
-    p.add_argument("--rpc", default=None, metavar="HOST:PORT", help="also a tracker's servers under --key, after the --devices runs")
+    p.add_argument("--rpc", default=None, metavar="HOST:PORT",
+                   help="also a tracker's servers under --key, after the --devices runs")
     p.add_argument("--key", default=None)
     p.add_argument("--model", default=None, help="ONNX model (default: the ONNX zoo's light ResNet-50)")
     p.add_argument("--target", "-t", default="cuda")

@@ -317,6 +317,7 @@ def run(args: argparse.Namespace) -> int:
     from ..tune.builder import LocalBuilder
     from ..tune.runner import LocalRunner
     from ..schedules.space import KnobError
+    from ..tune.database import records_elsewhere
     from ..tune.loop import tune
     from .build import graph_options, load_graph, load_graphs, resolve_target
 
@@ -344,12 +345,7 @@ def run(args: argparse.Namespace) -> int:
     builder = LocalBuilder(n_parallel=args.parallel)
     runner = runner or LocalRunner()
     results, report = [], None
-    if args.untuned_only:
-        from ..tune.database import records_elsewhere
-
-        covered = records_elsewhere(args.log)
-    else:
-        covered = None
+    covered = records_elsewhere(args.log) if args.untuned_only else None
     try:
         if args.minutes is not None:
             results, report = _tune_within(args, graphs, target, builder, runner)

@@ -1,8 +1,8 @@
 """Split-K for convs and Linears whose output gives the GPU too few tiles (ResNet's 7x7 and 14x14
 layers at small batches, ViT's MLP down-projection at batch 1): the product computes S partial
 sums over slices of its reduction (conv2d's input channels, a Linear's K: `split_k`, a leading
-[S] axis in float32, an int8 product's in int32) and a `split_sum` adds them up, its epilogue fused. cuBLAS and cuDNN pick
-split-K kernels for such shapes the same way.
+[S] axis in float32, an int8 product's in int32) and a `split_sum` adds them up, its epilogue
+fused. cuBLAS and cuDNN pick split-K kernels for such shapes the same way.
 
 Why: at batch 1, ResNet-50's 512-channel 3x3 conv is a 49 x 512 x 4608 implicit GEMM, four
 64x128 tiles for 132 SMs, each walking a 4608-deep reduction. Sixteen slices give 64 tiles of

@@ -2,8 +2,9 @@
 
 A GEMM or conv whose output alone gives too few tiles to fill the GPU computes S partial sums
 over slices of its reduction instead (conv2d's `split_k`); split_sum adds them up in float32 and
-casts to the product's dtype (an int8 product's int32 sums are added as int32, exactly). It is a reduction anchor, so the product's epilogue (bias, BN,
-activation, residual) fuses into it, and no later kernel reads the partials as a prologue.
+casts to the product's dtype (an int8 product's int32 sums are added as int32, exactly). It is a
+reduction anchor, so the product's epilogue (bias, BN, activation, residual) fuses into it, and
+no later kernel reads the partials as a prologue.
 """
 from __future__ import annotations
 

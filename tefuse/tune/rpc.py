@@ -199,9 +199,18 @@ class RPCSlot(Slot):
 
     def measure(self, spec: RunSpec, kind: str, build: BuildResult,
                 reference: Optional[BuildResult]) -> MeasureResult:
-        """Measure on this slot's server; a server that stops answering for `timeout` seconds
-        (a machine gone without closing its sockets) counts as lost: TVM's RPC calls have no
-        timeout of their own, so the call runs on a helper thread that is abandoned then."""
+        """Measure on this slot's server; a lost session's message says what to do where the
+        cause is known (with_hint)."""
+        try:
+            return self._answered(spec, kind, build, reference)
+        except DeviceLost as e:
+            raise DeviceLost(with_hint(str(e))) from None
+
+    def _answered(self, spec: RunSpec, kind: str, build: BuildResult,
+                  reference: Optional[BuildResult]) -> MeasureResult:
+        """_measure, where a server that stops answering for `timeout` seconds (a machine gone
+        without closing its sockets) counts as lost: TVM's RPC calls have no timeout of their
+        own, so the call runs on a helper thread that is abandoned then."""
         if self.timeout is None:
             return self._measure(spec, kind, build, reference)
         box: dict = {}
@@ -230,14 +239,14 @@ class RPCSlot(Slot):
             try:
                 self.acquire(self.reacquire_timeout)
             except Exception as e:  # noqa: BLE001
-                raise DeviceLost(with_hint(f"no session: {last_line(e) if str(e) else type(e).__name__}")) from None
+                raise DeviceLost(f"no session: {last_line(e) if str(e) else type(e).__name__}") from None
         sess = self.sess
         try:
             dev, ins = self._inputs(spec, kind)
             ref = self._reference(spec, kind, reference) if self.opts.check else None
         except Exception as e:  # noqa: BLE001 - connection lost
             self._drop()
-            raise DeviceLost(with_hint(last_line(e))) from None
+            raise DeviceLost(last_line(e)) from None
         res = measure_module(lambda: self._load(sess, build.path), dev, ins, spec.outputs, ref, self.opts,
                              build.index, build.config,
                              empty=lambda shape, dtype: tvm.runtime.empty(shape, dtype, dev))
@@ -245,7 +254,7 @@ class RPCSlot(Slot):
             alive = _alive(sess)
             self._drop()  # a failed remote call may leave the session unusable (sticky CUDA errors)
             if not alive:
-                raise DeviceLost(with_hint(res.error_msg or "session lost"))
+                raise DeviceLost(res.error_msg or "session lost")
         return res
 
     def close(self) -> None:
