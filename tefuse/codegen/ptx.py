@@ -1,7 +1,12 @@
 """Looking into generated code: kernel counts, PTX."""
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
 
 _KERNEL_DEF = re.compile(r'__global__\s+void\s+(?:__launch_bounds__\(\s*\d+\s*\)\s+)?(\w+)\s*\([^;{]*\)\s*\{')
 
@@ -39,3 +44,34 @@ def compile_to_ptx(source: str, arch: str = "sm_90") -> str:
 
 def ptx_entries(ptx: str) -> list[str]:
     return re.findall(r"\.entry\s+(\w+)", ptx)
+
+
+@dataclass(frozen=True)
+class PtxasReport:
+    """What ptxas -v says of a kernel's PTX: registers a thread, bytes spilled, and whether it
+    serialized the wgmma (warning C7514: a wgmma's accumulators read before the wait that
+    retires it, as ptxas sees it; each wgmma then waits for the last)."""
+
+    registers: int
+    spill_bytes: int
+    wgmma_serialized: bool
+    text: str
+
+
+def ptxas_report(ptx: str, arch: str = "sm_90a") -> PtxasReport:
+    """Assemble `ptx` with the local ptxas (beside nvcc; no GPU needed) and read its -v report."""
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        raise FileNotFoundError("ptxas: no nvcc on PATH (ptxas is installed beside it)")
+    with tempfile.TemporaryDirectory() as tmp:
+        src = os.path.join(tmp, "kernel.ptx")
+        with open(src, "w") as f:
+            f.write(ptx)
+        done = subprocess.run([os.path.join(os.path.dirname(os.path.realpath(nvcc)), "ptxas"), f"-arch={arch}", "-v",
+                               src, "-o", os.path.join(tmp, "kernel.cubin")], capture_output=True, text=True)
+    text = done.stdout + done.stderr
+    if done.returncode:
+        raise RuntimeError(f"ptxas failed: {text.strip().splitlines()[-1] if text.strip() else done.returncode}")
+    regs = [int(r) for r in re.findall(r"Used (\d+) registers", text)]
+    spills = [int(a) + int(b) for a, b in re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", text)]
+    return PtxasReport(max(regs, default=0), sum(spills), "C7514" in text, text)

@@ -27,8 +27,8 @@ from ..passes.narrow_staging import narrow_staging
 from .mma import apply_mma_gemm, mma_fallback_values
 from .sliced_k import SLICED, slice_reduction
 from .tiles import DEFAULT_CFG, MIN_MN, MMA_INT_DTYPES, TC_DTYPES, pipeline_smem_bytes, tc_shape
-from .wgmma import (MAX_PROMOTED_BN, apply_wgmma_gemm, defer_tf32_rounding, fallback_values, wgmma_admits,
-                    wgmma_target)
+from .wgmma import (MAX_PROMOTED_BN, apply_wgmma_gemm, defer_tf32_rounding, fallback_values, keeps_batch_in_flight,
+                    promoted_fits, wgmma_admits, wgmma_target)
 
 APPLY = {"mma": apply_mma_gemm, "wmma": apply_mma_gemm, "wgmma": apply_wgmma_gemm}  # intrin -> its schedule
 
@@ -67,13 +67,14 @@ def _intrins(info: KernelInfo) -> list[str]:
     return ["mma", "wmma"] if info.dtype == "float16" else ["mma"]
 
 
-def pass_config(intrin: str, target, slices: int = 1) -> dict:
+def pass_config(intrin: str, target, slices: int = 1, row_sums: bool = False) -> dict:
     """PassContext options the schedule needs: cp.async is emitted only with
     `tirx.use_async_copy`; for wmma, StorageRewrite may alias the fp32 staging tile into an fp16
     one ("tvm_access_ptr element type must match"), so it is off (MergeSharedMemoryAllocations
     still reuses shared memory); mma needs it on (LowerWarpMemory); mma and wgmma need TIR's CSE
     off (their fragments are lowered to registers: schedules/warp_memory.py).
-    CUDA kernels compile with hoist.py's pipeline (loop-invariant epilogue math)."""
+    CUDA kernels compile with hoist.py's pipeline (loop-invariant epilogue math); cluster split-K
+    and float8 rows summed with a batch in flight (`row_sums`) with late_pipeline.py's."""
     cfg = {"tirx.use_async_copy": True}
     on_gpu = device_caps(target).kind == "cuda"
     if on_gpu:  # per-channel epilogue math once a thread, not once an element
@@ -85,7 +86,7 @@ def pass_config(intrin: str, target, slices: int = 1) -> dict:
         # which then cannot tell that an access (the wgmma call's &acc[...], an ldmatrix into an
         # operand fragment) is this lane's
         cfg["tirx.disable_cse_tir"] = True
-        if slices > 1:  # cluster_sum's lowering
+        if slices > 1 or row_sums:  # cluster_sum's and row_sums' lowering
             cfg[TIR_PIPELINE] = LATE_PIPELINE
     return cfg
 
@@ -212,7 +213,8 @@ class TensorCoreGemm(Template):
         return target
 
     def pass_config(self, info: KernelInfo, cfg: Config, target) -> dict:
-        return pass_config(cfg["intrin"], target, _slices(cfg))
+        row_sums = cfg["intrin"] == "wgmma" and bool(_codes(info)) and keeps_batch_in_flight(int(cfg["stages"]))
+        return pass_config(cfg["intrin"], target, _slices(cfg), row_sums)
 
     def shares_launch(self, info: KernelInfo, cfg: Config, target) -> bool:
         """A cluster split's CTAs must be consecutive blocks of one cluster: it keeps its launch."""
@@ -299,7 +301,7 @@ class WgmmaGemm(TensorCoreGemm):
                                                    and v["vec_out"] == 4))  # (the sum stores 4 wide at most)
         s.constrain(lambda v: wgmma_admits(v, info.dtype, TILES))
         if _codes(info):
-            s.constrain(lambda v: v["tile"][1] <= MAX_PROMOTED_BN)
+            s.constrain(lambda v: v["tile"][1] <= MAX_PROMOTED_BN and promoted_fits(*v["tile"][:2], v["stages"]))
         return s
 
     def fallback(self, info: KernelInfo, target, space: ConfigSpace) -> Config:

@@ -39,8 +39,29 @@ from ..intrin.wgmma import (N_CHOICES, PTX_TYPE, acc_dtype, bk_of, chunk_elems, 
 HOPPER_SMEM_OPTIN = SMEM_OPTIN["sm_90a"]  # bytes of dynamic shared memory a block may opt into (227 KB)
 ASYNC_WGMMA = True  # a pipelined k loop keeps one wgmma batch in flight (intrin/wgmma.py)
 # the widest tile of a type whose rows' sums are promoted (float8): its accumulators and the row's
-# sum are 2 x BN / 2 registers a thread, 128 of them at BN 128
+# sum are 2 x BN / 2 registers a thread, 128 of them at BN 128 (3 x BN / 2 with a batch in flight,
+# the two rows' sums: passes/row_sums.py)
 MAX_PROMOTED_BN = 128
+# registers a wgmma thread holds besides its accumulators and row sums (addresses, descriptors,
+# the epilogue's indices): a float8 kernel of 128x128 blocks with d[] and t[] took 166 (ptxas)
+OTHER_REGISTERS = 40
+REGISTER_FILE = 65536  # 32-bit registers of an SM, which one block's threads share at most
+
+
+def keeps_batch_in_flight(stages: int) -> bool:
+    """Whether the k loop of `stages` keeps one wgmma batch in flight: only where the step's copies
+    go to the tiles the previous step read. With the copies after the product in the body, TVM's
+    pipeline keeps `stages` tile versions from 3 stages on, but one for 2 stages (the next copy
+    would overwrite the tiles the batch in flight reads), and with 1 stage there is no pipeline."""
+    return stages >= 3 and ASYNC_WGMMA
+
+
+def promoted_fits(bm: int, bn: int, stages: int) -> bool:
+    """Whether a block of promoted rows (float8) keeps its accumulators and row sums in registers:
+    BN / 2 floats a thread each, the row sums twice with a batch in flight, in a register file
+    the block's BM / 16 warps share (at most 255 a thread)."""
+    floats = bn // 2 * (3 if keeps_batch_in_flight(stages) else 2) + OTHER_REGISTERS
+    return floats <= 255 and bm // 16 * 32 * floats <= REGISTER_FILE
 
 
 def wgmma_target(target):
@@ -191,12 +212,9 @@ def apply_wgmma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
     n_warps = warps_m
     slices = int(c.get("slices", 1))
     stages = int(c["stages"])
-    # one wgmma batch left in flight across k steps: only where the step's copies go to the tiles
-    # the previous step read. With the copies after the product in the body, TVM's pipeline keeps
-    # `stages` tile versions from 3 stages on, but one for 2 stages (the next copy would overwrite
-    # the tiles the batch in flight reads), and with 1 stage there is no pipeline. inflight: the
-    # stages the intrinsic is built for (0: each batch waited for, the body's copies first)
-    inflight = stages if stages >= 3 and ASYNC_WGMMA else 0
+    # inflight: the stages the intrinsic is built for (0: each batch waited for, the body's copies
+    # first)
+    inflight = stages if keeps_batch_in_flight(stages) else 0
 
     block = sch.get_sblock(gemm_block)
     drop_unit_iters(sch, block)
@@ -204,7 +222,6 @@ def apply_wgmma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
     in_dtype = c["in_dtype"] or blk.reads[0].source.dtype
     op_type = c.get("codes") or in_dtype  # float8 codes: byte tiles the instruction reads as e4m3/e5m2
     if promotes(op_type):  # each row's sum is added to the accumulators once done (intrin/wgmma.py)
-        inflight = 0
         if BN > MAX_PROMOTED_BN:
             raise ValueError(f"wgmma {op_type}: BN {BN} > {MAX_PROMOTED_BN} (a row's sum doubles the accumulator registers)")
     if storage(op_type) != in_dtype:

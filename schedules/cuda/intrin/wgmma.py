@@ -41,6 +41,9 @@ wgmma batch in flight the same way). The accumulators are read only after `wait_
 """
 from __future__ import annotations
 
+import re
+from typing import Optional
+
 from tvm.s_tir import TensorIntrin
 from tvm.script import tirx as T
 
@@ -113,7 +116,8 @@ def swizzle_index_map(dtype: str = "float16"):
 
 
 def func_name(n: int, in_dtype: str, stages: int = 0) -> str:
-    return f"tefuse_wgmma_m64n{n}k{k_step(storage(in_dtype))}x4_{PTX_TYPE[in_dtype]}" + (f"_s{stages}" if stages else "")
+    name = f"tefuse_wgmma_m64n{n}k{k_step(storage(in_dtype))}x4_{PTX_TYPE[in_dtype]}" + (f"_s{stages}" if stages else "")
+    return name + ROW_SUM_SUFFIX if stages and promotes(in_dtype) else name
 
 
 DESC_SOURCE = """
@@ -135,11 +139,11 @@ def _reg(in_dtype: str) -> str:
     return "r" if acc_dtype(in_dtype) == "int32" else "f"
 
 
-def register_fences(n: int, indent: str = "  ", in_dtype: str = "float16", acc: str = "d") -> str:
-    """Empty asm statements that pin this thread's n / 2 accumulators `acc`[] in registers around
-    the wgmma (so the compiler keeps them where the instructions write them)."""
+def register_fences(n: int, indent: str = "  ", in_dtype: str = "float16", acc: str = "d", offset: int = 0) -> str:
+    """Empty asm statements that pin this thread's n / 2 accumulators `acc`[offset:] in registers
+    around the wgmma (so the compiler keeps them where the instructions write them)."""
     c = _reg(in_dtype)
-    return "\n".join(f'{indent}asm volatile("" : "+{c}"({acc}[{i}]) :: "memory");' for i in range(n // 2))
+    return "\n".join(f'{indent}asm volatile("" : "+{c}"({acc}[{offset + i}]) :: "memory");' for i in range(n // 2))
 
 
 def promotes(in_dtype: str) -> bool:
@@ -151,6 +155,51 @@ def promotes(in_dtype: str) -> bool:
     return in_dtype in CODE_STORAGE
 
 
+ROW_SUM_SUFFIX = "_rowsum"
+_ROW_SUM_NAME = re.compile(rf"^tefuse_wgmma_m64n(\d+)k\d+x4_\w+_s\d+{ROW_SUM_SUFFIX}$")
+
+
+def row_sum_lanes(name: str) -> Optional[int]:
+    """The floats a thread holds for the row sums of device function `name` (two rows' sums of
+    n / 2 each: n), or None where `name` keeps none: the functions that sum promoted rows with
+    one batch left in flight take them from the kernel (passes/row_sums.py allocates them)."""
+    m = _ROW_SUM_NAME.match(name)
+    return int(m.group(1)) if m else None
+
+
+def row_sum_drain(n: int, half: int) -> tuple[str, str]:
+    """Name and source of the function that ends a k loop of promoted rows with a batch in flight:
+    wait for the last row, add its sum (in t[] half `half`) to d[]."""
+    h = n // 2
+    name = f"tefuse_wgmma_rowsum_drain_n{n}_h{half}"
+    return name, f"""
+#ifndef TEFUSE_WGMMA_ROWSUM_DRAIN_N{n}_H{half}
+#define TEFUSE_WGMMA_ROWSUM_DRAIN_N{n}_H{half}
+__device__ __forceinline__ void {name}(float* d, float* t) {{
+  asm volatile("wgmma.wait_group.sync.aligned 0;\\n" ::: "memory");
+{register_fences(n, acc="t", offset=half * h)}
+#pragma unroll
+  for (int i = 0; i < {h}; ++i) d[i] += t[{half * h} + i];
+}}
+#endif
+"""
+
+
+def row_sum_init(n: int) -> tuple[str, str]:
+    """Name and source of the function that readies the row sums before the k loop: half 1 zero
+    (the first row, into half 0, adds it)."""
+    name = f"tefuse_wgmma_rowsum_init_n{n}"
+    return name, f"""
+#ifndef TEFUSE_WGMMA_ROWSUM_INIT_N{n}
+#define TEFUSE_WGMMA_ROWSUM_INIT_N{n}
+__device__ __forceinline__ void {name}(float* t) {{
+#pragma unroll
+  for (int i = {n // 2}; i < {n}; ++i) t[i] = 0.0f;
+}}
+#endif
+"""
+
+
 def _after_scale_d(in_dtype: str) -> str:
     """wgmma's immediate operands after scale-d: 16-bit types take imm-scale-a/b (1) and
     imm-trans-a/b (0: K-major); tf32 and fp8 read K-major only and take the scales alone;
@@ -160,23 +209,27 @@ def _after_scale_d(in_dtype: str) -> str:
     return ", 1, 1" if in_dtype == "float32" or in_dtype in CODE_STORAGE else ", 1, 1, 0, 0"
 
 
-def wgmma_row(n: int, in_dtype: str, indent: str = "  ", acc_name: str = "d") -> str:
+def wgmma_row(n: int, in_dtype: str, indent: str = "  ", acc_name: str = "d", offset: int = 0,
+              fresh: bool = False) -> str:
     """CUDA statements for one 128-byte tile row of wgmma on descriptors `da`, `db` (four k
-    steps, the start address 32 bytes on each) into `acc_name`[]: wgmma.fence, the four, commit."""
+    steps, the start address 32 bytes on each) into `acc_name`[offset:]: wgmma.fence, the four,
+    commit. fresh: the first instruction overwrites the accumulators (scale-d 0) instead of
+    adding to them, so a row summed apart needs no zeroing."""
     t, ks, nreg = PTX_TYPE[in_dtype], k_step(storage(in_dtype)), n // 2
     acc = PTX_ACC[acc_dtype(in_dtype)]
     tail = _after_scale_d(in_dtype)
     regs = ", ".join(f"%{i}" for i in range(nreg))
-    outs = ", ".join(f'"+{_reg(in_dtype)}"({acc_name}[{i}])' for i in range(nreg))
+    outs = ", ".join(f'"+{_reg(in_dtype)}"({acc_name}[{offset + i}])' for i in range(nreg))
+    scale_d, kk_in = (f"%{nreg + 2}", ', "r"(kk)') if fresh else ("1", "")
     body = f"""asm volatile("wgmma.fence.sync.aligned;\\n" ::: "memory");
 #pragma unroll
 for (int kk = 0; kk < 4; ++kk) {{
   asm volatile(
-    "{{\\n.reg .pred p;\\nsetp.ne.b32 p, 1, 0;\\n"
+    "{{\\n.reg .pred p;\\nsetp.ne.b32 p, {scale_d}, 0;\\n"
     "wgmma.mma_async.sync.aligned.m64n{n}k{ks}.{acc}.{t}.{t} "
     "{{{regs}}}, %{nreg}, %{nreg + 1}, p{tail};\\n}}\\n"
     : {outs}
-    : "l"(da + 2 * kk), "l"(db + 2 * kk));
+    : "l"(da + 2 * kk), "l"(db + 2 * kk){kk_in});
 }}
 asm volatile("wgmma.commit_group.sync.aligned;\\n" ::: "memory");"""
     return "\n".join(indent + ln if not ln.startswith("#") else ln for ln in body.split("\n")) + "\n"
@@ -186,13 +239,12 @@ def device_source(n: int, in_dtype: str, stages: int = 0) -> str:
     """CUDA source of the device function the intrinsic calls (TVM's cuda func_call puts it
     before the kernel): float* d (N/2 accumulators of this thread), A and B tile pointers.
     stages: 0, the batch waited for before returning; else the k loop's pipeline stages (>= 3),
-    one batch left in flight (see the module docstring)."""
+    one batch left in flight (see the module docstring). For rows summed apart with a batch in
+    flight (`row_sum_lanes`) the source defines the function's two variants instead, which
+    passes/row_sums.py calls (`row_sum_variant`)."""
     if stages in (1, 2) or stages < 0:
         raise ValueError(f"wgmma: a batch stays in flight only in a pipeline of 3 or more stages, not {stages}")
-    if stages and promotes(in_dtype):
-        raise ValueError(f"wgmma: {in_dtype} rows are added to the accumulators once done: no batch stays in flight")
     pending = 1 if stages else 0
-    fence_regs = register_fences(n, in_dtype=in_dtype)
     d_type = "int" if acc_dtype(in_dtype) == "int32" else "float"
     name = func_name(n, in_dtype, stages)
     # pending 1: every warp's previous batch done (it read the tiles the next copies overwrite)
@@ -204,8 +256,9 @@ def device_source(n: int, in_dtype: str, stages: int = 0) -> str:
         landed += "  __syncthreads();\n"
     rounding = _TF32_ROUND.format(n8=n * 8) if in_dtype == "float32" else ""
     helpers = _TF32_HELPERS if in_dtype == "float32" else ""
-    return f"""{helpers}
-{DESC_SOURCE}__device__ __forceinline__ void {name}({d_type}* d, const void* a_tile, const void* b_tile) {{
+
+    def function(fname: str, params: str, product: str) -> str:
+        return f"""__device__ __forceinline__ void {fname}({d_type}* d, {params}const void* a_tile, const void* b_tile) {{
   unsigned int a_addr = (unsigned int)__cvta_generic_to_shared(a_tile);
   unsigned int b_addr = (unsigned int)__cvta_generic_to_shared(b_tile);
   // this warp's A rows start 16 * (warp % 4) rows (of 128 B) into its warpgroup's 64
@@ -215,28 +268,59 @@ def device_source(n: int, in_dtype: str, stages: int = 0) -> str:
   __syncthreads();
   unsigned long long da = tefuse_wgmma_desc_sw128(a_addr);
   unsigned long long db = tefuse_wgmma_desc_sw128(b_addr);
-{_product(n, in_dtype, pending, fence_regs, after)}}}
+{product}}}
 """
 
+    if row_sum_lanes(name):
+        # both variants in each one's source (TVM puts a function's source in once a name)
+        guard = name.upper()
+        functions = "".join(function(row_sum_variant(name, h, own), "float* t, ", _row_sum(n, in_dtype, h, own) + after + "\n")
+                            for h in (0, 1) for own in (False, True))
+        functions = f"#ifndef {guard}\n#define {guard}\n{functions}#endif\n"
+    else:
+        functions = function(name, "", _product(n, in_dtype, pending, after))
+    return f"""{helpers}
+{DESC_SOURCE}{functions}"""
 
-def _product(n: int, in_dtype: str, pending: int, fence_regs: str, after: str) -> str:
+
+def _product(n: int, in_dtype: str, pending: int, after: str) -> str:
     """The device function's product: the row's wgmma into d[], waited for down to `pending`
-    batches; for a type that `promotes`, into a zeroed t[] first, then added to d[]."""
+    batches; for a type that `promotes` (pending 0), summed apart into t[] (its first
+    instruction overwrites, `wgmma_row`'s fresh), waited for and added to d[]."""
     if not promotes(in_dtype):
+        fence_regs = register_fences(n, in_dtype=in_dtype)
         return f"""{fence_regs}
 {wgmma_row(n, in_dtype)}  asm volatile("wgmma.wait_group.sync.aligned {pending};\\n" ::: "memory");{after}
 {fence_regs}
 """
-    t_regs = register_fences(n, in_dtype=in_dtype, acc="t")
     return f"""  float t[{n // 2}];
-#pragma unroll
-  for (int i = 0; i < {n // 2}; ++i) t[i] = 0.0f;
-{t_regs}
-{wgmma_row(n, in_dtype, acc_name="t")}  asm volatile("wgmma.wait_group.sync.aligned 0;\\n" ::: "memory");
-{t_regs}
+{wgmma_row(n, in_dtype, acc_name="t", fresh=True)}  asm volatile("wgmma.wait_group.sync.aligned 0;\\n" ::: "memory");
+{register_fences(n, in_dtype=in_dtype, acc="t")}
 #pragma unroll
   for (int i = 0; i < {n // 2}; ++i) d[i] += t[i];
 """
+
+
+def row_sum_variant(name: str, half: int, own: bool) -> str:
+    """The variant of row-sum function `name` that sums its row into half `half` of t[], and
+    with `own` waits for that row before returning."""
+    return f"{name}_h{half}" + ("_w" if own else "")
+
+
+def _row_sum(n: int, in_dtype: str, half: int, own: bool) -> str:
+    """A row summed apart with a batch in flight (passes/row_sums.py calls the variants in turn):
+    the row into t[] half `half` while the other half, the previous row's sum, is waited for
+    (`wait_group 1`) and added to d[]. `own`: then wait for this row too (`wait_group 0`), which
+    the last call of a loop iteration does: ptxas serializes every wgmma of a loop that reads a
+    batch's accumulators after its back edge (C7514), though `wait_group 1` retired that batch."""
+    h = n // 2
+    into, done = half * h, (1 - half) * h
+    wait_own = '\n  asm volatile("wgmma.wait_group.sync.aligned 0;\\n" ::: "memory");' if own else ""
+    return f"""{register_fences(n, "  ", in_dtype, "t", into)}
+{wgmma_row(n, in_dtype, acc_name="t", offset=into, fresh=True)}  asm volatile("wgmma.wait_group.sync.aligned 1;\\n" ::: "memory");
+{register_fences(n, "  ", in_dtype, "t", done)}
+#pragma unroll
+  for (int i = 0; i < {h}; ++i) d[i] += t[{done} + i];{wait_own}"""
 
 
 # tf32: round the landed tiles to TF32 in place (every thread of the block is here, after the

@@ -17,7 +17,8 @@ from tvm import s_tir
 
 import tefuse
 from tefuse.codegen.lower import lower_group
-from tefuse.codegen.ptx import compile_to_ptx
+from tefuse.bench.forced_config import ForcedConfig
+from tefuse.codegen.ptx import compile_to_ptx, ptxas_report
 from tefuse.codegen.schedule import find_template
 from tefuse.fusion import fuse_graph
 from tefuse.graph import GraphBuilder
@@ -128,23 +129,44 @@ def test_float8_products_before_hopper_compute_on_cuda_cores(kind):
     assert not re.search(r"\b(?:wgmma|mma\.sync)\b", ptx)
 
 
-def test_float8_rows_are_summed_apart_then_added_to_the_float32_accumulators():
-    """Hopper's fp8 wgmma adds products with a narrow mantissa: each 128-deep row is summed in a
-    zeroed t[] and added to d[] once waited for (no batch left in flight), tiles at most 128 wide
-    (both arrays in registers: no local memory)."""
+def _fp8_dense(m: int, n: int, k: int):
     rng = np.random.default_rng(0)
     b = GraphBuilder()
-    w = rng.standard_normal((1024, 512)).astype(ml_dtypes.float8_e4m3fn).view(np.uint8)
-    graph = b.build(b.op("dense", b.input("x", (4096, 512), "uint8"), b.const(w, name="w"), codes="float8_e4m3fn"))
+    w = rng.standard_normal((n, k)).astype(ml_dtypes.float8_e4m3fn).view(np.uint8)
+    return b.build(b.op("dense", b.input("x", (m, k), "uint8"), b.const(w, name="w"), codes="float8_e4m3fn"))
+
+
+def test_float8_rows_are_summed_apart_with_a_batch_in_flight():
+    """Hopper's fp8 wgmma adds products with a narrow mantissa: each 128-deep row is summed apart
+    and added to d[]. Untuned (3 stages) the k loop keeps a batch in flight, rows alternating
+    between the halves of the kernel's row sums (passes/row_sums.py); ptxas keeps the wgmma
+    asynchronous (no C7514) and every array in registers (no local memory, no spills); tiles at
+    most 128 wide."""
+    graph = _fp8_dense(4096, 1024, 1024)
     (k,) = tefuse.build(graph, "cuda:sm_90").kernels
     src = k.source("cuda")
-    assert "d[i] += t[i]" in src and "wait_group.sync.aligned 1" not in src
+    assert re.search(r"_rowsum_h0\(\(", src) and re.search(r"_rowsum_h1_w\(\(", src) and "rowsum_drain" in src
     ptx = compile_to_ptx(src, "sm_90a")
     assert re.search(r"\bwgmma\.mma_async\.sync\.aligned\.m64n128k32\.f32\.e4m3\.e4m3\b", ptx)
     assert not re.search(r"\b(?:ld|st)\.local\b", ptx)
+    report = ptxas_report(ptx)
+    assert not report.wgmma_serialized and report.spill_bytes == 0, report.text
     (group,) = fuse_graph(graph)
     info = lower_group(group).info
     cuda = make_target("cuda:sm_90")
     t = find_template(cuda, info.anchor_kind, info=info)[0]
     space = t.space(info, cuda)
-    assert max(c["tile"][1] for c in space if space.admits(c.index)) == 128
+    tiles = {(c["tile"][:2], c["stages"]) for c in space if space.admits(c.index)}
+    assert max(bn for (_, bn), _ in tiles) == 128
+    assert ((128, 128), 3) in tiles and ((256, 128), 3) not in tiles  # 512 threads: 128 registers each
+
+
+def test_float8_rows_of_a_two_stage_loop_are_waited_for_each():
+    """2 stages keep no batch in flight: each row's sum is the device function's own t[], waited
+    for and added at once."""
+    cfg = {"tile": (64, 128, 32, 64), "bk": 128, "stages": 2, "intrin": "wgmma", "vec_out": 4, "slices": 1}
+    (k,) = tefuse.build(_fp8_dense(512, 256, 1024), "cuda:sm_90", db=ForcedConfig(cfg), cache=None).kernels
+    src = k.source("cuda")
+    assert "d[i] += t[i]" in src and "wait_group.sync.aligned 1" not in src and "rowsum" not in src
+    report = ptxas_report(compile_to_ptx(src, "sm_90a"))
+    assert not report.wgmma_serialized and report.spill_bytes == 0, report.text
