@@ -77,6 +77,7 @@ class RunSpec:
     args: list[ArgSpec]
     outputs: list[ArgSpec]
     seed: int = 0
+    target: Optional[dict] = None  # the task's (exported): what an output check on a server is built for
 
     def inputs(self) -> list[np.ndarray]:
         # positive inputs: chains may take sqrt/log of runtime operands (BN variance as input)
@@ -99,7 +100,7 @@ def run_spec(task, seed: int = 0) -> RunSpec:
 
     args = [ArgSpec(tuple(p.shape), p.dtype, p.value if p.op == CONST else None) for p in task.lowered.params]
     outs = [ArgSpec(tuple(o.shape), o.dtype) for o in task.group.outputs]
-    return RunSpec(task.workload, args, outs, seed)
+    return RunSpec(task.workload, args, outs, seed, task.target.export())
 
 
 @dataclass
@@ -108,6 +109,15 @@ class RunOptions:
     repeat: int = 3
     min_repeat_ms: int = 20
     check: bool = True
+
+
+def output_scale(ref: np.ndarray) -> float:
+    """A reference output's largest finite magnitude (1 for none, or an integer output): the
+    tolerance's absolute part is relative to it."""
+    if ref.dtype.kind != "f":
+        return 1.0
+    finite = np.isfinite(ref)
+    return float(np.abs(ref[finite].astype(np.float64)).max()) if finite.any() else 1.0
 
 
 def check_outputs(got: list[np.ndarray], ref: list[np.ndarray]) -> Optional[str]:
@@ -121,9 +131,7 @@ def check_outputs(got: list[np.ndarray], ref: list[np.ndarray]) -> Optional[str]
             continue
         rtol, atol = TOLERANCES.get(str(g.dtype), (1e-3, 1e-4))
         g64, r64 = g.astype(np.float64), r.astype(np.float64)
-        finite = np.isfinite(r64)
-        scale = float(np.abs(r64[finite]).max()) if finite.any() else 1.0
-        close = np.isclose(g64, r64, rtol=rtol, atol=atol * max(scale, 1.0), equal_nan=True)
+        close = np.isclose(g64, r64, rtol=rtol, atol=atol * max(output_scale(r), 1.0), equal_nan=True)
         if not close.all():
             bad = np.argwhere(~close)[0]
             return (f"output {k}: {int((~close).sum())} of {g.size} elements differ, first at "
@@ -133,9 +141,11 @@ def check_outputs(got: list[np.ndarray], ref: list[np.ndarray]) -> Optional[str]
 
 def measure_module(load: Callable[[], Any], dev, inputs: list, out_specs: list[ArgSpec],
                    ref: Optional[list[np.ndarray]], opts: RunOptions, index: int, config: dict,
-                   empty: Callable = None) -> MeasureResult:
+                   empty: Callable = None, check: Optional[Callable] = None) -> MeasureResult:
     """Load, run once (warm-up and correctness check), then time. Never raises: errors
-    become the MeasureResult's error kind. Shared by the local and the RPC runner."""
+    become the MeasureResult's error kind. Shared by the local and the RPC runner. `check`
+    (outputs -> what differs, or None) checks them where they are instead of copying them
+    back (the RPC runner: remote_check.py)."""
     import tvm
 
     empty = empty or (lambda shape, dtype: tvm.runtime.empty(shape, dtype, dev))
@@ -147,7 +157,10 @@ def measure_module(load: Callable[[], Any], dev, inputs: list, out_specs: list[A
     except Exception as e:  # noqa: BLE001 - launch failures of any kind
         return MeasureResult(index, config, error=RUNTIME_ERROR, error_msg=last_line(e))
     if opts.check and ref is not None:
-        msg = check_outputs([o.numpy() for o in outs], ref)
+        try:
+            msg = check(outs) if check else check_outputs([o.numpy() for o in outs], ref)
+        except Exception as e:  # noqa: BLE001 - a session lost while checking
+            return MeasureResult(index, config, error=RUNTIME_ERROR, error_msg=last_line(e))
         if msg is not None:
             return MeasureResult(index, config, error=WRONG_RESULT, error_msg=msg)
     try:

@@ -31,6 +31,7 @@ from typing import Optional, Sequence
 from .measure import (RUNTIME_ERROR, BuildResult, MeasureResult, RunOptions, RunSpec, last_line,
                       measure_module)
 from .parallel import DeviceLost, DevicesLost, ParallelRunner, Slot
+from .remote_check import remote_check
 
 log = logging.getLogger(__name__)
 
@@ -197,6 +198,21 @@ class RPCSlot(Slot):
                 self._cache[k] = None
         return self._cache[k]
 
+    def _checker(self, spec: RunSpec, kind: str, ref: list):
+        """The outputs' check on the server (remote_check.py), once a workload and session; None
+        (the outputs copied back) where it cannot be built."""
+        k = ("check", spec.key, spec.seed, kind)
+        if k not in self._cache:
+            self._cache[k] = None
+            try:
+                self._cache[k] = remote_check(lambda path: self._load(self.sess, path), self._remote_dev(kind),
+                                              spec.outputs, ref, spec.target or kind)
+            except Exception as e:  # noqa: BLE001
+                if not _alive(self.sess):
+                    raise
+                log.warning("rpc: outputs checked here, not on the server (%s)", last_line(e))
+        return self._cache[k]
+
     def measure(self, spec: RunSpec, kind: str, build: BuildResult,
                 reference: Optional[BuildResult]) -> MeasureResult:
         """Measure on this slot's server; a lost session's message says what to do where the
@@ -244,12 +260,13 @@ class RPCSlot(Slot):
         try:
             dev, ins = self._inputs(spec, kind)
             ref = self._reference(spec, kind, reference) if self.opts.check else None
+            check = self._checker(spec, kind, ref) if ref is not None else None
         except Exception as e:  # noqa: BLE001 - connection lost
             self._drop()
             raise DeviceLost(last_line(e)) from None
         res = measure_module(lambda: self._load(sess, build.path), dev, ins, spec.outputs, ref, self.opts,
                              build.index, build.config,
-                             empty=lambda shape, dtype: tvm.runtime.empty(shape, dtype, dev))
+                             empty=lambda shape, dtype: tvm.runtime.empty(shape, dtype, dev), check=check)
         if res.error == RUNTIME_ERROR:
             alive = _alive(sess)
             self._drop()  # a failed remote call may leave the session unusable (sticky CUDA errors)

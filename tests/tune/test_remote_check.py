@@ -1,0 +1,90 @@
+"""Checking a candidate's outputs on the RPC server (tefuse/tune/remote_check.py), llvm on
+loopback: the counting kernel calls as many elements different as `check_outputs`' rule does
+(tolerances, NaN and infinity, integers, ragged sizes); through a server a right candidate
+passes without its outputs copied back, a wrong one is a wrong result with check_outputs'
+message."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import tvm
+from tvm import te
+
+from tefuse.tune.measure import (WRONG_RESULT, ArgSpec, BuildResult, RunOptions, RunSpec, TOLERANCES,
+                                 output_scale)
+from tefuse.tune.remote_check import mismatch_counter
+from tefuse.tune.rpc import RPCSlot, start_local_rpc
+
+
+def _numpy_count(got, ref):
+    if got.dtype.kind in "iub":
+        return int((got != ref).sum())
+    rtol, atol = TOLERANCES[str(got.dtype)]
+    close = np.isclose(got.astype(np.float64), ref.astype(np.float64), rtol=rtol,
+                       atol=atol * max(output_scale(ref), 1.0), equal_nan=True)
+    return int((~close).sum())
+
+
+def _pair(dtype, shape, rng):
+    ref = (rng.standard_normal(shape) * 10).astype(dtype) if dtype != "int32" else \
+        rng.integers(-5, 5, shape).astype(dtype)
+    got = ref.copy()
+    flat = got.reshape(-1)
+    if dtype == "int32":
+        flat[::97] += 1
+        return got, ref
+    rtol, atol = TOLERANCES[dtype]
+    flat[1::53] += (np.abs(flat[1::53]) * rtol * 0.5).astype(dtype)  # within the tolerance
+    flat[2::61] += (np.abs(flat[2::61]) * rtol * 4 + 1).astype(dtype)  # past it
+    ref.reshape(-1)[3] = flat[3] = np.nan  # NaN in both: equal
+    flat[4] = np.nan  # NaN in one
+    ref.reshape(-1)[5] = flat[5] = np.inf
+    flat[6] = -np.inf
+    return got, ref
+
+
+@pytest.mark.parametrize("dtype,shape", [("float32", (3, 1000)), ("float16", (7, 5, 33)), ("int32", (2049,))])
+def test_the_counter_counts_what_check_outputs_calls_different(dtype, shape, rng):
+    got, ref = _pair(dtype, shape, rng)
+    want = _numpy_count(got, ref)
+    assert want > 0
+    spec = ArgSpec(shape, dtype)
+    mod = mismatch_counter([spec, spec], [output_scale(ref)] * 2, "llvm")
+    dev = tvm.cpu()
+    rows = -(-int(np.prod(shape)) // 1024)
+    counts = [tvm.runtime.empty((rows,), "int32", dev) for _ in range(2)]
+    t = lambda a: tvm.runtime.tensor(a, dev)  # noqa: E731
+    mod["main"](t(got), t(ref), t(ref), t(ref), *counts)
+    assert int(counts[0].numpy().sum()) == want
+    assert int(counts[1].numpy().sum()) == 0
+
+
+def _library(tmp_path, name: str, add: float) -> str:
+    x = te.placeholder((4, 300), "float32", "x")
+    y = te.compute((4, 300), lambda i, j: x[i, j] + add, name="y")
+    path = str(tmp_path / f"{name}.so")
+    tvm.compile(te.create_prim_func([x, y]).with_attr("global_symbol", "main"), target="llvm").export_library(path)
+    return path
+
+
+def test_a_server_checks_the_outputs_where_they_are(tmp_path, monkeypatch):
+    rpc = start_local_rpc("tefuse-check", with_tracker=False)
+    try:
+        slot = RPCSlot(RunOptions(repeat=1, min_repeat_ms=1), "tefuse-check", None, ("127.0.0.1", rpc.server_port))
+        slot.acquire(10)
+        spec = RunSpec("add", [ArgSpec((4, 300), "float32")], [ArgSpec((4, 300), "float32")], target={"kind": "llvm"})
+        ref = BuildResult(0, {}, _library(tmp_path, "ref", 1.0))
+        copied = []
+        numpy = tvm.runtime.Tensor.numpy
+        monkeypatch.setattr(tvm.runtime.Tensor, "numpy",
+                            lambda self: copied.append(tuple(self.shape)) or numpy(self))
+        slot._reference(spec, "llvm", ref)  # the reference's outputs come back once
+        copied.clear()
+        right = slot.measure(spec, "llvm", BuildResult(1, {}, _library(tmp_path, "right", 1.0)), ref)
+        assert right.ok and (4, 300) not in copied, copied
+        wrong = slot.measure(spec, "llvm", BuildResult(2, {}, _library(tmp_path, "wrong", 1.5)), ref)
+        assert wrong.error == WRONG_RESULT
+        assert wrong.error_msg.startswith("output 0: 1200 of 1200 elements differ"), wrong.error_msg
+        slot.close()
+    finally:
+        rpc.close()
