@@ -36,7 +36,7 @@ import numpy as np
 
 from ..errors import GraphError
 from ..ops import OpPattern, get_op
-from .ir import CONST, INPUT, Graph, Node, RewriteContext, fresh_name, infer, op_node, rewrite
+from .ir import CONST, INPUT, Graph, Node, RewriteContext, fresh_name, infer, op_node, rewrite, topo_order
 
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "int8", "fp8")
 LOW = {"fp16": "float16", "bf16": "bfloat16"}
@@ -307,7 +307,24 @@ def convert_precision(graph: Graph, precision: str) -> Graph:
                 other.inputs = [inner if i is got else i for i in other.inputs]
             got = rw.cast(inner, o.dtype, o.name)
         outputs.append(got)
+    _rename_float32_twins(outputs, rw)
     return Graph(list(graph.inputs), outputs)
+
+
+def _rename_float32_twins(outputs: list[Node], rw: _Rewriter) -> None:
+    """A float32 constant some consumers read as it was (`operand`) while others read its
+    low-precision copy, which keeps its name (a quantized residual's DequantizeLinear reads the
+    scale its QuantizeLinear reads in float32): the float32 one renamed, as `chain_operand`'s
+    copies are, in the rebuilt consumers. Graphs without such a pair keep every name."""
+    nodes = topo_order(outputs)
+    low = {n.name for n in nodes if n.op == CONST and n.dtype != "float32"}
+    twins = {id(n): n for n in nodes if n.op == CONST and n.dtype == "float32" and n.name in low}
+    if not twins:
+        return
+    renamed = {k: Node(rw.fresh(f"{n.name}_f32"), CONST, [], {}, n.shape, n.dtype, n.value) for k, n in twins.items()}
+    for n in nodes:  # the consumers are rebuilt nodes (the original graph's are left alone)
+        if any(id(i) in renamed for i in n.inputs):
+            n.inputs = [renamed.get(id(i), i) for i in n.inputs]
 
 
 def _mark_tf32(graph: Graph) -> Graph:

@@ -387,3 +387,30 @@ def test_an_add_of_two_convs_sums_is_not_computed_in_float32_before_a_quantize()
              b.const(np.array(0, np.int8)), dtype="int8", reciprocal=True)
     g = convert_precision(b.build(q), "fp16")
     assert {n.op: n.dtype for n in g.nodes if n.op in ("add", "relu")} == {"add": "float16", "relu": "float16"}
+
+
+def test_a_float32_scale_read_both_as_it_was_and_in_fp16_gets_a_name_of_its_own():
+    """The ONNX package's light ResNet-50 (random weights) calibrated on normal inputs: its
+    activations grow past fp16's range, so some quantize scales are kept float32 for their
+    QuantizeLinear while the residual's DequantizeLinear of the same codes reads them in fp16.
+    Both constants once had the one name (a build failed: duplicate node names); the float32 one
+    is now renamed and keeps its value."""
+    import json
+    from pathlib import Path
+
+    from tefuse.bench.scaleout import zoo_resnet50
+    from tefuse.driver import prepare_graph
+    from tefuse.frontend.onnx import import_onnx
+    from tefuse.graph.calibration import Calibration
+
+    cal = Calibration.from_json((Path(__file__).parent / "data" / "light_resnet50_int8_calibration.json").read_text())
+    graph = prepare_graph(import_onnx(zoo_resnet50()), "cuda:sm_90", precision="int8", calibration=cal)
+    names = [n.name for n in graph.nodes]
+    assert len(names) == len(set(names))
+    twins = [n for n in graph.nodes if n.op == CONST and n.name.endswith("_x_scale_f32") and n.dtype == "float32"]
+    assert twins
+    thresholds = json.loads(cal.to_json())["thresholds"]
+    for t in twins:
+        assert t.value == np.float32(thresholds[t.name[:-len("_x_scale_f32")]] / 127)
+    low = {n.name: n.dtype for n in graph.nodes}
+    assert any(low.get(t.name[:-len("_f32")]) == "float16" for t in twins)
