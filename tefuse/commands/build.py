@@ -47,6 +47,10 @@ def add_precision_option(p: argparse.ArgumentParser) -> None:
                         "the model's float32 inputs and outputs kept (default fp32); int8 / fp8: the convs and "
                         "matmuls on int8 / float8 e4m3 operands with scales from --calibration, the rest in fp16")
     add_calibration_options(p)
+    p.add_argument("--fp8-fast-accum", action="store_true",
+                   help="fp8: sum each product's whole reduction in Hopper's fp8 accumulator, as cuBLASLt's fast "
+                        "accumulation, instead of promoting each 128-deep row to float32 (faster; an error "
+                        "that grows with the depth)")
     p.add_argument("--no-split-k", dest="split_k", action="store_false",
                    help="keep every tensor-core conv and Linear one kernel (by default, on CUDA, one whose "
                         "output gives too few tiles for the GPU sums partial products in a second kernel)")
@@ -83,7 +87,7 @@ def graph_options(args, graph=None) -> dict:
     from ..graph.precision import QUANTIZED
 
     opts = {"precision": args.precision, "split_k": args.split_k, "fuse_attention": ATTENTION[args.attention],
-            "siblings": args.siblings}
+            "siblings": args.siblings, "fp8_fast_accum": args.fp8_fast_accum}
     if args.precision in QUANTIZED:
         opts["calibration"] = calibration_for(args, graph)
     return opts

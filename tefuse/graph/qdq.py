@@ -96,7 +96,7 @@ def _weight(dq: Node, k_axis: int) -> Optional[tuple[np.ndarray, np.ndarray, str
     return wq, s.astype(np.float64), codes
 
 
-def _quantized(n: Node, ins: list[Node], ctx: RewriteContext) -> Optional[Node]:
+def _quantized(n: Node, ins: list[Node], ctx: RewriteContext, fast_accum: bool = False) -> Optional[Node]:
     if n.op not in _PRODUCTS or n.dtype != "float32" or any(
             n.attrs.get(a) for a in ("math", "split_k", "trans_b", "weight_layout")) or n.attrs.get("alpha", 1.0) != 1.0:
         return None
@@ -136,7 +136,8 @@ def _quantized(n: Node, ins: list[Node], ctx: RewriteContext) -> Optional[Node]:
         attrs["padding"] = 0
     wnode = const("wq", np.ascontiguousarray(wq))
     if codes:  # float8 codes: products summed in float32, no zero point (code 0 pads: +0.0)
-        acc = op_node(fresh_name(names, f"{n.name}_fp8"), n.op, [data, wnode], {**attrs, "codes": codes})
+        fast = {"fast_accum": True} if fast_accum else {}
+        acc = op_node(fresh_name(names, f"{n.name}_fp8"), n.op, [data, wnode], {**attrs, "codes": codes, **fast})
     else:
         acc = op_node(fresh_name(names, f"{n.name}_int8"), n.op, [data, wnode], {**attrs, "out_dtype": "int32"})
     if zx:
@@ -147,11 +148,13 @@ def _quantized(n: Node, ins: list[Node], ctx: RewriteContext) -> Optional[Node]:
     return op_node(n.name, "mul", [f, const("scale", scale)], {})
 
 
-def quantize_products(graph: Graph) -> Graph:
-    """The graph with every QDQ conv2d / matmul / dense as an int8 or float8 anchor (see the module)."""
+def quantize_products(graph: Graph, fast_accum: bool = False) -> Graph:
+    """The graph with every QDQ conv2d / matmul / dense as an int8 or float8 anchor (see the
+    module); fast_accum: the float8 ones may sum in the tensor cores' accumulator
+    (ops/codes.fast_accumulation)."""
     if not has_dequantize(graph):  # a float model: no walk, no copy
         return graph
-    out = rewrite(graph, _quantized)
+    out = rewrite(graph, lambda n, ins, ctx: _quantized(n, ins, ctx, fast_accum))
     done = sum(1 for n in out.nodes if n.is_op and n.attrs.get("out_dtype") == "int32")
     fp8 = sum(1 for n in out.nodes if n.is_op and n.attrs.get("codes"))
     if done or fp8:

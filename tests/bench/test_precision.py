@@ -273,11 +273,26 @@ def test_the_gemm_suite_runs_quantized_precisions_as_quantized_products(monkeypa
     import tefuse.bench.precision as P
 
     seen = []
-    monkeypatch.setattr(P, "quant_gemm_case", lambda m, n, k, prec, db=None: seen.append((m, n, k, prec)) or
-                        P.Row("gemm", f"{m}x{n}x{k}", prec, m, 1.0, 1.0, "peer", 0.0, True, [], {}))
+    monkeypatch.setattr(P, "quant_gemm_case", lambda m, n, k, prec, db=None, fast=False: seen.append(
+        (m, n, k, prec, fast)) or P.Row("gemm", f"{m}x{n}x{k}", prec, m, 1.0, 1.0, "peer", 0.0, True, [], {}))
     monkeypatch.setattr(P, "gemm_case", lambda *a, **kw: pytest.fail("a quantized precision took the float case"))
     assert P.main(["gemm", "--precision", "int8", "fp8", "--gemm", "256x128x512", "--json", str(tmp_path / "g.json")]) == 0
-    assert seen == [(256, 128, 512, "int8"), (256, 128, 512, "fp8")]
+    assert seen == [(256, 128, 512, "int8", False), (256, 128, 512, "fp8", False)]
+    seen.clear()
+    assert P.main(["gemm", "--precision", "int8", "fp8", "--gemm", "256x128x512", "--fp8-fast-accum",
+                   "--json", str(tmp_path / "f.json")]) == 0
+    assert seen == [(256, 128, 512, "int8", False), (256, 128, 512, "fp8", True)]  # fp8's alone
+
+
+def test_the_fast_accumulation_gemm_marks_its_product_and_computes_the_same_numbers_on_llvm():
+    """fast_accum changes how the tensor cores sum (ops/codes.fast_accumulation), not the op's value."""
+    from tefuse.bench.precision import quant_gemm_graph
+
+    g0, aq, *_ = quant_gemm_graph(70, 48, 96, "fp8", np.random.default_rng(0))
+    g1, aq1, *_ = quant_gemm_graph(70, 48, 96, "fp8", np.random.default_rng(0), fast_accum=True)
+    (p0,), (p1,) = ([n for n in g.nodes if n.op == "dense"] for g in (g0, g1))
+    assert not p0.attrs.get("fast_accum") and p1.attrs["fast_accum"] is True
+    np.testing.assert_array_equal(tefuse.build(g1, "llvm").run(a=aq1)[0], tefuse.build(g0, "llvm").run(a=aq)[0])
 
 
 def test_a_quantized_model_is_judged_by_top1_agreement_a_float_one_by_its_error_too():

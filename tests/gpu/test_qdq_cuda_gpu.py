@@ -122,3 +122,24 @@ def test_float8_conversions_on_the_gpu_equal_onnx_saturating_cast(fmt):
     np.testing.assert_array_equal(got_codes.view(np.uint8)[~nan], want.view(np.uint8)[~nan])
     assert np.isnan(got[nan]).all()
     np.testing.assert_array_equal(got[~nan], want.astype(np.float32)[~nan])
+
+
+def test_a_fast_accumulation_fp8_product_stays_within_the_tensor_cores_accumulation_of_llvm():
+    """fast_accum (ops/codes.fast_accumulation): the whole 4096-deep reduction in the tensor
+    cores' fp8 accumulator, within the gemm bench's tolerance for it of llvm's float32 sums."""
+    if not device_caps(make_target("cuda")).has_wgmma:
+        pytest.skip("float8 products take the tensor cores on Hopper (wgmma) only")
+    import ml_dtypes
+
+    from tefuse.bench.precision import QUANT_GEMM_FAST_TOLERANCE
+
+    rng = np.random.default_rng(0)
+    b = tefuse.GraphBuilder()
+    w = rng.standard_normal((256, 4096)).astype(ml_dtypes.float8_e4m3fn).view(np.uint8)
+    graph = b.build(b.op("dense", b.input("x", (256, 4096), "uint8"), b.const(w, name="w"),
+                         codes="float8_e4m3fn", fast_accum=True))
+    x = rng.standard_normal((256, 4096)).astype(ml_dtypes.float8_e4m3fn).view(np.uint8)
+    cg = tefuse.build(graph, "cuda")
+    assert [k.template for k in cg.kernels] == ["wgmma_gemm"] and "rowsum" not in cg.source("cuda")
+    got, want = cg.run(x=x)[0], tefuse.build(graph, "llvm").run(x=x)[0]
+    assert np.abs(got - want).max() <= QUANT_GEMM_FAST_TOLERANCE * np.abs(want).max()

@@ -87,3 +87,16 @@ def test_fp8_qdq_model_runs_on_float8_anchors_and_matches_onnxruntime(fmt, kind)
     assert np.abs(got - want).max() <= 1e-5 * np.abs(want).max()
     plain = tefuse.build(graph, "llvm", qdq=False).run(x)[0]
     np.testing.assert_allclose(got, plain, rtol=0, atol=1e-5 * np.abs(want).max())
+
+
+def test_fast_accumulation_marks_the_float8_products_and_keeps_their_values():
+    """fp8_fast_accum: every float8 anchor may sum in the tensor cores' accumulator
+    (ops/codes.fast_accumulation); on llvm the model's outputs are the same."""
+    model, (x_shape, count) = _fp8_net("float8_e4m3fn", np.random.default_rng(0), "conv")
+    graph = import_onnx(model)
+    marked = [n for n in prepare_graph(graph, "llvm", fp8_fast_accum=True).nodes if n.attrs.get("codes")]
+    assert len(marked) == count and all(n.attrs["fast_accum"] for n in marked)
+    assert not any(n.attrs.get("fast_accum") for n in prepare_graph(graph, "llvm").nodes)
+    x = np.random.default_rng(1).standard_normal(x_shape).astype(np.float32)
+    np.testing.assert_array_equal(tefuse.build(graph, "llvm", fp8_fast_accum=True).run(x=x)[0],
+                                  tefuse.build(graph, "llvm").run(x=x)[0])

@@ -69,3 +69,15 @@ def test_bad_codes_are_one_clear_error(dtype, attrs, match):
     with pytest.raises(TefuseError, match=match):
         y = b.op("dense", b.input("x", (4, 32), dtype), b.const(np.zeros((8, 32), dtype), name="w"), **attrs)
         tefuse.build(b.build(y), "llvm")
+
+
+def test_fast_accumulation_is_a_product_of_codes_only():
+    """fast_accum (the tensor cores may sum the whole reduction in their fp8 accumulator) is an
+    attribute of a float8 product; on another product it is one clear error."""
+    b = GraphBuilder()
+    with pytest.raises(TefuseError, match="fast_accum: only a product of float8 codes"):
+        b.op("dense", b.input("x", (4, 32)), b.const(np.ones((8, 32), np.float32), name="w"), fast_accum=True)
+    w = np.random.default_rng(1).standard_normal((8, 32)).astype(ml_dtypes.float8_e4m3fn).view(np.uint8)
+    b = GraphBuilder()
+    y = b.op("dense", b.input("x", (4, 32), "uint8"), b.const(w, name="w"), codes="float8_e4m3fn", fast_accum=True)
+    assert y.attrs["fast_accum"] is True and y.dtype == "float32"

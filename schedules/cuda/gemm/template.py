@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from tvm import tirx
 
-from ....ops.codes import product_codes
+from ....ops.codes import fast_accumulation, product_codes
 from ....options import DEFAULT, BuildOptions
 from ....target import device_caps
 from ...common import dtype_bytes
@@ -59,6 +59,12 @@ def _tf32(info: KernelInfo) -> bool:
 def _codes(info: KernelInfo) -> str:
     """The float8 format of a product's uint8 operand codes (ops/codes.py), or ""."""
     return product_codes(info.attrs)
+
+
+def _promoted(info: KernelInfo) -> bool:
+    """Whether a product's rows are summed apart and promoted (intrin/wgmma.promotes): float8
+    codes, unless the product may sum in the tensor cores' accumulator (fast_accumulation)."""
+    return bool(_codes(info)) and not fast_accumulation(info.attrs)
 
 
 def _intrins(info: KernelInfo) -> list[str]:
@@ -186,7 +192,8 @@ class TensorCoreGemm(Template):
         apply_gemm(sch, gemm, epilogue,
                    dict(BM=bm, BN=bn, WM=wm, WN=wn, BK=cfg["bk"], stages=cfg["stages"], intrin=cfg["intrin"],
                         vec_out=vec_out, tensorize=device_caps(target).kind == "cuda",
-                        a_m_major=nchw, c_m_major=nchw, slices=slices, codes=_codes(info)), target)
+                        a_m_major=nchw, c_m_major=nchw, slices=slices, codes=_codes(info),
+                        fast_accum=fast_accumulation(info.attrs)), target)
 
     def finish(self, mod, info: KernelInfo, cfg: Config, target):
         steps = [clamp_rows, chunk_guards, divide_free_bounds]  # (on llvm too: same numbers)
@@ -213,7 +220,7 @@ class TensorCoreGemm(Template):
         return target
 
     def pass_config(self, info: KernelInfo, cfg: Config, target) -> dict:
-        row_sums = cfg["intrin"] == "wgmma" and bool(_codes(info)) and keeps_batch_in_flight(int(cfg["stages"]))
+        row_sums = cfg["intrin"] == "wgmma" and _promoted(info) and keeps_batch_in_flight(int(cfg["stages"]))
         return pass_config(cfg["intrin"], target, _slices(cfg), row_sums)
 
     def shares_launch(self, info: KernelInfo, cfg: Config, target) -> bool:
@@ -300,7 +307,7 @@ class WgmmaGemm(TensorCoreGemm):
         s.constrain(lambda v: v["slices"] == 1 or (_sliceable(info, v["slices"], v["tile"])
                                                    and v["vec_out"] == 4))  # (the sum stores 4 wide at most)
         s.constrain(lambda v: wgmma_admits(v, info.dtype, TILES))
-        if _codes(info):
+        if _promoted(info):
             s.constrain(lambda v: v["tile"][1] <= MAX_PROMOTED_BN and promoted_fits(*v["tile"][:2], v["stages"]))
         return s
 
@@ -311,7 +318,7 @@ class WgmmaGemm(TensorCoreGemm):
         sliceable = info.anchor_kind == "conv2d" and _sliceable(info, 2)
         values = fallback_values(m, n, device_caps(target).sm_count, info.dtype, k,
                                  _channels(info) if sliceable else None)
-        if _codes(info) and values["tile"][1] > MAX_PROMOTED_BN:  # float8: promoted rows (wgmma.py)
+        if _promoted(info) and values["tile"][1] > MAX_PROMOTED_BN:  # float8: promoted rows (wgmma.py)
             values["tile"] = (128, MAX_PROMOTED_BN, 64, 64)
         return space.from_values(values)
 

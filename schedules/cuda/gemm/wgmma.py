@@ -221,7 +221,10 @@ def apply_wgmma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
     blk = sch.get(block)
     in_dtype = c["in_dtype"] or blk.reads[0].source.dtype
     op_type = c.get("codes") or in_dtype  # float8 codes: byte tiles the instruction reads as e4m3/e5m2
-    if promotes(op_type):  # each row's sum is added to the accumulators once done (intrin/wgmma.py)
+    # each row's sum is added to the accumulators once done (intrin/wgmma.py), unless the product
+    # may sum in the tensor cores' accumulator (ops/codes.fast_accumulation)
+    promoted = promotes(op_type) and not c.get("fast_accum")
+    if promoted:
         if BN > MAX_PROMOTED_BN:
             raise ValueError(f"wgmma {op_type}: BN {BN} > {MAX_PROMOTED_BN} (a row's sum doubles the accumulator registers)")
     if storage(op_type) != in_dtype:
@@ -332,7 +335,7 @@ def apply_wgmma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
         names = intrin_names("mma", "int8" if acc_type == "int32" else "float16", acc_type, sh_scope, True)
         sch.tensorize(sch.get_loops(init_inner)[-2], names["init"])
         tensorize_staging_store(sch, acc, store_intrin(names["store"], sh_scope, acc_type) if inflight else names["store"])
-        sch.tensorize(sch.get_loops(block_inner)[-3], wgmma_intrin(BN, op_type, sh_scope, inflight))
+        sch.tensorize(sch.get_loops(block_inner)[-3], wgmma_intrin(BN, op_type, sh_scope, inflight, promoted))
 
     # ---------------------------------------------------------------- 7. pipelining
     if stages >= 2:

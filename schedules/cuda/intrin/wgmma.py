@@ -115,9 +115,12 @@ def swizzle_index_map(dtype: str = "float16"):
     return lambda s, r, k: (s, *swizzle_dims(r, k, dtype))
 
 
-def func_name(n: int, in_dtype: str, stages: int = 0) -> str:
+def func_name(n: int, in_dtype: str, stages: int = 0, promote: Optional[bool] = None) -> str:
+    """The device function's name; `promote`: see device_source."""
     name = f"tefuse_wgmma_m64n{n}k{k_step(storage(in_dtype))}x4_{PTX_TYPE[in_dtype]}" + (f"_s{stages}" if stages else "")
-    return name + ROW_SUM_SUFFIX if stages and promotes(in_dtype) else name
+    if not _promoted(in_dtype, promote):
+        return name + FAST_SUFFIX if promotes(in_dtype) else name
+    return name + ROW_SUM_SUFFIX if stages else name
 
 
 DESC_SOURCE = """
@@ -144,6 +147,14 @@ def register_fences(n: int, indent: str = "  ", in_dtype: str = "float16", acc: 
     around the wgmma (so the compiler keeps them where the instructions write them)."""
     c = _reg(in_dtype)
     return "\n".join(f'{indent}asm volatile("" : "+{c}"({acc}[{offset + i}]) :: "memory");' for i in range(n // 2))
+
+
+FAST_SUFFIX = "_fast"  # a float8 product summed whole in the tensor cores' accumulator
+
+
+def _promoted(in_dtype: str, promote: Optional[bool]) -> bool:
+    """Whether rows are summed apart: `promote`, else as the type `promotes`."""
+    return promotes(in_dtype) if promote is None else promote and promotes(in_dtype)
 
 
 def promotes(in_dtype: str) -> bool:
@@ -235,18 +246,20 @@ asm volatile("wgmma.commit_group.sync.aligned;\\n" ::: "memory");"""
     return "\n".join(indent + ln if not ln.startswith("#") else ln for ln in body.split("\n")) + "\n"
 
 
-def device_source(n: int, in_dtype: str, stages: int = 0) -> str:
+def device_source(n: int, in_dtype: str, stages: int = 0, promote: Optional[bool] = None) -> str:
     """CUDA source of the device function the intrinsic calls (TVM's cuda func_call puts it
     before the kernel): float* d (N/2 accumulators of this thread), A and B tile pointers.
     stages: 0, the batch waited for before returning; else the k loop's pipeline stages (>= 3),
     one batch left in flight (see the module docstring). For rows summed apart with a batch in
-    flight (`row_sum_lanes`) the source defines the function's two variants instead, which
-    passes/row_sums.py calls (`row_sum_variant`)."""
+    flight (`row_sum_lanes`) the source defines the function's variants instead, which
+    passes/row_sums.py calls (`row_sum_variant`). promote: False sums a float8 product's whole
+    reduction in the tensor cores' accumulator, as an int8 one (cuBLASLt's fast accumulation:
+    ops/codes.fast_accumulation); None, as the type `promotes`."""
     if stages in (1, 2) or stages < 0:
         raise ValueError(f"wgmma: a batch stays in flight only in a pipeline of 3 or more stages, not {stages}")
     pending = 1 if stages else 0
     d_type = "int" if acc_dtype(in_dtype) == "int32" else "float"
-    name = func_name(n, in_dtype, stages)
+    name = func_name(n, in_dtype, stages, promote)
     # pending 1: every warp's previous batch done (it read the tiles the next copies overwrite)
     after = "\n  __syncthreads();" if pending else ""
     # pending 1, the copies after the product in the loop body: of the stages - 1 copy groups in
@@ -278,16 +291,16 @@ def device_source(n: int, in_dtype: str, stages: int = 0) -> str:
                             for h in (0, 1) for own in (False, True))
         functions = f"#ifndef {guard}\n#define {guard}\n{functions}#endif\n"
     else:
-        functions = function(name, "", _product(n, in_dtype, pending, after))
+        functions = function(name, "", _product(n, in_dtype, pending, after, _promoted(in_dtype, promote)))
     return f"""{helpers}
 {DESC_SOURCE}{functions}"""
 
 
-def _product(n: int, in_dtype: str, pending: int, after: str) -> str:
+def _product(n: int, in_dtype: str, pending: int, after: str, promoted: bool) -> str:
     """The device function's product: the row's wgmma into d[], waited for down to `pending`
-    batches; for a type that `promotes` (pending 0), summed apart into t[] (its first
-    instruction overwrites, `wgmma_row`'s fresh), waited for and added to d[]."""
-    if not promotes(in_dtype):
+    batches; rows `promoted` (pending 0), summed apart into t[] (its first instruction
+    overwrites, `wgmma_row`'s fresh), waited for and added to d[]."""
+    if not promoted:
         fence_regs = register_fences(n, in_dtype=in_dtype)
         return f"""{fence_regs}
 {wgmma_row(n, in_dtype)}  asm volatile("wgmma.wait_group.sync.aligned {pending};\\n" ::: "memory");{after}
@@ -398,7 +411,7 @@ def store_intrin(mma_store: str, scope: str = "shared.dyn", dtype: str = "float3
                          lambda: (TensorIntrin.get(mma_store).desc, _store_impl(scope, dtype)))
 
 
-def _intrin(n: int, in_dtype: str, scope: str, stages: int = 0):
+def _intrin(n: int, in_dtype: str, scope: str, stages: int = 0, promote: Optional[bool] = None):
     """desc: C[16 x n] += A[16 x BK] * B[n x BK]^T with A and B in their swizzled dims
     (`swizzle_dims`: A (2, 8, 8, E), B (n/8, 8, 8, E)) and C in the warp's mma fragments
     [n/16, 32, 8]; impl: the device function, given this thread's accumulators and the address
@@ -408,7 +421,7 @@ def _intrin(n: int, in_dtype: str, scope: str, stages: int = 0):
     nf, n8 = n // 16, n // 8
     buf = storage(in_dtype)
     e, bk = chunk_elems(buf), bk_of(buf)
-    name, src = func_name(n, in_dtype, stages), device_source(n, in_dtype, stages)
+    name, src = func_name(n, in_dtype, stages, promote), device_source(n, in_dtype, stages, promote)
     acc = acc_dtype(in_dtype)
     if in_dtype == "float32":  # the GEMM block multiplies float32 operands as they are
         def prod(a, b):
@@ -455,13 +468,14 @@ def _intrin(n: int, in_dtype: str, scope: str, stages: int = 0):
     return desc, impl
 
 
-def wgmma_intrin(n: int, in_dtype: str, scope: str = "shared.dyn", stages: int = 0) -> str:
-    """Register (once) and name the intrinsic for a 16 x n x BK per-warp product (`stages`:
-    see device_source)."""
+def wgmma_intrin(n: int, in_dtype: str, scope: str = "shared.dyn", stages: int = 0,
+                 promote: Optional[bool] = None) -> str:
+    """Register (once) and name the intrinsic for a 16 x n x BK per-warp product (`stages`,
+    `promote`: see device_source)."""
     if in_dtype not in PTX_TYPE:
         raise ValueError(f"wgmma intrinsics here take {', '.join(PTX_TYPE)}, not {in_dtype}")
     if n not in N_CHOICES:
         raise ValueError(f"wgmma warp tile N must be a multiple of 16 up to 256, not {n}")
     name = f"tefuse_wgmma_16x{n}x{bk_of(storage(in_dtype))}_{PTX_TYPE[in_dtype]}_{scope.replace('.', '_')}"
-    name += f"_s{stages}" if stages else ""
-    return register_once(name, lambda: _intrin(n, in_dtype, scope, stages))
+    name += (f"_s{stages}" if stages else "") + ("" if _promoted(in_dtype, promote) or not promotes(in_dtype) else FAST_SUFFIX)
+    return register_once(name, lambda: _intrin(n, in_dtype, scope, stages, promote))

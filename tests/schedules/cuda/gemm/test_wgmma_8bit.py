@@ -170,3 +170,26 @@ def test_float8_rows_of_a_two_stage_loop_are_waited_for_each():
     assert "d[i] += t[i]" in src and "wait_group.sync.aligned 1" not in src and "rowsum" not in src
     report = ptxas_report(compile_to_ptx(src, "sm_90a"))
     assert not report.wgmma_serialized and report.spill_bytes == 0, report.text
+
+
+def test_a_fast_accumulation_product_sums_in_the_tensor_cores_accumulator():
+    """fast_accum: no row summed apart, a batch left in flight as int8's (wait_group 1 with no row
+    sums), registers as int8's, and the space's tiles as wide as int8's."""
+    rng = np.random.default_rng(0)
+    b = GraphBuilder()
+    w = rng.standard_normal((1024, 2048)).astype(ml_dtypes.float8_e4m3fn).view(np.uint8)
+    graph = b.build(b.op("dense", b.input("x", (4096, 2048), "uint8"), b.const(w, name="w"),
+                         codes="float8_e4m3fn", fast_accum=True))
+    (k,) = tefuse.build(graph, "cuda:sm_90").kernels
+    src = k.source("cuda")
+    assert "rowsum" not in src and "t[" not in src and "wait_group.sync.aligned 1" in src and "_fast" in src
+    ptx = compile_to_ptx(src, "sm_90a")
+    assert re.search(r"\bwgmma\.mma_async\.sync\.aligned\.m64n\d+k32\.f32\.e4m3\.e4m3\b", ptx)
+    report = ptxas_report(ptx)
+    assert not report.wgmma_serialized and report.spill_bytes == 0 and report.registers <= 128, report.text
+    (group,) = fuse_graph(graph)
+    info = lower_group(group).info
+    cuda = make_target("cuda:sm_90")
+    t = find_template(cuda, info.anchor_kind, info=info)[0]
+    space = t.space(info, cuda)
+    assert max(c["tile"][1] for c in space if space.admits(c.index)) > 128
