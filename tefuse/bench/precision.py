@@ -449,10 +449,10 @@ PROLOGUES = {"rules": True, "all": lambda candidate: True}
 
 def model_case(name: str, batch: int, precision: str, workdir: Path, db="default", compile_peer: bool = True,
                prologue: str = "rules", split_k: Union[bool, int] = True, tune_trials: int = 0,
-               tuning=None) -> Row:
+               tuning=None, fp8_fast_accum: bool = False) -> Row:
     """A torchvision model exported in float32, built by tefuse with `precision` (its kernels tuned
     first with tune_trials: under the "rules" prologue only, which main checks), checked against onnxruntime (float32), timed against PyTorch in the
-    same precision (channels_last)."""
+    same precision (channels_last). fp8_fast_accum: build's (the case named so)."""
     import onnx
     import tvm
 
@@ -470,10 +470,11 @@ def model_case(name: str, batch: int, precision: str, workdir: Path, db="default
     calibrate_s, reused = time.perf_counter() - t0, model_calibration.cache_info().hits > reused
     t1 = time.perf_counter()
     if tune_trials:
-        tune_first(import_onnx(model), precision, db, tune_trials, tuning, split_k=split_k, calibration=calibration)
+        tune_first(import_onnx(model), precision, db, tune_trials, tuning, split_k=split_k, calibration=calibration,
+                   fp8_fast_accum=fp8_fast_accum)
     tune_s, t1 = time.perf_counter() - t1, time.perf_counter()
     cg = build(import_onnx(model), "cuda", db=db, precision=precision, prologue=PROLOGUES[prologue],
-               split_k=split_k, calibration=calibration)
+               split_k=split_k, calibration=calibration, fp8_fast_accum=fp8_fast_accum)
     build_s = time.perf_counter() - t1
     x = np.random.default_rng(0).standard_normal((batch, 3, 224, 224)).astype("float32")
     got = cg.run(input=x)[0]
@@ -520,7 +521,7 @@ def model_case(name: str, batch: int, precision: str, workdir: Path, db="default
                                                                   min_repeat_ms=0))  # every kernel
     extra["slowest"] = extra["profile"][:8]
     # one run as the peer's is timed: launches replayed from a CUDA graph (else the kernels' sum)
-    return Row("models", name, precision, batch, graph_ms or kernels_ms, best,
+    return Row("models", name + (" fast_accum" if fp8_fast_accum else ""), precision, batch, graph_ms or kernels_ms, best,
                f"torch {peer_precision} channels_last, best of CUDA graph and torch.compile", err,
                model_ok(precision, err, top1), _templates(cg),
                extra)
@@ -731,8 +732,9 @@ def main(argv=None) -> int:
                    help="conv, plan, gemm, attention, models: tune each case's kernels first (TRIALS "
                         "measurements each) into the user database")
     p.add_argument("--fp8-fast-accum", action="store_true",
-                   help="gemm suite, fp8: the product summed whole in the tensor cores' accumulator (tefuse "
-                        "build's --fp8-fast-accum) against cuBLASLt with use_fast_accum; the case so named")
+                   help="fp8: products summed whole in the tensor cores' accumulator (tefuse build's "
+                        "--fp8-fast-accum): the gemm suite's against cuBLASLt with use_fast_accum, the models "
+                        "suite's models; the cases so named")
     p.add_argument("--untuned-only", action="store_true",
                    help="--tune: leave out the kernels the shipped logs have records for, as `tefuse tune "
                         "--untuned-only`")
@@ -856,10 +858,11 @@ def run_suites(args, db, tuning, attempt) -> None:
             for name in sharded(args.models or ["resnet50", "vit_b_16"], args.shard):
                 for b in args.batch:
                     for pro in args.prologue:
-                        case = name if pro == "rules" else f"{name} prologue={pro}"
+                        fast = args.fp8_fast_accum and prec == "fp8"
+                        case = (name if pro == "rules" else f"{name} prologue={pro}") + (" fast_accum" if fast else "")
                         attempt("models", case, prec, b, lambda: model_case(
                             name, b, prec, Path(args.workdir), db, not args.no_compile, pro,
-                            _split_option(args), args.tune, tuning))
+                            _split_option(args), args.tune, tuning, fast))
 
 
 def write_json(rows: list, path: Optional[str], command: str = "") -> dict:

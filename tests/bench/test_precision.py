@@ -344,3 +344,20 @@ def test_zoo_tunes_each_model_and_batch_for_the_minutes_asked(monkeypatch):
                  ["zoo", "--tune-minutes", "1", "--tune", "8"]):
         with pytest.raises(SystemExit):
             precision.main(argv)
+
+
+def test_the_models_suite_builds_fp8_with_fast_accumulation_when_asked(monkeypatch, tmp_path):
+    import tefuse.bench.precision as P
+
+    seen = []
+
+    def fake_case(name, b, prec, workdir, db, compile_peer, pro, split, trials, tuning, fast=False):
+        seen.append((prec, fast))
+        return P.Row("models", name + (" fast_accum" if fast else ""), prec, b, 1.0, 1.0, "peer", 0.0, True, [], {})
+
+    monkeypatch.setattr(P, "model_case", fake_case)
+    out = tmp_path / "m.json"
+    assert P.main(["models", "--models", "resnet50", "--precision", "fp8", "fp16", "--batch", "1",
+                   "--fp8-fast-accum", "--no-compile", "--json", str(out)]) == 0
+    assert seen == [("fp8", True), ("fp16", False)]
+    assert [r["case"] for r in json.loads(out.read_text())["rows"]] == ["resnet50 fast_accum", "resnet50"]
