@@ -576,6 +576,9 @@ def prepare_graph(graph: Graph, target, *, precision: str = "fp32", layout: Opti
     precision = float_precision(precision)
     if qdq:  # before any pass that rewrites the float products the QDQ pattern is made of
         graph = quantize_products(graph, fp8_fast_accum)
+    if fp8_fast_accum and not any(n.attrs.get("codes") for n in graph.nodes):
+        log.warning("fp8_fast_accum: this build has no float8 product (precision %s) to sum in the tensor "
+                    "cores' accumulator", precision)
     graph = fold_constant_dequantize(graph)
     if fold_bn:
         graph = fold_batch_norm(graph)
@@ -686,7 +689,7 @@ def build(graph: GraphSource, target: TargetLike = "llvm", *, db: Union[BestReco
     until the GPU has measured it (a merged conv is a new workload the shipped records miss).
     fp8_fast_accum: float8 products (precision fp8, a float8 QDQ model) sum their whole reduction in
     Hopper's fp8 accumulator, as cuBLASLt's fast accumulation, instead of promoting each 128-deep
-    row to float32 (ops/codes.fast_accumulation): about 1.45x faster GEMMs, an error that grows
+    row to float32 (ops/codes.fast_accumulation): about 1.5x faster GEMMs, an error that grows
     with the depth.
     Logs one INFO line for the whole build; per-kernel lines are at level VERBOSE (15).
     """

@@ -54,24 +54,37 @@ class PtxasReport:
 
     registers: int
     spill_bytes: int
+    stack_bytes: int  # local memory a thread's frame takes (an array not kept in registers)
     wgmma_serialized: bool
     text: str
 
 
-def ptxas_report(ptx: str, arch: str = "sm_90a") -> PtxasReport:
-    """Assemble `ptx` with the local ptxas (beside nvcc; no GPU needed) and read its -v report."""
+def _ptxas() -> str:
+    found = shutil.which("ptxas")
     nvcc = shutil.which("nvcc")
-    if nvcc is None:
-        raise FileNotFoundError("ptxas: no nvcc on PATH (ptxas is installed beside it)")
+    if found is None and nvcc is not None:  # installed beside nvcc, not always on PATH
+        beside = os.path.join(os.path.dirname(os.path.realpath(nvcc)), "ptxas")
+        found = beside if os.path.exists(beside) else None
+    if found is None:
+        raise FileNotFoundError("ptxas: not on PATH nor beside nvcc (CUDA's bin directory)")
+    return found
+
+
+def ptxas_report(ptx: str, arch: str = "sm_90a", timeout: float = 300.0) -> PtxasReport:
+    """Assemble `ptx` with the local ptxas (no GPU needed) and read its -v report; ValueError
+    where the report lacks the lines read (another ptxas's wording)."""
     with tempfile.TemporaryDirectory() as tmp:
         src = os.path.join(tmp, "kernel.ptx")
         with open(src, "w") as f:
             f.write(ptx)
-        done = subprocess.run([os.path.join(os.path.dirname(os.path.realpath(nvcc)), "ptxas"), f"-arch={arch}", "-v",
-                               src, "-o", os.path.join(tmp, "kernel.cubin")], capture_output=True, text=True)
+        done = subprocess.run([_ptxas(), f"-arch={arch}", "-v", src, "-o", os.path.join(tmp, "kernel.cubin")],
+                              capture_output=True, text=True, timeout=timeout)
     text = done.stdout + done.stderr
     if done.returncode:
         raise RuntimeError(f"ptxas failed: {text.strip().splitlines()[-1] if text.strip() else done.returncode}")
     regs = [int(r) for r in re.findall(r"Used (\d+) registers", text)]
     spills = [int(a) + int(b) for a, b in re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", text)]
-    return PtxasReport(max(regs, default=0), sum(spills), "C7514" in text, text)
+    stacks = [int(a) for a in re.findall(r"(\d+) bytes stack frame", text)]
+    if not regs or not spills or not stacks:
+        raise ValueError(f"ptxas -v: no registers / spills / stack frame line in {text.strip()[:300]!r}")
+    return PtxasReport(max(regs), sum(spills), max(stacks), "C7514" in text, text)

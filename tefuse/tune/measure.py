@@ -114,7 +114,7 @@ class RunOptions:
 def output_scale(ref: np.ndarray) -> float:
     """A reference output's largest finite magnitude (1 for none, or an integer output): the
     tolerance's absolute part is relative to it."""
-    if ref.dtype.kind != "f":
+    if ref.dtype.kind in "iub":  # (ml_dtypes' bfloat16 is kind "V": a float)
         return 1.0
     finite = np.isfinite(ref)
     return float(np.abs(ref[finite].astype(np.float64)).max()) if finite.any() else 1.0

@@ -10,6 +10,7 @@ counts the elements `check_outputs` would call different, and only the counts (o
 """
 from __future__ import annotations
 
+import logging
 import os
 import tempfile
 import uuid
@@ -17,7 +18,9 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from .measure import TOLERANCES, ArgSpec, check_outputs, output_scale
+from .measure import TOLERANCES, ArgSpec, check_outputs, last_line, output_scale
+
+log = logging.getLogger(__name__)
 
 ROW = 1024  # elements one count covers
 
@@ -40,7 +43,7 @@ def _differs(g, r, dtype: str, shape: list[int], scale: float):
             diff = a != b
         else:  # np.isclose(a, b, rtol, atol * max(scale, 1), equal_nan=True), negated
             rtol, atol = TOLERANCES.get(dtype, (1e-3, 1e-4))
-            a, b = a.astype("float32"), b.astype("float32")
+            a, b = a.astype("float64"), b.astype("float64")  # as np.isclose computes
             na, nb = tir.isnan(a), tir.isnan(b)
             diff = tir.any(tir.all(na, tir.Not(nb)), tir.all(nb, tir.Not(na)),
                            tir.all(tir.Not(na), tir.Not(nb), a != b,
@@ -96,9 +99,18 @@ def remote_check(load: Callable[[str], object], dev, outputs: list[ArgSpec], ref
     counts = [tvm.runtime.empty((-(-max(1, int(np.prod(o.shape))) // ROW),), "int32", dev) for o in outputs]
 
     def check(outs: list) -> Optional[str]:
-        count(*[t for pair in zip(outs, refs) for t in pair], *counts)
-        if any(int(c.numpy().sum()) for c in counts):  # the message names the first difference
-            return check_outputs([o.numpy() for o in outs], ref) or "outputs differ"
-        return None
+        try:
+            count(*[t for pair in zip(outs, refs) for t in pair], *counts)
+            differ = any(int(c.numpy().sum()) for c in counts)
+        except Exception as e:  # noqa: BLE001 - the counter failing: the outputs checked here, as before
+            log.warning("output check on the server failed (%s): checked here", last_line(e))
+            differ = True
+        if not differ:
+            return None
+        # some differ: the outputs come back, and the message names the first difference
+        msg = check_outputs([o.numpy() for o in outs], ref)
+        if msg is None:
+            log.info("the server's output check counted differences the host's does not")
+        return msg
 
     return check

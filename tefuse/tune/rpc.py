@@ -198,10 +198,10 @@ class RPCSlot(Slot):
                 self._cache[k] = None
         return self._cache[k]
 
-    def _checker(self, spec: RunSpec, kind: str, ref: list):
-        """The outputs' check on the server (remote_check.py), once a workload and session; None
-        (the outputs copied back) where it cannot be built."""
-        k = ("check", spec.key, spec.seed, kind)
+    def _checker(self, spec: RunSpec, kind: str, ref: list, reference: BuildResult):
+        """The outputs' check on the server (remote_check.py), once a workload, reference and
+        session; None (the outputs copied back) where it cannot be built."""
+        k = ("check", spec.key, spec.seed, kind, reference.path)
         if k not in self._cache:
             self._cache[k] = None
             try:
@@ -260,7 +260,7 @@ class RPCSlot(Slot):
         try:
             dev, ins = self._inputs(spec, kind)
             ref = self._reference(spec, kind, reference) if self.opts.check else None
-            check = self._checker(spec, kind, ref) if ref is not None else None
+            check = self._checker(spec, kind, ref, reference) if ref is not None else None
         except Exception as e:  # noqa: BLE001 - connection lost
             self._drop()
             raise DeviceLost(last_line(e)) from None

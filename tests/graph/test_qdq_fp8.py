@@ -100,3 +100,18 @@ def test_fast_accumulation_marks_the_float8_products_and_keeps_their_values():
     x = np.random.default_rng(1).standard_normal(x_shape).astype(np.float32)
     np.testing.assert_array_equal(tefuse.build(graph, "llvm", fp8_fast_accum=True).run(x=x)[0],
                                   tefuse.build(graph, "llvm").run(x=x)[0])
+
+
+def test_fast_accumulation_without_a_float8_product_says_so(caplog):
+    import logging
+
+    model, _ = _fp8_net("float8_e4m3fn", np.random.default_rng(0), "conv")
+    graph = import_onnx(model)
+    b = tefuse.GraphBuilder()
+    float_graph = b.build(b.relu(b.input("x", (4, 8))))
+    with caplog.at_level(logging.WARNING, logger="tefuse.driver"):
+        prepare_graph(graph, "llvm", fp8_fast_accum=True)
+        assert not caplog.records
+        prepare_graph(float_graph, "llvm", precision="fp16", fp8_fast_accum=True)
+    (rec,) = caplog.records
+    assert "no float8 product" in rec.getMessage() and "fp16" in rec.getMessage()

@@ -165,3 +165,16 @@ def test_builder_rejects_oversized_shared_memory_for_cuda(builder):
     res = builder.build(task, "conv2d_direct", [cfg, task.fallback("conv2d_direct")])
     assert res[0].error == "compile_error" and "bytes of shared memory per block > 49152" in res[0].error_msg
     assert res[1].ok
+
+
+def test_a_bfloat16_outputs_tolerance_is_relative_to_its_largest_value():
+    """ml_dtypes' bfloat16 is numpy kind "V": its absolute tolerance still scales with the
+    reference's largest value, as a float's does."""
+    import ml_dtypes
+
+    from tefuse.tune.measure import check_outputs, output_scale
+
+    ref = np.array([700.0, 0.05], ml_dtypes.bfloat16)
+    assert output_scale(ref) == 700.0
+    assert check_outputs([np.array([700.0, 0.1], ml_dtypes.bfloat16)], [ref]) is None
+    assert check_outputs([np.array([700.0, 20.0], ml_dtypes.bfloat16)], [ref]) is not None

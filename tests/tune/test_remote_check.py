@@ -5,6 +5,7 @@ passes without its outputs copied back, a wrong one is a wrong result with check
 message."""
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 import pytest
 import tvm
@@ -19,31 +20,44 @@ from tefuse.tune.rpc import RPCSlot, start_local_rpc
 def _numpy_count(got, ref):
     if got.dtype.kind in "iub":
         return int((got != ref).sum())
-    rtol, atol = TOLERANCES[str(got.dtype)]
+    rtol, atol = TOLERANCES.get(str(got.dtype), (1e-3, 1e-4))
     close = np.isclose(got.astype(np.float64), ref.astype(np.float64), rtol=rtol,
                        atol=atol * max(output_scale(ref), 1.0), equal_nan=True)
     return int((~close).sum())
 
 
 def _pair(dtype, shape, rng):
-    ref = (rng.standard_normal(shape) * 10).astype(dtype) if dtype != "int32" else \
-        rng.integers(-5, 5, shape).astype(dtype)
-    got = ref.copy()
-    flat = got.reshape(-1)
+    """(got, ref): integers off by one here and there; floats off by 0.9x and 1.1x the tolerance
+    (its relative part on large values, its absolute part near zero), NaN in both or in one,
+    infinities."""
     if dtype == "int32":
-        flat[::97] += 1
+        ref = rng.integers(-5, 5, shape).astype(dtype)
+        got = ref.copy()
+        got.reshape(-1)[::97] += 1
         return got, ref
-    rtol, atol = TOLERANCES[dtype]
-    flat[1::53] += (np.abs(flat[1::53]) * rtol * 0.5).astype(dtype)  # within the tolerance
-    flat[2::61] += (np.abs(flat[2::61]) * rtol * 4 + 1).astype(dtype)  # past it
-    ref.reshape(-1)[3] = flat[3] = np.nan  # NaN in both: equal
-    flat[4] = np.nan  # NaN in one
-    ref.reshape(-1)[5] = flat[5] = np.inf
-    flat[6] = -np.inf
+    np_dtype = getattr(ml_dtypes, dtype) if dtype == "bfloat16" else np.dtype(dtype)
+    ref64 = rng.standard_normal(shape) * 10
+    ref64.reshape(-1)[7::89] = 1e-3 * rng.standard_normal(ref64.reshape(-1)[7::89].shape)  # near zero
+    ref = ref64.astype(np_dtype)
+    r64 = ref.astype(np.float64)
+    rtol, atol = TOLERANCES.get(dtype, (1e-3, 1e-4))
+    bound = atol * max(output_scale(ref), 1.0) + rtol * np.abs(r64)
+    got64 = r64.copy()
+    flat, b = got64.reshape(-1), bound.reshape(-1)
+    flat[1::53] += 0.9 * b[1::53]
+    flat[2::61] -= 1.1 * b[2::61]
+    flat[7::89] += np.where(np.arange(flat[7::89].size) % 2, 0.9, 1.1) * b[7::89]
+    got = got64.astype(np_dtype)
+    g, r = got.reshape(-1), ref.reshape(-1)
+    r[3] = g[3] = np.nan  # NaN in both: equal
+    g[4] = np.nan  # NaN in one
+    r[5] = g[5] = np.inf
+    g[6] = -np.inf
     return got, ref
 
 
-@pytest.mark.parametrize("dtype,shape", [("float32", (3, 1000)), ("float16", (7, 5, 33)), ("int32", (2049,))])
+@pytest.mark.parametrize("dtype,shape", [("float32", (3, 1000)), ("float16", (7, 5, 33)), ("float64", (2, 777)),
+                                         ("bfloat16", (4, 300)), ("int32", (2049,))])
 def test_the_counter_counts_what_check_outputs_calls_different(dtype, shape, rng):
     got, ref = _pair(dtype, shape, rng)
     want = _numpy_count(got, ref)

@@ -111,6 +111,12 @@ class _Numbering:
     def _loop(self, loop, own: bool):
         if loop.step is not None and _const(loop.step, "step") != 1:
             raise ValueError("row sums: a product call in a loop of step other than 1")
+        if loop.kind not in (tirx.ForKind.SERIAL, tirx.ForKind.UNROLLED):
+            raise ValueError(f"row sums: a product call in a {loop.kind.name.lower()} loop")
+        inner = []
+        structural_walk(loop.body, [(tirx.For, lambda n: inner.append(n) if _calls(n) else None)])
+        if inner:  # one drain after the sequence: an outer loop around a k loop would store before it
+            raise ValueError("row sums: product calls in nested loops")
         lo, extent = _const(loop.min, "start"), _const(loop.extent, "extent")
         if loop.kind == tirx.ForKind.UNROLLED or extent <= ROW_GROUP:
             return _seq(self._written_out(loop, lo, lo + extent, own))

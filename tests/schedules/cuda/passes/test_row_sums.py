@@ -72,6 +72,8 @@ def _run(stmt, out, loop_ends):
             loop_ends.append(out[-1])
     elif isinstance(stmt, tirx.Evaluate) and _name(stmt):
         out.append(_name(stmt))
+    elif isinstance(stmt, tirx.BufferStore) and stmt.buffer.name == "acc":
+        out.append("store")
 
 
 def _simulate(calls, rows):
@@ -80,6 +82,9 @@ def _simulate(calls, rows):
     holds = {0: None, 1: "zero"}  # what each half holds until added: a row, or the init's zeros
     added, row = [], 0
     for name in calls:
+        if name == "store":  # the accumulators read: every row added by then
+            assert sorted(added) == list(range(rows)) and not in_flight, (added, in_flight)
+            continue
         if name == WAIT_ALL:
             in_flight.clear()
             continue
@@ -97,6 +102,7 @@ def _simulate(calls, rows):
         assert m, name
         half, other = int(m.group(1)), 1 - int(m.group(1))
         assert holds[half] is None, f"row {row} into half {half}, whose row {holds[half]} was never added"
+        assert all(h != half for h, _ in in_flight), f"row {row} into half {half} while a batch there runs"
         holds[half] = row
         in_flight.append((half, row))
         del in_flight[:-1]  # wait_group 1
@@ -107,7 +113,7 @@ def _simulate(calls, rows):
         if m.group(2):
             in_flight.clear()
         row += 1
-    assert row == rows
+    assert row == rows and calls[-1] == "store"
     assert sorted(added) == list(range(rows)), added
     assert holds == {0: None, 1: None}
 
@@ -145,6 +151,22 @@ def test_a_kernel_without_row_sum_calls_is_left_alone():
     assert row_sums.inject(func).same_as(func)
 
 
+def test_calls_in_nested_loops_are_refused():
+    """One drain after the sequence: a k loop inside an outer loop that stores the accumulators
+    each iteration would store before its last row is added."""
+    acc = tirx.decl_buffer([8], "float32", "acc", scope="local")
+    zero = tirx.IntImm("int32", 0)
+    call = tirx.Evaluate(T.cuda.func_call(NAME, T.address_of(tirx.BufferLoad(acc, [zero])), zero, zero,
+                                          source_code="//"))
+    k, b = tirx.Var("k", "int32"), tirx.Var("b", "int32")
+    inner = tirx.For(k, 0, 4, tirx.ForKind.SERIAL, call)
+    outer = tirx.For(b, 0, 4, tirx.ForKind.SERIAL,
+                     tirx.SeqStmt([inner, tirx.BufferStore(acc, tirx.FloatImm("float32", 0.0), [zero])]))
+    func = tirx.PrimFunc([], tirx.SeqStmt([tirx.AllocBuffer(acc), outer, tirx.Evaluate(0)]))
+    with pytest.raises(ValueError, match="nested loops"):
+        row_sums.inject(func)
+
+
 def test_a_call_under_a_run_time_condition_is_refused():
     acc = tirx.decl_buffer([8], "float32", "acc", scope="local")
     n = tirx.Var("n", "int32")
@@ -166,5 +188,5 @@ def test_float8_kernels_keep_their_wgmma_asynchronous(k, tile, stages):
     src = kern.source("cuda")
     assert "rowsum_drain" in src
     report = ptxas_report(compile_to_ptx(src, "sm_90a"))
-    assert not report.wgmma_serialized and report.spill_bytes == 0, report.text
+    assert not report.wgmma_serialized and report.spill_bytes == report.stack_bytes == 0, report.text
     assert 0 < report.registers <= 255
