@@ -221,6 +221,27 @@ def test_results_keep_the_batch_order_and_build_errors_pass_through():
     assert set(runner.busy) == set(runner.counts) and all(v >= 0.02 * runner.counts[k] for k, v in runner.busy.items())
 
 
+def test_slots_measure_with_a_short_gil_switch_interval_restored_after():
+    """Each RPC call gives the GIL back and waits for it on return: under the default 5 ms
+    interval, beside busy tuner threads, a slot waited that long for each (gil.py)."""
+    import sys
+
+    from tefuse.gil import BUILD_SWITCH_INTERVAL
+
+    seen = []
+
+    class Recording(FakeSlot):
+        def measure(self, spec, kind, build, reference):
+            seen.append(sys.getswitchinterval())
+            return super().measure(spec, kind, build, reference)
+
+    before = sys.getswitchinterval()
+    assert before > BUILD_SWITCH_INTERVAL
+    ParallelRunner(lambda: [Recording("a"), Recording("b")]).run(RunSpec("k", [], []), "llvm", _builds(4))
+    assert seen and all(v == pytest.approx(BUILD_SWITCH_INTERVAL) for v in seen)
+    assert sys.getswitchinterval() == before
+
+
 def test_a_lost_candidate_is_retried_elsewhere_then_given_up():
     runner = ParallelRunner(lambda: [FakeSlot("a"), FakeSlot("b", die_at=2)])
     out = runner.run(RunSpec("k", [], []), "llvm", _builds(8))
