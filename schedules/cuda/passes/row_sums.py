@@ -165,8 +165,7 @@ def inject(func):
         rows = [numbering(s) for s in node.seq[first:last + 1]]
         done.append(numbering.count)
         return _seq([*node.seq[:first], tirx.AllocBuffer(sums), _call(*row_sum_init(n), t_ptr), *rows,
-                             _call(*row_sum_drain(n, (numbering.count - 1) % 2), acc, t_ptr),
-                             *node.seq[last + 1:]])
+                     _call(*row_sum_drain(n, (numbering.count - 1) % 2), acc, t_ptr), *node.seq[last + 1:]])
 
     # a loop's calls are numbered with the sequence around it, not inside it
     body = structural_mutate(func.body, [(tirx.SeqStmt, on_seq), (tirx.For, lambda node, _m: node)])
