@@ -19,12 +19,14 @@ Notes on TVM 0.27: the tracker needs `tornado`; Server/Tracker.terminate() need 
 """
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import socket
 import struct
 import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
@@ -123,8 +125,17 @@ def _alive(sess) -> bool:
         return False
 
 
+_uploads = itertools.count()  # each upload's name on the server is new
+
+# workloads whose inputs, reference outputs and output check a slot keeps on its server: twice
+# the kernels a device tunes at once (loop.default_at_once), so a batch of each finds them there
+KEPT_WORKLOADS = 16
+
+
 class RPCSlot(Slot):
-    """One session on one server: measures one candidate at a time."""
+    """One session on one server: measures one candidate at a time. What a workload needs on
+    the server (its inputs, its reference outputs for the check) is sent once and kept for the
+    KEPT_WORKLOADS used last (a batch-256 model's would fill the server's memory otherwise)."""
 
     def __init__(self, opts: RunOptions, key: Optional[str], tracker: Optional[Address],
                  server: Optional[Address], priority: int = 1, reacquire_timeout: float = 10.0,
@@ -135,7 +146,8 @@ class RPCSlot(Slot):
         self.reacquire_timeout = reacquire_timeout
         self.sess = None
         self.name = f"{server[0]}:{server[1]}" if server else "rpc"
-        self._cache: dict = {}
+        self._cache: dict = {}  # (what, workload key, seed, kind, ...) -> the session's copy
+        self._recent: OrderedDict = OrderedDict()  # (workload key, seed, kind), used last at the end
 
     def acquire(self, wait: Optional[float]) -> None:
         """Open a session (raises when none can be had within `wait` seconds)."""
@@ -146,11 +158,26 @@ class RPCSlot(Slot):
         else:
             self.sess, addr = rpc.connect(*self.server, key=self.key or "", session_timeout=0), self.server
         self.name = f"{addr[0]}:{addr[1]}"
-        self._cache.clear()
+        self._forget()
 
     def _drop(self) -> None:
         self.sess = None  # the connection closes with the last reference
+        self._forget()
+
+    def _forget(self) -> None:
         self._cache.clear()
+        self._recent.clear()
+
+    def _keep(self, spec: RunSpec, kind: str) -> None:
+        """Mark the workload used; the server's copies of the least recently used one past
+        KEPT_WORKLOADS are let go (a remote object is freed with its last reference)."""
+        w = (spec.key, spec.seed, kind)
+        self._recent[w] = None
+        self._recent.move_to_end(w)
+        while len(self._recent) > KEPT_WORKLOADS:
+            old, _ = self._recent.popitem(last=False)
+            for k in [k for k in self._cache if k[1:4] == old]:
+                del self._cache[k]
 
     def reacquire(self) -> bool:
         self._drop()
@@ -174,8 +201,12 @@ class RPCSlot(Slot):
         return self._cache[k]
 
     def _load(self, sess, path: str):
-        sess.upload(path)
-        return sess.load_module(os.path.basename(path))
+        """Upload and load a library under a name of its own: uploading over a library the
+        server has loaded (a reference sent again after its workload was let go) takes the
+        session down."""
+        name = f"{next(_uploads)}_{os.path.basename(path)}"
+        sess.upload(path, target=name)
+        return sess.load_module(name)
 
     def _reference(self, spec: RunSpec, kind: str, ref: Optional[BuildResult]):
         import tvm
@@ -257,6 +288,7 @@ class RPCSlot(Slot):
             except Exception as e:  # noqa: BLE001
                 raise DeviceLost(f"no session: {last_line(e) if str(e) else type(e).__name__}") from None
         sess = self.sess
+        self._keep(spec, kind)
         try:
             dev, ins = self._inputs(spec, kind)
             ref = self._reference(spec, kind, reference) if self.opts.check else None

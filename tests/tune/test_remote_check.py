@@ -102,3 +102,25 @@ def test_a_server_checks_the_outputs_where_they_are(tmp_path, monkeypatch):
         slot.close()
     finally:
         rpc.close()
+
+
+def test_a_slot_keeps_only_the_workloads_used_last_on_its_server(tmp_path, monkeypatch):
+    """Inputs, reference outputs and output checks stay on the server for the KEPT_WORKLOADS
+    used last; a workload let go is sent again when it comes back, and still measures right."""
+    import tefuse.tune.rpc as R
+
+    monkeypatch.setattr(R, "KEPT_WORKLOADS", 2)
+    rpc = start_local_rpc("tefuse-keep", with_tracker=False)
+    try:
+        slot = RPCSlot(RunOptions(repeat=1, min_repeat_ms=1), "tefuse-keep", None, ("127.0.0.1", rpc.server_port))
+        slot.acquire(10)
+        ref = BuildResult(0, {}, _library(tmp_path, "ref", 1.0))
+        specs = {w: RunSpec(w, [ArgSpec((4, 300), "float32")], [ArgSpec((4, 300), "float32")], target={"kind": "llvm"})
+                 for w in ("w1", "w2", "w3")}
+        for i, w in enumerate(["w1", "w2", "w3", "w1"]):
+            res = slot.measure(specs[w], "llvm", BuildResult(i + 1, {}, _library(tmp_path, f"c{i}", 1.0)), ref)
+            assert res.ok, res.error_msg
+        assert {k[1] for k in slot._cache} == {"w3", "w1"}
+        slot.close()
+    finally:
+        rpc.close()
