@@ -15,6 +15,9 @@
 #     no record covers a kernel (QUANT_TRIALS, 24, each), one precision a GPU, then the quantized
 #     table at batch 1, 32 and 256 in one process; the tuning logs land in $OUT for distilling
 #     into the shipped ones
+#   bash tools/gpu_bench.sh rpc-scaleout # ResNet-50's kernels tuned on the first GPU locally, then
+#     through a tracker and one rpc_server a GPU on this host (TRIALS_RPC, 48, a kernel): the
+#     RPC rows of benchmarks/scaleout.json
 #   bash tools/gpu_bench.sh sources    # kernel fingerprints of an older checkout in .baseline/
 #     against this one (or its halves, one call each: sources-before, then sources-after with
 #     BEFORE=the first's JSON)
@@ -130,6 +133,22 @@ tune-quant)
   TEFUSE_USER_DB=/tmp/tefuse/quant_user.jsonl python3 -m tefuse.bench.precision models --models resnet50 \
     --precision int8 fp8 fp16 --batch 1 32 "${QUANT_BATCH:-256}" --no-compile --workdir /tmp/tefuse \
     --json "$OUT/models_quant_resnet50.json" 2>&1 | grep "^models "
+  ;;
+rpc-scaleout)
+  GPUS=$(nvidia-smi -L | wc -l)
+  # the servers' processes must not start CUDA before forking a session (docs/tuning.md)
+  TVM_FFI_DISABLE_TORCH_C_DLPACK=1 python3 -m tvm.exec.rpc_tracker --host 127.0.0.1 --port 9190 \
+    > "$OUT/rpc_tracker.log" 2>&1 &
+  sleep 3
+  for g in $(seq 0 $((GPUS - 1))); do
+    CUDA_VISIBLE_DEVICES=$g TVM_FFI_DISABLE_TORCH_C_DLPACK=1 PYTORCH_NVML_BASED_CUDA_CHECK=1 \
+      python3 -m tvm.exec.rpc_server --tracker 127.0.0.1:9190 --key local --port $((9090 + 5 * g)) \
+      > "$OUT/rpc_server_$g.log" 2>&1 &
+  done
+  sleep 8
+  python3 -m tefuse.bench.scaleout --devices 0 --rpc 127.0.0.1:9190 --key local --trials "${TRIALS_RPC:-48}" \
+    --json "$OUT/scaleout_rpc.json" 2>&1 | grep -v " INFO" | tail -4
+  kill $(jobs -p) 2>/dev/null  # the tracker and servers (a server's sessions end with it)
   ;;
 builds)
   F=" INFO\|schedule:\|Warning\|warn\|torch.onnx"
