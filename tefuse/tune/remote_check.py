@@ -84,16 +84,17 @@ def _summed(differs, j):
 
 
 def remote_check(load: Callable[[str], object], dev, outputs: list[ArgSpec], ref: list[np.ndarray],
-                 target) -> Callable[[list], Optional[str]]:
+                 target, refs: Optional[list] = None) -> Callable[[list], Optional[str]]:
     """outs -> what differs, or None: the outputs checked against `ref` on the device `dev` of a
-    session whose `load` uploads and loads a library file. The reference is copied there once."""
+    session whose `load` uploads and loads a library file. `refs`: the reference outputs where
+    the server computed them (else `ref` is copied there once)."""
     import tvm
 
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "tefuse_check.so")  # (`load` uploads it under a name of its own)
         mismatch_counter(outputs, [output_scale(r) for r in ref], target).export_library(path)
         count = load(path)["main"]
-    refs = [tvm.runtime.tensor(r, dev) for r in ref]
+    refs = refs if refs is not None else [tvm.runtime.tensor(r, dev) for r in ref]
     counts = [tvm.runtime.empty((-(-max(1, int(np.prod(o.shape))) // ROW),), "int32", dev) for o in outputs]
 
     def check(outs: list) -> Optional[str]:

@@ -222,6 +222,7 @@ class RPCSlot(Slot):
                 mod["main"](*ins, *outs)
                 dev.sync()
                 self._cache[k] = [o.numpy() for o in outs]
+                self._cache[("ref-there", *k[1:])] = outs  # what the output check compares with
             except Exception as e:  # noqa: BLE001
                 if not _alive(self.sess):
                     raise
@@ -237,7 +238,8 @@ class RPCSlot(Slot):
             self._cache[k] = None
             try:
                 self._cache[k] = remote_check(lambda path: self._load(self.sess, path), self._remote_dev(kind),
-                                              spec.outputs, ref, spec.target or kind)
+                                              spec.outputs, ref, spec.target or kind,
+                                              self._cache.get(("ref-there", *k[1:])))
             except Exception as e:  # noqa: BLE001
                 if not _alive(self.sess):
                     raise
