@@ -560,12 +560,14 @@ UNTUNED_ZOO = ("resnext50_32x4d", "wide_resnet50_2", "regnet_y_400mf", "efficien
 
 
 def zoo_model_case(name: str, batch: int, precision: str, workdir: Path, db=None, compile_peer: bool = True,
-                   small: bool = False, tune_minutes: float = 0.0, tuning=None) -> Row:
+                   small: bool = False, tune_minutes: float = 0.0, tuning=None, fp8_fast_accum: bool = False) -> Row:
     """A model zoo entry (tefuse/bench/zoo.py: torchvision and transformers, seeded random weights)
     at `batch`, exported in float32, built by tefuse with `precision` (its kernels tuned first for
     tune_minutes, as `tefuse tune --minutes` would), checked against onnxruntime (float32), timed
     against the same module in PyTorch in that precision (image models channels_last), the better
-    of its CUDA graph and torch.compile, each taken in turn with tefuse's CUDA graph."""
+    of its CUDA graph and torch.compile, each taken in turn with tefuse's CUDA graph. int8 / fp8:
+    calibrated on seeded inputs of the zoo's kinds (`zoo_calibration`), against PyTorch in fp16;
+    fp8_fast_accum: build's (the case named so)."""
     import onnx
 
     from ..driver import build
@@ -581,19 +583,22 @@ def zoo_model_case(name: str, batch: int, precision: str, workdir: Path, db=None
     path = zoo_builders.export_onnx(module, feeds, cfg.outputs,
                                     workdir / f"zoo_{name}_{'small' if small else 'full'}_b{batch}.onnx")
     model = onnx.load(str(path))
-    report = tune_first(import_onnx(model), precision, db, 0, tuning, tune_minutes) if tune_minutes else None
+    quant = {"calibration": zoo_calibration(str(path), name, small, batch), "fp8_fast_accum": fp8_fast_accum} \
+        if precision in QUANT_PEERS else {}
+    report = tune_first(import_onnx(model), precision, db, 0, tuning, tune_minutes, **quant) if tune_minutes else None
     t0 = time.perf_counter()
-    cg = build(import_onnx(model), "cuda", db=db, precision=precision)
+    cg = build(import_onnx(model), "cuda", db=db, precision=precision, **quant)
     build_s = time.perf_counter() - t0
     got = cg.run(**feeds)[0]
     want = onnxruntime_outputs(model, feeds)[0].reshape(got.shape)
     err = _rel(got, want)
     images = all(spec.kind == "image" for spec in cfg.inputs)
     top1 = float((got.argmax(-1) == want.argmax(-1)).mean()) if images else None
-    tdt = getattr(torch, DTYPES[precision])
+    peer_precision = QUANT_PEERS.get(precision, precision)
+    tdt = getattr(torch, DTYPES[peer_precision])
     device_feeds = {k: torch.from_numpy(v).cuda() for k, v in feeds.items()}
     graph_ms, graph_error, run = _tefuse_graph_ms(torch, cg, device_feeds, got)
-    _torch_math(torch, precision)
+    _torch_math(torch, peer_precision)
     fmt = torch.channels_last if images else torch.contiguous_format
     tm = module.cuda().to(tdt).to(memory_format=fmt).eval()
     targs = [t.to(tdt).to(memory_format=fmt) if t.is_floating_point() else t for t in device_feeds.values()]
@@ -632,9 +637,29 @@ def zoo_model_case(name: str, batch: int, precision: str, workdir: Path, db=None
         extra["peer_profile"] = device_kernels(torch, peer)
     except Exception as e:  # noqa: BLE001 - the profiler failing is noted, the timing stands
         extra["peer_profile_error"] = str(e).splitlines()[0][:200]
-    ok = err <= TOLERANCE[precision] and (top1 is None or top1 == 1.0)
-    return Row("zoo", name, precision, batch, graph_ms or kernels_ms, best,
-               f"torch {precision}, best of CUDA graph and torch.compile", err, ok, _templates(cg), extra)
+    if precision in QUANT_PEERS:  # judged by top-1 agreement where there is a class (model_ok)
+        ok = model_ok(precision, err, top1) if top1 is not None else err <= TOLERANCE[precision]
+    else:
+        ok = err <= TOLERANCE[precision] and (top1 is None or top1 == 1.0)
+    return Row("zoo", name + (" fast_accum" if fp8_fast_accum else ""), precision, batch, graph_ms or kernels_ms, best,
+               f"torch {peer_precision}, best of CUDA graph and torch.compile", err, ok, _templates(cg), extra)
+
+
+@functools.lru_cache(maxsize=None)
+def zoo_calibration(path: str, name: str, small: bool, batch: int):
+    """An entropy calibration of zoo model `name` (its small config with `small`) as exported at
+    `path` (float32, on llvm) over CALIBRATION_SAMPLES seeded inputs of its kinds at `batch`
+    (token ids in range, masks, images): once a model and batch, so its int8 and fp8 rows share
+    it."""
+    import onnx
+
+    from ..calibrate import calibrate
+    from ..frontend.onnx import import_onnx
+    from . import zoo
+
+    cfg = zoo.entry(name).config(small)
+    samples = [zoo.random_inputs(cfg, seed=zoo.SEED + 1 + i, batch=batch) for i in range(CALIBRATION_SAMPLES)]
+    return calibrate(import_onnx(onnx.load(path)), samples, "entropy")
 
 
 def best_peer_ms(torch, peer, graph_ms: Optional[float], extra: dict) -> float:
@@ -708,8 +733,8 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("suite", choices=["conv", "plan", "gemm", "attention", "models", "zoo"])
     p.add_argument("--precision", nargs="+", default=["fp16"], choices=[*DTYPES, *QUANT_PEERS],
-                   help="int8, fp8: models suite, calibrated on seeded inputs, against PyTorch in fp16; gemm "
-                        "suite, the quantized product with its epilogue against cuBLASLt's in the same type")
+                   help="int8, fp8: models and zoo suites, calibrated on seeded inputs, against PyTorch in fp16; "
+                        "gemm suite, the quantized product with its epilogue against cuBLASLt's in the same type")
     p.add_argument("--batch", type=int, nargs="+", default=[1, 16])
     p.add_argument("--shapes", type=int, nargs="*", default=None, help="indices into RESNET50_CONVS")
     p.add_argument("--layout", default="NCHW", choices=["NCHW", "NHWC"], help="conv suite: tefuse's layout")
@@ -757,8 +782,8 @@ def main(argv=None) -> int:
                         "graph a call; more: microsecond kernels timed without a graph launch each)")
     argv = list(sys.argv[1:] if argv is None else argv)
     args = p.parse_args(argv)
-    if args.suite not in ("models", "gemm") and set(args.precision) & set(QUANT_PEERS):
-        p.error(f"--precision {', '.join(QUANT_PEERS)}: the models and gemm suites only")
+    if args.suite not in ("models", "zoo", "gemm") and set(args.precision) & set(QUANT_PEERS):
+        p.error(f"--precision {', '.join(QUANT_PEERS)}: the models, zoo and gemm suites only")
     if args.merge is not None:
         if not args.json:
             p.error("--merge needs --json")
@@ -849,9 +874,10 @@ def run_suites(args, db, tuning, attempt) -> None:
         elif args.suite == "zoo":
             for name in sharded(args.models or UNTUNED_ZOO, args.shard):
                 for b in args.batch:
-                    attempt("zoo", name, prec, b, lambda: zoo_model_case(name, b, prec, Path(args.workdir), db,
-                                                                         not args.no_compile, False,
-                                                                         args.tune_minutes, tuning))
+                    fast = args.fp8_fast_accum and prec == "fp8"
+                    attempt("zoo", name + (" fast_accum" if fast else ""), prec, b, lambda: zoo_model_case(
+                        name, b, prec, Path(args.workdir), db, not args.no_compile, False, args.tune_minutes, tuning,
+                        fast))
         else:
             for name in sharded(args.models or ["resnet50", "vit_b_16"], args.shard):
                 for b in args.batch:

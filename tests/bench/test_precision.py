@@ -331,7 +331,7 @@ def test_zoo_tunes_each_model_and_batch_for_the_minutes_asked(monkeypatch):
         def __exit__(self, *exc):
             return None
 
-    def fake_case(name, b, prec, workdir, db, compile_peer, small, tune_minutes, tuning):
+    def fake_case(name, b, prec, workdir, db, compile_peer, small, tune_minutes, tuning, fast=False):
         seen.append((name, b, db, tune_minutes, tuning))
         return _row(name, 1.0, 2.0)
 
@@ -361,3 +361,42 @@ def test_the_models_suite_builds_fp8_with_fast_accumulation_when_asked(monkeypat
                    "--fp8-fast-accum", "--no-compile", "--json", str(out)]) == 0
     assert seen == [("fp8", True), ("fp16", False)]
     assert [r["case"] for r in json.loads(out.read_text())["rows"]] == ["resnet50 fast_accum", "resnet50"]
+
+
+def test_the_zoo_suite_runs_quantized_precisions_with_fast_accumulation_when_asked(monkeypatch, tmp_path):
+    from tefuse.bench import precision
+
+    seen = []
+
+    def fake_case(name, b, prec, workdir, db, compile_peer, small, minutes, tuning, fast=False):
+        seen.append((name, prec, fast))
+        return _row(name + (" fast_accum" if fast else ""), 1.0, 2.0)
+
+    monkeypatch.setattr(precision, "zoo_model_case", fake_case)
+    assert precision.main(["zoo", "--models", "bert", "--precision", "fp8", "int8", "--batch", "32",
+                           "--fp8-fast-accum", "--json", str(tmp_path / "z.json")]) == 0
+    assert seen == [("bert", "fp8", True), ("bert", "int8", False)]
+
+
+def test_a_zoo_models_calibration_covers_its_products_from_seeded_inputs_of_its_kinds(tmp_path):
+    """BERT (token ids, attention mask): the calibration names every Linear, and an int8 build on
+    llvm stays within the int8 tolerance of onnxruntime."""
+    pytest.importorskip("transformers")
+    import onnx
+
+    from tefuse.bench import zoo, zoo_builders
+    from tefuse.bench.precision import TOLERANCE, zoo_calibration
+    from tefuse.frontend.onnx import import_onnx
+    from tefuse.frontend.reference import onnxruntime_outputs
+    from tefuse.graph.calibration import products
+
+    entry = zoo.entry("bert")
+    cfg = entry.config(True)
+    feeds = zoo.random_inputs(cfg, batch=2)
+    path = zoo_builders.export_onnx(zoo.build_module(entry, True), feeds, cfg.outputs, tmp_path / "bert.onnx")
+    cal = zoo_calibration(str(path), "bert", True, 2)
+    graph = import_onnx(onnx.load(str(path)))
+    assert set(cal.thresholds) == {n.name for n in products(graph)} and cal.thresholds
+    got = tefuse.build(graph, "llvm", precision="int8", calibration=cal).run(**feeds)[0]
+    want = onnxruntime_outputs(onnx.load(str(path)), feeds)[0].reshape(got.shape)
+    assert np.abs(got - want).max() <= TOLERANCE["int8"] * np.abs(want).max()
