@@ -15,6 +15,8 @@
 #     no record covers a kernel (QUANT_TRIALS, 24, each), one precision a GPU, then the quantized
 #     table at batch 1, 32 and 256 in one process; the tuning logs land in $OUT for distilling
 #     into the shipped ones
+#   bash tools/gpu_bench.sh quant-transformers # BERT-base (zoo suite) and ViT-B/16 (models suite) at
+#     batch 32 in int8, fp8, fp8 with --fp8-fast-accum and fp16, each model's rows in one process
 #   bash tools/gpu_bench.sh rpc-scaleout # ResNet-50's kernels tuned on the first GPU locally, then
 #     through a tracker and one rpc_server a GPU on this host (TRIALS_RPC, 48, a kernel): the
 #     RPC rows of benchmarks/scaleout.json
@@ -133,6 +135,15 @@ tune-quant)
   TEFUSE_USER_DB=/tmp/tefuse/quant_user.jsonl python3 -m tefuse.bench.precision models --models resnet50 \
     --precision int8 fp8 fp16 --batch 1 32 "${QUANT_BATCH:-256}" --no-compile --workdir /tmp/tefuse \
     --json "$OUT/models_quant_resnet50.json" 2>&1 | grep "^models "
+  ;;
+quant-transformers)
+  for fast in "" --fp8-fast-accum; do  # (the flag applies to every fp8 row of a run)
+    tag=${fast:+_fast}
+    python3 -m tefuse.bench.precision zoo --models bert --precision fp8 int8 fp16 --batch 32 --no-compile $fast \
+      --workdir /tmp/tefuse --json "$OUT/quant_bert$tag.json" 2>&1 | grep "^zoo "
+    python3 -m tefuse.bench.precision models --models vit_b_16 --precision fp8 int8 fp16 --batch 32 --no-compile $fast \
+      --workdir /tmp/tefuse --json "$OUT/quant_vit$tag.json" 2>&1 | grep "^models "
+  done
   ;;
 rpc-scaleout)
   GPUS=$(nvidia-smi -L | wc -l)
