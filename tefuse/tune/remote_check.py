@@ -24,12 +24,16 @@ log = logging.getLogger(__name__)
 ROW = 1024  # elements one count covers
 
 
+def _rows(shape) -> int:
+    """The counts of an output of `shape`: one per ROW elements."""
+    return -(-max(1, int(np.prod(shape))) // ROW)
+
+
 def _differs(g, r, dtype: str, shape: list[int], scale: float):
     """(i, j) -> 1 where output element j * rows + i differs from the reference, else 0."""
     from tvm import tirx as tir
 
-    n = max(1, int(np.prod(shape)))
-    rows = -(-n // ROW)
+    n, rows = max(1, int(np.prod(shape))), _rows(shape)
 
     def at(i, j):
         flat = j * rows + i  # neighbouring rows (threads) read neighbouring elements
@@ -95,7 +99,7 @@ def remote_check(load: Callable[[str], object], dev, outputs: list[ArgSpec], ref
         mismatch_counter(outputs, [output_scale(r) for r in ref], target).export_library(path)
         count = load(path)["main"]
     refs = refs if refs is not None else [tvm.runtime.tensor(r, dev) for r in ref]
-    counts = [tvm.runtime.empty((-(-max(1, int(np.prod(o.shape))) // ROW),), "int32", dev) for o in outputs]
+    counts = [tvm.runtime.empty((_rows(o.shape),), "int32", dev) for o in outputs]
 
     def check(outs: list) -> Optional[str]:
         try:

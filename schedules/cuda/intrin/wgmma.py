@@ -119,7 +119,7 @@ def func_name(n: int, in_dtype: str, stages: int = 0, promote: Optional[bool] = 
     """The device function's name; `promote`: see device_source."""
     name = f"tefuse_wgmma_m64n{n}k{k_step(storage(in_dtype))}x4_{PTX_TYPE[in_dtype]}" + (f"_s{stages}" if stages else "")
     if not _promoted(in_dtype, promote):
-        return name + FAST_SUFFIX if promotes(in_dtype) else name
+        return name + _fast_suffix(in_dtype, promote)
     return name + ROW_SUM_SUFFIX if stages else name
 
 
@@ -157,6 +157,11 @@ def _promoted(in_dtype: str, promote: Optional[bool]) -> bool:
     return promotes(in_dtype) if promote is None else promote and promotes(in_dtype)
 
 
+def _fast_suffix(in_dtype: str, promote: Optional[bool]) -> str:
+    """FAST_SUFFIX for a type that promotes, built not to: its names apart from the promoted ones."""
+    return FAST_SUFFIX if promotes(in_dtype) and not _promoted(in_dtype, promote) else ""
+
+
 def promotes(in_dtype: str) -> bool:
     """Whether a tile row's products are summed apart and then added to the float32
     accumulators: float8. Hopper's fp8 wgmma adds its products with about 14 bits of mantissa
@@ -188,12 +193,17 @@ def row_sum_drain(n: int, half: int) -> tuple[str, str]:
 #define TEFUSE_WGMMA_ROWSUM_DRAIN_N{n}_H{half}
 __device__ __forceinline__ void {name}(float* d, float* t) {{
   asm volatile("wgmma.wait_group.sync.aligned 0;\\n" ::: "memory");
-{register_fences(n, acc="t", offset=half * h)}
-#pragma unroll
-  for (int i = 0; i < {h}; ++i) d[i] += t[{half * h} + i];
+{_add_half(n, half * h)}
 }}
 #endif
 """
+
+
+def _add_half(n: int, offset: int) -> str:
+    """d[] += the float32 row sum in t[offset:] (n / 2 of them), its registers pinned first."""
+    return f"""{register_fences(n, "  ", acc="t", offset=offset)}
+#pragma unroll
+  for (int i = 0; i < {n // 2}; ++i) d[i] += t[{offset} + i];"""
 
 
 def row_sum_init(n: int) -> tuple[str, str]:
@@ -331,9 +341,7 @@ def _row_sum(n: int, in_dtype: str, half: int, own: bool) -> str:
     wait_own = '\n  asm volatile("wgmma.wait_group.sync.aligned 0;\\n" ::: "memory");' if own else ""
     return f"""{register_fences(n, "  ", in_dtype, "t", into)}
 {wgmma_row(n, in_dtype, acc_name="t", offset=into, fresh=True)}  asm volatile("wgmma.wait_group.sync.aligned 1;\\n" ::: "memory");
-{register_fences(n, "  ", in_dtype, "t", done)}
-#pragma unroll
-  for (int i = 0; i < {h}; ++i) d[i] += t[{done} + i];{wait_own}"""
+{_add_half(n, done)}{wait_own}"""
 
 
 # tf32: round the landed tiles to TF32 in place (every thread of the block is here, after the
@@ -477,5 +485,5 @@ def wgmma_intrin(n: int, in_dtype: str, scope: str = "shared.dyn", stages: int =
     if n not in N_CHOICES:
         raise ValueError(f"wgmma warp tile N must be a multiple of 16 up to 256, not {n}")
     name = f"tefuse_wgmma_16x{n}x{bk_of(storage(in_dtype))}_{PTX_TYPE[in_dtype]}_{scope.replace('.', '_')}"
-    name += (f"_s{stages}" if stages else "") + ("" if _promoted(in_dtype, promote) or not promotes(in_dtype) else FAST_SUFFIX)
+    name += (f"_s{stages}" if stages else "") + _fast_suffix(in_dtype, promote)
     return register_once(name, lambda: _intrin(n, in_dtype, scope, stages, promote))
