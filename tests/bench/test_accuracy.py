@@ -22,12 +22,22 @@ def test_agreement_counts_top1_matches_and_ignores_padding():
     rng = np.random.default_rng(0)
     batches = [(rng.standard_normal((4, 3)), 4), (rng.standard_normal((4, 3)), 3)]
     same = lambda x: x  # noqa: E731
-    assert accuracy.agreement(same, same, batches) == (1.0, 0.0, 0.0, 7)
+    a = accuracy.agreement(same, same, batches)
+    assert (a.top1, a.rel_err_mean, a.rel_err_max, a.images, len(a.flip_margins)) == (1.0, 0.0, 0.0, 7, 0)
+    assert len(a.margins) == 7
     # the reference's top-1 moved for the first image of each batch (the padding's row too: ignored)
     moved = lambda x: np.where(np.arange(len(x))[:, None] == 0, -x, x)  # noqa: E731
-    top1, mean, worst, n = accuracy.agreement(same, moved, batches)
-    flips = sum(int(np.argmax(x[0]) != np.argmax(-x[0])) for x, _ in batches)
-    assert n == 7 and top1 == (7 - flips) / 7 and worst >= mean > 0
+    a = accuracy.agreement(same, moved, batches)
+    flips = [k for k, (x, _) in enumerate(batches) if np.argmax(x[0]) != np.argmax(-x[0])]
+    assert a.images == 7 and a.top1 == (7 - len(flips)) / 7 and a.rel_err_max >= a.rel_err_mean > 0
+    # the margins of the images that changed class are the reference's (-x) margins of those rows
+    want = sorted(float(accuracy.margins(-batches[k][0][:1])[0]) for k in flips)
+    assert sorted(a.flip_margins.tolist()) == want
+
+
+def test_margins_are_the_top_two_logits_gap_over_the_largest_magnitude():
+    m = accuracy.margins(np.array([[1.0, 3.0, -4.0], [2.0, 2.0, 0.0], [0.0, 0.0, 0.0]]))
+    assert np.allclose(m, [0.5, 0.0, 0.0])
 
 
 def _tiny_classifier(path):
@@ -61,5 +71,15 @@ def test_an_int8_build_is_compared_with_onnxruntime_over_the_seeded_images(tmp_p
     assert (row.inputs, row.batch, row.extra["kernels"]) == (10, 4, row.extra["kernels"])
     assert 0.7 <= row.top1_agreement <= 1.0 and 0 < row.rel_err_mean <= row.rel_err_max < 0.2
     assert row.ok == (row.top1_agreement >= 0.99)
+    assert row.extra["changed_class"] == round((1 - row.top1_agreement) * row.inputs)
+    assert set(row.extra["reference_margin_quantiles"]) == {"0.01", "0.05", "0.5"}
     out = accuracy.report([row], "python -m tefuse.bench.accuracy --models tiny")
     assert json.loads(json.dumps(out))["summary"]["tiny/int8"]["top1_agreement"] == row.top1_agreement
+
+
+def test_an_fp16_row_takes_no_calibration_and_reads_the_same_images(tmp_path):
+    path = _tiny_classifier(tmp_path / "tiny.onnx")
+    row = accuracy.accuracy_case("tiny", path, None, "fp16", "llvm", inputs=8, batch=4)
+    assert "calibrator" not in row.extra and row.inputs == 8
+    assert 0 < row.rel_err_max < 1e-2  # half precision's error, far below the int8 row's
+    assert row.ok == (row.top1_agreement == 1.0)
