@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import io
 import logging
+import time
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
@@ -64,7 +65,9 @@ def _collect(graph: Graph, samples: list[Sample]) -> dict[str, list[np.ndarray]]
     cg = build(_probe(graph, inner), "llvm") if inner else None
     values: dict[str, list[np.ndarray]] = {name: [] for name in data}
     for k, feeds in enumerate(samples):
+        t0 = time.perf_counter()
         outs = dict(zip((n.name for n in inner), cg.run(dict(feeds)))) if cg else {}
+        log.info("calibration: sample %d/%d run in %.1fs", k + 1, len(samples), time.perf_counter() - t0)
         for name, node in data.items():
             if node.op == INPUT:
                 if node.name not in feeds:

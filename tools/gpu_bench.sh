@@ -147,19 +147,25 @@ quant-transformers)
   ;;
 rpc-scaleout)
   GPUS=$(nvidia-smi -L | wc -l)
+  # each in a process group of its own (setsid), killed whole at the end: a server serves from a
+  # child process that outlives a plain kill of its parent, and a server left over from an earlier
+  # call would register with this tracker too (two servers on one GPU, timing each other)
+  if pgrep -f "tvm.exec.rp[c]_" >/dev/null; then echo "rpc-scaleout: a TVM tracker or server is already running"; exit 1; fi
   # the servers' processes must not start CUDA before forking a session (docs/tuning.md)
-  TVM_FFI_DISABLE_TORCH_C_DLPACK=1 python3 -m tvm.exec.rpc_tracker --host 127.0.0.1 --port 9190 \
+  TVM_FFI_DISABLE_TORCH_C_DLPACK=1 setsid python3 -m tvm.exec.rpc_tracker --host 127.0.0.1 --port 9190 \
     > "$OUT/rpc_tracker.log" 2>&1 &
+  GROUPS_STARTED=$!
   sleep 3
   for g in $(seq 0 $((GPUS - 1))); do
     CUDA_VISIBLE_DEVICES=$g TVM_FFI_DISABLE_TORCH_C_DLPACK=1 PYTORCH_NVML_BASED_CUDA_CHECK=1 \
-      python3 -m tvm.exec.rpc_server --tracker 127.0.0.1:9190 --key local --port $((9090 + 5 * g)) \
+      setsid python3 -m tvm.exec.rpc_server --tracker 127.0.0.1:9190 --key local --port $((9090 + 5 * g)) \
       > "$OUT/rpc_server_$g.log" 2>&1 &
+    GROUPS_STARTED="$GROUPS_STARTED $!"
   done
+  trap 'for p in $GROUPS_STARTED; do kill -- -$p 2>/dev/null; done' EXIT
   sleep 8
   python3 -m tefuse.bench.scaleout --devices 0 --rpc 127.0.0.1:9190 --key local --trials "${TRIALS_RPC:-48}" \
-    --json "$OUT/scaleout_rpc.json" 2>&1 | grep -v " INFO" | tail -4
-  kill $(jobs -p) 2>/dev/null  # the tracker and servers (a server's sessions end with it)
+    --servers "$GPUS" --json "$OUT/scaleout_rpc.json" 2>&1 | grep -v " INFO" | tail -4
   ;;
 builds)
   F=" INFO\|schedule:\|Warning\|warn\|torch.onnx"

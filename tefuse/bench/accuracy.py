@@ -15,7 +15,7 @@ less than the build's error can change class whatever the arithmetic. So each ro
 float32 margin (top-1 minus top-2 logit, over the image's largest |logit|) of the images that
 changed class, the widest of them, and the model's float32 margins at a few quantiles; and `fp16`
 builds the same model in half precision over the same images, the float arithmetic's own floor
-for that criterion (random-weight ViT-B/16 puts 1% of its images within 0.0033 of a tie). The images
+for that criterion (random-weight ViT-B/16 puts 1% of its images within 0.0011 of a tie). The images
 are drawn per batch from one seeded generator, so a run with the same seed, batch and count sees
 the same images on any machine; on `llvm` the integer products are the GPU's, bit for bit.
 """

@@ -143,6 +143,13 @@ def run_once(tasks, devices: Optional[Sequence[int]] = None, *, rpc: Optional[st
                           runner_options.get("min_repeat_ms"), dict(inner.busy))
 
 
+def servers_listed(rpc: str, key: Optional[str]) -> int:
+    """How many servers the tracker at `rpc` holds free under `key`."""
+    from ..tune.rpc import parse_address, tracker_summary
+
+    return int(tracker_summary(parse_address(rpc))["queue_info"].get(key, {}).get("free", 0))
+
+
 def result_line(r: ScaleoutResult) -> str:
     errs = ", ".join(f"{k} {v}" for k, v in sorted(r.errors.items())) or "no errors"
     use = ", ".join(f"{k} {v:.0%}" for k, v in sorted(r.device_use.items()))
@@ -167,6 +174,9 @@ def main(argv=None) -> int:
     p.add_argument("--rpc", default=None, metavar="HOST:PORT",
                    help="also a tracker's servers under --key, after the --devices runs")
     p.add_argument("--key", default=None)
+    p.add_argument("--servers", type=int, default=None,
+                   help="the servers the tracker must list under --key (one a GPU): a server left from an "
+                        "earlier run would share a GPU with another and their timings with it")
     p.add_argument("--model", default=None, help="ONNX model (default: the ONNX zoo's light ResNet-50)")
     p.add_argument("--target", "-t", default="cuda")
     p.add_argument("--trials", type=int, default=16, help="per kernel (default 16)")
@@ -191,6 +201,11 @@ def main(argv=None) -> int:
     extra = {"tasks_at_once": args.tasks_at_once}
     if args.min_repeat_ms is not None:
         extra["min_repeat_ms"] = args.min_repeat_ms
+    if args.rpc and args.servers is not None:
+        listed = servers_listed(args.rpc, args.key)
+        if listed != args.servers:
+            p.error(f"the tracker at {args.rpc} lists {listed} free server(s) under {args.key!r}, not --servers "
+                    f"{args.servers}")
     for spec in args.devices or ([] if args.rpc else ["0"]):
         devices = [int(i) for i in spec.split(",") if i.strip()]
         runs.append(run_once(tasks, devices, trials=args.trials, tuner=args.tuner, seed=args.seed,

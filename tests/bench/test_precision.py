@@ -379,8 +379,9 @@ def test_the_zoo_suite_runs_quantized_precisions_with_fast_accumulation_when_ask
 
 
 def test_a_zoo_models_calibration_covers_its_products_from_seeded_inputs_of_its_kinds(tmp_path):
-    """BERT (token ids, attention mask): the calibration names every Linear, and an int8 build on
-    llvm stays within the int8 tolerance of onnxruntime."""
+    """BERT (token ids, attention mask): the calibration, made at batch 1, names every Linear of
+    the batch-2 export, and an int8 build of it on llvm stays within the int8 tolerance of
+    onnxruntime."""
     pytest.importorskip("transformers")
     import onnx
 
@@ -394,7 +395,7 @@ def test_a_zoo_models_calibration_covers_its_products_from_seeded_inputs_of_its_
     cfg = entry.config(True)
     feeds = zoo.random_inputs(cfg, batch=2)
     path = zoo_builders.export_onnx(zoo.build_module(entry, True), feeds, cfg.outputs, tmp_path / "bert.onnx")
-    cal = zoo_calibration(str(path), "bert", True, 2)
+    cal = zoo_calibration("bert", True, tmp_path)
     graph = import_onnx(onnx.load(str(path)))
     assert set(cal.thresholds) == {n.name for n in products(graph)} and cal.thresholds
     got = tefuse.build(graph, "llvm", precision="int8", calibration=cal).run(**feeds)[0]

@@ -43,3 +43,20 @@ def test_report_compares_each_run_with_the_first():
 def test_the_default_model_is_resnet50s_kernels():
     tasks = scaleout.tasks_of(scaleout.zoo_resnet50(), "llvm")
     assert len(tasks) >= 20 and any(t.info.anchor_kind == "conv2d" for t in tasks)
+
+
+def test_a_tracker_listing_other_than_the_servers_expected_is_refused(tmp_path, capsys):
+    import pytest
+
+    from tefuse.tune.rpc import start_local_rpc
+
+    rpc = start_local_rpc("tefuse-count", servers=2)
+    try:
+        where = f"127.0.0.1:{rpc.tracker_port}"
+        assert scaleout.servers_listed(where, "tefuse-count") == 2
+        with pytest.raises(SystemExit):
+            scaleout.main(["--rpc", where, "--key", "tefuse-count", "--servers", "1", "--model",
+                           str(_tiny(tmp_path / "tiny.onnx")), "-t", "llvm"])
+        assert "lists 2 free server(s) under 'tefuse-count', not --servers 1" in capsys.readouterr().err
+    finally:
+        rpc.close()
