@@ -12,7 +12,7 @@ import tvm
 from .. import schedules
 from ..errors import BuildError, SymbolicExtentError, UnschedulableGroup
 from ..options import DEFAULT, BuildOptions
-from ..fusion.workload import workload_key
+from ..fusion.workload import structure_key, workload_key
 from ..schedules import KernelInfo, Template
 from ..schedules.space import Config, ConfigSpace
 from ..target import target_key
@@ -85,7 +85,8 @@ def choose_schedule(lowered: LoweredGroup, target: tvm.target.Target,
                     db: Optional[BestRecordSource] = None, options: BuildOptions = DEFAULT,
                     predictor: Optional[ConfigPredictor] = None,
                     record_key: Optional[str] = None) -> ScheduleChoice:
-    """The fastest record measured under `options` that fits a template, else the most
+    """The fastest record measured under `options` that fits a template (the kernel's own, else
+    one of a kernel of its structure: fusion.workload.structure_key), else the most
     preferred template's config that `predictor` picks (with options.transfer), else that
     template's fallback config. record_key: a workload whose records are tried before the
     kernel's own (a symbolic kernel's group at its size bucket's sizes: the records of the same
@@ -99,6 +100,10 @@ def choose_schedule(lowered: LoweredGroup, target: tvm.target.Target,
         keys = [k for k in dict.fromkeys([record_key, key]) if k is not None]
         recs = [(k, r) for k in keys for r in (ranked(k, target_key(target)) if ranked is not None else
                                                [r for r in [db.best(k, target_key(target))] if r is not None])]
+        by_structure = getattr(db, "ranked_structure", None)
+        if not recs and by_structure is not None:  # a kernel of the same structure's (its folded constants aside)
+            structure = structure_key(lowered.group)
+            recs = [(structure, r) for r in by_structure(structure, target_key(target))]
         changed = options.changed()
         for found_under, rec in recs:  # fastest first: a record that does not fit never masks the next one
             if getattr(rec, "options", {}) != changed:  # measured under other options

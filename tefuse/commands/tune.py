@@ -207,7 +207,7 @@ def _settings(args: argparse.Namespace):
 
 def _budget_tasks(graphs: dict, target) -> tuple[list, dict]:
     """The kernels of every batch size's graph as one list (a kernel two batch sizes share
-    once, its weight summed), and the batch size each came from."""
+    once, its weight summed), and the batch size each came from (by workload)."""
     from ..options import BuildOptions
     from ..tune.task import as_tasks
 
@@ -215,10 +215,10 @@ def _budget_tasks(graphs: dict, target) -> tuple[list, dict]:
     tasks, batch_of = {}, {}
     for b, graph in graphs.items():
         for t in as_tasks(graph, target, options):
-            if t.workload in tasks:
-                tasks[t.workload].weight += t.weight
+            if t.structure in tasks:  # alike but for folded constants: one task (fusion/workload.py)
+                tasks[t.structure].weight += t.weight
             else:
-                tasks[t.workload], batch_of[t.workload] = t, b
+                tasks[t.structure], batch_of[t.workload] = t, b
     return list(tasks.values()), batch_of
 
 

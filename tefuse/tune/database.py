@@ -109,6 +109,7 @@ class Database:
         self._lineno = 0  # lines consumed up to _offset
         self._all: list[TuningRecord] = []
         self._by_key: dict[tuple[str, str], list[TuningRecord]] = {}
+        self._by_structure: dict[tuple[str, str], list[TuningRecord]] = {}
 
     def __repr__(self) -> str:
         return f"Database({str(self.path)!r})"
@@ -159,7 +160,7 @@ class Database:
     # -- reading -----------------------------------------------------------------------
     def _reset(self) -> None:
         self._offset = self._lineno = 0
-        self._all, self._by_key = [], {}
+        self._all, self._by_key, self._by_structure = [], {}, {}
 
     def _refresh(self) -> None:
         try:
@@ -213,6 +214,8 @@ class Database:
             return
         self._all.append(rec)
         self._by_key.setdefault((rec.workload, rec.target), []).append(rec)
+        if rec.structure is not None:
+            self._by_structure.setdefault((rec.structure, rec.target), []).append(rec)
 
     def records(self, workload: Optional[str] = None, target: Optional[str] = None) -> list[TuningRecord]:
         """Valid records in file order, optionally only those of one workload and/or target."""
@@ -230,6 +233,17 @@ class Database:
     def ranked(self, workload: str, target: str, device: Optional[str] = None) -> list[TuningRecord]:
         """Usable records, fastest first (build tries them in turn)."""
         return _ranked(self.records(workload, target), device)
+
+    def structure_records(self, structure: str, target: str) -> list[TuningRecord]:
+        """The records of every workload of one structure (fusion.workload.structure_key)."""
+        with self._lock:
+            self._refresh()
+            return list(self._by_structure.get((structure, target), ()))
+
+    def ranked_structure(self, structure: str, target: str, device: Optional[str] = None) -> list[TuningRecord]:
+        """Usable records of the structure's workloads, fastest first: what build tries for a
+        kernel that has none of its own."""
+        return _ranked(self.structure_records(structure, target), device)
 
     def measured_indices(self, workload: str, target: str, template: str) -> set[int]:
         """Config indices already measured (failures included), so a resumed tuner skips them."""
@@ -274,6 +288,12 @@ class LayeredDatabase:
 
     def ranked(self, workload: str, target: str, device: Optional[str] = None) -> list[TuningRecord]:
         return _ranked(self.records(workload, target), device)
+
+    def structure_records(self, structure: str, target: str) -> list[TuningRecord]:
+        return [r for d in self.layers for r in d.structure_records(structure, target)]
+
+    def ranked_structure(self, structure: str, target: str, device: Optional[str] = None) -> list[TuningRecord]:
+        return _ranked(self.structure_records(structure, target), device)
 
     def measured_indices(self, workload: str, target: str, template: str) -> set[int]:
         """The user layer's only: shipped logs were measured on other machines."""

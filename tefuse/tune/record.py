@@ -82,6 +82,9 @@ class TuningRecord:
     # the build options it was measured under (BuildOptions.changed(): only those off their
     # default); it replays only under the same ones. Empty, and not written, for the defaults
     options: dict = field(default_factory=dict)
+    # the workload's structure (fusion.workload.structure_key): build takes the record for a
+    # kernel that differs only in its folded constants. None, and not written, in older records
+    structure: Optional[str] = None
     tefuse_version: str = field(default_factory=_tefuse_version)
     tvm_version: str = field(default_factory=_tvm_version)
     timestamp: float = field(default_factory=time.time)
@@ -122,6 +125,8 @@ class TuningRecord:
         d["costs"] = [float(c) for c in self.costs]
         if not self.options:
             del d["options"]
+        if self.structure is None:
+            del d["structure"]
         return json.dumps(d, separators=(",", ":"), allow_nan=False)
 
     @classmethod
@@ -148,13 +153,16 @@ class TuningRecord:
         ts = d.get("timestamp", 0.0)
         if not isinstance(ts, (int, float)) or isinstance(ts, bool):
             raise ValueError("field 'timestamp' should be a number")
+        structure = d.get("structure")
+        if structure is not None and not isinstance(structure, str):
+            raise ValueError("field 'structure' should be a string")
         options = d.get("options", {})
         if not isinstance(options, dict) or not all(isinstance(v, bool) for v in options.values()):
             raise ValueError("field 'options' should be an object of true/false build options")
         return cls(workload=d["workload"], target=d["target"], device=str(d.get("device", "unknown")),
                    template=d["template"], config=d["config"], config_index=d["config_index"],
                    costs=[float(c) for c in costs], error=d.get("error"), error_msg=d.get("error_msg"),
-                   options=options, tefuse_version=str(d.get("tefuse_version", "unknown")),
+                   options=options, structure=structure, tefuse_version=str(d.get("tefuse_version", "unknown")),
                    tvm_version=str(d.get("tvm_version", "unknown")), timestamp=float(ts))
 
     def summary(self) -> str:

@@ -111,7 +111,8 @@ def append_records(db: DB, records: list[TuningRecord]) -> None:
 def _record(task: Task, template: str, device: str, r: MeasureResult) -> TuningRecord:
     return TuningRecord(workload=task.workload, target=task.target_key, device=device, template=template,
                         config=r.config, config_index=r.index, costs=list(r.costs) if r.ok else [],
-                        error=r.error, error_msg=r.error_msg, options=task.options.changed())
+                        error=r.error, error_msg=r.error_msg, options=task.options.changed(),
+                        structure=task.structure)
 
 
 @dataclass

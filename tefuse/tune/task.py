@@ -6,6 +6,7 @@ are, which is what a whole-network time budget would be split by.
 """
 from __future__ import annotations
 
+import functools
 import logging
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
@@ -21,7 +22,7 @@ from ..fusion import FusedGroup, ProloguePolicy, fuse_graph
 from ..graph.ir import Graph
 from ..target import TargetLike, make_target, target_key
 from ..schedules.space import Config, ConfigSpace
-from ..fusion.workload import workload_key
+from ..fusion.workload import structure_key, workload_key
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +52,11 @@ class Task:
     @property
     def target_key(self) -> str:
         return target_key(self.target)
+
+    @functools.cached_property
+    def structure(self) -> str:
+        """The workload's structure key, written into its records (fusion.workload.structure_key)."""
+        return structure_key(self.group)
 
     @property
     def name(self) -> str:
@@ -118,11 +124,14 @@ def task_from_group(group: FusedGroup, target: TargetLike, options: BuildOptions
 
 def extract_tasks(graph: Graph, target: TargetLike, *, prologue: ProloguePolicy = True,
                   multi_output: bool = True, options: BuildOptions = DEFAULT) -> list[Task]:
-    """One task per unique workload key among the graph's fused groups, in graph order."""
+    """One task per workload structure among the graph's fused groups (fusion.workload.
+    structure_key: groups that differ only in their folded constants, such as a quantized
+    model's per-layer scales, share one: its records serve them all), in graph order, weighted
+    by how many groups it stands for."""
     tgt = make_target(target)
     tasks: dict[str, Task] = {}
     for g in fuse_graph(graph, prologue=prologue_policy(tgt, prologue), multi_output=multi_output):
-        key = workload_key(g)
+        key = structure_key(g)
         if key in tasks:
             tasks[key].weight += 1
             continue

@@ -164,3 +164,39 @@ def test_a_log_path_that_is_a_directory_is_named_so(tmp_path, capsys):
     assert main(["db", "list", "--db", str(tmp_path)]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"tefuse db list: error: {tmp_path} is a directory, not a tuning log"]
+
+
+def test_build_takes_a_record_of_a_kernel_alike_but_for_its_folded_constants(tmp_path):
+    """A record written with its workload's structure serves a kernel that has none of its own
+    and differs only in a scalar constant; the kernel's own record is preferred."""
+    import numpy as np
+
+    import tefuse
+    from tefuse.codegen.lower import lower_group
+    from tefuse.codegen.schedule import choose_schedule, find_template
+    from tefuse.fusion import fuse_graph
+    from tefuse.fusion.workload import structure_key, workload_key
+    from tefuse.target import make_target, target_key
+
+    def scaled(s):
+        b = tefuse.GraphBuilder()
+        x = b.input("x", (1, 8, 8, 8))
+        w = b.const(np.ones((8, 8, 3, 3), "float32"))
+        return lower_group(fuse_graph(b.build(b.mul(b.conv2d(x, w, padding=1), b.const(np.array(s, "float32")))))[0])
+
+    target = make_target("cuda")
+    tuned, other = scaled(0.5), scaled(0.125)
+    assert workload_key(tuned.group) != workload_key(other.group)
+    t = find_template(target, tuned.info.anchor_kind, info=tuned.info)[0]
+    space = t.space(tuned.info, target)
+    cfg, own = space.get(len(space) - 1), space.get(len(space) - 2)
+    tk = target_key(target)
+    db = Database(tmp_path / "log.jsonl")
+    db.append(TuningRecord(workload_key(tuned.group), tk, "gpu0", t.name, cfg.to_json(), cfg.index, [1e-3],
+                           structure=structure_key(tuned.group)))
+    assert TuningRecord.from_json(db.records()[0].to_json()).structure == structure_key(tuned.group)
+    choice = choose_schedule(other, target, db)
+    assert (choice.source, choice.config.index, choice.record_key) == ("tuned", cfg.index, structure_key(other.group))
+    db.append(TuningRecord(workload_key(other.group), tk, "gpu0", t.name, own.to_json(), own.index, [2e-3]))
+    choice = choose_schedule(other, target, db)  # its own record, slower though it is
+    assert (choice.source, choice.config.index, choice.record_key) == ("tuned", own.index, None)

@@ -242,6 +242,7 @@ def test_the_fallback_config_is_measured_first_and_once(tmp_path):
         assert mine[0].config_index == fb.index and mine[0].config == fb.to_json()
         assert [r.config_index for r in mine].count(fb.index) == 1
         assert len({r.config_index for r in mine}) == len(mine)
+        assert {r.structure for r in mine} == {t.structure}  # build finds them for kernels alike
 
 
 def test_a_resumed_search_knows_its_configs_by_their_values_not_their_logged_indices(tmp_path):

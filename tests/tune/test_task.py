@@ -39,3 +39,28 @@ def test_a_template_that_does_not_support_the_target_gets_no_trials():
     assert "flash_attention" not in [t.name for t in old.tunable()] and old.tunable()
     (new,) = extract_tasks(g, "cuda:sm_90")
     assert [t.name for t in new.tunable()] == ["flash_attention"]
+
+
+def _two_scaled_convs(second_scale: float):
+    """Two conv+multiply+relu groups alike but for the scalar each multiplies by."""
+    b = GraphBuilder()
+    x = b.input("x", (1, 8, 8, 8))
+    rng = np.random.default_rng(0)
+    y = x
+    for k, s in enumerate((0.5, second_scale)):
+        w = b.const(rng.standard_normal((8, 8, 3, 3)).astype("float32"), name=f"w{k}")
+        y = b.relu(b.mul(b.conv2d(y, w, padding=1), b.const(np.array(s, "float32"))))
+    return b.build(y)
+
+
+def test_groups_differing_only_in_folded_constants_are_one_task_with_both_weights():
+    """A quantized model's layers differ in their scales: one task tunes them all."""
+    from tefuse.fusion import fuse_graph
+    from tefuse.fusion.workload import structure_key, workload_key
+
+    groups = fuse_graph(_two_scaled_convs(0.25))
+    assert len(groups) == 2 and workload_key(groups[0]) != workload_key(groups[1])
+    assert structure_key(groups[0]) == structure_key(groups[1])
+    (task,) = extract_tasks(_two_scaled_convs(0.25), "cuda:sm_90")
+    assert task.weight == 2 and task.structure == structure_key(groups[0])
+    assert len(extract_tasks(_two_scaled_convs(0.5), "cuda:sm_90")) == 1  # the same group twice: one task too
