@@ -35,6 +35,7 @@ from .graph.fold_bn import fold_batch_norm, fold_batch_norm_params
 from .graph.grouped import dense_grouped_convs
 from .graph.ir import Graph
 from .graph.qdq import fold_constant_dequantize, quantize_products
+from .graph.pool_codes import quantize_before_max_pool
 from .graph.layout import auto_layout, convert_layout
 from .graph.patches import patch_convs_as_products
 from .graph.pixel_convs import pixel_convs_as_dense
@@ -575,7 +576,7 @@ def prepare_graph(graph: Graph, target, *, precision: str = "fp32", layout: Opti
         raise GraphError(f"a calibration applies to precision {', '.join(QUANTIZED)}, not {precision}")
     precision = float_precision(precision)
     if qdq:  # before any pass that rewrites the float products the QDQ pattern is made of
-        graph = quantize_products(graph, fp8_fast_accum)
+        graph = quantize_before_max_pool(quantize_products(graph, fp8_fast_accum))
     if fp8_fast_accum and not any(n.attrs.get("codes") for n in graph.nodes):
         log.warning("fp8_fast_accum: this build has no float8 product (precision %s) to sum in the tensor "
                     "cores' accumulator", precision)

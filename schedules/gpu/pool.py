@@ -114,6 +114,12 @@ class CudaWindowPool(Template):
         inline_all(sch, info)
         anchor = info.reduce_blocks[0]
         block = sch.get_sblock(anchor)
+        epilogue = [b for b in info.output_blocks if b != anchor]
+        stored = anchor in info.output_blocks  # an integer max pool: no order keys to decode
+        if stored:  # cached before the loops are split, so the write-back keeps the output's exact
+            # domain and is predicated at tx as an epilogue block is (cached after, it covered the
+            # grid's padded extent and stored past the output's end)
+            epilogue = [sch.get(sch.cache_write(block, 0, "local")).name_hint] + epilogue
         sp, rd = spatial_reduce_loops(sch, block)
         if len(sp) != 4:
             raise ValueError(f"expected an NHWC pool block with 4 spatial loops, got {len(sp)}")
@@ -130,13 +136,7 @@ class CudaWindowPool(Template):
             sch.annotate(rd[0], "pragma_auto_unroll_max_step", int(cfg["unroll"]))
             sch.annotate(rd[0], "pragma_unroll_explicit", 1)
 
-        # the accumulator: `vec` registers per thread
-        epilogue = [b for b in info.output_blocks if b != anchor]
-        if anchor in info.output_blocks:
-            wb = sch.cache_write(block, 0, "local")
-            sch.reverse_compute_at(wb, tx)
-            epilogue = [sch.get(wb).name_hint] + epilogue
-        else:
+        if not stored:  # the accumulator: `vec` registers per thread
             sch.set_scope(block, 0, "local")
         self._lanes(sch, block, ci, vec, loads=True)
         if rd:

@@ -109,6 +109,30 @@ def test_cuda_loads_and_stores_channel_vectors_and_compiles(kind, dtype):
     assert not re.search(r"ld\.global\.nc\.(u16|f32|b16|b32)\s", ptx), "a scalar load is left"
 
 
+@needs_nvcc
+def test_an_int8_max_pool_compiles_with_four_codes_a_load():
+    g = pool_graph("max", (2, 112, 112, 64), "int8", kernel=3, strides=2, padding=1)
+    (k,) = tefuse.build(g, "cuda").kernels
+    ptx = compile_to_ptx(k.source("cuda"))
+    assert k.template == NAME and re.search(r"ld\.global\.nc\.u32", ptx) and re.search(r"st\.global\.u32", ptx)
+    assert not re.search(r"ld\.global\.nc\.[us]8\s", ptx), "a single-code load is left"
+
+
+def test_an_int8_max_pool_is_scheduled_and_computes_numpys_codes_on_llvm():
+    """A max pool of int8 codes (a quantized model's, graph/pool_codes.py) has no order keys to
+    decode: its reduction is the kernel's output, stored from the thread's registers; its padding
+    is the lowest code."""
+    kind, shape, attrs = CASES["max_3x3_s2_pad1"]
+    g = pool_graph(kind, shape, "int8", **attrs)
+    x = np.random.default_rng(0).integers(-128, 128, shape).astype("int8")
+    want = _reference(kind, x, attrs)
+    got, space = _run_on_llvm(g, x=x)
+    np.testing.assert_array_equal(got, want)
+    for i in random.Random(len(space)).sample(range(len(space)), min(4, len(space))):
+        got, _ = _run_on_llvm(g, space.get(i).values, x=x)
+        np.testing.assert_array_equal(got, want, err_msg=str(space.get(i).values))
+
+
 def _run_on_llvm(graph, cfg_values=None, x=None):
     (group,) = fuse_graph(graph)
     lowered = lower_group(group)

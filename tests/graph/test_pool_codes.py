@@ -1,0 +1,72 @@
+"""Max pools on int8 / uint8 codes (graph/pool_codes.py): the same codes as quantizing the float
+pool's output, bit for bit on llvm, and the quantize moved into the kernel that makes the pool's
+input."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tefuse
+from tefuse.driver import prepare_graph
+from tefuse.fusion import fuse_graph
+from tefuse.graph.pool_codes import quantize_before_max_pool
+
+
+def _pooled(dtype="int8", scale=0.05, zero=0, readers=1, conv=False):
+    """x (-> conv) -> ReLU -> 3x3/2 max pool (padding 1) -> quantize_linear(dtype), dequantized."""
+    b = tefuse.GraphBuilder()
+    x = b.input("x", (2, 4, 9, 9))
+    rng = np.random.default_rng(0)
+    if conv:
+        x = b.conv2d(x, b.const(rng.standard_normal((4, 4, 3, 3)).astype("float32")), padding=1)
+    p = b.max_pool2d(b.relu(x) if conv else x, kernel=(3, 3), strides=(2, 2), padding=(1, 1))
+    zt = "uint8" if dtype == "uint8" else "int8"
+    s, z = b.const(np.array(scale, "float32")), b.const(np.array(zero, zt))
+    q = b.quantize_linear(p, s, z, dtype=dtype)
+    outs = [b.dequantize_linear(q, s, z)] + ([b.relu(p)] if readers == 2 else [])
+    return b.build(outs)
+
+
+def _numpy(x, scale, zero, dtype):
+    pad = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)), constant_values=-np.inf)
+    win = np.lib.stride_tricks.sliding_window_view(pad, (3, 3), axis=(2, 3))[:, :, ::2, ::2]
+    lo, hi = (-128, 127) if dtype == "int8" else (0, 255)
+    q = np.clip(np.rint(win.max(axis=(-1, -2)) / np.float32(scale)) + zero, lo, hi)
+    return ((q - zero) * np.float32(scale)).astype(np.float32)
+
+
+@pytest.mark.parametrize("dtype,zero", [("int8", 0), ("int8", -3), ("uint8", 128)])
+def test_the_pool_on_codes_gives_the_float_pools_codes(dtype, zero):
+    g = _pooled(dtype, zero=zero)
+    prepared = prepare_graph(g, "llvm")
+    pool = next(n for n in prepared.nodes if n.op == "max_pool2d")
+    assert pool.inputs[0].op == "quantize_linear" and pool.dtype == dtype
+    x = (np.random.default_rng(1).standard_normal((2, 4, 9, 9)) * 4).astype("float32")  # some saturate
+    got = tefuse.build(g, "llvm").run(x=x)[0]
+    np.testing.assert_array_equal(got, _numpy(x, 0.05, zero, dtype))
+
+
+def test_the_quantize_joins_the_kernel_that_makes_the_pools_input():
+    """conv, ReLU and the codes in one kernel; the pool a kernel of its own reading one byte an
+    element."""
+    groups = fuse_graph(prepare_graph(_pooled(conv=True), "llvm"))
+    (conv,) = [g for g in groups if g.anchor is not None and g.anchor.op == "conv2d"]
+    assert conv.nodes[-1].op == "quantize_linear" and conv.outputs[0].dtype == "int8"
+    (pool,) = [g for g in groups if any(n.op == "max_pool2d" for n in g.nodes)]
+    (op,) = [n for n in pool.nodes if n.op == "max_pool2d"]
+    assert op.inputs[0] in pool.inputs and op.inputs[0].dtype == "int8"
+
+
+@pytest.mark.parametrize("case", ["float8", "two readers", "per channel"])
+def test_what_the_swap_leaves_alone(case):
+    if case == "float8":
+        g = _pooled("float8_e4m3fn")  # codes not ordered as their values
+    elif case == "two readers":
+        g = _pooled(readers=2)  # the float pool is read too
+    else:
+        b = tefuse.GraphBuilder()
+        x = b.input("x", (1, 2, 4, 4))
+        p = b.max_pool2d(x, kernel=(2, 2), strides=(2, 2))
+        s, z = b.const(np.array([0.1, 0.2], "float32")), b.const(np.zeros(2, "int8"))
+        g = b.build(b.dequantize_linear(b.quantize_linear(p, s, z, dtype="int8", axis=1), s, z, axis=1))
+    assert quantize_before_max_pool(g) is g
