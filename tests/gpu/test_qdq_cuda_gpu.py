@@ -145,3 +145,21 @@ def test_a_fast_accumulation_fp8_product_stays_within_the_tensor_cores_accumulat
     got, want = cg.run(x=x)[0], tefuse.build(graph, "llvm").run(x=x)[0]
     assert np.linalg.norm(got - want) <= QUANT_GEMM_TOLERANCE * np.linalg.norm(want)
     assert np.abs(got - want).max() <= 3e-2 * np.abs(want).max()
+
+
+def test_a_stem_pooled_on_its_int8_codes_matches_llvm_within_one_code():
+    """ResNet's stem as a quantized build has it: conv, ReLU and the int8 quantize in one fp16
+    kernel storing codes, then the window pool on those codes (graph/pool_codes.py); within one
+    code of llvm (the fp16 conv sums in another order)."""
+    b = tefuse.GraphBuilder()
+    rng = np.random.default_rng(0)
+    x = b.input("x", (2, 3, 64, 64))
+    c = b.conv2d(x, b.const((rng.standard_normal((64, 3, 7, 7)) * 0.1).astype("float32")), strides=2, padding=3)
+    p = b.max_pool2d(b.relu(c), kernel=(3, 3), strides=(2, 2), padding=(1, 1))
+    g = b.build(b.quantize_linear(p, b.const(np.array(0.02, "float32")), b.const(np.array(0, "int8")), dtype="int8"))
+    cg = tefuse.build(g, "cuda", precision="fp16")
+    assert [k.template for k in cg.kernels][-1] == "cuda_window_pool" and len(cg.kernels) >= 2
+    xv = rng.standard_normal((2, 3, 64, 64)).astype("float32")
+    got = cg.run(x=xv)[0].astype(np.int32)
+    want = tefuse.build(g, "llvm", precision="fp16").run(x=xv)[0].astype(np.int32)
+    assert got.dtype == want.dtype and np.abs(got - want).max() <= 1 and (got == want).mean() > 0.99
