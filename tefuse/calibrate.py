@@ -22,7 +22,7 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from .driver import build
+from .driver import VERBOSE, build
 from .errors import GraphError
 from .graph.calibration import METHODS, Calibration, insert_qdq, products
 from .graph.ir import CONST, INPUT, Graph
@@ -67,7 +67,7 @@ def _collect(graph: Graph, samples: list[Sample]) -> dict[str, list[np.ndarray]]
     for k, feeds in enumerate(samples):
         t0 = time.perf_counter()
         outs = dict(zip((n.name for n in inner), cg.run(dict(feeds)))) if cg else {}
-        log.info("calibration: sample %d/%d run in %.1fs", k + 1, len(samples), time.perf_counter() - t0)
+        log.log(VERBOSE, "calibration: sample %d/%d run in %.1fs", k + 1, len(samples), time.perf_counter() - t0)
         for name, node in data.items():
             if node.op == INPUT:
                 if node.name not in feeds:

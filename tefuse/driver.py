@@ -25,7 +25,7 @@ from .errors import BuildError, DynamicShapeError, GraphError, UnschedulableGrou
 from .fusion import FusedGroup, ProloguePolicy, fuse_graph
 from .fusion.horizontal import HorizontalRule, LaunchInfo, plan_launches
 from .fusion.split_groups import split_group
-from .fusion.workload import workload_key
+from .fusion.workload import structure_key, workload_key
 from .gil import quick_gil_handoff
 from .graph.attention import fuse_attention as form_attention
 from .graph.attention_keys import pad_attention_keys
@@ -93,8 +93,10 @@ def _choose(lowered: LoweredGroup, target: tvm.target.Target, db: Optional[BestR
             options: BuildOptions, predictor: Optional[ConfigPredictor],
             sizes: Optional[Mapping[str, int]]) -> ScheduleChoice:
     """The config a group is scheduled with (see prepare_group's sizes)."""
-    record_key = workload_key(lowered.group, sizes) if sizes and lowered.info.symbolic else None
-    return choose_schedule(lowered, target, db, options, predictor=predictor, record_key=record_key)
+    at = sizes if sizes and lowered.info.symbolic else None
+    return choose_schedule(lowered, target, db, options, predictor=predictor,
+                           record_key=workload_key(lowered.group, at) if at else None,
+                           record_structure=structure_key(lowered.group, at) if at else None)
 
 
 def compile_group(prep: PreparedGroup, target: tvm.target.Target, cache=None) -> CompiledKernel:

@@ -117,8 +117,9 @@ class CudaWindowPool(Template):
         epilogue = [b for b in info.output_blocks if b != anchor]
         stored = anchor in info.output_blocks  # an integer max pool: no order keys to decode
         if stored:  # cached before the loops are split, so the write-back keeps the output's exact
-            # domain and is predicated at tx as an epilogue block is (cached after, it covered the
-            # grid's padded extent and stored past the output's end)
+            # domain and is predicated at tx as an epilogue block is (cached after, its domain was
+            # the grid's padded extent, unpredicated: on llvm a grid of 512 threads over 288
+            # outputs stored past the output's end)
             epilogue = [sch.get(sch.cache_write(block, 0, "local")).name_hint] + epilogue
         sp, rd = spatial_reduce_loops(sch, block)
         if len(sp) != 4:

@@ -12,8 +12,8 @@ relative error of each batch (max |difference| over max |float32|), mean and wor
 
 Agreement is bounded by how close the float32 logits lie: an image whose top two logits differ by
 less than the build's error can change class whatever the arithmetic. So each row also gives the
-float32 margin (top-1 minus top-2 logit, over the image's largest |logit|) of the images that
-changed class, the widest of them, and the model's float32 margins at a few quantiles; and `fp16`
+count of images that changed class and the widest float32 margin (top-1 minus top-2 logit, over
+the image's largest |logit|) among them, and the model's float32 margins at a few quantiles; `fp16`
 builds the same model in half precision over the same images, the float arithmetic's own floor
 for that criterion (random-weight ViT-B/16 puts 1% of its images within 0.0011 of a tie). The images
 are drawn per batch from one seeded generator, so a run with the same seed, batch and count sees
@@ -193,7 +193,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                       f"{r.extra['changed_class_margin_max']:.3g} of a tie", flush=True)
                 if args.json:  # rewritten after every row: a cut-off run keeps what it measured
                     Path(args.json).write_text(json.dumps(report(rows, command), indent=1))
-    return 0 if all(r.ok for r in rows) else 1
+    return 0 if all(r.ok for r in rows if r.precision in PRECISIONS) else 1  # fp16's rows are the floor
 
 
 if __name__ == "__main__":

@@ -201,6 +201,8 @@ def main(argv=None) -> int:
     extra = {"tasks_at_once": args.tasks_at_once}
     if args.min_repeat_ms is not None:
         extra["min_repeat_ms"] = args.min_repeat_ms
+    if args.servers is not None and not (args.rpc and args.key):
+        p.error("--servers counts a tracker's servers: it needs --rpc and --key")
     if args.rpc and args.servers is not None:
         listed = servers_listed(args.rpc, args.key)
         if listed != args.servers:

@@ -84,13 +84,15 @@ def find_template(target: tvm.target.Target, anchor_kind: str, name: Optional[st
 def choose_schedule(lowered: LoweredGroup, target: tvm.target.Target,
                     db: Optional[BestRecordSource] = None, options: BuildOptions = DEFAULT,
                     predictor: Optional[ConfigPredictor] = None,
-                    record_key: Optional[str] = None) -> ScheduleChoice:
+                    record_key: Optional[str] = None, record_structure: Optional[str] = None) -> ScheduleChoice:
     """The fastest record measured under `options` that fits a template (the kernel's own, else
     one of a kernel of its structure: fusion.workload.structure_key), else the most
     preferred template's config that `predictor` picks (with options.transfer), else that
     template's fallback config. record_key: a workload whose records are tried before the
     kernel's own (a symbolic kernel's group at its size bucket's sizes: the records of the same
-    group at fixed sizes, fusion.workload.workload_key(group, sizes))."""
+    group at fixed sizes, fusion.workload.workload_key(group, sizes)); record_structure: the
+    same for its structure (structure_key(group, sizes)), tried before the kernel's own
+    structure."""
     info = lowered.info
     key = workload_key(lowered.group)
     anchor = lowered.group.anchor
@@ -101,9 +103,9 @@ def choose_schedule(lowered: LoweredGroup, target: tvm.target.Target,
         recs = [(k, r) for k in keys for r in (ranked(k, target_key(target)) if ranked is not None else
                                                [r for r in [db.best(k, target_key(target))] if r is not None])]
         by_structure = getattr(db, "ranked_structure", None)
-        if not recs and by_structure is not None:  # a kernel of the same structure's (its folded constants aside)
-            structure = structure_key(lowered.group)
-            recs = [(structure, r) for r in by_structure(structure, target_key(target))]
+        if by_structure is not None:  # then kernels of the same structure's (their folded constants aside)
+            for s in dict.fromkeys(k for k in (record_structure, structure_key(lowered.group)) if k is not None):
+                recs += [(s, r) for r in by_structure(s, target_key(target))]
         changed = options.changed()
         for found_under, rec in recs:  # fastest first: a record that does not fit never masks the next one
             if getattr(rec, "options", {}) != changed:  # measured under other options

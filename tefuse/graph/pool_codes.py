@@ -26,13 +26,16 @@ def _scalar(n: Node):
 
 def _swappable(q: Node, readers: dict[int, int]) -> bool:
     """Whether `q` quantizes the output of a max pool nothing else reads, per tensor, to codes
-    ordered as their values."""
+    ordered as their values, where the pool reads an op's output that nothing else reads (the
+    quantize then joins that op's kernel; over a graph input, or a value read twice, it would
+    run in the pool's kernel once a window tap)."""
     if q.op != "quantize_linear" or str(q.attrs.get("dtype")) not in CODE_TYPES or q.attrs.get("block_size"):
         return False
     pool, scale, zero = q.inputs
     s = _scalar(scale)
-    return (pool.op == "max_pool2d" and readers.get(id(pool), 0) == 1 and s is not None
-            and np.isfinite(s) and s > 0 and _scalar(zero) is not None)
+    return (pool.op == "max_pool2d" and readers.get(id(pool), 0) == 1 and pool.inputs[0].is_op
+            and readers.get(id(pool.inputs[0]), 0) == 1 and s is not None and np.isfinite(s) and s > 0
+            and _scalar(zero) is not None)
 
 
 def quantize_before_max_pool(graph: Graph) -> Graph:

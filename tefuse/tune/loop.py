@@ -19,6 +19,7 @@ from .runner import LocalRunner
 from .search import DB, Progress, TemplateSearch, TuneResult, TuningSession, open_log
 from .task import Task, as_tasks
 from ..codegen.schedule import BestRecordSource, choose_schedule
+from ..codegen.lower import lower_group
 from ..options import BuildOptions
 from ..schedules.space import KnobError
 
@@ -116,8 +117,11 @@ def tune(graph_or_tasks, target=None, *, trials: int, tuner: str = "xgb",
 
 def has_record(task: Task, db: BestRecordSource) -> bool:
     """Whether a build would take one of `db`'s records for the task (its options, a template
-    that serves it, a config its space holds): choose_schedule's own answer."""
-    return choose_schedule(task.lowered, task.target, db, task.options).source == "tuned"
+    that serves it, a config its space holds): choose_schedule's own answer, for the task's group
+    and each other group of its structure (an older record, without its structure, serves only
+    its own workload)."""
+    groups = [task.lowered] + [lower_group(g) for g in task.members]
+    return all(choose_schedule(g, task.target, db, task.options).source == "tuned" for g in groups)
 
 
 def open_tuning(graph_or_tasks, target, options: Optional[BuildOptions], only: Optional[dict],

@@ -39,6 +39,9 @@ class Task:
     spaces: dict[str, ConfigSpace]
     weight: int = 1
     options: BuildOptions = DEFAULT  # what the templates' preferences and the records depend on
+    # the other groups of its structure (extract_tasks): its records serve them, so whether it
+    # is covered asks for each of them (tune.loop.has_record)
+    members: list[FusedGroup] = field(default_factory=list)
     _script: Optional[str] = field(default=None, repr=False)
 
     @property
@@ -134,6 +137,8 @@ def extract_tasks(graph: Graph, target: TargetLike, *, prologue: ProloguePolicy 
         key = structure_key(g)
         if key in tasks:
             tasks[key].weight += 1
+            if workload_key(g) != tasks[key].workload:
+                tasks[key].members.append(g)
             continue
         tasks[key] = task_from_group(g, tgt, options)
     out = list(tasks.values())

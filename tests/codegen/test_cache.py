@@ -95,7 +95,7 @@ def test_second_build_compiles_nothing(tmp_path, monkeypatch, rng):
     assert np.abs(a).max() > 0
     # another config is another entry
     monkeypatch.setattr(B, "choose_schedule", lambda lowered, target, db=None, options=None, predictor=None,
-                        record_key=None: _other_choice(lowered, target))
+                        record_key=None, record_structure=None: _other_choice(lowered, target))
     tefuse.build(_graph(), "llvm", cache=cache)
     assert len(calls) == 2
 

@@ -158,8 +158,25 @@ def test_a_stem_pooled_on_its_int8_codes_matches_llvm_within_one_code():
     p = b.max_pool2d(b.relu(c), kernel=(3, 3), strides=(2, 2), padding=(1, 1))
     g = b.build(b.quantize_linear(p, b.const(np.array(0.02, "float32")), b.const(np.array(0, "int8")), dtype="int8"))
     cg = tefuse.build(g, "cuda", precision="fp16")
-    assert [k.template for k in cg.kernels][-1] == "cuda_window_pool" and len(cg.kernels) >= 2
+    conv, pool = (next(k for k in cg.kernels if any(n.op == op for n in k.group.nodes))
+                  for op in ("conv2d", "max_pool2d"))
+    assert [o.dtype for o in conv.outputs] == ["int8"] and [i.dtype for i in pool.params] == ["int8"]
+    assert pool.template == "cuda_window_pool"
     xv = rng.standard_normal((2, 3, 64, 64)).astype("float32")
     got = cg.run(x=xv)[0].astype(np.int32)
     want = tefuse.build(g, "llvm", precision="fp16").run(x=xv)[0].astype(np.int32)
     assert got.dtype == want.dtype and np.abs(got - want).max() <= 1 and (got == want).mean() > 0.99
+
+
+def test_an_int8_nhwc_max_pool_on_the_gpu_equals_numpy():
+    """The window pool's integer path: the reduction is the kernel's output, stored from
+    registers (schedules/gpu/pool.py), the padding the lowest code."""
+    b = tefuse.GraphBuilder()
+    g = b.build(b.max_pool2d(b.input("x", (3, 17, 17, 64), "int8"), kernel=(3, 3), strides=(2, 2),
+                             padding=(1, 1), layout="NHWC"))
+    cg = tefuse.build(g, "cuda")
+    assert [k.template for k in cg.kernels] == ["cuda_window_pool"]
+    x = np.random.default_rng(0).integers(-128, 128, (3, 17, 17, 64)).astype(np.int8)
+    pad = np.pad(x, ((0, 0), (1, 1), (1, 1), (0, 0)), constant_values=-128)
+    want = np.lib.stride_tricks.sliding_window_view(pad, (3, 3), axis=(1, 2))[:, ::2, ::2].max(axis=(-1, -2))
+    np.testing.assert_array_equal(cg.run(x=x)[0], want)

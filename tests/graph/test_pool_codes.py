@@ -12,18 +12,18 @@ from tefuse.fusion import fuse_graph
 from tefuse.graph.pool_codes import quantize_before_max_pool
 
 
-def _pooled(dtype="int8", scale=0.05, zero=0, readers=1, conv=False):
+def _pooled(dtype="int8", scale=0.05, zero=0, readers=1, conv=False, pool_is_output=False, on_input=False):
     """x (-> conv) -> ReLU -> 3x3/2 max pool (padding 1) -> quantize_linear(dtype), dequantized."""
     b = tefuse.GraphBuilder()
     x = b.input("x", (2, 4, 9, 9))
     rng = np.random.default_rng(0)
     if conv:
         x = b.conv2d(x, b.const(rng.standard_normal((4, 4, 3, 3)).astype("float32")), padding=1)
-    p = b.max_pool2d(b.relu(x) if conv else x, kernel=(3, 3), strides=(2, 2), padding=(1, 1))
+    p = b.max_pool2d(x if on_input else b.relu(x), kernel=(3, 3), strides=(2, 2), padding=(1, 1))
     zt = "uint8" if dtype == "uint8" else "int8"
     s, z = b.const(np.array(scale, "float32")), b.const(np.array(zero, zt))
     q = b.quantize_linear(p, s, z, dtype=dtype)
-    outs = [b.dequantize_linear(q, s, z)] + ([b.relu(p)] if readers == 2 else [])
+    outs = [b.dequantize_linear(q, s, z)] + ([b.relu(p)] if readers == 2 else []) + ([p] if pool_is_output else [])
     return b.build(outs)
 
 
@@ -42,8 +42,9 @@ def test_the_pool_on_codes_gives_the_float_pools_codes(dtype, zero):
     pool = next(n for n in prepared.nodes if n.op == "max_pool2d")
     assert pool.inputs[0].op == "quantize_linear" and pool.dtype == dtype
     x = (np.random.default_rng(1).standard_normal((2, 4, 9, 9)) * 4).astype("float32")  # some saturate
+    x[0, 0, :3, :3] = -1.0  # a window of ReLU's zeros alone: the lowest code a ReLU gives
     got = tefuse.build(g, "llvm").run(x=x)[0]
-    np.testing.assert_array_equal(got, _numpy(x, 0.05, zero, dtype))
+    np.testing.assert_array_equal(got, _numpy(np.maximum(x, 0), 0.05, zero, dtype))
 
 
 def test_the_quantize_joins_the_kernel_that_makes_the_pools_input():
@@ -57,12 +58,31 @@ def test_the_quantize_joins_the_kernel_that_makes_the_pools_input():
     assert op.inputs[0] in pool.inputs and op.inputs[0].dtype == "int8"
 
 
-@pytest.mark.parametrize("case", ["float8", "two readers", "per channel"])
+@pytest.mark.parametrize("case", ["float8", "two readers", "graph output", "graph input", "negative scale",
+                                  "zero scale", "computed scale", "block", "per channel"])
 def test_what_the_swap_leaves_alone(case):
     if case == "float8":
         g = _pooled("float8_e4m3fn")  # codes not ordered as their values
     elif case == "two readers":
         g = _pooled(readers=2)  # the float pool is read too
+    elif case == "graph output":
+        g = _pooled(pool_is_output=True)
+    elif case == "graph input":  # the quantize would run in the pool's kernel, once a window tap
+        g = _pooled(on_input=True)
+    elif case in ("negative scale", "zero scale"):  # a negative scale reverses the order
+        g = _pooled(scale=-0.05 if case == "negative scale" else 0.0)
+    elif case in ("computed scale", "block"):
+        b = tefuse.GraphBuilder()
+        x = b.input("x", (1, 4, 4, 4))
+        p = b.max_pool2d(b.relu(x), kernel=(2, 2), strides=(2, 2))
+        if case == "computed scale":
+            s = b.relu(b.input("s", ()))
+            z = b.const(np.array(0, "int8"))
+            q = b.quantize_linear(p, s, z, dtype="int8")
+        else:
+            s, z = b.const(np.full((1, 2, 2, 2), 0.1, "float32")), b.const(np.zeros((1, 2, 2, 2), "int8"))
+            q = b.quantize_linear(p, s, z, dtype="int8", axis=1, block_size=2)
+        g = b.build(q)
     else:
         b = tefuse.GraphBuilder()
         x = b.input("x", (1, 2, 4, 4))

@@ -200,3 +200,15 @@ def test_build_takes_a_record_of_a_kernel_alike_but_for_its_folded_constants(tmp
     db.append(TuningRecord(workload_key(other.group), tk, "gpu0", t.name, own.to_json(), own.index, [2e-3]))
     choice = choose_schedule(other, target, db)  # its own record, slower though it is
     assert (choice.source, choice.config.index, choice.record_key) == ("tuned", own.index, None)
+    # a size bucket's variant asks for its structure at the bucket's sizes first (driver._choose)
+    at = "fixed-size structure"
+    db.append(TuningRecord("elsewhere", tk, "gpu0", t.name, cfg.to_json(), cfg.index, [4e-3], structure=at))
+    choice = choose_schedule(scaled(0.25), target, db, record_structure=at)
+    assert (choice.source, choice.config.index, choice.record_key) == ("tuned", cfg.index, at)
+    # an own record measured under other build options gives way to the structure's
+    db2 = Database(tmp_path / "other_options.jsonl")
+    db2.append(TuningRecord(workload_key(other.group), tk, "gpu0", t.name, own.to_json(), own.index, [1e-4],
+                            options={"transfer": True}))
+    db2.append(TuningRecord("elsewhere", tk, "gpu0", t.name, cfg.to_json(), cfg.index, [4e-3],
+                            structure=structure_key(other.group)))
+    assert choose_schedule(other, target, db2).config.index == cfg.index

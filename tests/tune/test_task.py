@@ -64,3 +64,28 @@ def test_groups_differing_only_in_folded_constants_are_one_task_with_both_weight
     (task,) = extract_tasks(_two_scaled_convs(0.25), "cuda:sm_90")
     assert task.weight == 2 and task.structure == structure_key(groups[0])
     assert len(extract_tasks(_two_scaled_convs(0.5), "cuda:sm_90")) == 1  # the same group twice: one task too
+
+
+def test_a_task_is_covered_only_where_every_kernel_of_its_structure_takes_a_record(tmp_path):
+    """An older record (no structure) serves its own workload alone: the task it stands for is
+    not covered while the other kernel of the structure would build with its fallback."""
+    from tefuse.tune.database import Database, LayeredDatabase
+    from tefuse.tune.loop import has_record
+    from tefuse.tune.record import TuningRecord
+
+    (task,) = extract_tasks(_two_scaled_convs(0.25), "cuda:sm_90")
+    assert len(task.members) == 1
+    cfg = task.fallback()
+    t = task.templates[0].name
+
+    def record(structure):
+        return TuningRecord(task.workload, task.target_key, "gpu", t, cfg.to_json(), cfg.index, [1e-3],
+                            structure=structure)
+
+    old = Database(tmp_path / "old.jsonl")
+    old.append(record(None))
+    assert not has_record(task, old)
+    new = Database(tmp_path / "new.jsonl")
+    new.append(record(task.structure))
+    assert has_record(task, new) and has_record(task, LayeredDatabase([old, new]))
+    assert len(LayeredDatabase([old, new]).structure_records(task.structure, task.target_key)) == 1
