@@ -367,3 +367,28 @@ def test_only_leaves_kernels_that_cannot_take_the_value_untuned_and_refuses_a_va
     with pytest.raises(KnobError, match=tasks[1].name):
         tune(tasks[1:], trials=4, tuner="grid", log=str(tmp_path / "none.jsonl"), builder=FakeBuilder(Timeline()),
              runner=FakeRunner(Timeline()), batch_size=2, tasks_at_once=1, only={"intrin": "wgmma"})
+
+
+def _scaled_conv(scale: float):
+    b = GraphBuilder()
+    x = b.input("x", (1, 8, 8, 8))
+    w = b.const(np.random.default_rng(0).standard_normal((8, 8, 3, 3)).astype("float32"))
+    return b.build(b.relu(b.mul(b.conv2d(x, w, padding=1), b.const(np.array(scale, "float32")))))
+
+
+def test_a_recalibrated_kernel_resumes_from_its_structures_records(tmp_path):
+    """The same conv with another scale (a new calibration) does not measure again the configs
+    its structure's records hold."""
+    timeline = Timeline()
+    log = tmp_path / "log.jsonl"
+    first = as_tasks(_scaled_conv(0.5), "llvm")
+    tune(first, trials=4, tuner="random", log=str(log), builder=FakeBuilder(timeline), runner=FakeRunner(timeline),
+         batch_size=2, tasks_at_once=1, seed=0)
+    (again,) = as_tasks(_scaled_conv(0.25), "llvm")
+    assert again.workload != first[0].workload and again.structure == first[0].structure
+    tune([again], trials=6, tuner="random", log=str(log), builder=FakeBuilder(timeline), runner=FakeRunner(timeline),
+         batch_size=2, tasks_at_once=1, seed=1)
+    recs = Database(log).records()
+    before = {r.config_index for r in recs if r.workload == first[0].workload}
+    after = [r.config_index for r in recs if r.workload == again.workload]
+    assert len(before) == 4 and len(after) == 2 and not before & set(after)
