@@ -67,3 +67,28 @@ def test_trials_and_minutes_exclude_each_other(tmp_path, capsys):
     assert "--trials and --minutes exclude each other" in capsys.readouterr().err
     assert main(base + ["--minutes", "0"]) == 2
     assert main(base + ["--round-trials", "4", "--trials", "4"]) == 2
+
+
+def test_kernels_alike_but_for_a_scale_are_one_budgeted_kernel(tmp_path, tefuse_dirs, capsys):
+    """Two convs differing only in the scalar they multiply by (a quantized model's layers): one
+    kernel in the budget, weighted twice, and both take its records."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(rng.standard_normal((8, 8, 3, 3)).astype("float32"), f"w{k}") for k in (1, 2)]
+    inits += [numpy_helper.from_array(np.array(s, np.float32), f"s{k}") for k, s in ((1, 0.5), (2, 0.25))]
+    nodes = []
+    for k, x in ((1, "x"), (2, "r1")):
+        nodes += [helper.make_node("Conv", [x, f"w{k}"], [f"c{k}"], pads=[1, 1, 1, 1]),
+                  helper.make_node("Mul", [f"c{k}", f"s{k}"], [f"m{k}"]), helper.make_node("Relu", [f"m{k}"], [f"r{k}"])]
+    graph = helper.make_graph(nodes, "alike", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 8, 8])],
+                              [helper.make_tensor_value_info("r2", TensorProto.FLOAT, [1, 8, 8, 8])], inits)
+    model, log, report = tmp_path / "alike.onnx", tmp_path / "a.jsonl", tmp_path / "a.json"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(model))
+    assert main(["tune", str(model), "-t", "llvm", "--minutes", "0.05", "--round-trials", "2", "--tuner", "random",
+                 "-j", "1", "--log", str(log), "--no-progress", "--json", str(report)]) == 0
+    doc = json.loads(report.read_text())
+    assert len(doc["kernels"]) == 1 and len({r.workload for r in Database(log).records()}) == 1
+    (times,) = doc["model"]
+    assert times["kernels"] == 2 and re.search(r"2 of 2 kernels tuned", capsys.readouterr().out)
