@@ -32,6 +32,17 @@ def _conv_net(rng) -> onnx.ModelProto:
     return _model(nodes, (1, 3, 8, 8), (1, 8, 4, 4), inits)
 
 
+def _pooled_net(rng) -> onnx.ModelProto:
+    """A stem: conv-ReLU, 3x3/2 max pool, conv (the pool runs on the codes: graph/pool_codes.py)."""
+    inits = {"w1": rng.standard_normal((16, 3, 3, 3)) * 0.3, "b1": rng.standard_normal(16) * 0.1,
+             "w2": rng.standard_normal((8, 16, 1, 1)) * 0.3}
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c1"], ["r1"]),
+             helper.make_node("MaxPool", ["r1"], ["p"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+             helper.make_node("Conv", ["p", "w2"], ["y"])]
+    return _model(nodes, (1, 3, 9, 9), (1, 8, 5, 5), inits)
+
+
 def _mlp(rng) -> onnx.ModelProto:
     inits = {"w1": rng.standard_normal((16, 32)) * 0.3, "b1": rng.standard_normal(32) * 0.1,
              "w2": rng.standard_normal((32, 8)) * 0.2, "b2": rng.standard_normal(8) * 0.1}
@@ -72,7 +83,9 @@ def _crossing_dtypes(cg) -> set[str]:
 
 @pytest.mark.parametrize("net,x_shape,anchor,count,activations", [
     (_conv_net, (1, 3, 8, 8), "conv2d", 3, "QInt8"), (_mlp, (4, 16), "matmul", 2, "QInt8"),
-    (_conv_net, (1, 3, 8, 8), "conv2d", 3, "QUInt8")], ids=["convnet", "mlp", "convnet-uint8-activations"])
+    (_conv_net, (1, 3, 8, 8), "conv2d", 3, "QUInt8"), (_pooled_net, (1, 3, 9, 9), "conv2d", 2, "QInt8"),
+    (_pooled_net, (1, 3, 9, 9), "conv2d", 2, "QUInt8")],
+    ids=["convnet", "mlp", "convnet-uint8-activations", "pooled", "pooled-uint8-activations"])
 def test_qdq_model_runs_on_int8_anchors_and_matches_onnxruntime(net, x_shape, anchor, count, activations, tmp_path):
     rng = np.random.default_rng(0)
     m = _quantized(net(rng), x_shape, tmp_path, rng, activations)
@@ -95,6 +108,8 @@ def test_qdq_model_runs_on_int8_anchors_and_matches_onnxruntime(net, x_shape, an
     # (a residual branch's dequantize still lands in its producer's epilogue, so it crosses in float32)
     q8 = "uint8" if activations == "QUInt8" else "int8"
     assert q8 in _crossing_dtypes(quant) and q8 not in _crossing_dtypes(plain)
+    pools = [n for n in prepared.nodes if n.op == "max_pool2d"]
+    assert len(pools) == (net is _pooled_net) and all(n.dtype == q8 for n in pools)  # on the codes
 
 
 def test_constant_dequantize_folds_once(rng):
