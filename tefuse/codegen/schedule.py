@@ -98,14 +98,8 @@ def choose_schedule(lowered: LoweredGroup, target: tvm.target.Target,
     anchor = lowered.group.anchor
     where = f"group {lowered.group.name}" + (f" (anchor {anchor.name!r}, {anchor.op})" if anchor is not None else "")
     if db is not None:
-        ranked = getattr(db, "ranked", None)
-        keys = [k for k in dict.fromkeys([record_key, key]) if k is not None]
-        recs = [(k, r) for k in keys for r in (ranked(k, target_key(target)) if ranked is not None else
-                                               [r for r in [db.best(k, target_key(target))] if r is not None])]
-        by_structure = getattr(db, "ranked_structure", None)
-        if by_structure is not None:  # then kernels of the same structure's (their folded constants aside)
-            for s in dict.fromkeys(k for k in (record_structure, structure_key(lowered.group)) if k is not None):
-                recs += [(s, r) for r in by_structure(s, target_key(target))]
+        recs = _records(db, target_key(target), [(record_key, record_structure),
+                                                 (key, structure_key(lowered.group))])
         changed = options.changed()
         for found_under, rec in recs:  # fastest first: a record that does not fit never masks the next one
             if getattr(rec, "options", {}) != changed:  # measured under other options
@@ -113,7 +107,7 @@ def choose_schedule(lowered: LoweredGroup, target: tvm.target.Target,
             temps = find_template(target, info.anchor_kind, rec.template, info=info, options=options, where=where)
             if not temps:
                 log.warning("tuning record for %s names template %s, which does not serve this group "
-                            "(any more); ignoring it", key, rec.template)
+                            "(any more); ignoring it", rec.workload, rec.template)
             for t in temps:
                 space = t.space(info, target)
                 index = space.find(rec.config)
@@ -121,7 +115,7 @@ def choose_schedule(lowered: LoweredGroup, target: tvm.target.Target,
                     return ScheduleChoice(t, space.get(index), "tuned", options,
                                           found_under if found_under != key else None)
             if temps:
-                log.warning("tuning record for %s does not fit template %s; ignoring it", key, rec.template)
+                log.warning("tuning record for %s does not fit template %s; ignoring it", rec.workload, rec.template)
     t = find_template(target, info.anchor_kind, info=info, options=options, where=where)[0]
     space = t.space(info, target)
     fallback = t.fallback(info, target, space)
@@ -136,6 +130,25 @@ def choose_schedule(lowered: LoweredGroup, target: tvm.target.Target,
         log.log(logging.INFO - 5, "no tuning record for %s on %s: fallback config of %s", key,
                 target_key(target), t.name)
     return ScheduleChoice(t, fallback, "fallback", options)
+
+
+def _records(db, target: str, pairs) -> list:
+    """(key found under, record) in the order choose_schedule tries them: for each (workload,
+    structure) pair, a bucket's sizes first, the workload's records and those of the other
+    workloads of its structure together, fastest first (the workload's own on ties): kernels of
+    one structure differ only in their folded constants, so their measurements compare, and a
+    record of the kernel's own never shadows a faster config measured on its like."""
+    ranked = getattr(db, "ranked", None)
+    by_structure = getattr(db, "ranked_structure", None)
+    keys = {k for k, _ in pairs if k is not None}
+    out = []
+    for k, s in pairs:
+        own = [] if k is None else [(k, r) for r in (ranked(k, target) if ranked is not None else
+                                                     [r for r in [db.best(k, target)] if r is not None])]
+        alike = [(s, r) for r in by_structure(s, target) if r.workload not in keys] \
+            if by_structure is not None and s is not None else []
+        out += sorted(own + alike, key=lambda kr: kr[1].median_cost)  # stable: own first on ties
+    return out
 
 
 def kernel_spec(lowered: LoweredGroup, choice: ScheduleChoice) -> KernelSpec:

@@ -83,15 +83,17 @@ def open_log(log_: Union[None, str, os.PathLike, DB]) -> DB:
 
 
 def own_records(db: DB, task: Task) -> list[TuningRecord]:
-    """The task's records in the user's layer (failures included), in the order they were
-    written, then those of the other workloads of its structure (a re-calibrated model's kernels
-    resume from the last calibration's): what resuming counts. Shipped logs were measured on
-    other machines."""
+    """The task's records in the user's layer (failures included) and those of the other
+    workloads of its structure (a re-calibrated model's kernels resume from the last
+    calibration's), in the order they were measured: what resuming and the budget's history
+    count. Shipped logs were measured on other machines."""
     user = getattr(db, "user", db)
     own = user.records(task.workload, task.target_key)
     alike = getattr(user, "structure_records", None)
-    return own + ([r for r in alike(task.structure, task.target_key) if r.workload != task.workload]
-                  if alike is not None else [])
+    if alike is None:
+        return own
+    others = [r for r in alike(task.structure, task.target_key) if r.workload != task.workload]
+    return sorted(own + others, key=lambda r: r.timestamp) if others else own  # (stable) as measured
 
 
 def append_records(db: DB, records: list[TuningRecord]) -> None:

@@ -137,7 +137,7 @@ def extract_tasks(graph: Graph, target: TargetLike, *, prologue: ProloguePolicy 
         key = structure_key(g)
         if key in tasks:
             tasks[key].weight += 1
-            if workload_key(g) != tasks[key].workload:
+            if workload_key(g) not in {tasks[key].workload, *map(workload_key, tasks[key].members)}:
                 tasks[key].members.append(g)
             continue
         tasks[key] = task_from_group(g, tgt, options)

@@ -58,8 +58,8 @@ def test_the_quantize_joins_the_kernel_that_makes_the_pools_input():
     assert op.inputs[0] in pool.inputs and op.inputs[0].dtype == "int8"
 
 
-@pytest.mark.parametrize("case", ["float8", "two readers", "graph output", "graph input", "negative scale",
-                                  "zero scale", "computed scale", "block", "per channel"])
+@pytest.mark.parametrize("case", ["float8", "two readers", "graph output", "graph input", "input read twice",
+                                  "negative scale", "zero scale", "computed scale", "block", "per channel"])
 def test_what_the_swap_leaves_alone(case):
     if case == "float8":
         g = _pooled("float8_e4m3fn")  # codes not ordered as their values
@@ -69,6 +69,12 @@ def test_what_the_swap_leaves_alone(case):
         g = _pooled(pool_is_output=True)
     elif case == "graph input":  # the quantize would run in the pool's kernel, once a window tap
         g = _pooled(on_input=True)
+    elif case == "input read twice":  # so would it where the pool's input is read in float too
+        b = tefuse.GraphBuilder()
+        r = b.relu(b.input("x", (1, 2, 4, 4)))
+        p = b.max_pool2d(r, kernel=(2, 2), strides=(2, 2))
+        s, z = b.const(np.array(0.1, "float32")), b.const(np.array(0, "int8"))
+        g = b.build([b.quantize_linear(p, s, z, dtype="int8"), b.sigmoid(r)])
     elif case in ("negative scale", "zero scale"):  # a negative scale reverses the order
         g = _pooled(scale=-0.05 if case == "negative scale" else 0.0)
     elif case in ("computed scale", "block"):
@@ -86,7 +92,7 @@ def test_what_the_swap_leaves_alone(case):
     else:
         b = tefuse.GraphBuilder()
         x = b.input("x", (1, 2, 4, 4))
-        p = b.max_pool2d(x, kernel=(2, 2), strides=(2, 2))
+        p = b.max_pool2d(b.relu(x), kernel=(2, 2), strides=(2, 2))
         s, z = b.const(np.array([0.1, 0.2], "float32")), b.const(np.zeros(2, "int8"))
         g = b.build(b.dequantize_linear(b.quantize_linear(p, s, z, dtype="int8", axis=1), s, z, axis=1))
     assert quantize_before_max_pool(g) is g

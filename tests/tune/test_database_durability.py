@@ -167,8 +167,9 @@ def test_a_log_path_that_is_a_directory_is_named_so(tmp_path, capsys):
 
 
 def test_build_takes_a_record_of_a_kernel_alike_but_for_its_folded_constants(tmp_path):
-    """A record written with its workload's structure serves a kernel that has none of its own
-    and differs only in a scalar constant; the kernel's own record is preferred."""
+    """A record written with its workload's structure serves a kernel that differs only in a
+    scalar constant: where it has none of its own, and where its own are slower (the two measure
+    the same code but for a constant); the kernel's own wins ties."""
     import numpy as np
 
     import tefuse
@@ -198,7 +199,10 @@ def test_build_takes_a_record_of_a_kernel_alike_but_for_its_folded_constants(tmp
     choice = choose_schedule(other, target, db)
     assert (choice.source, choice.config.index, choice.record_key) == ("tuned", cfg.index, structure_key(other.group))
     db.append(TuningRecord(workload_key(other.group), tk, "gpu0", t.name, own.to_json(), own.index, [2e-3]))
-    choice = choose_schedule(other, target, db)  # its own record, slower though it is
+    choice = choose_schedule(other, target, db)  # a record of its own, slower: its like's config wins
+    assert (choice.source, choice.config.index, choice.record_key) == ("tuned", cfg.index, structure_key(other.group))
+    db.append(TuningRecord(workload_key(other.group), tk, "gpu0", t.name, own.to_json(), own.index, [5e-4]))
+    choice = choose_schedule(other, target, db)  # faster than its like's: its own
     assert (choice.source, choice.config.index, choice.record_key) == ("tuned", own.index, None)
     # a size bucket's variant asks for its structure at the bucket's sizes first (driver._choose)
     at = "fixed-size structure"

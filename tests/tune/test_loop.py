@@ -392,3 +392,8 @@ def test_a_recalibrated_kernel_resumes_from_its_structures_records(tmp_path):
     before = {r.config_index for r in recs if r.workload == first[0].workload}
     after = [r.config_index for r in recs if r.workload == again.workload]
     assert len(before) == 4 and len(after) == 2 and not before & set(after)
+    # the build takes the fastest of both workloads' records: the like's measurements count too
+    from tefuse.codegen.schedule import choose_schedule
+
+    fastest = min((r for r in recs if r.ok), key=lambda r: r.median_cost)
+    assert choose_schedule(again.lowered, again.target, Database(log)).config.index == fastest.config_index
