@@ -147,7 +147,7 @@ def _records(db, target: str, pairs) -> list:
                                                      [r for r in [db.best(k, target)] if r is not None])]
         alike = [(s, r) for r in by_structure(s, target) if r.workload not in keys] \
             if by_structure is not None and s is not None else []
-        out += sorted(own + alike, key=lambda kr: kr[1].median_cost)  # stable: own first on ties
+        out += sorted(own + alike, key=lambda kr: kr[1].median_cost) if alike else own  # stable: own first on ties
     return out
 
 

@@ -208,7 +208,6 @@ def _settings(args: argparse.Namespace):
 def _budget_tasks(graphs: dict, target) -> tuple[list, dict]:
     """The kernels of every batch size's graph as one list (a kernel two batch sizes share
     once, its weight summed), and the batch size each came from (by workload)."""
-    from ..fusion.workload import workload_key
     from ..options import BuildOptions
     from ..tune.task import as_tasks
 
@@ -217,10 +216,7 @@ def _budget_tasks(graphs: dict, target) -> tuple[list, dict]:
     for b, graph in graphs.items():
         for t in as_tasks(graph, target, options):
             if t.structure in tasks:  # alike but for folded constants: one task (fusion/workload.py)
-                kept = tasks[t.structure]
-                kept.weight += t.weight
-                known = {kept.workload, *(workload_key(m) for m in kept.members)}
-                kept.members += [g for g in (t.group, *t.members) if workload_key(g) not in known]
+                tasks[t.structure].stand_for([t.group, *t.members], t.weight)
             else:
                 tasks[t.structure], batch_of[t.workload] = t, b
     return list(tasks.values()), batch_of

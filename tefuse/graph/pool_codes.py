@@ -41,12 +41,9 @@ def _swappable(q: Node, readers: dict[int, int]) -> bool:
 def quantize_before_max_pool(graph: Graph) -> Graph:
     """The graph with each max pool whose only reader quantizes it to int8 / uint8 (one scale)
     computed on the codes instead (see the module)."""
-    readers: dict[int, int] = {}
-    for n in graph.nodes:
-        for i in n.inputs:
-            readers[id(i)] = readers.get(id(i), 0) + 1
-    for o in graph.outputs:
-        readers[id(o)] = readers.get(id(o), 0) + 1
+    readers = {id(n): len(c) for n, c in graph.consumers().items()}
+    for o in graph.outputs:  # a graph output is read by the caller
+        readers[id(o)] += 1
     if not any(_swappable(n, readers) for n in graph.nodes if n.is_op):
         return graph
 

@@ -56,6 +56,16 @@ class Task:
     def target_key(self) -> str:
         return target_key(self.target)
 
+    def stand_for(self, groups: Sequence[FusedGroup], weight: int) -> None:
+        """Count `weight` more kernels for this task, `groups` (of its structure) among its
+        members where their workload is not yet."""
+        self.weight += weight
+        known = {self.workload, *(workload_key(m) for m in self.members)}
+        for g in groups:
+            if workload_key(g) not in known:
+                known.add(workload_key(g))
+                self.members.append(g)
+
     @functools.cached_property
     def structure(self) -> str:
         """The workload's structure key, written into its records (fusion.workload.structure_key)."""
@@ -136,9 +146,7 @@ def extract_tasks(graph: Graph, target: TargetLike, *, prologue: ProloguePolicy 
     for g in fuse_graph(graph, prologue=prologue_policy(tgt, prologue), multi_output=multi_output):
         key = structure_key(g)
         if key in tasks:
-            tasks[key].weight += 1
-            if workload_key(g) not in {tasks[key].workload, *map(workload_key, tasks[key].members)}:
-                tasks[key].members.append(g)
+            tasks[key].stand_for([g], 1)
             continue
         tasks[key] = task_from_group(g, tgt, options)
     out = list(tasks.values())
