@@ -168,7 +168,8 @@ rpc-scaleout)
   trap 'for p in $GROUPS_STARTED; do kill -- -$p 2>/dev/null; done' EXIT
   sleep 8
   python3 -m tefuse.bench.scaleout --devices 0 --rpc 127.0.0.1:9190 --key local --trials "${TRIALS_RPC:-48}" \
-    --servers "$GPUS" --json "$OUT/scaleout_rpc.json" 2>&1 | grep -v " INFO" | tail -4
+    --servers "$GPUS" --json "$OUT/scaleout_rpc.json" > "$OUT/scaleout_rpc.log" 2>&1  # whole: a failure's traceback
+  grep -v " INFO" "$OUT/scaleout_rpc.log" | tail -4
   ;;
 builds)
   F=" INFO\|schedule:\|Warning\|warn\|torch.onnx"
