@@ -85,8 +85,8 @@ def choose_schedule(lowered: LoweredGroup, target: tvm.target.Target,
                     db: Optional[BestRecordSource] = None, options: BuildOptions = DEFAULT,
                     predictor: Optional[ConfigPredictor] = None,
                     record_key: Optional[str] = None, record_structure: Optional[str] = None) -> ScheduleChoice:
-    """The fastest record measured under `options` that fits a template (the kernel's own, else
-    one of a kernel of its structure: fusion.workload.structure_key), else the most
+    """The fastest record measured under `options` that fits a template (the kernel's own or one
+    of a kernel of its structure, fusion.workload.structure_key: `_records`), else the most
     preferred template's config that `predictor` picks (with options.transfer), else that
     template's fallback config. record_key: a workload whose records are tried before the
     kernel's own (a symbolic kernel's group at its size bucket's sizes: the records of the same

@@ -241,8 +241,8 @@ class Database:
             return list(self._by_structure.get((structure, target), ()))
 
     def ranked_structure(self, structure: str, target: str, device: Optional[str] = None) -> list[TuningRecord]:
-        """Usable records of the structure's workloads, fastest first: what build tries for a
-        kernel that has none of its own."""
+        """Usable records of the structure's workloads, fastest first: what build ranks beside
+        a kernel's own (codegen.schedule.choose_schedule)."""
         return _ranked(self.structure_records(structure, target), device)
 
     def measured_indices(self, workload: str, target: str, template: str) -> set[int]:

@@ -62,8 +62,9 @@ class Task:
         self.weight += weight
         known = {self.workload, *(workload_key(m) for m in self.members)}
         for g in groups:
-            if workload_key(g) not in known:
-                known.add(workload_key(g))
+            key = workload_key(g)
+            if key not in known:
+                known.add(key)
                 self.members.append(g)
 
     @functools.cached_property
