@@ -124,15 +124,19 @@ def test_float8_conversions_on_the_gpu_equal_onnx_saturating_cast(fmt):
     np.testing.assert_array_equal(got[~nan], want.astype(np.float32)[~nan])
 
 
+# Hopper's fp8 accumulator keeps about 14 bits of mantissa (DeepSeek-V3's measurement): a 4096-deep
+# product of standard-normal e4m3 codes summed whole in it lands 1.3e-3 (norm) from float32 sums
+# on an H200; a wrong product lands near 1
+FAST_ACCUM_NORM = 4e-3
+
+
 def test_a_fast_accumulation_fp8_product_stays_within_the_tensor_cores_accumulation_of_llvm():
     """fast_accum (ops/codes.fast_accumulation): the whole 4096-deep reduction in the tensor
-    cores' fp8 accumulator, within the gemm bench's tolerance (a norm) of llvm's float32 sums,
-    and its largest error within 3% of the largest output."""
+    cores' fp8 accumulator, within FAST_ACCUM_NORM (a norm) of llvm's float32 sums, and its
+    largest error within 3% of the largest output."""
     if not device_caps(make_target("cuda")).has_wgmma:
         pytest.skip("float8 products take the tensor cores on Hopper (wgmma) only")
     import ml_dtypes
-
-    from tefuse.bench.precision import QUANT_GEMM_TOLERANCE
 
     rng = np.random.default_rng(0)
     b = tefuse.GraphBuilder()
@@ -143,7 +147,7 @@ def test_a_fast_accumulation_fp8_product_stays_within_the_tensor_cores_accumulat
     cg = tefuse.build(graph, "cuda")
     assert [k.template for k in cg.kernels] == ["wgmma_gemm"] and "rowsum" not in cg.source("cuda")
     got, want = cg.run(x=x)[0], tefuse.build(graph, "llvm").run(x=x)[0]
-    assert np.linalg.norm(got - want) <= QUANT_GEMM_TOLERANCE * np.linalg.norm(want)
+    assert np.linalg.norm(got - want) <= FAST_ACCUM_NORM * np.linalg.norm(want)
     assert np.abs(got - want).max() <= 3e-2 * np.abs(want).max()
 
 
