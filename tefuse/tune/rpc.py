@@ -5,7 +5,9 @@ tvm.exec.rpc_server --tracker HOST:PORT --key KEY` once per device (one server p
 server measures one candidate at a time). An RPCRunner given the tracker opens a session on
 EVERY server the tracker holds under the key and spreads each batch over them
 (tune/parallel.py): each server measures one candidate at a time, results come back in the
-batch's order. Given one server's address instead, it measures there alone.
+batch's order. Given one server's address instead, it measures there alone. Each session is
+driven from a process of its own (tune/slot_process.py: the tuner's busy threads would
+otherwise hold up every call's return).
 
 A server that dies mid-run costs only its in-flight candidate: the session's loss is noticed
 (a failed remote call, then a failed liveness probe), the candidate goes to another server,
@@ -19,6 +21,7 @@ Notes on TVM 0.27: the tracker needs `tornado`; Server/Tracker.terminate() need 
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import os
@@ -34,6 +37,7 @@ from .measure import (RUNTIME_ERROR, BuildResult, MeasureResult, RunOptions, Run
                       measure_module)
 from .parallel import DeviceLost, DevicesLost, ParallelRunner, Slot
 from .remote_check import remote_check
+from .slot_process import ProcessSlot
 
 log = logging.getLogger(__name__)
 
@@ -323,7 +327,7 @@ class RPCRunner(ParallelRunner):
                  server: Optional[Address] = None, number: int = 0, repeat: int = 3,
                  min_repeat_ms: int = 20, timeout: float = 60.0, check: bool = True,
                  priority: int = 1, device: Optional[str] = None, acquire_timeout: float = 60.0,
-                 reacquire_timeout: float = 10.0, max_attempts: int = 2) -> None:
+                 reacquire_timeout: float = 10.0, max_attempts: int = 2, isolated: bool = True) -> None:
         if (tracker is None) == (server is None):
             raise ValueError("RPCRunner needs either tracker=(host, port) with key=..., or server=(host, port)")
         if tracker is not None and not key:
@@ -333,14 +337,22 @@ class RPCRunner(ParallelRunner):
         self.timeout = timeout
         self.priority = priority
         self.acquire_timeout, self.reacquire_timeout = acquire_timeout, reacquire_timeout
+        self.isolated = isolated
         super().__init__(self._open_slots, device or (f"rpc:{key}" if tracker else f"rpc:{server[0]}:{server[1]}"),
                          max_attempts)
 
-    def _slot(self) -> RPCSlot:
-        return RPCSlot(self.opts, self.key, self.tracker, self.server, self.priority, self.reacquire_timeout,
-                       self.timeout)
+    def _slot(self) -> Slot:
+        """A session's slot: with `isolated`, driven from a process of its own (slot_process.py
+        says why); else in this process."""
+        make = functools.partial(RPCSlot, self.opts, self.key, self.tracker, self.server, self.priority,
+                                 self.reacquire_timeout, self.timeout)
+        if not self.isolated:
+            return make()
+        name = f"{self.server[0]}:{self.server[1]}" if self.server else "rpc"
+        # the slot's own timeout bounds a silent server; this one, a worker that hangs beside it
+        return ProcessSlot(make, name, None if self.timeout is None else 2 * self.timeout + 60)
 
-    def _open_slots(self) -> list[RPCSlot]:
+    def _open_slots(self) -> list[Slot]:
         if self.server is not None:
             slot = self._slot()
             try:

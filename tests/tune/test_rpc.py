@@ -17,6 +17,7 @@ from tefuse.tune.loop import tune
 from tefuse.tune.measure import BuildResult, MeasureResult, RunSpec
 from tefuse.tune.parallel import DeviceLost, DevicesLost, ParallelRunner, Slot
 from tefuse.tune.rpc import RPCRunner, RPCSlot, start_local_rpc
+from tefuse.tune.slot_process import ProcessSlot
 
 
 
@@ -88,7 +89,7 @@ def test_a_server_killed_mid_run_costs_only_its_in_flight_candidate(tmp_path, bu
     rpc = start_local_rpc("tefuse-kill", servers=2)
     victim = f"127.0.0.1:{rpc.server_ports[1]}"
     seen: dict[str, int] = {}
-    real = RPCSlot.measure
+    real = ProcessSlot.measure  # the tuner's side of each session's measuring process
     lock = threading.Lock()
 
     def measure(slot, spec, kind, build, reference):
@@ -98,7 +99,7 @@ def test_a_server_killed_mid_run_costs_only_its_in_flight_candidate(tmp_path, bu
                 rpc.kill_server(1)  # in flight: the upload and run below hit a dead server
         return real(slot, spec, kind, build, reference)
 
-    monkeypatch.setattr(RPCSlot, "measure", measure)
+    monkeypatch.setattr(ProcessSlot, "measure", measure)
     try:
         runner = RPCRunner(key="tefuse-kill", tracker=rpc.tracker_address, min_repeat_ms=1,
                            reacquire_timeout=2)

@@ -1,0 +1,110 @@
+"""ProcessSlot: a slot driven from a spawned process (tune/slot_process.py)."""
+import functools
+import os
+import time
+
+import pytest
+
+from tefuse.tune.measure import MeasureResult
+from tefuse.tune.parallel import DeviceLost, ParallelRunner, Slot
+from tefuse.tune.slot_process import ProcessSlot
+
+
+class FakeSlot(Slot):
+    """Measures in the worker: its cost is the worker's pid; `how` makes it misbehave."""
+
+    def __init__(self, how: str = "") -> None:
+        self.how, self.name, self.acquired = how, "fake", 0
+
+    def acquire(self, wait):
+        self.acquired += 1
+        self.name = f"fake:{os.getpid()}"
+
+    def measure(self, spec, kind, build, reference):
+        if self.how == "exit":
+            os._exit(3)
+        if self.how == "hang":
+            time.sleep(60)
+        if self.how == "tvm":
+            raise ValueError("first line\nthe line that says why")
+        if self.how == "lost":
+            raise DeviceLost("server gone")
+        return MeasureResult(build.index, build.config, costs=[float(os.getpid()), float(self.acquired)])
+
+    def reacquire(self):
+        self.acquire(1)
+        return True
+
+
+class _Build:
+    def __init__(self, index):
+        self.index, self.config, self.ok, self.path = index, {"i": index}, True, ""
+
+
+def _slot(how="", timeout=None):
+    return ProcessSlot(functools.partial(FakeSlot, how), "fake", timeout)
+
+
+def test_the_slot_measures_in_another_process_and_names_itself_from_there():
+    slot = _slot()
+    try:
+        slot.acquire(5)
+        res = slot.measure(None, "llvm", _Build(4), None)
+        pid = int(res.costs[0])
+        assert pid != os.getpid() and slot.name == f"fake:{pid}"
+        assert res.index == 4 and res.costs[1] == 1.0  # the same slot object kept its state
+        assert int(slot.measure(None, "llvm", _Build(5), None).costs[0]) == pid  # one worker throughout
+    finally:
+        slot.close()
+
+
+def test_a_worker_that_dies_is_a_lost_device_and_reacquire_starts_a_fresh_one():
+    slot = _slot("exit")
+    try:
+        slot.acquire(5)
+        with pytest.raises(DeviceLost, match="measuring process died"):
+            slot.measure(None, "llvm", _Build(0), None)
+        assert slot.reacquire()  # a new worker whose slot acquires
+        old = slot.name
+        with pytest.raises(DeviceLost):
+            slot.measure(None, "llvm", _Build(1), None)
+        assert slot.reacquire() and slot.name != old
+    finally:
+        slot.close()
+
+
+def test_a_worker_that_stops_answering_is_killed_as_lost():
+    slot = _slot("hang", timeout=1.0)
+    try:
+        slot.acquire(5)
+        t0 = time.monotonic()
+        with pytest.raises(DeviceLost, match="no answer from the measuring process in 1s"):
+            slot.measure(None, "llvm", _Build(0), None)
+        assert time.monotonic() - t0 < 20
+    finally:
+        slot.close()
+
+
+def test_an_error_in_the_worker_comes_back_as_its_last_line_and_device_lost_as_itself():
+    slot, lost = _slot("tvm"), _slot("lost")
+    try:
+        slot.acquire(5)
+        with pytest.raises(RuntimeError) as err:
+            slot.measure(None, "llvm", _Build(0), None)
+        assert str(err.value) == "the line that says why"
+        lost.acquire(5)
+        with pytest.raises(DeviceLost, match="server gone"):
+            lost.measure(None, "llvm", _Build(0), None)
+    finally:
+        slot.close()
+        lost.close()
+
+
+def test_a_parallel_runner_spreads_a_batch_over_process_slots():
+    slots = [_slot(), _slot()]
+    for s in slots:
+        s.acquire(5)
+    with ParallelRunner(lambda: slots) as runner:
+        out = runner.run(None, "llvm", [_Build(i) for i in range(6)])
+    assert [r.index for r in out] == list(range(6))
+    assert len({int(r.costs[0]) for r in out}) == 2 and sum(runner.counts.values()) == 6
