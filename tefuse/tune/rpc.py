@@ -296,9 +296,16 @@ class RPCSlot(Slot):
         sess = self.sess
         self._keep(spec, kind)
         try:
+            new = len(self._cache)
+            t0 = time.perf_counter()
             dev, ins = self._inputs(spec, kind)
+            t1 = time.perf_counter()
             ref = self._reference(spec, kind, reference) if self.opts.check else None
+            t2 = time.perf_counter()
             check = self._checker(spec, kind, ref, reference) if ref is not None else None
+            if len(self._cache) != new:  # a workload readied on this server: what it cost, once
+                log.info("rpc %s: %s readied in %.2fs (inputs %.2fs, reference %.2fs, output check %.2fs)",
+                         self.name, spec.key, time.perf_counter() - t0, t1 - t0, t2 - t1, time.perf_counter() - t2)
         except Exception as e:  # noqa: BLE001 - connection lost
             self._drop()
             raise DeviceLost(last_line(e)) from None

@@ -16,6 +16,7 @@ next reacquire starts a fresh one.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import logging
 import multiprocessing as mp
 import os
 from typing import Callable, Optional
@@ -27,10 +28,23 @@ from .procs import die_with_parent, ignore_sigint
 _SLOT: dict = {}  # in the worker: "slot" -> the slot it drives
 
 
-def _init(parent_pid: int, make: Callable[[], Slot]) -> None:
+def _init(parent_pid: int, make: Callable[[], Slot], level: int, fmt: str) -> None:
     ignore_sigint()
     die_with_parent(parent_pid)
+    logging.basicConfig(level=level, format=fmt)  # the slot's messages, as the tuner shows its own
     _SLOT["slot"] = make()
+
+
+def _log_setup() -> tuple[int, str]:
+    """The tuner's level for tefuse's messages and its first handler's format: the worker logs
+    to the same stderr the same way."""
+    level = logging.getLogger("tefuse").getEffectiveLevel()
+    for logger in (logging.getLogger("tefuse"), logging.getLogger()):
+        for h in logger.handlers:
+            fmt = getattr(h.formatter, "_fmt", None)
+            if fmt:
+                return level, fmt
+    return level, "%(message)s"
 
 
 def _call(method: str, args: tuple):
@@ -60,7 +74,7 @@ class ProcessSlot(Slot):
     def _get_pool(self) -> cf.ProcessPoolExecutor:
         if self._pool is None:
             self._pool = cf.ProcessPoolExecutor(1, mp_context=mp.get_context("spawn"), initializer=_init,
-                                                initargs=(os.getpid(), self.make))
+                                                initargs=(os.getpid(), self.make, *_log_setup()))
         return self._pool
 
     def _kill(self) -> None:
