@@ -39,3 +39,11 @@ def ignore_sigint() -> None:
 class WorkersClosed(RuntimeError):
     """The builder or runner was closed (the tuner was interrupted) while a batch was in
     flight: that batch has no results to record."""
+
+
+def kill_pool(pool) -> None:
+    """End a ProcessPoolExecutor's workers now (one hung or killed mid-measurement) and shut it
+    down without waiting for them."""
+    for proc in list(getattr(pool, "_processes", {}).values()):
+        proc.kill()
+    pool.shutdown(wait=False, cancel_futures=True)

@@ -20,7 +20,7 @@ from typing import Optional, Sequence
 
 from .measure import (RUNTIME_ERROR, TIMEOUT, BuildResult, MeasureResult, RunOptions, RunSpec,
                       last_line, measure_module)
-from .procs import WorkersClosed, die_with_parent, ignore_sigint
+from .procs import WorkersClosed, die_with_parent, ignore_sigint, kill_pool
 
 log = logging.getLogger(__name__)
 
@@ -140,9 +140,7 @@ class LocalRunner:
 
     def _kill_pool(self) -> None:
         if self._pool is not None:
-            for p in list(getattr(self._pool, "_processes", {}).values()):
-                p.kill()
-            self._pool.shutdown(wait=False, cancel_futures=True)
+            kill_pool(self._pool)
             self._pool = None
 
     def run(self, spec: RunSpec, target_kind: str, builds: Sequence[BuildResult],

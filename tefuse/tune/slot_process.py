@@ -23,7 +23,7 @@ from typing import Callable, Optional
 
 from .measure import BuildResult, MeasureResult, RunSpec, last_line
 from .parallel import DeviceLost, Slot
-from .procs import die_with_parent, ignore_sigint
+from .procs import die_with_parent, ignore_sigint, kill_pool
 
 _SLOT: dict = {}  # in the worker: "slot" -> the slot it drives
 
@@ -79,9 +79,7 @@ class ProcessSlot(Slot):
 
     def _kill(self) -> None:
         if self._pool is not None:
-            for p in list(getattr(self._pool, "_processes", {}).values()):
-                p.kill()
-            self._pool.shutdown(wait=False, cancel_futures=True)
+            kill_pool(self._pool)
             self._pool = None
 
     def _call(self, method: str, *args, timeout: Optional[float] = None):
