@@ -29,6 +29,8 @@ class FakeSlot(Slot):
             raise ValueError("first line\nthe line that says why")
         if self.how == "lost":
             raise DeviceLost("server gone")
+        if self.how == "slow":  # a measurement's time: every slot of a runner gets a share
+            time.sleep(0.2)
         return MeasureResult(build.index, build.config, costs=[float(os.getpid()), float(self.acquired)])
 
     def reacquire(self):
@@ -101,7 +103,7 @@ def test_an_error_in_the_worker_comes_back_as_its_last_line_and_device_lost_as_i
 
 
 def test_a_parallel_runner_spreads_a_batch_over_process_slots():
-    slots = [_slot(), _slot()]
+    slots = [_slot("slow"), _slot("slow")]
     for s in slots:
         s.acquire(5)
     with ParallelRunner(lambda: slots) as runner:
