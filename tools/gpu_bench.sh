@@ -15,7 +15,8 @@
 #     no record covers a kernel (QUANT_TRIALS, 24, each), one precision a GPU, then the quantized
 #     table at batch 1, 32 and 256 in one process; the tuning logs land in $OUT for distilling
 #     into the shipped ones. QUANT_MODEL=vit_b_16 QUANT_BATCH=32: ViT-B/16's kernels (one task a
-#     structure: its layers' scales apart), then its table at that batch
+#     structure: its layers' scales apart), then its table at that batch; QUANT_MODEL=bert: the
+#     zoo's BERT-base; QUANT_FAST=1: fp8 with fast accumulation (tuning and table)
 #   bash tools/gpu_bench.sh quant-transformers # BERT-base (zoo suite) and ViT-B/16 (models suite) at
 #     batch 32 in int8, fp8, fp8 with --fp8-fast-accum and fp16, each model's rows in one process
 #   bash tools/gpu_bench.sh rpc-scaleout # ResNet-50's kernels tuned on the first GPU locally, then
@@ -119,14 +120,16 @@ tuned-zoo)
   ;;
 tune-quant)
   QUANT_MODEL=${QUANT_MODEL:-resnet50}
+  SUITE=models; case "$QUANT_MODEL" in bert|distilbert|gpt2) SUITE=zoo;; esac  # transformers: the zoo's
+  FAST=${QUANT_FAST:+--fp8-fast-accum}  # QUANT_FAST=1: fp8's kernels with fast accumulation
   GPUS=$(nvidia-smi -L | wc -l)
   [ "$GPUS" -gt 0 ] || { echo "tune-quant: no GPU"; exit 1; }
   k=0
   for prec in int8 fp8; do  # one precision a GPU where there are two, else one after the other
     mkdir -p "/tmp/tefuse/$prec"  # a workdir each: both export the model
     CUDA_VISIBLE_DEVICES=$((k % GPUS)) TEFUSE_USER_DB="$OUT/quant_tuning_$prec.jsonl" timeout "$TUNE_SECONDS" \
-      python3 -m tefuse.bench.precision models --models "$QUANT_MODEL" --precision "$prec" --batch "${QUANT_BATCH:-256}" \
-      --no-compile --tune "${QUANT_TRIALS:-24}" --untuned-only --workdir "/tmp/tefuse/$prec" \
+      python3 -m tefuse.bench.precision $SUITE --models "$QUANT_MODEL" --precision "$prec" --batch "${QUANT_BATCH:-256}" \
+      --no-compile --tune "${QUANT_TRIALS:-24}" --untuned-only $FAST --workdir "/tmp/tefuse/$prec" \
       --json "/tmp/tefuse/quant_tuned_$prec.json" > "/tmp/tefuse/quant_$prec.log" 2>&1 &
     k=$((k + 1))
     [ "$GPUS" -gt 1 ] || wait
@@ -135,9 +138,9 @@ tune-quant)
   # the table: every precision in one process, on both logs' records
   cat "$OUT"/quant_tuning_*.jsonl > /tmp/tefuse/quant_user.jsonl
   BATCHES_Q="1 32 ${QUANT_BATCH:-256}"; [ "$QUANT_MODEL" = resnet50 ] || BATCHES_Q=${QUANT_BATCH:-256}
-  TEFUSE_USER_DB=/tmp/tefuse/quant_user.jsonl python3 -m tefuse.bench.precision models --models "$QUANT_MODEL" \
-    --precision int8 fp8 fp16 --batch $BATCHES_Q --no-compile --workdir /tmp/tefuse \
-    --json "$OUT/models_quant_${QUANT_MODEL}.json" 2>&1 | grep "^models "
+  TEFUSE_USER_DB=/tmp/tefuse/quant_user.jsonl python3 -m tefuse.bench.precision $SUITE --models "$QUANT_MODEL" \
+    --precision int8 fp8 fp16 --batch $BATCHES_Q --no-compile $FAST --workdir /tmp/tefuse \
+    --json "$OUT/models_quant_${QUANT_MODEL}.json" 2>&1 | grep "^$SUITE "
   ;;
 quant-transformers)
   for fast in "" --fp8-fast-accum; do  # (the flag applies to every fp8 row of a run)

@@ -561,10 +561,11 @@ UNTUNED_ZOO = ("resnext50_32x4d", "wide_resnet50_2", "regnet_y_400mf", "efficien
 
 
 def zoo_model_case(name: str, batch: int, precision: str, workdir: Path, db=None, compile_peer: bool = True,
-                   small: bool = False, tune_minutes: float = 0.0, tuning=None, fp8_fast_accum: bool = False) -> Row:
+                   small: bool = False, tune_minutes: float = 0.0, tuning=None, fp8_fast_accum: bool = False,
+                   tune_trials: int = 0) -> Row:
     """A model zoo entry (tefuse/bench/zoo.py: torchvision and transformers, seeded random weights)
     at `batch`, exported in float32, built by tefuse with `precision` (its kernels tuned first for
-    tune_minutes, as `tefuse tune --minutes` would), checked against onnxruntime (float32), timed
+    tune_minutes, as `tefuse tune --minutes` would, or tune_trials a kernel), checked against onnxruntime (float32), timed
     against the same module in PyTorch in that precision (image models channels_last), the better
     of its CUDA graph and torch.compile, each taken in turn with tefuse's CUDA graph. int8 / fp8:
     calibrated on seeded inputs of the zoo's kinds (`zoo_calibration`), against PyTorch in fp16;
@@ -586,7 +587,8 @@ def zoo_model_case(name: str, batch: int, precision: str, workdir: Path, db=None
     model = onnx.load(str(path))
     quant = {"calibration": zoo_calibration(name, small, workdir), "fp8_fast_accum": fp8_fast_accum} \
         if precision in QUANT_PEERS else {}
-    report = tune_first(import_onnx(model), precision, db, 0, tuning, tune_minutes, **quant) if tune_minutes else None
+    report = tune_first(import_onnx(model), precision, db, tune_trials, tuning, tune_minutes, **quant) \
+        if tune_minutes or tune_trials else None
     t0 = time.perf_counter()
     cg = build(import_onnx(model), "cuda", db=db, precision=precision, **quant)
     build_s = time.perf_counter() - t0
@@ -758,7 +760,7 @@ def main(argv=None) -> int:
                         "allow it in N slices), to measure a count against the policy's")
     p.add_argument("--no-db", action="store_true")
     p.add_argument("--tune", type=int, default=0, metavar="TRIALS",
-                   help="conv, plan, gemm, attention, models: tune each case's kernels first (TRIALS "
+                   help="conv, plan, gemm, attention, models, zoo: tune each case's kernels first (TRIALS "
                         "measurements each) into the user database")
     p.add_argument("--fp8-fast-accum", action="store_true",
                    help="fp8: products summed whole in the tensor cores' accumulator (tefuse build's "
@@ -883,7 +885,7 @@ def run_suites(args, db, tuning, attempt) -> None:
                     fast = args.fp8_fast_accum and prec == "fp8"
                     attempt("zoo", name + (" fast_accum" if fast else ""), prec, b, lambda: zoo_model_case(
                         name, b, prec, Path(args.workdir), db, not args.no_compile, False, args.tune_minutes, tuning,
-                        fast))
+                        fast, tune_trials=args.tune))
         else:
             for name in sharded(args.models or ["resnet50", "vit_b_16"], args.shard):
                 for b in args.batch:

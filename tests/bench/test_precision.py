@@ -155,7 +155,7 @@ def test_zoo_suite_runs_the_untuned_list_by_default(monkeypatch, tmp_path):
 
     seen = []
 
-    def fake_case(name, b, prec, workdir, db, compile_peer, *_):
+    def fake_case(name, b, prec, workdir, db, compile_peer, *_, **__):
         seen.append((name, b, prec, db, compile_peer))
         return _row(name, 1.0, 2.0)
 
@@ -209,7 +209,7 @@ def test_zoo_shards_split_the_list_and_merge_into_one_table(monkeypatch, tmp_pat
     seen = []
     ratio = {"bert": 2.0, "gpt2": 0.5, "swin_t": 1.0}
 
-    def fake_case(name, b, prec, workdir, db, compile_peer, *_):
+    def fake_case(name, b, prec, workdir, db, compile_peer, *_, **__):
         seen.append(name)
         return _row(name, ratio[name], 1.0)
 
@@ -245,7 +245,7 @@ def test_resume_keeps_measured_cases_and_runs_failed_and_missing_ones(monkeypatc
     write_json([Row("zoo", "bert", "fp16", 1, 2.0, 1.0, "torch", 1e-3, True), failed], str(out))
     seen = []
 
-    def fake_case(name, b, prec, workdir, db, compile_peer, *_):
+    def fake_case(name, b, prec, workdir, db, compile_peer, *_, **__):
         seen.append(name)
         return Row("zoo", name, prec, b, 1.0, 1.0, "torch", 1e-3, True)
 
@@ -331,8 +331,8 @@ def test_zoo_tunes_each_model_and_batch_for_the_minutes_asked(monkeypatch):
         def __exit__(self, *exc):
             return None
 
-    def fake_case(name, b, prec, workdir, db, compile_peer, small, tune_minutes, tuning, fast=False):
-        seen.append((name, b, db, tune_minutes, tuning))
+    def fake_case(name, b, prec, workdir, db, compile_peer, small, tune_minutes, tuning, fast=False, tune_trials=0):
+        seen.append((name, b, db, tune_minutes or tune_trials, tuning))
         return _row(name, 1.0, 2.0)
 
     monkeypatch.setattr(precision, "TuningTools", FakeTools)
@@ -340,6 +340,9 @@ def test_zoo_tunes_each_model_and_batch_for_the_minutes_asked(monkeypatch):
     assert precision.main(["zoo", "--models", "bert", "gpt2", "--batch", "1", "32", "--tune-minutes", "10"]) == 0
     assert len(tools) == 1
     assert seen == [(n, b, "default", 10.0, tools[0]) for n in ("bert", "gpt2") for b in (1, 32)]
+    seen.clear()  # or trials a kernel, where no record covers a kernel (a quantized model's records)
+    assert precision.main(["zoo", "--models", "bert", "--batch", "32", "--tune", "8", "--untuned-only"]) == 0
+    assert seen == [("bert", 32, "default", 8, tools[1])]
     for argv in (["conv", "--tune-minutes", "1"], ["zoo", "--tune-minutes", "1", "--no-db"],
                  ["zoo", "--tune-minutes", "1", "--tune", "8"]):
         with pytest.raises(SystemExit):
@@ -368,7 +371,7 @@ def test_the_zoo_suite_runs_quantized_precisions_with_fast_accumulation_when_ask
 
     seen = []
 
-    def fake_case(name, b, prec, workdir, db, compile_peer, small, minutes, tuning, fast=False):
+    def fake_case(name, b, prec, workdir, db, compile_peer, small, minutes, tuning, fast=False, tune_trials=0):
         seen.append((name, prec, fast))
         return _row(name + (" fast_accum" if fast else ""), 1.0, 2.0)
 
