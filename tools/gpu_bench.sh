@@ -121,13 +121,13 @@ tuned-zoo)
 tune-quant)
   QUANT_MODEL=${QUANT_MODEL:-resnet50}
   SUITE=models; case "$QUANT_MODEL" in bert|distilbert|gpt2) SUITE=zoo;; esac  # transformers: the zoo's
-  FAST=${QUANT_FAST:+--fp8-fast-accum}  # QUANT_FAST=1: fp8's kernels with fast accumulation
+  FAST=; TAG=; [ "${QUANT_FAST:-0}" = 1 ] && FAST=--fp8-fast-accum TAG=_fast  # fp8 with fast accumulation
   GPUS=$(nvidia-smi -L | wc -l)
   [ "$GPUS" -gt 0 ] || { echo "tune-quant: no GPU"; exit 1; }
   k=0
   for prec in int8 fp8; do  # one precision a GPU where there are two, else one after the other
     mkdir -p "/tmp/tefuse/$prec"  # a workdir each: both export the model
-    CUDA_VISIBLE_DEVICES=$((k % GPUS)) TEFUSE_USER_DB="$OUT/quant_tuning_$prec.jsonl" timeout "$TUNE_SECONDS" \
+    CUDA_VISIBLE_DEVICES=$((k % GPUS)) TEFUSE_USER_DB="$OUT/quant_tuning_$prec$TAG.jsonl" timeout "$TUNE_SECONDS" \
       python3 -m tefuse.bench.precision $SUITE --models "$QUANT_MODEL" --precision "$prec" --batch "${QUANT_BATCH:-256}" \
       --no-compile --tune "${QUANT_TRIALS:-24}" --untuned-only $FAST --workdir "/tmp/tefuse/$prec" \
       --json "/tmp/tefuse/quant_tuned_$prec.json" > "/tmp/tefuse/quant_$prec.log" 2>&1 &
@@ -140,7 +140,7 @@ tune-quant)
   BATCHES_Q="1 32 ${QUANT_BATCH:-256}"; [ "$QUANT_MODEL" = resnet50 ] || BATCHES_Q=${QUANT_BATCH:-256}
   TEFUSE_USER_DB=/tmp/tefuse/quant_user.jsonl python3 -m tefuse.bench.precision $SUITE --models "$QUANT_MODEL" \
     --precision int8 fp8 fp16 --batch $BATCHES_Q --no-compile $FAST --workdir /tmp/tefuse \
-    --json "$OUT/models_quant_${QUANT_MODEL}.json" 2>&1 | grep "^$SUITE "
+    --json "$OUT/models_quant_${QUANT_MODEL}$TAG.json" 2>&1 | grep "^$SUITE "
   ;;
 quant-transformers)
   for fast in "" --fp8-fast-accum; do  # (the flag applies to every fp8 row of a run)

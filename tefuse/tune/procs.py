@@ -44,6 +44,6 @@ class WorkersClosed(RuntimeError):
 def kill_pool(pool) -> None:
     """End a ProcessPoolExecutor's workers now (one hung or killed mid-measurement) and shut it
     down without waiting for them."""
-    for proc in list(getattr(pool, "_processes", {}).values()):
+    for proc in list((getattr(pool, "_processes", None) or {}).values()):  # None once shut down
         proc.kill()
     pool.shutdown(wait=False, cancel_futures=True)

@@ -357,7 +357,8 @@ class RPCRunner(ParallelRunner):
             return make()
         name = f"{self.server[0]}:{self.server[1]}" if self.server else "rpc"
         # the slot's own timeout bounds a silent server; this one, a worker that hangs beside it
-        return ProcessSlot(make, name, None if self.timeout is None else 2 * self.timeout + 60)
+        return ProcessSlot(make, name, None if self.timeout is None else 2 * self.timeout + 60,
+                           self.reacquire_timeout)
 
     def _open_slots(self) -> list[Slot]:
         if self.server is not None:
@@ -365,6 +366,7 @@ class RPCRunner(ParallelRunner):
             try:
                 slot.acquire(self.acquire_timeout)
             except Exception as e:  # noqa: BLE001
+                slot.close()  # its measuring process, where it has one
                 raise DevicesLost(f"cannot reach the RPC server at {self.server[0]}:{self.server[1]}: "
                                   f"{last_line(e)}") from None
             return [slot]
@@ -378,11 +380,12 @@ class RPCRunner(ParallelRunner):
         slots = [self._slot() for _ in servers]
         errors: list[str] = []
 
-        def acquire(slot: RPCSlot) -> None:
+        def acquire(slot: Slot) -> None:
             try:
                 slot.acquire(self.acquire_timeout)
             except Exception as e:  # noqa: BLE001
                 slot.dead = True
+                slot.close()  # its measuring process, where it has one
                 errors.append(last_line(e) if str(e) else type(e).__name__)
 
         threads = [threading.Thread(target=acquire, args=(s,), daemon=True) for s in slots]

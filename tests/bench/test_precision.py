@@ -323,6 +323,7 @@ def test_zoo_tunes_each_model_and_batch_for_the_minutes_asked(monkeypatch):
 
     class FakeTools:
         def __init__(self, tuner, only, untuned_only=False):
+            self.untuned_only = untuned_only
             tools.append(self)
 
         def __enter__(self):
@@ -332,17 +333,17 @@ def test_zoo_tunes_each_model_and_batch_for_the_minutes_asked(monkeypatch):
             return None
 
     def fake_case(name, b, prec, workdir, db, compile_peer, small, tune_minutes, tuning, fast=False, tune_trials=0):
-        seen.append((name, b, db, tune_minutes or tune_trials, tuning))
+        seen.append((name, b, db, tune_minutes, tune_trials, tuning))
         return _row(name, 1.0, 2.0)
 
     monkeypatch.setattr(precision, "TuningTools", FakeTools)
     monkeypatch.setattr(precision, "zoo_model_case", fake_case)
     assert precision.main(["zoo", "--models", "bert", "gpt2", "--batch", "1", "32", "--tune-minutes", "10"]) == 0
     assert len(tools) == 1
-    assert seen == [(n, b, "default", 10.0, tools[0]) for n in ("bert", "gpt2") for b in (1, 32)]
+    assert seen == [(n, b, "default", 10.0, 0, tools[0]) for n in ("bert", "gpt2") for b in (1, 32)]
     seen.clear()  # or trials a kernel, where no record covers a kernel (a quantized model's records)
     assert precision.main(["zoo", "--models", "bert", "--batch", "32", "--tune", "8", "--untuned-only"]) == 0
-    assert seen == [("bert", 32, "default", 8, tools[1])]
+    assert seen == [("bert", 32, "default", 0.0, 8, tools[1])] and tools[1].untuned_only
     for argv in (["conv", "--tune-minutes", "1"], ["zoo", "--tune-minutes", "1", "--no-db"],
                  ["zoo", "--tune-minutes", "1", "--tune", "8"]):
         with pytest.raises(SystemExit):

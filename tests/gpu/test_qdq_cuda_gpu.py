@@ -124,9 +124,11 @@ def test_float8_conversions_on_the_gpu_equal_onnx_saturating_cast(fmt):
     np.testing.assert_array_equal(got[~nan], want.astype(np.float32)[~nan])
 
 
-# Hopper's fp8 accumulator keeps about 14 bits of mantissa (DeepSeek-V3's measurement): a 4096-deep
-# product of standard-normal e4m3 codes summed whole in it lands 1.3e-3 (norm) from float32 sums
-# on an H200; a wrong product lands near 1
+# Hopper's fp8 accumulator keeps about 14 bits of mantissa (DeepSeek-V3's measurement): this
+# 4096-deep product of standard-normal e4m3 codes, summed whole in it, lands 1.3e-3 (norm) from
+# float32 sums on an H200. The bound is that measurement with room, not a derivation: emulated on
+# the CPU, a truncating accumulator of 14 bits gives 8e-4 to 3.2e-3 (adding 128- or 32-deep
+# partial sums), of 13 bits 6.4e-3. A wrong product lands near 1.
 FAST_ACCUM_NORM = 4e-3
 
 

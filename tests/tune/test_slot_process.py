@@ -1,7 +1,11 @@
 """ProcessSlot: a slot driven from a spawned process (tune/slot_process.py)."""
 import functools
+import logging
 import os
+import signal
 import time
+
+import threading
 
 import pytest
 
@@ -31,6 +35,9 @@ class FakeSlot(Slot):
             raise DeviceLost("server gone")
         if self.how == "slow":  # a measurement's time: every slot of a runner gets a share
             time.sleep(0.2)
+        if self.how == "log":
+            logging.getLogger("tefuse.tune.fake").info("readied %d", build.index)
+            logging.getLogger("tefuse.tune.fake").debug("below the tuner's level")
         return MeasureResult(build.index, build.config, costs=[float(os.getpid()), float(self.acquired)])
 
     def reacquire(self):
@@ -110,3 +117,56 @@ def test_a_parallel_runner_spreads_a_batch_over_process_slots():
         out = runner.run(None, "llvm", [_Build(i) for i in range(6)])
     assert [r.index for r in out] == list(range(6))
     assert len({int(r.costs[0]) for r in out}) == 2 and sum(runner.counts.values()) == 6
+
+
+def test_a_worker_killed_while_idle_is_a_lost_device_not_an_error_of_each_later_candidate():
+    slot = _slot()
+    try:
+        slot.acquire(5)
+        pid = int(slot.measure(None, "llvm", _Build(0), None).costs[0])
+        os.kill(pid, signal.SIGKILL)
+        time.sleep(0.5)
+        with pytest.raises(DeviceLost):
+            slot.measure(None, "llvm", _Build(1), None)
+        assert slot.reacquire()
+        assert int(slot.measure(None, "llvm", _Build(2), None).costs[0]) not in (pid, os.getpid())
+    finally:
+        slot.close()
+
+
+def test_closing_a_busy_slot_kills_its_worker_at_once_and_it_starts_no_other():
+    slot = _slot("hang")
+    slot.acquire(5)
+    done = []
+    t = threading.Thread(target=lambda: done.append(pytest.raises(DeviceLost, slot.measure, None, "llvm",
+                                                                  _Build(0), None)))
+    t.start()
+    time.sleep(1.0)  # the worker is measuring
+    t0 = time.monotonic()
+    slot.close()
+    t.join(10)
+    assert time.monotonic() - t0 < 5 and done and not t.is_alive()
+    assert not slot.reacquire() and slot._pool is None
+
+
+def test_the_runner_keeps_a_slot_it_retired_dead():
+    slot = _slot()
+    try:
+        slot.acquire(5)
+        slot.dead = True
+        slot.measure(None, "llvm", _Build(0), None)
+        assert slot.dead
+    finally:
+        slot.close()
+
+
+def test_what_the_workers_slot_logs_is_logged_here_at_the_tuners_level(caplog):
+    caplog.set_level(logging.INFO, logger="tefuse")
+    slot = _slot("log")
+    try:
+        slot.acquire(5)
+        slot.measure(None, "llvm", _Build(7), None)
+    finally:
+        slot.close()
+    got = [(r.name, r.levelno, r.getMessage()) for r in caplog.records if r.name == "tefuse.tune.fake"]
+    assert got == [("tefuse.tune.fake", logging.INFO, "readied 7")]
