@@ -7,12 +7,19 @@ held a candidate 0.14-0.15 s against a local GPU's 0.12 s, and two servers gave 
 GPU. Here the reference outputs stay on the server, a small kernel built for the task's target
 counts the elements `check_outputs` would call different, and only the counts (one int32 per
 1024 elements) come back; the outputs are copied only when some differ, for the message.
+
+The counter is built for an output's type and rank, its shape and reference scale being call
+arguments: a process builds a few for a whole run and a session loads each once, where one a
+workload cost a device compile each time a server readied a workload.
 """
 from __future__ import annotations
 
+import functools
+import json
 import logging
 import os
 import tempfile
+import threading
 from typing import Callable, Optional
 
 import numpy as np
@@ -29,19 +36,23 @@ def _rows(shape) -> int:
     return -(-max(1, int(np.prod(shape))) // ROW)
 
 
-def _differs(g, r, dtype: str, shape: list[int], scale: float):
+def _differs(g, r, dtype: str, dims: list, scale, rows):
     """(i, j) -> 1 where output element j * rows + i differs from the reference, else 0."""
     from tvm import tirx as tir
 
-    n, rows = max(1, int(np.prod(shape))), _rows(shape)
+    strides = [tir.const(1, "int64")]  # row-major: each dim's stride, the last's first
+    for d in reversed(dims[1:]):
+        strides.append(strides[-1] * d)
+    strides.reverse()
+    n = strides[0] * dims[0] if dims else tir.const(1, "int64")
 
     def at(i, j):
         flat = j * rows + i  # neighbouring rows (threads) read neighbouring elements
-        idx, rest = [], tir.min(flat, n - 1)
-        for d in reversed(shape):
-            idx.append(tir.floormod(rest, d))
-            rest = tir.floordiv(rest, d)
-        a, b = g[tuple(reversed(idx))], r[tuple(reversed(idx))]
+        at_n = tir.min(flat, n - 1)
+        # each index from the flat one alone: nested divisions of symbolic dims cost the
+        # simplifier time exponential in the rank
+        idx = tuple(tir.floormod(tir.floordiv(at_n, st), d) for st, d in zip(strides, dims))
+        a, b = g[idx], r[idx]
         if dtype.startswith(("int", "uint", "bool")):
             diff = a != b
         else:  # np.isclose(a, b, rtol, atol * max(scale, 1), equal_nan=True), negated
@@ -50,29 +61,31 @@ def _differs(g, r, dtype: str, shape: list[int], scale: float):
             na, nb = tir.isnan(a), tir.isnan(b)
             diff = tir.any(tir.all(na, tir.Not(nb)), tir.all(nb, tir.Not(na)),
                            tir.all(tir.Not(na), tir.Not(nb), a != b,
-                                   tir.abs(a - b) > atol * max(scale, 1.0) + rtol * tir.abs(b)))
+                                   tir.abs(a - b) > atol * tir.max(scale, 1.0) + rtol * tir.abs(b)))
         return tir.Select(tir.all(flat < n, diff), 1, 0)
 
-    return rows, at
+    return at
 
 
-def mismatch_counter(outputs: list[ArgSpec], scales: list[float], target):
-    """A module whose 'main'(got0, ref0, got1, ref1, ..., n0, n1, ...) sets n_k[i] to how many of
-    output k's elements i, i + rows, i + 2 rows, ... differ from the reference by
-    `check_outputs`' rule (its tolerance for the dtype, `scales` its reference magnitudes)."""
+def mismatch_counter(dtype: str, ndim: int, target):
+    """A module whose 'main'(got, ref, scale, counts) sets counts[i] to how many of the elements
+    i, i + rows, i + 2 rows, ... of `got` differ from `ref` by `check_outputs`' rule (its
+    tolerance for `dtype`; `scale` the reference's magnitude, output_scale), rows being counts'
+    length, `_rows(shape)`. Any shape of `ndim` dimensions: one module serves every output of
+    that type and rank, so a tuning run compiles a few, not one a workload."""
     import tvm
     from tvm import te
 
-    params, counts = [], []
-    for k, (o, scale) in enumerate(zip(outputs, scales)):
-        shape = [int(d) for d in o.shape]
-        g, r = te.placeholder(shape, o.dtype, f"g{k}"), te.placeholder(shape, o.dtype, f"r{k}")
-        rows, differs = _differs(g, r, o.dtype, shape, scale)
-        j = te.reduce_axis((0, ROW), f"j{k}")
-        params += [g, r]
-        counts.append(te.compute((rows,), _summed(differs, j), name=f"n{k}"))
-    mod = tvm.IRModule({"main": te.create_prim_func(params + counts).with_attr("global_symbol", "main")})
-    target = tvm.target.Target(target)
+    from ..target import make_target
+
+    dims = [te.var(f"d{i}", "int64") for i in range(ndim)]
+    g, r = te.placeholder(dims, dtype, "g"), te.placeholder(dims, dtype, "r")
+    scale, rows = te.var("scale", "float64"), te.var("rows", "int64")
+    differs = _differs(g, r, dtype, dims, scale, rows)
+    j = te.reduce_axis((0, ROW), "j")
+    counts = te.compute((rows,), lambda i: te.sum(differs(i, j), axis=j), name="n")
+    mod = tvm.IRModule({"main": te.create_prim_func([g, r, scale, counts]).with_attr("global_symbol", "main")})
+    target = make_target(target)  # (the device compiler builds use)
     if target.kind.name != "llvm":
         from tvm.s_tir import dlight as dl
 
@@ -81,29 +94,37 @@ def mismatch_counter(outputs: list[ArgSpec], scales: list[float], target):
     return tvm.compile(mod, target=target)
 
 
-def _summed(differs, j):
-    from tvm import te
+_LIBRARIES = tempfile.TemporaryDirectory(prefix="tefuse-check-")  # this process's counters, removed at exit
+_LIBRARIES_LOCK = threading.Lock()  # slots of one process share them
 
-    return lambda i: te.sum(differs(i, j), axis=j)
+
+@functools.lru_cache(maxsize=None)
+def _counter_library(dtype: str, ndim: int, target: str) -> str:
+    """The exported library of mismatch_counter(dtype, ndim, target), built once a process."""
+    with _LIBRARIES_LOCK:
+        path = os.path.join(_LIBRARIES.name, f"check_{dtype}_{ndim}_{len(os.listdir(_LIBRARIES.name))}.so")
+        mismatch_counter(dtype, ndim, json.loads(target)).export_library(path)
+    return path
 
 
 def remote_check(load: Callable[[str], object], dev, outputs: list[ArgSpec], ref: list[np.ndarray],
                  target, refs: Optional[list] = None) -> Callable[[list], Optional[str]]:
     """outs -> what differs, or None: the outputs checked against `ref` on the device `dev` of a
-    session whose `load` uploads and loads a library file. `refs`: the reference outputs where
-    the server computed them (else `ref` is copied there once)."""
+    session whose `load` uploads and loads a library file (the counters' libraries are the same
+    for every workload of a type and rank: a `load` that keeps what it loaded sends each once).
+    `refs`: the reference outputs where the server computed them (else `ref` is copied there once)."""
     import tvm
 
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "tefuse_check.so")  # (`load` uploads it under a name of its own)
-        mismatch_counter(outputs, [output_scale(r) for r in ref], target).export_library(path)
-        count = load(path)["main"]
+    key = json.dumps(target if isinstance(target, dict) else {"kind": target}, sort_keys=True)
+    counters = [load(_counter_library(o.dtype, len(o.shape), key))["main"] for o in outputs]
+    scales = [output_scale(r) for r in ref]
     refs = refs if refs is not None else [tvm.runtime.tensor(r, dev) for r in ref]
     counts = [tvm.runtime.empty((_rows(o.shape),), "int32", dev) for o in outputs]
 
     def check(outs: list) -> Optional[str]:
         try:
-            count(*[t for pair in zip(outs, refs) for t in pair], *counts)
+            for count, out, r, scale, n in zip(counters, outs, refs, scales, counts):
+                count(out, r, scale, n)
             differ = any(int(c.numpy().sum()) for c in counts)
         except Exception as e:  # noqa: BLE001 - the counter failing: the outputs checked here, as before
             log.warning("output check on the server failed (%s): checked here", last_line(e))
