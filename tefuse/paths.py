@@ -21,6 +21,12 @@ def kernel_cache_dir() -> Path:
     return _user_cache() / "kernels"
 
 
+def check_kernel_dir() -> Path:
+    """checks/ in the user cache directory: the output checks' counting kernels an RPC server
+    runs (tune/remote_check.py), one per type, rank and target, built once."""
+    return _user_cache() / "checks"
+
+
 def zoo_cache_dir() -> Path:
     """zoo/ in the user cache directory: the model zoo's ONNX exports (tefuse/bench/zoo.py),
     kept between runs because exporting a network takes longer than checking it."""

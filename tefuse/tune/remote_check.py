@@ -14,12 +14,13 @@ workload cost a device compile each time a server readied a workload.
 """
 from __future__ import annotations
 
-import functools
+import hashlib
 import json
 import logging
 import os
 import tempfile
 import threading
+from pathlib import Path
 from typing import Callable, Optional
 
 import numpy as np
@@ -59,9 +60,11 @@ def _differs(g, r, dtype: str, dims: list, scale, rows):
             rtol, atol = TOLERANCES.get(dtype, (1e-3, 1e-4))
             a, b = a.astype("float64"), b.astype("float64")  # as np.isclose computes
             na, nb = tir.isnan(a), tir.isnan(b)
+            # an infinity is close only to itself (np.isclose; the bound below is inf there)
             diff = tir.any(tir.all(na, tir.Not(nb)), tir.all(nb, tir.Not(na)),
                            tir.all(tir.Not(na), tir.Not(nb), a != b,
-                                   tir.abs(a - b) > atol * tir.max(scale, 1.0) + rtol * tir.abs(b)))
+                                   tir.any(tir.isinf(a), tir.isinf(b),
+                                           tir.abs(a - b) > atol * tir.max(scale, 1.0) + rtol * tir.abs(b))))
         return tir.Select(tir.all(flat < n, diff), 1, 0)
 
     return at
@@ -76,8 +79,6 @@ def mismatch_counter(dtype: str, ndim: int, target):
     import tvm
     from tvm import te
 
-    from ..target import make_target
-
     dims = [te.var(f"d{i}", "int64") for i in range(ndim)]
     g, r = te.placeholder(dims, dtype, "g"), te.placeholder(dims, dtype, "r")
     scale, rows = te.var("scale", "float64"), te.var("rows", "int64")
@@ -85,7 +86,7 @@ def mismatch_counter(dtype: str, ndim: int, target):
     j = te.reduce_axis((0, ROW), "j")
     counts = te.compute((rows,), lambda i: te.sum(differs(i, j), axis=j), name="n")
     mod = tvm.IRModule({"main": te.create_prim_func([g, r, scale, counts]).with_attr("global_symbol", "main")})
-    target = make_target(target)  # (the device compiler builds use)
+    target = _target(target)
     if target.kind.name != "llvm":
         from tvm.s_tir import dlight as dl
 
@@ -94,17 +95,40 @@ def mismatch_counter(dtype: str, ndim: int, target):
     return tvm.compile(mod, target=target)
 
 
-_LIBRARIES = tempfile.TemporaryDirectory(prefix="tefuse-check-")  # this process's counters, removed at exit
-_LIBRARIES_LOCK = threading.Lock()  # slots of one process share them
+def _target(target):
+    """A target name, dict or exported target (a TVM Map: RunSpec.target) as a Target, its device
+    compiler the one builds use (make_target)."""
+    import tvm
+
+    from ..target import make_target
+
+    if isinstance(target, tvm.target.Target):
+        return target
+    return make_target(target if isinstance(target, str) else dict(target))
 
 
-@functools.lru_cache(maxsize=None)
-def _counter_library(dtype: str, ndim: int, target: str) -> str:
-    """The exported library of mismatch_counter(dtype, ndim, target), built once a process."""
+_LIBRARIES_LOCK = threading.Lock()  # slots of one process share the counters
+_SOURCE = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]  # what a counter computes
+
+
+def _counter_library(dtype: str, ndim: int, target) -> str:
+    """The exported library of mismatch_counter(dtype, ndim, target), kept in the user cache
+    (paths.check_kernel_dir) by its type, rank, target, this module's source and TVM's version:
+    built once, written whole (a temporary name, then renamed), so no reader sees a part."""
+    import tvm
+
+    from ..paths import check_kernel_dir
+
+    key = json.dumps([dtype, ndim, str(target), _SOURCE, tvm.__version__])
+    path = check_kernel_dir() / f"{hashlib.sha256(key.encode()).hexdigest()[:24]}.so"
     with _LIBRARIES_LOCK:
-        path = os.path.join(_LIBRARIES.name, f"check_{dtype}_{ndim}_{len(os.listdir(_LIBRARIES.name))}.so")
-        mismatch_counter(dtype, ndim, json.loads(target)).export_library(path)
-    return path
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryDirectory(dir=path.parent) as tmp:
+                part = os.path.join(tmp, path.name)
+                mismatch_counter(dtype, ndim, target).export_library(part)
+                os.replace(part, path)
+    return str(path)
 
 
 def remote_check(load: Callable[[str], object], dev, outputs: list[ArgSpec], ref: list[np.ndarray],
@@ -115,17 +139,19 @@ def remote_check(load: Callable[[str], object], dev, outputs: list[ArgSpec], ref
     `refs`: the reference outputs where the server computed them (else `ref` is copied there once)."""
     import tvm
 
-    key = json.dumps(target if isinstance(target, dict) else {"kind": target}, sort_keys=True)
-    counters = [load(_counter_library(o.dtype, len(o.shape), key))["main"] for o in outputs]
+    target = _target(target)
+    counters = [load(_counter_library(o.dtype, len(o.shape), target))["main"] for o in outputs]
     scales = [output_scale(r) for r in ref]
     refs = refs if refs is not None else [tvm.runtime.tensor(r, dev) for r in ref]
     counts = [tvm.runtime.empty((_rows(o.shape),), "int32", dev) for o in outputs]
+    sized = [int(np.prod(o.shape)) > 0 for o in outputs]  # an empty output has nothing to differ
 
     def check(outs: list) -> Optional[str]:
         try:
-            for count, out, r, scale, n in zip(counters, outs, refs, scales, counts):
-                count(out, r, scale, n)
-            differ = any(int(c.numpy().sum()) for c in counts)
+            for count, out, r, scale, n, has in zip(counters, outs, refs, scales, counts, sized):
+                if has:
+                    count(out, r, scale, n)
+            differ = any(int(c.numpy().sum()) for c, has in zip(counts, sized) if has)
         except Exception as e:  # noqa: BLE001 - the counter failing: the outputs checked here, as before
             log.warning("output check on the server failed (%s): checked here", last_line(e))
             differ = True

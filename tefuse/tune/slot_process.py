@@ -35,7 +35,10 @@ class _Keep(logging.Handler):
     """Worker side: tefuse's log records, kept to go back with the next answer."""
 
     def emit(self, record: logging.LogRecord) -> None:
-        _WORKER["records"].append((record.name, record.levelno, record.getMessage()))
+        try:
+            _WORKER["records"].append((record.name, record.levelno, record.getMessage()))
+        except Exception:  # noqa: BLE001 - a record that cannot be formatted, as logging reports it
+            self.handleError(record)
 
 
 def _init(parent_pid: int, make: Callable[[], Slot], level: int) -> None:
@@ -49,18 +52,28 @@ def _init(parent_pid: int, make: Callable[[], Slot], level: int) -> None:
     _WORKER["slot"] = make()
 
 
+class SlotError(RuntimeError):
+    """An error of the worker's slot, as one line (a TVM error need not pickle)."""
+
+
 def _call(method: str, args: tuple):
-    """Worker side: the slot's method, then its name and the records it logged. Errors other
-    than DeviceLost cross back as one line (a TVM error need not pickle)."""
+    """Worker side: the slot's method, then its name and the records it logged; an error
+    (DeviceLost as itself, others as SlotError) carries the records too (`records`)."""
     slot = _WORKER["slot"]
     try:
         value = getattr(slot, method)(*args)
-    except DeviceLost:
-        raise
-    except Exception as e:  # noqa: BLE001 - sent back as one line
-        raise RuntimeError(last_line(e) if str(e) else type(e).__name__) from None
+    except Exception as e:  # noqa: BLE001 - sent back, with what was logged before it
+        err = e if isinstance(e, DeviceLost) else SlotError(last_line(e) if str(e) else type(e).__name__)
+        err.records, _WORKER["records"] = _WORKER["records"], []
+        raise err from None
     records, _WORKER["records"] = _WORKER["records"], []
     return value, slot.name, records
+
+
+def _log(records) -> None:
+    """Parent side: the worker's records, through the tuner's handlers."""
+    for name, level, msg in records or ():
+        logging.getLogger(name).log(level, msg)
 
 
 def _ready() -> None:
@@ -102,28 +115,40 @@ class ProcessSlot(Slot):
 
     def _submit(self, fn, *args, timeout: Optional[float] = None):
         """fn(*args) in the worker; a worker that dies (now or before, while idle), cannot
-        start, or passes `timeout` is killed and raises DeviceLost."""
-        self._busy += 1
+        start, is stopped meanwhile or passes `timeout` is killed and raises DeviceLost."""
+        with self._lock:
+            self._busy += 1
         try:
-            return self._get_pool().submit(fn, *args).result(timeout=timeout)
-        except cf.TimeoutError:
-            self._kill()
-            raise DeviceLost(f"no answer from the measuring process in {timeout:g}s") from None
-        except cf.BrokenExecutor as e:  # died (or never started): its pool takes no more work
-            self._kill()
-            raise DeviceLost(f"the measuring process died: {last_line(e)}") from None
-        except RuntimeError as e:
-            if "after shutdown" not in str(e):  # "cannot schedule new futures after shutdown": killed meanwhile
-                raise
-            raise DeviceLost("the measuring process was stopped") from None
+            try:
+                fut = self._get_pool().submit(fn, *args)
+            except cf.BrokenExecutor as e:  # died while idle (or never started)
+                self._kill()
+                raise DeviceLost(f"the measuring process died: {last_line(e)}") from None
+            except RuntimeError:  # "cannot schedule new futures after shutdown": killed meanwhile
+                raise DeviceLost("the measuring process was stopped") from None
+            try:
+                return fut.result(timeout=timeout)
+            except cf.TimeoutError:
+                self._kill()
+                raise DeviceLost(f"no answer from the measuring process in {timeout:g}s") from None
+            except cf.BrokenExecutor as e:  # died while measuring
+                self._kill()
+                raise DeviceLost(f"the measuring process died: {last_line(e)}") from None
+            except cf.CancelledError:  # killed before it took the call
+                raise DeviceLost("the measuring process was stopped") from None
         finally:
-            self._busy -= 1
+            with self._lock:
+                self._busy -= 1
 
     def _call(self, method: str, *args, timeout: Optional[float] = None):
-        """The worker's slot.method(*args), its name kept and its log records logged here."""
-        value, self.name, records = self._submit(_call, method, args, timeout=timeout)
-        for name, level, msg in records:
-            logging.getLogger(name).log(level, msg)
+        """The worker's slot.method(*args), its name kept and its log records logged here (an
+        error's too)."""
+        try:
+            value, self.name, records = self._submit(_call, method, args, timeout=timeout)
+        except (DeviceLost, SlotError) as e:
+            _log(getattr(e, "records", None))
+            raise
+        _log(records)
         return value
 
     def acquire(self, wait: Optional[float]) -> None:
@@ -145,7 +170,7 @@ class ProcessSlot(Slot):
         try:
             timeout = None if self.reacquire_timeout is None else self.reacquire_timeout + 60
             return bool(self._call("reacquire", timeout=timeout))
-        except (DeviceLost, RuntimeError):
+        except (DeviceLost, SlotError):
             return False
 
     def warm(self, kind: str) -> None:
@@ -162,7 +187,7 @@ class ProcessSlot(Slot):
         self._closed = True  # no new worker from here on (a reacquire racing this one)
         if pool is not None and not busy:
             try:
-                pool.submit(_call, "close", ()).result(timeout=10)
-            except Exception:  # noqa: BLE001 - a worker gone or hung: killed below either way
-                pass
+                _log(pool.submit(_call, "close", ()).result(timeout=10)[2])
+            except Exception as e:  # noqa: BLE001 - a worker gone or hung: killed below either way
+                _log(getattr(e, "records", None))
         self._kill()

@@ -13,6 +13,7 @@ from tvm import te
 
 from tefuse.tune.measure import (WRONG_RESULT, ArgSpec, BuildResult, RunOptions, RunSpec, TOLERANCES,
                                  output_scale)
+from tefuse.target import make_target
 from tefuse.tune.remote_check import mismatch_counter
 from tefuse.tune.rpc import RPCSlot, start_local_rpc
 
@@ -53,6 +54,8 @@ def _pair(dtype, shape, rng):
     g[4] = np.nan  # NaN in one
     r[5] = g[5] = np.inf
     g[6] = -np.inf
+    r[8] = np.inf  # an infinite reference: close only to itself
+    r[9], g[9] = -np.inf, np.inf
     return got, ref
 
 
@@ -108,7 +111,9 @@ def test_a_server_checks_the_outputs_where_they_are(tmp_path, monkeypatch):
     try:
         slot = RPCSlot(RunOptions(repeat=1, min_repeat_ms=1), "tefuse-check", None, ("127.0.0.1", rpc.server_port))
         slot.acquire(10)
-        spec = RunSpec("add", [ArgSpec((4, 300), "float32")], [ArgSpec((4, 300), "float32")], target={"kind": "llvm"})
+        # the target as a task exports it (a TVM Map), as tuning hands it over
+        spec = RunSpec("add", [ArgSpec((4, 300), "float32")], [ArgSpec((4, 300), "float32")],
+                       target=make_target("llvm").export())
         ref = BuildResult(0, {}, _library(tmp_path, "ref", 1.0))
         copied = []
         numpy = tvm.runtime.Tensor.numpy
@@ -118,6 +123,7 @@ def test_a_server_checks_the_outputs_where_they_are(tmp_path, monkeypatch):
         copied.clear()
         right = slot.measure(spec, "llvm", BuildResult(1, {}, _library(tmp_path, "right", 1.0)), ref)
         assert right.ok and (4, 300) not in copied, copied
+        assert slot._cache[("check", "add", 0, "llvm", ref.path)] is not None  # checked there, not here
         wrong = slot.measure(spec, "llvm", BuildResult(2, {}, _library(tmp_path, "wrong", 1.5)), ref)
         assert wrong.error == WRONG_RESULT
         assert wrong.error_msg.startswith("output 0: 1200 of 1200 elements differ"), wrong.error_msg

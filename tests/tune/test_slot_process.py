@@ -35,6 +35,9 @@ class FakeSlot(Slot):
             raise DeviceLost("server gone")
         if self.how == "slow":  # a measurement's time: every slot of a runner gets a share
             time.sleep(0.2)
+        if self.how == "logfail":
+            logging.getLogger("tefuse.tune.fake").warning("about to fail")
+            raise ValueError("cannot measure after shutdown of the session")
         if self.how == "log":
             logging.getLogger("tefuse.tune.fake").info("readied %d", build.index)
             logging.getLogger("tefuse.tune.fake").debug("below the tuner's level")
@@ -170,3 +173,17 @@ def test_what_the_workers_slot_logs_is_logged_here_at_the_tuners_level(caplog):
         slot.close()
     got = [(r.name, r.levelno, r.getMessage()) for r in caplog.records if r.name == "tefuse.tune.fake"]
     assert got == [("tefuse.tune.fake", logging.INFO, "readied 7")]
+
+
+def test_a_failing_calls_records_come_back_with_its_error_and_its_words_do_not_make_it_a_lost_device(caplog):
+    from tefuse.tune.slot_process import SlotError
+
+    caplog.set_level(logging.INFO, logger="tefuse")
+    slot = _slot("logfail")
+    try:
+        slot.acquire(5)
+        with pytest.raises(SlotError, match="cannot measure after shutdown of the session"):
+            slot.measure(None, "llvm", _Build(0), None)
+    finally:
+        slot.close()
+    assert [r.getMessage() for r in caplog.records if r.name == "tefuse.tune.fake"] == ["about to fail"]
