@@ -9,8 +9,8 @@ counts the elements `check_outputs` would call different, and only the counts (o
 1024 elements) come back; the outputs are copied only when some differ, for the message.
 
 The counter is built for an output's type and rank, its shape and reference scale being call
-arguments: a process builds a few for a whole run and a session loads each once, where one a
-workload cost a device compile each time a server readied a workload.
+arguments: built once and kept in the user cache, loaded once a session, where one a workload
+cost a device compile each time a server readied a workload.
 """
 from __future__ import annotations
 
