@@ -18,6 +18,13 @@ from tefuse.tune.remote_check import mismatch_counter
 from tefuse.tune.rpc import RPCSlot, start_local_rpc
 
 
+@pytest.fixture(autouse=True)
+def _own_user_cache(tmp_path, monkeypatch):
+    """The output checks' counters are kept in the user cache (paths.check_kernel_dir): each
+    test its own, not the machine's."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+
+
 def _numpy_count(got, ref):
     if got.dtype.kind in "iub":
         return int((got != ref).sum())

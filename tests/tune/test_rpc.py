@@ -20,6 +20,13 @@ from tefuse.tune.rpc import RPCRunner, RPCSlot, start_local_rpc
 from tefuse.tune.slot_process import ProcessSlot
 
 
+@pytest.fixture(autouse=True)
+def _own_user_cache(tmp_path, monkeypatch):
+    """The output checks' counters are kept in the user cache (paths.check_kernel_dir): each
+    test its own, not the machine's."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+
+
 
 def _graph():
     b = GraphBuilder()
