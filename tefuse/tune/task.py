@@ -43,6 +43,7 @@ class Task:
     # is covered asks for each of them (tune.loop.has_record)
     members: list[FusedGroup] = field(default_factory=list)
     _script: Optional[str] = field(default=None, repr=False)
+    _member_keys: Optional[set] = field(default=None, repr=False)  # workload keys of it and its members
 
     @property
     def func(self) -> tvm.tirx.PrimFunc:
@@ -60,11 +61,12 @@ class Task:
         """Count `weight` more kernels for this task, `groups` (of its structure) among its
         members where their workload is not yet."""
         self.weight += weight
-        known = {self.workload, *(workload_key(m) for m in self.members)}
+        if self._member_keys is None:  # each group's key computed once, however many it stands for
+            self._member_keys = {self.workload, *(workload_key(m) for m in self.members)}
         for g in groups:
             key = workload_key(g)
-            if key not in known:
-                known.add(key)
+            if key not in self._member_keys:
+                self._member_keys.add(key)
                 self.members.append(g)
 
     @functools.cached_property
