@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional, Union
 
 from .builder import LocalBuilder
-from .loop import in_threads, open_tuning, workers_shape
+from .loop import in_threads, open_tuning, prepare_checks, workers_shape
 from .measure import COMPILE_ERROR
 from .runner import LocalRunner
 from .scheduler import Round, SchedulerSettings, TaskScheduler, TaskStats, stats_from_costs
@@ -151,6 +151,7 @@ def tune_within(graph_or_tasks, target=None, *, seconds: float, tuner: str = "xg
                                 dict(tuner_options or {}))
         t0 = time.monotonic()
         _warm(builder, runner, tasks[0].target.kind.name if tasks else "llvm")
+        prepare_checks(runner, tasks)
         start = time.monotonic()
         startup = start - t0
         session.deadline = start + seconds

@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Callable, Optional, Union
 
 from .builder import LocalBuilder
+from .measure import run_spec
 from .runner import LocalRunner
 from .search import DB, Progress, TemplateSearch, TuneResult, TuningSession, open_log
 from .task import Task, as_tasks
@@ -71,6 +72,7 @@ def tune(graph_or_tasks, target=None, *, trials: int, tuner: str = "xgb",
     runner = runner or LocalRunner()
     try:
         runner, batch_size, at_once = workers_shape(tasks, builder, runner, batch_size, tasks_at_once)
+        prepare_checks(runner, tasks)
         session = TuningSession(db, builder, runner, tuner, seed, batch_size, early_stopping, transfer,
                                 locked(progress) if progress is not None else None,
                                 dict(tuner_options or {}))
@@ -152,6 +154,14 @@ def workers_shape(tasks: list[Task], builder, runner, batch_size: Optional[int],
     if at_once > 1 and not getattr(runner, "concurrent_runs", False):
         runner = OneRunAtATime(runner)
     return runner, batch_size, at_once
+
+
+def prepare_checks(runner, tasks: list[Task]) -> None:
+    """Let a runner that checks outputs on its devices (RPC servers) ready those checks for every
+    task now, while the first candidates build."""
+    prepare = getattr(runner, "prepare", None)
+    if prepare is not None and tasks:
+        prepare([run_spec(t) for t in tasks], tasks[0].target.kind.name)
 
 
 def narrowed_spaces(task: Task, only: dict) -> tuple[dict, list[str]]:

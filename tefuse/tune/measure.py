@@ -6,6 +6,7 @@ it can cross into worker processes: the func travels as TVMScript, inputs as num
 """
 from __future__ import annotations
 
+import json
 import logging
 import math
 from dataclasses import dataclass, field
@@ -93,6 +94,17 @@ class RunSpec:
             else:
                 out.append(rng.uniform(0.1, 1.0, size=a.shape).astype(a.dtype))
         return out
+
+
+def check_kinds(specs) -> list[tuple[str, int, object]]:
+    """The (type, rank, target) of every output of `specs`, each once: what a run's output checks
+    take, known before its first candidate (an RPC server's counters, remote_check.py)."""
+    seen: dict = {}
+    for spec in specs:
+        for o in spec.outputs:
+            seen.setdefault((o.dtype, len(o.shape), json.dumps(spec.target, sort_keys=True, default=str)),
+                            (o.dtype, len(o.shape), spec.target))
+    return list(seen.values())
 
 
 def run_spec(task, seed: int = 0) -> RunSpec:

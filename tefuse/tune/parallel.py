@@ -19,7 +19,7 @@ from typing import Callable, Optional, Sequence
 
 from ..errors import TefuseError
 from ..gil import quick_gil_handoff
-from .measure import RUNTIME_ERROR, BuildResult, MeasureResult, RunSpec
+from .measure import RUNTIME_ERROR, BuildResult, MeasureResult, RunSpec, check_kinds
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +52,12 @@ class Slot:
         return False
 
     def warm(self, kind: str) -> None:
-        """Get ready to measure (start a worker process...), so the first candidate does not pay."""
+        """Get ready to measure (start a worker process, open the device), so the first candidate
+        does not pay."""
+
+    def prepare(self, checks: list, kind: str) -> None:
+        """Get ready for the outputs a run will check: (type, rank, target) each
+        (measure.check_kinds). Only a slot that checks on its device needs to."""
 
     def close(self) -> None:
         pass
@@ -121,6 +126,19 @@ class ParallelRunner:
             t.start()
         for t in threads:
             t.join()
+
+    def prepare(self, specs: Sequence[RunSpec], kind: str) -> None:
+        """Ready every device for these workloads' output checks, in the background: each slot
+        takes it before its first candidate, which waits for the first builds anyway."""
+        checks = check_kinds(specs)
+
+        def prepare(slot: Slot) -> None:
+            with self._busy_lock(slot):  # the slot's session is not to be shared with a measurement
+                slot.prepare(checks, kind)
+
+        for s in self.slots:
+            if not s.dead:
+                threading.Thread(target=prepare, args=(s,), daemon=True).start()
 
     def run(self, spec: RunSpec, target_kind: str, builds: Sequence[BuildResult],
             reference: Optional[BuildResult] = None) -> list[MeasureResult]:

@@ -111,7 +111,7 @@ _LIBRARIES_LOCK = threading.Lock()  # slots of one process share the counters
 _SOURCE = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]  # what a counter computes
 
 
-def _counter_library(dtype: str, ndim: int, target) -> str:
+def counter_library(dtype: str, ndim: int, target) -> str:
     """The exported library of mismatch_counter(dtype, ndim, target), kept in the user cache
     (paths.check_kernel_dir) by its type, rank, target, this module's source and TVM's version:
     built once, written whole (a temporary name, then renamed), so no reader sees a part."""
@@ -131,6 +131,12 @@ def _counter_library(dtype: str, ndim: int, target) -> str:
     return str(path)
 
 
+def load_counter(load: Callable[[str], object], dtype: str, ndim: int, target):
+    """The counter of outputs of `dtype` and rank `ndim` for `target` (a name, dict or exported
+    target), built into the user cache where missing, as `load` loads a library file."""
+    return load(counter_library(dtype, ndim, _target(target)))
+
+
 def remote_check(load: Callable[[str], object], dev, outputs: list[ArgSpec], ref: list[np.ndarray],
                  target, refs: Optional[list] = None) -> Callable[[list], Optional[str]]:
     """outs -> what differs, or None: the outputs checked against `ref` on the device `dev` of a
@@ -140,7 +146,7 @@ def remote_check(load: Callable[[str], object], dev, outputs: list[ArgSpec], ref
     import tvm
 
     target = _target(target)
-    counters = [load(_counter_library(o.dtype, len(o.shape), target))["main"] for o in outputs]
+    counters = [load_counter(load, o.dtype, len(o.shape), target)["main"] for o in outputs]
     scales = [output_scale(r) for r in ref]
     refs = refs if refs is not None else [tvm.runtime.tensor(r, dev) for r in ref]
     counts = [tvm.runtime.empty((_rows(o.shape),), "int32", dev) for o in outputs]

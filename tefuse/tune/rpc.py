@@ -36,7 +36,7 @@ from typing import Optional, Sequence
 from .measure import (RUNTIME_ERROR, BuildResult, MeasureResult, RunOptions, RunSpec, last_line,
                       measure_module)
 from .parallel import DeviceLost, DevicesLost, ParallelRunner, Slot
-from .remote_check import remote_check
+from .remote_check import load_counter, remote_check
 from .slot_process import ProcessSlot
 
 log = logging.getLogger(__name__)
@@ -260,6 +260,34 @@ class RPCSlot(Slot):
                     raise
                 log.warning("rpc: outputs checked here, not on the server (%s)", last_line(e))
         return self._cache[k]
+
+    def warm(self, kind: str) -> None:
+        """Open the server's device now: a session's first use of a GPU starts its CUDA context
+        (3 s on an H200), which the first candidate would otherwise wait for."""
+        import tvm
+
+        if self.sess is None:
+            return
+        try:
+            dev = self._remote_dev(kind)
+            tvm.runtime.empty((1,), "float32", dev)
+            dev.sync()
+        except Exception as e:  # noqa: BLE001 - the first measurement says what is wrong
+            log.info("rpc %s: device not opened ahead (%s)", self.name, last_line(e))
+
+    def prepare(self, checks: list, kind: str) -> None:
+        """Load the output checks' counters for these (type, rank, target) (measure.check_kinds)
+        now, building those the user cache lacks: 2 s of a device compile each, which the first
+        candidate of each kind would otherwise wait for."""
+        if self.sess is None or not self.opts.check:
+            return
+        for dtype, ndim, target in checks:
+            try:
+                load_counter(self._load_kept, dtype, ndim, target or kind)
+            except Exception as e:  # noqa: BLE001 - built when a workload is readied, or checked here
+                if not _alive(self.sess):
+                    return
+                log.info("rpc %s: output check for %s rank %d not prepared (%s)", self.name, dtype, ndim, last_line(e))
 
     def measure(self, spec: RunSpec, kind: str, build: BuildResult,
                 reference: Optional[BuildResult]) -> MeasureResult:

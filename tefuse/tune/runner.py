@@ -100,6 +100,15 @@ def run_one(spec: RunSpec, kind: str, build: BuildResult, ref_path: Optional[str
                           opts, build.index, build.config)
 
 
+def _open_device(kind: str) -> None:
+    """Worker side: the device's first allocation (its context started)."""
+    import tvm
+
+    dev = _device(kind)
+    tvm.runtime.empty((1,), "float32", dev)
+    dev.sync()
+
+
 def _warm() -> bool:
     import tvm  # noqa: F401
 
@@ -134,9 +143,14 @@ class LocalRunner:
             raise WorkersClosed("the runner was closed during a batch") from None
 
     def warm(self, kind: str) -> None:
-        """Start the measuring process now (it imports TVM; pinned runners see their device)."""
+        """Start the measuring process now (it imports TVM; pinned runners see their device) and
+        open its device (a GPU's first use starts its CUDA context, seconds the first candidate
+        would otherwise wait for)."""
         if self.isolated:
-            self._get_pool(kind)
+            try:
+                self._submit(kind, _open_device, kind).result(timeout=self.timeout + 60)
+            except Exception as e:  # noqa: BLE001 - the first measurement says what is wrong
+                log.info("device not opened ahead: %s", last_line(e))
 
     def _kill_pool(self) -> None:
         if self._pool is not None:

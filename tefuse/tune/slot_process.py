@@ -76,10 +76,6 @@ def _log(records) -> None:
         logging.getLogger(name).log(level, msg)
 
 
-def _ready() -> None:
-    """Worker side: nothing; answering is the proof the worker started."""
-
-
 class ProcessSlot(Slot):
     """The slot `make()` builds, living in a spawned worker process. `timeout`: seconds a
     measurement may take before the worker counts as hung (None: no bound; the slot's own
@@ -174,11 +170,20 @@ class ProcessSlot(Slot):
             return False
 
     def warm(self, kind: str) -> None:
-        """Start the worker now (spawning it imports TVM)."""
+        """Start the worker now (spawning it imports TVM) and let its slot open its device."""
+        self._ahead("warm", kind)
+
+    def prepare(self, checks: list, kind: str) -> None:
+        """The worker's slot.prepare: taken before the measurements submitted after it (one worker)."""
+        self._ahead("prepare", checks, kind)
+
+    def _ahead(self, method: str, *args) -> None:
+        """A getting-ready call of the worker's slot; failing, it is left to the first measurement
+        to say why."""
         try:
-            self._submit(_ready, timeout=120)
-        except DeviceLost:
-            pass  # the first measurement says so
+            self._call(method, *args, timeout=120)
+        except (DeviceLost, SlotError):
+            pass
 
     def close(self) -> None:
         """Close the worker's slot (its session) and end the worker; a worker busy measuring is

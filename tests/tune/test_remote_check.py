@@ -12,7 +12,7 @@ import tvm
 from tvm import te
 
 from tefuse.tune.measure import (WRONG_RESULT, ArgSpec, BuildResult, RunOptions, RunSpec, TOLERANCES,
-                                 output_scale)
+                                 check_kinds, output_scale)
 from tefuse.target import make_target
 from tefuse.tune.remote_check import mismatch_counter
 from tefuse.tune.rpc import RPCSlot, start_local_rpc
@@ -157,6 +157,26 @@ def test_a_slot_keeps_only_the_workloads_used_last_on_its_server(tmp_path, monke
             assert res.ok, res.error_msg
         assert {k[1] for k in slot._cache if k[0] != "lib"} == {"w3", "w1"}
         assert len([k for k in slot._cache if k[0] == "lib"]) == 1  # one counter for all three
+        slot.close()
+    finally:
+        rpc.close()
+
+
+def test_a_prepared_slot_loads_its_counter_before_the_first_workload_and_keeps_using_it(tmp_path):
+    rpc = start_local_rpc("tefuse-prepare", with_tracker=False)
+    try:
+        slot = RPCSlot(RunOptions(repeat=1, min_repeat_ms=1), "tefuse-prepare", None, ("127.0.0.1", rpc.server_port))
+        slot.acquire(10)
+        target = make_target("llvm").export()
+        slot.warm("llvm")
+        slot.prepare(check_kinds([RunSpec("add", [], [ArgSpec((4, 300), "float32")], target=target)]), "llvm")
+        prepared = [k for k in slot._cache if k[0] == "lib"]
+        assert len(prepared) == 1 and not [k for k in slot._cache if k[0] != "lib"]  # no workload readied yet
+        spec = RunSpec("add", [ArgSpec((4, 300), "float32")], [ArgSpec((4, 300), "float32")], target=target)
+        ref = BuildResult(0, {}, _library(tmp_path, "ref", 1.0))
+        wrong = slot.measure(spec, "llvm", BuildResult(1, {}, _library(tmp_path, "wrong", 2.0)), ref)
+        assert wrong.error == WRONG_RESULT  # checked there, by the prepared counter
+        assert [k for k in slot._cache if k[0] == "lib"] == prepared
         slot.close()
     finally:
         rpc.close()

@@ -38,6 +38,8 @@ class FakeSlot(Slot):
         if self.how == "logfail":
             logging.getLogger("tefuse.tune.fake").warning("about to fail")
             raise ValueError("cannot measure after shutdown of the session")
+        if self.how == "prepared":  # what prepare was given, in the cost
+            return MeasureResult(build.index, build.config, costs=[float(len(self.checks))])
         if self.how == "log":
             logging.getLogger("tefuse.tune.fake").info("readied %d", build.index)
             logging.getLogger("tefuse.tune.fake").debug("below the tuner's level")
@@ -46,6 +48,10 @@ class FakeSlot(Slot):
     def reacquire(self):
         self.acquire(1)
         return True
+
+    def prepare(self, checks, kind):
+        time.sleep(0.3)  # a measurement submitted meanwhile waits for it
+        self.checks = checks
 
 
 class _Build:
@@ -187,3 +193,19 @@ def test_a_failing_calls_records_come_back_with_its_error_and_its_words_do_not_m
     finally:
         slot.close()
     assert [r.getMessage() for r in caplog.records if r.name == "tefuse.tune.fake"] == ["about to fail"]
+
+
+def test_a_runners_prepare_reaches_each_workers_slot_before_its_first_candidate():
+    """The output kinds of the specs (each (type, rank, target) once) go to every slot's
+    prepare in the background; a candidate measured meanwhile waits for it."""
+    from tefuse.tune.measure import ArgSpec, RunSpec
+
+    slots = [_slot("prepared"), _slot("prepared")]
+    for s in slots:
+        s.acquire(5)
+    specs = [RunSpec(w, [], [ArgSpec((2, 3), "float32"), ArgSpec((4,), "float32")], target={"kind": "llvm"})
+             for w in ("a", "b")] + [RunSpec("c", [], [ArgSpec((1, 1), "float16")], target={"kind": "llvm"})]
+    with ParallelRunner(lambda: slots) as runner:
+        runner.prepare(specs, "llvm")
+        out = runner.run(None, "llvm", [_Build(i) for i in range(4)])
+    assert [r.costs[0] for r in out] == [3.0] * 4  # float32 rank 2, float32 rank 1, float16 rank 2
