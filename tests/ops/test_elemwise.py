@@ -405,3 +405,40 @@ def test_pow_by_a_small_integer_is_multiplications_on_cuda():
     (k,) = tefuse.build(g, "cuda").kernels
     src = k.source("cuda")
     assert "pow" not in src.split("main_kernel", 1)[1].replace("out_pow", "")
+
+
+def _ulps(got, want):
+    """Units in the last place between same-typed 16-bit floats (both finite, one sign)."""
+    g, w = got.view(np.int16).astype(np.int64), want.view(np.int16).astype(np.int64)
+    return np.abs(np.where(g < 0, -(g & 0x7FFF), g) - np.where(w < 0, -(w & 0x7FFF), w))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("c", [1.4140625, 3.0, 0.1, -7.0, 60000.0, 6.1e-5, 1e-7])
+def test_a_16_bit_float_divided_by_a_constant_is_within_one_unit_of_the_quotient_over_every_value(dtype, c):
+    """The division by a constant is a float32 multiplication by its reciprocal (elemwise._div):
+    over every finite value of the type, the quotient correctly rounded or one unit off."""
+    import ml_dtypes
+
+    np_dt = np.float16 if dtype == "float16" else ml_dtypes.bfloat16
+    x = np.arange(-(1 << 15), 1 << 15, dtype=np.int64).astype(np.uint16).view(np_dt)
+    x = x[np.isfinite(x.astype(np.float32))]
+    cc = np.asarray(c, dtype=np_dt)
+    got = run_op("div", x, Const(cc))
+    want = (x.astype(np.float64) / float(cc)).astype(np.float32).astype(np_dt)
+    finite = np.isfinite(want.astype(np.float32)) & (want.astype(np.float32) != 0)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(np.isinf(got.astype(np.float32)), np.isinf(want.astype(np.float32)))
+    ulps = _ulps(got[finite], want[finite])
+    assert ulps.max() <= 1 and (ulps == 0).mean() > 0.99, (ulps.max(), (ulps == 0).mean())
+
+
+def test_the_division_of_a_16_bit_float_by_a_constant_is_a_multiplication():
+    from tvm import tirx as tir
+
+    from tefuse.ops.elemwise import BINARY
+
+    x = tir.Var("x", "float16")
+    assert "/" not in str(BINARY["div"](x, tir.const(1.5, "float16")))
+    assert "/" in str(BINARY["div"](x, tir.Var("y", "float16")))  # a run-time divisor is divided by
+    assert "/" in str(BINARY["div"](tir.Var("z", "float32"), tir.const(1.5, "float32")))  # float32 as written
