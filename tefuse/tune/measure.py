@@ -132,6 +132,34 @@ def output_scale(ref: np.ndarray) -> float:
     return float(np.abs(ref[finite].astype(np.float64)).max()) if finite.any() else 1.0
 
 
+def poison_value(dtype: str):
+    """What an output holds before a checked run: NaN for floats (the check calls it different
+    from any number), the type's lowest value for signed integers, its highest for unsigned ones,
+    True for bool. Device memory handed out again keeps the last candidate's right outputs, so
+    without it a kernel that leaves part of its output unwritten would pass the check."""
+    if dtype == "bool":
+        return True
+    if dtype.startswith("int"):
+        return np.iinfo(dtype).min
+    if dtype.startswith("uint"):
+        return np.iinfo(dtype).max
+    return np.nan
+
+
+def poisoned(specs: list[ArgSpec]) -> list[np.ndarray]:
+    """Outputs of these specs, every element `poison_value`."""
+    return [np.full(o.shape, poison_value(o.dtype), dtype=_np_dtype(o.dtype)) for o in specs]
+
+
+def _np_dtype(dtype: str):
+    """The numpy dtype of a tensor type (ml_dtypes' for bfloat16 and float8)."""
+    if dtype.startswith(("bfloat", "float8", "float4")):
+        import ml_dtypes
+
+        return getattr(ml_dtypes, dtype)
+    return np.dtype(dtype)
+
+
 def check_outputs(got: list[np.ndarray], ref: list[np.ndarray]) -> Optional[str]:
     """None if `got` matches `ref` within the dtype's tolerance, else what differs."""
     for k, (g, r) in enumerate(zip(got, ref)):
@@ -153,22 +181,27 @@ def check_outputs(got: list[np.ndarray], ref: list[np.ndarray]) -> Optional[str]
 
 def measure_module(load: Callable[[], Any], dev, inputs: list, out_specs: list[ArgSpec],
                    ref: Optional[list[np.ndarray]], opts: RunOptions, index: int, config: dict,
-                   empty: Callable = None, check: Optional[Callable] = None) -> MeasureResult:
+                   empty: Callable = None, check: Optional[Callable] = None,
+                   poison: Optional[list] = None) -> MeasureResult:
     """Load, run once (warm-up and correctness check), then time. Never raises: errors
     become the MeasureResult's error kind. Shared by the local and the RPC runner. `check`
     (outputs -> what differs, or None) checks them where they are instead of copying them
-    back (the RPC runner: remote_check.py)."""
+    back (the RPC runner: remote_check.py). `poison`: tensors on the device holding `poisoned`
+    outputs, copied into the outputs before a checked run (poison_value says why)."""
     import tvm
 
     empty = empty or (lambda shape, dtype: tvm.runtime.empty(shape, dtype, dev))
+    checked = opts.check and ref is not None
     try:
         mod = load()
         outs = [empty(o.shape, o.dtype) for o in out_specs]
+        for out, src in zip(outs, poison or ()) if checked else ():
+            out.copyfrom(src)
         mod["main"](*inputs, *outs)
         dev.sync()
     except Exception as e:  # noqa: BLE001 - launch failures of any kind
         return MeasureResult(index, config, error=RUNTIME_ERROR, error_msg=last_line(e))
-    if opts.check and ref is not None:
+    if checked:
         try:
             msg = check(outs) if check else check_outputs([o.numpy() for o in outs], ref)
         except Exception as e:  # noqa: BLE001 - a session lost while checking

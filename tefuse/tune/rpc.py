@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
 from .measure import (RUNTIME_ERROR, BuildResult, MeasureResult, RunOptions, RunSpec, last_line,
-                      measure_module)
+                      measure_module, poisoned)
 from .parallel import DeviceLost, DevicesLost, ParallelRunner, Slot
 from .remote_check import load_counter, remote_check
 from .slot_process import ProcessSlot
@@ -204,6 +204,16 @@ class RPCSlot(Slot):
             self._cache[k] = (dev, [tvm.runtime.tensor(a, dev) for a in spec.inputs()])
         return self._cache[k]
 
+    def _poison(self, spec: RunSpec, kind: str) -> list:
+        """The workload's poisoned outputs on the server, sent once (measure.poison_value)."""
+        import tvm
+
+        k = ("poison", spec.key, spec.seed, kind)
+        if k not in self._cache:
+            dev = self._remote_dev(kind)
+            self._cache[k] = [tvm.runtime.tensor(a, dev) for a in poisoned(spec.outputs)]
+        return self._cache[k]
+
     def _load(self, sess, path: str):
         """Upload and load a library under a name of its own: uploading over a library the
         server has loaded (a reference sent again after its workload was let go) takes the
@@ -342,6 +352,7 @@ class RPCSlot(Slot):
             ref = self._reference(spec, kind, reference) if self.opts.check else None
             t2 = time.perf_counter()
             check = self._checker(spec, kind, ref, reference) if ref is not None else None
+            poison = self._poison(spec, kind) if ref is not None else None
             if len(self._cache) != new:  # a workload readied on this server: what it cost, once
                 log.info("rpc %s: %s readied in %.2fs (inputs %.2fs, reference %.2fs, output check %.2fs)",
                          self.name, spec.key, time.perf_counter() - t0, t1 - t0, t2 - t1, time.perf_counter() - t2)
@@ -350,7 +361,8 @@ class RPCSlot(Slot):
             raise DeviceLost(last_line(e)) from None
         res = measure_module(lambda: self._load(sess, build.path), dev, ins, spec.outputs, ref, self.opts,
                              build.index, build.config,
-                             empty=lambda shape, dtype: tvm.runtime.empty(shape, dtype, dev), check=check)
+                             empty=lambda shape, dtype: tvm.runtime.empty(shape, dtype, dev), check=check,
+                             poison=poison)
         if res.error == RUNTIME_ERROR:
             alive = _alive(sess)
             self._drop()  # a failed remote call may leave the session unusable (sticky CUDA errors)

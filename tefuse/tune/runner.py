@@ -19,7 +19,7 @@ import os
 from typing import Optional, Sequence
 
 from .measure import (RUNTIME_ERROR, TIMEOUT, BuildResult, MeasureResult, RunOptions, RunSpec,
-                      last_line, measure_module)
+                      last_line, measure_module, poisoned)
 from .procs import WorkersClosed, die_with_parent, ignore_sigint, kill_pool
 
 log = logging.getLogger(__name__)
@@ -89,6 +89,17 @@ def _reference(spec: RunSpec, kind: str, ref_path: Optional[str]):
     return _STATE[k]
 
 
+def _poison(spec: RunSpec, kind: str) -> list:
+    """The workload's poisoned outputs on the device, made once (measure.poison_value)."""
+    import tvm
+
+    k = ("poison", spec.key, kind)
+    if k not in _STATE:
+        dev = _device(kind)
+        _STATE[k] = [tvm.runtime.tensor(a, dev) for a in poisoned(spec.outputs)]
+    return _STATE[k]
+
+
 def run_one(spec: RunSpec, kind: str, build: BuildResult, ref_path: Optional[str],
             opts: RunOptions) -> MeasureResult:
     """Worker entry (also called in-process): measure one built candidate."""
@@ -97,7 +108,7 @@ def run_one(spec: RunSpec, kind: str, build: BuildResult, ref_path: Optional[str
     dev, ins = _inputs(spec, kind)
     ref = _reference(spec, kind, ref_path) if opts.check else None
     return measure_module(lambda: tvm.runtime.load_module(build.path), dev, ins, spec.outputs, ref,
-                          opts, build.index, build.config)
+                          opts, build.index, build.config, poison=_poison(spec, kind) if ref is not None else None)
 
 
 def _open_device(kind: str) -> None:

@@ -178,3 +178,63 @@ def test_a_bfloat16_outputs_tolerance_is_relative_to_its_largest_value():
     assert output_scale(ref) == 700.0
     assert check_outputs([np.array([700.0, 0.1], ml_dtypes.bfloat16)], [ref]) is None
     assert check_outputs([np.array([700.0, 20.0], ml_dtypes.bfloat16)], [ref]) is not None
+
+
+def _half_writer(path: str) -> str:
+    """A kernel of y = x + 1 over (64, 1024) that writes only the first 32 rows."""
+    import tvm
+    from tvm.script import tirx as T
+
+    @T.prim_func
+    def main(x: T.Buffer((64, 1024), "float32"), y: T.Buffer((64, 1024), "float32")):
+        T.func_attr({"global_symbol": "main"})
+        for i, j in T.grid(32, 1024):
+            y[i, j] = x[i, j] + T.float32(1)
+
+    tvm.compile(main, target="llvm").export_library(path)
+    return path
+
+
+def test_an_output_left_partly_unwritten_is_wrong_even_where_its_memory_holds_the_right_values(tmp_path):
+    """Device memory handed out again keeps the last candidate's outputs: the outputs are
+    poisoned before the checked run, so the rows a kernel leaves unwritten are caught."""
+    import tvm
+
+    from tefuse.tune.measure import WRONG_RESULT, ArgSpec, RunOptions, measure_module, poisoned
+
+    dev = tvm.cpu()
+    x = np.random.default_rng(0).standard_normal((64, 1024)).astype(np.float32)
+    right = x + 1
+    specs = [ArgSpec((64, 1024), "float32")]
+    stale = lambda shape, dtype: tvm.runtime.tensor(right, dev)  # what the last right candidate left
+    half = _half_writer(str(tmp_path / "half.so"))
+    args = (lambda: tvm.runtime.load_module(half), dev, [tvm.runtime.tensor(x, dev)], specs, [right],
+            RunOptions(repeat=1, min_repeat_ms=1), 0, {})
+    res = measure_module(*args, empty=stale, poison=[tvm.runtime.tensor(a, dev) for a in poisoned(specs)])
+    assert res.error == WRONG_RESULT and "32768 of 65536 elements differ" in res.error_msg, res
+    assert measure_module(*args, empty=stale).ok  # unpoisoned, the stale rows pass: the hole it closes
+
+
+@pytest.mark.parametrize("dtype,value", [("float32", "nan"), ("float16", "nan"), ("bfloat16", "nan"),
+                                         ("int8", -128), ("int32", -(2 ** 31)), ("uint8", 255), ("bool", True)])
+def test_poisoned_outputs_hold_a_value_no_right_answer_is_taken_for(dtype, value):
+    from tefuse.tune.measure import ArgSpec, poisoned
+
+    (a,) = poisoned([ArgSpec((2, 3), dtype)])
+    assert a.shape == (2, 3) and str(a.dtype) == dtype
+    if value == "nan":
+        assert np.isnan(a.astype(np.float32)).all()
+    else:
+        assert (a == value).all()
+
+
+def test_the_local_runner_poisons_the_outputs_of_a_checked_run(monkeypatch):
+    import tefuse.tune.runner as R
+    from tefuse.tune.measure import ArgSpec, BuildResult, MeasureResult, RunOptions, RunSpec
+
+    seen = []
+    monkeypatch.setattr(R, "measure_module", lambda *a, **kw: seen.append(kw.get("poison")) or MeasureResult(0, {}))
+    monkeypatch.setattr(R, "_reference", lambda spec, kind, path: [np.zeros((2, 3), np.float32)])
+    spec = RunSpec("poisoned", [ArgSpec((2, 3), "float32")], [ArgSpec((2, 3), "float32")])
+    R.run_one(spec, "llvm", BuildResult(1, {}, "unused.so"), "ref.so", RunOptions())
+    assert len(seen) == 1 and len(seen[0]) == 1 and np.isnan(seen[0][0].numpy()).all()

@@ -180,3 +180,25 @@ def test_a_prepared_slot_loads_its_counter_before_the_first_workload_and_keeps_u
         slot.close()
     finally:
         rpc.close()
+
+
+def test_a_server_poisons_the_outputs_so_rows_left_unwritten_are_caught(tmp_path):
+    from tests.tune.test_measure import _half_writer
+
+    rpc = start_local_rpc("tefuse-poison", with_tracker=False)
+    try:
+        slot = RPCSlot(RunOptions(repeat=1, min_repeat_ms=1), "tefuse-poison", None, ("127.0.0.1", rpc.server_port))
+        slot.acquire(10)
+        x = te.placeholder((64, 1024), "float32", "x")
+        path = str(tmp_path / "ref.so")
+        tvm.compile(te.create_prim_func([x, te.compute((64, 1024), lambda i, j: x[i, j] + 1.0, name="y")])
+                    .with_attr("global_symbol", "main"), target="llvm").export_library(path)
+        spec = RunSpec("half", [ArgSpec((64, 1024), "float32")], [ArgSpec((64, 1024), "float32")],
+                       target=make_target("llvm").export())
+        ref = BuildResult(0, {}, path)
+        half = slot.measure(spec, "llvm", BuildResult(1, {}, _half_writer(str(tmp_path / "half.so"))), ref)
+        assert half.error == WRONG_RESULT, half
+        assert [k for k in slot._cache if k[0] == "poison"] == [("poison", "half", 0, "llvm")]
+        slot.close()
+    finally:
+        rpc.close()
