@@ -5,6 +5,8 @@ passes without its outputs copied back, a wrong one is a wrong result with check
 message."""
 from __future__ import annotations
 
+import contextlib
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -113,11 +115,23 @@ def _library(tmp_path, name: str, add: float) -> str:
     return path
 
 
-def test_a_server_checks_the_outputs_where_they_are(tmp_path, monkeypatch):
-    rpc = start_local_rpc("tefuse-check", with_tracker=False)
+@contextlib.contextmanager
+def _loopback_slot(key: str):
+    """An RPCSlot holding a session on a loopback server of its own."""
+    rpc = start_local_rpc(key, with_tracker=False)
     try:
-        slot = RPCSlot(RunOptions(repeat=1, min_repeat_ms=1), "tefuse-check", None, ("127.0.0.1", rpc.server_port))
+        slot = RPCSlot(RunOptions(repeat=1, min_repeat_ms=1), key, None, ("127.0.0.1", rpc.server_port))
         slot.acquire(10)
+        try:
+            yield slot
+        finally:
+            slot.close()
+    finally:
+        rpc.close()
+
+
+def test_a_server_checks_the_outputs_where_they_are(tmp_path, monkeypatch):
+    with _loopback_slot("tefuse-check") as slot:
         # the target as a task exports it (a TVM Map), as tuning hands it over
         spec = RunSpec("add", [ArgSpec((4, 300), "float32")], [ArgSpec((4, 300), "float32")],
                        target=make_target("llvm").export())
@@ -134,9 +148,6 @@ def test_a_server_checks_the_outputs_where_they_are(tmp_path, monkeypatch):
         wrong = slot.measure(spec, "llvm", BuildResult(2, {}, _library(tmp_path, "wrong", 1.5)), ref)
         assert wrong.error == WRONG_RESULT
         assert wrong.error_msg.startswith("output 0: 1200 of 1200 elements differ"), wrong.error_msg
-        slot.close()
-    finally:
-        rpc.close()
 
 
 def test_a_slot_keeps_only_the_workloads_used_last_on_its_server(tmp_path, monkeypatch):
@@ -145,10 +156,7 @@ def test_a_slot_keeps_only_the_workloads_used_last_on_its_server(tmp_path, monke
     import tefuse.tune.rpc as R
 
     monkeypatch.setattr(R, "KEPT_WORKLOADS", 2)
-    rpc = start_local_rpc("tefuse-keep", with_tracker=False)
-    try:
-        slot = RPCSlot(RunOptions(repeat=1, min_repeat_ms=1), "tefuse-keep", None, ("127.0.0.1", rpc.server_port))
-        slot.acquire(10)
+    with _loopback_slot("tefuse-keep") as slot:
         ref = BuildResult(0, {}, _library(tmp_path, "ref", 1.0))
         specs = {w: RunSpec(w, [ArgSpec((4, 300), "float32")], [ArgSpec((4, 300), "float32")], target={"kind": "llvm"})
                  for w in ("w1", "w2", "w3")}
@@ -157,16 +165,10 @@ def test_a_slot_keeps_only_the_workloads_used_last_on_its_server(tmp_path, monke
             assert res.ok, res.error_msg
         assert {k[1] for k in slot._cache if k[0] != "lib"} == {"w3", "w1"}
         assert len([k for k in slot._cache if k[0] == "lib"]) == 1  # one counter for all three
-        slot.close()
-    finally:
-        rpc.close()
 
 
 def test_a_prepared_slot_loads_its_counter_before_the_first_workload_and_keeps_using_it(tmp_path):
-    rpc = start_local_rpc("tefuse-prepare", with_tracker=False)
-    try:
-        slot = RPCSlot(RunOptions(repeat=1, min_repeat_ms=1), "tefuse-prepare", None, ("127.0.0.1", rpc.server_port))
-        slot.acquire(10)
+    with _loopback_slot("tefuse-prepare") as slot:
         target = make_target("llvm").export()
         slot.warm("llvm")
         slot.prepare(check_kinds([RunSpec("add", [], [ArgSpec((4, 300), "float32")], target=target)]), "llvm")
@@ -177,18 +179,12 @@ def test_a_prepared_slot_loads_its_counter_before_the_first_workload_and_keeps_u
         wrong = slot.measure(spec, "llvm", BuildResult(1, {}, _library(tmp_path, "wrong", 2.0)), ref)
         assert wrong.error == WRONG_RESULT  # checked there, by the prepared counter
         assert [k for k in slot._cache if k[0] == "lib"] == prepared
-        slot.close()
-    finally:
-        rpc.close()
 
 
 def test_a_server_poisons_the_outputs_so_rows_left_unwritten_are_caught(tmp_path):
     from tests.tune.test_measure import _half_writer
 
-    rpc = start_local_rpc("tefuse-poison", with_tracker=False)
-    try:
-        slot = RPCSlot(RunOptions(repeat=1, min_repeat_ms=1), "tefuse-poison", None, ("127.0.0.1", rpc.server_port))
-        slot.acquire(10)
+    with _loopback_slot("tefuse-poison") as slot:
         x = te.placeholder((64, 1024), "float32", "x")
         path = str(tmp_path / "ref.so")
         tvm.compile(te.create_prim_func([x, te.compute((64, 1024), lambda i, j: x[i, j] + 1.0, name="y")])
@@ -199,6 +195,3 @@ def test_a_server_poisons_the_outputs_so_rows_left_unwritten_are_caught(tmp_path
         half = slot.measure(spec, "llvm", BuildResult(1, {}, _half_writer(str(tmp_path / "half.so"))), ref)
         assert half.error == WRONG_RESULT, half
         assert [k for k in slot._cache if k[0] == "poison"] == [("poison", "half", 0, "llvm")]
-        slot.close()
-    finally:
-        rpc.close()
