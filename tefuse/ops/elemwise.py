@@ -169,7 +169,7 @@ def _div(a, b):
     (x / 0, INT_MIN / -1: SIGFPE on x86) give numpy's answers, 0 and the wrapped -x. A 16-bit float
     divided by a finite nonzero constant is multiplied in float32 by the constant's reciprocal:
     the quotient rounded once more, so at most one unit in its last place off, where CUDA divides
-    half values through float32 with a correction step, 9 instructions an element (a quarter of a
+    half values through float32 with a correction step, 9 instructions an element (a sixth of a
     GEMM's GELU epilogue, x / sqrt(2), went to it)."""
     if not _is_int(a):
         d = _dt(a)

@@ -148,16 +148,9 @@ def poison_value(dtype: str):
 
 def poisoned(specs: list[ArgSpec]) -> list[np.ndarray]:
     """Outputs of these specs, every element `poison_value`."""
-    return [np.full(o.shape, poison_value(o.dtype), dtype=_np_dtype(o.dtype)) for o in specs]
+    import ml_dtypes  # noqa: F401 - registers bfloat16 and the float8s with numpy
 
-
-def _np_dtype(dtype: str):
-    """The numpy dtype of a tensor type (ml_dtypes' for bfloat16 and float8)."""
-    if dtype.startswith(("bfloat", "float8", "float4")):
-        import ml_dtypes
-
-        return getattr(ml_dtypes, dtype)
-    return np.dtype(dtype)
+    return [np.full(o.shape, poison_value(o.dtype), dtype=np.dtype(o.dtype)) for o in specs]
 
 
 def check_outputs(got: list[np.ndarray], ref: list[np.ndarray]) -> Optional[str]:
