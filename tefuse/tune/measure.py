@@ -137,12 +137,14 @@ def poison_value(dtype: str):
     from any number), the type's lowest value for signed integers, its highest for unsigned ones,
     True for bool. Device memory handed out again keeps the last candidate's right outputs, so
     without it a kernel that leaves part of its output unwritten would pass the check."""
+    import ml_dtypes  # its iinfo knows int4 and uint4 besides numpy's integers
+
     if dtype == "bool":
         return True
     if dtype.startswith("int"):
-        return np.iinfo(dtype).min
+        return ml_dtypes.iinfo(dtype).min
     if dtype.startswith("uint"):
-        return np.iinfo(dtype).max
+        return ml_dtypes.iinfo(dtype).max
     return np.nan
 
 

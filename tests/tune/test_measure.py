@@ -216,7 +216,8 @@ def test_an_output_left_partly_unwritten_is_wrong_even_where_its_memory_holds_th
 
 
 @pytest.mark.parametrize("dtype,value", [("float32", "nan"), ("float16", "nan"), ("bfloat16", "nan"),
-                                         ("int8", -128), ("int32", -(2 ** 31)), ("uint8", 255), ("bool", True)])
+                                         ("int8", -128), ("int32", -(2 ** 31)), ("uint8", 255), ("bool", True),
+                                         ("int4", -8), ("uint4", 15), ("float8_e4m3fn", "nan")])
 def test_poisoned_outputs_hold_a_value_no_right_answer_is_taken_for(dtype, value):
     from tefuse.tune.measure import ArgSpec, poisoned
 
