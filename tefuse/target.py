@@ -75,6 +75,14 @@ SM_COUNT: dict[str, int] = {
 }
 DEFAULT_SM_COUNT = 132
 
+# L2 cache bytes of the usual part of each CUDA arch (NVIDIA's architecture whitepapers): what a
+# GEMM's grid order reads twice from DRAM depends on whether an operand stays in it
+L2_BYTES: dict[str, int] = {
+    "sm_70": 6 << 20, "sm_75": 5632 << 10, "sm_80": 40 << 20, "sm_86": 6 << 20, "sm_87": 4 << 20,
+    "sm_89": 72 << 20, "sm_90": 50 << 20, "sm_90a": 50 << 20, "sm_100": 126 << 20,
+}
+DEFAULT_L2_BYTES = 50 << 20
+
 # dynamic shared memory a CUDA block may opt into (cudaFuncAttributeMaxDynamicSharedMemorySize;
 # CUDA programming guide, compute capabilities table), beyond the 48 KB tefuse's targets declare
 SMEM_OPTIN: dict[str, int] = {
@@ -116,6 +124,7 @@ class DeviceCaps:
     max_shared_memory_per_block: int = 49152  # what the target declares (48 KB by default)
     smem_optin: int = SMEM_OPTIN["sm_90"]  # what a block may opt into (no more than declared if unknown)
     registers_per_block: int = 65536
+    l2_bytes: int = DEFAULT_L2_BYTES
 
     @property
     def compute_capability(self) -> int:
@@ -177,8 +186,8 @@ def _target_dict(target) -> dict:
 
 def device_caps(target: Optional[TargetLike]) -> DeviceCaps:
     """The DeviceCaps of a target: its `thread_warp_size`, `max_threads_per_block`,
-    `max_shared_memory_per_block`, `registers_per_block` attrs, its arch's SM count (`SM_COUNT`)
-    and opt-in shared memory (`SMEM_OPTIN`); what is missing takes DeviceCaps' defaults."""
+    `max_shared_memory_per_block`, `registers_per_block` attrs, its arch's SM count (`SM_COUNT`),
+    L2 size (`L2_BYTES`) and opt-in shared memory (`SMEM_OPTIN`); what is missing takes DeviceCaps' defaults."""
     d = _target_dict(target)
     key = tuple(sorted((k, str(v)) for k, v in d.items()))
     return _caps(key)
@@ -204,6 +213,7 @@ def _caps(items: tuple) -> DeviceCaps:
         max_shared_memory_per_block=declared,
         smem_optin=max(SMEM_OPTIN.get(arch, 0), declared),
         registers_per_block=attr("registers_per_block", base.registers_per_block),
+        l2_bytes=L2_BYTES.get(arch, base.l2_bytes),
     )
 
 

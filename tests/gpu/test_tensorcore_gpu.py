@@ -196,3 +196,20 @@ def test_a_conv_untuned_at_192x192_matches_llvm(rng):
     got = cg.run(x=xv)[0]
     want = tefuse.build(graph, "llvm").run(x=xv)[0]
     assert np.abs(got - want).max() <= 1e-2 * np.abs(want).max()
+
+
+def test_a_vocabulary_projection_with_its_m_tiles_first_matches_numpy(rng):
+    """GPT-2's head at 512 rows: its 77 MB weight puts the M tiles on blockIdx.x
+    (tiles.m_tiles_first), 50257 columns leave a ragged last N tile."""
+    from tests.schedules.cuda.gemm.test_mma import _dense
+
+    m, n, k = 512, 50257, 768
+    graph = _dense(m, n, k, "float16")
+    cg = tefuse.build(graph, "cuda")
+    assert [kn.template for kn in cg.kernels] == ["wgmma_gemm"]
+    x = rng.standard_normal((m, k)).astype(np.float16)
+    w = (rng.standard_normal((n, k)) / np.sqrt(k)).astype(np.float16)
+    bias = rng.standard_normal(n).astype(np.float16)
+    got = cg.run(x=x, w=w, bias=bias)[0].astype(np.float32)
+    want = np.maximum(x.astype(np.float32) @ w.astype(np.float32).T + bias.astype(np.float32), 0)
+    assert np.abs(got - want).max() <= 1e-2 * np.abs(want).max()

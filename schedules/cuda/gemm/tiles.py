@@ -13,6 +13,7 @@ from tvm_ffi import structural_walk
 from tvm.s_tir.schedule import ScheduleError
 from tvm.s_tir.dlight.gpu.matmul import IterKind, auto_inline_producers
 
+from ....target import device_caps
 from ...gpu.lanes import (MAX_BOOL_LANES, MAX_FLOAT32_LANES, bool_lanes_vary, children as lane_children,
                           has_float32_constants, lanes_contiguous)
 from ...registry import KernelInfo
@@ -185,12 +186,47 @@ def row_pad(smem_pad: int, elem_bytes: int) -> int:
     return max(smem_pad, 16 // elem_bytes) if smem_pad else 0
 
 
-def bind_grid(sch, b, i0, j0, ty) -> None:
-    """Batch, M and N tiles on the grid (z, y, x); the warps on threadIdx.y."""
+MAX_GRID_Y = 65535  # CUDA's limit on gridDim.y (and z); x takes 2^31 - 1
+
+
+def m_tiles_first(m_tiles, n_tiles, k: int, bm: int, bn: int, elem_bytes: int, l2_bytes: int) -> bool:
+    """Whether a GEMM's grid should run down its M tiles before across its N tiles.
+
+    CUDA starts blocks x fastest, so the blocks resident at once share the tiles of the slow
+    axis and sweep the fast one's operand. N fastest (the default) reads A once and B once for
+    every row of M tiles, which costs nothing while B stays in L2 (a layer's weights). A B past
+    half the L2 (a vocabulary projection: GPT-2's 50257 x 768 head is 77 MB) is read from DRAM
+    again for each row: 32 times at 4096 rows, which held that head at 0.98 ms and 3.3 TB/s of
+    DRAM on an H200. Then M goes fastest if the A it re-reads instead costs less. Extents not
+    known at build time (a symbolic M) keep N fastest."""
+    if not all(isinstance(v, int) for v in (m_tiles, n_tiles, k)) or n_tiles > MAX_GRID_Y:
+        return False
+    keep = l2_bytes // 2  # the other half streams the outputs and the swept operand
+    a_bytes, b_bytes = m_tiles * bm * k * elem_bytes, n_tiles * bn * k * elem_bytes
+    b_again = b_bytes * (m_tiles - 1) if b_bytes > keep else 0
+    a_again = a_bytes * (n_tiles - 1) if a_bytes > keep else 0
+    return a_again < b_again
+
+
+def bind_grid(sch, b, i0, j0, ty, m_first: bool = False) -> None:
+    """Batch, M and N tiles on the grid (z, y, x), or M on x and N on y where `m_first`
+    (m_tiles_first); the warps on threadIdx.y."""
     sch.bind(b, "blockIdx.z")
-    sch.bind(i0, "blockIdx.y")
-    sch.bind(j0, "blockIdx.x")
+    sch.bind(i0, "blockIdx.x" if m_first else "blockIdx.y")
+    sch.bind(j0, "blockIdx.y" if m_first else "blockIdx.x")
     sch.bind(ty, "threadIdx.y")
+
+
+def grid_order(sch, i0, j0, k0, bm: int, bn: int, bk: int, elem_bytes: int, target) -> bool:
+    """m_tiles_first for a tiled GEMM's loops: i0 over its M tiles of `bm` rows, j0 over its N
+    tiles of `bn`, k0 over its K steps of `bk`."""
+    def extent(loop):
+        e = sch.get(loop).extent
+        return int(e) if isinstance(e, tirx.IntImm) else None
+
+    k_steps = extent(k0)
+    return m_tiles_first(extent(i0), extent(j0), k_steps * bk if k_steps else None, bm, bn, elem_bytes,
+                         device_caps(target).l2_bytes)
 
 
 def stage_accumulators(sch, block_outer, ty, sh_scope, frag_c, place_staging=True):

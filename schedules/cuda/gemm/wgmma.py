@@ -31,8 +31,9 @@ from ..intrin.tvm_library import tvm_cuda_intrinsics
 from ..passes.clamp_rows import ROWS_ANNOTATION
 from .cluster import cluster_split
 from .sliced_k import SLICE_AXIS, stage_sum
-from .tiles import (DEFAULT_CFG, bind_grid, drop_unit_iters, fetch_to_shared, intrin_names, last_index_kind,
-                    operand_k_major, stage_accumulators, staging_row_stride, store_epilogue, tensorize_staging_store)
+from .tiles import (DEFAULT_CFG, bind_grid, drop_unit_iters, fetch_to_shared, grid_order, intrin_names,
+                    last_index_kind, operand_k_major, stage_accumulators, staging_row_stride, store_epilogue,
+                    tensorize_staging_store)
 from ..intrin.wgmma import (N_CHOICES, PTX_TYPE, acc_dtype, bk_of, chunk_elems, promotes, storage, store_intrin,
                             swizzle_index_map, wgmma_intrin)
 
@@ -287,7 +288,7 @@ def apply_wgmma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
     else:
         sch.reorder(b, i0, j, i1, k)
         if on_gpu:
-            bind_grid(sch, b, i0, j, ty)
+            bind_grid(sch, b, i0, j, ty, grid_order(sch, i0, j, k, BM, BN, BK, dtype_bytes(in_dtype), target))
 
     sh_scope = "shared.dyn" if on_gpu else "global"
     frag_c = "warp" if on_gpu else "local"

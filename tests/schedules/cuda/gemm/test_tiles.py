@@ -1,0 +1,62 @@
+"""The grid order of the tensor-core GEMMs (tiles.m_tiles_first, bind_grid): N tiles on blockIdx.x
+unless the weight is too big for the L2 to keep across rows of M tiles, as a vocabulary
+projection's is; then M tiles on blockIdx.x, in both templates' schedules."""
+from __future__ import annotations
+
+import pytest
+from tvm import s_tir
+
+from tefuse.schedules.common import launch_extents
+from tefuse.schedules.cuda.gemm.template import apply_gemm
+from tefuse.schedules.cuda.gemm.tiles import MAX_GRID_Y, m_tiles_first
+from tefuse.target import L2_BYTES, make_target
+
+from .test_mma import _dense
+from .test_wgmma import _lowered, _wgmma_cfg
+
+H100_L2 = L2_BYTES["sm_90"]
+
+
+def test_a_weight_the_l2_keeps_leaves_n_tiles_fastest():
+    # BERT's fc1 at batch 32: a 4.5 MB weight, 32 rows of 24 tiles
+    assert not m_tiles_first(32, 24, 768, 128, 128, 2, H100_L2)
+    # a conv's implicit GEMM: 400 MB of im2col rows, a 2 MB weight
+    assert not m_tiles_first(6272, 4, 1152, 128, 128, 2, H100_L2)
+
+
+def test_a_vocabulary_projection_runs_down_m_first():
+    # GPT-2's head at 32 x 128 tokens: a 77 MB weight read again for each of 32 rows of tiles
+    assert m_tiles_first(32, 393, 768, 128, 128, 2, H100_L2)
+    # one row of M tiles reads the weight once either way
+    assert not m_tiles_first(1, 393, 768, 128, 128, 2, H100_L2)
+    # the same weight fits a bigger L2
+    assert not m_tiles_first(32, 393, 768, 128, 128, 2, 4 * H100_L2)
+
+
+def test_both_operands_past_the_l2_take_the_order_that_reads_less_again():
+    # tiles of 128 x 8192 x 2 B = 2 MB, past an 8 MB L2: 64 rows of M tiles and 8 columns of N
+    # tiles. N first reads B (16 MB) 63 times more, M first reads A (128 MB) 7 times more.
+    assert m_tiles_first(64, 8, 8192, 128, 128, 2, 8 << 20)
+    assert not m_tiles_first(8, 64, 8192, 128, 128, 2, 8 << 20)
+
+
+def test_unknown_extents_and_too_many_n_tiles_keep_the_default():
+    assert not m_tiles_first(None, 393, 768, 128, 128, 2, H100_L2)  # a symbolic M
+    assert not m_tiles_first(32, MAX_GRID_Y + 1, 768, 128, 128, 2, 1 << 20)  # N tiles would not fit gridDim.y
+
+
+def _grid(graph, cfg, arch):
+    _, low = _lowered(graph)
+    sch = s_tir.Schedule(low.func)
+    apply_gemm(sch, low.info.stage("accumulator"), low.info.epilogue, cfg, make_target(f"cuda:{arch}"))
+    ext = launch_extents(sch.mod.script())
+    return int(ext["blockIdx.x"]), int(ext["blockIdx.y"])
+
+
+MMA_CFG = dict(BM=128, BN=128, BK=32, WM=64, WN=64, stages=3, intrin="mma", vec_out=4)
+
+
+@pytest.mark.parametrize("cfg,arch", [(_wgmma_cfg(128, 128), "sm_90a"), (MMA_CFG, "sm_80")], ids=["wgmma", "mma"])
+def test_the_schedules_bind_the_grid_by_the_rule(cfg, arch):
+    assert _grid(_dense(4096, 50257, 768, "float16"), cfg, arch) == (32, 393)  # M tiles on x
+    assert _grid(_dense(4096, 3072, 768, "float16"), cfg, arch) == (24, 32)  # N tiles on x
