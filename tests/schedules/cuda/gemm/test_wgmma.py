@@ -113,7 +113,8 @@ def test_fallback_tiles_follow_the_sm_count():
     """Two 128x128 blocks per SM or more: 128x128, 3 stages; one 128x128 block for 4/5 of the SMs
     or more, none with two: 128x128 too (a third less operand traffic than 64x128); else 64x128,
     4 stages; 64x64 where 64x128 would leave SMs idle, unless the reduction is deep and under 3/10
-    of them idle; never more stages than the reduction's steps less one."""
+    of them idle; 128x192 where a deep 16-bit reduction makes one wave of nearly every SM; never
+    more stages than the reduction's steps less one."""
     from tefuse.schedules.cuda.gemm.wgmma import fallback_values
 
     assert fallback_values(4096, 4096, 132)["tile"][:2] == (128, 128)
@@ -125,6 +126,12 @@ def test_fallback_tiles_follow_the_sm_count():
     assert fallback_values(3136, 256, 132, k=1024)["tile"][:2] == (64, 64)  # 98: the 14x14 1x1 convs at batch 16
     assert fallback_values(3136, 256, 132, k=2304)["tile"][:2] == (64, 128)  # the 3x3 one: a deep reduction
     assert fallback_values(784, 512, 132, k=2048)["tile"][:2] == (64, 64)  # 52 blocks of 64x128: too few
+    # BERT-base at batch 32: the second MLP product one wave of 128x192 blocks, the first 128x128
+    fc2 = fallback_values(4096, 768, 132, k=3072)
+    assert (fc2["tile"], fc2["stages"]) == ((128, 192, 64, 64), 4)
+    assert fallback_values(4096, 3072, 132, k=768)["tile"][:2] == (128, 128)
+    assert fallback_values(6304, 768, 132, k=3072)["tile"][:2] == (192, 192)  # ViT-B/16's: one wave at 192x192
+    assert fallback_values(4096, 768, 132, "int8", k=3072)["tile"][:2] == (64, 128)  # measured for 16-bit only
     assert fallback_values(784, 2048, 132)["tile"][:2] == (128, 128)  # 112 blocks (512x7x7->2048 at batch 16)
     assert fallback_values(3136, 1024, 132)["tile"][:2] == (64, 128)  # 200 of 128x128: two on some SMs
     assert fallback_values(12544, 128, 132)["tile"][:2] == (64, 128)  # 98 of 128x128 leave a quarter idle
