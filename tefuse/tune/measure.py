@@ -155,6 +155,22 @@ def poisoned(specs: list[ArgSpec]) -> list[np.ndarray]:
     return [np.full(o.shape, poison_value(o.dtype), dtype=np.dtype(o.dtype)) for o in specs]
 
 
+def poison_tensors(specs: list[ArgSpec], dev) -> list:
+    """`poisoned(specs)` on `dev` (a local or an RPC session's device)."""
+    import tvm
+
+    return [tvm.runtime.tensor(a, dev) for a in poisoned(specs)]
+
+
+def open_device(dev) -> None:
+    """The device's first allocation and a sync: its context started (3 s for a GPU's first
+    use in a process or RPC session), which a first candidate would otherwise wait for."""
+    import tvm
+
+    tvm.runtime.empty((1,), "float32", dev)
+    dev.sync()
+
+
 def check_outputs(got: list[np.ndarray], ref: list[np.ndarray]) -> Optional[str]:
     """None if `got` matches `ref` within the dtype's tolerance, else what differs."""
     for k, (g, r) in enumerate(zip(got, ref)):

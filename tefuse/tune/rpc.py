@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
 from .measure import (RUNTIME_ERROR, BuildResult, MeasureResult, RunOptions, RunSpec, last_line,
-                      measure_module, poisoned)
+                      measure_module, open_device, poison_tensors)
 from .parallel import DeviceLost, DevicesLost, ParallelRunner, Slot
 from .remote_check import load_counter, remote_check
 from .slot_process import ProcessSlot
@@ -206,12 +206,9 @@ class RPCSlot(Slot):
 
     def _poison(self, spec: RunSpec, kind: str) -> list:
         """The workload's poisoned outputs on the server, sent once (measure.poison_value)."""
-        import tvm
-
         k = ("poison", spec.key, spec.seed, kind)
         if k not in self._cache:
-            dev = self._remote_dev(kind)
-            self._cache[k] = [tvm.runtime.tensor(a, dev) for a in poisoned(spec.outputs)]
+            self._cache[k] = poison_tensors(spec.outputs, self._remote_dev(kind))
         return self._cache[k]
 
     def _load(self, sess, path: str):
@@ -274,14 +271,10 @@ class RPCSlot(Slot):
     def warm(self, kind: str) -> None:
         """Open the server's device now: a session's first use of a GPU starts its CUDA context
         (3 s on an H200), which the first candidate would otherwise wait for."""
-        import tvm
-
         if self.sess is None:
             return
         try:
-            dev = self._remote_dev(kind)
-            tvm.runtime.empty((1,), "float32", dev)
-            dev.sync()
+            open_device(self._remote_dev(kind))
         except Exception as e:  # noqa: BLE001 - the first measurement says what is wrong
             log.info("rpc %s: device not opened ahead (%s)", self.name, last_line(e))
 

@@ -19,7 +19,7 @@ import os
 from typing import Optional, Sequence
 
 from .measure import (RUNTIME_ERROR, TIMEOUT, BuildResult, MeasureResult, RunOptions, RunSpec,
-                      last_line, measure_module, poisoned)
+                      last_line, measure_module, open_device, poison_tensors)
 from .procs import WorkersClosed, die_with_parent, ignore_sigint, kill_pool
 
 log = logging.getLogger(__name__)
@@ -93,12 +93,10 @@ def _poison(spec: RunSpec, kind: str) -> list:
     """The workload's poisoned outputs on the device (measure.poison_value), kept for the
     workload measured last only: a batch-256 model's outputs are hundreds of MB each, and a batch
     of candidates is one workload's, so each batch makes them once at most."""
-    import tvm
-
     k = (spec.key, kind)
     if (_STATE.get("poison") or (None,))[0] != k:
         _STATE["poison"] = None  # the last workload's freed first
-        _STATE["poison"] = (k, [tvm.runtime.tensor(a, _device(kind)) for a in poisoned(spec.outputs)])
+        _STATE["poison"] = (k, poison_tensors(spec.outputs, _device(kind)))
     return _STATE["poison"][1]
 
 
@@ -114,12 +112,8 @@ def run_one(spec: RunSpec, kind: str, build: BuildResult, ref_path: Optional[str
 
 
 def _open_device(kind: str) -> None:
-    """Worker side: the device's first allocation (its context started)."""
-    import tvm
-
-    dev = _device(kind)
-    tvm.runtime.empty((1,), "float32", dev)
-    dev.sync()
+    """Worker side: measure.open_device on this worker's device."""
+    open_device(_device(kind))
 
 
 def _warm() -> bool:

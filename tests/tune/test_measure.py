@@ -200,7 +200,7 @@ def test_an_output_left_partly_unwritten_is_wrong_even_where_its_memory_holds_th
     poisoned before the checked run, so the rows a kernel leaves unwritten are caught."""
     import tvm
 
-    from tefuse.tune.measure import WRONG_RESULT, ArgSpec, RunOptions, measure_module, poisoned
+    from tefuse.tune.measure import WRONG_RESULT, ArgSpec, RunOptions, measure_module, poison_tensors
 
     dev = tvm.cpu()
     x = np.random.default_rng(0).standard_normal((64, 1024)).astype(np.float32)
@@ -210,7 +210,7 @@ def test_an_output_left_partly_unwritten_is_wrong_even_where_its_memory_holds_th
     half = _half_writer(str(tmp_path / "half.so"))
     args = (lambda: tvm.runtime.load_module(half), dev, [tvm.runtime.tensor(x, dev)], specs, [right],
             RunOptions(repeat=1, min_repeat_ms=1), 0, {})
-    res = measure_module(*args, empty=stale, poison=[tvm.runtime.tensor(a, dev) for a in poisoned(specs)])
+    res = measure_module(*args, empty=stale, poison=poison_tensors(specs, dev))
     assert res.error == WRONG_RESULT and "32768 of 65536 elements differ" in res.error_msg, res
     assert measure_module(*args, empty=stale).ok  # unpoisoned, the stale rows pass: the hole it closes
 
