@@ -192,20 +192,21 @@ def check_outputs(got: list[np.ndarray], ref: list[np.ndarray]) -> Optional[str]
 
 def measure_module(load: Callable[[], Any], dev, inputs: list, out_specs: list[ArgSpec],
                    ref: Optional[list[np.ndarray]], opts: RunOptions, index: int, config: dict,
-                   empty: Callable = None, check: Optional[Callable] = None,
+                   outputs: Optional[list] = None, check: Optional[Callable] = None,
                    poison: Optional[list] = None) -> MeasureResult:
     """Load, run once (warm-up and correctness check), then time. Never raises: errors
-    become the MeasureResult's error kind. Shared by the local and the RPC runner. `check`
+    become the MeasureResult's error kind. Shared by the local and the RPC runner. `outputs`:
+    tensors on `dev` to write the results into (allocated here by default; an RPC slot keeps a
+    set a workload, where allocating and freeing them is two round trips each). `check`
     (outputs -> what differs, or None) checks them where they are instead of copying them
     back (the RPC runner: remote_check.py). `poison`: tensors on the device holding `poisoned`
     outputs, copied into the outputs before a checked run (poison_value says why)."""
     import tvm
 
-    empty = empty or (lambda shape, dtype: tvm.runtime.empty(shape, dtype, dev))
     checked = opts.check and ref is not None
     try:
         mod = load()
-        outs = [empty(o.shape, o.dtype) for o in out_specs]
+        outs = outputs if outputs is not None else [tvm.runtime.empty(o.shape, o.dtype, dev) for o in out_specs]
         for out, src in zip(outs, poison or ()) if checked else ():
             out.copyfrom(src)
         mod["main"](*inputs, *outs)

@@ -204,6 +204,18 @@ class RPCSlot(Slot):
             self._cache[k] = (dev, [tvm.runtime.tensor(a, dev) for a in spec.inputs()])
         return self._cache[k]
 
+    def _outputs(self, spec: RunSpec, kind: str) -> list:
+        """The workload's outputs on the server, allocated once: every candidate of it writes
+        there. A checked run poisons them first, so what an earlier candidate left in them is
+        never taken for a result; an unchecked one only times."""
+        import tvm
+
+        k = ("out", spec.key, spec.seed, kind)
+        if k not in self._cache:
+            dev = self._remote_dev(kind)
+            self._cache[k] = [tvm.runtime.empty(o.shape, o.dtype, dev) for o in spec.outputs]
+        return self._cache[k]
+
     def _poison(self, spec: RunSpec, kind: str) -> list:
         """The workload's poisoned outputs on the server, sent once (measure.poison_value)."""
         k = ("poison", spec.key, spec.seed, kind)
@@ -328,8 +340,6 @@ class RPCSlot(Slot):
 
     def _measure(self, spec: RunSpec, kind: str, build: BuildResult,
                  reference: Optional[BuildResult]) -> MeasureResult:
-        import tvm
-
         if self.sess is None:  # dropped after a candidate's runtime error: a fresh session
             try:
                 self.acquire(self.reacquire_timeout)
@@ -346,6 +356,7 @@ class RPCSlot(Slot):
             t2 = time.perf_counter()
             check = self._checker(spec, kind, ref, reference) if ref is not None else None
             poison = self._poison(spec, kind) if ref is not None else None
+            outputs = self._outputs(spec, kind)
             if len(self._cache) != new:  # a workload readied on this server: what it cost, once
                 log.info("rpc %s: %s readied in %.2fs (inputs %.2fs, reference %.2fs, output check %.2fs)",
                          self.name, spec.key, time.perf_counter() - t0, t1 - t0, t2 - t1, time.perf_counter() - t2)
@@ -354,7 +365,7 @@ class RPCSlot(Slot):
             raise DeviceLost(last_line(e)) from None
         res = measure_module(lambda: self._load(sess, build.path), dev, ins, spec.outputs, ref, self.opts,
                              build.index, build.config,
-                             empty=lambda shape, dtype: tvm.runtime.empty(shape, dtype, dev), check=check,
+                             outputs=outputs, check=check,
                              poison=poison)
         if res.error == RUNTIME_ERROR:
             alive = _alive(sess)

@@ -206,13 +206,13 @@ def test_an_output_left_partly_unwritten_is_wrong_even_where_its_memory_holds_th
     x = np.random.default_rng(0).standard_normal((64, 1024)).astype(np.float32)
     right = x + 1
     specs = [ArgSpec((64, 1024), "float32")]
-    stale = lambda shape, dtype: tvm.runtime.tensor(right, dev)  # what the last right candidate left
+    stale = lambda: [tvm.runtime.tensor(right, dev)]  # outputs holding what the last right candidate left
     half = _half_writer(str(tmp_path / "half.so"))
     args = (lambda: tvm.runtime.load_module(half), dev, [tvm.runtime.tensor(x, dev)], specs, [right],
             RunOptions(repeat=1, min_repeat_ms=1), 0, {})
-    res = measure_module(*args, empty=stale, poison=poison_tensors(specs, dev))
+    res = measure_module(*args, outputs=stale(), poison=poison_tensors(specs, dev))
     assert res.error == WRONG_RESULT and "32768 of 65536 elements differ" in res.error_msg, res
-    assert measure_module(*args, empty=stale).ok  # unpoisoned, the stale rows pass: the hole it closes
+    assert measure_module(*args, outputs=stale()).ok  # unpoisoned, the stale rows pass: the hole it closes
 
 
 @pytest.mark.parametrize("dtype,value", [("float32", "nan"), ("float16", "nan"), ("bfloat16", "nan"),

@@ -195,3 +195,27 @@ def test_a_server_poisons_the_outputs_so_rows_left_unwritten_are_caught(tmp_path
         half = slot.measure(spec, "llvm", BuildResult(1, {}, _half_writer(str(tmp_path / "half.so"))), ref)
         assert half.error == WRONG_RESULT, half
         assert [k for k in slot._cache if k[0] == "poison"] == [("poison", "half", 0, "llvm")]
+
+
+def test_a_workloads_outputs_are_allocated_once_and_a_half_writer_after_a_right_candidate_is_caught(
+        tmp_path, monkeypatch):
+    """The candidates of a workload write into the same outputs on the server (no allocation and
+    free a candidate); the poison still catches rows a kernel leaves unwritten, though the
+    candidate before it wrote the right values there."""
+    from tests.tune.test_measure import _half_writer
+
+    with _loopback_slot("tefuse-outputs") as slot:
+        x = te.placeholder((64, 1024), "float32", "x")
+        right = str(tmp_path / "right.so")
+        tvm.compile(te.create_prim_func([x, te.compute((64, 1024), lambda i, j: x[i, j] + 1.0, name="y")])
+                    .with_attr("global_symbol", "main"), target="llvm").export_library(right)
+        spec = RunSpec("half", [ArgSpec((64, 1024), "float32")], [ArgSpec((64, 1024), "float32")],
+                       target=make_target("llvm").export())
+        ref = BuildResult(0, {}, right)
+        assert slot.measure(spec, "llvm", BuildResult(1, {}, right), ref).ok
+        allocated = []
+        empty = tvm.runtime.empty
+        monkeypatch.setattr(tvm.runtime, "empty", lambda *a, **kw: allocated.append(a[0]) or empty(*a, **kw))
+        half = slot.measure(spec, "llvm", BuildResult(2, {}, _half_writer(str(tmp_path / "half.so"))), ref)
+        assert half.error == WRONG_RESULT and "32768 of 65536 elements differ" in half.error_msg, half
+        assert allocated == []  # the first candidate's outputs, written again
