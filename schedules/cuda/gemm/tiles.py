@@ -197,10 +197,14 @@ def m_tiles_first(m_tiles, n_tiles, k: int, bm: int, bn: int, elem_bytes: int, l
     every row of M tiles, which costs nothing while B stays in L2 (a layer's weights). A B past
     half the L2 (a vocabulary projection: GPT-2's 50257 x 768 head is 77 MB) is read from DRAM
     again for each row: 32 times at 4096 rows, which held that head at 0.98 ms and 3.3 TB/s of
-    DRAM on an H200. Then M goes fastest if the A it re-reads instead costs less. Extents not
-    known at build time (a symbolic M) keep N fastest."""
+    DRAM on an H200. Then M goes fastest if the A it re-reads instead costs less. M tiles past
+    gridDim.y's limit go on x whatever the traffic (a conv's implicit GEMM at batch 512 has
+    100,352 rows of 64 at 112x112; on y its launch is refused, check_limits). Extents not known
+    at build time (a symbolic M) keep N fastest."""
     if not all(isinstance(v, int) for v in (m_tiles, n_tiles, k)) or n_tiles > MAX_GRID_Y:
         return False
+    if m_tiles > MAX_GRID_Y:
+        return True
     keep = l2_bytes // 2  # the other half streams the outputs and the swept operand
     a_bytes, b_bytes = m_tiles * bm * k * elem_bytes, n_tiles * bn * k * elem_bytes
     b_again = b_bytes * (m_tiles - 1) if b_bytes > keep else 0

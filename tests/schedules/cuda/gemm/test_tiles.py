@@ -40,6 +40,11 @@ def test_both_operands_past_the_l2_take_the_order_that_reads_less_again():
     assert not m_tiles_first(8, 64, 8192, 128, 128, 2, 8 << 20)
 
 
+def test_m_tiles_past_grid_y_go_on_x_whatever_the_traffic():
+    # a 112x112 conv at batch 512 as 64-row tiles, its weight tiny
+    assert m_tiles_first(512 * 112 * 112 // 64, 1, 576, 64, 64, 2, H100_L2)
+
+
 def test_unknown_extents_and_too_many_n_tiles_keep_the_default():
     assert not m_tiles_first(None, 393, 768, 128, 128, 2, H100_L2)  # a symbolic M
     assert not m_tiles_first(32, MAX_GRID_Y + 1, 768, 128, 128, 2, 1 << 20)  # N tiles would not fit gridDim.y
@@ -60,3 +65,15 @@ MMA_CFG = dict(BM=128, BN=128, BK=32, WM=64, WN=64, stages=3, intrin="mma", vec_
 def test_the_schedules_bind_the_grid_by_the_rule(cfg, arch):
     assert _grid(_dense(4096, 50257, 768, "float16"), cfg, arch) == (32, 393)  # M tiles on x
     assert _grid(_dense(4096, 3072, 768, "float16"), cfg, arch) == (24, 32)  # N tiles on x
+
+
+def test_a_gemm_of_more_m_tiles_than_grid_y_takes_builds_on_the_tensor_cores():
+    """8.96M rows of 128 (70,000 tiles): on blockIdx.y the build was refused (CUDA's 65535)."""
+    import tefuse
+    from tefuse.graph import GraphBuilder
+
+    b = GraphBuilder()
+    x, w = b.input("x", (128 * 70000, 64), "float16"), b.input("w", (64, 64), "float16")
+    (kernel,) = tefuse.build(b.build(b.relu(b.dense(x, w))), "cuda:sm_90", db=None).kernels
+    assert kernel.template == "wgmma_gemm"
+    assert launch_extents(str(kernel.tir))["blockIdx.x"] == 70000
