@@ -33,6 +33,8 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
+import numpy as np
+
 from .measure import (RUNTIME_ERROR, BuildResult, MeasureResult, RunOptions, RunSpec, last_line,
                       measure_module, open_device, poison_tensors)
 from .parallel import DeviceLost, DevicesLost, ParallelRunner, Slot
@@ -134,12 +136,25 @@ _uploads = itertools.count()  # each upload's name on the server is new
 # workloads whose inputs, reference outputs and output check a slot keeps on its server: twice
 # the kernels a device tunes at once (loop.default_at_once), so a batch of each finds them there
 KEPT_WORKLOADS = 16
+# and at most this many bytes of their tensors: a batch-256 conv's outputs are 400 MB, each kept
+# three times (the reference's, the poisoned copy, the candidates'), which 16 such workloads would
+# make 20 GB on a server
+KEPT_BYTES = 4 << 30
+
+
+def kept_bytes(spec: RunSpec) -> int:
+    """Bytes of a workload a slot keeps on its server: the inputs once, the outputs three times."""
+    import ml_dtypes  # noqa: F401 - registers bfloat16, the float8s and int4 with numpy
+
+    size = lambda a: int(np.prod(a.shape, dtype=np.int64)) * np.dtype(a.dtype).itemsize  # noqa: E731
+    return sum(size(a) for a in spec.args) + 3 * sum(size(o) for o in spec.outputs)
 
 
 class RPCSlot(Slot):
     """One session on one server: measures one candidate at a time. What a workload needs on
     the server (its inputs, its reference outputs for the check) is sent once and kept for the
-    KEPT_WORKLOADS used last (a batch-256 model's would fill the server's memory otherwise)."""
+    KEPT_WORKLOADS used last, within KEPT_BYTES (a batch-256 model's would fill the server's
+    memory otherwise)."""
 
     def __init__(self, opts: RunOptions, key: Optional[str], tracker: Optional[Address],
                  server: Optional[Address], priority: int = 1, reacquire_timeout: float = 10.0,
@@ -173,12 +188,14 @@ class RPCSlot(Slot):
         self._recent.clear()
 
     def _keep(self, spec: RunSpec, kind: str) -> None:
-        """Mark the workload used; the server's copies of the least recently used one past
-        KEPT_WORKLOADS are let go (a remote object is freed with its last reference)."""
+        """Mark the workload used; the server's copies of the least recently used ones past
+        KEPT_WORKLOADS or KEPT_BYTES are let go (a remote object is freed with its last
+        reference), never the workload in use."""
         w = (spec.key, spec.seed, kind)
-        self._recent[w] = None
+        self._recent[w] = kept_bytes(spec)
         self._recent.move_to_end(w)
-        while len(self._recent) > KEPT_WORKLOADS:
+        while len(self._recent) > KEPT_WORKLOADS or (len(self._recent) > 1
+                                                     and sum(self._recent.values()) > KEPT_BYTES):
             old, _ = self._recent.popitem(last=False)
             for k in [k for k in self._cache if k[1:4] == old]:
                 del self._cache[k]

@@ -219,3 +219,20 @@ def test_a_workloads_outputs_are_allocated_once_and_a_half_writer_after_a_right_
         half = slot.measure(spec, "llvm", BuildResult(2, {}, _half_writer(str(tmp_path / "half.so"))), ref)
         assert half.error == WRONG_RESULT and "32768 of 65536 elements differ" in half.error_msg, half
         assert allocated == []  # the first candidate's outputs, written again
+
+
+def test_a_slot_lets_workloads_go_past_its_byte_budget_but_never_the_one_in_use(tmp_path, monkeypatch):
+    import tefuse.tune.rpc as R
+
+    spec = lambda w: RunSpec(w, [ArgSpec((4, 300), "float32")], [ArgSpec((4, 300), "float32")],  # noqa: E731
+                             target={"kind": "llvm"})
+    assert R.kept_bytes(spec("w")) == 4 * 1200 * 4  # the inputs once, the outputs three times
+    monkeypatch.setattr(R, "KEPT_BYTES", 2 * R.kept_bytes(spec("w")))
+    with _loopback_slot("tefuse-bytes") as slot:
+        ref = BuildResult(0, {}, _library(tmp_path, "ref", 1.0))
+        for i, w in enumerate(["w1", "w2", "w3"]):
+            assert slot.measure(spec(w), "llvm", BuildResult(i + 1, {}, _library(tmp_path, f"c{i}", 1.0)), ref).ok
+        assert {k[1] for k in slot._cache if k[0] != "lib"} == {"w2", "w3"}
+        monkeypatch.setattr(R, "KEPT_BYTES", 1)  # less than one workload: the one in use stays
+        assert slot.measure(spec("w1"), "llvm", BuildResult(9, {}, _library(tmp_path, "c9", 1.0)), ref).ok
+        assert {k[1] for k in slot._cache if k[0] != "lib"} == {"w1"}
