@@ -5,7 +5,8 @@ horizontal fusion, PyTorch's multi-tensor `foreach` kernels).
 `tvm.compile`) that share no data dependence and returns one PrimFunc that does all their work:
 
 - on a GPU, each member keeps its own thread blocks: the merged grid is the members' grids laid
-  end to end along blockIdx.x (a member's blockIdx.x/y/z flattened, x fastest), and a block runs
+  end to end along blockIdx.x (a member's block loops flattened, the innermost fastest: x for
+  most kernels, y for a GEMM whose M tiles are on x, `tiles.m_tiles_first`), and a block runs
   the member whose range holds it, found by a binary search over the ranges' starts, with its
   own block indices recovered from blockIdx.x less that member's first block;
 - the block size is common. Members whose grid is one blockIdx.x loop over one threadIdx.x loop
@@ -232,7 +233,7 @@ def _member_work(g: Grid, bx: tir.Var, start: int, tx: Optional[tir.Var], thread
     """A member's body with its block indices taken from its block among its own (blockIdx.x
     less `start`) and, padded, its threadIdx.x from the merged one, idle past its own threads."""
     values, stride = {}, 1
-    for var, extent in reversed(g.blocks):  # blockIdx.x (innermost) fastest
+    for var, extent in reversed(g.blocks):  # the innermost block loop fastest
         dtype = expr_dtype(var)
         local = _as(bx, dtype) - tir.const(start, dtype) if start else _as(bx, dtype)
         # clamped to the member's own blocks (a no-op in its branch), so TVM's bound analysis

@@ -212,14 +212,26 @@ class RPCSlot(Slot):
     def _remote_dev(self, kind: str):
         return self.sess.cpu(0) if kind == "llvm" else self.sess.device(kind, 0)
 
+    def _cached(self, k: tuple, make):
+        """self._cache[k], made by `make()` if missing. What was made on a session dropped
+        meanwhile (a call that timed out, its thread abandoned while the slot took a new
+        session) is returned but not kept: its handles would be the old session's."""
+        if k not in self._cache:
+            sess = self.sess
+            value = make()
+            if self.sess is not sess:
+                return value
+            self._cache[k] = value
+        return self._cache[k]
+
     def _inputs(self, spec: RunSpec, kind: str):
         import tvm
 
-        k = ("in", spec.key, spec.seed, kind)
-        if k not in self._cache:
+        def send():
             dev = self._remote_dev(kind)
-            self._cache[k] = (dev, [tvm.runtime.tensor(a, dev) for a in spec.inputs()])
-        return self._cache[k]
+            return dev, [tvm.runtime.tensor(a, dev) for a in spec.inputs()]
+
+        return self._cached(("in", spec.key, spec.seed, kind), send)
 
     def _outputs(self, spec: RunSpec, kind: str) -> list:
         """The workload's outputs on the server, allocated once: every candidate of it writes
@@ -227,18 +239,16 @@ class RPCSlot(Slot):
         never taken for a result; an unchecked one only times."""
         import tvm
 
-        k = ("out", spec.key, spec.seed, kind)
-        if k not in self._cache:
+        def allocate():
             dev = self._remote_dev(kind)
-            self._cache[k] = [tvm.runtime.empty(o.shape, o.dtype, dev) for o in spec.outputs]
-        return self._cache[k]
+            return [tvm.runtime.empty(o.shape, o.dtype, dev) for o in spec.outputs]
+
+        return self._cached(("out", spec.key, spec.seed, kind), allocate)
 
     def _poison(self, spec: RunSpec, kind: str) -> list:
         """The workload's poisoned outputs on the server, sent once (measure.poison_value)."""
-        k = ("poison", spec.key, spec.seed, kind)
-        if k not in self._cache:
-            self._cache[k] = poison_tensors(spec.outputs, self._remote_dev(kind))
-        return self._cache[k]
+        return self._cached(("poison", spec.key, spec.seed, kind),
+                            lambda: poison_tensors(spec.outputs, self._remote_dev(kind)))
 
     def _load(self, sess, path: str):
         """Upload and load a library under a name of its own: uploading over a library the
@@ -378,7 +388,8 @@ class RPCSlot(Slot):
                 log.info("rpc %s: %s readied in %.2fs (inputs %.2fs, reference %.2fs, output check %.2fs)",
                          self.name, spec.key, time.perf_counter() - t0, t1 - t0, t2 - t1, time.perf_counter() - t2)
         except Exception as e:  # noqa: BLE001 - connection lost
-            self._drop()
+            if self.sess is sess:  # not a session taken since (this call timed out, then failed)
+                self._drop()
             raise DeviceLost(last_line(e)) from None
         res = measure_module(lambda: self._load(sess, build.path), dev, ins, spec.outputs, ref, self.opts,
                              build.index, build.config,

@@ -201,12 +201,15 @@ def test_a_conv_untuned_at_192x192_matches_llvm(rng):
 def test_a_vocabulary_projection_with_its_m_tiles_first_matches_numpy(rng):
     """GPT-2's head at 512 rows: its 77 MB weight puts the M tiles on blockIdx.x
     (tiles.m_tiles_first), 50257 columns leave a ragged last N tile."""
+    from tefuse.schedules.common import launch_extents
     from tests.schedules.cuda.gemm.test_mma import _dense
 
     m, n, k = 512, 50257, 768
     graph = _dense(m, n, k, "float16")
     cg = tefuse.build(graph, "cuda")
     assert [kn.template for kn in cg.kernels] == ["wgmma_gemm"]
+    grid = launch_extents(str(cg.kernels[0].tir))
+    assert (grid["blockIdx.x"], grid["blockIdx.y"]) == (4, 393)
     x = rng.standard_normal((m, k)).astype(np.float16)
     w = (rng.standard_normal((n, k)) / np.sqrt(k)).astype(np.float16)
     bias = rng.standard_normal(n).astype(np.float16)

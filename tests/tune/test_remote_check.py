@@ -236,3 +236,27 @@ def test_a_slot_lets_workloads_go_past_its_byte_budget_but_never_the_one_in_use(
         monkeypatch.setattr(R, "KEPT_BYTES", 1)  # less than one workload: the one in use stays
         assert slot.measure(spec("w1"), "llvm", BuildResult(9, {}, _library(tmp_path, "c9", 1.0)), ref).ok
         assert {k[1] for k in slot._cache if k[0] != "lib"} == {"w1"}
+        kept = slot._cache[("in", "w1", 0, "llvm")]
+        assert slot.measure(spec("w1"), "llvm", BuildResult(10, {}, _library(tmp_path, "c10", 1.0)), ref).ok
+        assert slot._cache[("in", "w1", 0, "llvm")] is kept  # not let go and sent again
+
+
+def test_what_a_dropped_session_made_is_not_kept_for_the_next_one(tmp_path, monkeypatch):
+    """A call that timed out keeps running on an abandoned thread; what it makes after the slot
+    took a new session holds the old session's handles, and is not cached."""
+    with _loopback_slot("tefuse-stale") as slot:
+        spec = RunSpec("w", [ArgSpec((4, 300), "float32")], [ArgSpec((4, 300), "float32")], target={"kind": "llvm"})
+        made = slot._outputs(spec, "llvm")
+        assert slot._cache[("out", "w", 0, "llvm")] is made  # kept while its session is the slot's
+        slot._forget()
+        first, remote_dev = slot.sess, slot._remote_dev
+
+        def swapped(kind):  # the slot drops the session and takes another while this call runs
+            dev = remote_dev(kind)
+            slot.sess = object()
+            return dev
+
+        monkeypatch.setattr(slot, "_remote_dev", swapped)
+        assert len(slot._outputs(spec, "llvm")) == 1
+        assert ("out", "w", 0, "llvm") not in slot._cache
+        slot.sess = first

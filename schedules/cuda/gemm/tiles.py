@@ -7,6 +7,8 @@ residual, cast) computed from there and stored once.
 """
 from __future__ import annotations
 
+from typing import Optional
+
 import tvm
 from tvm import tirx
 from tvm_ffi import structural_walk
@@ -189,27 +191,29 @@ def row_pad(smem_pad: int, elem_bytes: int) -> int:
 MAX_GRID_Y = 65535  # CUDA's limit on gridDim.y (and z); x takes 2^31 - 1
 
 
-def m_tiles_first(m_tiles, n_tiles, k: int, bm: int, bn: int, elem_bytes: int, l2_bytes: int) -> bool:
+def m_tiles_first(m_tiles: Optional[int], n_tiles: Optional[int], k: Optional[int], bm: int, bn: int,
+                  elem_bytes: int, l2_bytes: int) -> bool:
     """Whether a GEMM's grid should run down its M tiles before across its N tiles.
 
     CUDA starts blocks x fastest, so the blocks resident at once share the tiles of the slow
-    axis and sweep the fast one's operand. N fastest (the default) reads A once and B once for
-    every row of M tiles, which costs nothing while B stays in L2 (a layer's weights). A B past
-    half the L2 (a vocabulary projection: GPT-2's 50257 x 768 head is 77 MB) is read from DRAM
-    again for each row: 32 times at 4096 rows, which held that head at 0.98 ms and 3.3 TB/s of
-    DRAM on an H200. Then M goes fastest if the A it re-reads instead costs less. M tiles past
+    axis and sweep those of the fast one. N fastest (the default) streams A once, and the whole
+    of B is swept for each row of M tiles, which costs nothing while B stays in L2 (a layer's
+    weights). A B past half the L2 (a vocabulary projection: GPT-2's 50257 x 768 head is 77 MB)
+    is read from DRAM again for each row: at 4096 rows the head moved 2.9 GB (3.27 TB/s for
+    0.88 ms under ncu, H200). Then, where A stays in half the L2 instead (the head's is 6 MB),
+    M goes fastest: B streamed once, A swept from L2. Where both are past it, the order stays
+    (unmeasured; a conv's A counted as its im2col rows overstates it anyway). M tiles past
     gridDim.y's limit go on x whatever the traffic (a conv's implicit GEMM at batch 512 has
-    100,352 rows of 64 at 112x112; on y its launch is refused, check_limits). Extents not known
-    at build time (a symbolic M) keep N fastest."""
-    if not all(isinstance(v, int) for v in (m_tiles, n_tiles, k)) or n_tiles > MAX_GRID_Y:
+    100,352 rows of 64 at 112x112; on y its launch is refused, check_limits). Extents not
+    known at build time (a symbolic M) keep N fastest: such an M past 65535 tiles at run time
+    fails at launch."""
+    if m_tiles is None or n_tiles is None or k is None or n_tiles > MAX_GRID_Y:
         return False
     if m_tiles > MAX_GRID_Y:
         return True
     keep = l2_bytes // 2  # the other half streams the outputs and the swept operand
     a_bytes, b_bytes = m_tiles * bm * k * elem_bytes, n_tiles * bn * k * elem_bytes
-    b_again = b_bytes * (m_tiles - 1) if b_bytes > keep else 0
-    a_again = a_bytes * (n_tiles - 1) if a_bytes > keep else 0
-    return a_again < b_again
+    return m_tiles > 1 and b_bytes > keep and a_bytes <= keep
 
 
 def bind_grid(sch, b, i0, j0, ty, m_first: bool = False) -> None:

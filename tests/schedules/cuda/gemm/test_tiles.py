@@ -33,11 +33,11 @@ def test_a_vocabulary_projection_runs_down_m_first():
     assert not m_tiles_first(32, 393, 768, 128, 128, 2, 4 * H100_L2)
 
 
-def test_both_operands_past_the_l2_take_the_order_that_reads_less_again():
-    # tiles of 128 x 8192 x 2 B = 2 MB, past an 8 MB L2: 64 rows of M tiles and 8 columns of N
-    # tiles. N first reads B (16 MB) 63 times more, M first reads A (128 MB) 7 times more.
-    assert m_tiles_first(64, 8, 8192, 128, 128, 2, 8 << 20)
-    assert not m_tiles_first(8, 64, 8192, 128, 128, 2, 8 << 20)
+def test_both_operands_past_the_l2_keep_n_tiles_fastest():
+    # BERT's fc1 at batch 32 on a 6 MB L2 (sm_86): A 6.3 MB and B 4.7 MB both past half of it
+    assert not m_tiles_first(32, 24, 768, 128, 128, 2, L2_BYTES["sm_86"])
+    # the head on the same GPU: A past half the L2 too, so no order keeps it
+    assert not m_tiles_first(32, 393, 768, 128, 128, 2, L2_BYTES["sm_86"])
 
 
 def test_m_tiles_past_grid_y_go_on_x_whatever_the_traffic():
@@ -47,7 +47,7 @@ def test_m_tiles_past_grid_y_go_on_x_whatever_the_traffic():
 
 def test_unknown_extents_and_too_many_n_tiles_keep_the_default():
     assert not m_tiles_first(None, 393, 768, 128, 128, 2, H100_L2)  # a symbolic M
-    assert not m_tiles_first(32, MAX_GRID_Y + 1, 768, 128, 128, 2, 1 << 20)  # N tiles would not fit gridDim.y
+    assert not m_tiles_first(MAX_GRID_Y + 2, MAX_GRID_Y + 1, 768, 128, 128, 2, H100_L2)  # N tiles would not fit y
 
 
 def _grid(graph, cfg, arch):
