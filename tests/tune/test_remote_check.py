@@ -107,9 +107,9 @@ def test_the_counter_builds_for_the_gpu_at_any_rank_without_the_simplifier_blowi
         assert time.perf_counter() - t0 < 20
 
 
-def _library(tmp_path, name: str, add: float) -> str:
-    x = te.placeholder((4, 300), "float32", "x")
-    y = te.compute((4, 300), lambda i, j: x[i, j] + add, name="y")
+def _library(tmp_path, name: str, add: float, shape: tuple = (4, 300)) -> str:
+    x = te.placeholder(shape, "float32", "x")
+    y = te.compute(shape, lambda i, j: x[i, j] + add, name="y")
     path = str(tmp_path / f"{name}.so")
     tvm.compile(te.create_prim_func([x, y]).with_attr("global_symbol", "main"), target="llvm").export_library(path)
     return path
@@ -181,17 +181,19 @@ def test_a_prepared_slot_loads_its_counter_before_the_first_workload_and_keeps_u
         assert [k for k in slot._cache if k[0] == "lib"] == prepared
 
 
+def _half_case(tmp_path):
+    """The workload tests.tune.test_measure's half writer gets wrong (x + 1 over 64 x 1024) and
+    its reference."""
+    spec = RunSpec("half", [ArgSpec((64, 1024), "float32")], [ArgSpec((64, 1024), "float32")],
+                   target=make_target("llvm").export())
+    return spec, BuildResult(0, {}, _library(tmp_path, "ref", 1.0, (64, 1024)))
+
+
 def test_a_server_poisons_the_outputs_so_rows_left_unwritten_are_caught(tmp_path):
     from tests.tune.test_measure import _half_writer
 
     with _loopback_slot("tefuse-poison") as slot:
-        x = te.placeholder((64, 1024), "float32", "x")
-        path = str(tmp_path / "ref.so")
-        tvm.compile(te.create_prim_func([x, te.compute((64, 1024), lambda i, j: x[i, j] + 1.0, name="y")])
-                    .with_attr("global_symbol", "main"), target="llvm").export_library(path)
-        spec = RunSpec("half", [ArgSpec((64, 1024), "float32")], [ArgSpec((64, 1024), "float32")],
-                       target=make_target("llvm").export())
-        ref = BuildResult(0, {}, path)
+        spec, ref = _half_case(tmp_path)
         half = slot.measure(spec, "llvm", BuildResult(1, {}, _half_writer(str(tmp_path / "half.so"))), ref)
         assert half.error == WRONG_RESULT, half
         assert [k for k in slot._cache if k[0] == "poison"] == [("poison", "half", 0, "llvm")]
@@ -205,14 +207,8 @@ def test_a_workloads_outputs_are_allocated_once_and_a_half_writer_after_a_right_
     from tests.tune.test_measure import _half_writer
 
     with _loopback_slot("tefuse-outputs") as slot:
-        x = te.placeholder((64, 1024), "float32", "x")
-        right = str(tmp_path / "right.so")
-        tvm.compile(te.create_prim_func([x, te.compute((64, 1024), lambda i, j: x[i, j] + 1.0, name="y")])
-                    .with_attr("global_symbol", "main"), target="llvm").export_library(right)
-        spec = RunSpec("half", [ArgSpec((64, 1024), "float32")], [ArgSpec((64, 1024), "float32")],
-                       target=make_target("llvm").export())
-        ref = BuildResult(0, {}, right)
-        assert slot.measure(spec, "llvm", BuildResult(1, {}, right), ref).ok
+        spec, ref = _half_case(tmp_path)
+        assert slot.measure(spec, "llvm", BuildResult(1, {}, ref.path), ref).ok
         allocated = []
         empty = tvm.runtime.empty
         monkeypatch.setattr(tvm.runtime, "empty", lambda *a, **kw: allocated.append(a[0]) or empty(*a, **kw))
