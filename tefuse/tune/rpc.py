@@ -261,13 +261,7 @@ class RPCSlot(Slot):
     def _load_kept(self, path: str):
         """A library this session loads once and keeps (the output checks' counters, the same
         for every workload of a type and rank)."""
-        k, sess = ("lib", path), self.sess
-        if k not in self._cache:
-            mod = self._load(sess, path)
-            if self.sess is not sess:  # dropped meanwhile (a call that timed out): not the new session's
-                return mod
-            self._cache[k] = mod
-        return self._cache[k]
+        return self._cached(("lib", path), lambda: self._load(self.sess, path))
 
     def _reference(self, spec: RunSpec, kind: str, ref: Optional[BuildResult]):
         import tvm

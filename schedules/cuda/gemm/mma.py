@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import math
 
-import tvm
 from tvm.s_tir.dlight.gpu.matmul import IterKind, detect_iter_traits, make_iter_fusion_index_map
 
 from ....target import device_caps
+from ...common import dtype_bytes
 from ..intrin.tf32 import lay_a, lay_b
 from ..intrin.tvm_library import tvm_cuda_intrinsics
 from .tiles import (DEFAULT_CFG, bind_grid, drop_unit_iters, fetch_to_shared, grid_order, intrin_names,
@@ -89,8 +89,7 @@ def apply_mma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
     sch.reorder(b, i0, j0, i1, j1, k0, k1, i2, j2)
     ty = sch.fuse(i1, j1)
     if on_gpu:
-        elem = tvm.DataType(in_dtype).bits // 8
-        bind_grid(sch, b, i0, j0, ty, grid_order(sch, i0, j0, k0, BM, BN, BK, elem, target))
+        bind_grid(sch, b, i0, j0, ty, grid_order(sch, i0, j0, k0, BM, BN, BK, dtype_bytes(in_dtype), target))
 
     sh_scope = "shared.dyn" if on_gpu else "global"
     if intrin == "wmma":
