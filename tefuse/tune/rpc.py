@@ -263,43 +263,47 @@ class RPCSlot(Slot):
         for every workload of a type and rank)."""
         return self._cached(("lib", path), lambda: self._load(self.sess, path))
 
-    def _reference(self, spec: RunSpec, kind: str, ref: Optional[BuildResult]):
+    def _reference(self, spec: RunSpec, kind: str, ref: Optional[BuildResult]) -> Optional[tuple]:
+        """(here, there): the reference's outputs copied back, and the same on the server (what
+        the output check compares with), run once a workload and session; None where it cannot
+        run (its candidates go unchecked)."""
         import tvm
 
         if ref is None or not ref.ok:
             return None
-        k = ("ref", spec.key, spec.seed, kind, ref.path)
-        if k not in self._cache:
+
+        def run():
             dev, ins = self._inputs(spec, kind)
             try:
                 mod = self._load(self.sess, ref.path)
                 outs = [tvm.runtime.empty(o.shape, o.dtype, dev) for o in spec.outputs]
                 mod["main"](*ins, *outs)
                 dev.sync()
-                self._cache[k] = [o.numpy() for o in outs]
-                self._cache[("ref-there", *k[1:])] = outs  # what the output check compares with
+                return [o.numpy() for o in outs], outs
             except Exception as e:  # noqa: BLE001
                 if not _alive(self.sess):
                     raise
                 log.warning("remote reference run failed (%s): candidates go unchecked", last_line(e))
-                self._cache[k] = None
-        return self._cache[k]
+                return None
 
-    def _checker(self, spec: RunSpec, kind: str, ref: list, reference: BuildResult):
+        return self._cached(("ref", spec.key, spec.seed, kind, ref.path), run)
+
+    def _checker(self, spec: RunSpec, kind: str, ref: tuple, reference: BuildResult):
         """The outputs' check on the server (remote_check.py), once a workload, reference and
         session; None (the outputs copied back) where it cannot be built."""
-        k = ("check", spec.key, spec.seed, kind, reference.path)
-        if k not in self._cache:
-            self._cache[k] = None
+        here, there = ref
+
+        def build():
             try:
-                self._cache[k] = remote_check(self._load_kept, self._remote_dev(kind),
-                                              spec.outputs, ref, spec.target or kind,
-                                              self._cache.get(("ref-there", *k[1:])))
+                return remote_check(self._load_kept, self._remote_dev(kind), spec.outputs, here,
+                                    spec.target or kind, there)
             except Exception as e:  # noqa: BLE001
                 if not _alive(self.sess):
                     raise
                 log.warning("rpc: outputs checked here, not on the server (%s)", last_line(e))
-        return self._cache[k]
+                return None
+
+        return self._cached(("check", spec.key, spec.seed, kind, reference.path), build)
 
     def warm(self, kind: str) -> None:
         """Open the server's device now: a session's first use of a GPU starts its CUDA context
@@ -373,9 +377,10 @@ class RPCSlot(Slot):
             t0 = time.perf_counter()
             dev, ins = self._inputs(spec, kind)
             t1 = time.perf_counter()
-            ref = self._reference(spec, kind, reference) if self.opts.check else None
+            ran = self._reference(spec, kind, reference) if self.opts.check else None
+            ref = ran[0] if ran is not None else None
             t2 = time.perf_counter()
-            check = self._checker(spec, kind, ref, reference) if ref is not None else None
+            check = self._checker(spec, kind, ran, reference) if ran is not None else None
             poison = self._poison(spec, kind) if ref is not None else None
             outputs = self._outputs(spec, kind)
             if len(self._cache) != new:  # a workload readied on this server: what it cost, once

@@ -256,3 +256,40 @@ def test_what_a_dropped_session_made_is_not_kept_for_the_next_one(tmp_path, monk
         assert len(slot._outputs(spec, "llvm")) == 1
         assert ("out", "w", 0, "llvm") not in slot._cache
         slot.sess = first
+
+
+def test_a_reference_run_and_its_check_made_on_a_dropped_session_are_not_kept(tmp_path, monkeypatch):
+    """The reference's outputs and the output check are cached per session like the inputs: an
+    abandoned call that finishes them after the slot took a new session keeps neither."""
+    with _loopback_slot("tefuse-stale-ref") as slot:
+        spec, ref = _half_case(tmp_path)
+        first, load = slot.sess, slot._load
+
+        def load_then_swap(sess, path):
+            mod = load(sess, path)
+            slot.sess = object()  # taken by the slot while the reference ran
+            return mod
+
+        monkeypatch.setattr(slot, "_load", load_then_swap)
+        here, there = slot._reference(spec, "llvm", ref)
+        np.testing.assert_allclose(here[0], spec.inputs()[0] + 1.0)  # the caller still gets its run
+        assert not [k for k in slot._cache if k[0] == "ref"]
+        slot.sess = first
+        monkeypatch.setattr(slot, "_load", load)
+
+        import tefuse.tune.rpc as R
+
+        check = R.remote_check
+
+        def check_then_swap(*a):
+            made = check(*a)
+            slot.sess = object()  # taken by the slot while the check was built
+            return made
+
+        monkeypatch.setattr(R, "remote_check", check_then_swap)
+        assert slot._checker(spec, "llvm", (here, there), ref) is not None
+        assert not [k for k in slot._cache if k[0] == "check"]
+        slot.sess = first
+        monkeypatch.setattr(R, "remote_check", check)
+        assert slot._checker(spec, "llvm", (here, there), ref) is not None
+        assert [k[0] for k in slot._cache if k[0] in ("ref", "check")] == ["check"]
