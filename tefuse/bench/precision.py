@@ -33,7 +33,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Optional, Union
+from typing import Optional, Sequence, Union
 
 import numpy as np
 
@@ -276,8 +276,13 @@ def budget_facts(report) -> dict:
     failed trials, and the model time its kernels' best records sum to before and after."""
     return {"tune_minutes": report.budget / 60, "tune_elapsed_s": report.elapsed, "tune_rounds": report.rounds,
             "tune_trials": report.measured, "tune_stopped": report.stopped, "tune_errors": report.errors,
-            "tune_model_ms_before": 1e3 * report.model_time_before,
-            "tune_model_ms_after": 1e3 * report.model_time_after}
+            "tune_model_ms_before": _ms_or_none(report.model_time_before),
+            "tune_model_ms_after": _ms_or_none(report.model_time_after)}
+
+
+def _ms_or_none(seconds: float) -> Optional[float]:
+    """Milliseconds, or None where the log held no record of some kernel (JSON has no infinity)."""
+    return 1e3 * seconds if math.isfinite(seconds) else None
 
 
 def _split_option(args):
@@ -824,6 +829,7 @@ def main(argv=None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s: %(message)s")
     db = None if args.no_db else "default"
     rows: list[Row] = measured_rows(args.json) if args.resume else []
+    commands = [*(earlier_commands(args.json) if args.resume else []), command]  # a resumed file keeps its own
     done = {(r.suite, r.case, r.precision, r.batch) for r in rows}
 
     def attempt(suite: str, case: str, prec: str, batch: int, fn) -> None:
@@ -839,13 +845,13 @@ def main(argv=None) -> int:
             log.error("%s %s %s b%d failed: %s", suite, case, prec, batch, msg)
             rows.append(Row(suite, case, prec, batch, math.nan, None, "", math.inf, False, [], {"error": msg}))
         print(line(rows[-1]), flush=True)
-        write_json(rows, args.json, command)
+        write_json(rows, args.json, commands)
 
     with TuningTools(args.tuner, dict(args.only), untuned_only=args.untuned_only) if args.tune or args.tune_minutes \
             else contextlib.nullcontext() \
             as tuning:
         run_suites(args, db, tuning, attempt)
-    summary = write_json(rows, args.json, command)
+    summary = write_json(rows, args.json, commands)
     for key, s in summary.items():
         gm = s["geomean_ratio"]
         print(f"{key}: geomean tefuse/peer {gm:.2f}x over {s['n']}" if gm else f"{key}: no ratio")
@@ -897,13 +903,13 @@ def run_suites(args, db, tuning, attempt) -> None:
                             _split_option(args), args.tune, tuning, fast))
 
 
-def write_json(rows: list, path: Optional[str], command: str = "") -> dict:
+def write_json(rows: list, path: Optional[str], commands: Sequence[str] = ()) -> dict:
     """Rows and per-(suite, precision, batch) geomeans; written after every case, so a run cut
-    short keeps what it measured. `command`: the command line that made them."""
+    short keeps what it measured. `commands`: the command lines that made them."""
     dicts = [{**asdict(r), "ratio": r.ratio} for r in rows]
     summary = summarize(dicts)
     if path:
-        write_json_whole(path, {"commands": [command] if command else [], "rows": dicts, "summary": summary,
+        write_json_whole(path, {"commands": [c for c in commands if c], "rows": dicts, "summary": summary,
                                 "timing": {"graph_calls": timing.GRAPH_CALLS}})
     return summary
 
@@ -935,6 +941,13 @@ def merge_reports(reports: list[dict]) -> dict:
     rows = list(by_case.values())
     commands = [c for r in reports for c in r.get("commands", [])]
     return {"commands": commands, "rows": rows, "summary": summarize(rows), "timing": reports[0].get("timing")}
+
+
+def earlier_commands(path: Optional[str]) -> list[str]:
+    """The commands a JSON of this bench names: none without a file."""
+    if not path or not Path(path).exists():
+        return []
+    return list(json.loads(Path(path).read_text()).get("commands", []))
 
 
 def measured_rows(path: Optional[str]) -> list[Row]:

@@ -3,6 +3,7 @@ that holds every case measured so far."""
 import contextlib
 import json
 import math
+import shlex
 
 import numpy as np
 import pytest
@@ -242,7 +243,7 @@ def test_resume_keeps_measured_cases_and_runs_failed_and_missing_ones(monkeypatc
 
     out = tmp_path / "z.json"
     failed = Row("zoo", "gpt2", "fp16", 1, math.nan, None, "", math.inf, False, [], {"error": "boom"})
-    write_json([Row("zoo", "bert", "fp16", 1, 2.0, 1.0, "torch", 1e-3, True), failed], str(out))
+    write_json([Row("zoo", "bert", "fp16", 1, 2.0, 1.0, "torch", 1e-3, True), failed], str(out), ["first run"])
     seen = []
 
     def fake_case(name, b, prec, workdir, db, compile_peer, *_, **__):
@@ -255,6 +256,21 @@ def test_resume_keeps_measured_cases_and_runs_failed_and_missing_ones(monkeypatc
     assert seen == ["gpt2", "swin_t"]
     rows = json.loads(out.read_text())["rows"]
     assert [(r["case"], r["ratio"]) for r in rows] == [("bert", 2.0), ("gpt2", 1.0), ("swin_t", 1.0)]
+    assert json.loads(out.read_text())["commands"] == ["first run", shlex.join(["python", "-m", "tefuse.bench.precision",
+                                                                               *argv])]
+
+
+def test_a_budget_run_on_an_empty_log_has_no_model_time_before():
+    """A fresh log holds no record: its model time before is unknown (None), not an infinity
+    json.dump would write as the non-JSON `Infinity`."""
+    from tefuse.bench.precision import budget_facts
+    from tefuse.tune.budget import BudgetReport
+    from tefuse.tune.scheduler import TaskStats
+
+    report = BudgetReport(600.0, 590.0, 3.0, 4, "budget", [TaskStats("k", weight=2.0, best=1e-3)], [])
+    facts = budget_facts(report)
+    assert facts["tune_model_ms_before"] is None and math.isclose(facts["tune_model_ms_after"], 2.0)
+    json.loads(json.dumps(facts, allow_nan=False))
 
 
 @pytest.mark.parametrize("precision", ["int8", "fp8"])

@@ -24,7 +24,7 @@ from .models import conv_stack
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux process semantics")
 
-PROMPT_SECONDS = 8  # from SIGINT to exit, on a loaded 2-core machine
+PROMPT_SECONDS = 15  # from SIGINT to exit: three runs on 2 cores beside the suite's other worker took 8 s and more
 MODES = ("group", "group", "main")  # where the SIGINT goes, one per process
 
 
