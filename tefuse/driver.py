@@ -686,10 +686,11 @@ def build(graph: GraphSource, target: TargetLike = "llvm", *, db: Union[BestReco
     run launches the variant of the buckets its sizes fall in: None, each dim's default (upper
     ends opt/8 and max, and opt where max > 4 opt: graph/buckets.default_ends); {dim: upper ends}, e.g. {"N": [1, 8, 64]}; False, one bucket a dim
     (every kernel compiled once, for opt).
-    siblings: convs that read one input with one geometry run as one conv of their concatenated
-    weights, each branch a channel slice of it (graph/siblings.py: Inception's 1x1 convs); False
-    keeps each conv its own kernel; None (default) follows options.horizontal, off by default
-    until the GPU has measured it (a merged conv is a new workload the shipped records miss).
+    siblings: convs that read one input with one geometry, and Linears that read one input, run as
+    one product of their concatenated weights, each branch a channel slice of it
+    (graph/siblings.py: Inception's 1x1 convs; a transformer's query, key and value); False keeps
+    each its own kernel; None (default) follows options.horizontal, off by default until the GPU
+    has measured it (a merged product is a new workload the shipped records miss).
     fp8_fast_accum: float8 products (precision fp8, a float8 QDQ model) sum their whole reduction in
     Hopper's fp8 accumulator, as cuBLASLt's fast accumulation, instead of promoting each 128-deep
     row to float32 (ops/codes.fast_accumulation): about 1.5x faster GEMMs, an error that grows

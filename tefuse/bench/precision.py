@@ -567,14 +567,14 @@ UNTUNED_ZOO = ("resnext50_32x4d", "wide_resnet50_2", "regnet_y_400mf", "efficien
 
 def zoo_model_case(name: str, batch: int, precision: str, workdir: Path, db=None, compile_peer: bool = True,
                    small: bool = False, tune_minutes: float = 0.0, tuning=None, fp8_fast_accum: bool = False,
-                   tune_trials: int = 0) -> Row:
+                   tune_trials: int = 0, siblings: bool = False) -> Row:
     """A model zoo entry (tefuse/bench/zoo.py: torchvision and transformers, seeded random weights)
     at `batch`, exported in float32, built by tefuse with `precision` (its kernels tuned first for
     tune_minutes, as `tefuse tune --minutes` would, or tune_trials a kernel), checked against onnxruntime (float32), timed
     against the same module in PyTorch in that precision (image models channels_last), the better
     of its CUDA graph and torch.compile, each taken in turn with tefuse's CUDA graph. int8 / fp8:
     calibrated on seeded inputs of the zoo's kinds (`zoo_calibration`), against PyTorch in fp16;
-    fp8_fast_accum: build's (the case named so)."""
+    fp8_fast_accum, siblings: build's (the case named so)."""
     import onnx
 
     from ..driver import build
@@ -590,12 +590,13 @@ def zoo_model_case(name: str, batch: int, precision: str, workdir: Path, db=None
     path = zoo_builders.export_onnx(module, feeds, cfg.outputs,
                                     workdir / f"zoo_{name}_{'small' if small else 'full'}_b{batch}.onnx")
     model = onnx.load(str(path))
-    quant = {"calibration": zoo_calibration(name, small, workdir), "fp8_fast_accum": fp8_fast_accum} \
+    options = {"calibration": zoo_calibration(name, small, workdir), "fp8_fast_accum": fp8_fast_accum} \
         if precision in QUANT_PEERS else {}
-    report = tune_first(import_onnx(model), precision, db, tune_trials, tuning, tune_minutes, **quant) \
+    options["siblings"] = siblings
+    report = tune_first(import_onnx(model), precision, db, tune_trials, tuning, tune_minutes, **options) \
         if tune_minutes or tune_trials else None
     t0 = time.perf_counter()
-    cg = build(import_onnx(model), "cuda", db=db, precision=precision, **quant)
+    cg = build(import_onnx(model), "cuda", db=db, precision=precision, **options)
     build_s = time.perf_counter() - t0
     got = cg.run(**feeds)[0]
     want = onnxruntime_outputs(model, feeds)[0].reshape(got.shape)
@@ -649,8 +650,13 @@ def zoo_model_case(name: str, batch: int, precision: str, workdir: Path, db=None
         ok = model_ok(precision, err, top1) if top1 is not None else err <= TOLERANCE[precision]
     else:
         ok = err <= TOLERANCE[precision] and (top1 is None or top1 == 1.0)
-    return Row("zoo", name + (" fast_accum" if fp8_fast_accum else ""), precision, batch, graph_ms or kernels_ms, best,
+    return Row("zoo", zoo_case(name, fp8_fast_accum, siblings), precision, batch, graph_ms or kernels_ms, best,
                f"torch {peer_precision}, best of CUDA graph and torch.compile", err, ok, _templates(cg), extra)
+
+
+def zoo_case(name: str, fp8_fast_accum: bool = False, siblings: bool = False) -> str:
+    """A zoo row's case: the model, and the build options that make it a case of its own."""
+    return name + (" fast_accum" if fp8_fast_accum else "") + (" siblings" if siblings else "")
 
 
 @functools.lru_cache(maxsize=None)
@@ -771,6 +777,9 @@ def main(argv=None) -> int:
                    help="fp8: products summed whole in the tensor cores' accumulator (tefuse build's "
                         "--fp8-fast-accum): the gemm suite's against cuBLASLt with use_fast_accum, the models "
                         "suite's models; the cases so named")
+    p.add_argument("--siblings", action="store_true",
+                   help="zoo: build with sibling convs and Linears merged (tefuse build's --siblings: a "
+                        "transformer's query, key and value Linears one product); the cases so named")
     p.add_argument("--untuned-only", action="store_true",
                    help="--tune: leave out the kernels the shipped logs have records for, as `tefuse tune "
                         "--untuned-only`")
@@ -889,9 +898,9 @@ def run_suites(args, db, tuning, attempt) -> None:
             for name in sharded(args.models or UNTUNED_ZOO, args.shard):
                 for b in args.batch:
                     fast = args.fp8_fast_accum and prec == "fp8"
-                    attempt("zoo", name + (" fast_accum" if fast else ""), prec, b, lambda: zoo_model_case(
+                    attempt("zoo", zoo_case(name, fast, args.siblings), prec, b, lambda: zoo_model_case(
                         name, b, prec, Path(args.workdir), db, not args.no_compile, False, args.tune_minutes, tuning,
-                        fast, tune_trials=args.tune))
+                        fast, tune_trials=args.tune, siblings=args.siblings))
         else:
             for name in sharded(args.models or ["resnet50", "vit_b_16"], args.shard):
                 for b in args.batch:

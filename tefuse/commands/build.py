@@ -57,9 +57,11 @@ def add_precision_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--split-k", dest="split_k", type=_slices, metavar="N",
                    help="split every tensor-core conv and Linear whose channels allow it into N slices "
                         "(summed by a second kernel), whatever its grid: to measure a count against the default")
-    p.add_argument("--sibling-convs", dest="siblings", action=argparse.BooleanOptionalAction, default=None,
-                   help="convs that read one input with one geometry run as one conv of their concatenated "
-                        "weights, each branch a channel slice (Inception's 1x1 convs); default: with --horizontal")
+    p.add_argument("--siblings", "--sibling-convs", dest="siblings", action=argparse.BooleanOptionalAction,
+                   default=None,
+                   help="convs that read one input with one geometry, and Linears that read one input, run as one "
+                        "product of their concatenated weights, each branch a channel slice (Inception's 1x1 convs; "
+                        "a transformer's query, key and value); default: with --horizontal")
     p.add_argument("--attention", default="auto", choices=list(ATTENTION),
                    help="matmul -> softmax -> matmul as one attention kernel: auto (default) where a template "
                         "that beats the three kernels takes it (flash attention, fp16, sm_80 and later), "

@@ -1,34 +1,40 @@
-"""Sibling convs made one wider conv: convs that read the same input with the same geometry
-compute one GEMM whose N is the sum of theirs (TensorRT's horizontal layer fusion).
+"""Sibling products made one wider product: convs that read the same input with the same
+geometry, and Linears (a matmul by a constant 2-D weight) that read the same input, compute one
+GEMM whose N is the sum of theirs (TensorRT's horizontal layer fusion; onnxruntime's attention
+fusion packs a transformer's query, key and value Linears the same way).
 
 Why: an Inception block (GoogLeNet, Inception-v3) runs three or four 1x1 convs on its input,
 one a branch, each a GEMM of the same M and K and a small N (16 to 208 channels). At batch 1 on
 an H200 each is a launch of a few thread blocks: GoogLeNet was 85 kernels, launch-bound. The
 launches cannot share a kernel as they are (codegen/horizontal.py leaves tensor-core kernels
 apart), but one conv of the concatenated weight computes them all: one launch, the input read
-once instead of once a branch, and N tiles fuller (wider grids at batch 1).
+once instead of once a branch, and N tiles fuller (wider grids at batch 1). BERT's layers
+(and DistilBERT's, ViT's of transformers) compute query, key and value as three Linears of the
+same input: three of a layer's twelve kernels at batch 1.
 
 The rule (`merge_sibling_convs`):
 - conv2d nodes that read the same input node with equal attributes (kernel taps, strides,
   padding, dilation, layout, weight layout, math, out_dtype, split_k 1) and groups == 1, whose
   weights are constants of one dtype: their implicit GEMMs differ only in N, any kernel size;
+  matmul nodes with equal attributes (split_k 1) whose weights are constant 2-D [K, N] (or
+  [N, K] with trans_b) of one dtype and K;
 - at least two such siblings, each of whose output channels are a whole number of 16-byte
   vectors (8 fp16, 4 float32): each branch's channel slice of the wide output then starts on a
   16-byte boundary, so the consumers that read it (a 3x3 conv's operand copy, a concat) keep
   their vector loads;
-- the elementwise chain after each conv (bias_add by a constant, a folded batch-norm's multiply
-  and add by per-channel constants, activations, casts) merges too, as far as every sibling has
-  the same steps each with one consumer, its constants concatenated: the wide conv keeps that
-  epilogue in its kernel.
-Each branch's last merged node becomes a `slice` of the wide result's channels under its own
-name (graph outputs keep theirs); its consumers read the slice, fused into their loads as an
-injective prologue or into a concat's copy.
+- the elementwise chain after each product (bias_add or add by a constant, a folded
+  batch-norm's multiply and add by per-channel constants, activations, casts) merges too, as
+  far as every sibling has the same steps each with one consumer, its constants concatenated:
+  the wide product keeps that epilogue in its kernel.
+Each branch's last merged node becomes a `slice` of the wide result's channels (a conv's
+channel axis, a Linear's last) under its own name (graph outputs keep theirs); its consumers
+read the slice, fused into their loads as an injective prologue or into a concat's copy.
 """
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 
@@ -43,14 +49,55 @@ log = logging.getLogger(__name__)
 CHANNEL_BINARY = frozenset({"bias_add", "add", "sub", "mul", "div", "maximum", "minimum"})
 
 
-def _channel_axis(conv: Node) -> int:
+@dataclass(frozen=True)
+class _Product:
+    """What the rule needs of one op kind: which of its nodes may merge, the output's channel
+    axis (the one the branches are concatenated along), the weight's axis of those channels."""
+
+    candidate: Callable[[Node], bool]
+    channel_axis: Callable[[Node], int]
+    out_axis: Callable[[Node], int]
+
+
+def _conv_axis(conv: Node) -> int:
     return conv.attrs.get("layout", "NCHW").index("C")
 
 
-def _out_axis(conv: Node) -> int:
+def _conv_out_axis(conv: Node) -> int:
     """The weight's output-channel axis (O) in its layout."""
     g = conv.geometry
     return (g.weight_layout or WEIGHT_LAYOUT[g.layout]).index("O")
+
+
+def _conv_candidate(n: Node) -> bool:
+    return n.attrs.get("groups", 1) == 1 and n.attrs.get("split_k", 1) == 1 and _const_weight(n, 4)
+
+
+def _linear_candidate(n: Node) -> bool:
+    return n.attrs.get("split_k", 1) == 1 and len(n.inputs[0].shape) >= 2 and _const_weight(n, 2)
+
+
+def _const_weight(n: Node, rank: int) -> bool:
+    """A constant weight of `rank` and whole 16-byte vectors of output channels."""
+    w = n.inputs[1]
+    k = n.shape[PRODUCTS[n.op].channel_axis(n)]
+    return (w.op == CONST and not w.attrs and len(w.shape) == rank and isinstance(k, int)
+            and k % vector_lanes(n.dtype) == 0)
+
+
+PRODUCTS = {
+    "conv2d": _Product(_conv_candidate, _conv_axis, _conv_out_axis),
+    "matmul": _Product(_linear_candidate, lambda n: len(n.shape) - 1,
+                       lambda n: 0 if n.attrs.get("trans_b") else 1),  # [N, K] or [K, N]
+}
+
+
+def _channel_axis(n: Node) -> int:
+    return PRODUCTS[n.op].channel_axis(n)
+
+
+def _out_axis(n: Node) -> int:
+    return PRODUCTS[n.op].out_axis(n)
 
 
 def _key(attrs: dict) -> tuple:
@@ -64,19 +111,16 @@ def _key(attrs: dict) -> tuple:
 
 
 def _candidate(n: Node) -> bool:
-    if n.op != "conv2d" or n.attrs.get("groups", 1) != 1 or n.attrs.get("split_k", 1) != 1:
-        return False
-    w = n.inputs[1]
-    k = n.shape[_channel_axis(n)]
-    return w.op == CONST and not w.attrs and isinstance(k, int) and k % vector_lanes(n.dtype) == 0
+    return n.op in PRODUCTS and len(n.inputs) == 2 and PRODUCTS[n.op].candidate(n)
 
 
 def _sibling_key(n: Node) -> tuple:
-    """What siblings share: the input, the attributes, the weight's dtype and its shape less O."""
+    """What siblings share: the op, the input, the attributes, the weight's dtype and its shape
+    less O."""
     w = n.inputs[1]
     shape = list(w.shape)
     del shape[_out_axis(n)]
-    return id(n.inputs[0]), _key(n.attrs), w.dtype, tuple(shape), n.dtype
+    return n.op, id(n.inputs[0]), _key(n.attrs), w.dtype, tuple(shape), n.dtype
 
 
 def _per_channel(c: Node, y: Node, axis: int) -> Optional[tuple[int, ...]]:
@@ -133,7 +177,7 @@ def _chain(conv: Node, consumers: dict, outputs: set, axis: int) -> tuple[list[N
 
 
 def sibling_groups(graph: Graph) -> list[list[Node]]:
-    """The convs `merge_sibling_convs` merges, each list one wide conv's, in graph order."""
+    """The products `merge_sibling_convs` merges, each list one wide product's, in graph order."""
     groups: dict[tuple, list[Node]] = {}
     for n in graph.nodes:
         if _candidate(n):
@@ -142,9 +186,9 @@ def sibling_groups(graph: Graph) -> list[list[Node]]:
 
 
 def merge_sibling_convs(graph: Graph) -> Graph:
-    """The graph with each set of sibling convs (see the module docstring) one conv of their
-    concatenated weights, their common elementwise chain merged after it, and each branch a
-    channel slice of the result; a graph without siblings comes back as it is."""
+    """The graph with each set of sibling convs or Linears (see the module docstring) one product
+    of their concatenated weights, their common elementwise chain merged after it, and each
+    branch a channel slice of the result; a graph without siblings comes back as it is."""
     groups = sibling_groups(graph)
     if not groups:
         return graph
@@ -174,7 +218,7 @@ def merge_sibling_convs(graph: Graph) -> Graph:
                        {"starts": (start,), "ends": (start + n.shape[axis],), "axes": (axis,)})
 
     out = rewrite(graph, rule)
-    log.debug("sibling convs: %s", "; ".join(
+    log.debug("sibling products: %s", "; ".join(
         "+".join(c[0].name for c in m.chains) for m in {id(m): m for m, _ in merges.values()}.values()))
     return out
 
@@ -192,7 +236,7 @@ def _build_wide(m: _Siblings, ctx: RewriteContext) -> Node:
     axis = _channel_axis(first)
     o = _out_axis(first)
     weight = _concat_const([c.inputs[1] for c in convs], o, [tuple(c.inputs[1].shape) for c in convs], ctx)
-    y = op_node(fresh_name(ctx.names, f"{first.name}_siblings"), "conv2d", [ctx.new(first.inputs[0]), weight],
+    y = op_node(fresh_name(ctx.names, f"{first.name}_siblings"), first.op, [ctx.new(first.inputs[0]), weight],
                 dict(first.attrs))
     for j in range(1, len(m.chains[0])):
         steps = [c[j] for c in m.chains]
@@ -211,7 +255,7 @@ def _build_wide(m: _Siblings, ctx: RewriteContext) -> Node:
             shapes = [tuple(c.shape) for c in consts]
         c = _concat_const(consts, cat, shapes, ctx)
         y = op_node(fresh_name(ctx.names, f"{s.name}_siblings"), s.op, [y, c] if pos == 0 else [c, y], dict(s.attrs))
-    log.debug("%s: %d sibling convs as one of %d channels", y.name, len(convs), y.shape[axis])
+    log.debug("%s: %d sibling %ss as one of %d channels", y.name, len(convs), first.op, y.shape[axis])
     return y
 
 

@@ -348,7 +348,7 @@ def test_zoo_tunes_each_model_and_batch_for_the_minutes_asked(monkeypatch):
         def __exit__(self, *exc):
             return None
 
-    def fake_case(name, b, prec, workdir, db, compile_peer, small, tune_minutes, tuning, fast=False, tune_trials=0):
+    def fake_case(name, b, prec, workdir, db, compile_peer, small, tune_minutes, tuning, fast=False, tune_trials=0, siblings=False):
         seen.append((name, b, db, tune_minutes, tune_trials, tuning))
         return _row(name, 1.0, 2.0)
 
@@ -388,7 +388,7 @@ def test_the_zoo_suite_runs_quantized_precisions_with_fast_accumulation_when_ask
 
     seen = []
 
-    def fake_case(name, b, prec, workdir, db, compile_peer, small, minutes, tuning, fast=False, tune_trials=0):
+    def fake_case(name, b, prec, workdir, db, compile_peer, small, minutes, tuning, fast=False, tune_trials=0, siblings=False):
         seen.append((name, prec, fast))
         return _row(name + (" fast_accum" if fast else ""), 1.0, 2.0)
 
@@ -421,3 +421,20 @@ def test_a_zoo_models_calibration_covers_its_products_from_seeded_inputs_of_its_
     got = tefuse.build(graph, "llvm", precision="int8", calibration=cal).run(**feeds)[0]
     want = onnxruntime_outputs(onnx.load(str(path)), feeds)[0].reshape(got.shape)
     assert np.abs(got - want).max() <= TOLERANCE["int8"] * np.abs(want).max()
+
+
+def test_zoo_siblings_builds_with_siblings_merged_in_cases_of_their_own(monkeypatch, tmp_path):
+    from tefuse.bench import precision
+
+    seen = []
+
+    def fake_case(name, b, prec, workdir, db, compile_peer, *_, siblings=False, **__):
+        seen.append((name, siblings))
+        return Row("zoo", precision.zoo_case(name, siblings=siblings), prec, b, 1.0, 1.0, "torch", 1e-3, True)
+
+    monkeypatch.setattr(precision, "zoo_model_case", fake_case)
+    out = tmp_path / "z.json"
+    assert precision.main(["zoo", "--models", "bert", "--batch", "1", "--siblings", "--json", str(out)]) == 0
+    assert precision.main(["zoo", "--models", "bert", "--batch", "1", "--json", str(out), "--resume"]) == 0
+    assert seen == [("bert", True), ("bert", False)]  # the plain case is not the siblings' one
+    assert [r["case"] for r in json.loads(out.read_text())["rows"]] == ["bert siblings", "bert"]

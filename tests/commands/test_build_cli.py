@@ -180,3 +180,5 @@ def test_sibling_convs_and_no_sibling_convs(tmp_path, capsys):
     apart = capsys.readouterr().out
     count = lambda out: int(re.search(r"(\d+) kernels for", out).group(1))  # noqa: E731
     assert count(merged) == count(apart) - 1, (merged, apart)
+    assert main([*args, "--siblings"]) == 0  # the name that says Linears merge too
+    assert count(capsys.readouterr().out) == count(merged)

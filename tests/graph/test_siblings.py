@@ -13,6 +13,7 @@ from tefuse.codegen.lower import lower_group
 from tefuse.codegen.schedule import choose_schedule
 from tefuse.fusion import fuse_graph
 from tefuse.graph import GraphBuilder
+from tefuse.graph.ir import CONST
 from tefuse.graph.siblings import merge_sibling_convs, sibling_groups
 from tefuse.schedules import prologue_policy
 from tefuse.target import make_target
@@ -132,3 +133,74 @@ def test_cuda_wide_conv_is_one_wgmma_kernel_and_its_slices_fuse(rng):
         if any(n.op == "slice" for n in m.nodes):
             assert any(n.op != "slice" for n in m.nodes), m.name
     assert sum(n.op == "slice" for m in merged for n in m.nodes) == 3, [m.name for m in merged]
+
+
+L, D, HEADS = 16, 64, 2
+
+
+def _qkv(rng, widths=(D, D, D), alpha=(1.0, 1.0, 1.0), weight_input=False, attention=True):
+    """A transformer layer's query, key and value: three Linears (matmul by a constant [K, N]
+    weight, an add of a bias [N] before it, as exporters write it) of one input; with
+    `attention`, the heads' scores, softmax and context; else the three projections are the
+    outputs. weight_input: the last Linear's weight is a graph input (not a constant)."""
+    g = GraphBuilder()
+    x = g.input("x", (2, L, D), "float32")
+    w_in = g.input("w", (D, widths[-1]), "float32") if weight_input else None
+    outs = []
+    for i, (n, a) in enumerate(zip(widths, alpha)):
+        w = w_in if weight_input and i == len(widths) - 1 else \
+            g.const((rng.standard_normal((D, n)) / np.sqrt(D)).astype(np.float32), name=f"w{i}")
+        y = g.op("matmul", x, w, alpha=a) if a != 1.0 else g.op("matmul", x, w)
+        outs.append(g.add(g.const(rng.standard_normal(n).astype(np.float32) * 0.1, name=f"b{i}"), y))
+    if not attention:
+        return g.build(outs)
+    q, k, v = (g.transpose(g.reshape(t, shape=(2, L, HEADS, D // HEADS)), axes=(0, 2, 1, 3)) for t in outs)
+    scores = g.op("matmul", q, g.transpose(k, axes=(0, 1, 3, 2)), alpha=float(1 / np.sqrt(D // HEADS)))
+    ctx = g.op("matmul", g.softmax(scores, axis=-1), v)
+    return g.build(g.reshape(g.transpose(ctx, axes=(0, 2, 1, 3)), shape=(2, L, D)))
+
+
+def _linears(graph):
+    return [n for n in graph.nodes if n.op == "matmul" and n.inputs[1].op == CONST]
+
+
+@pytest.mark.parametrize("attention", [True, False])
+def test_query_key_and_value_linears_merge_and_compute_the_same(rng, attention):
+    g = _qkv(rng, attention=attention)
+    merged = merge_sibling_convs(g)
+    assert len(_linears(g)) == 3 and len(_linears(merged)) == 1
+    (wide,) = _linears(merged)
+    assert wide.shape == (2, L, 3 * D)
+    assert sum(n.op == "add" and n.inputs[1] is wide for n in merged.nodes) == 1  # the biases, one add
+    x = rng.standard_normal(g.inputs[0].shape).astype(np.float32)
+    got, want = _run(merged, x), _run(g, x)
+    assert len(got) == len(want) == (1 if attention else 3)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+    assert [o.name for o in merged.outputs] == [o.name for o in g.outputs]
+
+
+@pytest.mark.parametrize("what", [dict(alpha=(1.0, 0.5, 1.0)), dict(weight_input=True), dict(widths=(D, D, 6))])
+def test_linears_that_differ_are_left_alone(rng, what):
+    g = _qkv(rng, attention=False, **what)
+    groups = sibling_groups(g)
+    assert all(len(grp) == 2 for grp in groups)  # the two alike still merge; the odd one stays
+    merged = merge_sibling_convs(g)
+    assert len(_linears(merged)) == len(_linears(g)) - 1
+    x = rng.standard_normal(g.inputs[0].shape).astype(np.float32)
+    feeds = [x] + ([rng.standard_normal((D, 6 if "widths" in what else D)).astype(np.float32)]
+                   if "weight_input" in what else [])
+    for a, b in zip(tefuse.build(merged, "llvm").run(*feeds), tefuse.build(g, "llvm").run(*feeds)):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+
+
+def test_cuda_wide_query_key_value_is_one_wgmma_kernel_whose_slices_the_attention_reads(rng):
+    g = _qkv(rng)
+    tgt = make_target("cuda:sm_90")
+    apart = _fused(g, tgt, siblings=False)(frozenset())
+    merged = _fused(g, tgt, siblings=True)(frozenset())
+    assert len(merged) == len(apart) - 2, ([a.name for a in apart], [m.name for m in merged])
+    (wide,) = [m for m in merged if m.anchor is not None and m.anchor.shape[-1] == 3 * D]
+    assert choose_schedule(lower_group(wide), tgt).template.name == "wgmma_gemm"
+    (reader,) = [m for m in merged if any(n.op == "slice" for n in m.nodes)]  # no copy kernel a slice
+    assert sum(n.op == "slice" for n in reader.nodes) == 3 and any(n.op == "attention" for n in reader.nodes)
