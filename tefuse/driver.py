@@ -40,7 +40,7 @@ from .graph.layout import auto_layout, convert_layout
 from .graph.patches import patch_convs_as_products
 from .graph.pixel_convs import pixel_convs_as_dense
 from .graph.scales import hoist_product_scales
-from .graph.siblings import merge_sibling_convs
+from .graph.siblings import merge_siblings
 from .graph.split_k import SplitPolicy, split_k as split_reductions, splits_of
 from .graph.views import clone_shared_views
 from .graph.weights import nk_gemm_weights
@@ -565,7 +565,7 @@ def prepare_graph(graph: Graph, target, *, precision: str = "fp32", layout: Opti
     """The graph `build` fuses: calibrated products behind QDQ pairs (precision int8), QDQ products
     made int8 anchors, batch-norms folded (into a conv with fold_bn; else, their statistics
     constant, into a per-channel scale and shift), precision and layout converted, weights laid out for the
-    tensor cores, sibling convs merged (siblings), small-grid products split (see build); float8 products
+    tensor cores, sibling convs and Linears merged (siblings), small-grid products split (see build); float8 products
     summed in the tensor cores' accumulator (fp8_fast_accum). `tefuse tune` calls it too, so the kernels
     it tunes are the ones a build then looks up."""
     if check_precision(precision) in QUANTIZED:
@@ -599,8 +599,8 @@ def prepare_graph(graph: Graph, target, *, precision: str = "fp32", layout: Opti
     graph = fold_batch_norm_params(graph)
     if policy.dense_groups:  # after layout (NHWC convs), before the weights' OHWI: the merged convs are dense
         graph = dense_grouped_convs(graph, max_groups=policy.dense_groups, min_mn=policy.min_mn)
-    if siblings:  # after layout (slices of the NHWC channel axis), before the weights' OHWI: one wide conv's
-        graph = merge_sibling_convs(graph)
+    if siblings:  # after layout (slices of the NHWC channel axis), before the weights' OHWI / [N, K]: one
+        graph = merge_siblings(graph)  # wide product's weight laid out once
     if policy.nk_weights:  # tensor-core GEMMs read a Linear's weight [N, K], on Hopper a conv's too (graph/weights.py)
         graph = nk_gemm_weights(graph, convs=policy.nk_conv_weights, int8=policy.nk_int8_weights,
                                 min_mn=policy.min_mn)

@@ -592,7 +592,7 @@ def zoo_model_case(name: str, batch: int, precision: str, workdir: Path, db=None
     model = onnx.load(str(path))
     options = {"calibration": zoo_calibration(name, small, workdir), "fp8_fast_accum": fp8_fast_accum} \
         if precision in QUANT_PEERS else {}
-    options["siblings"] = siblings
+    options["siblings"] = True if siblings else None  # else build's default (options.horizontal)
     report = tune_first(import_onnx(model), precision, db, tune_trials, tuning, tune_minutes, **options) \
         if tune_minutes or tune_trials else None
     t0 = time.perf_counter()
@@ -779,7 +779,8 @@ def main(argv=None) -> int:
                         "suite's models; the cases so named")
     p.add_argument("--siblings", action="store_true",
                    help="zoo: build with sibling convs and Linears merged (tefuse build's --siblings: a "
-                        "transformer's query, key and value Linears one product); the cases so named")
+                        "transformer's query, key and value Linears one product); the cases so named. "
+                        "Without it, build's default ($TEFUSE_HORIZONTAL)")
     p.add_argument("--untuned-only", action="store_true",
                    help="--tune: leave out the kernels the shipped logs have records for, as `tefuse tune "
                         "--untuned-only`")
@@ -824,6 +825,8 @@ def main(argv=None) -> int:
         p.error("--tune and --tune-minutes exclude each other (trials a kernel, or minutes for all)")
     if args.untuned_only and not args.tune:
         p.error("--untuned-only goes with --tune TRIALS")
+    if args.siblings and args.suite != "zoo":
+        p.error("--siblings: the zoo suite only")
     if args.tune_minutes and args.suite != "zoo":
         p.error("--tune-minutes: the zoo suite only (the others take --tune TRIALS)")
     if (args.tune or args.tune_minutes) and args.no_db:
@@ -838,7 +841,8 @@ def main(argv=None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s: %(message)s")
     db = None if args.no_db else "default"
     rows: list[Row] = measured_rows(args.json) if args.resume else []
-    commands = [*(earlier_commands(args.json) if args.resume else []), command]  # a resumed file keeps its own
+    earlier = earlier_commands(args.json) if args.resume else []  # a resumed file keeps its own
+    commands = earlier + ([command] if command not in earlier else [])
     done = {(r.suite, r.case, r.precision, r.batch) for r in rows}
 
     def attempt(suite: str, case: str, prec: str, batch: int, fn) -> None:
@@ -925,10 +929,13 @@ def write_json(rows: list, path: Optional[str], commands: Sequence[str] = ()) ->
 
 def summarize(rows: list[dict]) -> dict:
     """Geomean ratio, all-ok and count per (suite, precision, batch) of JSON rows; fp8 rows with
-    fast accumulation (their case so named) apart, as precision fp8_fast_accum."""
+    fast accumulation and zoo rows with siblings merged (their cases so named) apart, as precision
+    fp8_fast_accum, fp16_siblings."""
     def key_of(r: dict) -> tuple:
-        fast = r["precision"] == "fp8" and str(r["case"]).endswith(" fast_accum")
-        return r["suite"], r["precision"] + ("_fast_accum" if fast else ""), r["batch"]
+        words = str(r["case"]).split(" ")[1:]  # the build options a zoo_case names
+        fast = r["precision"] == "fp8" and "fast_accum" in words
+        return (r["suite"], r["precision"] + ("_fast_accum" if fast else "") + ("_siblings" if "siblings" in words
+                                                                              else ""), r["batch"])
 
     summary = {}
     for key in sorted({key_of(r) for r in rows}):

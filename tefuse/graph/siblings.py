@@ -12,12 +12,13 @@ once instead of once a branch, and N tiles fuller (wider grids at batch 1). BERT
 (and DistilBERT's, ViT's of transformers) compute query, key and value as three Linears of the
 same input: three of a layer's twelve kernels at batch 1.
 
-The rule (`merge_sibling_convs`):
+The rule (`merge_siblings`):
 - conv2d nodes that read the same input node with equal attributes (kernel taps, strides,
   padding, dilation, layout, weight layout, math, out_dtype, split_k 1) and groups == 1, whose
   weights are constants of one dtype: their implicit GEMMs differ only in N, any kernel size;
-  matmul nodes with equal attributes (split_k 1) whose weights are constant 2-D [K, N] (or
-  [N, K] with trans_b) of one dtype and K;
+  Linears with equal attributes (split_k 1): matmul nodes (ONNX MatMul) whose weights are
+  constant 2-D [K, N] (or [N, K] with trans_b), dense nodes (ONNX Gemm) whose weights are
+  constant [N, K], of one dtype and K;
 - at least two such siblings, each of whose output channels are a whole number of 16-byte
   vectors (8 fp16, 4 float32): each branch's channel slice of the wide output then starts on a
   16-byte boundary, so the consumers that read it (a 3x3 conv's operand copy, a concat) keep
@@ -45,7 +46,7 @@ from .weights import vector_lanes
 
 log = logging.getLogger(__name__)
 
-# ops of two inputs that may follow a conv with a per-channel constant as the other operand
+# ops of two inputs that may follow a product with a per-channel constant as the other operand
 CHANNEL_BINARY = frozenset({"bias_add", "add", "sub", "mul", "div", "maximum", "minimum"})
 
 
@@ -80,15 +81,20 @@ def _linear_candidate(n: Node) -> bool:
 def _const_weight(n: Node, rank: int) -> bool:
     """A constant weight of `rank` and whole 16-byte vectors of output channels."""
     w = n.inputs[1]
-    k = n.shape[PRODUCTS[n.op].channel_axis(n)]
-    return (w.op == CONST and not w.attrs and len(w.shape) == rank and isinstance(k, int)
-            and k % vector_lanes(n.dtype) == 0)
+    channels = n.shape[PRODUCTS[n.op].channel_axis(n)]
+    return (w.op == CONST and not w.attrs and len(w.shape) == rank and isinstance(channels, int)
+            and channels % vector_lanes(n.dtype) == 0)
+
+
+def _last_axis(n: Node) -> int:
+    return len(n.shape) - 1
 
 
 PRODUCTS = {
     "conv2d": _Product(_conv_candidate, _conv_axis, _conv_out_axis),
-    "matmul": _Product(_linear_candidate, lambda n: len(n.shape) - 1,
-                       lambda n: 0 if n.attrs.get("trans_b") else 1),  # [N, K] or [K, N]
+    # a MatMul Linear: weight [K, N], or [N, K] with trans_b
+    "matmul": _Product(_linear_candidate, _last_axis, lambda n: 0 if n.attrs.get("trans_b") else 1),
+    "dense": _Product(_linear_candidate, _last_axis, lambda n: 0),  # a Gemm Linear: weight [N, K]
 }
 
 
@@ -155,7 +161,7 @@ def _step(prev: Node, nxt: Node, axis: int) -> Optional[tuple]:
 
 @dataclass
 class _Siblings:
-    """One merge: the convs, each one's chain [conv, step, ...] cut to the common length."""
+    """One merge: the products, each one's chain [product, step, ...] cut to the common length."""
 
     chains: list[list[Node]]
     offsets: list[int]  # each branch's first channel in the wide output
@@ -177,7 +183,7 @@ def _chain(conv: Node, consumers: dict, outputs: set, axis: int) -> tuple[list[N
 
 
 def sibling_groups(graph: Graph) -> list[list[Node]]:
-    """The products `merge_sibling_convs` merges, each list one wide product's, in graph order."""
+    """The products `merge_siblings` merges, each list one wide product's, in graph order."""
     groups: dict[tuple, list[Node]] = {}
     for n in graph.nodes:
         if _candidate(n):
@@ -185,7 +191,7 @@ def sibling_groups(graph: Graph) -> list[list[Node]]:
     return [g for g in groups.values() if len(g) >= 2]
 
 
-def merge_sibling_convs(graph: Graph) -> Graph:
+def merge_siblings(graph: Graph) -> Graph:
     """The graph with each set of sibling convs or Linears (see the module docstring) one product
     of their concatenated weights, their common elementwise chain merged after it, and each
     branch a channel slice of the result; a graph without siblings comes back as it is."""

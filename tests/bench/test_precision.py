@@ -348,7 +348,8 @@ def test_zoo_tunes_each_model_and_batch_for_the_minutes_asked(monkeypatch):
         def __exit__(self, *exc):
             return None
 
-    def fake_case(name, b, prec, workdir, db, compile_peer, small, tune_minutes, tuning, fast=False, tune_trials=0, siblings=False):
+    def fake_case(name, b, prec, workdir, db, compile_peer, small, tune_minutes, tuning, fast=False, tune_trials=0,
+                  siblings=False):
         seen.append((name, b, db, tune_minutes, tune_trials, tuning))
         return _row(name, 1.0, 2.0)
 
@@ -388,7 +389,8 @@ def test_the_zoo_suite_runs_quantized_precisions_with_fast_accumulation_when_ask
 
     seen = []
 
-    def fake_case(name, b, prec, workdir, db, compile_peer, small, minutes, tuning, fast=False, tune_trials=0, siblings=False):
+    def fake_case(name, b, prec, workdir, db, compile_peer, small, minutes, tuning, fast=False, tune_trials=0,
+                  siblings=False):
         seen.append((name, prec, fast))
         return _row(name + (" fast_accum" if fast else ""), 1.0, 2.0)
 
@@ -438,3 +440,23 @@ def test_zoo_siblings_builds_with_siblings_merged_in_cases_of_their_own(monkeypa
     assert precision.main(["zoo", "--models", "bert", "--batch", "1", "--json", str(out), "--resume"]) == 0
     assert seen == [("bert", True), ("bert", False)]  # the plain case is not the siblings' one
     assert [r["case"] for r in json.loads(out.read_text())["rows"]] == ["bert siblings", "bert"]
+
+
+def test_the_summary_keeps_each_build_options_cases_apart():
+    from tefuse.bench.precision import summarize, zoo_case
+
+    rows = [{"suite": "zoo", "case": zoo_case("bert", fast, sib), "precision": prec, "batch": 1, "ratio": r, "ok": True}
+            for prec, fast, sib, r in [("fp16", False, False, 2.0), ("fp16", False, True, 1.0),
+                                       ("fp8", True, True, 0.5), ("fp8", True, False, 0.25), ("fp8", False, False, 4.0)]]
+    summary = summarize(rows)
+    assert {k: v["geomean_ratio"] for k, v in summary.items()} == {
+        "zoo/fp16/1": 2.0, "zoo/fp16_siblings/1": 1.0, "zoo/fp8_fast_accum_siblings/1": 0.5,
+        "zoo/fp8_fast_accum/1": 0.25, "zoo/fp8/1": 4.0}
+
+
+def test_siblings_outside_the_zoo_suite_is_refused(capsys):
+    from tefuse.bench import precision
+
+    with pytest.raises(SystemExit):
+        precision.main(["models", "--siblings"])
+    assert "--siblings: the zoo suite only" in capsys.readouterr().err

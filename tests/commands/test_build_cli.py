@@ -154,9 +154,9 @@ def test_horizontal_option_merges_independent_kernels(tmp_path, capsys, monkeypa
     assert "1 kernels for 3 ops on llvm" in capsys.readouterr().out
 
 
-def test_sibling_convs_and_no_sibling_convs(tmp_path, capsys):
+def test_siblings_and_its_older_spelling_sibling_convs(tmp_path, capsys):
     """Two 1x1 convs (with relu) on one input, concatenated: one wide conv kernel with
-    --sibling-convs; a kernel each by default."""
+    --siblings (or --sibling-convs); a kernel each by default."""
     import numpy as np
     import onnx
     from onnx import TensorProto, helper, numpy_helper

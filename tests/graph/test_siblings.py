@@ -14,7 +14,7 @@ from tefuse.codegen.schedule import choose_schedule
 from tefuse.fusion import fuse_graph
 from tefuse.graph import GraphBuilder
 from tefuse.graph.ir import CONST
-from tefuse.graph.siblings import merge_sibling_convs, sibling_groups
+from tefuse.graph.siblings import merge_siblings, sibling_groups
 from tefuse.schedules import prologue_policy
 from tefuse.target import make_target
 
@@ -60,7 +60,7 @@ def _run(graph, x):
 @pytest.mark.parametrize("layout,bn", [("NCHW", False), ("NHWC", False), ("NHWC", True)])
 def test_inception_reduce_convs_merge_and_compute_the_same(rng, layout, bn):
     g = _inception(rng, layout, bn=bn)
-    merged = merge_sibling_convs(g)
+    merged = merge_siblings(g)
     convs = [n for n in merged.nodes if n.op == "conv2d"]
     assert len(convs) == 4  # one wide 1x1 of 16+24+8 channels, the two 3x3s, the pool branch's 1x1
     (wide,) = [n for n in convs if n.shape[3 if layout == "NHWC" else 1] == 48]
@@ -78,7 +78,7 @@ def test_inception_reduce_convs_merge_and_compute_the_same(rng, layout, bn):
 
 def test_a_branch_that_is_a_graph_output_keeps_its_name_and_shape(rng):
     g = _inception(rng, "NHWC", output_branch=True)
-    merged = merge_sibling_convs(g)
+    merged = merge_siblings(g)
     assert [(o.name, o.shape) for o in merged.outputs] == [(o.name, o.shape) for o in g.outputs]
     assert merged.outputs[1].op == "slice"
     x = rng.standard_normal(g.inputs[0].shape).astype(np.float32)
@@ -104,12 +104,12 @@ def _pair(rng, strides=(1, 1), channels=(8, 8), weight_input=False, taps=(1, 1))
 def test_convs_that_differ_are_left_alone(rng, what):
     g = _pair(rng, **what)
     assert sibling_groups(g) == []
-    assert merge_sibling_convs(g) is g
+    assert merge_siblings(g) is g
 
 
 def test_equal_convs_of_any_kernel_size_merge(rng):
     g = _pair(rng, taps=(3, 3), channels=(8, 16))
-    merged = merge_sibling_convs(g)
+    merged = merge_siblings(g)
     assert sum(n.op == "conv2d" for n in merged.nodes) == 1
     x = rng.standard_normal(g.inputs[0].shape).astype(np.float32)
     for got, want in zip(_run(merged, x), _run(g, x)):
@@ -167,7 +167,7 @@ def _linears(graph):
 @pytest.mark.parametrize("attention", [True, False])
 def test_query_key_and_value_linears_merge_and_compute_the_same(rng, attention):
     g = _qkv(rng, attention=attention)
-    merged = merge_sibling_convs(g)
+    merged = merge_siblings(g)
     assert len(_linears(g)) == 3 and len(_linears(merged)) == 1
     (wide,) = _linears(merged)
     assert wide.shape == (2, L, 3 * D)
@@ -185,7 +185,7 @@ def test_linears_that_differ_are_left_alone(rng, what):
     g = _qkv(rng, attention=False, **what)
     groups = sibling_groups(g)
     assert all(len(grp) == 2 for grp in groups)  # the two alike still merge; the odd one stays
-    merged = merge_sibling_convs(g)
+    merged = merge_siblings(g)
     assert len(_linears(merged)) == len(_linears(g)) - 1
     x = rng.standard_normal(g.inputs[0].shape).astype(np.float32)
     feeds = [x] + ([rng.standard_normal((D, 6 if "widths" in what else D)).astype(np.float32)]
@@ -204,3 +204,26 @@ def test_cuda_wide_query_key_value_is_one_wgmma_kernel_whose_slices_the_attentio
     assert choose_schedule(lower_group(wide), tgt).template.name == "wgmma_gemm"
     (reader,) = [m for m in merged if any(n.op == "slice" for n in m.nodes)]  # no copy kernel a slice
     assert sum(n.op == "slice" for n in reader.nodes) == 3 and any(n.op == "attention" for n in reader.nodes)
+
+
+@pytest.mark.parametrize("kind", ["dense", "trans_b"])
+def test_linears_with_n_by_k_weights_merge_and_compute_the_same(rng, kind):
+    """Gemm Linears (dense, weight [N, K]) and MatMul Linears whose weight is [N, K] (trans_b):
+    the weights concatenate along their first axis; a bias_add, and a branch that is also a
+    graph output, merge as elsewhere."""
+    g = GraphBuilder()
+    x = g.input("x", (L, D) if kind == "dense" else (2, L, D), "float32")
+    outs = []
+    for i, n in enumerate((32, 16)):
+        w = g.const((rng.standard_normal((n, D)) / np.sqrt(D)).astype(np.float32), name=f"w{i}")
+        y = g.op("dense", x, w) if kind == "dense" else g.op("matmul", x, w, trans_b=True)
+        outs.append(g.relu(g.bias_add(y, g.const(rng.standard_normal(n).astype(np.float32)), axis=-1)))
+    graph = g.build([g.concat(*outs, axis=-1), outs[1]])
+    merged = merge_siblings(graph)
+    products = [n for n in merged.nodes if n.op == kind.replace("trans_b", "matmul")]
+    assert len(products) == 1 and products[0].shape[-1] == 48
+    xv = rng.standard_normal(graph.inputs[0].shape).astype(np.float32)
+    got, want = _run(merged, xv), _run(graph, xv)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+    assert [o.shape for o in merged.outputs] == [o.shape for o in graph.outputs]

@@ -264,32 +264,24 @@ def test_a_reference_run_and_its_check_made_on_a_dropped_session_are_not_kept(tm
     with _loopback_slot("tefuse-stale-ref") as slot:
         spec, ref = _half_case(tmp_path)
         first, load = slot.sess, slot._load
+        import tefuse.tune.rpc as R
 
-        def load_then_swap(sess, path):
-            mod = load(sess, path)
-            slot.sess = object()  # taken by the slot while the reference ran
-            return mod
+        def swapping(make):  # what `make` makes, then the slot takes another session, as a timed-out call's
+            def call(*a):
+                made = make(*a)
+                monkeypatch.setattr(slot, "sess", object())
+                return made
+            return call
 
-        monkeypatch.setattr(slot, "_load", load_then_swap)
+        monkeypatch.setattr(slot, "_load", swapping(load))
         here, there = slot._reference(spec, "llvm", ref)
         np.testing.assert_allclose(here[0], spec.inputs()[0] + 1.0)  # the caller still gets its run
         assert not [k for k in slot._cache if k[0] == "ref"]
-        slot.sess = first
+        monkeypatch.setattr(slot, "sess", first)
         monkeypatch.setattr(slot, "_load", load)
-
-        import tefuse.tune.rpc as R
-
-        check = R.remote_check
-
-        def check_then_swap(*a):
-            made = check(*a)
-            slot.sess = object()  # taken by the slot while the check was built
-            return made
-
-        monkeypatch.setattr(R, "remote_check", check_then_swap)
+        monkeypatch.setattr(R, "remote_check", swapping(R.remote_check))
         assert slot._checker(spec, "llvm", (here, there), ref) is not None
         assert not [k for k in slot._cache if k[0] == "check"]
-        slot.sess = first
-        monkeypatch.setattr(R, "remote_check", check)
+        monkeypatch.undo()  # the slot's own session and check again
         assert slot._checker(spec, "llvm", (here, there), ref) is not None
         assert [k[0] for k in slot._cache if k[0] in ("ref", "check")] == ["check"]
