@@ -7,7 +7,9 @@ template for the op at that shape and dtype (the driver asks the schedule regist
 target without one keeps the three kernels it builds well. The product's folded scale
 (graph/scales.py's `alpha`) becomes the op's. k^T given as a transpose of the last two axes is
 read through (the op takes k as [.., Lk, D]); any other k^T gets a transpose, a view the
-op's kernel reads in its loads.
+op's kernel reads in its loads. Scores changed between the product and the softmax (an additive
+mask, as BERT's key mask; a causal `where`, as GPT-2's) are not matched: the op has no mask, so
+those keep the three kernels.
 """
 from __future__ import annotations
 

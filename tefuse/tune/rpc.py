@@ -288,10 +288,11 @@ class RPCSlot(Slot):
 
         return self._cached(("ref", spec.key, spec.seed, kind, ref.path), run)
 
-    def _checker(self, spec: RunSpec, kind: str, ref: tuple, reference: BuildResult):
-        """The outputs' check on the server (remote_check.py), once a workload, reference and
-        session; None (the outputs copied back) where it cannot be built."""
-        here, there = ref
+    def _checker(self, spec: RunSpec, kind: str, ran: tuple, reference: BuildResult):
+        """The outputs' check on the server (remote_check.py) against the reference's outputs
+        (`ran`, what _reference returned), once a workload, reference and session; None (the
+        outputs copied back) where it cannot be built."""
+        here, there = ran
 
         def build():
             try:
