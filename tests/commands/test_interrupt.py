@@ -31,7 +31,8 @@ MODES = ("group", "group", "main")  # where the SIGINT goes, one per process
 def _default_sigint() -> None:
     """SIGINT's default action in the child, as a terminal's foreground command has it: an
     ignored SIGINT is inherited across exec, and Python then installs no KeyboardInterrupt
-    handler (a test runner's worker process may ignore it: the command would finish regardless)."""
+    handler, so the command would finish regardless (a suite started as a background job of a
+    non-interactive shell runs with SIGINT ignored, as POSIX has it)."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
