@@ -840,8 +840,9 @@ def main(argv=None) -> int:
         p.error(f"--graph-calls: {e}")
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s: %(message)s")
     db = None if args.no_db else "default"
-    rows: list[Row] = measured_rows(args.json) if args.resume else []
-    earlier = earlier_commands(args.json) if args.resume else []  # a resumed file keeps its own
+    resumed = read_report(args.json) if args.resume else {}
+    rows: list[Row] = measured_rows(resumed)
+    earlier = list(resumed.get("commands", []))  # a resumed file keeps its own
     commands = earlier + ([command] if command not in earlier else [])
     done = {(r.suite, r.case, r.precision, r.batch) for r in rows}
 
@@ -934,8 +935,8 @@ def summarize(rows: list[dict]) -> dict:
     def key_of(r: dict) -> tuple:
         words = str(r["case"]).split(" ")[1:]  # the build options a zoo_case names
         fast = r["precision"] == "fp8" and "fast_accum" in words
-        return (r["suite"], r["precision"] + ("_fast_accum" if fast else "") + ("_siblings" if "siblings" in words
-                                                                              else ""), r["batch"])
+        options = ("_fast_accum" if fast else "") + ("_siblings" if "siblings" in words else "")
+        return r["suite"], r["precision"] + options, r["batch"]
 
     summary = {}
     for key in sorted({key_of(r) for r in rows}):
@@ -959,19 +960,15 @@ def merge_reports(reports: list[dict]) -> dict:
     return {"commands": commands, "rows": rows, "summary": summarize(rows), "timing": reports[0].get("timing")}
 
 
-def earlier_commands(path: Optional[str]) -> list[str]:
-    """The commands a JSON of this bench names: none without a file."""
-    if not path or not Path(path).exists():
-        return []
-    return list(json.loads(Path(path).read_text()).get("commands", []))
+def read_report(path: Optional[str]) -> dict:
+    """A JSON of this bench (its rows, commands, summary); empty without a file."""
+    return json.loads(Path(path).read_text()) if path and Path(path).exists() else {}
 
 
-def measured_rows(path: Optional[str]) -> list[Row]:
-    """The rows a JSON of this bench holds, less failed cases (an error): none without a file."""
-    if not path or not Path(path).exists():
-        return []
+def measured_rows(report: dict) -> list[Row]:
+    """The rows a report of this bench holds, less failed cases (an error)."""
     names = {f.name for f in fields(Row)}
-    rows = [Row(**{k: v for k, v in r.items() if k in names}) for r in json.loads(Path(path).read_text())["rows"]]
+    rows = [Row(**{k: v for k, v in r.items() if k in names}) for r in report.get("rows", [])]
     return [r for r in rows if "error" not in r.extra]
 
 
