@@ -40,7 +40,7 @@ from .graph.layout import auto_layout, convert_layout
 from .graph.patches import patch_convs_as_products
 from .graph.pixel_convs import pixel_convs_as_dense
 from .graph.scales import hoist_product_scales
-from .graph.siblings import merge_siblings
+from .graph.siblings import LINEARS, merge_siblings
 from .graph.split_k import SplitPolicy, split_k as split_reductions, splits_of
 from .graph.views import clone_shared_views
 from .graph.weights import nk_gemm_weights
@@ -560,12 +560,13 @@ def build_summary(kernels: list[CompiledKernel], num_ops: int, seconds: float,
 def prepare_graph(graph: Graph, target, *, precision: str = "fp32", layout: Optional[str] = None,
                   fold_bn: bool = False, fuse_attention: Optional[bool] = None,
                   split_k: Union[bool, int] = True, qdq: bool = True,
-                  calibration: Optional[Calibration] = None, siblings: bool = False,
-                  fp8_fast_accum: bool = False) -> Graph:
+                  calibration: Optional[Calibration] = None, siblings: Optional[bool] = None,
+                  fp8_fast_accum: bool = False, horizontal: bool = False) -> Graph:
     """The graph `build` fuses: calibrated products behind QDQ pairs (precision int8), QDQ products
     made int8 anchors, batch-norms folded (into a conv with fold_bn; else, their statistics
     constant, into a per-channel scale and shift), precision and layout converted, weights laid out for the
-    tensor cores, sibling convs and Linears merged (siblings), small-grid products split (see build); float8 products
+    tensor cores, sibling convs and Linears merged (siblings, see build; None: the Linears, and the convs too
+    with horizontal), small-grid products split (see build); float8 products
     summed in the tensor cores' accumulator (fp8_fast_accum). `tefuse tune` calls it too, so the kernels
     it tunes are the ones a build then looks up."""
     if check_precision(precision) in QUANTIZED:
@@ -599,8 +600,9 @@ def prepare_graph(graph: Graph, target, *, precision: str = "fp32", layout: Opti
     graph = fold_batch_norm_params(graph)
     if policy.dense_groups:  # after layout (NHWC convs), before the weights' OHWI: the merged convs are dense
         graph = dense_grouped_convs(graph, max_groups=policy.dense_groups, min_mn=policy.min_mn)
-    if siblings:  # after layout (slices of the NHWC channel axis), before the weights' OHWI / [N, K]: one
-        graph = merge_siblings(graph)  # wide product's weight laid out once
+    sibling_ops = _sibling_ops(siblings, horizontal)
+    if sibling_ops:  # after layout (slices of the NHWC channel axis), before the weights' OHWI / [N, K]: one
+        graph = merge_siblings(graph, sibling_ops)  # wide product's weight laid out once
     if policy.nk_weights:  # tensor-core GEMMs read a Linear's weight [N, K], on Hopper a conv's too (graph/weights.py)
         graph = nk_gemm_weights(graph, convs=policy.nk_conv_weights, int8=policy.nk_int8_weights,
                                 min_mn=policy.min_mn)
@@ -612,6 +614,13 @@ def prepare_graph(graph: Graph, target, *, precision: str = "fp32", layout: Opti
     if split is not None:  # after layout and weights: it splits NHWC convs and [N, K] Linears
         graph = split_reductions(graph, split)
     return graph
+
+
+def _sibling_ops(siblings: Optional[bool], horizontal: bool) -> tuple[str, ...]:
+    """The product kinds merge_siblings merges: see build's `siblings`."""
+    if siblings is None:
+        return (*LINEARS, "conv2d") if horizontal else LINEARS
+    return (*LINEARS, "conv2d") if siblings else ()
 
 
 def split_policy(target: tvm.target.Target, split_k: Union[bool, int], symbolic: bool) -> Optional[SplitPolicy]:
@@ -689,8 +698,8 @@ def build(graph: GraphSource, target: TargetLike = "llvm", *, db: Union[BestReco
     siblings: convs that read one input with one geometry, and Linears that read one input, run as
     one product of their concatenated weights, each branch a channel slice of it
     (graph/siblings.py: Inception's 1x1 convs; a transformer's query, key and value); False keeps
-    each its own kernel; None (default) follows options.horizontal, off by default until the GPU
-    has measured it (a merged product is a new workload the shipped records miss).
+    each its own kernel; None (default): the Linears (measured faster), the convs too where
+    options.horizontal is on.
     fp8_fast_accum: float8 products (precision fp8, a float8 QDQ model) sum their whole reduction in
     Hopper's fp8 accumulator, as cuBLASLt's fast accumulation, instead of promoting each 128-deep
     row to float32 (ops/codes.fast_accumulation): about 1.5x faster GEMMs, an error that grows
@@ -726,11 +735,10 @@ def _build_graph(graph: Graph, target, *, db, cache, fuse, prologue, multi_outpu
                  fp8_fast_accum: bool = False) -> CompiledGraph:
     tgt = make_target(target)
     options = BuildOptions.from_env() if options is None else options
-    siblings = options.horizontal if siblings is None else siblings
     t_graph = time.perf_counter()
     graph = prepare_graph(graph, tgt, precision=precision, layout=layout, fold_bn=fold_bn,
                           fuse_attention=fuse_attention, split_k=split_k, qdq=qdq, calibration=calibration,
-                          siblings=siblings, fp8_fast_accum=fp8_fast_accum)
+                          siblings=siblings, fp8_fast_accum=fp8_fast_accum, horizontal=options.horizontal)
     t_graph = time.perf_counter() - t_graph
     if db == "default":
         from .tune.database import default_database

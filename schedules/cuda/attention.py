@@ -82,9 +82,10 @@ class TensorCoreAttention(Template):
 
     def supports(self, geometry, dtype: str, target) -> bool:
         """fp16, head dims of whole fragments up to 64, tiles within the arch's shared memory; more
-        than one key tile. Refused, from wrong results on the H100 (cause not found):
-        a single key tile (Lk <= 16); head dim 128 with 40 keys (with 197 keys it was right)."""
-        return (dtype == "float16" and device_caps(target).has_wmma
+        than one key tile; no bias (the flash template takes those). Refused, from wrong results
+        on the H100 (cause not found): a single key tile (Lk <= 16); head dim 128 with 40 keys
+        (with 197 keys it was right)."""
+        return (dtype == "float16" and device_caps(target).has_wmma and not geometry.bias_rows
                 and geometry.d % 16 == 0 and geometry.dv % 16 == 0
                 and max(geometry.d, geometry.dv) <= MAX_HEAD_DIM
                 and geometry.lq >= 16 and geometry.lk > KEY_TILE
@@ -227,14 +228,15 @@ def store_rows(sch, out, wi, vec_out: int) -> None:
     sch.vectorize(vv)
 
 
-def copy_to_shared(sch, blk, at, warps: int) -> None:
-    """A padded operand tile copied into shared memory under loop `at`, 8 fp16 a thread where
-    the source runs contiguous (16 bytes), rows padded against bank conflicts."""
+def copy_to_shared(sch, blk, at, warps: int, vec: int = 8) -> None:
+    """A padded operand tile copied into shared memory under loop `at`, `vec` elements a thread
+    (8 fp16: 16 bytes) where the source runs contiguous, rows padded against bank conflicts."""
     sch.compute_at(blk, at)
     sch.set_scope(blk, 0, SCOPE)
     auto_inline_producers(sch, blk)
-    fused = sch.fuse(*sch.get_loops(blk)[-2:])
-    vec = 8
+    loops = sch.get_loops(blk)
+    inner = loops[[sch.get(l).same_as(sch.get(at)) for l in loops].index(True) + 1:][-2:]  # a single row: one loop
+    fused = sch.fuse(*inner) if len(inner) > 1 else inner[0]
     while vec > 1 and not lanes_contiguous(sch, blk, fused, vec):
         vec //= 2
     steps, ty, tx, vv = sch.split(fused, [None, warps, 32, vec])

@@ -7,6 +7,10 @@ transformer's head split, computed in the copy; padding rows zero), then each wa
 flash core on its 16 rows, writing a float32 16 x Dv tile, and the rows go out cast, with the
 epilogue (the head merge) computed in the store.
 
+An additive bias (a key or causal mask) is copied to shared memory like q, k and v, float32,
+its prologue (the mask's where) computed in the copy: the block's rows of it, or the one row of
+a key mask; the core adds it to the scaled scores (intrin/flash.py).
+
 The op's compute spells attention as five stages (scores, max, sum, probabilities, context).
 `prepare` replaces the middle ones by a placeholder block with the core's regions (each context
 row reads its q row and every k and v row), which the schedule tensorizes with the core, so the
@@ -38,12 +42,19 @@ PLACEHOLDER = "flash_placeholder"
 _MIDDLE = (BLOCKS.scores, BLOCKS.max, BLOCKS.sum, BLOCKS.probs)
 
 
+def core_bias_rows(geo: AttentionGeometry) -> int:
+    """The bias rows a warp's core reads: 0 (none), 1 (a key mask) or its 16."""
+    return 16 if geo.bias_rows > 1 else geo.bias_rows
+
+
 def shared_bytes(geo: AttentionGeometry, warps: int) -> int:
-    """The block's shared tiles: its q rows, every k and v row (fp16 rows padded 16 bytes) and
-    the float32 context rows (unpadded: the tensorized block's layout is TVM's)."""
+    """The block's shared tiles: its q rows, every k and v row (fp16 rows padded 16 bytes), the
+    float32 context rows (unpadded: the tensorized block's layout is TVM's) and the float32 bias
+    rows (padded 32 bytes)."""
     rows, lk = 16 * warps, geo.lk_pad
     d, dv = padded_row(geo.d, PAD_HALF), padded_row(geo.dv, PAD_HALF)
-    return 2 * (rows * d + lk * d + lk * dv) + 4 * rows * geo.dv
+    bias_rows = {0: 0, 1: 1, 16: rows}[core_bias_rows(geo)]
+    return 2 * (rows * d + lk * d + lk * dv) + 4 * rows * geo.dv + 4 * bias_rows * padded_row(lk, PAD_HALF)
 
 
 def _fits(geo: AttentionGeometry, warps: int, smem: int) -> bool:
@@ -59,6 +70,7 @@ def flash_placeholder(func: tirx.PrimFunc) -> tirx.PrimFunc:
                     if isinstance(n, s_tir_mod.SBlock) else None)
     scores, ctx = blocks[BLOCKS.scores], blocks[BLOCKS.context]
     q, k = (r.source for r in scores.reads)
+    bias = blocks[BLOCKS.bias].writes[0].source if BLOCKS.bias in blocks else None
     v, out = ctx.reads[1].source, ctx.writes[0].source
     dropped = [blocks[n].writes[0].source for n in _MIDDLE]
 
@@ -71,7 +83,12 @@ def flash_placeholder(func: tirx.PrimFunc) -> tirx.PrimFunc:
     *vb, vi, vj = [iv.var for iv in iter_vars]
     reads = [q[(*vb, vi, slice(0, d))], k[(*vb, slice(0, lk), slice(0, d))], v[(*vb, slice(0, lk), vj)]]
     zero = tirx.const(0, "int32")
-    value = placeholder_value(q[(*vb, vi, zero)], k[(*vb, zero, zero)], v[(*vb, zero, vj)])
+    b_elem = None
+    if bias is not None:  # the row of the query, or the key mask's one row
+        row = vi if int(bias.shape[-2]) > 1 else zero
+        reads.append(bias[(*vb, row, slice(0, lk))])
+        b_elem = bias[(*vb, row, zero)]
+    value = placeholder_value(q[(*vb, vi, zero)], k[(*vb, zero, zero)], v[(*vb, zero, vj)], b_elem)
     block = s_tir_mod.SBlock(iter_vars, reads, [out[(*vb, vi, slice(vj, vj + 1))]], PLACEHOLDER,
                              tirx.BufferStore(out, value, [*vb, vi, vj]))
     nest = s_tir_mod.SBlockRealize(loop_vars, True, block)
@@ -105,7 +122,7 @@ class FlashAttention(Template):
     def supports(self, geometry, dtype: str, target) -> bool:
         """fp16 on sm_80 and later, head dims of whole 16-column fragments up to MAX_HEAD_DIM, every
         k and v row of a block in the arch's shared memory."""
-        return (dtype == "float16" and device_caps(target).has_mma
+        return (dtype == "float16" and device_caps(target).has_mma and geometry.bias_rows in (0, 1, geometry.lq)
                 and geometry.d % 16 == 0 and geometry.dv % 16 == 0
                 and max(geometry.d, geometry.dv) <= MAX_HEAD_DIM and geometry.lq >= 1 and geometry.lk >= 1
                 and any(_fits(geometry, w, device_caps(target).smem_optin) for w in WARPS))
@@ -163,7 +180,10 @@ def apply_flash(sch, info: KernelInfo, warps: int, vec_out: int, keys: int = 16,
     sch.set_scope(core, 0, SCOPE)  # one warp's 16 rows x Dv (the loop i16 on): the flash core
     for name in (BLOCKS.q, BLOCKS.k, BLOCKS.v):
         copy_to_shared(sch, g(name), qt, warps)
+    if geo.bias_rows:
+        copy_to_shared(sch, g(BLOCKS.bias), qt, warps, vec=4)  # float32: 16 bytes
 
     store_rows(sch, out, wi, vec_out)
     if tensorize:
-        sch.tensorize(i16, flash_intrin(geo.d, geo.dv, geo.lk_pad, geo.lk, geo.alpha, SCOPE, keys))
+        sch.tensorize(i16, flash_intrin(geo.d, geo.dv, geo.lk_pad, geo.lk, geo.alpha, SCOPE, keys,
+                                        bias_rows=core_bias_rows(geo), clip=geo.clip))

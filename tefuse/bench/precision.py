@@ -592,7 +592,7 @@ def zoo_model_case(name: str, batch: int, precision: str, workdir: Path, db=None
     model = onnx.load(str(path))
     options = {"calibration": zoo_calibration(name, small, workdir), "fp8_fast_accum": fp8_fast_accum} \
         if precision in QUANT_PEERS else {}
-    options["siblings"] = True if siblings else None  # else build's default (options.horizontal)
+    options["siblings"] = True if siblings else None  # else build's default (driver._sibling_ops)
     report = tune_first(import_onnx(model), precision, db, tune_trials, tuning, tune_minutes, **options) \
         if tune_minutes or tune_trials else None
     t0 = time.perf_counter()
@@ -778,9 +778,9 @@ def main(argv=None) -> int:
                         "--fp8-fast-accum): the gemm suite's against cuBLASLt with use_fast_accum, the models "
                         "suite's models; the cases so named")
     p.add_argument("--siblings", action="store_true",
-                   help="zoo: build with sibling convs and Linears merged (tefuse build's --siblings: a "
-                        "transformer's query, key and value Linears one product); the cases so named. "
-                        "Without it, build's default ($TEFUSE_HORIZONTAL)")
+                   help="zoo: build with sibling convs merged as well as sibling Linears (tefuse build's "
+                        "--siblings: Inception's 1x1 convs one product); the cases so named. Without it, "
+                        "build's default (the Linears; the convs too with $TEFUSE_HORIZONTAL)")
     p.add_argument("--untuned-only", action="store_true",
                    help="--tune: leave out the kernels the shipped logs have records for, as `tefuse tune "
                         "--untuned-only`")

@@ -61,7 +61,8 @@ def add_precision_option(p: argparse.ArgumentParser) -> None:
                    default=None,
                    help="convs that read one input with one geometry, and Linears that read one input, run as one "
                         "product of their concatenated weights, each branch a channel slice (Inception's 1x1 convs; "
-                        "a transformer's query, key and value); default: with --horizontal")
+                        "a transformer's query, key and value); default: the Linears, the convs too with "
+                        "--horizontal")
     p.add_argument("--attention", default="auto", choices=list(ATTENTION),
                    help="matmul -> softmax -> matmul as one attention kernel: auto (default) where a template "
                         "that beats the three kernels takes it (flash attention, fp16, sm_80 and later), "

@@ -26,11 +26,9 @@ def pad_attention_keys(graph: Graph) -> Graph:
         m = match_attention(n, consumers) if n.is_op else None
         if m is None:
             continue
-        q, kt, v, _ = m
-        keys, lanes = kt.shape[-1], vector_lanes(q.dtype)
-        probs = n.inputs[0]
-        scores = probs.inputs[0]
-        if (q.dtype not in TENSOR_CORE_DTYPES or keys % lanes == 0
+        keys, lanes = m.kt.shape[-1], vector_lanes(m.q.dtype)
+        probs, scores = m.probs, m.scores
+        if (m.chain or m.q.dtype not in TENSOR_CORE_DTYPES or keys % lanes == 0  # scores read as the product wrote them
                 or id(scores) in outputs or id(probs) in outputs  # the padded widths would be seen
                 or any(id(x) in plans for x in (scores, probs, n))):  # one attention's context, another's scores
             continue

@@ -24,20 +24,20 @@ from .ir import CONST, Graph, Node, RewriteContext, op_node, rewrite
 PRODUCTS = ("matmul", "dense")
 
 
-def _scalar(n: Node) -> Optional[float]:
+def scalar(n: Node) -> Optional[float]:
     if n.op == CONST and np.asarray(n.value).size == 1:
         return float(np.asarray(n.value, np.float64).reshape(()))
     return None
 
 
-def _unscaled(x: Node) -> tuple[Node, float]:
+def unscaled(x: Node) -> tuple[Node, float]:
     """(operand, factor) where x is operand * c or operand / c for a one-element constant c that
     does not change operand's shape or dtype; else (x, 1)."""
     if x.op in ("mul", "div") and len(x.inputs) == 2:
         a, b = x.inputs
         pairs = ((a, b), (b, a)) if x.op == "mul" else ((a, b),)
         for v, c in pairs:
-            s = _scalar(c)
+            s = scalar(c)
             if s is not None and v.shape == x.shape and v.dtype == x.dtype and (x.op == "mul" or s != 0):
                 return v, (s if x.op == "mul" else 1.0 / s)
     return x, 1.0
@@ -51,7 +51,7 @@ def hoist_product_scales(graph: Graph) -> Graph:
     def rule(n: Node, inputs: list[Node], ctx: RewriteContext) -> Node | None:
         if n.op not in PRODUCTS or not n.dtype.startswith(("float", "bfloat")) or not all(i.is_op for i in n.inputs):
             return None
-        parts = [_unscaled(i) for i in inputs]
+        parts = [unscaled(i) for i in inputs]
         factor = float(np.prod([f for _, f in parts]))
         if factor == 1.0 and all(v is i for (v, _), i in zip(parts, inputs)):
             return None

@@ -1,4 +1,5 @@
-"""Scaled dot-product attention as one op: softmax(alpha * q @ k^T) @ v over the last two axes.
+"""Scaled dot-product attention as one op: softmax(alpha * q @ k^T + bias) @ v over the last two
+axes, the additive bias optional (a key mask, a causal mask, a relative-position bias).
 
 Why an op: written as matmul -> softmax -> matmul (what torch.onnx exports), the [.., Lq, Lk]
 scores go to global memory and back three times; ViT-B/16 at batch 32 spent 1.2 ms of its 4.6
@@ -10,6 +11,11 @@ The compute is written padded: q rows to a multiple of ROW_TILE, keys to KEY_TIL
 zeros (and left out of the softmax), so the tensor-core template tiles it without masks. The
 scores accumulate and the softmax runs in float32; the probabilities are rounded to the inputs'
 dtype before the second product, as the unfused fp16 graph does.
+
+The bias is read broadcast (any batch dim, and the query dim, may be 1) and added in float32 to
+the scaled scores; `clip` > 0 clamps the sum to [-clip, clip], as an fp16 graph saturates its
+masked scores before the softmax (graph/precision.py), so a mask of float32's lowest value
+stays finite and a fully masked row is uniform, as it is unfused.
 """
 from __future__ import annotations
 
@@ -38,6 +44,7 @@ class AttentionBlocks:
     max: str = "attn_max"
     sum: str = "attn_sum"
     probs: str = "attn_probs"
+    bias: str = "attn_bias"
     context: str = "attn_ctx"
     out: str = "attn_out"
 
@@ -56,6 +63,8 @@ class AttentionGeometry:
     d: int
     dv: int
     alpha: float
+    bias_rows: int = 0  # an additive bias's rows: 0 none, 1 one row for every query (a key mask), else lq
+    clip: float = 0.0  # > 0: the biased scores clamped to [-clip, clip]
 
     @property
     def lq_pad(self) -> int:
@@ -66,9 +75,24 @@ class AttentionGeometry:
         return -(-self.lk // KEY_TILE) * KEY_TILE
 
 
+def bias_rows(bias_shape: Sequence[int], lq: int) -> int:
+    """The rows of an additive bias over [.., Lq, Lk] scores: 1 where every query reads the same
+    row (a key mask [B, 1, 1, Lk]), else lq."""
+    return 1 if len(bias_shape) < 2 or bias_shape[-2] == 1 else lq
+
+
 def _geometry(in_shapes, out_shape, attrs: dict) -> AttentionGeometry:
-    q, k, v = in_shapes
-    return AttentionGeometry(math.prod(q[:-2]), q[-2], k[-2], q[-1], v[-1], float(attrs.get("alpha", 1.0)))
+    q, k, v, *bias = in_shapes
+    return AttentionGeometry(math.prod(q[:-2]), q[-2], k[-2], q[-1], v[-1], float(attrs.get("alpha", 1.0)),
+                             bias_rows(bias[0], q[-2]) if bias else 0, float(attrs.get("clip", 0.0)))
+
+
+def _check_bias(q: Value, k: Value, bias: Value) -> None:
+    want = (*q.shape[:-1], k.shape[-2])
+    if bias.ndim > len(want) or any(b not in (1, w) for b, w in zip(reversed(bias.shape), reversed(want))):
+        raise OpError(f"attention: the bias {bias.shape} does not broadcast to the scores {want}")
+    if bias.shape[-1] != k.shape[-2]:
+        raise OpError(f"attention: the bias {bias.shape} must have one column a key ({k.shape[-2]})")
 
 
 def _check(q: Value, k: Value, v: Value, alpha: float) -> None:
@@ -85,13 +109,18 @@ def _check(q: Value, k: Value, v: Value, alpha: float) -> None:
         raise OpError(f"attention: alpha must be positive, got {alpha}")
 
 
-@register_op("attention", OpPattern.OUT_ELEMWISE_FUSABLE, anchor="attention", num_inputs=3,
-             attrs={"alpha": 1.0}, geometry=_geometry)
+@register_op("attention", OpPattern.OUT_ELEMWISE_FUSABLE, anchor="attention",
+             attrs={"alpha": 1.0, "clip": 0.0}, optional={"clip": 0.0}, geometry=_geometry)
 def attention(inputs: Sequence[Value], attrs: dict) -> Value:
-    """softmax(alpha * q @ k^T, axis=-1) @ v for q [.., Lq, D], k [.., Lk, D], v [.., Lk, Dv]."""
-    q, k, v = inputs
-    alpha = float(attrs["alpha"])
+    """softmax(alpha * q @ k^T + bias, axis=-1) @ v for q [.., Lq, D], k [.., Lk, D], v [.., Lk, Dv]
+    and an optional bias broadcast to [.., Lq, Lk] (clamped to +-clip where clip > 0)."""
+    if len(inputs) not in (3, 4):
+        raise OpError(f"attention: q, k, v and an optional bias expected, got {len(inputs)} inputs")
+    q, k, v, *bias_in = inputs
+    alpha, clip = float(attrs["alpha"]), float(attrs.get("clip", 0.0))
     _check(q, k, v, alpha)
+    if bias_in:
+        _check_bias(q, k, bias_in[0])
     dt, acc = q.dtype, acc_dtype(q.dtype)
     lq, lk, d, dv = q.shape[-2], k.shape[-2], q.shape[-1], v.shape[-1]
     # rank-2 operands get a batch axis of one inside (a grid axis for the templates)
@@ -113,15 +142,29 @@ def attention(inputs: Sequence[Value], attrs: dict) -> Value:
                    lambda *i: te.sum(tir.Cast(acc, qs(*i[:-1], rd)) * tir.Cast(acc, ks(*i[:-2], i[-1], rd)),
                                      axis=rd), name=BLOCKS.scores, tag="attention")
     a = tir.const(alpha, acc)
+    if bias_in:  # the logits alpha * s + bias (clamped), their softmax as below without the scale
+        b = _padded_bias(bias_in[0], batch, drop, lq, lk, lqp, lkp, acc)
+        rows = b.shape[-2]
+
+        def logit(*i):
+            t = s(*i) * a + b(*i[:-2], i[-2] if rows != 1 else 0, i[-1])
+            return tir.max(tir.min(t, tir.const(clip, acc)), tir.const(-clip, acc)) if clip > 0 else t
+
+        def expo(*i):
+            return tir.exp(logit(*i) - mx(*i[:-1]))
+    else:
+        def logit(*i):
+            return s(*i)
+
+        def expo(*i):
+            return tir.exp((s(*i) - mx(*i[:-1])) * a)
     r1 = te.reduce_axis((0, lk), "r1")
-    mx = te_compute(batch + (lqp,), lambda *i: te.max(s(*i, r1), axis=r1), name=BLOCKS.max)
+    mx = te_compute(batch + (lqp,), lambda *i: te.max(logit(*i, r1), axis=r1), name=BLOCKS.max)
     r2 = te.reduce_axis((0, lk), "r2")
-    den = te_compute(batch + (lqp,), lambda *i: te.sum(tir.exp((s(*i, r2) - mx(*i)) * a), axis=r2),
-                     name=BLOCKS.sum)
+    den = te_compute(batch + (lqp,), lambda *i: te.sum(expo(*i, r2), axis=r2), name=BLOCKS.sum)
 
     def prob(*i):
-        r = i[:-1]
-        return tir.if_then_else(i[-1] < lk, tir.Cast(dt, tir.exp((s(*i) - mx(*r)) * a) / den(*r)), zero)
+        return tir.if_then_else(i[-1] < lk, tir.Cast(dt, expo(*i) / den(*i[:-1])), zero)
 
     p = te_compute(batch + (lqp, lkp), prob, name=BLOCKS.probs)
     rj = te.reduce_axis((0, lkp), "rj")
@@ -130,3 +173,20 @@ def attention(inputs: Sequence[Value], attrs: dict) -> Value:
                                      axis=rj), name=BLOCKS.context, tag="attention")
     out = te_compute(q.shape[:-2] + (lq, dv), lambda *i: tir.Cast(dt, o(*((0,) * drop + i))), name=BLOCKS.out)
     return Value.of_tensor(out)
+
+
+def _padded_bias(bias: Value, batch: tuple, drop: int, lq: int, lk: int, lqp: int, lkp: int, acc: str) -> te.Tensor:
+    """The bias as a [*batch, rows, Lk_pad] float32 stage (rows 1 for a key mask, else Lq_pad),
+    zero in the padding: the templates copy it into shared memory by this stage's name."""
+    rows = bias_rows(bias.shape, lq)
+    full = (*batch, rows if rows == 1 else lqp, lkp)
+    nb = bias.ndim
+
+    def at(*i):
+        idx = i[drop:] if drop else i  # the op's own batch axes (a rank-2 op's added one dropped)
+        idx = idx[len(idx) - nb:] if nb <= len(idx) else idx
+        src = [0 if e == 1 else x for e, x in zip(bias.shape, idx)]
+        inside = i[-1] < lk if rows == 1 else tir.all(i[-2] < lq, i[-1] < lk)
+        return tir.if_then_else(inside, tir.Cast(acc, bias(*src)), tir.const(0, acc))
+
+    return te_compute(full, at, name=BLOCKS.bias)

@@ -59,6 +59,39 @@ def test_every_config_matches_numpy(rng, qs, ks, vs, alpha, template):
         R.assert_close(y, want, "float16", rtol=1e-2, atol=1e-2, what=f"{template} {qs} {cfg.values}")
 
 
+BIASED = [
+    pytest.param((2, 12, 128, 64), (2, 12, 128, 64), (2, 12, 128, 64), (2, 1, 1, 128), id="bert_key_mask"),
+    pytest.param((2, 12, 128, 64), (2, 12, 128, 64), (2, 12, 128, 64), (2, 1, 128, 128), id="bert_mask_rows"),
+    pytest.param((1, 2, 50, 32), (1, 2, 77, 32), (1, 2, 77, 16), (50, 77), id="rows_shared_lk77"),
+]
+
+
+@pytest.mark.parametrize("qs,ks,vs,bs", BIASED)
+def test_every_flash_config_with_a_mask_matches_numpy(rng, qs, ks, vs, bs):
+    """A mask as transformers writes it (0 or float32's lowest, the fp16 graph's clip at 65504):
+    the last 7 keys masked, a causal triangle where the bias has rows, one row of the last batch
+    entry wholly masked (uniform, as unfused); every config of the flash space."""
+    q, k, v = (rng.standard_normal(s).astype("float16") for s in (qs, ks, vs))
+    lowest = np.finfo(np.float32).min
+    bias = (0.5 * rng.standard_normal(bs)).astype(np.float32)
+    bias[..., -7:] = lowest
+    if bs[-2] > 1:
+        bias = np.where(np.tril(np.ones(bs[-2:], bool), k=bs[-1] - bs[-2]), bias, lowest).astype(np.float32)
+        if len(bs) == 4:
+            bias[-1, 0, 3, :] = lowest
+    g, feeds = R.build_op("attention", q, k, v, bias, alpha=0.125, clip=65504.0)
+    tgt = make_target("cuda")
+    (group,) = fuse_graph(g)
+    task = task_from_group(group, tgt)
+    space = task.space(FLASH)
+    want = attention_ref(q, k, v, 0.125, bias, clip=65504.0)
+    for i in range(len(space)):
+        cfg = space.get(i)
+        kernel = build_group(group, tgt, choice=ScheduleChoice(task.template(FLASH), cfg, "tuned"))
+        (y,) = CompiledGraph(g, tgt, [kernel]).run(*feeds)
+        R.assert_close(y, want, "float16", rtol=1e-2, atol=1e-2, what=f"{FLASH} {qs} {bs} {cfg.values}")
+
+
 def test_vit_sized_mha_export_matches_onnxruntime(rng, monkeypatch):
     """One ViT-B/16 attention block (197 tokens, 12 heads of 64) as torch.onnx exports it, fp16:
     the attention is one tensor-core kernel and the block agrees with onnxruntime's fp32."""

@@ -94,3 +94,82 @@ def test_an_attention_whose_output_is_another_ones_scores():
     want = tefuse.build(g, "llvm").run(**feed)[0]
     got = tefuse.build(f, "llvm").run(**feed)[0]
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def masked_attention_model(causal: bool, b=2, h=2, lq=6, d=8):
+    """relu(q, k, v) [B, H, L, D] (computed operands, as in a model) and an int64 key mask [B, L], as
+    transformers writes BERT's self-attention
+    (scores scaled after the product, the mask (1 - m) * lowest added, [B, 1, 1, L]); `causal`: a
+    lower triangle where'd in as well, as GPT-2's ([B, 1, L, L])."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    lowest = np.finfo(np.float32).min
+    consts = [numpy_helper.from_array(np.array(d ** -0.5, np.float32), "scale"),
+              numpy_helper.from_array(np.array(1.0, np.float32), "one"),
+              numpy_helper.from_array(np.array(lowest, np.float32), "lowest"),
+              numpy_helper.from_array(np.array([1, 2], np.int64), "axes12"),
+              numpy_helper.from_array(np.tril(np.ones((lq, lq), bool)), "tril"),
+              numpy_helper.from_array(np.array(0.0, np.float32), "zero")]
+    nodes = [helper.make_node("Relu", [n], [f"{n}r"]) for n in "qkv"] + [
+        helper.make_node("Transpose", ["kr"], ["kt"], perm=[0, 1, 3, 2]),
+        helper.make_node("MatMul", ["qr", "kt"], ["s"]),
+        helper.make_node("Mul", ["s", "scale"], ["ss"]),
+        helper.make_node("Cast", ["mask"], ["mf"], to=TensorProto.FLOAT),
+        helper.make_node("Sub", ["one", "mf"], ["inv"]),
+        helper.make_node("Mul", ["inv", "lowest"], ["keymask"]),
+        helper.make_node("Unsqueeze", ["keymask", "axes12"], ["bias"]),
+    ]
+    if causal:
+        nodes += [helper.make_node("Where", ["tril", "zero", "lowest"], ["tri"]),
+                  helper.make_node("Add", ["bias", "tri"], ["bias2"])]
+    nodes += [helper.make_node("Add", ["ss", "bias2" if causal else "bias"], ["logits"]),
+              helper.make_node("Softmax", ["logits"], ["p"], axis=-1),
+              helper.make_node("MatMul", ["p", "vr"], ["y"])]
+    shape = [b, h, lq, d]
+    inputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, shape) for n in "qkv"]
+    inputs.append(helper.make_tensor_value_info("mask", TensorProto.INT64, [b, lq]))
+    graph = helper.make_graph(nodes, "masked", inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)],
+                              initializer=consts)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_a_masked_attention_becomes_one_op_with_its_bias_and_scale(causal):
+    g = import_onnx(masked_attention_model(causal))
+    f = fuse_attention(hoist_product_scales(g), ALWAYS)
+    (att,) = [n for n in f.nodes if n.op == "attention"]
+    assert abs(att.attrs["alpha"] - 8 ** -0.5) <= 1e-6
+    assert att.inputs[3].shape == ((2, 1, 6, 6) if causal else (2, 1, 1, 6))
+    assert not any(n.op in ("softmax", "matmul") for n in f.nodes)
+
+
+def test_an_fp16_graphs_saturated_logits_give_the_op_its_clip():
+    from tefuse.graph.precision import convert_precision
+
+    g = convert_precision(hoist_product_scales(import_onnx(masked_attention_model(False))), "fp16")
+    f = fuse_attention(g, ALWAYS)
+    (att,) = [n for n in f.nodes if n.op == "attention"]
+    assert att.attrs["clip"] == 65504.0 and att.dtype == "float16" and att.inputs[3].dtype == "float32"
+
+
+def test_a_logit_read_by_another_op_keeps_the_three_kernels():
+    b = GraphBuilder()
+    q, k, v, m = (b.input(n, (2, 3, 5, 5)) for n in "qkvm")
+    logits = b.add(b.matmul(b.relu(q), b.relu(k)), m)
+    g = b.build([b.matmul(b.softmax(logits, axis=-1), b.relu(v)), b.relu(logits)])
+    assert fuse_attention(g, ALWAYS) is g
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("precision,tol", [("fp32", 1e-5), ("fp16", 1e-2)])
+def test_a_fused_masked_build_matches_onnxruntime(rng, causal, precision, tol):
+    """Keys masked in batch 1 (and the causal triangle): fused on llvm, against onnxruntime."""
+    ort = pytest.importorskip("onnxruntime")
+    model = masked_attention_model(causal)
+    feed = {n: rng.standard_normal((2, 2, 6, 8)).astype(np.float32) for n in "qkv"}
+    feed["mask"] = np.array([[1] * 6, [1] * 4 + [0] * 2], np.int64)
+    want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feed)[0]
+    fused = tefuse.build(import_onnx(model), "llvm", precision=precision, fuse_attention=True)
+    assert sum(any(n.op == "attention" for n in k.group.nodes) for k in fused.kernels) == 1
+    got = fused.run(**feed)[0]
+    assert np.abs(got - want).max() <= tol * np.abs(want).max()

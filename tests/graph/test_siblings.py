@@ -227,3 +227,20 @@ def test_linears_with_n_by_k_weights_merge_and_compute_the_same(rng, kind):
     for a, b in zip(got, want):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
     assert [o.shape for o in merged.outputs] == [o.shape for o in graph.outputs]
+
+
+@pytest.mark.parametrize("siblings,horizontal,linears,merged_convs", [
+    (None, False, 1, False), (None, True, 1, True), (True, False, 1, True), (False, True, 3, False)])
+def test_by_default_the_linears_merge_and_the_convs_with_horizontal_fusion(rng, siblings, horizontal, linears,
+                                                                            merged_convs):
+    """Sibling Linears were measured faster (graph/siblings.py's LINEARS): merged unless siblings
+    is False; sibling convs (Inception's three 1x1 reduce convs) only where asked, or with
+    horizontal fusion."""
+    tgt = make_target("cuda:sm_90")
+    kw = dict(precision="fp16", siblings=siblings, horizontal=horizontal)
+    qkv = driver.prepare_graph(_qkv(rng, attention=False), tgt, **kw)
+    assert len(_linears(qkv)) + sum(n.op == "dense" for n in qkv.nodes) == linears
+    convs = lambda g: sum(n.op == "conv2d" for n in g.nodes)  # noqa: E731
+    g = _inception(rng, "NHWC", reduce=(64, 96, 16))
+    apart = convs(driver.prepare_graph(g, tgt, precision="fp16", siblings=False))
+    assert convs(driver.prepare_graph(g, tgt, **kw)) == apart - (2 if merged_convs else 0)

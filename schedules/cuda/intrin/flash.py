@@ -17,11 +17,15 @@ Layouts (PTX ISA 9.7.13.5.8, m16n8k16 f16): lane = 4 * group + quad;
 - V [Lk_pad][Dv], rows `vs` apart: P V's B operand is V itself (keys are its k), read with
   ldmatrix.trans;
 - S and O accumulators: c0, c1 at row `group`, columns 2 * quad + 0/1; c2, c3 eight rows down.
-Each step over `keys` keys (16 to 64; a knob): S for them (two n8 tiles a 16), keys past `lk`
-set to -inf, the row maxima over the quad (shuffles), the running sum and O rescaled by
+Each step over `keys` keys (16 to 64; a knob): S for them (two n8 tiles a 16), scaled (with an
+additive bias, alpha * S + B clamped to +-clip, then by log2(e); floored at float32's lowest, so
+a row of masked keys stays finite and uniform), keys past `lk` set to -inf, the row maxima over the quad (shuffles), the running sum and O rescaled by
 exp2(m_old - m_new), P = exp2(S * scale - m) (scale = alpha * log2(e)), O += P V. At the end O / l goes to the float32 tile, rows `os`
 apart. P is the unnormalized exp rounded to fp16 (the unfused graph rounds the normalized
 probabilities): both are within fp16's rounding of the float64 result.
+
+B (the op's bias, float32 in shared): `bias_rows` 16, the warp's rows `bs` apart; 1, one row
+of keys every query reads (a key mask); 0, none.
 
 Every thread of the block calls the function (no predicate: the rows are padded), which lets
 it hold a block barrier before its stores (see there).
@@ -44,13 +48,31 @@ LOG2E = 1.4426950408889634
 KEY_STEPS = (64, 32, 16)  # keys a step of the online softmax takes (a knob: more, more work in flight)
 
 
-def func_name(d: int, dv: int, lk_pad: int, lk: int, scale_log2: float, keys: int = 16) -> str:
+BIAS_ROWS = (0, 1, 16)
+
+
+def func_name(d: int, dv: int, lk_pad: int, lk: int, scale_log2: float, keys: int = 16, *, bias_rows: int = 0,
+              clip: float = 0.0) -> str:
     """The device function's name: everything its body bakes in, the scale too (its bits), so two
     attention kernels of one module that differ only in alpha cannot share a definition."""
-    return f"tefuse_flash_16x{dv}_d{d}_k{lk}of{lk_pad}_s{keys}_x{struct.pack('>d', scale_log2).hex()}"
+    bias = f"_b{bias_rows}c{struct.pack('>d', clip).hex()}" if bias_rows else ""
+    return f"tefuse_flash_16x{dv}_d{d}_k{lk}of{lk_pad}_s{keys}_x{struct.pack('>d', scale_log2).hex()}{bias}"
 
 
-def _step(nt: int, key0: str, d: int, dv: int, lk: int, scale_log2: float) -> str:
+def _logit(lk: int, scale_log2: float, bias_rows: int, clip: float) -> str:
+    """The statement that scales s[t][e] (its key `key`, row group, + 8 for e >= 2) for exp2."""
+    if not bias_rows:
+        return f"s[t][e] = key < {lk} ? s[t][e] * {scale_log2!r}f : TEFUSE_NEG_INF;"
+    row = "((e >> 1) * 8 + group) * bs + " if bias_rows == 16 else ""
+    alpha = scale_log2 / LOG2E
+    x = f"s[t][e] * {alpha!r}f + b[{row}key]"
+    if clip > 0:
+        x = f"fminf(fmaxf({x}, {-clip!r}f), {clip!r}f)"
+    return f"s[t][e] = key < {lk} ? fmaxf(({x}) * {LOG2E!r}f, TEFUSE_LOWEST) : TEFUSE_NEG_INF;"
+
+
+def _step(nt: int, key0: str, d: int, dv: int, lk: int, scale_log2: float, bias_rows: int = 0,
+          clip: float = 0.0) -> str:
     """One online-softmax step over 16 * nt keys from `key0` (an expression): S for them (2 * nt
     n8 tiles, independent mma chains), the row maxima, the rescale, then P V per 16 keys."""
     return f"""  {{
@@ -73,7 +95,7 @@ def _step(nt: int, key0: str, d: int, dv: int, lk: int, scale_log2: float) -> st
 #pragma unroll
       for (int e = 0; e < 4; ++e) {{
         const int key = key0 + t * 8 + quad * 2 + (e & 1);
-        s[t][e] = key < {lk} ? s[t][e] * {scale_log2!r}f : TEFUSE_NEG_INF;
+        {_logit(lk, scale_log2, bias_rows, clip)}
         if (e < 2) x0 = fmaxf(x0, s[t][e]); else x1 = fmaxf(x1, s[t][e]);
       }}
     x0 = fmaxf(x0, __shfl_xor_sync(0xffffffff, x0, 1)); x0 = fmaxf(x0, __shfl_xor_sync(0xffffffff, x0, 2));
@@ -107,24 +129,29 @@ def _step(nt: int, key0: str, d: int, dv: int, lk: int, scale_log2: float) -> st
 """
 
 
-def device_source(d: int, dv: int, lk_pad: int, lk: int, scale_log2: float, keys: int = 16) -> str:
+def device_source(d: int, dv: int, lk_pad: int, lk: int, scale_log2: float, keys: int = 16, *,
+                  bias_rows: int = 0, clip: float = 0.0) -> str:
     """CUDA source of the device function (TVM's cuda func_call puts it before the kernel): steps
     of `keys` keys, then 16 at a time for the padded keys left."""
-    if d % 16 or dv % 16 or lk_pad % 16 or not 0 < lk <= lk_pad or keys not in KEY_STEPS:
+    if d % 16 or dv % 16 or lk_pad % 16 or not 0 < lk <= lk_pad or keys not in KEY_STEPS or bias_rows not in BIAS_ROWS:
         raise ValueError(f"flash core: d {d}, dv {dv}, padded keys {lk_pad} must be multiples of 16, "
-                         f"0 < keys {lk} <= padded, steps of {KEY_STEPS} keys, not {keys}")
-    name = func_name(d, dv, lk_pad, lk, scale_log2, keys)
+                         f"0 < keys {lk} <= padded, steps of {KEY_STEPS} keys, not {keys}, bias rows of "
+                         f"{BIAS_ROWS}, not {bias_rows}")
+    name = func_name(d, dv, lk_pad, lk, scale_log2, keys, bias_rows=bias_rows, clip=clip)
     full, rest = divmod(lk_pad, keys)
     steps = ""
     if full:
-        steps += f"  for (int kb = 0; kb < {full}; ++kb)\n" + _step(keys // 16, f"kb * {keys}", d, dv, lk, scale_log2)
+        steps += (f"  for (int kb = 0; kb < {full}; ++kb)\n"
+                  + _step(keys // 16, f"kb * {keys}", d, dv, lk, scale_log2, bias_rows, clip))
     if rest:
         steps += (f"  for (int kb = 0; kb < {rest // 16}; ++kb)\n"
-                  + _step(1, f"{full * keys} + kb * 16", d, dv, lk, scale_log2))
+                  + _step(1, f"{full * keys} + kb * 16", d, dv, lk, scale_log2, bias_rows, clip))
+    bias_args = ", const float* b, int bs" if bias_rows else ""
     return f"""
 #ifndef TEFUSE_FLASH_HELPERS
 #define TEFUSE_FLASH_HELPERS
 #define TEFUSE_NEG_INF __int_as_float(0xff800000u)
+#define TEFUSE_LOWEST (-3.402823466e38f)
 __device__ __forceinline__ void tefuse_ldsm_x4(unsigned int* r, const void* p) {{
   unsigned int a = (unsigned int)__cvta_generic_to_shared(p);
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {{%0, %1, %2, %3}}, [%4];\\n"
@@ -147,7 +174,7 @@ __device__ __forceinline__ unsigned int tefuse_pack_half2(float lo, float hi) {{
 }}
 #endif
 __device__ __forceinline__ void {name}(float* o, const half* q, const half* k, const half* v,
-                                       int qs, int ks, int vs, int os) {{
+                                       int qs, int ks, int vs, int os{bias_args}) {{
   const int lane = threadIdx.x & 31, group = lane >> 2, quad = lane & 3;
   unsigned int qf[{d // 16}][4];
 #pragma unroll
@@ -174,7 +201,9 @@ __device__ __forceinline__ void {name}(float* o, const half* q, const half* k, c
 """
 
 
-def _intrin(d: int, dv: int, lk_pad: int, lk: int, alpha: float, scope: str, keys: int):
+def _intrin(d: int, dv: int, lk_pad: int, lk: int, alpha: float, scope: str, keys: int, bias_rows: int, clip: float):
+    if bias_rows:
+        return _biased_intrin(d, dv, lk_pad, lk, alpha, scope, keys, bias_rows, clip)
     from tvm.backend.cuda.op import cuda_func_call
 
     name, src = func_name(d, dv, lk_pad, lk, alpha * LOG2E, keys), device_source(d, dv, lk_pad, lk, alpha * LOG2E, keys)
@@ -212,16 +241,82 @@ def _intrin(d: int, dv: int, lk_pad: int, lk: int, alpha: float, scope: str, key
     return desc, impl
 
 
-def placeholder_value(q, k, v):
+def _biased_intrin(d: int, dv: int, lk_pad: int, lk: int, alpha: float, scope: str, keys: int, bias_rows: int,
+                   clip: float):
+    """`_intrin` with the bias tile B: the warp's 16 rows of it, or its one row of keys."""
+    from tvm.backend.cuda.op import cuda_func_call
+
+    kw = dict(bias_rows=bias_rows, clip=clip)
+    name, src = func_name(d, dv, lk_pad, lk, alpha * LOG2E, keys, **kw), device_source(d, dv, lk_pad, lk, alpha * LOG2E, keys, **kw)
+    rows = bias_rows
+
+    @T.prim_func(s_tir=True)
+    def desc_rows(q: T.handle, k: T.handle, v: T.handle, b: T.handle, o: T.handle) -> None:
+        Q = T.match_buffer(q, (16, d), "float16", offset_factor=1, scope=scope)
+        K = T.match_buffer(k, (lk_pad, d), "float16", offset_factor=1, scope=scope)
+        V = T.match_buffer(v, (lk_pad, dv), "float16", offset_factor=1, scope=scope)
+        B = T.match_buffer(b, (16, lk_pad), "float32", offset_factor=1, scope=scope)
+        O = T.match_buffer(o, (16, dv), "float32", offset_factor=1, scope=scope)
+        with T.sblock("root"):
+            T.reads(Q[0:16, 0:d], K[0:lk_pad, 0:d], V[0:lk_pad, 0:dv], B[0:16, 0:lk_pad])
+            T.writes(O[0:16, 0:dv])
+            for i, j in T.grid(16, dv):
+                with T.sblock("flash"):
+                    vi, vj = T.axis.remap("SS", [i, j])
+                    T.reads(Q[vi, 0:d], K[0:lk_pad, 0:d], V[0:lk_pad, vj], B[vi, 0:lk_pad])
+                    T.writes(O[vi, vj])
+                    O[vi, vj] = (T.Cast("float32", Q[vi, 0]) + T.Cast("float32", K[0, 0]) + T.Cast("float32", V[0, vj])
+                                 + B[vi, 0])
+
+    @T.prim_func(s_tir=True)
+    def desc_keys(q: T.handle, k: T.handle, v: T.handle, b: T.handle, o: T.handle) -> None:
+        Q = T.match_buffer(q, (16, d), "float16", offset_factor=1, scope=scope)
+        K = T.match_buffer(k, (lk_pad, d), "float16", offset_factor=1, scope=scope)
+        V = T.match_buffer(v, (lk_pad, dv), "float16", offset_factor=1, scope=scope)
+        B = T.match_buffer(b, (1, lk_pad), "float32", offset_factor=1, scope=scope)
+        O = T.match_buffer(o, (16, dv), "float32", offset_factor=1, scope=scope)
+        with T.sblock("root"):
+            T.reads(Q[0:16, 0:d], K[0:lk_pad, 0:d], V[0:lk_pad, 0:dv], B[0:1, 0:lk_pad])
+            T.writes(O[0:16, 0:dv])
+            for i, j in T.grid(16, dv):
+                with T.sblock("flash"):
+                    vi, vj = T.axis.remap("SS", [i, j])
+                    T.reads(Q[vi, 0:d], K[0:lk_pad, 0:d], V[0:lk_pad, vj], B[0, 0:lk_pad])
+                    T.writes(O[vi, vj])
+                    O[vi, vj] = (T.Cast("float32", Q[vi, 0]) + T.Cast("float32", K[0, 0]) + T.Cast("float32", V[0, vj])
+                                 + B[0, 0])
+
+    @T.prim_func(s_tir=True)
+    def impl(q: T.handle, k: T.handle, v: T.handle, b: T.handle, o: T.handle) -> None:
+        qs, ks, vs, bs, os = T.int32(), T.int32(), T.int32(), T.int32(), T.int32()
+        Q = T.match_buffer(q, (16, d), "float16", offset_factor=1, scope=scope, strides=[qs, 1])
+        K = T.match_buffer(k, (lk_pad, d), "float16", offset_factor=1, scope=scope, strides=[ks, 1])
+        V = T.match_buffer(v, (lk_pad, dv), "float16", offset_factor=1, scope=scope, strides=[vs, 1])
+        B = T.match_buffer(b, (rows, lk_pad), "float32", offset_factor=1, scope=scope, strides=[bs, 1])
+        O = T.match_buffer(o, (16, dv), "float32", offset_factor=1, scope=scope, strides=[os, 1])
+        with T.sblock("root"):
+            T.reads(Q[0:16, 0:d], K[0:lk_pad, 0:d], V[0:lk_pad, 0:dv], B[0:rows, 0:lk_pad])
+            T.writes(O[0:16, 0:dv])
+            for tx in T.thread_binding(0, WARP, "threadIdx.x"):
+                T.evaluate(cuda_func_call(name, O.access_ptr("w"), Q.access_ptr("r"), K.access_ptr("r"),
+                                          V.access_ptr("r"), qs, ks, vs, os, B.access_ptr("r"), bs,
+                                          source_code=src))
+
+    return (desc_rows if rows == 16 else desc_keys), impl
+
+
+def placeholder_value(q, k, v, b=None):
     """The placeholder block's value (attention_flash.py writes it; `desc` above spells the same):
-    one element of each operand, so the block reads all three; the tensorization replaces it
+    one element of each operand, so the block reads all of them; the tensorization replaces it
     before anything computes it."""
-    return tirx.Cast("float32", q) + tirx.Cast("float32", k) + tirx.Cast("float32", v)
+    value = tirx.Cast("float32", q) + tirx.Cast("float32", k) + tirx.Cast("float32", v)
+    return value if b is None else value + b
 
 
 def flash_intrin(d: int, dv: int, lk_pad: int, lk: int, alpha: float, scope: str = "shared.dyn",
-                 keys: int = 16) -> str:
+                 keys: int = 16, *, bias_rows: int = 0, clip: float = 0.0) -> str:
     """Register (once) and name the intrinsic for one warp's 16 rows at these extents, `keys`
-    keys a step."""
-    name = f"{func_name(d, dv, lk_pad, lk, alpha * LOG2E, keys)}_{scope.replace('.', '_')}"
-    return register_once(name, lambda: _intrin(d, dv, lk_pad, lk, alpha, scope, keys))
+    keys a step, with the bias tile of `bias_rows` rows (0: none)."""
+    kw = dict(bias_rows=bias_rows, clip=clip)
+    name = f"{func_name(d, dv, lk_pad, lk, alpha * LOG2E, keys, **kw)}_{scope.replace('.', '_')}"
+    return register_once(name, lambda: _intrin(d, dv, lk_pad, lk, alpha, scope, keys, bias_rows, clip))

@@ -136,3 +136,58 @@ def test_the_device_function_name_holds_the_scale():
     a, b = (func_name(64, 64, 208, 197, alpha * LOG2E, 64) for alpha in (0.125, 0.25))
     assert a != b
     assert f"void {a}(" in device_source(64, 64, 208, 197, 0.125 * LOG2E, 64)
+
+
+def _masked_group(bias_shape, shape=(2, 12, 128, 64)):
+    q = np.zeros(shape, "float16")
+    g, _ = R.build_op("attention", q, q, q, np.zeros(bias_shape, "float32"), alpha=0.125, clip=65504.0)
+    (group,) = fuse_graph(g)
+    return g, group
+
+
+@pytest.mark.parametrize("bias_shape,row", [((2, 1, 128, 128), "v_i"), ((2, 1, 1, 128), "0")])
+def test_the_placeholder_reads_the_bias_row_of_its_query_or_the_key_masks_one(bias_shape, row):
+    _, group = _masked_group(bias_shape)
+    script = flash_placeholder(lower_group(group).func).script()
+    assert re.search(rf"attn_v\[v_i0, v_i1, 0:128, v_j\], attn_bias\[v_i0, v_i1, {row}, 0:128\]\)", script)
+
+
+@pytest.mark.parametrize("bias_shape,rows,stride", [((2, 1, 128, 128), 16, "bs"), ((2, 1, 1, 128), 1, None)])
+def test_a_masked_attention_is_one_flash_kernel_adding_its_bias_tile(bias_shape, rows, stride):
+    """The bias is copied to shared memory with q, k and v and added to the scaled scores, clamped
+    to the clip, floored at float32's lowest (a row of masked keys stays finite)."""
+    g, _ = _masked_group(bias_shape)
+    (kern,) = tefuse.build(g, "cuda", precision="fp16").kernels
+    assert kern.template == "flash_attention"
+    src = kern.source("cuda")
+    assert re.search(rf"tefuse_flash_16x64_d64_k128of128_s64_x[0-9a-f]{{16}}_b{rows}c[0-9a-f]{{16}}\(", src)
+    row = "((e >> 1) * 8 + group) * bs + " if stride else ""
+    assert (f"fmaxf((fminf(fmaxf(s[t][e] * 0.125f + b[{row}key], -65504.0f), 65504.0f)) * 1.4426950408889634f, "
+            "TEFUSE_LOWEST)") in src
+
+
+def test_the_wmma_template_leaves_a_bias_to_the_flash_one():
+    from tefuse.schedules.cuda.attention import TensorCoreAttention
+
+    geo = AttentionGeometry(24, 128, 128, 64, 64, 0.125, bias_rows=128, clip=65504.0)
+    assert FlashAttention().supports(geo, "float16", make_target("cuda"))
+    assert not TensorCoreAttention().supports(geo, "float16", make_target("cuda"))
+
+
+def test_the_shared_estimate_counts_the_bias_rows():
+    from tefuse.schedules.cuda.attention_flash import shared_bytes
+
+    plain = AttentionGeometry(24, 128, 128, 64, 64, 0.125)
+    keys = AttentionGeometry(24, 128, 128, 64, 64, 0.125, bias_rows=1)
+    rows = AttentionGeometry(24, 128, 128, 64, 64, 0.125, bias_rows=128)
+    assert shared_bytes(keys, 8) - shared_bytes(plain, 8) == 4 * 136
+    assert shared_bytes(rows, 8) - shared_bytes(plain, 8) == 4 * 128 * 136
+
+
+@needs_nvcc
+def test_a_masked_flash_kernel_compiles_with_nothing_spilled():
+    g, _ = _masked_group((2, 1, 128, 128))
+    (kern,) = tefuse.build(g, "cuda", precision="fp16").kernels
+    ptx = compile_to_ptx(kern.source("cuda"), "sm_90")
+    assert re.search(r"mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.f16\.f16\.f32", ptx)
+    assert "ld.local" not in ptx and "st.local" not in ptx, "scores or accumulators spilled"
