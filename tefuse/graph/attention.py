@@ -13,14 +13,20 @@ Between the product and the softmax the scores may be scaled by a scalar (folded
 and given an additive bias, as `transformers` writes BERT's key mask and GPT-2's causal mask:
 matmul -> [mul c] -> [cast float32] -> add(mask) -> [clip] -> [cast] -> softmax, the casts and
 the clip being an fp16 graph's (graph/precision.py saturates the masked scores to fp16's
-range). The bias becomes the op's fourth input and the clip its `clip`; the mask's own
-computation (where, and) is left to the fusion pass, which computes it where the op's kernel
-copies it. Each node of the chain must be read by the next alone.
+range). Swin adds a relative-position bias, then views the scores as [batch, windows, ..] to add
+its shifted windows' mask and views them back: a term added under such a view of the first dim
+is expanded over it and viewed back. The terms, summed, become the op's fourth input and the
+clip its `clip`; the bias's own computation (the mask's where, Swin's sum) is left to the fusion
+pass, which computes it where the op's kernel copies it or once for every layer. A scalar is
+taken below the adds only (above them it would scale the bias too). Each node of the chain
+must be read by the next alone.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Optional
+
+import numpy as np
 
 from ..ops.attention import AttentionGeometry, bias_rows
 from .ir import Graph, Node, RewriteContext, fresh_name, op_node, rewrite
@@ -32,9 +38,30 @@ FLOATS = ("float32", "float16", "bfloat16")
 
 
 @dataclass(frozen=True)
+class BiasTerm:
+    """One additive term of the scores: `node`, added where the scores' first dim is split in
+    two (`split`, Swin's windows viewed as [batch, windows, ..] for the shifted-window mask) or
+    not (None)."""
+
+    node: Node
+    split: Optional[tuple[int, int]] = None
+    rank: int = 0  # a split term's: the rank of the split scores it is added to
+
+    def full_shape(self) -> tuple[int, ...]:
+        """A split term's shape right-aligned to the split scores' rank."""
+        return (1,) * (self.rank - len(self.node.shape)) + tuple(self.node.shape)
+
+    def shape(self) -> tuple[int, ...]:
+        """The term's shape over the unsplit scores (a split term's first two dims merged)."""
+        if self.split is None:
+            return tuple(self.node.shape)
+        return (self.split[0] * self.split[1], *self.full_shape()[2:])
+
+
+@dataclass(frozen=True)
 class AttentionMatch:
-    """ctx = matmul(softmax(alpha * q @ k^T [+ bias, clamped to +-clip]), v); `scores` is the
-    product q @ k^T, `probs` the softmax, `chain` the nodes between them."""
+    """ctx = matmul(softmax(alpha * q @ k^T [+ the bias terms, clamped to +-clip]), v); `scores`
+    is the product q @ k^T, `probs` the softmax, `chain` the nodes between them."""
 
     q: Node
     kt: Node
@@ -43,13 +70,16 @@ class AttentionMatch:
     scores: Node
     probs: Node
     chain: tuple[Node, ...] = ()
-    bias: Optional[Node] = None
+    biases: tuple[BiasTerm, ...] = ()
     clip: float = 0.0
 
+    def bias_shape(self) -> Optional[tuple[int, ...]]:
+        return tuple(np.broadcast_shapes(*(t.shape() for t in self.biases))) if self.biases else None
+
     def geometry(self) -> AttentionGeometry:
-        lq = self.q.shape[-2]
+        lq, shape = self.q.shape[-2], self.bias_shape()
         return AttentionGeometry(1, lq, self.kt.shape[-1], self.q.shape[-1], self.v.shape[-1], self.alpha,
-                                 bias_rows(self.bias.shape, lq) if self.bias is not None else 0, self.clip)
+                                 bias_rows(shape, lq) if shape is not None else 0, self.clip)
 
 
 def _plain_product(n: Node) -> bool:
@@ -87,44 +117,54 @@ def _bias_fits(bias: Node, scores_shape: tuple) -> bool:
             and all(b in (1, s) for b, s in zip(reversed(shape), reversed(scores_shape))))
 
 
-def _logits(x: Node, consumers) -> Optional[tuple[Node, float, tuple, Optional[Node], float]]:
-    """(product, factor, chain, bias, clip) where the softmax's input x is the product q @ k^T
-    through the chain the module docstring names; None where x is anything else."""
-    chain, bias, clip = [], None, 0.0
+@dataclass(frozen=True)
+class _Walk:
+    """Where `_logits` is on its way from the softmax down to the product."""
 
-    def step(n: Node) -> Node:
-        chain.append(n)
-        return n.inputs[0]
+    chain: tuple[Node, ...] = ()
+    biases: tuple[BiasTerm, ...] = ()
+    clip: float = 0.0
+    split: Optional[tuple[int, int]] = None
+    scaled: bool = False  # a scalar was peeled: an add below it would have been scaled too
 
-    def only_reader(n: Node, reader: Node) -> bool:
-        return len(consumers[n]) == 1 and consumers[n][0] is reader
 
+def _splits_first_dim(inner: tuple, outer: tuple) -> bool:
+    return len(inner) == len(outer) + 1 and inner[0] * inner[1] == outer[0] and inner[2:] == outer[1:]
+
+
+def _logits(x: Node, consumers, scores_shape: tuple, w: _Walk = _Walk()):
+    """(product, factor, walk) where the softmax's input x is the product q @ k^T through the
+    chain of the module docstring (with Swin's reshapes that view the scores' first dim as
+    [batch, windows] around an add); None where x is anything else."""
+    if w.chain and not (len(consumers[x]) == 1 and consumers[x][0] is w.chain[-1]):
+        return None
+    on = replace(w, chain=(*w.chain, x))
     if _float_cast(x):
-        x = step(x)
-    if _symmetric_clip(x) and only_reader(x.inputs[0], x):
-        clip = _symmetric_clip(x)
-        x = step(x)
-    if x.op == "add" and len(x.inputs) == 2 and (not chain or only_reader(x, chain[-1])):
+        return _logits(x.inputs[0], consumers, scores_shape, on)
+    clip = _symmetric_clip(x)
+    if clip and not w.biases and not w.clip and not w.scaled:
+        return _logits(x.inputs[0], consumers, scores_shape, replace(on, clip=clip))
+    if x.op == "reshape" and not w.scaled:
+        y = x.inputs[0]
+        if w.split is None and x.shape == scores_shape and _splits_first_dim(y.shape, scores_shape):
+            return _logits(y, consumers, scores_shape, replace(on, split=tuple(y.shape[:2])))
+        if w.split is not None and y.shape == scores_shape and tuple(x.shape[:2]) == w.split:
+            return _logits(y, consumers, scores_shape, replace(on, split=None))
+        return None
+    if x.op == "add" and len(x.inputs) == 2 and not w.scaled:
         for y, b in (x.inputs, reversed(x.inputs)):
-            if y.shape == x.shape and _bias_fits(b, x.shape) and only_reader(y, x):
-                chain.append(x)
-                x, bias = y, b
-                break
-        else:
-            return None
-    elif clip:  # a clip with no bias: not the pattern
+            if y.shape == x.shape and _bias_fits(b, x.shape):
+                found = _logits(y, consumers, scores_shape, replace(on, biases=(*w.biases, BiasTerm(b, w.split, len(x.shape)))))
+                if found is not None:
+                    return found
         return None
-    if _float_cast(x) and (not chain or only_reader(x, chain[-1])):
-        x = step(x)
     y, factor = unscaled(x)
-    if y is not x:
-        if chain and not only_reader(x, chain[-1]) or factor <= 0:
-            return None
-        chain.append(x)
-        x = y
-    if not _plain_product(x) or (chain and not only_reader(x, chain[-1])):
-        return None
-    return x, factor, tuple(chain), bias, clip
+    if y is not x and factor > 0 and w.split is None:
+        found = _logits(y, consumers, scores_shape, replace(on, scaled=True))
+        return None if found is None else (found[0], found[1] * factor, found[2])
+    if _plain_product(x) and w.split is None and tuple(x.shape) == scores_shape and (w.biases or not w.clip):
+        return x, 1.0, w  # (a clip with no bias to clamp is not the pattern)
+    return None
 
 
 def match_attention(ctx: Node, consumers) -> Optional[AttentionMatch]:
@@ -136,17 +176,17 @@ def match_attention(ctx: Node, consumers) -> Optional[AttentionMatch]:
     if (probs.op != "softmax" or probs.attrs.get("axis", -1) % len(probs.shape) != len(probs.shape) - 1
             or probs.attrs.get("valid") or len(consumers[probs]) != 1):
         return None
-    found = _logits(probs.inputs[0], consumers)
+    if len(consumers[probs.inputs[0]]) != 1:
+        return None
+    found = _logits(probs.inputs[0], consumers, tuple(probs.shape))
     if found is None:
         return None
-    scores, factor, chain, bias, clip = found
-    if len(consumers[scores]) != 1 or len(consumers[probs.inputs[0]]) != 1:
-        return None
+    scores, factor, walk = found
     q, kt = scores.inputs
     alpha = float(scores.attrs.get("alpha", 1.0)) * factor
     if not scores.dtype == probs.dtype == v.dtype or v.shape[:-2] != q.shape[:-2] or alpha <= 0:
         return None
-    return AttentionMatch(q, kt, v, alpha, scores, probs, chain, bias, clip)
+    return AttentionMatch(q, kt, v, alpha, scores, probs, walk.chain, walk.biases, walk.clip)
 
 
 def fuse_attention(graph: Graph, supported: Supported) -> Graph:
@@ -171,8 +211,31 @@ def fuse_attention(graph: Graph, supported: Supported) -> Graph:
             rank = len(kt.shape)
             k = op_node(fresh_name(ctx.names, f"{n.name}_k"), "transpose", [kt],
                         {"axes": [*range(rank - 2), rank - 1, rank - 2]})
-        if m.bias is None:
+        if not m.biases:
             return op_node(n.name, "attention", [q, k, v], {"alpha": m.alpha})
-        return op_node(n.name, "attention", [q, k, v, ctx.new(m.bias)], {"alpha": m.alpha, "clip": m.clip})
+        return op_node(n.name, "attention", [q, k, v, _bias(m, n.name, ctx)], {"alpha": m.alpha, "clip": m.clip})
 
     return rewrite(graph, rule)
+
+
+def _bias(m: AttentionMatch, name: str, ctx: RewriteContext) -> Node:
+    """The match's bias terms as one node over the scores: a split term expanded over its split
+    dims and its first two merged (a view the attention kernel computes in its copy), the terms
+    added (in float32 where their dtypes differ)."""
+    terms = []
+    for t in m.biases:
+        b = ctx.new(t.node)
+        if t.split is not None:
+            shape, full = t.shape(), t.full_shape()
+            if tuple(b.shape) != full:
+                b = op_node(fresh_name(ctx.names, f"{name}_bias"), "reshape", [b], {"shape": full})
+            b = op_node(fresh_name(ctx.names, f"{name}_bias"), "expand", [b], {"shape": (*t.split, *full[2:])})
+            b = op_node(fresh_name(ctx.names, f"{name}_bias"), "reshape", [b], {"shape": shape})
+        terms.append(b)
+    if len({t.dtype for t in terms}) > 1:
+        terms = [t if t.dtype == "float32" else op_node(fresh_name(ctx.names, f"{name}_bias"), "cast", [t],
+                                                         {"dtype": "float32"}) for t in terms]
+    total = terms[0]
+    for t in terms[1:]:
+        total = op_node(fresh_name(ctx.names, f"{name}_bias"), "add", [total, t], {})
+    return total

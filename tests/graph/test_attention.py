@@ -173,3 +173,60 @@ def test_a_fused_masked_build_matches_onnxruntime(rng, causal, precision, tol):
     assert sum(any(n.op == "attention" for n in k.group.nodes) for k in fused.kernels) == 1
     got = fused.run(**feed)[0]
     assert np.abs(got - want).max() <= tol * np.abs(want).max()
+
+
+def shifted_window_model(rng, b=2, windows=4, h=2, n=16, d=16, relu=True):
+    """Swin's shifted-window attention as torchvision exports it: relu(q, k, v) [B * nW, H, N, D]
+    (q, k, v as they are without `relu`: an fp16 build's casts compute them);
+    the scores plus a relative-position bias [1, H, N, N], viewed as [B, nW, H, N, N] to add the
+    windows' mask [1, nW, 1, N, N] (0 or -100), and viewed back for the softmax."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    mask = np.where(rng.random((1, windows, 1, n, n)) < 0.3, -100.0, 0.0).astype(np.float32)
+    consts = [numpy_helper.from_array(rng.standard_normal((1, h, n, n)).astype(np.float32), "rel"),
+              numpy_helper.from_array(mask, "mask"),
+              numpy_helper.from_array(np.array([b, windows, h, n, n], np.int64), "split"),
+              numpy_helper.from_array(np.array([b * windows, h, n, n], np.int64), "merged")]
+    nodes = [helper.make_node("Relu" if relu else "Identity", [x], [f"{x}r"]) for x in "qkv"] + [
+        helper.make_node("Transpose", ["kr"], ["kt"], perm=[0, 1, 3, 2]),
+        helper.make_node("MatMul", ["qr", "kt"], ["s"]),
+        helper.make_node("Add", ["s", "rel"], ["s1"]),
+        helper.make_node("Reshape", ["s1", "split"], ["s5"]),
+        helper.make_node("Add", ["s5", "mask"], ["m5"]),
+        helper.make_node("Reshape", ["m5", "merged"], ["logits"]),
+        helper.make_node("Softmax", ["logits"], ["p"], axis=-1),
+        helper.make_node("MatMul", ["p", "vr"], ["y"])]
+    shape = [b * windows, h, n, d]
+    graph = helper.make_graph(nodes, "swin", [helper.make_tensor_value_info(x, TensorProto.FLOAT, shape) for x in "qkv"],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)], initializer=consts)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_swins_window_mask_is_added_over_the_windows_view_as_one_bias(rng):
+    f = fuse_attention(import_onnx(shifted_window_model(rng)), ALWAYS)
+    (att,) = [n for n in f.nodes if n.op == "attention"]
+    bias = att.inputs[3]
+    assert bias.op == "add" and bias.shape == (8, 2, 16, 16)  # the windows' mask expanded, not the product
+    assert {i.shape for i in bias.inputs} == {(1, 2, 16, 16), (8, 1, 16, 16)}
+    assert not any(n.op in ("softmax", "matmul") for n in f.nodes)
+
+
+@pytest.mark.parametrize("precision,tol", [("fp32", 1e-5), ("fp16", 1e-2)])
+def test_a_fused_shifted_window_build_matches_onnxruntime(rng, precision, tol):
+    ort = pytest.importorskip("onnxruntime")
+    model = shifted_window_model(rng)
+    feed = {x: rng.standard_normal((8, 2, 16, 16)).astype(np.float32) for x in "qkv"}
+    want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feed)[0]
+    fused = tefuse.build(import_onnx(model), "llvm", precision=precision, fuse_attention=True)
+    assert sum(any(n.op == "attention" for n in k.group.nodes) for k in fused.kernels) == 1
+    assert np.abs(fused.run(**feed)[0] - want).max() <= tol * np.abs(want).max()
+
+
+def test_a_scalar_outside_the_bias_add_keeps_the_three_kernels():
+    """softmax(c * (q k^T + b)) would scale the bias too: not the op's alpha * s + b."""
+    b = GraphBuilder()
+    q, k, v = (b.relu(b.input(n, (2, 3, 5, 5))) for n in "qkv")
+    m = b.input("m", (2, 1, 1, 5))
+    logits = b.mul(b.add(b.matmul(q, k), m), b.const(np.array(0.5, np.float32)))
+    g = b.build(b.matmul(b.softmax(logits, axis=-1), v))
+    assert fuse_attention(g, ALWAYS) is g

@@ -191,3 +191,17 @@ def test_a_masked_flash_kernel_compiles_with_nothing_spilled():
     ptx = compile_to_ptx(kern.source("cuda"), "sm_90")
     assert re.search(r"mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.f16\.f16\.f32", ptx)
     assert "ld.local" not in ptx and "st.local" not in ptx, "scores or accumulators spilled"
+
+
+def test_swin_t_shifted_window_attention_is_one_flash_kernel_computing_its_bias_in_the_copy(rng):
+    """Swin-T's first stage (49-token windows, 3 heads of 32): the relative-position bias and
+    the windows' mask, added over the [batch, windows] view, are one bias the kernel computes
+    as it copies it (a row each query: 49 of them)."""
+    from tests.graph.test_attention import shifted_window_model
+
+    model = shifted_window_model(rng, b=2, windows=4, h=3, n=49, d=32, relu=False)
+    cg = tefuse.build(import_onnx(model), "cuda", precision="fp16")
+    (kern,) = [k for k in cg.kernels if k.template == "flash_attention"]
+    assert len(cg.kernels) == 1, [k.template for k in cg.kernels]
+    assert {"expand", "add"} <= {n.op for n in kern.group.nodes}
+    assert re.search(r"tefuse_flash_16x32_d32_k49of64_s64_x[0-9a-f]{16}_b16c0{16}\(", kern.source("cuda"))
