@@ -250,41 +250,25 @@ def _biased_intrin(d: int, dv: int, lk_pad: int, lk: int, alpha: float, scope: s
     name, src = func_name(d, dv, lk_pad, lk, alpha * LOG2E, keys, **kw), device_source(d, dv, lk_pad, lk, alpha * LOG2E, keys, **kw)
     rows = bias_rows
 
-    @T.prim_func(s_tir=True)
-    def desc_rows(q: T.handle, k: T.handle, v: T.handle, b: T.handle, o: T.handle) -> None:
-        Q = T.match_buffer(q, (16, d), "float16", offset_factor=1, scope=scope)
-        K = T.match_buffer(k, (lk_pad, d), "float16", offset_factor=1, scope=scope)
-        V = T.match_buffer(v, (lk_pad, dv), "float16", offset_factor=1, scope=scope)
-        B = T.match_buffer(b, (16, lk_pad), "float32", offset_factor=1, scope=scope)
-        O = T.match_buffer(o, (16, dv), "float32", offset_factor=1, scope=scope)
-        with T.sblock("root"):
-            T.reads(Q[0:16, 0:d], K[0:lk_pad, 0:d], V[0:lk_pad, 0:dv], B[0:16, 0:lk_pad])
-            T.writes(O[0:16, 0:dv])
-            for i, j in T.grid(16, dv):
-                with T.sblock("flash"):
-                    vi, vj = T.axis.remap("SS", [i, j])
-                    T.reads(Q[vi, 0:d], K[0:lk_pad, 0:d], V[0:lk_pad, vj], B[vi, 0:lk_pad])
-                    T.writes(O[vi, vj])
-                    O[vi, vj] = (T.Cast("float32", Q[vi, 0]) + T.Cast("float32", K[0, 0]) + T.Cast("float32", V[0, vj])
-                                 + B[vi, 0])
+    step = 1 if rows > 1 else 0  # the row of B a query reads: its own, or the key mask's one (vi * 0 folds to 0)
 
     @T.prim_func(s_tir=True)
-    def desc_keys(q: T.handle, k: T.handle, v: T.handle, b: T.handle, o: T.handle) -> None:
+    def desc(q: T.handle, k: T.handle, v: T.handle, b: T.handle, o: T.handle) -> None:
         Q = T.match_buffer(q, (16, d), "float16", offset_factor=1, scope=scope)
         K = T.match_buffer(k, (lk_pad, d), "float16", offset_factor=1, scope=scope)
         V = T.match_buffer(v, (lk_pad, dv), "float16", offset_factor=1, scope=scope)
-        B = T.match_buffer(b, (1, lk_pad), "float32", offset_factor=1, scope=scope)
+        B = T.match_buffer(b, (rows, lk_pad), "float32", offset_factor=1, scope=scope)
         O = T.match_buffer(o, (16, dv), "float32", offset_factor=1, scope=scope)
         with T.sblock("root"):
-            T.reads(Q[0:16, 0:d], K[0:lk_pad, 0:d], V[0:lk_pad, 0:dv], B[0:1, 0:lk_pad])
+            T.reads(Q[0:16, 0:d], K[0:lk_pad, 0:d], V[0:lk_pad, 0:dv], B[0:rows, 0:lk_pad])
             T.writes(O[0:16, 0:dv])
             for i, j in T.grid(16, dv):
                 with T.sblock("flash"):
                     vi, vj = T.axis.remap("SS", [i, j])
-                    T.reads(Q[vi, 0:d], K[0:lk_pad, 0:d], V[0:lk_pad, vj], B[0, 0:lk_pad])
+                    T.reads(Q[vi, 0:d], K[0:lk_pad, 0:d], V[0:lk_pad, vj], B[vi * step, 0:lk_pad])
                     T.writes(O[vi, vj])
                     O[vi, vj] = (T.Cast("float32", Q[vi, 0]) + T.Cast("float32", K[0, 0]) + T.Cast("float32", V[0, vj])
-                                 + B[0, 0])
+                                 + B[vi * step, 0])
 
     @T.prim_func(s_tir=True)
     def impl(q: T.handle, k: T.handle, v: T.handle, b: T.handle, o: T.handle) -> None:
@@ -302,7 +286,7 @@ def _biased_intrin(d: int, dv: int, lk_pad: int, lk: int, alpha: float, scope: s
                                           V.access_ptr("r"), qs, ks, vs, os, B.access_ptr("r"), bs,
                                           source_code=src))
 
-    return (desc_rows if rows == 16 else desc_keys), impl
+    return desc, impl
 
 
 def placeholder_value(q, k, v, b=None):
