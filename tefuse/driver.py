@@ -561,7 +561,7 @@ def prepare_graph(graph: Graph, target, *, precision: str = "fp32", layout: Opti
                   fold_bn: bool = False, fuse_attention: Optional[bool] = None,
                   split_k: Union[bool, int] = True, qdq: bool = True,
                   calibration: Optional[Calibration] = None, siblings: Optional[bool] = None,
-                  fp8_fast_accum: bool = False, horizontal: bool = False) -> Graph:
+                  fp8_fast_accum: bool = False, horizontal: Optional[bool] = None) -> Graph:
     """The graph `build` fuses: calibrated products behind QDQ pairs (precision int8), QDQ products
     made int8 anchors, batch-norms folded (into a conv with fold_bn; else, their statistics
     constant, into a per-channel scale and shift), precision and layout converted, weights laid out for the
@@ -600,7 +600,8 @@ def prepare_graph(graph: Graph, target, *, precision: str = "fp32", layout: Opti
     graph = fold_batch_norm_params(graph)
     if policy.dense_groups:  # after layout (NHWC convs), before the weights' OHWI: the merged convs are dense
         graph = dense_grouped_convs(graph, max_groups=policy.dense_groups, min_mn=policy.min_mn)
-    sibling_ops = _sibling_ops(siblings, horizontal)
+    # horizontal: build's options; tune's None reads them from the environment as a build does
+    sibling_ops = _sibling_ops(siblings, BuildOptions.from_env().horizontal if horizontal is None else horizontal)
     if sibling_ops:  # after layout (slices of the NHWC channel axis), before the weights' OHWI / [N, K]: one
         graph = merge_siblings(graph, sibling_ops)  # wide product's weight laid out once
     if policy.nk_weights:  # tensor-core GEMMs read a Linear's weight [N, K], on Hopper a conv's too (graph/weights.py)

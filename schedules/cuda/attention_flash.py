@@ -121,8 +121,8 @@ class FlashAttention(Template):
 
     def supports(self, geometry, dtype: str, target) -> bool:
         """fp16 on sm_80 and later, head dims of whole 16-column fragments up to MAX_HEAD_DIM, every
-        k and v row of a block in the arch's shared memory."""
-        return (dtype == "float16" and device_caps(target).has_mma and geometry.bias_rows in (0, 1, geometry.lq)
+        k and v row of a block (and the block's bias rows) in the arch's shared memory."""
+        return (dtype == "float16" and device_caps(target).has_mma
                 and geometry.d % 16 == 0 and geometry.dv % 16 == 0
                 and max(geometry.d, geometry.dv) <= MAX_HEAD_DIM and geometry.lq >= 1 and geometry.lk >= 1
                 and any(_fits(geometry, w, device_caps(target).smem_optin) for w in WARPS))

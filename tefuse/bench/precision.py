@@ -592,7 +592,7 @@ def zoo_model_case(name: str, batch: int, precision: str, workdir: Path, db=None
     model = onnx.load(str(path))
     options = {"calibration": zoo_calibration(name, small, workdir), "fp8_fast_accum": fp8_fast_accum} \
         if precision in QUANT_PEERS else {}
-    options["siblings"] = True if siblings else None  # else build's default (driver._sibling_ops)
+    options["siblings"] = True if siblings else None  # else build's default (the Linears)
     report = tune_first(import_onnx(model), precision, db, tune_trials, tuning, tune_minutes, **options) \
         if tune_minutes or tune_trials else None
     t0 = time.perf_counter()

@@ -23,6 +23,7 @@ must be read by the next alone.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import Callable, Optional
 
@@ -107,7 +108,7 @@ def _symmetric_clip(n: Node) -> float:
     lo, hi = n.attrs.get("min"), n.attrs.get("max")
     if n.op != "clip" or len(n.inputs) != 1 or lo is None or hi is None:
         return 0.0
-    return float(hi) if float(hi) > 0 and float(lo) == -float(hi) else 0.0
+    return float(hi) if math.isfinite(float(hi)) and float(hi) > 0 and float(lo) == -float(hi) else 0.0
 
 
 def _bias_fits(bias: Node, scores_shape: tuple) -> bool:
@@ -192,10 +193,12 @@ def match_attention(ctx: Node, consumers) -> Optional[AttentionMatch]:
 def fuse_attention(graph: Graph, supported: Supported) -> Graph:
     """The graph with every matched attention that `supported` accepts as one op."""
     consumers = graph.consumers()
+    outputs = {id(o) for o in graph.outputs}
     found = {}  # id(context product) -> its match, nodes of the graph as given
     for n in graph.nodes:
         m = match_attention(n, consumers) if n.is_op else None
-        if m is not None and supported(m.geometry(), m.q.dtype):
+        seen = m is not None and any(id(x) in outputs for x in (m.scores, m.probs, *m.chain))  # computed anyway
+        if m is not None and not seen and supported(m.geometry(), m.q.dtype):
             found[id(n)] = m
     if not found:
         return graph

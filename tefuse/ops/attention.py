@@ -121,6 +121,8 @@ def attention(inputs: Sequence[Value], attrs: dict) -> Value:
     _check(q, k, v, alpha)
     if bias_in:
         _check_bias(q, k, bias_in[0])
+    elif clip:
+        raise OpError(f"attention: clip {clip} clamps the scores' sum with a bias, and no bias is given")
     dt, acc = q.dtype, acc_dtype(q.dtype)
     lq, lk, d, dv = q.shape[-2], k.shape[-2], q.shape[-1], v.shape[-1]
     # rank-2 operands get a batch axis of one inside (a grid axis for the templates)

@@ -230,3 +230,41 @@ def test_a_scalar_outside_the_bias_add_keeps_the_three_kernels():
     logits = b.mul(b.add(b.matmul(q, k), m), b.const(np.array(0.5, np.float32)))
     g = b.build(b.matmul(b.softmax(logits, axis=-1), v))
     assert fuse_attention(g, ALWAYS) is g
+
+
+def test_an_infinite_clip_or_logits_read_as_an_output_keep_the_three_kernels():
+    """Clip(-inf, inf) is no clamp the op can print; logits that are a graph output are computed
+    anyway."""
+    b = GraphBuilder()
+    q, k, v = (b.relu(b.input(n, (2, 3, 5, 5))) for n in "qkv")
+    m = b.input("m", (2, 1, 1, 5))
+    logits = b.op("clip", b.add(b.matmul(q, k), m), min=float("-inf"), max=float("inf"))
+    g = b.build(b.matmul(b.softmax(logits, axis=-1), v))
+    assert fuse_attention(g, ALWAYS) is g
+    b = GraphBuilder()
+    q, k, v = (b.relu(b.input(n, (2, 3, 5, 5))) for n in "qkv")
+    logits = b.add(b.matmul(q, k), b.input("m", (2, 1, 1, 5)))
+    g = b.build([b.matmul(b.softmax(logits, axis=-1), v), logits])
+    assert fuse_attention(g, ALWAYS) is g
+
+
+def test_bias_terms_of_two_dtypes_are_summed_in_float32(rng):
+    """An fp16 graph adding an fp16 constant to its scores, then in float32 a float32 mask (as the
+    precision pass leaves transformers' masks): one float32 bias, and the fused build computes
+    what the unfused one does on llvm."""
+    b = GraphBuilder()
+    q, k, v = (b.relu(b.input(n, (2, 2, 6, 8), "float16")) for n in "qkv")
+    rel = b.const((rng.standard_normal((1, 2, 6, 6)) * 0.5).astype(np.float16), name="rel")
+    s = b.add(b.matmul(q, b.transpose(k, axes=(0, 1, 3, 2))), rel)
+    mask = b.input("mask", (2, 1, 1, 6), "float32")
+    logits = b.cast(b.add(b.cast(s, dtype="float32"), mask), dtype="float16")
+    g = b.build(b.matmul(b.softmax(logits, axis=-1), v))
+    f = fuse_attention(g, ALWAYS)
+    (att,) = [n for n in f.nodes if n.op == "attention"]
+    bias = att.inputs[3]
+    assert bias.op == "add" and bias.dtype == "float32" and bias.shape == (2, 2, 6, 6)
+    feed = {n: rng.standard_normal((2, 2, 6, 8)).astype(np.float16) for n in "qkv"}
+    feed["mask"] = np.where(np.arange(6) < 4, 0.0, -1e4).astype(np.float32).reshape(1, 1, 1, 6).repeat(2, 0)
+    want = tefuse.build(g, "llvm").run(**feed)[0]
+    got = tefuse.build(f, "llvm").run(**feed)[0]
+    np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=1e-2, atol=1e-2)

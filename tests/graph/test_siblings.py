@@ -244,3 +244,18 @@ def test_by_default_the_linears_merge_and_the_convs_with_horizontal_fusion(rng, 
     g = _inception(rng, "NHWC", reduce=(64, 96, 16))
     apart = convs(driver.prepare_graph(g, tgt, precision="fp16", siblings=False))
     assert convs(driver.prepare_graph(g, tgt, **kw)) == apart - (2 if merged_convs else 0)
+
+
+def test_tune_and_build_merge_the_same_siblings_under_horizontal_fusion(rng, monkeypatch):
+    """prepare_graph without `horizontal` (tefuse tune's call) reads TEFUSE_HORIZONTAL as a build's
+    options do, so the kernels tuned are the ones a build looks up."""
+    from tefuse.options import BuildOptions
+
+    tgt = make_target("cuda:sm_90")
+    g = _inception(rng, "NHWC", reduce=(64, 96, 16))
+    convs = lambda g: sum(n.op == "conv2d" for n in g.nodes)  # noqa: E731
+    monkeypatch.setenv("TEFUSE_HORIZONTAL", "1")
+    assert BuildOptions.from_env().horizontal
+    tuned = driver.prepare_graph(g, tgt, precision="fp16")
+    built = driver.prepare_graph(g, tgt, precision="fp16", horizontal=BuildOptions.from_env().horizontal)
+    assert convs(tuned) == convs(built) == convs(driver.prepare_graph(g, tgt, precision="fp16", siblings=False)) - 2

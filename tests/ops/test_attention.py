@@ -108,3 +108,10 @@ def test_alpha_must_be_positive():
     q = b.input("q", (2, 4, 8))
     with pytest.raises(GraphError, match="alpha must be positive"):
         b.attention(q, q, q, alpha=-1.0)
+
+
+def test_a_clip_without_a_bias_is_named():
+    b = tefuse.GraphBuilder()
+    q = b.input("q", (2, 4, 8))
+    with pytest.raises(GraphError, match="clip 0.5 clamps the scores' sum with a bias, and no bias is given"):
+        b.attention(q, q, q, clip=0.5, name="att")

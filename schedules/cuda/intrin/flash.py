@@ -20,7 +20,7 @@ Layouts (PTX ISA 9.7.13.5.8, m16n8k16 f16): lane = 4 * group + quad;
 Each step over `keys` keys (16 to 64; a knob): S for them (two n8 tiles a 16), scaled (with an
 additive bias, alpha * S + B clamped to +-clip, then by log2(e); floored at float32's lowest, so
 a row of masked keys stays finite and uniform), keys past `lk` set to -inf, the row maxima over the quad (shuffles), the running sum and O rescaled by
-exp2(m_old - m_new), P = exp2(S * scale - m) (scale = alpha * log2(e)), O += P V. At the end O / l goes to the float32 tile, rows `os`
+exp2(m_old - m_new), P = exp2(S' - m) (S' = S * alpha * log2(e), or the biased logits by log2(e)), O += P V. At the end O / l goes to the float32 tile, rows `os`
 apart. P is the unnormalized exp rounded to fp16 (the unfused graph rounds the normalized
 probabilities): both are within fp16's rounding of the float64 result.
 
@@ -187,8 +187,8 @@ __device__ __forceinline__ void {name}(float* o, const half* q, const half* k, c
 {steps}  l0 += __shfl_xor_sync(0xffffffff, l0, 1); l0 += __shfl_xor_sync(0xffffffff, l0, 2);
   l1 += __shfl_xor_sync(0xffffffff, l1, 1); l1 += __shfl_xor_sync(0xffffffff, l1, 2);
   const float i0 = 1.f / l0, i1 = 1.f / l1;
-  // TVM's shared-memory merge may place the context tile over q, k or v (their last use is this
-  // call, where the tile's first is): every warp of the block is done reading them before any
+  // TVM's shared-memory merge may place the context tile over q, k, v or the bias (their last use
+  // is this call, where the tile's first is): every warp of the block is done reading them before any
   // writes (every thread of the block calls this function, unpredicated)
   __syncthreads();
 #pragma unroll
