@@ -3,6 +3,7 @@ import json
 
 import numpy as np
 import onnx
+import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from tefuse.bench import scaleout
@@ -45,6 +46,8 @@ def test_the_default_model_is_resnet50s_kernels():
     assert len(tasks) >= 20 and any(t.info.anchor_kind == "conv2d" for t in tasks)
 
 
+# starts a tracker and servers
+@pytest.mark.slow
 def test_a_tracker_listing_other_than_the_servers_expected_is_refused(tmp_path, capsys):
     import pytest
 

@@ -136,6 +136,8 @@ def _log_records(path) -> int:
     return len(lines)
 
 
+# a minute of tuning workers; test_ctrl_c_ends_a_build_promptly checks the handler by default
+@pytest.mark.slow
 def test_ctrl_c_ends_a_tune_promptly_and_keeps_the_log_whole(tmp_path):
     procs, logs = [], [tmp_path / f"t{k}.jsonl" for k in range(len(MODES))]
     try:

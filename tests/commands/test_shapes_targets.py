@@ -35,6 +35,8 @@ def test_shape_fixes_the_batch_on_build_and_run(batch_n, capsys):
     assert "output prob: float32[4, 5]" in capsys.readouterr().out
 
 
+# a tune per batch; the build's --shape tests cover the option by default
+@pytest.mark.slow
 def test_shape_fixes_the_batch_on_tune(batch_n, tmp_path, capsys):
     log = tmp_path / "t.jsonl"
     assert main(["tune", batch_n, "--shape", "x=2x3x8x8", "--trials", "1", "--tuner", "grid",

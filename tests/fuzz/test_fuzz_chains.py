@@ -1,6 +1,6 @@
 """Property-based fuzzing: random conv chains through FusionPlan and small DAGs through the
-graph API, built for llvm and compared with numpy. The default suite runs 300 cases (180 chains,
-120 DAGs); `-m slow` runs thousands (TEFUSE_FUZZ_EXAMPLES overrides either)."""
+graph API, built for llvm and compared with numpy. The default suite runs 150 cases (90 chains,
+60 DAGs); `-m slow` runs thousands (TEFUSE_FUZZ_EXAMPLES overrides either)."""
 from __future__ import annotations
 
 import os
@@ -81,7 +81,7 @@ def _run_chain(spec):
     return plan.execute(x, args), ref
 
 
-@pytest.mark.parametrize("n", [int(os.environ.get("TEFUSE_FUZZ_EXAMPLES", 0)) or 180])
+@pytest.mark.parametrize("n", [int(os.environ.get("TEFUSE_FUZZ_EXAMPLES", 0)) or 90])
 def test_fuzz_conv_chains(n):
     @_settings(n, n)
     @given(conv_chains())
@@ -131,7 +131,7 @@ def _run_dag(shape, n_in, ops, outs, seed):
     return got, [vals[o] for o in outs]
 
 
-@pytest.mark.parametrize("n", [int(os.environ.get("TEFUSE_FUZZ_EXAMPLES", 0)) or 120])
+@pytest.mark.parametrize("n", [int(os.environ.get("TEFUSE_FUZZ_EXAMPLES", 0)) or 60])
 def test_fuzz_small_dags(n):
     @_settings(n, n)
     @given(dags())

@@ -68,6 +68,8 @@ def test_tune_through_rpc_on_loopback(tmp_path, builder, with_tracker):
         rpc.close()
 
 
+# test_tune_through_rpc_on_loopback covers a server by default
+@pytest.mark.slow
 def test_cli_tune_spreads_a_batch_over_every_server_under_the_key(tmp_path, capsys):
     _tracker_or_skip()
     rpc = start_local_rpc("tefuse-two", servers=2)
@@ -89,6 +91,8 @@ def test_cli_tune_spreads_a_batch_over_every_server_under_the_key(tmp_path, caps
         rpc.close()
 
 
+# starts, kills and waits out servers: most of a minute
+@pytest.mark.slow
 def test_a_server_killed_mid_run_costs_only_its_in_flight_candidate(tmp_path, builder, monkeypatch):
     """Server B dies while measuring its second candidate: that candidate is measured again on
     server A, every config of the budget gets a record, none of them an error."""

@@ -188,6 +188,8 @@ def _convs_model(path, second: bool):
     return path
 
 
+# a minute: tunes a model twice
+@pytest.mark.slow
 def test_untuned_only_tunes_the_kernels_without_records(tmp_path, tefuse_dirs, capsys, caplog):
     """A model whose first conv was tuned with another model (into the user database): tuned into
     another log with --untuned-only, only its second kernel is tuned; run again with more trials,

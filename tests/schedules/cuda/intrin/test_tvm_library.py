@@ -44,6 +44,8 @@ def test_a_group_registers_its_names_and_nothing_else():
     """)
 
 
+# imports every backend's intrinsics (40 s); test_a_module_already_in_sys_modules_is_used_as_it_is covers the reuse by default
+@pytest.mark.slow
 def test_later_imports_of_tvms_module_get_the_same_one():
     run("""
         lib = tvm_library.tvm_cuda_intrinsics()
