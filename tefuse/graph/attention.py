@@ -4,7 +4,8 @@
 Why: three kernels write and read the [.., Lq, Lk] scores and probabilities through global
 memory; one kernel keeps them on chip. Formed only where `supported` says the target has a
 template for the op at that shape and dtype (the driver asks the schedule registry), so a
-target without one keeps the three kernels it builds well. The product's folded scale
+target without one keeps the three kernels it builds well; and only over fixed shapes (the
+templates size tiles and grids from them; a dynamic build keeps the three kernels). The product's folded scale
 (graph/scales.py's `alpha`) becomes the op's. k^T given as a transpose of the last two axes is
 read through (the op takes k as [.., Lk, D]); any other k^T gets a transpose, a view the
 op's kernel reads in its loads.
@@ -27,9 +28,9 @@ import math
 from dataclasses import dataclass, replace
 from typing import Callable, Optional
 
-import numpy as np
-
 from ..ops.attention import AttentionGeometry, bias_rows
+from ..ops.value import broadcast_shape
+from .dims import is_static
 from .ir import Graph, Node, RewriteContext, fresh_name, op_node, rewrite
 from .scales import unscaled
 
@@ -75,7 +76,7 @@ class AttentionMatch:
     clip: float = 0.0
 
     def bias_shape(self) -> Optional[tuple[int, ...]]:
-        return tuple(np.broadcast_shapes(*(t.shape() for t in self.biases))) if self.biases else None
+        return broadcast_shape([t.shape() for t in self.biases], "attention bias terms") if self.biases else None
 
     def geometry(self) -> AttentionGeometry:
         lq, shape = self.q.shape[-2], self.bias_shape()
@@ -187,6 +188,8 @@ def match_attention(ctx: Node, consumers) -> Optional[AttentionMatch]:
     alpha = float(scores.attrs.get("alpha", 1.0)) * factor
     if not scores.dtype == probs.dtype == v.dtype or v.shape[:-2] != q.shape[:-2] or alpha <= 0:
         return None
+    if not all(is_static(x.shape) for x in (q, kt, v, *(t.node for t in walk.biases))):
+        return None  # the templates size their tiles and grids from fixed shapes
     return AttentionMatch(q, kt, v, alpha, scores, probs, walk.chain, walk.biases, walk.clip)
 
 

@@ -268,3 +268,12 @@ def test_bias_terms_of_two_dtypes_are_summed_in_float32(rng):
     want = tefuse.build(g, "llvm").run(**feed)[0]
     got = tefuse.build(f, "llvm").run(**feed)[0]
     np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=1e-2, atol=1e-2)
+
+
+def test_an_attention_over_a_symbolic_batch_keeps_the_three_kernels():
+    """The templates size their tiles and grids from fixed shapes: a dynamic build (`--dynamic`)
+    keeps the three kernels, which take symbolic extents."""
+    g = hoist_product_scales(import_onnx(masked_attention_model(False, b="N"), dynamic=True))
+    assert not any(n.op == "attention" for n in fuse_attention(g, ALWAYS).nodes)
+    assert any(n.op == "attention" for n in fuse_attention(hoist_product_scales(import_onnx(
+        masked_attention_model(False))), ALWAYS).nodes)
