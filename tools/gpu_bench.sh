@@ -8,6 +8,9 @@
 #   bash tools/gpu_bench.sh builds     # build time (NVRTC/nvcc, 1/all jobs); batch 1 and 16
 #   bash tools/gpu_bench.sh gpu-tests  # the GPU tests alone
 #   bash tools/gpu_bench.sh tune-fp16  # fp16 records for MODELS x BATCHES (TUNE_SECONDS each)
+#   MODELS="swin_t bert" bash tools/gpu_bench.sh untuned-zoo # those zoo models untuned (--no-db), batch
+#     1 and 32, one process a model, the models spread over the GPUs; merge the z_M.json files into
+#     benchmarks/untuned_fp16.json with `--merge`
 #   bash tools/gpu_bench.sh tuned-zoo  # the untuned zoo tuned TUNE_MINUTES (10) a model and batch
 #     first, one shard a GPU (SHARDS, default the GPU count); RESUME_DIR: an earlier call's $OUT
 #     (its rows kept, its tuning logs resumed); merge the shards' tuned_K.json with `--merge`
@@ -103,6 +106,21 @@ bench-models|models)
     --json "$OUT/models_fallback.json" 2>&1 | grep -v "$F" | tail -2
   TEFUSE_SYSTEM_DB="tuning_logs:/tmp/tefuse/resnet50_b$BATCH.jsonl" python3 -m tefuse.bench.models resnet50 \
     --batch "$BATCH" --workdir /tmp/tefuse --json "$OUT/models_tuned.json" 2>&1 | grep -v "$F" | tail -1
+  ;;
+untuned-zoo)
+  GPUS=$(nvidia-smi -L | wc -l)
+  set -- ${MODELS:?untuned-zoo: MODELS names the zoo models to measure}
+  for g in $(seq 0 $((GPUS - 1))); do
+    ( k=0
+      for m in "$@"; do
+        if [ $((k % GPUS)) -eq "$g" ]; then
+          CUDA_VISIBLE_DEVICES=$g python3 -m tefuse.bench.precision zoo --models "$m" --precision fp16 --batch 1 32 \
+            --no-db --workdir "/tmp/tefuse/z$g" --json "$OUT/z_$m.json" 2>&1 | grep "^zoo "
+        fi
+        k=$((k + 1))
+      done ) &
+  done
+  wait
   ;;
 tuned-zoo)
   SHARDS=${SHARDS:-$(nvidia-smi -L | wc -l)}

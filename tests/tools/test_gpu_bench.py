@@ -1,0 +1,44 @@
+"""tools/gpu_bench.sh's untuned-zoo mode without a GPU: nvidia-smi and python3 stand-ins on PATH
+record what it runs, so each model is measured once, on its GPU of the round-robin."""
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _stub(path: Path, body: str) -> None:
+    path.write_text("#!/bin/bash\n" + body)
+    path.chmod(0o755)
+
+
+def test_untuned_zoo_measures_each_model_once_spread_over_the_gpus(tmp_path):
+    bin_dir, calls = tmp_path / "bin", tmp_path / "calls"
+    bin_dir.mkdir()
+    _stub(bin_dir / "nvidia-smi", 'case "$1" in -L) printf "GPU 0\\nGPU 1\\n";; *) echo H200;; esac\n')
+    _stub(bin_dir / "python3", f'[ "$1" = -c ] && exit 0\necho "$CUDA_VISIBLE_DEVICES $*" >> {calls}\n'
+                               'echo "zoo stand-in"\n')
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "OUT": str(tmp_path / "out"),
+           "MODELS": "swin_t bert gpt2"}
+    r = subprocess.run(["bash", str(ROOT / "tools" / "gpu_bench.sh"), "untuned-zoo"], env=env, cwd=ROOT,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    runs = sorted(calls.read_text().splitlines())
+    assert [(line.split()[0], line.split()[line.split().index("--models") + 1]) for line in runs] == \
+        [("0", "gpt2"), ("0", "swin_t"), ("1", "bert")]
+    assert all("--no-db" in line and "--batch 1 32" in line for line in runs)
+    assert r.stdout.count("zoo stand-in") == 3
+
+
+def test_untuned_zoo_without_models_names_what_is_missing(tmp_path):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    _stub(bin_dir / "nvidia-smi", 'echo "GPU 0"\n')
+    _stub(bin_dir / "python3", "exit 0\n")
+    env = {k: v for k, v in os.environ.items() if k != "MODELS"}
+    env.update(PATH=f"{bin_dir}:{os.environ['PATH']}", OUT=str(tmp_path / "out"))
+    r = subprocess.run(["bash", str(ROOT / "tools" / "gpu_bench.sh"), "untuned-zoo"], env=env, cwd=ROOT,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0 and "MODELS names the zoo models to measure" in r.stderr
