@@ -23,7 +23,7 @@ from ...ops.attention import BLOCKS, KEY_TILE, AttentionGeometry
 from ...target import device_caps, optin_target
 from ..registry import KernelInfo, Template, register
 from ..space import Config, ConfigSpace
-from ..gpu.lanes import lanes_contiguous, stores_contiguous
+from ..gpu.lanes import MAX_BOOL_LANES, bool_lanes_vary, lanes_contiguous, stores_contiguous
 from .intrin.tvm_library import tvm_cuda_intrinsics
 from .gemm.tiles import inline_epilogue
 
@@ -229,15 +229,18 @@ def store_rows(sch, out, wi, vec_out: int) -> None:
 
 
 def copy_to_shared(sch, blk, at, warps: int, vec: int = 8) -> None:
-    """A padded operand tile copied into shared memory under loop `at`, `vec` elements a thread
-    (8 fp16: 16 bytes) where the source runs contiguous, rows padded against bank conflicts."""
+    """A padded operand tile copied into shared memory under loop `at`, up to `vec` elements a
+    thread (8 fp16: 16 bytes) where the source runs contiguous, rows padded against bank conflicts."""
     sch.compute_at(blk, at)
     sch.set_scope(blk, 0, SCOPE)
     auto_inline_producers(sch, blk)
     loops = sch.get_loops(blk)
     inner = loops[[sch.get(l).same_as(sch.get(at)) for l in loops].index(True) + 1:][-2:]  # a single row: one loop
     fused = sch.fuse(*inner) if len(inner) > 1 else inner[0]
-    while vec > 1 and not lanes_contiguous(sch, blk, fused, vec):
+    # narrower where the source is not contiguous, or where a prologue's select (a ReLU) would be a
+    # bool vector wider than TVM's CUDA codegen prints
+    while vec > 1 and (not lanes_contiguous(sch, blk, fused, vec)
+                       or vec > MAX_BOOL_LANES and bool_lanes_vary(sch, blk, fused, vec)):
         vec //= 2
     steps, ty, tx, vv = sch.split(fused, [None, warps, 32, vec])
     sch.unroll(steps)  # every load of the tile in flight at once

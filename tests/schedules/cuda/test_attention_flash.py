@@ -205,3 +205,17 @@ def test_swin_t_shifted_window_attention_is_one_flash_kernel_computing_its_bias_
     assert len(cg.kernels) == 1, [k.template for k in cg.kernels]
     assert {"expand", "add"} <= {n.op for n in kern.group.nodes}
     assert re.search(r"tefuse_flash_16x32_d32_k49of64_s64_x[0-9a-f]{16}_b16c0{16}\(", kern.source("cuda"))
+
+
+def test_a_relu_prologue_is_copied_four_lanes_wide():
+    """q, k, v computed by a ReLU in the copy: its select over 8 halves would be a bool vector
+    TVM's CUDA codegen cannot print (the build failed); the copy takes 4 lanes instead."""
+    b = tefuse.GraphBuilder()
+    q, k, v = (b.relu(b.input(x, (8, 3, 49, 32), "float16")) for x in "qkv")
+    s = b.matmul(q, b.transpose(k, axes=(0, 1, 3, 2)))
+    g = b.build(b.matmul(b.softmax(s, axis=-1), v))
+    (kern,) = tefuse.build(g, "cuda", precision="fp16").kernels
+    assert kern.template == "flash_attention"
+    src = kern.source("cuda")
+    assert re.search(r"half4 \w+ = \*\(half4\*\)\(in_q_ptr", src)  # q read 4 halves at a time
+    assert not re.search(r"half8|uint4 \w+ = \*\(uint4\*\)\(in_q_ptr", src)
