@@ -53,7 +53,7 @@ def shared_bytes(geo: AttentionGeometry, warps: int) -> int:
     rows (padded 32 bytes)."""
     rows, lk = 16 * warps, geo.lk_pad
     d, dv = padded_row(geo.d, PAD_HALF), padded_row(geo.dv, PAD_HALF)
-    bias_rows = {0: 0, 1: 1, 16: rows}[core_bias_rows(geo)]
+    bias_rows = rows if geo.bias_rows > 1 else geo.bias_rows  # a key mask: one row
     return 2 * (rows * d + lk * d + lk * dv) + 4 * rows * geo.dv + 4 * bias_rows * padded_row(lk, PAD_HALF)
 
 

@@ -28,7 +28,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import Callable, Optional
 
-from ..ops.attention import AttentionGeometry, bias_rows
+from ..ops.attention import AttentionGeometry, bias_broadcasts, bias_rows
 from ..ops.value import broadcast_shape
 from .dims import is_static
 from .ir import Graph, Node, RewriteContext, fresh_name, op_node, rewrite
@@ -114,9 +114,8 @@ def _symmetric_clip(n: Node) -> float:
 
 def _bias_fits(bias: Node, scores_shape: tuple) -> bool:
     """A bias the op takes: a float tensor broadcast to the scores, one column a key."""
-    shape = tuple(bias.shape)
-    return (bias.dtype in FLOATS and 1 <= len(shape) <= len(scores_shape) and shape[-1] == scores_shape[-1]
-            and all(b in (1, s) for b, s in zip(reversed(shape), reversed(scores_shape))))
+    return (bias.dtype in FLOATS and len(bias.shape) >= 1 and bias.shape[-1] == scores_shape[-1]
+            and bias_broadcasts(bias.shape, scores_shape))
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from .ir import CONST, Graph, Node, RewriteContext, op_node, rewrite
 PRODUCTS = ("matmul", "dense")
 
 
-def scalar(n: Node) -> Optional[float]:
+def _scalar(n: Node) -> Optional[float]:
     if n.op == CONST and np.asarray(n.value).size == 1:
         return float(np.asarray(n.value, np.float64).reshape(()))
     return None
@@ -37,7 +37,7 @@ def unscaled(x: Node) -> tuple[Node, float]:
         a, b = x.inputs
         pairs = ((a, b), (b, a)) if x.op == "mul" else ((a, b),)
         for v, c in pairs:
-            s = scalar(c)
+            s = _scalar(c)
             if s is not None and v.shape == x.shape and v.dtype == x.dtype and (x.op == "mul" or s != 0):
                 return v, (s if x.op == "mul" else 1.0 / s)
     return x, 1.0

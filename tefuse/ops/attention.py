@@ -27,7 +27,7 @@ from tvm import te, tirx as tir
 
 from ..errors import OpError
 from .registry import OpPattern, register_op
-from .value import Value, acc_dtype, te_compute
+from .value import Value, acc_dtype, broadcast_to, te_compute
 
 ROW_TILE = 64  # q rows a tensor-core block computes (4 warps of 16)
 KEY_TILE = 16  # keys per fragment
@@ -87,9 +87,16 @@ def _geometry(in_shapes, out_shape, attrs: dict) -> AttentionGeometry:
                              bias_rows(bias[0], q[-2]) if bias else 0, float(attrs.get("clip", 0.0)))
 
 
+def bias_broadcasts(bias_shape: Sequence[int], scores_shape: Sequence[int]) -> bool:
+    """Whether a bias of this shape broadcasts to the scores [.., Lq, Lk] (numpy's rules, the bias
+    no wider)."""
+    return len(bias_shape) <= len(scores_shape) and all(
+        b in (1, s) for b, s in zip(reversed(tuple(bias_shape)), reversed(tuple(scores_shape))))
+
+
 def _check_bias(q: Value, k: Value, bias: Value) -> None:
     want = (*q.shape[:-1], k.shape[-2])
-    if bias.ndim > len(want) or any(b not in (1, w) for b, w in zip(reversed(bias.shape), reversed(want))):
+    if not bias_broadcasts(bias.shape, want):
         raise OpError(f"attention: the bias {bias.shape} does not broadcast to the scores {want}")
     if bias.shape[-1] != k.shape[-2]:
         raise OpError(f"attention: the bias {bias.shape} must have one column a key ({k.shape[-2]})")
@@ -182,13 +189,10 @@ def _padded_bias(bias: Value, batch: tuple, drop: int, lq: int, lk: int, lqp: in
     zero in the padding: the templates copy it into shared memory by this stage's name."""
     rows = bias_rows(bias.shape, lq)
     full = (*batch, rows if rows == 1 else lqp, lkp)
-    nb = bias.ndim
+    read = broadcast_to(bias, (*batch[drop:], rows, lk))  # the op's own batch axes (a rank-2 op's added one dropped)
 
     def at(*i):
-        idx = i[drop:] if drop else i  # the op's own batch axes (a rank-2 op's added one dropped)
-        idx = idx[len(idx) - nb:] if nb <= len(idx) else idx
-        src = [0 if e == 1 else x for e, x in zip(bias.shape, idx)]
         inside = i[-1] < lk if rows == 1 else tir.all(i[-2] < lq, i[-1] < lk)
-        return tir.if_then_else(inside, tir.Cast(acc, bias(*src)), tir.const(0, acc))
+        return tir.if_then_else(inside, tir.Cast(acc, read(*i[drop:])), tir.const(0, acc))
 
     return te_compute(full, at, name=BLOCKS.bias)
