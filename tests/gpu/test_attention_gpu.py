@@ -111,13 +111,15 @@ def test_vit_sized_mha_export_matches_onnxruntime(rng, monkeypatch):
     assert np.abs(got - want).max() <= 1e-2 * np.abs(want).max()
 
 
-def test_swin_t_sized_shifted_window_attention_matches_onnxruntime(rng):
+@pytest.mark.parametrize("relu", [False, True])
+def test_swin_t_sized_shifted_window_attention_matches_onnxruntime(rng, relu):
     """Swin-T's first-stage windows (49 tokens, 3 heads of 32), the relative-position bias and
-    the windows' mask computed in the flash kernel's copy, fp16, against onnxruntime's fp32."""
+    the windows' mask computed in the flash kernel's copy, fp16, against onnxruntime's fp32; with
+    a ReLU over q, k and v the copies take it as a prologue (4-lane selects)."""
     ort = pytest.importorskip("onnxruntime")
     from tests.graph.test_attention import shifted_window_model
 
-    model = shifted_window_model(rng, b=4, windows=16, h=3, n=49, d=32, relu=False)
+    model = shifted_window_model(rng, b=4, windows=16, h=3, n=49, d=32, relu=relu)
     feed = {x: rng.standard_normal((64, 3, 49, 32)).astype(np.float32) for x in "qkv"}
     want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feed)[0]
     cg = tefuse.build(import_onnx(model), "cuda", precision="fp16")

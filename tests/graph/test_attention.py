@@ -199,7 +199,7 @@ def shifted_window_model(rng, b=2, windows=4, h=2, n=16, d=16, relu=True):
     shape = [b * windows, h, n, d]
     graph = helper.make_graph(nodes, "swin", [helper.make_tensor_value_info(x, TensorProto.FLOAT, shape) for x in "qkv"],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)], initializer=consts)
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=9)
 
 
 def test_swins_window_mask_is_added_over_the_windows_view_as_one_bias(rng):
