@@ -21,11 +21,10 @@ import time
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-from tvm.support.popen_pool import PopenPoolExecutor
-
 from ..schedules import KernelInfo
 from ..schedules.space import Config
 from .measure import COMPILE_ERROR, TIMEOUT, BuildResult, last_line
+from .popen import LeanPopenPoolExecutor
 from .procs import WorkersClosed
 from .task import Task
 
@@ -132,22 +131,22 @@ class LocalBuilder:
         self.timeout = timeout
         self._own_dir = workdir is None
         self.workdir = workdir or tempfile.mkdtemp(prefix="tefuse-build-")
-        self._pool: Optional[PopenPoolExecutor] = None
+        self._pool: Optional[LeanPopenPoolExecutor] = None
         self._pool_lock = threading.Lock()
         self._stderr: Optional[int] = None  # the workers' stderr (see _stderr_pipe)
         self._count = itertools.count(1)  # candidate file names (build() may run from several threads)
         self._futures: set = set()  # builds submitted and not finished
 
-    def _get_pool(self, target_kind: Optional[str] = None) -> PopenPoolExecutor:
+    def _get_pool(self, target_kind: Optional[str] = None) -> LeanPopenPoolExecutor:
         with self._pool_lock:  # kernels tuned at once build from several threads: one pool
             return self._make_pool(target_kind)
 
-    def _make_pool(self, target_kind: Optional[str]) -> PopenPoolExecutor:
+    def _make_pool(self, target_kind: Optional[str]) -> LeanPopenPoolExecutor:
         if self._pool is None:
             # the initializer (TVM and tefuse imports) runs before a worker's first task and
             # outside its timeout, so import time is not charged to the first builds
             self._stderr = _stderr_pipe()
-            self._pool = PopenPoolExecutor(self.n_parallel, timeout=self.timeout, initializer=_warm,
+            self._pool = LeanPopenPoolExecutor(self.n_parallel, timeout=self.timeout, initializer=_warm,
                                            initargs=(os.getpid(), target_kind, self._pid_dir),
                                            stderr=self._stderr)
         return self._pool
@@ -156,7 +155,7 @@ class LocalBuilder:
     def _pid_dir(self) -> str:
         return os.path.join(self.workdir, "workers")
 
-    def _submit(self, pool: PopenPoolExecutor, fn, *args):
+    def _submit(self, pool: LeanPopenPoolExecutor, fn, *args):
         """pool.submit, the future tracked until it is done (see close)."""
         try:
             fut = pool.submit(fn, *args)

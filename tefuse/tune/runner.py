@@ -20,7 +20,7 @@ from typing import Optional, Sequence
 
 from .measure import (RUNTIME_ERROR, TIMEOUT, BuildResult, MeasureResult, RunOptions, RunSpec,
                       last_line, measure_module, open_device, poison_tensors)
-from .procs import WorkersClosed, die_with_parent, ignore_sigint, kill_pool
+from .procs import WorkersClosed, die_with_parent, ignore_sigint, kill_pool, without_torch
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +32,8 @@ _VISIBLE = {"cuda": "CUDA_VISIBLE_DEVICES", "rocm": "HIP_VISIBLE_DEVICES"}
 
 def _init_worker(parent_pid: int, kind: str, index) -> None:
     """Measuring worker: Ctrl-C is the tuner's to handle, die with the tuner (even SIGKILLed),
-    then see only its device if pinned."""
+    then see only its device if pinned; torch is not loaded (it never measures with it)."""
+    without_torch()
     ignore_sigint()
     die_with_parent(parent_pid)
     if index is not None:

@@ -178,3 +178,18 @@ def test_onnxruntime_reference_does_not_warn_per_initializer(tmp_path, capfd):
     assert "appears in graph inputs" in capfd.readouterr().err  # what the option silences
     (y,) = onnxruntime_outputs(model, {"x": np.zeros((2, 3), np.float32)})
     assert (y == 1).all() and "appears in graph inputs" not in capfd.readouterr().err
+
+
+def test_a_command_line_build_runs_without_loading_torch(tmp_path):
+    """tvm_ffi would import torch (4-5 s) at TVM's import; a command other than bench keeps it out
+    and still builds."""
+    pytest.importorskip("torch")
+    out = tmp_path / "relu.tar"
+    code = ("import sys\n"
+            f"sys.argv = ['tefuse', 'build', 'relu', '-i', '1x8x4x4', '-t', 'llvm', '-o', {str(out)!r}]\n"
+            "from tefuse.cli import main\n"
+            "rc = main()\n"
+            "print(rc, 'tvm' in sys.modules, sys.modules.get('torch', 'never imported'))\n")
+    p = _python(code)
+    assert p.stdout.splitlines()[-1].split() == ["0", "True", "None"], p.stdout + p.stderr
+    assert out.is_file()

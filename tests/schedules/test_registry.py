@@ -39,7 +39,7 @@ def test_build_workers_preload_the_target_family_before_their_first_build(monkey
         def __init__(self, n, timeout=None, initializer=None, initargs=(), **kw):
             seen["initializer"], seen["initargs"] = initializer, initargs
 
-    monkeypatch.setattr(builder_mod, "PopenPoolExecutor", Pool)
+    monkeypatch.setattr(builder_mod, "LeanPopenPoolExecutor", Pool)
     b = builder_mod.LocalBuilder(n_parallel=1)
     try:
         b._get_pool("cuda")

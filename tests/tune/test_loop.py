@@ -215,7 +215,7 @@ def test_concurrent_builds_share_one_worker_pool(monkeypatch):
             time.sleep(0.05)  # a slow start widens any race
             made.append(self)
 
-    monkeypatch.setattr(builder_mod, "PopenPoolExecutor", Pool)
+    monkeypatch.setattr(builder_mod, "LeanPopenPoolExecutor", Pool)
     b = builder_mod.LocalBuilder(n_parallel=1)
     threads = [threading.Thread(target=b._get_pool, args=("cuda",)) for _ in range(4)]
     for t in threads:
