@@ -1,7 +1,8 @@
 """TVM's popen pool, its workers started without PyTorch (procs.without_torch says why).
 
-The worker's command is the one place that runs before TVM loads, so it is the one thing changed:
-TVM's worker module, run after torch is marked absent.
+A worker's command is the one place that runs before TVM loads, so it is the one thing changed:
+`popen_worker.py` instead of TVM's worker module, which it runs. The rest (a timed-out task's
+worker killed and started again, its uses counted) is TVM's.
 """
 from __future__ import annotations
 
@@ -12,20 +13,16 @@ import threading
 
 from tvm.support.popen_pool import PopenPoolExecutor, PopenWorker
 
-# what a build worker runs (argv: its read and write fds, as TVM's command passes them)
-_POPEN_MAIN = ("from tefuse.tune.procs import without_torch; without_torch(); import runpy; "
-               "runpy.run_module('tvm.exec.popen_worker', run_name='__main__')")
-
 
 class LeanPopenWorker(PopenWorker):
-    """TVM's popen worker, started through `_POPEN_MAIN` (POSIX; TVM's own class otherwise)."""
+    """TVM's popen worker, started as `tefuse.tune.popen_worker` (POSIX; TVM's own class otherwise)."""
 
     def _start(self) -> None:
         if self._proc is not None:
             return
         main_read, worker_write = os.pipe()
         worker_read, main_write = os.pipe()
-        cmd = [sys.executable, "-c", _POPEN_MAIN, str(worker_read), str(worker_write)]
+        cmd = [sys.executable, "-m", "tefuse.tune.popen_worker", str(worker_read), str(worker_write)]
         self._proc = subprocess.Popen(cmd, pass_fds=(worker_read, worker_write), stdout=self._stdout,
                                       stderr=self._stderr)
         os.close(worker_read)

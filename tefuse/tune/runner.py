@@ -30,7 +30,7 @@ _STATE: dict = {}  # per process: (key, device kind) -> (device, input tensors);
 _VISIBLE = {"cuda": "CUDA_VISIBLE_DEVICES", "rocm": "HIP_VISIBLE_DEVICES"}
 
 
-def _init_worker(parent_pid: int, kind: str, index) -> None:
+def init_worker(parent_pid: int, kind: str, index) -> None:
     """Measuring worker: Ctrl-C is the tuner's to handle, die with the tuner (even SIGKILLed),
     then see only its device if pinned; torch is not loaded (it never measures with it)."""
     without_torch()
@@ -139,7 +139,7 @@ class LocalRunner:
 
     def _get_pool(self, kind: str) -> cf.ProcessPoolExecutor:
         if self._pool is None:
-            self._pool = cf.ProcessPoolExecutor(1, mp_context=mp.get_context("spawn"), initializer=_init_worker,
+            self._pool = cf.ProcessPoolExecutor(1, mp_context=mp.get_context("spawn"), initializer=init_worker,
                                                 initargs=(os.getpid(), kind, self.device_index))
             self._pool.submit(_warm).result()
         return self._pool

@@ -2,11 +2,13 @@
 import concurrent.futures as cf
 import importlib.util
 import multiprocessing as mp
+import os
 
 import pytest
 
 from tefuse.tune.popen import LeanPopenPoolExecutor
 from tefuse.tune.procs import without_torch
+from tefuse.tune.runner import init_worker
 
 
 def _torch_in_worker() -> str:
@@ -55,6 +57,13 @@ def test_a_build_worker_killed_by_its_timeout_is_replaced_by_a_lean_one(torch_in
 
 def test_a_spawned_worker_that_calls_it_first_has_tvm_and_no_torch(torch_installed):
     with cf.ProcessPoolExecutor(1, mp_context=mp.get_context("spawn"), initializer=without_torch) as pool:
+        assert pool.submit(_torch_in_worker).result() == "torch absent"
+
+
+def test_a_measuring_worker_has_tvm_and_no_torch(torch_installed):
+    """LocalRunner's pool initializer, as its spawned measuring process runs it."""
+    with cf.ProcessPoolExecutor(1, mp_context=mp.get_context("spawn"), initializer=init_worker,
+                                initargs=(os.getpid(), "llvm", None)) as pool:
         assert pool.submit(_torch_in_worker).result() == "torch absent"
 
 
