@@ -147,8 +147,8 @@ class LocalBuilder:
             # outside its timeout, so import time is not charged to the first builds
             self._stderr = _stderr_pipe()
             self._pool = LeanPopenPoolExecutor(self.n_parallel, timeout=self.timeout, initializer=_warm,
-                                           initargs=(os.getpid(), target_kind, self._pid_dir),
-                                           stderr=self._stderr)
+                                               initargs=(os.getpid(), target_kind, self._pid_dir),
+                                               stderr=self._stderr)
         return self._pool
 
     @property
