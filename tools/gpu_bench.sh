@@ -13,7 +13,8 @@
 #     benchmarks/untuned_fp16.json with `--merge`
 #   bash tools/gpu_bench.sh tuned-zoo  # the untuned zoo tuned TUNE_MINUTES (10) a model and batch
 #     first, one shard a GPU (SHARDS, default the GPU count); RESUME_DIR: an earlier call's $OUT
-#     (its rows kept, its tuning logs resumed); merge the shards' tuned_K.json with `--merge`
+#     (its rows kept, its tuning logs resumed); MODELS: these zoo models only (default all);
+#     merge the shards' tuned_K.json with `--merge`
 #   bash tools/gpu_bench.sh tune-quant # int8 and fp8 ResNet-50 at batch 256 (QUANT_BATCH) tuned where
 #     no record covers a kernel (QUANT_TRIALS, 24, each), one precision a GPU, then the quantized
 #     table at batch 1, 32 and 256 in one process; the tuning logs land in $OUT for distilling
@@ -130,7 +131,7 @@ tuned-zoo)
     done
     CUDA_VISIBLE_DEVICES=$((k - 1)) TEFUSE_USER_DB="$OUT/zoo_tuning_$k.jsonl" timeout "$TUNE_SECONDS" \
       python3 -m tefuse.bench.precision zoo --precision fp16 --batch ${BATCHES:-1 32} \
-      --tune-minutes "${TUNE_MINUTES:-10}" --shard "$k/$SHARDS" --resume --workdir /tmp/tefuse \
+      --tune-minutes "${TUNE_MINUTES:-10}" ${MODELS:+--models $MODELS} --shard "$k/$SHARDS" --resume --workdir /tmp/tefuse \
       --json "$OUT/tuned_$k.json" > "/tmp/tefuse/tuned_zoo_$k.log" 2>&1 &
   done
   wait

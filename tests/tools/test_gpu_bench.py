@@ -1,5 +1,6 @@
-"""tools/gpu_bench.sh's untuned-zoo mode without a GPU: nvidia-smi and python3 stand-ins on PATH
-record what it runs, so each model is measured once, on its GPU of the round-robin."""
+"""tools/gpu_bench.sh's zoo modes without a GPU: nvidia-smi and python3 stand-ins on PATH record
+what they run, so each model is measured once, on its GPU of the round-robin, and a tuned shard
+runs the models asked for."""
 from __future__ import annotations
 
 import os
@@ -14,12 +15,18 @@ def _stub(path: Path, body: str) -> None:
     path.chmod(0o755)
 
 
-def test_untuned_zoo_measures_each_model_once_spread_over_the_gpus(tmp_path):
+def _two_gpus(tmp_path: Path) -> tuple[Path, Path]:
+    """Stand-ins for two GPUs and for python3, which appends each command it is given to `calls`."""
     bin_dir, calls = tmp_path / "bin", tmp_path / "calls"
     bin_dir.mkdir()
     _stub(bin_dir / "nvidia-smi", 'case "$1" in -L) printf "GPU 0\\nGPU 1\\n";; *) echo H200;; esac\n')
     _stub(bin_dir / "python3", f'[ "$1" = -c ] && exit 0\necho "$CUDA_VISIBLE_DEVICES $*" >> {calls}\n'
                                'echo "zoo stand-in"\n')
+    return bin_dir, calls
+
+
+def test_untuned_zoo_measures_each_model_once_spread_over_the_gpus(tmp_path):
+    bin_dir, calls = _two_gpus(tmp_path)
     env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "OUT": str(tmp_path / "out"),
            "MODELS": "swin_t bert gpt2"}
     r = subprocess.run(["bash", str(ROOT / "tools" / "gpu_bench.sh"), "untuned-zoo"], env=env, cwd=ROOT,
@@ -42,3 +49,17 @@ def test_untuned_zoo_without_models_names_what_is_missing(tmp_path):
     r = subprocess.run(["bash", str(ROOT / "tools" / "gpu_bench.sh"), "untuned-zoo"], env=env, cwd=ROOT,
                        capture_output=True, text=True, timeout=60)
     assert r.returncode != 0 and "MODELS names the zoo models to measure" in r.stderr
+
+
+def test_tuned_zoo_runs_a_shard_a_gpu_over_the_models_asked_for(tmp_path):
+    bin_dir, calls = _two_gpus(tmp_path)
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "OUT": str(tmp_path / "out"),
+           "MODELS": "bert gpt2", "TUNE_SECONDS": "60"}
+    r = subprocess.run(["bash", str(ROOT / "tools" / "gpu_bench.sh"), "tuned-zoo"], env=env, cwd=ROOT,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    runs = sorted(calls.read_text().splitlines())
+    assert [(line.split()[0], line.split()[line.split().index("--shard") + 1]) for line in runs] == \
+        [("0", "1/2"), ("1", "2/2")]
+    assert all("--models bert gpt2 " in line and "--tune-minutes 10" in line and "--resume" in line
+               for line in runs)
