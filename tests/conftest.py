@@ -46,6 +46,18 @@ def rng(request) -> np.random.Generator:
 
 
 @pytest.fixture
+def torch_installed() -> None:
+    """For tests of what happens where PyTorch is installed (workers that keep it out): skip
+    without it, found without importing it; fail instead under TEFUSE_REQUIRE_TORCH=1 (.ci/run)."""
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        if os.environ.get("TEFUSE_REQUIRE_TORCH"):
+            pytest.fail("TEFUSE_REQUIRE_TORCH=1 but torch is not installed", pytrace=False)
+        pytest.skip("torch is not installed")
+
+
+@pytest.fixture
 def tefuse_dirs(tmp_path, monkeypatch):
     """A test's own kernel cache and user tuning log under tmp_path, no shipped records: CLI
     tests see neither the machine's files nor each other's."""

@@ -1,7 +1,6 @@
 """The command line's surface: verbosity, start-up, --version, exit codes, broken pipes."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import logging
 import os
@@ -181,11 +180,9 @@ def test_onnxruntime_reference_does_not_warn_per_initializer(tmp_path, capfd):
     assert (y == 1).all() and "appears in graph inputs" not in capfd.readouterr().err
 
 
-def test_a_command_line_build_runs_without_loading_torch(tmp_path):
+def test_a_command_line_build_runs_without_loading_torch(tmp_path, torch_installed):
     """tvm_ffi would import torch (4-5 s) at TVM's import; a command other than bench keeps it out
     and still builds."""
-    if importlib.util.find_spec("torch") is None:
-        pytest.skip("torch is not installed")
     out = tmp_path / "relu.tar"
     code = ("import sys\n"
             f"sys.argv = ['tefuse', 'build', 'relu', '-i', '1x8x4x4', '-t', 'llvm', '-o', {str(out)!r}]\n"

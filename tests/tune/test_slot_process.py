@@ -1,6 +1,5 @@
 """ProcessSlot: a slot driven from a spawned process (tune/slot_process.py)."""
 import functools
-import importlib.util
 import logging
 import os
 import signal
@@ -41,15 +40,10 @@ class FakeSlot(Slot):
             raise ValueError("cannot measure after shutdown of the session")
         if self.how == "prepared":  # what prepare was given, in the cost
             return MeasureResult(build.index, build.config, costs=[float(len(self.checks))])
-        if self.how == "torch":  # TVM loaded, then 1.0 where torch could not be
-            import sys
+        if self.how == "torch":  # 1.0 where TVM loaded and torch could not (TVM only in this mode)
+            from .test_popen import torch_in_worker
 
-            import tvm  # noqa: F401
-            try:
-                import torch  # noqa: F401
-            except ImportError:
-                return MeasureResult(build.index, build.config, costs=[1.0])
-            return MeasureResult(build.index, build.config, costs=[0.0 if "torch" in sys.modules else -1.0])
+            return MeasureResult(build.index, build.config, costs=[float(torch_in_worker() == "torch absent")])
         if self.how == "log":
             logging.getLogger("tefuse.tune.fake").info("readied %d", build.index)
             logging.getLogger("tefuse.tune.fake").debug("below the tuner's level")
@@ -86,11 +80,9 @@ def test_the_slot_measures_in_another_process_and_names_itself_from_there():
         slot.close()
 
 
-def test_the_worker_has_tvm_and_no_torch():
+def test_the_worker_has_tvm_and_no_torch(torch_installed):
     """The factory comes pickled, so the module it imports (TVM with it) loads after torch is
     marked absent (procs.without_torch)."""
-    if importlib.util.find_spec("torch") is None:
-        pytest.skip("torch is not installed")
     slot = _slot("torch")
     try:
         slot.acquire(5)
