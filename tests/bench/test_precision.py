@@ -318,6 +318,19 @@ def test_a_quantized_model_is_judged_by_top1_agreement_a_float_one_by_its_error_
     assert not model_ok("int8", 0.01, 0.98)
     assert model_ok("fp16", 1e-3, 1.0)
     assert not model_ok("fp16", 2e-2, 1.0) and not model_ok("fp16", 1e-3, 31 / 32)
+    assert model_ok("fp16", 1e-3, 31 / 32, 1.0) and not model_ok("fp16", 1e-3, 1.0, 31 / 32)
+    assert not model_ok("int8", 0.01, 0.98, 1.0)  # a quantized build's ties count
+
+
+def test_top1_excuses_a_near_tie_within_the_precision_tolerance_not_a_wrong_class():
+    from tefuse.bench.precision import top1
+
+    want = np.array([[10.0, 9.95, 0.0], [10.0, 9.0, 0.0], [1.0, 2.0, 3.0]])
+    got = np.array([[9.9, 10.0, 0.0], [9.0, 10.0, 0.0], [1.0, 2.0, 3.0]])  # a tie broken, a miss, a match
+    classes = top1(got, want, "fp16")  # fp16: 1e-2 of the largest logit, 0.1 here
+    assert (classes.agreement, classes.decided, classes.near_ties) == (1 / 3, 2 / 3, 1)
+    assert top1(got, want, "fp32").near_ties == 0  # 1e-5: the same gap is a miss
+    assert top1(got[:, None], want[:, None], "fp16") == classes  # leading axes are inputs
 
 
 @pytest.mark.parametrize("argv", [["conv", "--tune", "8", "--no-db"],
