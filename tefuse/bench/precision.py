@@ -28,7 +28,6 @@ import functools
 import json
 import logging
 import math
-import shlex
 import sys
 import time
 from dataclasses import asdict, dataclass, field, fields
@@ -39,7 +38,7 @@ import numpy as np
 
 from ..tune.knobs import knob_assignment
 from . import timing
-from .runs import shard_of, sharded, write_json_whole
+from .runs import command_line, shard_of, sharded, write_json_whole
 from .timing import device_kernels, kernel_profile, time_graph, time_wall
 
 log = logging.getLogger(__name__)
@@ -856,7 +855,7 @@ def main(argv=None) -> int:
         p.error("--tune measures into the user database that the builds then read: drop --no-db")
     if args.tune and args.suite == "models" and any(pro != "rules" for pro in args.prologue):
         p.error("--tune tunes the kernels of build's own prologue rules: --prologue rules only")
-    command = shlex.join(["python", "-m", "tefuse.bench.precision", *argv])
+    command = command_line("tefuse.bench.precision", argv)
     try:
         timing.set_graph_calls(args.graph_calls)
     except ValueError as e:  # one line and exit 2, as argparse's own errors

@@ -4,8 +4,21 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 from pathlib import Path
 from typing import Optional, Sequence
+
+from ..options import ENV as OPTION_ENV
+
+# what a build reads from the environment besides its arguments: the tuning databases and the
+# option switches; a report's command line carries those set, so it says which records made it
+BUILD_ENV = ("TEFUSE_USER_DB", "TEFUSE_SYSTEM_DB", *OPTION_ENV)
+
+
+def command_line(module: str, argv: Sequence[str]) -> str:
+    """`python -m module argv...` as a shell line, led by the BUILD_ENV variables set."""
+    env = [f"{k}={os.environ[k]}" for k in BUILD_ENV if k in os.environ]
+    return shlex.join([*env, "python", "-m", module, *argv])
 
 
 def write_json_whole(path, data: dict) -> None:

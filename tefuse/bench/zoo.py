@@ -25,7 +25,6 @@ import hashlib
 import json
 import logging
 import math
-import shlex
 import sys
 import time
 from dataclasses import asdict, dataclass, field, replace
@@ -35,7 +34,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 import numpy as np
 
 from . import zoo_builders as zb
-from .runs import shard_of, sharded, write_json_whole
+from .runs import command_line, shard_of, sharded, write_json_whole
 
 log = logging.getLogger(__name__)
 
@@ -597,7 +596,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         write_json_whole(out, merged)
         log.info("wrote %s: %d of %d models ok", out, merged["ok"], merged["models"])
         return 0 if merged["ok"] == merged["models"] else 1
-    header = {"command": shlex.join(["python", "-m", "tefuse.bench.zoo", *argv]), "target": args.target,
+    header = {"command": command_line("tefuse.bench.zoo", argv), "target": args.target,
               "precisions": args.precision, "config": "small" if args.small else "full",
               "tolerance": {p: TOLERANCE[p] for p in args.precision}, "versions": zb.versions()}
     done: dict[str, dict] = {}

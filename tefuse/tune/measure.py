@@ -26,6 +26,18 @@ TOLERANCES = {"float64": (1e-7, 1e-9), "float32": (1e-3, 1e-4), "float16": (1e-2
               "bfloat16": (3e-2, 1e-2)}
 
 
+def tolerance(dtype: str, rounding: Optional[str] = None) -> tuple[float, float]:
+    """(rtol, atol) an output of `dtype` is checked with, no tighter than `rounding`'s: the
+    narrowest float type the kernel holds (RunSpec.rounding). A float32 output computed through
+    float16 values carries float16's rounding (BERT's residual adds are float16, then cast to
+    float32 for the LayerNorm): two configs that sum in another order differ there by float16
+    ulps, which float32's tolerance called wrong results."""
+    rtol, atol = TOLERANCES.get(dtype, (1e-3, 1e-4))
+    if rounding in TOLERANCES:
+        rtol, atol = max(rtol, TOLERANCES[rounding][0]), max(atol, TOLERANCES[rounding][1])
+    return rtol, atol
+
+
 @dataclass
 class BuildResult:
     """One candidate after building: the exported library, or why there is none."""
@@ -79,6 +91,13 @@ class RunSpec:
     outputs: list[ArgSpec]
     seed: int = 0
     target: Optional[dict] = None  # the task's (exported): what an output check on a server is built for
+
+    @property
+    def rounding(self) -> Optional[str]:
+        """The narrowest float type (by TOLERANCES) among the kernel's arguments and outputs: the
+        least tolerance its outputs are checked with (`tolerance`); None if it holds none."""
+        floats = [a.dtype for a in (*self.args, *self.outputs) if a.dtype in TOLERANCES]
+        return max(floats, key=lambda d: TOLERANCES[d], default=None)
 
     def inputs(self) -> list[np.ndarray]:
         # positive inputs: chains may take sqrt/log of runtime operands (BN variance as input)
@@ -171,8 +190,8 @@ def open_device(dev) -> None:
     dev.sync()
 
 
-def check_outputs(got: list[np.ndarray], ref: list[np.ndarray]) -> Optional[str]:
-    """None if `got` matches `ref` within the dtype's tolerance, else what differs."""
+def check_outputs(got: list[np.ndarray], ref: list[np.ndarray], rounding: Optional[str] = None) -> Optional[str]:
+    """None if `got` matches `ref` within the dtype's tolerance (`tolerance`), else what differs."""
     for k, (g, r) in enumerate(zip(got, ref)):
         if g.shape != r.shape:
             return f"output {k}: shape {g.shape} != {r.shape}"
@@ -180,7 +199,7 @@ def check_outputs(got: list[np.ndarray], ref: list[np.ndarray]) -> Optional[str]
             if not np.array_equal(g, r):
                 return f"output {k}: {int((g != r).sum())} of {g.size} elements differ"
             continue
-        rtol, atol = TOLERANCES.get(str(g.dtype), (1e-3, 1e-4))
+        rtol, atol = tolerance(str(g.dtype), rounding)
         g64, r64 = g.astype(np.float64), r.astype(np.float64)
         close = np.isclose(g64, r64, rtol=rtol, atol=atol * max(output_scale(r), 1.0), equal_nan=True)
         if not close.all():
@@ -193,14 +212,15 @@ def check_outputs(got: list[np.ndarray], ref: list[np.ndarray]) -> Optional[str]
 def measure_module(load: Callable[[], Any], dev, inputs: list, out_specs: list[ArgSpec],
                    ref: Optional[list[np.ndarray]], opts: RunOptions, index: int, config: dict,
                    outputs: Optional[list] = None, check: Optional[Callable] = None,
-                   poison: Optional[list] = None) -> MeasureResult:
+                   poison: Optional[list] = None, rounding: Optional[str] = None) -> MeasureResult:
     """Load, run once (warm-up and correctness check), then time. Never raises: errors
     become the MeasureResult's error kind. Shared by the local and the RPC runner. `outputs`:
     tensors on `dev` to write the results into (allocated here by default; an RPC slot keeps a
     set a workload, where allocating and freeing them is two round trips each). `check`
     (outputs -> what differs, or None) checks them where they are instead of copying them
     back (the RPC runner: remote_check.py). `poison`: tensors on the device holding `poisoned`
-    outputs, copied into the outputs before a checked run (poison_value says why)."""
+    outputs, copied into the outputs before a checked run (poison_value says why). `rounding`:
+    RunSpec.rounding, for the check's tolerance."""
     import tvm
 
     checked = opts.check and ref is not None
@@ -215,7 +235,7 @@ def measure_module(load: Callable[[], Any], dev, inputs: list, out_specs: list[A
         return MeasureResult(index, config, error=RUNTIME_ERROR, error_msg=last_line(e))
     if checked:
         try:
-            msg = check(outs) if check else check_outputs([o.numpy() for o in outs], ref)
+            msg = check(outs) if check else check_outputs([o.numpy() for o in outs], ref, rounding)
         except Exception as e:  # noqa: BLE001 - a session lost while checking
             return MeasureResult(index, config, error=RUNTIME_ERROR, error_msg=last_line(e))
         if msg is not None:

@@ -8,7 +8,7 @@ GPU. Here the reference outputs stay on the server, a small kernel built for the
 counts the elements `check_outputs` would call different, and only the counts (one int32 per
 1024 elements) come back; the outputs are copied only when some differ, for the message.
 
-The counter is built for an output's type and rank, its shape and reference scale being call
+The counter is built for an output's type and rank, its shape and tolerance being call
 arguments: built once and kept in the user cache, loaded once a session, where one a workload
 cost a device compile each time a server readied a workload.
 """
@@ -25,7 +25,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from .measure import TOLERANCES, ArgSpec, check_outputs, last_line, output_scale
+from .measure import ArgSpec, check_outputs, last_line, output_scale, tolerance
 
 log = logging.getLogger(__name__)
 
@@ -37,8 +37,9 @@ def _rows(shape) -> int:
     return -(-max(1, int(np.prod(shape))) // ROW)
 
 
-def _differs(g, r, dtype: str, dims: list, scale, rows):
-    """(i, j) -> 1 where output element j * rows + i differs from the reference, else 0."""
+def _differs(g, r, dtype: str, dims: list, atol, rtol, rows):
+    """(i, j) -> 1 where output element j * rows + i differs from the reference, else 0: by
+    more than atol + rtol * |reference| (np.isclose's rule; call arguments, `tolerance`'s)."""
     from tvm import tirx as tir
 
     strides = [tir.const(1, "int64")]  # row-major: each dim's stride, the last's first
@@ -56,36 +57,34 @@ def _differs(g, r, dtype: str, dims: list, scale, rows):
         a, b = g[idx], r[idx]
         if dtype.startswith(("int", "uint", "bool")):
             diff = a != b
-        else:  # np.isclose(a, b, rtol, atol * max(scale, 1), equal_nan=True), negated
-            rtol, atol = TOLERANCES.get(dtype, (1e-3, 1e-4))
+        else:  # np.isclose(a, b, rtol, atol, equal_nan=True), negated
             a, b = a.astype("float64"), b.astype("float64")  # as np.isclose computes
             na, nb = tir.isnan(a), tir.isnan(b)
             # an infinity is close only to itself (np.isclose; the bound below is inf there)
             diff = tir.any(tir.all(na, tir.Not(nb)), tir.all(nb, tir.Not(na)),
                            tir.all(tir.Not(na), tir.Not(nb), a != b,
                                    tir.any(tir.isinf(a), tir.isinf(b),
-                                           tir.abs(a - b) > atol * tir.max(scale, 1.0) + rtol * tir.abs(b))))
+                                           tir.abs(a - b) > atol + rtol * tir.abs(b))))
         return tir.Select(tir.all(flat < n, diff), 1, 0)
 
     return at
 
 
 def mismatch_counter(dtype: str, ndim: int, target):
-    """A module whose 'main'(got, ref, scale, counts) sets counts[i] to how many of the elements
-    i, i + rows, i + 2 rows, ... of `got` differ from `ref` by `check_outputs`' rule (its
-    tolerance for `dtype`; `scale` the reference's magnitude, output_scale), rows being counts'
-    length, `_rows(shape)`. Any shape of `ndim` dimensions: one module serves every output of
+    """A module whose 'main'(got, ref, atol, rtol, counts) sets counts[i] to how many of the elements
+    i, i + rows, i + 2 rows, ... of `got` differ from `ref` by `check_outputs`' rule (`atol`
+    already times the reference's magnitude, output_scale), rows being counts' length, `_rows(shape)`. Any shape of `ndim` dimensions: one module serves every output of
     that type and rank, so a tuning run compiles a few, not one a workload."""
     import tvm
     from tvm import te
 
     dims = [te.var(f"d{i}", "int64") for i in range(ndim)]
     g, r = te.placeholder(dims, dtype, "g"), te.placeholder(dims, dtype, "r")
-    scale, rows = te.var("scale", "float64"), te.var("rows", "int64")
-    differs = _differs(g, r, dtype, dims, scale, rows)
+    atol, rtol, rows = te.var("atol", "float64"), te.var("rtol", "float64"), te.var("rows", "int64")
+    differs = _differs(g, r, dtype, dims, atol, rtol, rows)
     j = te.reduce_axis((0, ROW), "j")
     counts = te.compute((rows,), lambda i: te.sum(differs(i, j), axis=j), name="n")
-    mod = tvm.IRModule({"main": te.create_prim_func([g, r, scale, counts]).with_attr("global_symbol", "main")})
+    mod = tvm.IRModule({"main": te.create_prim_func([g, r, atol, rtol, counts]).with_attr("global_symbol", "main")})
     target = _target(target)
     if target.kind.name != "llvm":
         from tvm.s_tir import dlight as dl
@@ -138,25 +137,29 @@ def load_counter(load: Callable[[str], object], dtype: str, ndim: int, target):
 
 
 def remote_check(load: Callable[[str], object], dev, outputs: list[ArgSpec], ref: list[np.ndarray],
-                 target, refs: Optional[list] = None) -> Callable[[list], Optional[str]]:
+                 target, refs: Optional[list] = None, rounding: Optional[str] = None) -> Callable[[list], Optional[str]]:
     """outs -> what differs, or None: the outputs checked against `ref` on the device `dev` of a
     session whose `load` uploads and loads a library file (the counters' libraries are the same
     for every workload of a type and rank: a `load` that keeps what it loaded sends each once).
-    `refs`: the reference outputs where the server computed them (else `ref` is copied there once)."""
+    `refs`: the reference outputs where the server computed them (else `ref` is copied there once).
+    `rounding`: RunSpec.rounding, for the tolerance."""
     import tvm
 
     target = _target(target)
     counters = [load_counter(load, o.dtype, len(o.shape), target)["main"] for o in outputs]
-    scales = [output_scale(r) for r in ref]
+    bounds = []  # (atol, rtol) an output, as check_outputs takes them
+    for o, r in zip(outputs, ref):
+        rtol, atol = tolerance(o.dtype, rounding)
+        bounds.append((atol * max(output_scale(r), 1.0), rtol))
     refs = refs if refs is not None else [tvm.runtime.tensor(r, dev) for r in ref]
     counts = [tvm.runtime.empty((_rows(o.shape),), "int32", dev) for o in outputs]
     sized = [int(np.prod(o.shape)) > 0 for o in outputs]  # an empty output has nothing to differ
 
     def check(outs: list) -> Optional[str]:
         try:
-            for count, out, r, scale, n, has in zip(counters, outs, refs, scales, counts, sized):
+            for count, out, r, (atol, rtol), n, has in zip(counters, outs, refs, bounds, counts, sized):
                 if has:
-                    count(out, r, scale, n)
+                    count(out, r, atol, rtol, n)
             differ = any(int(c.numpy().sum()) for c, has in zip(counts, sized) if has)
         except Exception as e:  # noqa: BLE001 - the counter failing: the outputs checked here, as before
             log.warning("output check on the server failed (%s): checked here", last_line(e))
@@ -164,7 +167,7 @@ def remote_check(load: Callable[[str], object], dev, outputs: list[ArgSpec], ref
         if not differ:
             return None
         # some differ: the outputs come back, and the message names the first difference
-        msg = check_outputs([o.numpy() for o in outs], ref)
+        msg = check_outputs([o.numpy() for o in outs], ref, rounding)
         if msg is None:
             log.info("the server's output check counted differences the host's does not")
         return msg

@@ -297,7 +297,7 @@ class RPCSlot(Slot):
         def build():
             try:
                 return remote_check(self._load_kept, self._remote_dev(kind), spec.outputs, here,
-                                    spec.target or kind, there)
+                                    spec.target or kind, there, spec.rounding)
             except Exception as e:  # noqa: BLE001
                 if not _alive(self.sess):
                     raise
@@ -394,7 +394,7 @@ class RPCSlot(Slot):
         res = measure_module(lambda: self._load(sess, build.path), dev, ins, spec.outputs, ref, self.opts,
                              build.index, build.config,
                              outputs=outputs, check=check,
-                             poison=poison)
+                             poison=poison, rounding=spec.rounding)
         if res.error == RUNTIME_ERROR:
             alive = _alive(sess)
             self._drop()  # a failed remote call may leave the session unusable (sticky CUDA errors)

@@ -109,7 +109,8 @@ def run_one(spec: RunSpec, kind: str, build: BuildResult, ref_path: Optional[str
     dev, ins = _inputs(spec, kind)
     ref = _reference(spec, kind, ref_path) if opts.check else None
     return measure_module(lambda: tvm.runtime.load_module(build.path), dev, ins, spec.outputs, ref,
-                          opts, build.index, build.config, poison=_poison(spec, kind) if ref is not None else None)
+                          opts, build.index, build.config, poison=_poison(spec, kind) if ref is not None else None,
+                          rounding=spec.rounding)
 
 
 def _open_device(kind: str) -> None:

@@ -127,6 +127,21 @@ def test_check_outputs_tolerances():
     assert check_outputs([np.array([1, 2], "int32")], [np.array([1, 3], "int32")]) is not None
 
 
+def test_an_output_computed_through_float16_is_checked_at_float16s_tolerance():
+    """BERT's residual adds in float16, cast to float32: two summation orders differ by float16
+    ulps, which float32's tolerance called a wrong result; a real error still is one."""
+    from tefuse.tune.measure import ArgSpec, RunSpec
+
+    spec = RunSpec("w", [ArgSpec((4, 8), "float16"), ArgSpec((8,), "float32")], [ArgSpec((4, 8), "float32")])
+    assert spec.rounding == "float16"
+    assert RunSpec("w", [ArgSpec((2,), "int8")], [ArgSpec((2,), "int32")]).rounding is None
+    ref = [np.float16(np.linspace(1, 2, 64)).astype("float32")]
+    ulps = [ref[0] + np.float32(2 * 2.0 ** -10)]  # two float16 ulps: 1e-3 of 1.4
+    assert "differ" in check_outputs(ulps, ref)
+    assert check_outputs(ulps, ref, spec.rounding) is None
+    assert "differ" in check_outputs([ref[0] * 1.05], ref, spec.rounding)
+
+
 def test_tune_end_to_end_writes_records_and_resumes(builder, runner, tmp_path):
     log = tmp_path / "tune.jsonl"
     g = conv_relu()

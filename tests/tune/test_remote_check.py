@@ -13,8 +13,8 @@ import pytest
 import tvm
 from tvm import te
 
-from tefuse.tune.measure import (WRONG_RESULT, ArgSpec, BuildResult, RunOptions, RunSpec, TOLERANCES,
-                                 check_kinds, output_scale)
+from tefuse.tune.measure import (WRONG_RESULT, ArgSpec, BuildResult, RunOptions, RunSpec, check_kinds,
+                                 output_scale, tolerance)
 from tefuse.target import make_target
 from tefuse.tune.remote_check import mismatch_counter
 from tefuse.tune.rpc import RPCSlot, start_local_rpc
@@ -27,16 +27,21 @@ def _own_user_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
 
 
-def _numpy_count(got, ref):
+def _bounds(ref, rounding=None):
+    """The counter's (atol, rtol) arguments for `ref`, as remote_check passes them."""
+    rtol, atol = tolerance(str(ref.dtype), rounding)
+    return atol * max(output_scale(ref), 1.0), rtol
+
+
+def _numpy_count(got, ref, rounding=None):
     if got.dtype.kind in "iub":
         return int((got != ref).sum())
-    rtol, atol = TOLERANCES.get(str(got.dtype), (1e-3, 1e-4))
-    close = np.isclose(got.astype(np.float64), ref.astype(np.float64), rtol=rtol,
-                       atol=atol * max(output_scale(ref), 1.0), equal_nan=True)
+    atol, rtol = _bounds(ref, rounding)
+    close = np.isclose(got.astype(np.float64), ref.astype(np.float64), rtol=rtol, atol=atol, equal_nan=True)
     return int((~close).sum())
 
 
-def _pair(dtype, shape, rng):
+def _pair(dtype, shape, rng, rounding=None):
     """(got, ref): integers off by one here and there; floats off by 0.9x and 1.1x the tolerance
     (its relative part on large values, its absolute part near zero), NaN in both or in one,
     infinities."""
@@ -50,8 +55,8 @@ def _pair(dtype, shape, rng):
     ref64.reshape(-1)[7::89] = 1e-3 * rng.standard_normal(ref64.reshape(-1)[7::89].shape)  # near zero
     ref = ref64.astype(np_dtype)
     r64 = ref.astype(np.float64)
-    rtol, atol = TOLERANCES.get(dtype, (1e-3, 1e-4))
-    bound = atol * max(output_scale(ref), 1.0) + rtol * np.abs(r64)
+    atol, rtol = _bounds(ref, rounding)
+    bound = atol + rtol * np.abs(r64)
     got64 = r64.copy()
     flat, b = got64.reshape(-1), bound.reshape(-1)
     flat[1::53] += 0.9 * b[1::53]
@@ -68,19 +73,20 @@ def _pair(dtype, shape, rng):
     return got, ref
 
 
-@pytest.mark.parametrize("dtype,shape", [("float32", (3, 1000)), ("float16", (7, 5, 33)), ("float64", (2, 777)),
-                                         ("bfloat16", (4, 300)), ("int32", (2049,))])
-def test_the_counter_counts_what_check_outputs_calls_different(dtype, shape, rng):
-    got, ref = _pair(dtype, shape, rng)
-    want = _numpy_count(got, ref)
+@pytest.mark.parametrize("dtype,shape,rounding", [("float32", (3, 1000), None), ("float16", (7, 5, 33), None),
+                                                  ("float64", (2, 777), None), ("bfloat16", (4, 300), None),
+                                                  ("int32", (2049,), None), ("float32", (3, 1000), "float16")])
+def test_the_counter_counts_what_check_outputs_calls_different(dtype, shape, rounding, rng):
+    got, ref = _pair(dtype, shape, rng, rounding)
+    want = _numpy_count(got, ref, rounding)
     assert want > 0
     count = mismatch_counter(dtype, len(shape), "llvm")["main"]
     dev = tvm.cpu()
     rows = -(-int(np.prod(shape)) // 1024)
     counts = [tvm.runtime.empty((rows,), "int32", dev) for _ in range(2)]
     t = lambda a: tvm.runtime.tensor(a, dev)  # noqa: E731
-    count(t(got), t(ref), output_scale(ref), counts[0])
-    count(t(ref), t(ref), output_scale(ref), counts[1])
+    count(t(got), t(ref), *_bounds(ref, rounding), counts[0])
+    count(t(ref), t(ref), *_bounds(ref, rounding), counts[1])
     assert int(counts[0].numpy().sum()) == want
     assert int(counts[1].numpy().sum()) == 0
 
@@ -92,7 +98,7 @@ def test_one_counter_serves_every_shape_of_its_rank(rng):
     for shape in [(1, 3, 5, 7), (2, 64, 9, 9), (1, 1, 1, 2049)]:
         got, ref = _pair("float32", shape, rng)
         n = tvm.runtime.empty((-(-int(np.prod(shape)) // 1024),), "int32", dev)
-        count(tvm.runtime.tensor(got, dev), tvm.runtime.tensor(ref, dev), output_scale(ref), n)
+        count(tvm.runtime.tensor(got, dev), tvm.runtime.tensor(ref, dev), *_bounds(ref), n)
         assert int(n.numpy().sum()) == _numpy_count(got, ref) > 0
 
 
