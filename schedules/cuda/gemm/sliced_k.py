@@ -17,6 +17,8 @@ multiplies its own slice's tiles and stores its fragments to its float32 staging
 """
 from __future__ import annotations
 
+import math
+
 from tvm import s_tir, tirx
 
 from ...gpu.lanes import MAX_BOOL_LANES
@@ -83,18 +85,24 @@ def stage_sum(sch, acc_sh, sum_block: str, cta_loop, *, slices: int, warps: int,
     (epi,) = sch.get_consumers(wb)
     inline_epilogue(sch, epi, [])
 
-    # (M, N): every output axis but the last fused into M, as the GEMM's reindex does
+    # (M, N): every output axis but the last fused into M, as the GEMM's reindex does; the
+    # epilogue's own output too, which a reshape after the product (a Linear over [batch, rows,
+    # K] viewed back) makes of another rank than the sums'
     shape = [int(x) for x in sch.get(wb).writes[0].source.shape]
-    to_mn = _fuse_rows(shape)
+    epi_shape = [int(x) for x in sch.get(epi).writes[0].source.shape]
+    if epi_shape[-1] != shape[-1] or math.prod(epi_shape[:-1]) != math.prod(shape[:-1]):
+        raise ValueError(f"sliced K: the epilogue's output {epi_shape} is not the product's rows {shape}")
+    imap = lambda fn, n: tirx.IndexMap.from_func(fn, ndim=n, index_dtype="int32")  # noqa: E731
     if len(shape) > 2:
+        to_mn = _fuse_rows(shape)
         ivs = sch.get(wb).iter_vars  # (slice, *output axes): rfactor's order; its loops the same
         wb_loops = sch.get_loops(wb)
         sch.reorder(wb_loops[-1], *wb_loops[-len(ivs):-1])  # (the slice loop first)
-        imap = lambda fn, n: tirx.IndexMap.from_func(fn, ndim=n, index_dtype="int32")
         # (a row-major fusion is a bijection; TVM's iter-map check does not parse it for a buffer)
         sch.transform_layout(wb, ("write", 0), imap(to_mn, len(shape)), assume_injective_transform=True)
         sch.transform_block_layout(wb, imap(lambda s, *v: (s, *to_mn(*v)), len(ivs)))
-        sch.transform_block_layout(epi, imap(to_mn, len(shape)))
+    if len(epi_shape) > 2:
+        sch.transform_block_layout(epi, imap(_fuse_rows(epi_shape), len(epi_shape)))
     sch.set_scope(wb, 0, "local" if on_gpu else "global")
 
     out_exts = [int(r.source.shape[-1]) for r in sch.get(epi).writes]

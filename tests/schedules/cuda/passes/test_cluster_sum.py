@@ -14,6 +14,7 @@ from tvm import s_tir
 
 import tefuse
 from tefuse.bench.forced_config import ForcedConfig
+from tefuse.graph import GraphBuilder
 from tefuse.codegen.ptx import compile_to_ptx
 from tefuse.schedules.cuda.gemm.sliced_k import SLICED, slice_reduction
 from tefuse.schedules.cuda.gemm.template import WgmmaGemm, apply_gemm
@@ -21,10 +22,22 @@ from tefuse.target import make_target
 
 from tests.schedules.cuda.gemm.test_wgmma import _lowered, _ohwi_conv, _run_on_llvm, _wgmma_cfg
 
+def _projection_residual(batch, rows, k, n):
+    """GPT-2's attention output: x[batch, rows, K] viewed as rows, a Linear, viewed back and
+    added to the residual stream (the epilogue's output of another rank than the product's)."""
+    b = GraphBuilder()
+    x, r = b.input("x", (batch, rows, k), "float16"), b.input("r", (batch, rows, n), "float16")
+    w = b.input("w", (n, k), "float16")
+    y = b.bias_add(b.dense(b.reshape(x, shape=(batch * rows, k)), w), b.input("bias", (n,), "float16"), axis=1)
+    return b.build(b.add(b.reshape(y, shape=(batch, rows, n)), r))
+
+
 CASES = {  # (graph, BM, BN, stages, slices)
     "conv_1x1_2_slices": (lambda: _ohwi_conv(2, 7, 256, 128, 1), 64, 128, 3, 2),
     "conv_1x1_4_slices_128x128": (lambda: _ohwi_conv(4, 7, 256, 128, 1), 128, 128, 2, 4),
     "conv_3x3_2_slices": (lambda: _ohwi_conv(2, 7, 128, 64, 3), 64, 64, 3, 2),
+    # rows of two sequences of 40 in 64-row tiles: a tile spans both, the last is ragged
+    "linear_reshaped_residual_2_slices": (lambda: _projection_residual(2, 40, 256, 128), 64, 128, 3, 2),
 }
 
 
@@ -72,6 +85,20 @@ def test_cuda_reads_peers_through_mapa_between_cluster_barriers():
     assert "barrier.cluster.arrive.release.aligned" in ptx and "barrier.cluster.wait.acquire.aligned" in ptx
     assert ptx.count("barrier.cluster.arrive.release.aligned") >= 2
     assert re.search(r"cp\.async\.cg\.shared\.global(\.L2::\d+B)? \[%r\d+\], \[%rd\d+\], 16", ptx)
+    assert "ld.local" not in ptx and "st.local" not in ptx
+
+
+def test_a_reshaped_epilogue_keeps_each_threads_rows_in_registers():
+    """GPT-2's 4096 x 768 projection + residual in 2 slices: the sums a thread adds stay its
+    rows' registers. The epilogue's [batch, rows, N] loops were computed at the sum's (M, N)
+    tile unfused, so the sums' buffer was kept whole (4096 rows, 64 KB a thread) and the
+    config refused."""
+    src = _cuda_kernel(_projection_residual(32, 128, 768, 768),
+                       {"tile": (64, 128, 32, 64), "bk": 64, "stages": 3, "intrin": "wgmma", "vec_out": 4,
+                        "slices": 2})
+    body = src[src.index("main_kernel("):]
+    assert "tefuse_cluster_barrier();" in body
+    ptx = compile_to_ptx(src, "sm_90a")
     assert "ld.local" not in ptx and "st.local" not in ptx
 
 
