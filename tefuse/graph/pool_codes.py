@@ -9,7 +9,11 @@ those bytes. ResNet's stem (conv, ReLU, 3x3 max pool) is the case: at batch 256 
 is 411 MB written and read again, its codes 205 MB. TensorRT runs such pools in int8 for the same
 reason.
 
-float8 codes are left alone: their byte order is not their value's (the sign is the top bit).
+float8 codes (held as uint8) are ordered as their values only where the values are not negative:
+the sign is the top bit, and below it exponent and mantissa count up with the value. So a float8
+quantize swaps with the pool where the pool's input comes out of a ReLU (or a clip at 0 or
+above): the stem of an fp8 ResNet too. Padding's code 0 is +0.0, which such a window's values
+match at least.
 """
 from __future__ import annotations
 
@@ -18,29 +22,37 @@ import numpy as np
 from .ir import CONST, Graph, Node, RewriteContext, fresh_name, op_node, rewrite
 
 CODE_TYPES = ("int8", "uint8")  # one-byte integer codes, ordered as their values
+# float8 codes, ordered as their values over values >= 0 (see the module)
+FLOAT8_CODES = ("float8_e4m3fn", "float8_e5m2")
+NON_NEGATIVE = ("relu", "relu6")  # and clip with min >= 0
 
 
 def _scalar(n: Node):
     return n.value.reshape(-1)[0] if n.op == CONST and n.value is not None and n.value.size == 1 else None
 
 
+def _non_negative(n: Node) -> bool:
+    return n.op in NON_NEGATIVE or (n.op == "clip" and float(n.attrs.get("min", -np.inf)) >= 0)
+
+
 def _swappable(q: Node, readers: dict[int, int]) -> bool:
     """Whether `q` quantizes the output of a max pool nothing else reads, per tensor, to codes
-    ordered as their values, where the pool reads an op's output that nothing else reads (the
-    quantize then joins that op's kernel; over a graph input, or a value read twice, it would
-    run in the pool's kernel once a window tap)."""
-    if q.op != "quantize_linear" or str(q.attrs.get("dtype")) not in CODE_TYPES or q.attrs.get("block_size"):
+    ordered as their values (float8's: over a pool of values >= 0), where the pool reads an op's
+    output that nothing else reads (the quantize then joins that op's kernel; over a graph input,
+    or a value read twice, it would run in the pool's kernel once a window tap)."""
+    dtype = str(q.attrs.get("dtype"))
+    if q.op != "quantize_linear" or dtype not in (*CODE_TYPES, *FLOAT8_CODES) or q.attrs.get("block_size"):
         return False
     pool, scale, zero = q.inputs
     s = _scalar(scale)
     return (pool.op == "max_pool2d" and readers.get(id(pool), 0) == 1 and pool.inputs[0].is_op
             and readers.get(id(pool.inputs[0]), 0) == 1 and s is not None and np.isfinite(s) and s > 0
-            and _scalar(zero) is not None)
+            and _scalar(zero) is not None and (dtype in CODE_TYPES or _non_negative(pool.inputs[0])))
 
 
 def quantize_before_max_pool(graph: Graph) -> Graph:
-    """The graph with each max pool whose only reader quantizes it to int8 / uint8 (one scale)
-    computed on the codes instead (see the module)."""
+    """The graph with each max pool whose only reader quantizes it to int8 / uint8 (one scale), or
+    to float8 over values >= 0, computed on the codes instead (see the module)."""
     readers = {id(n): len(c) for n, c in graph.consumers().items()}
     for o in graph.outputs:  # a graph output is read by the caller
         readers[id(o)] += 1
