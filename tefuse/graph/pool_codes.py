@@ -9,11 +9,13 @@ those bytes. ResNet's stem (conv, ReLU, 3x3 max pool) is the case: at batch 256 
 is 411 MB written and read again, its codes 205 MB. TensorRT runs such pools in int8 for the same
 reason.
 
-float8 codes (held as uint8) are ordered as their values only where the values are not negative:
-the sign is the top bit, and below it exponent and mantissa count up with the value. So a float8
-quantize swaps with the pool where the pool's input comes out of a ReLU (or a clip at 0 or
-above): the stem of an fp8 ResNet too. Padding's code 0 is +0.0, which such a window's values
-match at least.
+float8 codes (held as uint8) are ordered as their values only where the sign bit is clear: it is
+the top bit, and below it exponent and mantissa count up with the value. So a float8 quantize
+swaps with the pool where the pool's input comes out of a ReLU (or a clip at +0 or above): the
+stem of an fp8 ResNet too. Such an input can still be -0.0 (a ReLU passes it through, as a clip
+at -0.0 would make every negative input), whose code 0x80 would beat every positive one: the
+codes are made of |x| (exact over these values; -0.0 becomes +0.0, equal to it). Padding's code
+0 is +0.0, which such a window's values match at least.
 """
 from __future__ import annotations
 
@@ -32,7 +34,9 @@ def _scalar(n: Node):
 
 
 def _non_negative(n: Node) -> bool:
-    return n.op in NON_NEGATIVE or (n.op == "clip" and float(n.attrs.get("min", -np.inf)) >= 0)
+    """Whether n's values are >= 0 but for -0.0 (a clip's min of -0.0 counts as below zero)."""
+    lo = float(n.attrs.get("min", -np.inf)) if n.op == "clip" else None
+    return n.op in NON_NEGATIVE or (lo is not None and lo >= 0 and not np.signbit(lo))
 
 
 def _swappable(q: Node, readers: dict[int, int]) -> bool:
@@ -63,8 +67,11 @@ def quantize_before_max_pool(graph: Graph) -> Graph:
         if not _swappable(n, readers):
             return None
         pool, scale, zero = ins
+        x = pool.inputs[0]
+        if str(n.attrs.get("dtype")) in FLOAT8_CODES:  # -0.0's code would top the window's (module)
+            x = op_node(fresh_name(ctx.names, f"{n.name}_abs"), "abs", [x], {})
         codes = op_node(fresh_name(ctx.names, f"{n.name}_codes"), "quantize_linear",
-                        [pool.inputs[0], scale, zero], dict(n.attrs))
+                        [x, scale, zero], dict(n.attrs))
         return op_node(n.name, "max_pool2d", [codes], dict(pool.attrs))
 
     return rewrite(graph, rule)

@@ -64,7 +64,10 @@ def test_a_pool_of_values_at_or_above_zero_on_float8_codes_gives_the_float_pools
     assert pool.inputs[0].op == "quantize_linear" and pool.dtype == "uint8"
     x = (np.random.default_rng(1).standard_normal((2, 4, 9, 9)) * 4).astype("float32")
     x[0, 0, :3, :3] = -1.0  # a window of the activation's zeros alone: code 0
+    x[0, 1, :3, :3] = -0.0  # the activation passes -0.0, whose code 0x80 would top the window
+    x[0, 1, 1, 1] = 1.0
     got = tefuse.build(g, "llvm").run(x=x)[0]
+    assert got[0, 1, 0, 0] == 1.0  # its window: three -0.0 and the 1.0
     y = np.minimum(np.maximum(x, 0), 6.0) if act == "clip" else np.maximum(x, 0)
     pad = np.pad(y, ((0, 0), (0, 0), (1, 1), (1, 1)), constant_values=-np.inf)
     pooled = np.lib.stride_tricks.sliding_window_view(pad, (3, 3), axis=(2, 3))[:, :, ::2, ::2].max(axis=(-1, -2))
@@ -83,14 +86,15 @@ def test_the_quantize_joins_the_kernel_that_makes_the_pools_input():
     assert op.inputs[0] in pool.inputs and op.inputs[0].dtype == "int8"
 
 
-@pytest.mark.parametrize("case", ["float8", "float8 clip below zero", "two readers", "graph output", "graph input", "input read twice",
+@pytest.mark.parametrize("case", ["float8", "float8 clip below zero", "float8 clip at -0.0", "two readers", "graph output", "graph input", "input read twice",
                                   "negative scale", "zero scale", "computed scale", "block", "per channel"])
 def test_what_the_swap_leaves_alone(case):
     if case == "float8":
         g = _pooled("float8_e4m3fn", act="tanh")  # values below zero: codes not ordered as them
-    elif case == "float8 clip below zero":
+    elif case in ("float8 clip below zero", "float8 clip at -0.0"):  # -0.0: every negative input -0.0
         b = tefuse.GraphBuilder()
-        p = b.max_pool2d(b.clip(b.input("x", (1, 2, 4, 4)), min=-1.0, max=1.0), kernel=(2, 2), strides=(2, 2))
+        lo = -1.0 if case == "float8 clip below zero" else -0.0
+        p = b.max_pool2d(b.clip(b.input("x", (1, 2, 4, 4)), min=lo, max=1.0), kernel=(2, 2), strides=(2, 2))
         s, z = b.const(np.array(0.1, "float32")), b.const(np.array(0, "uint8"))
         g = b.build(b.quantize_linear(p, s, z, dtype="float8_e4m3fn"))
     elif case == "two readers":
