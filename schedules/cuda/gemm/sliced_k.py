@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 
-from tvm import s_tir, tirx
+from tvm import s_tir, sym, tirx
 
 from ...gpu.lanes import MAX_BOOL_LANES
 from .tiles import drop_unit_iters, inline_epilogue, pick_vec, scalarizing_calls
@@ -89,7 +89,10 @@ def stage_sum(sch, acc_sh, sum_block: str, cta_loop, *, slices: int, warps: int,
     # epilogue's own output too, which a reshape after the product (a Linear over [batch, rows,
     # K] viewed back) makes of another rank than the sums'
     shape = [int(x) for x in sch.get(wb).writes[0].source.shape]
-    epi_shape = [int(x) for x in sch.get(epi).writes[0].source.shape]
+    epi_shapes = {tuple(int(x) for x in w.source.shape) for w in sch.get(epi).writes}
+    if len(epi_shapes) != 1:
+        raise ValueError(f"sliced K: the epilogue's outputs differ in shape ({sorted(epi_shapes)})")
+    epi_shape = list(epi_shapes.pop())
     if epi_shape[-1] != shape[-1] or math.prod(epi_shape[:-1]) != math.prod(shape[:-1]):
         raise ValueError(f"sliced K: the epilogue's output {epi_shape} is not the product's rows {shape}")
     imap = lambda fn, n: tirx.IndexMap.from_func(fn, ndim=n, index_dtype="int32")  # noqa: E731
@@ -103,6 +106,10 @@ def stage_sum(sch, acc_sh, sum_block: str, cta_loop, *, slices: int, warps: int,
         sch.transform_block_layout(wb, imap(lambda s, *v: (s, *to_mn(*v)), len(ivs)))
     if len(epi_shape) > 2:
         sch.transform_block_layout(epi, imap(_fuse_rows(epi_shape), len(epi_shape)))
+    if not _reads_its_own_element(sch.get(epi), sch.get(wb).writes[0].source):
+        # a view that reorders the rows (a transpose after the reshape): row m of the epilogue's
+        # output is not row m of the sums, which the rows a thread adds up would then miss
+        raise ValueError("sliced K: the epilogue reads the sums at other rows than the ones it writes")
     sch.set_scope(wb, 0, "local" if on_gpu else "global")
 
     out_exts = [int(r.source.shape[-1]) for r in sch.get(epi).writes]
@@ -135,6 +142,18 @@ def stage_sum(sch, acc_sh, sum_block: str, cta_loop, *, slices: int, warps: int,
     sch.unroll(sch.get_loops(epi)[-2])
     sch.vectorize(sch.get_loops(epi)[-1])
     return vec
+
+
+def _reads_its_own_element(block, sums) -> bool:
+    """Whether `block`, iterating over (m, n), reads `sums` at exactly (m, n)."""
+    analyzer = sym.Analyzer()
+    for iv in block.iter_vars:
+        analyzer.bind(iv.var, iv.dom)
+    ivs = [iv.var for iv in block.iter_vars]
+    regions = [r.region for r in block.reads if r.source.same_as(sums)]
+    return bool(regions) and len(ivs) == 2 and all(
+        len(region) == 2 and all(analyzer.can_prove_equal(rg.min, v) and analyzer.can_prove_equal(rg.extent, 1)
+                                 for rg, v in zip(region, ivs)) for region in regions)
 
 
 def _fuse_rows(shape):

@@ -88,6 +88,23 @@ def test_cuda_reads_peers_through_mapa_between_cluster_barriers():
     assert "ld.local" not in ptx and "st.local" not in ptx
 
 
+def test_an_epilogue_that_reorders_the_rows_is_refused():
+    """A transpose after the view back (row r * batch + b of the output is row b * rows + r of the
+    product): the rows a thread adds up are not the ones it would write, so the split refuses the
+    config rather than compute other rows' sums (it computed a 14.0 error on a 14.5 scale)."""
+    b = GraphBuilder()
+    x, r = b.input("x", (2, 64, 256), "float16"), b.input("r", (64, 2, 128), "float16")
+    y = b.bias_add(b.dense(b.reshape(x, shape=(128, 256)), b.input("w", (128, 256), "float16")),
+                   b.input("bias", (128,), "float16"), axis=1)
+    graph = b.build(b.add(b.transpose(b.reshape(y, shape=(2, 64, 128)), axes=(1, 0, 2)), r))
+    _, low = _lowered(graph)
+    acc = low.info.stage("accumulator")
+    sch = s_tir.Schedule(slice_reduction(low.func, acc, 2))
+    with pytest.raises(ValueError, match="other rows"):
+        apply_gemm(sch, acc + SLICED, [acc, *low.info.epilogue],
+                   {**_wgmma_cfg(64, 128, 3, tensorize=False), "slices": 2}, make_target("llvm"))
+
+
 def test_a_reshaped_epilogue_keeps_each_threads_rows_in_registers():
     """GPT-2's 4096 x 768 projection + residual in 2 slices: the sums a thread adds stay its
     rows' registers. The epilogue's [batch, rows, N] loops were computed at the sum's (M, N)
