@@ -28,7 +28,7 @@ TOLERANCES = {"float64": (1e-7, 1e-9), "float32": (1e-3, 1e-4), "float16": (1e-2
 
 def tolerance(dtype: str, rounding: Optional[str] = None) -> tuple[float, float]:
     """(rtol, atol) an output of `dtype` is checked with, no tighter than `rounding`'s: the
-    narrowest float type the kernel holds (RunSpec.rounding). A float32 output computed through
+    narrowest float type the kernel computes (RunSpec.rounding, `rounding_of`). A float32 output computed through
     float16 values carries float16's rounding (BERT's residual adds are float16, then cast to
     float32 for the LayerNorm): two configs that sum in another order differ there by float16
     ulps, which float32's tolerance called wrong results."""
@@ -91,13 +91,7 @@ class RunSpec:
     outputs: list[ArgSpec]
     seed: int = 0
     target: Optional[dict] = None  # the task's (exported): what an output check on a server is built for
-
-    @property
-    def rounding(self) -> Optional[str]:
-        """The narrowest float type (by TOLERANCES) among the kernel's arguments and outputs: the
-        least tolerance its outputs are checked with (`tolerance`); None if it holds none."""
-        floats = [a.dtype for a in (*self.args, *self.outputs) if a.dtype in TOLERANCES]
-        return max(floats, key=lambda d: TOLERANCES[d], default=None)
+    rounding: Optional[str] = None  # the kernel's narrowest float value (`rounding_of`): its check's least tolerance
 
     def inputs(self) -> list[np.ndarray]:
         # positive inputs: chains may take sqrt/log of runtime operands (BN variance as input)
@@ -126,12 +120,20 @@ def check_kinds(specs) -> list[tuple[str, int, object]]:
     return list(seen.values())
 
 
+def rounding_of(group) -> Optional[str]:
+    """The narrowest float type (by TOLERANCES) among the values a group computes, its outputs
+    and intermediates: the least tolerance its outputs are checked with (`tolerance`). Its
+    inputs do not count: every config reads them the same. None where it computes no float."""
+    floats = [n.dtype for n in (*group.nodes, *group.outputs) if n.is_op and n.dtype in TOLERANCES]
+    return max(floats, key=lambda d: TOLERANCES[d], default=None)
+
+
 def run_spec(task, seed: int = 0) -> RunSpec:
     from ..graph.ir import CONST
 
     args = [ArgSpec(tuple(p.shape), p.dtype, p.value if p.op == CONST else None) for p in task.lowered.params]
     outs = [ArgSpec(tuple(o.shape), o.dtype) for o in task.group.outputs]
-    return RunSpec(task.workload, args, outs, seed, task.target.export())
+    return RunSpec(task.workload, args, outs, seed, task.target.export(), rounding_of(task.group))
 
 
 @dataclass

@@ -129,17 +129,25 @@ def test_check_outputs_tolerances():
 
 def test_an_output_computed_through_float16_is_checked_at_float16s_tolerance():
     """BERT's residual adds in float16, cast to float32: two summation orders differ by float16
-    ulps, which float32's tolerance called a wrong result; a real error still is one."""
-    from tefuse.tune.measure import ArgSpec, RunSpec
+    ulps, which float32's tolerance called a wrong result; a real error still is one. The
+    rounding is what the kernel computes in, not what it reads: float16 inputs cast to float32
+    and multiplied there keep float32's tolerance."""
+    from tefuse.tune.measure import rounding_of
 
-    spec = RunSpec("w", [ArgSpec((4, 8), "float16"), ArgSpec((8,), "float32")], [ArgSpec((4, 8), "float32")])
-    assert spec.rounding == "float16"
-    assert RunSpec("w", [ArgSpec((2,), "int8")], [ArgSpec((2,), "int32")]).rounding is None
+    def group(product_dtype):
+        b = GraphBuilder()
+        x, w = b.input("x", (4, 8), "float16"), b.input("w", (8, 8), product_dtype)
+        y = b.dense(x if product_dtype == "float16" else b.cast(x, dtype="float32"), w)
+        (g,) = fuse_graph(b.build(b.cast(b.add(y, b.input("r", (4, 8), product_dtype)), dtype="float32")))
+        return g
+
+    assert rounding_of(group("float16")) == "float16"
+    assert rounding_of(group("float32")) == "float32"
     ref = [np.float16(np.linspace(1, 2, 64)).astype("float32")]
     ulps = [ref[0] + np.float32(2 * 2.0 ** -10)]  # two float16 ulps: 1e-3 of 1.4
     assert "differ" in check_outputs(ulps, ref)
-    assert check_outputs(ulps, ref, spec.rounding) is None
-    assert "differ" in check_outputs([ref[0] * 1.05], ref, spec.rounding)
+    assert check_outputs(ulps, ref, "float16") is None
+    assert "differ" in check_outputs([ref[0] * 1.05], ref, "float16")
 
 
 def test_tune_end_to_end_writes_records_and_resumes(builder, runner, tmp_path):
@@ -249,8 +257,10 @@ def test_the_local_runner_poisons_the_outputs_of_a_checked_run(monkeypatch):
     from tefuse.tune.measure import ArgSpec, BuildResult, MeasureResult, RunOptions, RunSpec
 
     seen = []
-    monkeypatch.setattr(R, "measure_module", lambda *a, **kw: seen.append(kw.get("poison")) or MeasureResult(0, {}))
+    monkeypatch.setattr(R, "measure_module", lambda *a, **kw: seen.append(kw) or MeasureResult(0, {}))
     monkeypatch.setattr(R, "_reference", lambda spec, kind, path: [np.zeros((2, 3), np.float32)])
-    spec = RunSpec("poisoned", [ArgSpec((2, 3), "float32")], [ArgSpec((2, 3), "float32")])
+    spec = RunSpec("poisoned", [ArgSpec((2, 3), "float32")], [ArgSpec((2, 3), "float32")], rounding="float16")
     R.run_one(spec, "llvm", BuildResult(1, {}, "unused.so"), "ref.so", RunOptions())
-    assert len(seen) == 1 and len(seen[0]) == 1 and np.isnan(seen[0][0].numpy()).all()
+    (kw,) = seen
+    assert len(kw["poison"]) == 1 and np.isnan(kw["poison"][0].numpy()).all()
+    assert kw["rounding"] == "float16"  # the check's tolerance goes with it

@@ -156,6 +156,20 @@ def test_a_server_checks_the_outputs_where_they_are(tmp_path, monkeypatch):
         assert wrong.error_msg.startswith("output 0: 1200 of 1200 elements differ"), wrong.error_msg
 
 
+def test_a_server_checks_at_the_tolerance_of_what_the_kernel_computes_in(tmp_path):
+    """0.005 off outputs of 1.1-2: a wrong result at float32's tolerance, a right one at
+    float16's (a kernel computed through float16 values, RunSpec.rounding)."""
+    with _loopback_slot("tefuse-rounding") as slot:
+        ref = BuildResult(0, {}, _library(tmp_path, "ref", 1.0))
+        off = _library(tmp_path, "off", 1.005)
+        for rounding, ok in ((None, False), ("float16", True)):
+            spec = RunSpec(f"add_{rounding}", [ArgSpec((4, 300), "float32")], [ArgSpec((4, 300), "float32")],
+                           target=make_target("llvm").export(), rounding=rounding)
+            res = slot.measure(spec, "llvm", BuildResult(1, {}, off), ref)
+            assert res.ok == ok and (ok or res.error == WRONG_RESULT), (rounding, res.error_msg)
+            assert slot._cache[("check", spec.key, 0, "llvm", ref.path)] is not None  # checked on the server
+
+
 def test_a_slot_keeps_only_the_workloads_used_last_on_its_server(tmp_path, monkeypatch):
     """Inputs, reference outputs and output checks stay on the server for the KEPT_WORKLOADS
     used last; a workload let go is sent again when it comes back, and still measures right."""
