@@ -10,9 +10,11 @@ from typing import Optional, Sequence
 
 from ..options import ENV as OPTION_ENV
 
-# what a build reads from the environment besides its arguments: the tuning databases and the
-# option switches; a report's command line carries those set, so it says which records made it
-BUILD_ENV = ("TEFUSE_USER_DB", "TEFUSE_SYSTEM_DB", *OPTION_ENV)
+# what a build reads from the environment besides its arguments: the tuning databases, the
+# option switches and the opset ONNX models are upgraded to; a report's command line carries
+# those set, so it says which records made it. (TVM_CUDA_COMPILE_MODE is not among them: tefuse
+# sets it itself wherever nvcc is on the PATH, target.ensure_cuda_compiler.)
+BUILD_ENV = ("TEFUSE_USER_DB", "TEFUSE_SYSTEM_DB", *OPTION_ENV, "TEFUSE_ONNX_UPGRADE_OPSET")
 
 
 def command_line(module: str, argv: Sequence[str]) -> str:

@@ -327,10 +327,11 @@ def test_top1_excuses_a_near_tie_within_the_precision_tolerance_not_a_wrong_clas
 
     want = np.array([[10.0, 9.95, 0.0], [10.0, 9.0, 0.0], [1.0, 2.0, 3.0]])
     got = np.array([[9.9, 10.0, 0.0], [9.0, 10.0, 0.0], [1.0, 2.0, 3.0]])  # a tie broken, a miss, a match
-    classes = top1(got, want, "fp16")  # fp16: 1e-2 of the largest logit, 0.1 here
+    classes = top1(got, want, "fp16")  # fp16: 1e-2 of the logits' spread, 0.1 here
     assert (classes.agreement, classes.decided, classes.near_ties) == (1 / 3, 2 / 3, 1)
     assert top1(got, want, "fp32").near_ties == 0  # 1e-5: the same gap is a miss
     assert top1(got[:, None], want[:, None], "fp16") == classes  # leading axes are inputs
+    assert top1(got + 1e3, want + 1e3, "fp16") == classes  # an offset softmax ignores changes nothing
 
 
 @pytest.mark.parametrize("argv", [["conv", "--tune", "8", "--no-db"],
