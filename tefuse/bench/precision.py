@@ -536,9 +536,9 @@ class Top1:
     """A build's top-1 classes against float32's over a batch. `agreement` counts every input;
     `decided` excuses near ties: inputs where the build's class scores, by float32, within the
     precision's tolerance of the input's logit spread (largest minus smallest: a common offset,
-    which softmax ignores, moves neither) of float32's top class. Random weights
-    give a batch of 32 such ties, which fp16's rounding breaks either way (PyTorch's fp16 as well);
-    they say nothing about the build, while a class the build picks well below the top does."""
+    which softmax ignores, moves neither) of float32's top class. On random weights a batch of 32
+    holds such ties, which fp16's rounding breaks either way (PyTorch's fp16 as well); they say
+    nothing about the build, while a class the build picks well below the top does."""
     agreement: float
     decided: float
     near_ties: int
@@ -559,10 +559,10 @@ def top1(got: np.ndarray, want: np.ndarray, precision: str) -> Top1:
 def model_ok(precision: str, rel_err: float, agreement: float, decided: Optional[float] = None) -> bool:
     """A float build: within its precision's error of float32 and the same top-1 on every input
     (`decided`: but near ties, `Top1`; the accuracy bench passes none, its float rows being the
-    strict control of its quantized ones). A quantized one: top-1 agreement with float32 of 0.99 or more, the
-    quantized-inference criterion (its error against float32 is the calibration's quantization
-    error, which a random-weight model makes large: the llvm int8 build of ResNet-50 is 0.17 from
-    float32)."""
+    strict control of its quantized ones). A quantized one: top-1 agreement with float32 of 0.99
+    or more, the quantized-inference criterion (its error against float32 is the calibration's
+    quantization error, which a random-weight model makes large: the llvm int8 build of
+    ResNet-50 is 0.17 from float32)."""
     if precision in QUANT_PEERS:
         return agreement >= 0.99
     return rel_err <= TOLERANCE[precision] and (agreement if decided is None else decided) >= 1.0

@@ -28,10 +28,10 @@ TOLERANCES = {"float64": (1e-7, 1e-9), "float32": (1e-3, 1e-4), "float16": (1e-2
 
 def tolerance(dtype: str, rounding: Optional[str] = None) -> tuple[float, float]:
     """(rtol, atol) an output of `dtype` is checked with, no tighter than `rounding`'s: the
-    narrowest float type the kernel computes (RunSpec.rounding, `rounding_of`). A float32 output computed through
-    float16 values carries float16's rounding (BERT's residual adds are float16, then cast to
-    float32 for the LayerNorm): two configs that sum in another order differ there by float16
-    ulps, which float32's tolerance called wrong results."""
+    narrowest float type the kernel computes (RunSpec.rounding, `rounding_of`). A float32 output
+    computed through float16 values carries float16's rounding (BERT's residual adds are float16,
+    then cast to float32 for the LayerNorm): two configs that sum in another order differ there
+    by float16 ulps, which float32's tolerance called wrong results."""
     rtol, atol = TOLERANCES.get(dtype, (1e-3, 1e-4))
     if rounding in TOLERANCES:
         rtol, atol = max(rtol, TOLERANCES[rounding][0]), max(atol, TOLERANCES[rounding][1])
