@@ -153,6 +153,13 @@ def output_scale(ref: np.ndarray) -> float:
     return float(np.abs(ref[finite].astype(np.float64)).max()) if finite.any() else 1.0
 
 
+def bounds(ref: np.ndarray, rounding: Optional[str] = None) -> tuple[float, float]:
+    """(atol, rtol) a float output is checked against its reference `ref` with: np.isclose's
+    absolute part scaled by the reference's magnitude (`output_scale`), `tolerance`'s."""
+    rtol, atol = tolerance(str(ref.dtype), rounding)
+    return atol * max(output_scale(ref), 1.0), rtol
+
+
 def poison_value(dtype: str):
     """What an output holds before a checked run: NaN for floats (the check calls it different
     from any number), the type's lowest value for signed integers, its highest for unsigned ones,
@@ -201,9 +208,9 @@ def check_outputs(got: list[np.ndarray], ref: list[np.ndarray], rounding: Option
             if not np.array_equal(g, r):
                 return f"output {k}: {int((g != r).sum())} of {g.size} elements differ"
             continue
-        rtol, atol = tolerance(str(g.dtype), rounding)
+        atol, rtol = bounds(r, rounding)
         g64, r64 = g.astype(np.float64), r.astype(np.float64)
-        close = np.isclose(g64, r64, rtol=rtol, atol=atol * max(output_scale(r), 1.0), equal_nan=True)
+        close = np.isclose(g64, r64, rtol=rtol, atol=atol, equal_nan=True)
         if not close.all():
             bad = np.argwhere(~close)[0]
             return (f"output {k}: {int((~close).sum())} of {g.size} elements differ, first at "

@@ -25,7 +25,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from .measure import ArgSpec, check_outputs, last_line, output_scale, tolerance
+from .measure import ArgSpec, bounds, check_outputs, last_line
 
 log = logging.getLogger(__name__)
 
@@ -71,10 +71,11 @@ def _differs(g, r, dtype: str, dims: list, atol, rtol, rows):
 
 
 def mismatch_counter(dtype: str, ndim: int, target):
-    """A module whose 'main'(got, ref, atol, rtol, counts) sets counts[i] to how many of the elements
-    i, i + rows, i + 2 rows, ... of `got` differ from `ref` by `check_outputs`' rule (`atol`
-    already times the reference's magnitude, output_scale), rows being counts' length, `_rows(shape)`. Any shape of `ndim` dimensions: one module serves every output of
-    that type and rank, so a tuning run compiles a few, not one a workload."""
+    """A module whose 'main'(got, ref, atol, rtol, counts) sets counts[i] to how many of the
+    elements i, i + rows, i + 2 rows, ... of `got` differ from `ref` by `check_outputs`' rule
+    (atol and rtol: `measure.bounds`), rows being counts' length, `_rows(shape)`. Any shape of
+    `ndim` dimensions: one module serves every output of that type and rank, so a tuning run
+    compiles a few, not one a workload."""
     import tvm
     from tvm import te
 
@@ -147,17 +148,14 @@ def remote_check(load: Callable[[str], object], dev, outputs: list[ArgSpec], ref
 
     target = _target(target)
     counters = [load_counter(load, o.dtype, len(o.shape), target)["main"] for o in outputs]
-    bounds = []  # (atol, rtol) an output, as check_outputs takes them
-    for o, r in zip(outputs, ref):
-        rtol, atol = tolerance(o.dtype, rounding)
-        bounds.append((atol * max(output_scale(r), 1.0), rtol))
+    tolerances = [bounds(r, rounding) for r in ref]  # (atol, rtol) an output, as check_outputs takes them
     refs = refs if refs is not None else [tvm.runtime.tensor(r, dev) for r in ref]
     counts = [tvm.runtime.empty((_rows(o.shape),), "int32", dev) for o in outputs]
     sized = [int(np.prod(o.shape)) > 0 for o in outputs]  # an empty output has nothing to differ
 
     def check(outs: list) -> Optional[str]:
         try:
-            for count, out, r, (atol, rtol), n, has in zip(counters, outs, refs, bounds, counts, sized):
+            for count, out, r, (atol, rtol), n, has in zip(counters, outs, refs, tolerances, counts, sized):
                 if has:
                     count(out, r, atol, rtol, n)
             differ = any(int(c.numpy().sum()) for c, has in zip(counts, sized) if has)
