@@ -675,7 +675,8 @@ def zoo_model_case(name: str, batch: int, precision: str, workdir: Path, db=None
     except Exception as e:  # noqa: BLE001 - the profiler failing is noted, the timing stands
         extra["peer_profile_error"] = str(e).splitlines()[0][:200]
     # judged as a model (model_ok) where there is a class, else by its error
-    ok = model_ok(precision, err, classes.agreement, classes.decided) if classes is not None else err <= TOLERANCE[precision]
+    ok = (model_ok(precision, err, classes.agreement, classes.decided) if classes is not None
+          else err <= TOLERANCE[precision])
     return Row("zoo", zoo_case(name, fp8_fast_accum, siblings), precision, batch, graph_ms or kernels_ms, best,
                f"torch {peer_precision}, best of CUDA graph and torch.compile", err, ok, _templates(cg), extra)
 

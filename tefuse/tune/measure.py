@@ -124,7 +124,7 @@ def rounding_of(group) -> Optional[str]:
     """The narrowest float type (by TOLERANCES) among the values a group computes, its outputs
     and intermediates: the least tolerance its outputs are checked with (`tolerance`). Its
     inputs do not count: every config reads them the same. None where it computes no float."""
-    floats = [n.dtype for n in (*group.nodes, *group.outputs) if n.is_op and n.dtype in TOLERANCES]
+    floats = [n.dtype for n in group.nodes if n.is_op and n.dtype in TOLERANCES]  # (its outputs among them)
     return max(floats, key=lambda d: TOLERANCES[d], default=None)
 
 
