@@ -15,7 +15,7 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     from ..bench.chain import bench_chain, result_line, to_json
-    from .build import chain_shape, check_runnable, resolve_target
+    from .build import chain_dtype, chain_shape, check_runnable, resolve_target
 
     if args.spec.endswith(".onnx"):
         raise UsageError("tefuse bench times a chain spec; time a model with `tefuse run MODEL.onnx`")
@@ -26,7 +26,7 @@ def run(args) -> int:
     if not args.no_db:
         from .build import open_db_and_cache
         db, _ = open_db_and_cache(args)
-    r = bench_chain(args.spec, chain_shape(args), dtype=args.dtype, layout=args.layout,
+    r = bench_chain(args.spec, chain_shape(args), dtype=chain_dtype(args), layout=args.layout,
                     target=target, db=db)
     print(result_line(r))
     if args.json:

@@ -27,9 +27,10 @@ def add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--input", "-i", default=None, metavar="1x64x56x56",
                    help=f"input shape of a chain (default {DEFAULT_CHAIN_SHAPE}; same as --shape 1x64x56x56)")
     add_shape_option(p)
-    p.add_argument("--dtype", default="float32", choices=["float32", "float16", "bfloat16", "uint8", "uint16"],
-                   help="a chain's tensors (default float32; uint8, uint16: an image pipeline's pixels); "
-                        "--precision converts a float32 model instead")
+    p.add_argument("--dtype", default=None, choices=["float32", "float16", "bfloat16", "uint8", "uint16"],
+                   help="a chain's tensors (default: float16 under --precision fp16, bfloat16 under bf16, else "
+                        "float32, as a FusionPlan's tensor descriptors give them; uint8, uint16: an image "
+                        "pipeline's pixels); an ONNX model keeps its own, --precision converting its float32 graph")
 
     p.add_argument("--layout", default="NCHW", choices=["NCHW", "NHWC"])
     p.add_argument("--target", "-t", default="llvm",
@@ -184,7 +185,7 @@ def load_graphs(args: argparse.Namespace) -> Optional[dict]:
 
         shape = chain_shape(args)
         target, precision = chain_target(args)
-        return {b: parse_chain(args.spec, (b, *shape[1:]), args.dtype, args.layout, target, precision)
+        return {b: parse_chain(args.spec, (b, *shape[1:]), chain_dtype(args), args.layout, target, precision)
                 for b in batches}
     if getattr(args, "input", None):
         raise UsageError("--input/-i is a chain's input shape; for an ONNX model use --shape NAME=DIMS")
@@ -292,7 +293,7 @@ def load_graph(args: argparse.Namespace):
                             dynamic=parse_dynamic_option(args) is not None)
     from ..plan.spec import parse_chain
 
-    return parse_chain(args.spec, chain_shape(args), args.dtype, args.layout, *chain_target(args))
+    return parse_chain(args.spec, chain_shape(args), chain_dtype(args), args.layout, *chain_target(args))
 
 
 def chain_target(args: argparse.Namespace) -> tuple:
@@ -300,6 +301,21 @@ def chain_target(args: argparse.Namespace) -> tuple:
     layout that target's kernel reads (OHWI on Hopper), as a FusionPlan compiled for it stores it."""
     target = getattr(args, "target", None)
     return (resolve_target(target) if target else None), getattr(args, "precision", "fp32")
+
+
+# a chain's tensors under --precision when --dtype names none (graph/precision.py's LOW, spelled
+# here so that `--help` loads neither TVM nor numpy)
+CHAIN_DTYPES = {"fp16": "float16", "bf16": "bfloat16"}
+
+
+def chain_dtype(args: argparse.Namespace) -> str:
+    """A chain's tensors: --dtype, else the precision's storage type. A chain has no float32
+    model to convert, so `--precision fp16` builds an fp16 chain, as a FusionPlan with fp16
+    descriptors: its weights are then read by the tensor cores' copies as they are (Hopper's
+    wgmma), where float32 ones would be cast in each tile's load (mma.sync)."""
+    if getattr(args, "dtype", None):
+        return args.dtype
+    return CHAIN_DTYPES.get(getattr(args, "precision", "fp32"), "float32")
 
 
 def chain_shape(args: argparse.Namespace) -> tuple[int, ...]:

@@ -112,7 +112,7 @@ def test_attention_option(tmp_path, capsys, monkeypatch, attention, want):
     assert ("softmax" in out) is (want == 0)
 
 
-HOPPER_CHAIN = [CHAINS[0], "-i", "16x56x56x64", "--layout", "NHWC", "--dtype", "float16", "--precision", "fp16",
+HOPPER_CHAIN = [CHAINS[0], "-i", "16x56x56x64", "--layout", "NHWC", "--precision", "fp16",
                 "--no-db", "--no-cache"]
 
 
@@ -123,6 +123,18 @@ def test_a_hopper_fp16_chain_declares_its_conv_weight_ohwi(capsys):
     assert re.search(r"s0_weight\W.*float16\[64,3,3,64\]", capsys.readouterr().out)
     assert main(["build", *HOPPER_CHAIN, "-t", "cuda:sm_80", "-e", "graph"]) == 0
     assert re.search(r"s0_weight\W.*float16\[3,3,64,64\]", capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("options, want", [
+    (["--precision", "fp16"], r"float16\[64,3,3,64\]"), (["--precision", "bf16"], r"bfloat16\[64,3,3,64\]"),
+    (["--precision", "fp16", "--dtype", "float32"], r"float32\[3,3,64,64\]"),  # float32 kept: cast in the kernel
+    (["--precision", "tf32"], r"float32\[64,3,3,64\]")])
+def test_a_chains_tensors_take_the_precisions_type_unless_dtype_names_one(capsys, options, want):
+    """`--precision fp16` alone builds an fp16 chain (a FusionPlan's fp16 descriptors), whose weight
+    Hopper's wgmma reads OHWI; an explicit --dtype float32 keeps float32 tensors, cast in the kernel."""
+    args = [CHAINS[0], "-i", "16x56x56x64", "--layout", "NHWC", *options, "--no-db", "--no-cache"]
+    assert main(["build", *args, "-t", "cuda:sm_90", "-e", "graph"]) == 0
+    assert re.search(r"s0_weight\W.*" + want, capsys.readouterr().out)
 
 
 @pytest.mark.slow
