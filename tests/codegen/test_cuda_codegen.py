@@ -97,7 +97,8 @@ def test_conv_chain_is_one_cuda_kernel(built, kw):
     # a batch-norm's folded scale and shift are float32, the type an fp16 batch-norm computes in
     folded = {f"in_{i.name}_ptr" for n in cg.graph.nodes if n.op == "scale_shift" for i in n.inputs[1:]}
     assert all(t == ("float" if p in folded else ctype) for t, p in params), params
-    assert "conv2d_local" in src or "local" in src  # the accumulator lives in registers
+    # the accumulators live in registers: a thread's array of them (mma's fragments; CUDA cores' local tile)
+    assert re.search(r"(float|half) \w+_(warp|local)_ptr\[\d+\];", src)
 
 
 @pytest.mark.parametrize("kw", CHAINS)

@@ -349,7 +349,7 @@ def apply_wgmma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
         # the accumulators' fill and store: TVM's mma intrinsics of that accumulator type
         names = intrin_names("mma", "int8" if acc_type == "int32" else "float16", acc_type, sh_scope, True)
         sch.tensorize(sch.get_loops(init_inner)[-2], names["init"])
-        tensorize_staging_store(sch, acc, store_intrin(names["store"], sh_scope, acc_type) if inflight else names["store"])
+        tensorize_staging_store(sch, acc, store_intrin(names["store"], sh_scope, acc_type, drain=bool(inflight)))
         sch.tensorize(sch.get_loops(block_inner)[-3], wgmma_intrin(BN, op_type, sh_scope, inflight, promoted))
 
     # ---------------------------------------------------------------- 7. pipelining

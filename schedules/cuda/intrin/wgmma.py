@@ -389,9 +389,12 @@ __device__ __forceinline__ void tefuse_wgmma_wait_all() {
 """
 
 
-def _store_impl(scope: str, dtype: str = "float32"):
-    """TVM's 16x16 mma accumulator store (the same loops) after `wait_group 0`: with a wgmma
-    batch left in flight by the k loop, the accumulators are final only then."""
+def _store_impl(scope: str, dtype: str = "float32", drain: bool = True):
+    """TVM's 16x16 mma accumulator store, its two adjacent columns (elements 2p, 2p+1 of a lane)
+    one 2-lane vector store: half the shared-memory stores of TVM's element loop (64 -> 32 a
+    thread of a 64x128 tile; 16-bit staging, narrow_staging.py, stores 4 bytes a pair, float32 8).
+    With `drain`, after `wait_group 0`: with a wgmma batch left in flight by the k loop, the
+    accumulators are final only then."""
     from tvm.backend.cuda.op import cuda_func_call
 
     @T.prim_func(s_tir=True)
@@ -403,20 +406,21 @@ def _store_impl(scope: str, dtype: str = "float32"):
             T.reads(C_warp[0:WARP, 0:8])
             T.writes(C[0:16, 0:16])
             for tx in T.thread_binding(0, WARP, "threadIdx.x"):
-                T.evaluate(cuda_func_call(WAIT_ALL, source_code=WAIT_ALL_SOURCE))
-                for local_id in range(8):
-                    C[8 * (local_id % 4 // 2) + tx // 4, 8 * (local_id // 4) + tx % 4 * 2 + local_id % 2] = \
-                        C_warp[tx, local_id]
+                if drain:
+                    T.evaluate(cuda_func_call(WAIT_ALL, source_code=WAIT_ALL_SOURCE))
+                for pair in range(4):
+                    for e in T.vectorized(2):
+                        C[8 * (pair % 2) + tx // 4, 8 * (pair // 2) + tx % 4 * 2 + e] = C_warp[tx, 2 * pair + e]
 
     return impl
 
 
-def store_intrin(mma_store: str, scope: str = "shared.dyn", dtype: str = "float32") -> str:
-    """Register (once) and name the accumulator store that drains the wgmma batches first: TVM's
-    `mma_store` intrinsic's description (of `dtype` accumulators), `_store_impl` as its
-    implementation."""
-    return register_once(f"tefuse_wgmma_{mma_store}",
-                         lambda: (TensorIntrin.get(mma_store).desc, _store_impl(scope, dtype)))
+def store_intrin(mma_store: str, scope: str = "shared.dyn", dtype: str = "float32", drain: bool = True) -> str:
+    """Register (once) and name the accumulator store: TVM's `mma_store` intrinsic's description
+    (of `dtype` accumulators), `_store_impl` as its implementation; with `drain`, it first waits
+    for the wgmma batch a pipelined k loop left in flight."""
+    name = f"tefuse_wgmma_{mma_store}" if drain else f"tefuse_wgmma_pairs_{mma_store}"
+    return register_once(name, lambda: (TensorIntrin.get(mma_store).desc, _store_impl(scope, dtype, drain)))
 
 
 def _intrin(n: int, in_dtype: str, scope: str, stages: int = 0, promote: Optional[bool] = None):

@@ -256,6 +256,12 @@ def test_cuda_calls_wgmma_and_ptx_holds_wgmma_mma_async(dtype, bm, bn):
     assert "ld.local" not in ptx and "st.local" not in ptx, "accumulators spilled to local memory"
 
 
+# a thread's two adjacent accumulator columns stored into the (float32) staging tile as one 8-byte
+# vector (intrin/wgmma.py `_store_impl`), not as TVM's mma store writes them, element by element
+PAIRED_STORE = r"\*\(float2\*\)\(\(\(float\*\)buf_dyn_shmem_ptr\) \+ [^;]*\) = \*\(float2\*\)\(\w+_warp_ptr"
+SCALAR_STORE = r"\(\(float\*\)buf_dyn_shmem_ptr\)\[[^\]]*\] = \w+_warp"
+
+
 @pytest.mark.parametrize("stages", [3, 4])
 def test_a_pipelined_loop_keeps_one_wgmma_batch_in_flight(stages):
     """The product first in the k loop's body, its copies after: a step waits for the previous
@@ -276,7 +282,7 @@ def test_a_pipelined_loop_keeps_one_wgmma_batch_in_flight(stages):
     # into the tiles the previous step read: `stages` versions, the copy `stages - 1` steps ahead
     assert re.search(rf"ptx_cp_async\w*\(buf_dyn_shmem_ptr, \(*(\w+) \+ {stages - 1}\) (%|&) ", copies)
     assert re.search(rf"\((\w+) (% {stages}|& {stages - 1})\) \* ", kernel[call:call + 200])
-    first_store = re.search(r"\(\(float\*\)buf_dyn_shmem_ptr\)\[[^\]]*\] = \w+_warp", kernel)
+    first_store = re.search(PAIRED_STORE, kernel)
     assert first_store and "tefuse_wgmma_wait_all();" in kernel[:first_store.start()]
     ptx = compile_to_ptx(src, "sm_90a")
     assert "wgmma.wait_group.sync.aligned 1;" in ptx and "wgmma.wait_group.sync.aligned 0;" in ptx
@@ -288,6 +294,9 @@ def test_one_or_two_stages_wait_for_each_batch(stages):
     copies follow the product (TVM's pipeline then keeps one tile version): no batch in flight."""
     src = _cuda_source(_dense(256, 256, 512, "float16"), 128, 128, stages=stages)
     assert "tefuse_wgmma_m64n128k16x4_f16(" in src and "_s1" not in src and "_s2" not in src
+    # the accumulators stored as column pairs, with no batch to drain first
+    assert re.search(PAIRED_STORE, src) and "tefuse_wgmma_wait_all();" not in src
+    assert not re.search(SCALAR_STORE, src)
     assert "wgmma.wait_group.sync.aligned 1" not in src and "tefuse_wgmma_wait_all" not in src
 
 

@@ -158,7 +158,11 @@ def test_the_cuda_kernels_round_as_they_store_the_fragments(arch, intrin, dtype)
     src = cg.source("cuda")
     assert {"wgmma": "tefuse_wgmma_m64", "mma": "mma.sync"}[intrin] in src
     ctype = {"float16": "half", "bfloat16": "nv_bfloat16"}[dtype]
-    rounded = re.search(rf"\] = \(\({ctype}\)(__shfl_sync\(__activemask\(\), )?\w*_warp(_ptr)?\[", src)
+    if intrin == "wgmma":  # a thread's two adjacent columns rounded and stored as one 4-byte pair
+        rounded = re.search(rf"= \*\(float2\*\)\(\w+_warp_ptr [^;]*;\s*(\w+)\.x = \({ctype}\)\(\w+\.x\);"
+                            rf"\s*\1\.y = \({ctype}\)\(\w+\.y\);\s*\*\({ctype}2\*\)\(\(\({ctype}\*\)buf_dyn_shmem_ptr\)", src)
+    else:
+        rounded = re.search(rf"\] = \(\({ctype}\)(__shfl_sync\(__activemask\(\), )?\w*_warp(_ptr)?\[", src)
     float_view = re.search(r"\(\(float\*\)buf_dyn_shmem(_ptr)?\)\[", src)
     assert rounded is not None and float_view is None
 
