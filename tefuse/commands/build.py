@@ -420,9 +420,14 @@ def add_db_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-cache", action="store_true", help="do not use the on-disk kernel cache")
     p.add_argument("-j", "--jobs", type=int, default=None,
                    help="kernels compiled at once (default: $TEFUSE_BUILD_JOBS, else the CPU count up to 32)")
+    add_horizontal_option(p)
+
+
+def add_horizontal_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--horizontal", action=argparse.BooleanOptionalAction, default=None,
                    help="run independent launch-bound kernels (one dependency level, each at most one wave of "
-                        "thread blocks) as one launch a level and kernel kind (default: $TEFUSE_HORIZONTAL, else off)")
+                        "thread blocks) as one launch a level and kernel kind, sibling convs merged first "
+                        "(default: $TEFUSE_HORIZONTAL, else off)")
 
 
 def build_options(args):

@@ -35,7 +35,7 @@ log = logging.getLogger(__name__)
 
 
 def add_parser(sub) -> None:
-    from .build import add_batch_option, add_common, add_precision_option
+    from .build import add_batch_option, add_common, add_horizontal_option, add_precision_option
 
     p = sub.add_parser("tune", help="autotune the kernels of a chain spec or ONNX model")
     add_common(p)
@@ -55,6 +55,7 @@ def add_parser(sub) -> None:
                    help="write the kernels' results, the rounds and the model's times as JSON")
     p.add_argument("--tuner", default="xgb", choices=["xgb", "random", "grid"])
     add_only_option(p)
+    add_horizontal_option(p)  # the graph a build with it makes: sibling convs merged into one product
     p.add_argument("--log", "-l", default=None,
                    help="tuning log (JSON lines) to append to and resume from (default: the user database); "
                         "refused before tuning when it cannot be written")
@@ -245,13 +246,13 @@ def _compare(args: argparse.Namespace, raw_graphs: dict, target) -> list:
     from ..bench.tuned_model import time_untuned_and_tuned
     from ..codegen.cache import default_cache
     from ..tune.search import open_log
-    from .build import graph_options
+    from .build import build_options, graph_options
 
     db, out = open_log(args.log), []
     for b, graph in raw_graphs.items():
         log.info("timing the model%s untuned and tuned", "" if b is None else f" (batch {b})")
         out.append((b, time_untuned_and_tuned(graph, target, db, cache=default_cache(), jobs=args.parallel,
-                                              **graph_options(args, graph))))
+                                              options=build_options(args), **graph_options(args, graph))))
     return out
 
 
@@ -319,7 +320,7 @@ def run(args: argparse.Namespace) -> int:
     from ..schedules.space import KnobError
     from ..tune.database import records_elsewhere
     from ..tune.loop import tune
-    from .build import graph_options, load_graph, load_graphs, resolve_target
+    from .build import build_options, graph_options, load_graph, load_graphs, resolve_target
 
     _check_budget(args)
     if args.json:
@@ -335,7 +336,9 @@ def run(args: argparse.Namespace) -> int:
 
     # the kernels `build --precision` makes: precision converted, and NHWC for fp16/bf16/tf32 on CUDA
     raw_graphs = load_graphs(args) or {None: load_graph(args)}
-    graphs = {b: prepare_graph(g, target, **graph_options(args, g)) for b, g in raw_graphs.items()}
+    horizontal = build_options(args).horizontal
+    graphs = {b: prepare_graph(g, target, horizontal=horizontal, **graph_options(args, g))
+              for b, g in raw_graphs.items()}
     runner = _runner(args, target)
     compare = args.compare if args.compare is not None else args.minutes is not None
     if compare and runner is not None:

@@ -77,3 +77,19 @@ def conv_stack(path, layers: int = 24):
                           [helper.make_tensor_value_info(prev, TensorProto.FLOAT, [1, c, 32, 32])], inits)
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), str(path))
     return path
+
+
+def sibling_convs(path):
+    """Two 1x1 convs (with relu) on one input, concatenated: siblings a build may merge into one
+    wide conv."""
+    rng = np.random.default_rng(0)
+    nodes, inits = [], []
+    for k in range(2):
+        inits += [numpy_helper.from_array(rng.standard_normal((8, 16, 1, 1)).astype("float32"), f"w{k}"),
+                  numpy_helper.from_array(rng.standard_normal(8).astype("float32"), f"b{k}")]
+        nodes += [helper.make_node("Conv", ["x", f"w{k}", f"b{k}"], [f"c{k}"]),
+                  helper.make_node("Relu", [f"c{k}"], [f"r{k}"])]
+    nodes.append(helper.make_node("Concat", ["r0", "r1"], ["y"], axis=1))
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 8, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 8, 8])], inits)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), str(path))

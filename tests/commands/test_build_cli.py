@@ -169,22 +169,10 @@ def test_horizontal_option_merges_independent_kernels(tmp_path, capsys, monkeypa
 def test_siblings_and_its_older_spelling_sibling_convs(tmp_path, capsys):
     """Two 1x1 convs (with relu) on one input, concatenated: one wide conv kernel with
     --siblings (or --sibling-convs); a kernel each by default."""
-    import numpy as np
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
+    from tests.commands.models import sibling_convs
 
-    rng = np.random.default_rng(0)
-    nodes, inits = [], []
-    for k in range(2):
-        inits += [numpy_helper.from_array(rng.standard_normal((8, 16, 1, 1)).astype("float32"), f"w{k}"),
-                  numpy_helper.from_array(rng.standard_normal(8).astype("float32"), f"b{k}")]
-        nodes += [helper.make_node("Conv", ["x", f"w{k}", f"b{k}"], [f"c{k}"]),
-                  helper.make_node("Relu", [f"c{k}"], [f"r{k}"])]
-    nodes.append(helper.make_node("Concat", ["r0", "r1"], ["y"], axis=1))
-    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 8, 8])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 8, 8])], inits)
     path = tmp_path / "siblings.onnx"
-    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), str(path))
+    sibling_convs(path)
     args = ["build", str(path), "-t", "llvm", "-e", "summary", "--no-db", "--no-cache"]
     assert main([*args, "--sibling-convs"]) == 0
     merged = capsys.readouterr().out
