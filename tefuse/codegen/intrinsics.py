@@ -11,6 +11,12 @@ its stores, a lane at a time, so a GEMM epilogue with GELU (BERT) stored two byt
 over rows split by a run-time size, was not fused at all. CUDA's codegen prints a vector erf a
 lane at a time (erff each) and ROCm lowers erf to arithmetic; on llvm, whose codegen would hand
 the vector to libm's scalar erff, the call is made here a lane at a time.
+
+`tirx.nearbyint` (round half to even: QuantizeLinear, ONNX Round, float8 encoding) is declared
+vectorizable for the same reason: a GEMM epilogue that quantizes was computed a lane at a time,
+so it read its staging tile 4 bytes and its residual's codes 1 byte a load. Vectors of it print
+as `nearbyintf` a lane on CUDA and lower to `llvm.nearbyint.v4f32` on llvm and ROCm (AMDGPU's
+`v_rndne_f32`): the same rounding, lane for lane.
 """
 from __future__ import annotations
 
@@ -57,4 +63,5 @@ def _erf_llvm(op):
 
 
 tvm.ir.register_op_attr("tirx.erf", "TVectorizable", True)
+tvm.ir.register_op_attr("tirx.nearbyint", "TVectorizable", True)
 tir.register_intrin_lowering("tirx.erf", target="llvm", f=_erf_llvm, level=99)
