@@ -161,6 +161,11 @@ class DeviceCaps:
         return self.has_wgmma
 
     @property
+    def has_float8_convert(self) -> bool:
+        """float8 e4m3/e5m2 conversions in one instruction (sm_89+: cvt.rn.satfinite.e4m3x2.f32)."""
+        return self.kind == "cuda" and self.compute_capability >= 89
+
+    @property
     def has_mfma(self) -> bool:
         return self.kind == "rocm" and self.arch in MFMA_ARCHS
 

@@ -24,13 +24,9 @@ from ..ops.lowbit import DECODE_CALL, ENCODE_CALL, decode, encode
 from ..ops.value import bind
 from ..target import device_caps
 
-NATIVE_SINCE = 89  # the first compute capability with float8 conversion instructions (Ada)
-
-
 def native(target) -> bool:
     """Whether `target`'s device converts float8 in hardware."""
-    caps = device_caps(target)
-    return caps.kind == "cuda" and caps.compute_capability >= NATIVE_SINCE
+    return device_caps(target).has_float8_convert
 
 
 def _conversion(call) -> tuple:

@@ -82,7 +82,8 @@ def test_cli_tunes_the_kernels_a_low_precision_build_makes(tmp_path, monkeypatch
     assert main(["tune", spec, "--input", "1x16x8x8", "-t", "cuda", "--precision", "fp16", "--trials", "2",
                  "--log", str(tmp_path / "t.jsonl"), "--no-progress"]) == 0
     target = make_target("cuda")
-    built = prepare_graph(parse_chain(spec, (1, 16, 8, 8), "float32", "NCHW"), target, precision="fp16")
+    # (a chain's tensors take the precision's type, as `tefuse build` makes it)
+    built = prepare_graph(parse_chain(spec, (1, 16, 8, 8), "float16", "NCHW"), target, precision="fp16")
     assert [n.attrs["layout"] for n in built.nodes if n.op == "conv2d"] == ["NHWC"]
     assert seen["keys"] == {t.workload for t in as_tasks(built, target)}
 

@@ -114,7 +114,8 @@ def apply_mma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
     # ---------------------------------------------------------------- 6. accum -> shared -> epilogue
     acc_sh, acc, _, _ = stage_accumulators(sch, block_outer, ty, sh_scope, frag_c)
     # the output runs along M too (NCHW): stored M-fastest
-    vec_out = store_epilogue(sch, acc_sh, epilogue_blocks, int(c["vec_out"]), WN, on_gpu, bool(c.get("c_m_major")))
+    vec_out = store_epilogue(sch, acc_sh, epilogue_blocks, int(c["vec_out"]), WN, on_gpu, bool(c.get("c_m_major")),
+                             target=target)
 
     init = sch.decompose_reduction(block_outer, k0)
     init_inner = sch.get_child_blocks(init)[0]

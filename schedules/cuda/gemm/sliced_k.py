@@ -57,7 +57,8 @@ def slice_reduction(func: tirx.PrimFunc, block_name: str, slices: int) -> tirx.P
     return sch.mod["main"]
 
 
-def stage_sum(sch, acc_sh, sum_block: str, cta_loop, *, slices: int, warps: int, vec_max: int, on_gpu: bool):
+def stage_sum(sch, acc_sh, sum_block: str, cta_loop, *, slices: int, warps: int, vec_max: int, on_gpu: bool,
+              target=None):
     """The partial tiles' sum and the epilogue, computed from the staging tiles, on the GPU one
     part of the rows a CTA (the outer rows loop, marked CLUSTER_SUM for cluster_sum.inject).
 
@@ -67,8 +68,8 @@ def stage_sum(sch, acc_sh, sum_block: str, cta_loop, *, slices: int, warps: int,
     inlined into that one) and the float32 sums between them are put in the GEMM's (M, N) view,
     where the block's tile is a rectangle, and computed at the block's tile loop `cta_loop` by all
     its threads: each adds `vec` columns of a few rows of the slices into registers, computes the
-    epilogue on them and stores them `vec` wide.
-    Returns the store's vector width."""
+    epilogue on them and stores them `vec` wide (`target`: what its calls lower to,
+    tiles.scalarizing_calls). Returns the store's vector width."""
     block = acc_sh
     for _ in range(8):  # acc_sh, the pad crop, the reindex write-back: single-point copies
         consumers = sch.get_consumers(block)
@@ -114,7 +115,7 @@ def stage_sum(sch, acc_sh, sum_block: str, cta_loop, *, slices: int, warps: int,
 
     out_exts = [int(r.source.shape[-1]) for r in sch.get(epi).writes]
     vec = pick_vec(vec_max, int(sch.get(wb).writes[0].source.shape[-1]), *out_exts)
-    if vec > 1 and scalarizing_calls(sch.get(epi).body):
+    if vec > 1 and scalarizing_calls(sch.get(epi).body, target):
         vec = 1
     vec = min(vec, MAX_BOOL_LANES)  # (a ReLU's select: CUDA has no bool x8)
     sch.reverse_compute_at(wb, cta_loop)

@@ -15,6 +15,7 @@ from tvm_ffi import structural_walk
 from tvm.s_tir.schedule import ScheduleError
 from tvm.s_tir.dlight.gpu.matmul import IterKind, auto_inline_producers
 
+from ....ops.lowbit import DECODE_CALL, ENCODE_CALL
 from ....target import device_caps
 from ...gpu.lanes import (MAX_BOOL_LANES, MAX_FLOAT32_LANES, bool_lanes_vary, children as lane_children,
                           has_float32_constants, lanes_contiguous)
@@ -293,13 +294,14 @@ def tensorize_staging_store(sch, acc, intrin: str) -> None:
     sch.storage_align(store, 0, axis=-2, factor=32, offset=STAGING_PAD)
 
 
-def store_epilogue(sch, acc_sh, epilogue_blocks, vec_max, width, on_gpu, m_major=False) -> int:
+def store_epilogue(sch, acc_sh, epilogue_blocks, vec_max, width, on_gpu, m_major=False, target=None) -> int:
     """Fuse the epilogue (pad crop, reindex write-back, user blocks) into the staging tile's
     read and store it up to `vec_max` wide (scalar for an M-fastest NCHW output). Where the
     epilogue cannot be computed that wide (a ReLU's select: CUDA has no bool x8; erf, which TVM's
     vectorizer scalarizes together with the store), it is computed narrower into registers and
     stored from there at full width: a scalarized store writes 2 bytes a lane, at a quarter of
-    the bandwidth. Returns the store's vector width."""
+    the bandwidth. `target`: what its calls lower to (`scalarizing_calls`). Returns the store's
+    vector width."""
     followers = inline_epilogue(sch, acc_sh, epilogue_blocks)
     out_exts = [lanes_bound(r.source.shape[-1]) for r in sch.get(acc_sh).writes]
     vec_out = 1 if m_major else pick_vec(vec_max, width, *out_exts)
@@ -307,7 +309,7 @@ def store_epilogue(sch, acc_sh, epilogue_blocks, vec_max, width, on_gpu, m_major
     if m_major:
         sch.reorder(oj, oi)
     lanes = vec_out  # how wide the epilogue is computed (the vectors run along oj)
-    if lanes > 1 and scalarizing_calls(sch.get(acc_sh).body):
+    if lanes > 1 and scalarizing_calls(sch.get(acc_sh).body, target):
         lanes = 1
     elif lanes > MAX_BOOL_LANES and bool_lanes_vary(sch, acc_sh, oj, lanes):
         lanes = MAX_BOOL_LANES
@@ -324,7 +326,7 @@ def store_epilogue(sch, acc_sh, epilogue_blocks, vec_max, width, on_gpu, m_major
         if on_gpu:
             sch.bind(f1, "threadIdx.x")
         sch.vectorize(f2)
-        follow_outputs(sch, followers, f1)
+        follow_outputs(sch, followers, f1, target)
         return vec_out
     oj0, vec = sch.split(oj, [None, vec_out])
     _, f1 = sch.split(sch.fuse(oi, oj0), [None, 32])
@@ -340,7 +342,7 @@ def store_epilogue(sch, acc_sh, epilogue_blocks, vec_max, width, on_gpu, m_major
         sch.vectorize(inner)
     else:
         sch.unroll(vec)
-    follow_outputs(sch, followers, f1)
+    follow_outputs(sch, followers, f1, target)
     return vec_out
 
 
@@ -354,7 +356,7 @@ def _divides_by_a_dim(regions) -> bool:
     return bool(found)
 
 
-def follow_outputs(sch, followers: list[str], loop) -> None:
+def follow_outputs(sch, followers: list[str], loop, target=None) -> None:
     """Compute each follower (an output computed from an output the epilogue stores: an int8
     QuantizeLinear of a residual block's fp16 output, fusion's quantized outputs) under the
     store's thread loop, from the values the thread has just stored (lowering gives the stored
@@ -363,7 +365,7 @@ def follow_outputs(sch, followers: list[str], loop) -> None:
         block = sch.get_sblock(name)
         sch.reverse_compute_at(block, loop)
         inner = sch.get_loops(block)[-1]
-        if scalarizing_calls(sch.get(block).body):  # computed a lane at a time, stored whole
+        if scalarizing_calls(sch.get(block).body, target):  # computed a lane at a time, stored whole
             store = sch.cache_write(block, 0, "local")
             sch.reverse_compute_at(store, loop)
             sch.vectorize(sch.get_loops(store)[-1])
@@ -372,17 +374,28 @@ def follow_outputs(sch, followers: list[str], loop) -> None:
             sch.vectorize(inner)
 
 
-def scalarizing_calls(body) -> bool:
+def scalarizing_calls(body, target=None) -> bool:
     """Whether a block body calls an op TVM's vectorizer does not vectorize (erf, rsqrt,
     if_then_else: ops without the TVectorizable attribute); it then computes and stores the
-    whole vector loop lane by lane."""
+    whole vector loop lane by lane. On a `target` that converts float8 in hardware, its
+    conversion calls are not such ops: codegen/float8.py makes them float8 Casts before the
+    vectorizer runs, which CUDA converts two or four lanes an instruction."""
+    vector_externs = (DECODE_CALL, ENCODE_CALL) if target is not None and device_caps(target).has_float8_convert \
+        else ()
     todo = [body]
     while todo:
         n = todo.pop()
-        if isinstance(n, tvm.ir.Call) and isinstance(n.op, tvm.ir.Op) and not n.op.get_attr("TVectorizable"):
+        if isinstance(n, tvm.ir.Call) and isinstance(n.op, tvm.ir.Op) and not n.op.get_attr("TVectorizable") \
+                and not _extern_call_of(n, vector_externs):
             return True
         todo.extend(lane_children(n))
     return False
+
+
+def _extern_call_of(call, prefixes: tuple) -> bool:
+    """Whether `call` is an extern call whose function name starts with one of `prefixes`."""
+    return bool(prefixes) and call.op.name == "tirx.call_pure_extern" and bool(call.args) \
+        and isinstance(call.args[0], tvm.ir.StringImm) and call.args[0].value.startswith(prefixes)
 
 
 def inline_epilogue(sch, acc_sh, epilogue_blocks) -> list[str]:

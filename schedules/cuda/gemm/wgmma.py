@@ -326,10 +326,10 @@ def apply_wgmma_gemm(sch, gemm_block, epilogue_blocks, cfg, target) -> dict:
     if slices > 1:  # each CTA's partial tile staged; their sum and the epilogue, a part of the rows each
         acc_sh, acc, ai0, aj0 = stage_accumulators(sch, block_outer, ty, sh_scope, frag_c, place_staging=False)
         vec_out = stage_sum(sch, acc_sh, epilogue_blocks[0], j, slices=slices, warps=warps_m,
-                            vec_max=int(c["vec_out"]), on_gpu=on_gpu)
+                            vec_max=int(c["vec_out"]), on_gpu=on_gpu, target=target)
     else:
         acc_sh, acc, ai0, aj0 = stage_accumulators(sch, block_outer, ty, sh_scope, frag_c)
-        vec_out = store_epilogue(sch, acc_sh, epilogue_blocks, int(c["vec_out"]), BN, on_gpu)
+        vec_out = store_epilogue(sch, acc_sh, epilogue_blocks, int(c["vec_out"]), BN, on_gpu, target=target)
 
     init = sch.decompose_reduction(block_outer, k0)
     init_inner = sch.get_child_blocks(init)[0]
