@@ -12,4 +12,4 @@ class ForcedConfig:
         self.values = values
 
     def best(self, workload, target):
-        return SimpleNamespace(template="tensorcore_gemm", config=self.values)
+        return SimpleNamespace(workload=workload, template="tensorcore_gemm", config=self.values)

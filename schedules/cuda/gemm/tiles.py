@@ -308,13 +308,7 @@ def store_epilogue(sch, acc_sh, epilogue_blocks, vec_max, width, on_gpu, m_major
     oi, oj = sch.get_loops(acc_sh)[-2:]
     if m_major:
         sch.reorder(oj, oi)
-    lanes = vec_out  # how wide the epilogue is computed (the vectors run along oj)
-    if lanes > 1 and scalarizing_calls(sch.get(acc_sh).body, target):
-        lanes = 1
-    elif lanes > MAX_BOOL_LANES and bool_lanes_vary(sch, acc_sh, oj, lanes):
-        lanes = MAX_BOOL_LANES
-    if lanes > MAX_FLOAT32_LANES and has_float32_constants(sch.get(acc_sh).body):
-        lanes = MAX_FLOAT32_LANES
+    lanes = computed_lanes(sch, acc_sh, oj, vec_out, target)  # how wide the epilogue is computed (along oj)
     if lanes < vec_out and _divides_by_a_dim(sch.get(acc_sh).writes):
         # an output whose rows split by a run-time size (a GEMM's N*S rows written to [N, S, H])
         # has no register stage: a cache of its indices (rows // S, rows % S) is a region TVM
@@ -365,13 +359,43 @@ def follow_outputs(sch, followers: list[str], loop, target=None) -> None:
         block = sch.get_sblock(name)
         sch.reverse_compute_at(block, loop)
         inner = sch.get_loops(block)[-1]
-        if scalarizing_calls(sch.get(block).body, target):  # computed a lane at a time, stored whole
-            store = sch.cache_write(block, 0, "local")
-            sch.reverse_compute_at(store, loop)
-            sch.vectorize(sch.get_loops(store)[-1])
-            sch.unroll(inner)
-        else:
+        width = int(sch.get(inner).extent)
+        lanes = computed_lanes(sch, block, inner, width, target)
+        if lanes == width:
             sch.vectorize(inner)
+            continue
+        store = sch.cache_write(block, 0, "local")  # computed narrower, stored whole
+        sch.reverse_compute_at(store, loop)
+        sch.vectorize(sch.get_loops(store)[-1])
+        if lanes > 1:
+            outer, inner = sch.split(inner, [None, lanes])
+            sch.unroll(outer)
+            sch.vectorize(inner)
+        else:
+            sch.unroll(inner)
+
+
+# float8 conversions CUDA prints two or four lanes at once (cuda_fp8.h's __nv_fp8x2/x4 types);
+# TVM's 8-lane float8 type is a plain struct with no conversion from float32x8
+MAX_FLOAT8_LANES = 4
+
+
+def computed_lanes(sch, block, loop, width: int, target=None) -> int:
+    """How many lanes of `block`'s vector loop `loop` (`width` wide) it can be computed at once: 1
+    with a call TVM's vectorizer scalarizes (`scalarizing_calls`); at most MAX_BOOL_LANES where
+    a select's condition varies across lanes (CUDA has no bool x8), MAX_FLOAT32_LANES with
+    float32 constants, MAX_FLOAT8_LANES with float8 conversions."""
+    body = sch.get(block).body
+    if width > 1 and scalarizing_calls(body, target):
+        return 1
+    lanes = width
+    if lanes > MAX_BOOL_LANES and bool_lanes_vary(sch, block, loop, lanes):
+        lanes = MAX_BOOL_LANES
+    if lanes > MAX_FLOAT32_LANES and has_float32_constants(body):
+        lanes = MAX_FLOAT32_LANES
+    if lanes > MAX_FLOAT8_LANES and _calls_extern(body, (DECODE_CALL, ENCODE_CALL)):
+        lanes = MAX_FLOAT8_LANES
+    return lanes
 
 
 def scalarizing_calls(body, target=None) -> bool:
@@ -387,6 +411,17 @@ def scalarizing_calls(body, target=None) -> bool:
         n = todo.pop()
         if isinstance(n, tvm.ir.Call) and isinstance(n.op, tvm.ir.Op) and not n.op.get_attr("TVectorizable") \
                 and not _extern_call_of(n, vector_externs):
+            return True
+        todo.extend(lane_children(n))
+    return False
+
+
+def _calls_extern(body, prefixes: tuple) -> bool:
+    """Whether `body` calls an extern function whose name starts with one of `prefixes`."""
+    todo = [body]
+    while todo:
+        n = todo.pop()
+        if isinstance(n, tvm.ir.Call) and isinstance(n.op, tvm.ir.Op) and _extern_call_of(n, prefixes):
             return True
         todo.extend(lane_children(n))
     return False

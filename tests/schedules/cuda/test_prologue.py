@@ -140,13 +140,14 @@ def test_slices_and_a_concat_stay_out_of_a_row_norm_on_cuda():
         assert any(n.op == "concat" for n in norm.nodes) == fused
 
 
-def _residual_block_net():
+def _residual_block_net(shape=(8, 32, 14, 14)):
     """conv-relu whose value is read by two 1x1 convs and a residual add (a residual block's
     output: the next block's conv, its downsample and its add), float32, for a calibrated
-    int8/fp8 build."""
+    int8/fp8 build; `shape`: the input's."""
     b = GraphBuilder()
-    x = b.input("x", (8, 32, 14, 14))
-    y = b.relu(b.conv2d(x, b.const((RNG.standard_normal((64, 32, 3, 3)) / 20).astype("f4")), padding=1, name="c0"))
+    x = b.input("x", shape)
+    y = b.relu(b.conv2d(x, b.const((RNG.standard_normal((64, shape[1], 3, 3)) / 20).astype("f4")), padding=1,
+                        name="c0"))
     c1 = b.conv2d(y, b.const((RNG.standard_normal((64, 64, 1, 1)) / 8).astype("f4")), name="c1")
     c2 = b.conv2d(y, b.const((RNG.standard_normal((64, 64, 1, 1)) / 8).astype("f4")), name="c2")
     return b.build(b.add(b.add(b.relu(c1), c2), y))

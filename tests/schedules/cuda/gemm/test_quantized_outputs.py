@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 
 import tefuse
+from tefuse.bench.forced_config import ForcedConfig
+from tefuse.codegen.ptx import compile_to_ptx
 from tefuse.graph.calibration import Calibration
 from tests.schedules.cuda.test_prologue import _residual_block_net
 
@@ -51,3 +53,22 @@ def test_quantized_outputs_compute_what_one_kernel_an_op_does(precision):
     x = np.random.default_rng(3).standard_normal((8, 32, 14, 14)).astype(np.float32)
     got, want = fused.run(x=x)[0], alone.run(x=x)[0]
     np.testing.assert_allclose(got, want, rtol=2e-3, atol=2e-3 * float(np.abs(want).max()))
+
+
+@pytest.mark.parametrize("precision,target,cfg", [
+    ("int8", "cuda:sm_90", {"tile": [64, 64, 32, 32], "bk": 128, "stages": 4, "intrin": "wgmma", "slices": 1}),
+    ("fp8", "cuda:sm_90", {"tile": [64, 64, 32, 32], "bk": 128, "stages": 4, "intrin": "wgmma", "slices": 1}),
+    ("int8", "cuda:sm_80", {"tile": [64, 64, 32, 32], "bk": 32, "stages": 3, "intrin": "mma"})])
+def test_a_quantized_output_under_an_8_wide_store_is_computed_at_most_4_lanes_wide(precision, target, cfg):
+    """vec_out 8 (a tuning knob's value): the value is stored 8 wide, its codes computed at most
+    4 lanes at once (float32 constants, float8's x4 conversions), stored whole; the kernel
+    compiles (8 lanes printed an 8-argument make_ulonglong4 and a float32x8 -> float8x8 cast)."""
+    cg = tefuse.build(_residual_block_net((8, 64, 16, 16)), target, precision=precision, calibration=CAL,
+                      db=ForcedConfig({**cfg, "vec_out": 8}))  # (M 2048: whole tiles, no masked tail)
+    k = _two_output_kernel(cg)
+    assert k.config_source == "tuned"
+    src = k.source("cuda")
+    value = re.search(r"half\* __restrict__ (out_\w+)_ptr", src).group(1)
+    assert re.search(rf"\*\(uint4\*\)\({value}_ptr \+", src)  # the value: 8 halves a store
+    assert "make_ulonglong4" not in src
+    compile_to_ptx(src, "sm_90a" if target.endswith("sm_90") else "sm_80")
