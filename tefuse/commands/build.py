@@ -28,9 +28,10 @@ def add_common(p: argparse.ArgumentParser) -> None:
                    help=f"input shape of a chain (default {DEFAULT_CHAIN_SHAPE}; same as --shape 1x64x56x56)")
     add_shape_option(p)
     p.add_argument("--dtype", default=None, choices=["float32", "float16", "bfloat16", "uint8", "uint16"],
-                   help="a chain's tensors (default: float16 under --precision fp16, bfloat16 under bf16, else "
-                        "float32, as a FusionPlan's tensor descriptors give them; uint8, uint16: an image "
-                        "pipeline's pixels); an ONNX model keeps its own, --precision converting its float32 graph")
+                   help="a chain's tensors (default float32, or where the command takes --precision, its type: "
+                        "float16 under fp16, bfloat16 under bf16, as a FusionPlan's tensor descriptors give them; "
+                        "uint8, uint16: an image pipeline's pixels); an ONNX model keeps its own, --precision "
+                        "converting its float32 graph")
 
     p.add_argument("--layout", default="NCHW", choices=["NCHW", "NHWC"])
     p.add_argument("--target", "-t", default="llvm",

@@ -132,7 +132,8 @@ UNARY: dict[str, tuple[Scalar, dict]] = {
     "square": (lambda x: x * x, {}),
     "floor": (lambda x: tir.floor(x), {}),
     "ceil": (lambda x: tir.ceil(x), {}),
-    "round": (lambda x: tir.nearbyint(x), {}),  # half to even (the default rounding mode)
+    # half to even; a half's rounded in float32, exactly (CUDA has no half nearbyint)
+    "round": (_in_f32(lambda x: tir.nearbyint(x)), {}),
     "identity": (lambda x: x, {}),
     "sin": (_in_f32(lambda x: tir.sin(x)), {}),
     "cos": (_in_f32(lambda x: tir.cos(x)), {}),

@@ -443,3 +443,16 @@ def test_the_division_of_a_16_bit_float_by_a_constant_is_a_multiplication():
     assert "/" not in str(BINARY["div"](x, tir.const(1.5, "float16")))
     assert "/" in str(BINARY["div"](x, tir.Var("y", "float16")))  # a run-time divisor is divided by
     assert "/" in str(BINARY["div"](tir.Var("z", "float32"), tir.const(1.5, "float32")))  # float32 as written
+
+
+def test_a_half_round_compiles_for_cuda_and_rounds_half_to_even():
+    """Round on float16 computes in float32 (exact for a half): CUDA has no half nearbyint, whose
+    call (`hnearbyint`) nvcc refused."""
+    from tefuse import GraphBuilder
+    from tefuse.codegen.ptx import compile_to_ptx
+
+    b = GraphBuilder()
+    g = b.build(b.round(b.input("x", (4, 64), "float16")))
+    compile_to_ptx(tefuse.build(g, "cuda:sm_90", cache=None).kernels[0].source("cuda"), "sm_90a")
+    v = (np.arange(256).reshape(4, 64) / 4 - 30).astype(np.float16)  # every quarter: .5s both ways
+    np.testing.assert_array_equal(tefuse.build(g, "llvm", cache=None).run(x=v)[0], np.rint(v))
