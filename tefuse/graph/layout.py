@@ -45,6 +45,9 @@ OIHW_TO_HWIO = (2, 3, 1, 0)
 AXIS = {0: 0, 1: 3, 2: 1, 3: 2}
 # ops that keep the tag with a remapped channel/other axis attr ("axis" int or "axes" list)
 AXIS_OPS = ("bias_add", "batch_norm", "lrn", "softmax", "log_softmax", "layer_norm")
+# ops whose parameters (scales, zero points, multipliers) are per tensor or 1-D along their
+# "axis" of the data input: in NHWC only the axis moves
+PER_AXIS_OPS = ("quantize_linear", "dequantize_linear", "requantize")
 POOLS = ("max_pool2d", "avg_pool2d", "global_avg_pool2d", "global_max_pool2d")
 # ops that depend on their input's element order only (not its layout)
 FLAT_ORDER_OPS = ("reshape", "flatten", "squeeze")
@@ -60,6 +63,13 @@ def check_layout(layout: Optional[str]) -> Optional[str]:
 def _same_order(x: Node) -> bool:
     """Whether an NCHW value lists its elements in the same order as its NHWC form."""
     return len(x.shape) == 4 and (x.shape[1] == 1 or x.shape[2] * x.shape[3] == 1)
+
+
+def _per_tensor_or_axis(ins: list[Node], attrs: dict) -> bool:
+    """Whether a PER_AXIS_OPS node's parameters are each one value or 1-D along its axis (not
+    blocked, not broadcast against the data's shape)."""
+    return attrs.get("block_size", 0) <= 0 and all(int(np.prod(p.shape)) == 1 or len(p.shape) == 1
+                                                     for p in ins[1:])
 
 
 def auto_layout(precision: str, channels_last: tuple[str, ...]) -> Optional[str]:
@@ -192,6 +202,11 @@ class _Rewriter:
         if opdef.pattern == OpPattern.ELEMWISE and opdef.num_inputs == 1:
             return op, ins, attrs  # unary elementwise, cast
         if op in AXIS_OPS:
+            if not tagged[0] or any(tagged[1:]):
+                return None
+            attrs["axis"] = AXIS[attrs["axis"] % 4]
+            return op, ins, attrs
+        if op in PER_AXIS_OPS and _per_tensor_or_axis(ins, attrs):
             if not tagged[0] or any(tagged[1:]):
                 return None
             attrs["axis"] = AXIS[attrs["axis"] % 4]

@@ -220,3 +220,35 @@ def test_a_pad_between_convs_is_computed_channels_last():
     xv = rng.standard_normal((2, 8, 10, 10)).astype(np.float32)
     np.testing.assert_allclose(tefuse.build(nhwc, "llvm").run(x=xv)[0], tefuse.build(g, "llvm").run(x=xv)[0],
                                rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("per_channel", [True, False])
+def test_a_qlinear_convs_per_channel_requantize_moves_its_axis_to_nhwc(per_channel):
+    """QLinearConv's requantize takes a multiplier per output channel along axis 1: in NHWC its
+    axis is 3 and the multiplier stays 1-D (read as a broadcast [1, 1, K, 1] it was refused);
+    the result equals onnxruntime's, bit for bit."""
+    onnx = pytest.importorskip("onnx")
+    ort = pytest.importorskip("onnxruntime")
+    from onnx import TensorProto, helper, numpy_helper
+
+    from tefuse.frontend.onnx import import_onnx
+
+    rng = np.random.default_rng(0)
+    c = k = 16
+    w_s = rng.random(k).astype(np.float32) * 0.01 + 0.001 if per_channel else np.array(0.01, np.float32)
+    w_zp = np.zeros(k, np.int8) if per_channel else np.array(0, np.int8)
+    inits = [numpy_helper.from_array(v, n) for n, v in [
+        ("x_s", np.array(0.05, np.float32)), ("x_zp", np.array(0, np.int8)),
+        ("w", rng.integers(-20, 20, (k, c, 3, 3)).astype(np.int8)), ("w_s", w_s), ("w_zp", w_zp),
+        ("y_s", np.array(0.1, np.float32)), ("y_zp", np.array(3, np.int8))]]
+    node = helper.make_node("QLinearConv", ["x", "x_s", "x_zp", "w", "w_s", "w_zp", "y_s", "y_zp"], ["y"],
+                            pads=[1, 1, 1, 1])
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.INT8, [2, c, 6, 6])],
+                          [helper.make_tensor_value_info("y", TensorProto.INT8, [2, k, 6, 6])], inits)
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    x = rng.integers(-100, 100, (2, c, 6, 6)).astype(np.int8)
+    want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    cg = tefuse.build(import_onnx(model), "llvm", layout="NHWC", cache=None)
+    if per_channel:
+        assert [n.attrs["axis"] for n in cg.graph.nodes if n.op == "requantize"] == [3]
+    np.testing.assert_array_equal(cg.run(x=x)[0], want)
