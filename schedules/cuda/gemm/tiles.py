@@ -393,7 +393,7 @@ def computed_lanes(sch, block, loop, width: int, target=None) -> int:
         lanes = MAX_BOOL_LANES
     if lanes > MAX_FLOAT32_LANES and has_float32_constants(body):
         lanes = MAX_FLOAT32_LANES
-    if lanes > MAX_FLOAT8_LANES and _calls_extern(body, (DECODE_CALL, ENCODE_CALL)):
+    if lanes > MAX_FLOAT8_LANES and _calls(body, lambda c: _extern_call_of(c, (DECODE_CALL, ENCODE_CALL))):
         lanes = MAX_FLOAT8_LANES
     return lanes
 
@@ -406,22 +406,15 @@ def scalarizing_calls(body, target=None) -> bool:
     vectorizer runs, which CUDA converts two or four lanes an instruction."""
     vector_externs = (DECODE_CALL, ENCODE_CALL) if target is not None and device_caps(target).has_float8_convert \
         else ()
+    return _calls(body, lambda c: not c.op.get_attr("TVectorizable") and not _extern_call_of(c, vector_externs))
+
+
+def _calls(body, which) -> bool:
+    """Whether `body` (its lane-computing expressions) calls an op for which `which(call)` holds."""
     todo = [body]
     while todo:
         n = todo.pop()
-        if isinstance(n, tvm.ir.Call) and isinstance(n.op, tvm.ir.Op) and not n.op.get_attr("TVectorizable") \
-                and not _extern_call_of(n, vector_externs):
-            return True
-        todo.extend(lane_children(n))
-    return False
-
-
-def _calls_extern(body, prefixes: tuple) -> bool:
-    """Whether `body` calls an extern function whose name starts with one of `prefixes`."""
-    todo = [body]
-    while todo:
-        n = todo.pop()
-        if isinstance(n, tvm.ir.Call) and isinstance(n.op, tvm.ir.Op) and _extern_call_of(n, prefixes):
+        if isinstance(n, tvm.ir.Call) and isinstance(n.op, tvm.ir.Op) and which(n):
             return True
         todo.extend(lane_children(n))
     return False

@@ -419,7 +419,7 @@ def store_intrin(mma_store: str, scope: str = "shared.dyn", dtype: str = "float3
     """Register (once) and name the accumulator store: TVM's `mma_store` intrinsic's description
     (of `dtype` accumulators), `_store_impl` as its implementation; with `drain`, it first waits
     for the wgmma batch a pipelined k loop left in flight."""
-    name = f"tefuse_wgmma_{mma_store}" if drain else f"tefuse_wgmma_pairs_{mma_store}"
+    name = f"tefuse_wgmma_{mma_store}" if drain else f"tefuse_wgmma_nowait_{mma_store}"
     return register_once(name, lambda: (TensorIntrin.get(mma_store).desc, _store_impl(scope, dtype, drain)))
 
 
