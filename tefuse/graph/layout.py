@@ -68,7 +68,7 @@ def _same_order(x: Node) -> bool:
 def _per_tensor_or_axis(ins: list[Node], attrs: dict) -> bool:
     """Whether a PER_AXIS_OPS node's parameters are each one value or 1-D along its axis (not
     blocked, not broadcast against the data's shape)."""
-    return attrs.get("block_size", 0) <= 0 and all(int(np.prod(p.shape)) == 1 or len(p.shape) == 1
+    return attrs.get("block_size", 0) <= 0 and all(len(p.shape) <= 1 or all(d == 1 for d in p.shape)
                                                      for p in ins[1:])
 
 
