@@ -201,12 +201,7 @@ class _Rewriter:
         opdef = get_op(op)
         if opdef.pattern == OpPattern.ELEMWISE and opdef.num_inputs == 1:
             return op, ins, attrs  # unary elementwise, cast
-        if op in AXIS_OPS:
-            if not tagged[0] or any(tagged[1:]):
-                return None
-            attrs["axis"] = AXIS[attrs["axis"] % 4]
-            return op, ins, attrs
-        if op in PER_AXIS_OPS and _per_tensor_or_axis(ins, attrs):
+        if op in AXIS_OPS or (op in PER_AXIS_OPS and _per_tensor_or_axis(ins, attrs)):
             if not tagged[0] or any(tagged[1:]):
                 return None
             attrs["axis"] = AXIS[attrs["axis"] % 4]

@@ -49,9 +49,10 @@ def test_int8_without_samples_or_with_wrong_samples_is_one_line(tmp_path, capsys
 
 
 def test_the_cli_spells_the_precisions_and_calibrators_the_library_has():
-    from tefuse.commands.build import PRECISION_CHOICES
+    from tefuse.commands.build import CHAIN_DTYPES, PRECISION_CHOICES
     from tefuse.commands.calibration import CALIBRATORS
     from tefuse.graph.calibration import METHODS
-    from tefuse.graph.precision import PRECISIONS
+    from tefuse.graph.precision import LOW, PRECISIONS
 
     assert set(PRECISION_CHOICES) == set(PRECISIONS) and set(CALIBRATORS) == set(METHODS)
+    assert CHAIN_DTYPES == LOW  # a chain's tensors under --precision: the types the precision computes in
