@@ -43,7 +43,7 @@ class ModelResult:
     peer_ms: Optional[float]  # PyTorch eager on the same device
     peer_graph_ms: Optional[float] = None  # PyTorch replayed as a CUDA graph: its kernels' time
     peer: str = ""
-    slowest: list = field(default_factory=list)  # [(kernel, template, ms)], the 10 slowest kernels
+    slowest: list = field(default_factory=list)  # [(kernel, template, ms, config source)], the 10 slowest
 
     @property
     def tefuse_vs_peer(self) -> Optional[float]:
@@ -187,8 +187,8 @@ def main(argv=None) -> int:
                             jobs=args.jobs)
             print(result_line(r), flush=True)
             if args.profile:
-                for name_, template, ms in r.slowest:
-                    print(f"  {ms:8.4f} ms  {template:28s} {name_}")
+                for name_, template, ms, source in r.slowest:
+                    print(f"  {ms:8.4f} ms  {template:28s} {source:9s} {name_}")
             results.append(r)
     if args.json:
         Path(args.json).write_text(json.dumps([{**asdict(r), "tefuse_vs_peer": r.tefuse_vs_peer}

@@ -39,7 +39,7 @@ import numpy as np
 from ..tune.knobs import knob_assignment
 from . import timing
 from .runs import command_line, shard_of, sharded, write_json_whole
-from .timing import device_kernels, kernel_profile, time_graph, time_wall
+from .timing import config_sources, device_kernels, kernel_profile, time_graph, time_wall
 
 log = logging.getLogger(__name__)
 
@@ -498,7 +498,7 @@ def model_case(name: str, batch: int, precision: str, workdir: Path, db="default
         peer_graph = time_graph(lambda: tm(tx))
     extra = {"build_s": build_s, "run_ms": run_ms, "kernels_ms": kernels_ms, "graph_ms": graph_ms,
              "top1_agreement": classes.agreement, "near_ties": classes.near_ties, "kernels": cg.num_kernels,
-             "peer_graph_ms": peer_graph,
+             "config_sources": config_sources(cg.kernels), "peer_graph_ms": peer_graph,
              "prologue": prologue, "split_k": split_k,
              "split_products": len(_split_products(cg))}
     if tune_trials:
@@ -643,7 +643,7 @@ def zoo_model_case(name: str, batch: int, precision: str, workdir: Path, db=None
         with torch.no_grad():
             return tm(*targs)
 
-    extra = {"build_s": build_s, "kernels": cg.num_kernels,
+    extra = {"build_s": build_s, "kernels": cg.num_kernels, "config_sources": config_sources(cg.kernels),
              **({"top1_agreement": classes.agreement, "near_ties": classes.near_ties} if classes else {}),
              "config": "small" if small else "full", **(budget_facts(report) if report is not None else {})}
     try:  # a module that copies host tensors in its forward (transformers' masks) cannot be captured
@@ -668,8 +668,7 @@ def zoo_model_case(name: str, batch: int, precision: str, workdir: Path, db=None
         except Exception as e:  # noqa: BLE001 - torch.compile failing is the peer's problem, noted
             extra["peer_compile_error"] = str(e).splitlines()[0][:200]
     best = best_peer_ms(torch, peer, peer_graph, extra)
-    profile = sorted(zip(cg.kernels, kernel_s), key=lambda kt: -kt[1])
-    extra["slowest"] = [(k.group.name, k.template, round(1e3 * t, 4)) for k, t in profile[:8]]
+    extra["slowest"] = kernel_profile(cg.kernels, kernel_s)[:8]
     try:
         extra["peer_profile"] = device_kernels(torch, peer)
     except Exception as e:  # noqa: BLE001 - the profiler failing is noted, the timing stands

@@ -2,6 +2,8 @@
 wall time with the device synchronised (what one call costs, launches included)."""
 from __future__ import annotations
 
+from collections import Counter
+
 import time
 
 import numpy as np
@@ -107,7 +109,15 @@ def device_kernels(torch, fn, runs: int = 5, top: int = 16) -> list:
 
 
 def kernel_profile(kernels, times) -> list:
-    """(group, template, device ms) of each kernel given its time in seconds, slowest first: the
-    rows of a bench's per-kernel profile."""
-    return sorted(((k.group.name, k.template, round(1e3 * t, 4)) for k, t in zip(kernels, times)),
+    """(group, template, device ms, config source) of each kernel given its time in seconds,
+    slowest first: the rows of a bench's per-kernel profile. The source ("tuned", "predicted",
+    "fallback") tells a slow kernel its records did not reach (a record keyed for another host's
+    calibration) from a slow tuned one."""
+    return sorted(((k.group.name, k.template, round(1e3 * t, 4), k.config_source) for k, t in zip(kernels, times)),
                   key=lambda r: -r[2])
+
+
+def config_sources(kernels) -> dict:
+    """How many of a build's kernels took their config from each source: a bench row's record
+    coverage."""
+    return dict(Counter(k.config_source for k in kernels))

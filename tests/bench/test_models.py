@@ -35,8 +35,8 @@ def test_bench_model_on_cpu_reports_its_slowest_kernels(tmp_path, monkeypatch):
     r = models.bench_model("tiny", 2, "llvm", tmp_path, db=None, jobs=2)
     assert r.ok and r.kernels >= 2 and r.onnx_nodes == 5 and r.peer_ms is None
     assert len(r.slowest) == r.kernels
-    assert [t for _, _, t in r.slowest] == sorted((t for _, _, t in r.slowest), reverse=True)
-    assert abs(sum(t for _, _, t in r.slowest) - r.tefuse_kernel_ms) < 1e-3 * r.kernels
+    assert [t for _, _, t, _ in r.slowest] == sorted((t for _, _, t, _ in r.slowest), reverse=True)
+    assert abs(sum(t for _, _, t, _ in r.slowest) - r.tefuse_kernel_ms) < 1e-3 * r.kernels
     assert "tiny b2 llvm" in models.result_line(r)
 
 

@@ -98,3 +98,18 @@ def test_the_precision_bench_takes_graph_calls_and_records_them(monkeypatch, tmp
     with pytest.raises(SystemExit):
         precision.main(["conv", "--graph-calls", "0"])
     assert "must be 1 or more" in capsys.readouterr().err
+
+
+def test_kernel_profile_names_each_kernels_config_source():
+    """A profile row carries where its kernel's config came from, and the counts add up to the
+    build's kernels: a slow fallback kernel reads apart from a slow tuned one."""
+    def kernel(name, source):
+        return types.SimpleNamespace(group=types.SimpleNamespace(name=name), template="wgmma_gemm",
+                                     config_source=source)
+
+    ks = [kernel("g1", "tuned"), kernel("g2", "fallback"), kernel("g3", "tuned")]
+    rows = timing.kernel_profile(ks, [1e-4, 3e-4, 2e-4])
+    assert [r[0] for r in rows] == ["g2", "g3", "g1"]
+    assert [r[3] for r in rows] == ["fallback", "tuned", "tuned"]
+    assert rows[0][2] == 0.3
+    assert timing.config_sources(ks) == {"tuned": 2, "fallback": 1}
