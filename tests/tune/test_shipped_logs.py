@@ -53,3 +53,50 @@ def test_resnet50_chains_build_with_their_tuned_record(shape):
     assert best is not None, f"no shipped record for {k.workload}"
     assert (k.config_source, k.template, k.config_index) == ("tuned", best.template, best.config_index)
     assert cg.source("cuda").count("__global__ void") >= 1
+
+
+def _resnet50_batch256(tmp_path):
+    """torchvision's ResNet-50 (random weights) exported with a dynamic batch, imported at 256:
+    the model and batch the shipped quantized logs were tuned for."""
+    import torch
+
+    from tefuse.bench.models import torch_model
+    from tefuse.frontend.onnx.batch import import_onnx_profiles
+
+    path = tmp_path / "resnet50.onnx"
+    torch.onnx.export(torch_model("resnet50"), (torch.randn(1, 3, 224, 224),), str(path), dynamo=False,
+                      input_names=["input"], output_names=["logits"], opset_version=17,
+                      dynamic_axes={"input": {0: "N"}, "logits": {0: "N"}})
+    return import_onnx_profiles(str(path), [256])[256]
+
+
+# kernels of quantized ResNet-50 at batch 256 whose config the shipped log holds (of 58): those
+# tuned under structure keys; fp8's stem and its pooled codes have no record yet
+SHIPPED_COVERAGE = {"int8": 42, "fp8": 41}
+
+
+@pytest.mark.parametrize("precision", sorted(SHIPPED_COVERAGE))
+def test_quantized_resnet50_finds_its_shipped_records(precision, torch_installed, tmp_path):
+    """The quantized logs are found by the kernels' structure keys (fusion.workload.structure_key),
+    which hold every attribute of the fused ops: a graph pass that rewrites one (a per-tensor
+    quantize's axis under NHWC did) makes the records unreachable, and the model builds from
+    fallback configs with no error. The calibration's values are not part of a structure, only
+    which products share a threshold (those reading one tensor), so any thresholds that keep that
+    serve; the groups are fused as build fuses them, nothing compiled."""
+    from tefuse.driver import prepare_graph
+    from tefuse.fusion.fuse_ops import fuse_graph
+    from tefuse.fusion.workload import structure_key
+    from tefuse.graph.calibration import Calibration, products
+    from tefuse.schedules import prologue_policy
+    from tefuse.target import make_target
+
+    graph = _resnet50_batch256(tmp_path)
+    reads = [id(n.inputs[0]) for n in products(graph)]
+    calibration = Calibration("max", {n.name: 1.0 + 0.01 * reads.index(id(n.inputs[0])) for n in products(graph)})
+    target = make_target("cuda:sm_90")
+    groups = fuse_graph(prepare_graph(graph, target, precision=precision, calibration=calibration),
+                        prologue=prologue_policy(target, True))
+    db = open_database(LOGS / f"cuda-sm_90-{precision}.jsonl")
+    found = [g.name for g in groups if db.structure_records(structure_key(g), "cuda-sm_90")]
+    assert len(groups) == 58
+    assert len(found) >= SHIPPED_COVERAGE[precision], f"{len(found)} of 58 kernels find a shipped record"
