@@ -12,9 +12,11 @@
 #     1 and 32, one process a model, the models spread over the GPUs; merge the z_M.json files into
 #     benchmarks/untuned_fp16.json with `--merge`
 #   bash tools/gpu_bench.sh tuned-zoo  # the untuned zoo tuned TUNE_MINUTES (10) a model and batch
-#     first, one shard a GPU (SHARDS, default the GPU count); RESUME_DIR: an earlier call's $OUT
-#     (its rows kept, its tuning logs resumed); MODELS: these zoo models only (default all);
-#     merge the shards' tuned_K.json with `--merge`
+#     first, SIDE (1) shards a GPU at once (SHARDS, default SIDE times the GPU count); RESUME_DIR:
+#     an earlier call's $OUT (its rows kept, its tuning logs resumed); MODELS: these zoo models
+#     only (default all). With SIDE > 1 the rows tuned side by side share a GPU, so each shard's
+#     rows are then measured again from its log with the GPU to themselves (tuned_alone_K.json,
+#     the ones to publish); merge the shards' JSONs with `--merge`
 #   bash tools/gpu_bench.sh tune-quant # int8 and fp8 ResNet-50 at batch 256 (QUANT_BATCH) tuned where
 #     no record covers a kernel (QUANT_TRIALS, 24, each), one precision a GPU, then the quantized
 #     table at batch 1, 32 and 256 in one process; the tuning logs land in $OUT for distilling
@@ -124,18 +126,31 @@ untuned-zoo)
   wait
   ;;
 tuned-zoo)
-  SHARDS=${SHARDS:-$(nvidia-smi -L | wc -l)}
+  GPUS=$(nvidia-smi -L | wc -l)
+  SIDE=${SIDE:-1}  # tuning processes a GPU at once
+  SHARDS=${SHARDS:-$((GPUS * SIDE))}
   for k in $(seq "$SHARDS"); do
     for f in "tuned_$k.json" "zoo_tuning_$k.jsonl"; do  # resume: the rows measured, the trials made
       [ -f "${RESUME_DIR:-/nonexistent}/$f" ] && cp "$RESUME_DIR/$f" "$OUT/$f"
     done
-    CUDA_VISIBLE_DEVICES=$((k - 1)) TEFUSE_USER_DB="$OUT/zoo_tuning_$k.jsonl" timeout "$TUNE_SECONDS" \
+    CUDA_VISIBLE_DEVICES=$(((k - 1) % GPUS)) TEFUSE_USER_DB="$OUT/zoo_tuning_$k.jsonl" timeout "$TUNE_SECONDS" \
       python3 -m tefuse.bench.precision zoo --precision fp16 --batch ${BATCHES:-1 32} \
       --tune-minutes "${TUNE_MINUTES:-10}" ${MODELS:+--models $MODELS} --shard "$k/$SHARDS" --resume --workdir /tmp/tefuse \
       --json "$OUT/tuned_$k.json" > "/tmp/tefuse/tuned_zoo_$k.log" 2>&1 &
   done
   wait
   for k in $(seq "$SHARDS"); do echo "shard $k: $(grep -c '^zoo ' "/tmp/tefuse/tuned_zoo_$k.log") rows"; done
+  if [ "$SIDE" -gt 1 ]; then  # measured side by side: again from each shard's log, one process a GPU
+    for g in $(seq 0 $((GPUS - 1))); do
+      ( for k in $(seq "$SHARDS"); do
+          [ $(((k - 1) % GPUS)) -eq "$g" ] || continue
+          CUDA_VISIBLE_DEVICES=$g TEFUSE_USER_DB="$OUT/zoo_tuning_$k.jsonl" python3 -m tefuse.bench.precision zoo \
+            --precision fp16 --batch ${BATCHES:-1 32} ${MODELS:+--models $MODELS} --shard "$k/$SHARDS" \
+            --workdir "/tmp/tefuse/alone$g" --json "$OUT/tuned_alone_$k.json" 2>&1 | grep "^zoo "
+        done ) &
+    done
+    wait
+  fi
   ;;
 tune-quant)
   QUANT_MODEL=${QUANT_MODEL:-resnet50}

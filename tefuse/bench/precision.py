@@ -506,7 +506,8 @@ def model_case(name: str, batch: int, precision: str, workdir: Path, db="default
     if calibration is not None:  # calibrated once a run: a later row's calibration is the first's
         extra.update(calibrate_s=calibrate_s, calibration_reused=reused, calibrator=calibration.method,
                      quantized_kernels=sum(any(n.attrs.get("codes") or n.attrs.get("out_dtype") == "int32"
-                                               for n in k.group.nodes) for k in cg.kernels))
+                                               for n in k.group.nodes) for k in cg.kernels),
+                     calibration=calibration_record(calibration))
     if graph_error:
         extra["graph_error"] = graph_error
     if compile_peer:
@@ -566,6 +567,14 @@ def model_ok(precision: str, rel_err: float, agreement: float, decided: Optional
     if precision in QUANT_PEERS:
         return agreement >= 0.99
     return rel_err <= TOLERANCE[precision] and (agreement if decided is None else decided) >= 1.0
+
+
+def calibration_record(calibration) -> dict:
+    """A row's calibration as `Calibration.from_json` reads it back: the thresholds are computed on
+    the bench host's CPU (llvm), whose float rounding differs between hosts, and a quantized
+    kernel's workload key holds the scales they give; with them a row is rebuilt exactly, and the
+    tuning records its run made can be matched to their kernels on another host."""
+    return json.loads(calibration.to_json())
 
 
 @functools.lru_cache(maxsize=None)
@@ -644,6 +653,7 @@ def zoo_model_case(name: str, batch: int, precision: str, workdir: Path, db=None
             return tm(*targs)
 
     extra = {"build_s": build_s, "kernels": cg.num_kernels, "config_sources": config_sources(cg.kernels),
+             **({"calibration": calibration_record(options["calibration"])} if "calibration" in options else {}),
              **({"top1_agreement": classes.agreement, "near_ties": classes.near_ties} if classes else {}),
              "config": "small" if small else "full", **(budget_facts(report) if report is not None else {})}
     try:  # a module that copies host tensors in its forward (transformers' masks) cannot be captured

@@ -474,3 +474,16 @@ def test_siblings_outside_the_zoo_suite_is_refused(capsys):
     with pytest.raises(SystemExit):
         precision.main(["models", "--siblings"])
     assert "--siblings: the zoo suite only" in capsys.readouterr().err
+
+
+def test_a_quantized_rows_calibration_reads_back_as_the_one_it_was_built_with():
+    """A row keeps its calibration's thresholds (host-dependent floats the kernels' workload keys
+    hold), so the row can be rebuilt, and its records matched, on another host."""
+    from tefuse.bench.precision import calibration_record
+    from tefuse.graph.calibration import Calibration
+
+    cal = Calibration("entropy", {"conv2d.0": 2.3472645282745361, "conv2d.1": 0.1 + 0.2}).pin(["conv2d.1"])
+    row_extra = json.loads(json.dumps({"calibration": calibration_record(cal)}))
+    back = Calibration.from_json(json.dumps(row_extra["calibration"]))
+    assert (back.method, back.thresholds, back.pinned, back.residuals) == \
+        (cal.method, cal.thresholds, cal.pinned, cal.residuals)

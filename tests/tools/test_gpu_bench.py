@@ -16,11 +16,13 @@ def _stub(path: Path, body: str) -> None:
 
 
 def _two_gpus(tmp_path: Path) -> tuple[Path, Path]:
-    """Stand-ins for two GPUs and for python3, which appends each command it is given to `calls`."""
+    """Stand-ins for two GPUs and for python3, which appends each command it is given (and the
+    tuning log it reads) to `calls`."""
     bin_dir, calls = tmp_path / "bin", tmp_path / "calls"
     bin_dir.mkdir()
     _stub(bin_dir / "nvidia-smi", 'case "$1" in -L) printf "GPU 0\\nGPU 1\\n";; *) echo H200;; esac\n')
-    _stub(bin_dir / "python3", f'[ "$1" = -c ] && exit 0\necho "$CUDA_VISIBLE_DEVICES $*" >> {calls}\n'
+    _stub(bin_dir / "python3", '[ "$1" = -c ] && exit 0\n'
+                               f'echo "$CUDA_VISIBLE_DEVICES $* db=$TEFUSE_USER_DB" >> {calls}\n'
                                'echo "zoo stand-in"\n')
     return bin_dir, calls
 
@@ -63,3 +65,25 @@ def test_tuned_zoo_runs_a_shard_a_gpu_over_the_models_asked_for(tmp_path):
         [("0", "1/2"), ("1", "2/2")]
     assert all("--models bert gpt2 " in line and "--tune-minutes 10" in line and "--resume" in line
                for line in runs)
+
+
+def test_tuned_zoo_side_by_side_measures_each_shard_again_alone(tmp_path):
+    """SIDE=2 on two GPUs: four shards tuning at once, two a GPU, then each shard's rows measured
+    again from its own log (no tuning) on the GPU it was tuned on, into tuned_alone_K.json."""
+    bin_dir, calls = _two_gpus(tmp_path)
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "OUT": str(tmp_path / "out"),
+           "MODELS": "bert gpt2 swin_t", "TUNE_SECONDS": "60", "SIDE": "2"}
+    r = subprocess.run(["bash", str(ROOT / "tools" / "gpu_bench.sh"), "tuned-zoo"], env=env, cwd=ROOT,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    runs = calls.read_text().splitlines()
+
+    def shard(line):  # (GPU, shard, tuning log)
+        words = line.split()
+        return words[0], words[words.index("--shard") + 1], words[-1]
+
+    tuning = [line for line in runs if "--tune-minutes" in line]
+    alone = [line for line in runs if "--tune-minutes" not in line]
+    assert [s[:2] for s in sorted(map(shard, tuning))] == [("0", "1/4"), ("0", "3/4"), ("1", "2/4"), ("1", "4/4")]
+    assert sorted(map(shard, alone)) == sorted(map(shard, tuning))
+    assert all("--resume" not in line and "tuned_alone_" in line for line in alone)
