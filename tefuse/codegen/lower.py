@@ -19,6 +19,7 @@ from tvm_ffi import structural_walk
 from ..errors import BuildError, OpError
 from ..fusion import FusedGroup
 from ..fusion.epilogue import padding_spill
+from ..fusion.fuse_ops import QUANTIZED_OUTPUT_OPAQUE
 from ..graph.ir import CONST, Node
 from ..ops import Value, get_op
 from ..ops.value import current_dim_limits, eval_dim, hinted_dim, is_static_shape, loop_index_dtype, te_compute
@@ -82,11 +83,12 @@ def _lower(group: FusedGroup, wide: str, narrow_to_int32: bool = False) -> Lower
             vals[id(n)] = get_op(n.op).compute([vals[id(i)] for i in n.inputs], n.attrs)
         except OpError as e:
             raise BuildError(f"group {group.name}: node {n.name!r} ({n.op}): {e}") from None
-        if group.anchor is not None and id(n) in outputs and id(n) in read_inside and n is not group.anchor \
-                and vals[id(n)].is_lazy:
+        if group.anchor is not None and id(n) in outputs and id(n) in read_inside and vals[id(n)].is_lazy \
+                and (n is not group.anchor or n.anchor_kind in QUANTIZED_OUTPUT_OPAQUE):
             # an epilogue output the group reads on (a value and its QuantizeLinear, both written:
             # fusion's quantized outputs): a block of its own, which the rest reads, so the
-            # templates store it and compute the rest from it (tiles.follow_outputs)
+            # templates store it and compute the rest from it (tiles.follow_outputs); a
+            # LayerNorm's rows too, so its quantize reads them rather than their statistics
             vals[id(n)] = Value.of_tensor(vals[id(n)].materialize(f"out_{_ident(n.name)}"))
         if group.anchor is None and get_op(n.op).picks_input and id(n) not in outputs and vals[id(n)].is_lazy:
             # a stage of its own (OpDef.picks_input): templates inline it, or compute it a vector at a time

@@ -12,7 +12,9 @@ fuses where every path allows it), with two extensions:
 - quantized outputs: a QuantizeLinear of an anchor group's value that is also read elsewhere
   (a residual block's output, read by the next residual add and, quantized, by the next convs)
   is written by that group's epilogue as a second output, instead of by a kernel of its own or
-  inside the consuming product's tile loads (which would recompute it and keep them off cp.async).
+  inside the consuming product's tile loads (which would recompute it and keep them off cp.async);
+  a LayerNorm's kernel writes the codes of its rows the same way (QUANTIZED_OUTPUT_OPAQUE: a
+  transformer's int8 / float8 Linear after each norm, its rows also read by the residual add).
 """
 from __future__ import annotations
 
@@ -32,6 +34,9 @@ ANCHOR_PATTERNS = (OpPattern.OUT_ELEMWISE_FUSABLE, OpPattern.COMM_REDUCE)
 # output), so a cheap producer (an embedding lookup and its adds) is recomputed per read instead
 # of written by a kernel of its own and read back
 PROLOGUE_OPAQUE = ("norm",)
+# anchor kinds of opaque ops whose kernel also writes a QuantizeLinear of its output (the
+# quantized-outputs extension): LayerNorm's rows, quantized for the int8 / float8 Linear after it
+QUANTIZED_OUTPUT_OPAQUE = ("norm",)
 MAX_GROUP_SIZE = 256
 
 
@@ -220,7 +225,8 @@ class _Fuser:
         saturating cast, the quantize), reading nothing else but constants, joins that group."""
         for n in self.ops:
             root = self.groups[n].root()
-            if root.pattern not in ANCHOR_PATTERNS or n.name in self.bare_anchors:
+            if n.name in self.bare_anchors or not (root.pattern in ANCHOR_PATTERNS or
+                                                   self._anchor_kind(n) in QUANTIZED_OUTPUT_OPAQUE):
                 continue
             for c in self.consumers[n]:
                 chain = _quantize_chain(n, c, self.consumers)

@@ -310,3 +310,54 @@ def test_an_untuned_build_takes_fewer_rows_where_the_fallback_split_is_refused(o
     assert tefuse.build(chain(op, shape, axis=axis), "cuda").num_kernels == 1
     request.getfixturevalue("toolchain")
     assert tefuse.build(chain(op, shape, axis=axis), "rocm").num_kernels == 1
+
+
+def _norm_linear_residual(rows=256, width=256):
+    """A transformer's LayerNorm -> Linear -> residual add, float32 for a calibrated build: the
+    norm's rows are read by the Linear (quantized, in int8 / float8) and by the add (float)."""
+    rng = np.random.default_rng(7)
+    b = GraphBuilder()
+    x = b.input("x", (rows, width))
+    y = b.layer_norm(x, b.const(rng.uniform(0.5, 1.5, width).astype("f4")),
+                     b.const(rng.normal(0, 0.1, width).astype("f4")))
+    w = b.const((rng.standard_normal((width, width)) / 16).astype("f4"))
+    return b.build(b.add(b.dense(y, w, name="fc"), y))
+
+
+NORM_CAL = {"fc": 4.0}
+
+
+@needs_nvcc
+@pytest.mark.parametrize("precision", ["int8", "fp8"])
+def test_a_layer_norm_kernel_also_writes_the_codes_of_its_rows(precision):
+    """Fusion's quantized outputs for a norm: the LayerNorm's kernel writes its rows (read by the
+    residual add) and their QuantizeLinear (read by the Linear), computed from the row values it
+    stored; no kernel is a QuantizeLinear alone, and the kernel compiles."""
+    from tefuse.graph.calibration import Calibration
+
+    cg = tefuse.build(_norm_linear_residual(), "cuda:sm_90", precision=precision,
+                      calibration=Calibration("max", NORM_CAL))
+    (k,) = [k for k in cg.kernels if any(n.op == "layer_norm" for n in k.group.nodes)]
+    assert k.template == TEMPLATE and [n.op for n in k.group.nodes][-1] == "quantize_linear"
+    assert [o.dtype for o in k.group.outputs] == ["float16", "int8" if precision == "int8" else "uint8"]
+    assert not any([n.op for n in j.group.nodes] == ["quantize_linear"] for j in cg.kernels)
+    src = k.source("cuda")
+    value = re.search(r"half\* __restrict__ (out_\w+)_ptr", src).group(1)
+    codes = re.search(r"(?:signed char|uchar)\* __restrict__ (out_\w+)_ptr", src).group(1)
+    assert len(re.findall(rf"{codes}_ptr\[", src)) == 1  # stored once an element
+    assert re.search(rf"=[^;]*\b{value}_ptr\[", src)  # from the stored row, read back, not recomputed
+    assert ptx_entries(compile_to_ptx(src, "sm_90"))
+
+
+@pytest.mark.parametrize("precision", ["int8", "fp8"])
+def test_a_layer_norm_with_its_codes_computes_what_one_kernel_an_op_does(precision):
+    from tefuse.graph.calibration import Calibration
+
+    cal = Calibration("max", NORM_CAL)
+    g = _norm_linear_residual(64, 128)
+    fused = tefuse.build(g, "llvm", precision=precision, calibration=cal)
+    (k,) = [k for k in fused.kernels if any(n.op == "layer_norm" for n in k.group.nodes)]
+    assert len(k.group.outputs) == 2
+    alone = tefuse.build(g, "llvm", precision=precision, calibration=cal, fuse=False)
+    x = np.random.default_rng(3).standard_normal((64, 128)).astype(np.float32)
+    np.testing.assert_array_equal(fused.run(x=x)[0], alone.run(x=x)[0])
