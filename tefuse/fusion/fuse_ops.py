@@ -226,8 +226,8 @@ class _Fuser:
         for n in self.ops:
             root = self.groups[n].root()
             if n.name in self.bare_anchors or not (root.pattern in ANCHOR_PATTERNS or
-                                                   self._anchor_kind(n) in QUANTIZED_OUTPUT_OPAQUE):
-                continue
+                                                   n.anchor_kind in QUANTIZED_OUTPUT_OPAQUE):
+                continue  # (an opaque group is its op alone: n is the norm itself)
             for c in self.consumers[n]:
                 chain = _quantize_chain(n, c, self.consumers)
                 if chain and all(self.groups[m].root().size == 1 for m in chain) and \

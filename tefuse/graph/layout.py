@@ -46,7 +46,7 @@ AXIS = {0: 0, 1: 3, 2: 1, 3: 2}
 # ops that keep the tag with a remapped channel/other axis attr ("axis" int or "axes" list)
 AXIS_OPS = ("bias_add", "batch_norm", "lrn", "softmax", "log_softmax", "layer_norm")
 # ops whose parameters (scales, zero points, multipliers) are per tensor or 1-D along their
-# "axis" of the data input: in NHWC only the axis moves (where they run along it: _along_axis)
+# "axis" of the data input: in NHWC only the axis moves (where they run along it: _per_axis_kind)
 PER_AXIS_OPS = ("quantize_linear", "dequantize_linear", "requantize")
 POOLS = ("max_pool2d", "avg_pool2d", "global_avg_pool2d", "global_max_pool2d")
 # ops that depend on their input's element order only (not its layout)
@@ -65,17 +65,18 @@ def _same_order(x: Node) -> bool:
     return len(x.shape) == 4 and (x.shape[1] == 1 or x.shape[2] * x.shape[3] == 1)
 
 
-def _along_axis(ins: list[Node], attrs: dict) -> bool:
-    """Whether a PER_AXIS_OPS node's parameters run along its axis: 1-D, one of them with more
-    than one value (not blocked, not broadcast against the data's shape). Per-tensor parameters
-    (one value each) make the axis meaningless: such a node keeps the axis it was imported with,
-    as the broadcast ops' rule keeps attributes, so its kernels' workload keys (and the tuning
-    records made under them) do not change with the layout."""
+def _per_axis_kind(ins: list[Node], attrs: dict) -> Optional[str]:
+    """How a PER_AXIS_OPS node's parameters read the data: "tensor" (one value each, whatever
+    their rank or source: a constant, a graph input, a value the graph computes), "axis" (1-D,
+    one of them with more than one value, along the node's axis), or None (blocked, or broadcast
+    against the data's shape: laid out along the imported axes)."""
     if attrs.get("block_size", 0) > 0:
-        return False
-    if not all(len(p.shape) <= 1 or all(d == 1 for d in p.shape) for p in ins[1:]):
-        return False
-    return any(len(p.shape) == 1 and p.shape[0] > 1 for p in ins[1:])
+        return None
+    if all(all(d == 1 for d in p.shape) for p in ins[1:]):
+        return "tensor"
+    if all(len(p.shape) <= 1 or all(d == 1 for d in p.shape) for p in ins[1:]):
+        return "axis"
+    return None
 
 
 def auto_layout(precision: str, channels_last: tuple[str, ...]) -> Optional[str]:
@@ -207,7 +208,16 @@ class _Rewriter:
         opdef = get_op(op)
         if opdef.pattern == OpPattern.ELEMWISE and opdef.num_inputs == 1:
             return op, ins, attrs  # unary elementwise, cast
-        if op in AXIS_OPS or (op in PER_AXIS_OPS and _along_axis(ins, attrs)):
+        if op in PER_AXIS_OPS:
+            kind = _per_axis_kind(ins, attrs)
+            if kind is None or not tagged[0] or any(tagged[1:]):
+                return None
+            if kind == "axis":
+                attrs["axis"] = AXIS[attrs["axis"] % 4]
+            # per tensor: the axis means nothing and stays as imported; it is part of the
+            # kernels' workload keys, which the shipped tuning logs are found by
+            return op, ins, attrs
+        if op in AXIS_OPS:
             if not tagged[0] or any(tagged[1:]):
                 return None
             attrs["axis"] = AXIS[attrs["axis"] % 4]

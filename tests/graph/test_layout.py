@@ -252,3 +252,42 @@ def test_a_qlinear_convs_per_channel_requantize_moves_its_axis_to_nhwc(per_chann
     if per_channel:
         assert [n.attrs["axis"] for n in cg.graph.nodes if n.op == "requantize"] == [3]
     np.testing.assert_array_equal(cg.run(x=x)[0], want)
+
+
+def _qdq_between_convs(kind: str, rng):
+    """conv -> QuantizeLinear -> DequantizeLinear -> conv (NCHW, axis 1) with the parameters of
+    `kind`, and the run's inputs."""
+    b = GraphBuilder()
+    x = b.input("x", (2, 8, 6, 6))
+    feeds = {"x": rng.standard_normal((2, 8, 6, 6)).astype(np.float32)}
+    y = b.conv2d(x, b.const((rng.standard_normal((8, 8, 3, 3)) * 0.2).astype(np.float32)), padding=1)
+    kw = {}
+    if kind == "constant":
+        s, z = b.const(np.full((1, 1, 1, 1), 0.05, np.float32)), b.const(np.zeros((1, 1, 1, 1), np.int8))
+    elif kind == "per_channel":
+        s, z = b.const(rng.uniform(0.02, 0.08, 8).astype(np.float32)), b.const(np.array([0], np.int8))
+    elif kind == "run_time":  # a scale fed at run time (dynamic quantization)
+        s, z = b.input("s", (1,)), b.const(np.array([0], np.int8))
+        feeds["s"] = np.array([0.05], np.float32)
+    else:  # blocked: 2 channels a scale, along axis 1
+        s = b.const(rng.uniform(0.02, 0.08, (2, 4, 6, 6)).astype(np.float32))
+        z, kw = b.const(np.zeros((2, 4, 6, 6), np.int8)), {"block_size": 2}
+    d = b.dequantize_linear(b.quantize_linear(y, s, z, dtype="int8", axis=1, **kw), s, z, axis=1, **kw)
+    return b.build(b.conv2d(d, b.const((rng.standard_normal((8, 8, 3, 3)) * 0.2).astype(np.float32)), padding=1)), feeds
+
+
+@pytest.mark.parametrize("kind,axis,transposes", [
+    ("constant", 1, 2), ("run_time", 1, 2), ("per_channel", 3, 2), ("blocked", 1, 4)])
+def test_a_quantize_between_nhwc_convs_moves_only_an_axis_its_parameters_run_along(kind, axis, transposes):
+    """Per-tensor parameters (one value each, a constant or a run-time input) leave the axis as
+    imported, since it is part of the kernels' workload keys the shipped tuning logs are found
+    by, and the QDQ pair stays channels-last (only the graph input's and output's transposes);
+    per-channel ones move it to 3; a blocked pair, its scale laid out along the imported axes,
+    is computed NCHW between transposes. Each equals the NCHW build."""
+    rng = np.random.default_rng(0)
+    g, feeds = _qdq_between_convs(kind, rng)
+    nhwc = convert_layout(g, "NHWC")
+    assert [n.attrs["axis"] for n in nhwc.nodes if n.op.endswith("quantize_linear")] == [axis, axis]
+    assert sum(n.op == "transpose" for n in nhwc.nodes) == transposes
+    np.testing.assert_allclose(tefuse.build(nhwc, "llvm", cache=None).run(**feeds)[0],
+                               tefuse.build(g, "llvm", cache=None).run(**feeds)[0], rtol=1e-4, atol=1e-4)
