@@ -227,7 +227,7 @@ class _Fuser:
             root = self.groups[n].root()
             if n.name in self.bare_anchors or not (root.pattern in ANCHOR_PATTERNS or
                                                    n.anchor_kind in QUANTIZED_OUTPUT_OPAQUE):
-                continue  # (an opaque group is its op alone: n is the norm itself)
+                continue  # (of a norm's group, only the norm's own value is read outside it)
             for c in self.consumers[n]:
                 chain = _quantize_chain(n, c, self.consumers)
                 if chain and all(self.groups[m].root().size == 1 for m in chain) and \
