@@ -389,16 +389,21 @@ def _prologue_path(k: OpPattern, is_sink: bool) -> bool:
 
 
 # anchors whose output rows (last axis) are written whole by their epilogue's stores: GEMMs, and
-# attention (its head merge, [B, H, L, D] -> [L, B, H, D], written by its kernel)
+# attention (its head merge, [B, H, L, D] -> [L, B, H, D] or [B, L, H*D], written by its kernel,
+# with what follows: a quantized model's QuantizeLinear before the output projection)
 ROW_ANCHORS = ("dense", "attention")
 
 
 def _keeps_rows(n: Node) -> bool:
     """A reshape, transpose, squeeze or expand_dims that leaves the last axis where it is, whole:
-    it only moves rows."""
+    it only moves rows; or a reshape that merges the last two axes, which lays whole rows end to
+    end (attention's heads merged, [B, L, H, D] -> [B, L, H*D]: the same addresses)."""
     if not n.inputs or n.op not in ("reshape", "transpose", "squeeze", "expand_dims"):
         return False
     src = n.inputs[0].shape
+    if n.op == "reshape" and len(src) >= 2 and all(isinstance(d, int) for d in src[-2:]) and \
+            tuple(n.shape) == (*src[:-2], src[-2] * src[-1]):
+        return True
     if not src or not n.shape or src[-1] != n.shape[-1]:
         return False
     if n.op == "transpose":

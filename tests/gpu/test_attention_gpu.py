@@ -126,3 +126,23 @@ def test_swin_t_sized_shifted_window_attention_matches_onnxruntime(rng, relu):
     assert [k.template for k in cg.kernels] == [FLASH]
     got = cg.run(**feed)[0]
     assert np.abs(got - want).max() <= 1e-2 * np.abs(want).max()
+
+
+def test_the_flash_kernels_codes_of_its_merged_heads_match_numpy(rng):
+    """attention -> heads merged -> QuantizeLinear, one flash kernel writing int8 codes: each code
+    within one step of numpy's quantize of float64 attention (the kernel's float16 rounding of the
+    value may land on the other side of a half), and most of them equal."""
+    from tests.schedules.cuda.test_attention_flash import _merged_heads_quantized
+
+    shape = (2, 12, 128, 64)
+    g = _merged_heads_quantized(shape)
+    cg = tefuse.build(g, "cuda", precision="fp16")
+    (kern,) = cg.kernels
+    assert kern.template == FLASH
+    feeds = {n: rng.standard_normal(shape).astype(np.float16) for n in "qkv"}
+    got = cg.run(**feeds)[0].astype(np.int32)
+    att = attention_ref(*(feeds[n].astype(np.float64) for n in "qkv"), 0.125)
+    merged = att.transpose(0, 2, 1, 3).reshape(shape[0], shape[2], shape[1] * shape[3])
+    want = np.clip(np.rint(merged / np.float32(0.01)), -128, 127).astype(np.int32)
+    assert np.abs(got - want).max() <= 1
+    assert (got == want).mean() > 0.95

@@ -219,3 +219,42 @@ def test_a_relu_prologue_is_copied_four_lanes_wide():
     src = kern.source("cuda")
     assert re.search(r"half4 \w+ = \*\(half4\*\)\(in_q_ptr", src)  # q read 4 halves at a time
     assert not re.search(r"half8|uint4 \w+ = \*\(uint4\*\)\(in_q_ptr", src)
+
+
+def _merged_heads_quantized(shape=(2, 12, 128, 64)):
+    """attention -> [B, L, H, D] -> heads merged [B, L, H*D] -> QuantizeLinear (int8): what a
+    quantized transformer's output projection reads."""
+    b = tefuse.GraphBuilder()
+    q, k, v = (b.input(n, shape, "float16") for n in "qkv")
+    a = b.op("attention", q, k, v, alpha=0.125)
+    merged = b.reshape(b.transpose(a, axes=(0, 2, 1, 3)), shape=(shape[0], shape[2], shape[1] * shape[3]))
+    return b.build(b.quantize_linear(merged, b.const(np.array(0.01, "f4")), b.const(np.array(0, "i1")),
+                                     dtype="int8"))
+
+
+def test_the_flash_kernel_writes_the_codes_of_its_merged_heads():
+    """Merging the heads lays whole rows end to end (the same addresses), so the head merge and
+    the QuantizeLinear after it are the flash kernel's epilogue: one kernel, int8 codes out, stored
+    a vector at a time where its fp16 rows were."""
+    (kern,) = tefuse.build(_merged_heads_quantized(), "cuda:sm_90", precision="fp16").kernels
+    assert kern.template == "flash_attention"
+    assert [n.op for n in kern.group.nodes] == ["attention", "transpose", "reshape", "quantize_linear"]
+    assert [o.dtype for o in kern.group.outputs] == ["int8"]
+    assert re.search(r"\*\(int\*\)\(out_\w+_ptr \+", kern.source("cuda"))
+
+
+@needs_nvcc
+def test_the_flash_kernel_with_its_codes_compiles_with_nothing_spilled():
+    (kern,) = tefuse.build(_merged_heads_quantized(), "cuda:sm_90", precision="fp16").kernels
+    ptx = compile_to_ptx(kern.source("cuda"), "sm_90")
+    assert "cvt.rni" in ptx  # the quantize's rounding, half to even
+    assert "ld.local" not in ptx and "st.local" not in ptx
+
+
+def test_merged_heads_and_their_codes_compute_what_one_kernel_an_op_does():
+    g = _merged_heads_quantized((1, 2, 16, 8))
+    rng = np.random.default_rng(0)
+    feeds = {n: rng.standard_normal((1, 2, 16, 8)).astype("float16") for n in "qkv"}
+    fused = tefuse.build(g, "llvm")
+    assert len(fused.kernels) == 1
+    np.testing.assert_array_equal(fused.run(**feeds)[0], tefuse.build(g, "llvm", fuse=False).run(**feeds)[0])
