@@ -186,3 +186,21 @@ def test_an_int8_nhwc_max_pool_on_the_gpu_equals_numpy():
     pad = np.pad(x, ((0, 0), (1, 1), (1, 1), (0, 0)), constant_values=-128)
     want = np.lib.stride_tricks.sliding_window_view(pad, (3, 3), axis=(1, 2))[:, ::2, ::2].max(axis=(-1, -2))
     np.testing.assert_array_equal(cg.run(x=x)[0], want)
+
+
+def test_a_layer_norms_codes_are_the_quantize_of_the_rows_it_stored(rng):
+    """LayerNorm -> QuantizeLinear, the rows read on too (both graph outputs): one row-wise
+    kernel writes the rows and their codes, and the codes equal numpy's quantize of the rows the
+    kernel stored (half to even, saturated), exactly."""
+    b = tefuse.GraphBuilder()
+    x = b.input("x", (512, 768), "float16")
+    y = b.layer_norm(x, b.const(rng.uniform(0.5, 1.5, 768).astype(np.float16)),
+                     b.const(rng.normal(0, 0.1, 768).astype(np.float16)))
+    scale = np.float32(0.02)
+    q = b.quantize_linear(y, b.const(np.array(scale)), b.const(np.array(0, np.int8)), dtype="int8")
+    cg = tefuse.build(b.build([y, q]), "cuda")
+    (kern,) = cg.kernels
+    assert [n.op for n in kern.group.nodes] == ["layer_norm", "quantize_linear"]
+    rows, codes = cg.run(x=(rng.standard_normal((512, 768)) * 3).astype(np.float16))
+    want = np.clip(np.rint(rows.astype(np.float32) / scale), -128, 127).astype(np.int8)
+    np.testing.assert_array_equal(codes, want)
