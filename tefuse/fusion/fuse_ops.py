@@ -401,9 +401,9 @@ def _keeps_rows(n: Node) -> bool:
     if not n.inputs or n.op not in ("reshape", "transpose", "squeeze", "expand_dims"):
         return False
     src = n.inputs[0].shape
-    if n.op == "reshape" and len(src) >= 2 and all(isinstance(d, int) for d in src[-2:]) and \
+    if n.op == "reshape" and len(src) >= 2 and all(isinstance(d, int) for d in (*src, *n.shape)) and \
             tuple(n.shape) == (*src[:-2], src[-2] * src[-1]):
-        return True
+        return True  # (static shapes: the epilogue's padding analysis, fusion/epilogue.py, needs them)
     if not src or not n.shape or src[-1] != n.shape[-1]:
         return False
     if n.op == "transpose":
