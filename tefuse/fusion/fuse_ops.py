@@ -184,7 +184,7 @@ class _Fuser:
             if phase == 0 and dom.pattern == OpPattern.ELEMWISE:
                 if self._check_path(n, sink, lambda k, is_sink: k <= OpPattern.BROADCAST):
                     self._commit(n, sink)
-            elif phase == 0 and _keeps_rows(sink) and self._anchor_kind(n) in ROW_ANCHORS:
+            elif phase == 0 and self._moves_rows_whole(n, sink):
                 # a GEMM's rows written to permuted places (a transformer's [L*B, E] output back
                 # to [B, L, E]): each row stays whole and contiguous, so the epilogue's stores stay
                 # vectors; its residual add then joins the epilogue too, no kernel of its own
@@ -219,6 +219,13 @@ class _Fuser:
                 # beyond Relay: injective producer computed inside the anchor's input read
                 if self._check_path(n, sink, _prologue_path):
                     self._commit(n, sink)
+
+    def _moves_rows_whole(self, n: Node, sink: Node) -> bool:
+        """Whether sink, a data movement after n's row-anchored group, keeps its rows whole
+        (_keeps_rows, for GEMMs and attention; _merges_heads, for attention)."""
+        if _keeps_rows(sink):
+            return self._anchor_kind(n) in ROW_ANCHORS
+        return _merges_heads(sink) and self._anchor_kind(n) == "attention"
 
     def _quantized_outputs(self) -> None:
         """Each elementwise chain from an anchor group's output value to a quantize_linear (a
@@ -389,21 +396,30 @@ def _prologue_path(k: OpPattern, is_sink: bool) -> bool:
 
 
 # anchors whose output rows (last axis) are written whole by their epilogue's stores: GEMMs, and
-# attention (its head merge, [B, H, L, D] -> [L, B, H, D] or [B, L, H*D], written by its kernel,
-# with what follows: a quantized model's QuantizeLinear before the output projection)
+# attention (its head merge, [B, H, L, D] -> [L, B, H, D], or to [B, L, H*D]: _merges_heads,
+# written by its kernel with what follows, a quantized model's QuantizeLinear before the output
+# projection)
 ROW_ANCHORS = ("dense", "attention")
+
+
+def _merges_heads(n: Node) -> bool:
+    """A reshape that merges the last two axes over static shapes: attention's heads merged,
+    [B, L, H, D] -> [B, L, H*D], whole rows laid end to end at the same addresses. Attention only:
+    its head dim is never padded (its templates take whole 16-wide dims), where a GEMM's padded
+    columns would land on the next row once its store is bounded by the merged index alone."""
+    if n.op != "reshape" or not n.inputs:
+        return False
+    src = n.inputs[0].shape
+    return len(src) >= 2 and all(isinstance(d, int) for d in (*src, *n.shape)) and \
+        tuple(n.shape) == (*src[:-2], src[-2] * src[-1])
 
 
 def _keeps_rows(n: Node) -> bool:
     """A reshape, transpose, squeeze or expand_dims that leaves the last axis where it is, whole:
-    it only moves rows; or a reshape that merges the last two axes, which lays whole rows end to
-    end (attention's heads merged, [B, L, H, D] -> [B, L, H*D]: the same addresses)."""
+    it only moves rows."""
     if not n.inputs or n.op not in ("reshape", "transpose", "squeeze", "expand_dims"):
         return False
     src = n.inputs[0].shape
-    if n.op == "reshape" and len(src) >= 2 and all(isinstance(d, int) for d in (*src, *n.shape)) and \
-            tuple(n.shape) == (*src[:-2], src[-2] * src[-1]):
-        return True  # (static shapes: the epilogue's padding analysis, fusion/epilogue.py, needs them)
     if not src or not n.shape or src[-1] != n.shape[-1]:
         return False
     if n.op == "transpose":

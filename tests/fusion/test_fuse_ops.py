@@ -561,3 +561,20 @@ def test_a_transpose_that_moves_the_gemm_columns_stays_out_of_its_epilogue(rng):
     assert groups[0] == ["dense", "bias_add", "reshape"] and "transpose" not in groups[0]
     feeds = (rng.standard_normal(xs).astype("float32"), rng.standard_normal(rs).astype("float32"))
     check_against_unfused(g, feeds)
+
+
+@pytest.mark.parametrize("anchor", ["attention", "dense"])
+def test_only_attention_takes_a_merge_of_its_last_two_axes(anchor):
+    """Attention's merged heads ([B, L, H, D] -> [B, L, H*D]) join its epilogue: whole rows laid
+    end to end, its head dim never padded. A GEMM's [M, N] -> [M*N] stays out: its padded
+    columns, bounded by the merged index alone, would be written over the next row's values."""
+    b = GraphBuilder()
+    if anchor == "attention":
+        q, k, v = (b.input(n, (2, 4, 16, 32), "float16") for n in "qkv")
+        y = b.transpose(b.op("attention", q, k, v, alpha=0.125), axes=(0, 2, 1, 3))
+    else:
+        y = b.dense(b.input("x", (128, 64), "float16"), b.const(np.zeros((40, 64), np.float16)))
+    merged = b.reshape(y, shape=(*y.shape[:-2], y.shape[-2] * y.shape[-1]))
+    groups = fuse_graph(b.build(b.relu(merged)))
+    assert [[n.op for n in g.nodes] for g in groups] == (
+        [["attention", "transpose", "reshape", "relu"]] if anchor == "attention" else [["dense"], ["reshape", "relu"]])
