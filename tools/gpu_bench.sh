@@ -14,9 +14,10 @@
 #   bash tools/gpu_bench.sh tuned-zoo  # the untuned zoo tuned TUNE_MINUTES (10) a model and batch
 #     first, SIDE (1) shards a GPU at once (SHARDS, default SIDE times the GPU count); RESUME_DIR:
 #     an earlier call's $OUT (its rows kept, its tuning logs resumed); MODELS: these zoo models
-#     only (default all). With SIDE > 1 the rows tuned side by side share a GPU, so each shard's
-#     rows are then measured again from its log with the GPU to themselves (tuned_alone_K.json,
-#     the ones to publish); merge the shards' JSONs with `--merge`
+#     only (default all); the shards at once share the cores (--parallel). With SIDE > 1 the rows
+#     tuned side by side share a GPU, so each shard's rows are then measured again from its log
+#     with the GPU to themselves (tuned_alone_K.json, the ones to publish); merge the shards'
+#     JSONs with `--merge`
 #   bash tools/gpu_bench.sh tune-quant # int8 and fp8 ResNet-50 at batch 256 (QUANT_BATCH) tuned where
 #     no record covers a kernel (QUANT_TRIALS, 24, each), one precision a GPU, then the quantized
 #     table at batch 1, 32 and 256 in one process; the tuning logs land in $OUT for distilling
@@ -129,13 +130,15 @@ tuned-zoo)
   GPUS=$(nvidia-smi -L | wc -l)
   SIDE=${SIDE:-1}  # tuning processes a GPU at once
   SHARDS=${SHARDS:-$((GPUS * SIDE))}
+  PARALLEL=$(( $(nproc) * GPUS / SHARDS )); [ "$PARALLEL" -ge 1 ] || PARALLEL=1  # the cores shared
   for k in $(seq "$SHARDS"); do
     for f in "tuned_$k.json" "zoo_tuning_$k.jsonl"; do  # resume: the rows measured, the trials made
       [ -f "${RESUME_DIR:-/nonexistent}/$f" ] && cp "$RESUME_DIR/$f" "$OUT/$f"
     done
     CUDA_VISIBLE_DEVICES=$(((k - 1) % GPUS)) TEFUSE_USER_DB="$OUT/zoo_tuning_$k.jsonl" timeout "$TUNE_SECONDS" \
       python3 -m tefuse.bench.precision zoo --precision fp16 --batch ${BATCHES:-1 32} \
-      --tune-minutes "${TUNE_MINUTES:-10}" ${MODELS:+--models $MODELS} --shard "$k/$SHARDS" --resume --workdir /tmp/tefuse \
+      --tune-minutes "${TUNE_MINUTES:-10}" ${MODELS:+--models $MODELS} --shard "$k/$SHARDS" --resume \
+      --parallel "$PARALLEL" --workdir /tmp/tefuse \
       --json "$OUT/tuned_$k.json" > "/tmp/tefuse/tuned_zoo_$k.log" 2>&1 &
   done
   wait

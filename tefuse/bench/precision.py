@@ -227,6 +227,7 @@ class TuningTools:
     tuner: str = "xgb"
     only: dict = field(default_factory=dict)  # knob values, as `tefuse tune --only`
     untuned_only: bool = False  # kernels with shipped records are left, as `tefuse tune --untuned-only`
+    parallel: Optional[int] = None  # build workers (default: the CPU count), as `tefuse tune --parallel`
     builder: object = None
     runner: object = None
 
@@ -234,7 +235,7 @@ class TuningTools:
         from ..tune.builder import LocalBuilder
         from ..tune.runner import LocalRunner
 
-        self.builder, self.runner = LocalBuilder(), LocalRunner()
+        self.builder, self.runner = LocalBuilder(n_parallel=self.parallel), LocalRunner()
         return self
 
     def __exit__(self, *exc) -> None:
@@ -824,6 +825,9 @@ def main(argv=None) -> int:
                    help="zoo: tune each (model, batch)'s kernels for N minutes first, as `tefuse tune "
                         "--minutes N` (rounds where the model's time should fall most), into the user database")
     p.add_argument("--tuner", default="xgb", choices=["xgb", "random", "grid"], help="--tune's search")
+    p.add_argument("--parallel", type=int, default=None, metavar="N",
+                   help="--tune: build workers (default: the CPU count), as `tefuse tune --parallel`; runs "
+                        "tuning side by side on one machine share its cores")
     p.add_argument("--only", action="append", default=[], metavar="KNOB=VALUE", type=knob_assignment,
                    help="--tune: only configs with this knob value, as `tefuse tune --only`")
     p.add_argument("--workdir", default="/tmp")
@@ -861,6 +865,8 @@ def main(argv=None) -> int:
         p.error("--tune and --tune-minutes exclude each other (trials a kernel, or minutes for all)")
     if args.untuned_only and not args.tune:
         p.error("--untuned-only goes with --tune TRIALS")
+    if args.parallel is not None and args.parallel < 1:
+        p.error("--parallel must be at least 1")
     if args.siblings and args.suite != "zoo":
         p.error("--siblings: the zoo suite only")
     if args.tune_minutes and args.suite != "zoo":
@@ -897,7 +903,8 @@ def main(argv=None) -> int:
         print(line(rows[-1]), flush=True)
         write_json(rows, args.json, commands)
 
-    with TuningTools(args.tuner, dict(args.only), untuned_only=args.untuned_only) if args.tune or args.tune_minutes \
+    with TuningTools(args.tuner, dict(args.only), untuned_only=args.untuned_only, parallel=args.parallel) \
+            if args.tune or args.tune_minutes \
             else contextlib.nullcontext() \
             as tuning:
         run_suites(args, db, tuning, attempt)

@@ -71,7 +71,7 @@ def test_tuned_conv_cases_share_one_builder_and_runner(monkeypatch, tmp_path):
     class FakeTools:
         entered = exited = 0
 
-        def __init__(self, tuner, only, untuned_only=False):
+        def __init__(self, tuner, only, untuned_only=False, parallel=None):
             self.tuner, self.only, self.untuned_only = tuner, only, untuned_only
 
         def __enter__(self):
@@ -141,7 +141,7 @@ def test_attention_suite_runs_each_shape_with_the_tuning_asked(monkeypatch, tmp_
         return _row(f"{b}x{h}x{l}x{d}", 1.0, 2.0)
 
     monkeypatch.setattr(precision, "attention_case", fake_case)
-    monkeypatch.setattr(precision, "TuningTools", lambda tuner, only, untuned_only: contextlib.nullcontext("tools"))
+    monkeypatch.setattr(precision, "TuningTools", lambda tuner, only, untuned_only, parallel: contextlib.nullcontext("tools"))
     out = tmp_path / "a.json"
     assert precision.main(["attention", "--attention", "32x12x197x64", "1x2x16x32", "--tune", "3",
                            "--json", str(out)]) == 0
@@ -352,8 +352,8 @@ def test_zoo_tunes_each_model_and_batch_for_the_minutes_asked(monkeypatch):
     seen, tools = [], []
 
     class FakeTools:
-        def __init__(self, tuner, only, untuned_only=False):
-            self.untuned_only = untuned_only
+        def __init__(self, tuner, only, untuned_only=False, parallel=None):
+            self.untuned_only, self.parallel = untuned_only, parallel
             tools.append(self)
 
         def __enter__(self):
@@ -369,14 +369,15 @@ def test_zoo_tunes_each_model_and_batch_for_the_minutes_asked(monkeypatch):
 
     monkeypatch.setattr(precision, "TuningTools", FakeTools)
     monkeypatch.setattr(precision, "zoo_model_case", fake_case)
-    assert precision.main(["zoo", "--models", "bert", "gpt2", "--batch", "1", "32", "--tune-minutes", "10"]) == 0
-    assert len(tools) == 1
+    assert precision.main(["zoo", "--models", "bert", "gpt2", "--batch", "1", "32", "--tune-minutes", "10",
+                           "--parallel", "4"]) == 0
+    assert len(tools) == 1 and tools[0].parallel == 4
     assert seen == [(n, b, "default", 10.0, 0, tools[0]) for n in ("bert", "gpt2") for b in (1, 32)]
     seen.clear()  # or trials a kernel, where no record covers a kernel (a quantized model's records)
     assert precision.main(["zoo", "--models", "bert", "--batch", "32", "--tune", "8", "--untuned-only"]) == 0
     assert seen == [("bert", 32, "default", 0.0, 8, tools[1])] and tools[1].untuned_only
     for argv in (["conv", "--tune-minutes", "1"], ["zoo", "--tune-minutes", "1", "--no-db"],
-                 ["zoo", "--tune-minutes", "1", "--tune", "8"]):
+                 ["zoo", "--tune-minutes", "1", "--tune", "8"], ["zoo", "--tune-minutes", "1", "--parallel", "0"]):
         with pytest.raises(SystemExit):
             precision.main(argv)
 

@@ -87,3 +87,6 @@ def test_tuned_zoo_side_by_side_measures_each_shard_again_alone(tmp_path):
     assert [s[:2] for s in sorted(map(shard, tuning))] == [("0", "1/4"), ("0", "3/4"), ("1", "2/4"), ("1", "4/4")]
     assert sorted(map(shard, alone)) == sorted(map(shard, tuning))
     assert all("--resume" not in line and "tuned_alone_" in line for line in alone)
+    cores = int(subprocess.run(["nproc"], capture_output=True, text=True).stdout)
+    parallel = {line.split()[line.split().index("--parallel") + 1] for line in tuning}
+    assert parallel == {str(max(1, cores * 2 // 4))}  # the four shards share the cores of the two GPUs' host
