@@ -15,9 +15,9 @@
 #     first, SIDE (1) shards a GPU at once (SHARDS, default SIDE times the GPU count); RESUME_DIR:
 #     an earlier call's $OUT (its rows kept, its tuning logs resumed); MODELS: these zoo models
 #     only (default all); the shards at once share the cores (--parallel). With SIDE > 1 the rows
-#     tuned side by side share a GPU, so each shard's rows are then measured again from its log
-#     with the GPU to themselves (tuned_alone_K.json, the ones to publish); merge the shards'
-#     JSONs with `--merge`
+#     tuned side by side share a GPU (their torch.compile peers left out), so each shard's rows
+#     are then measured again from its log, all shards built at once and timed one at a time a GPU
+#     (--gpu-turn; tuned_alone_K.json, the ones to publish); merge the shards' JSONs with `--merge`
 #   bash tools/gpu_bench.sh tune-quant # int8 and fp8 ResNet-50 at batch 256 (QUANT_BATCH) tuned where
 #     no record covers a kernel (QUANT_TRIALS, 24, each), one precision a GPU, then the quantized
 #     table at batch 1, 32 and 256 in one process; the tuning logs land in $OUT for distilling
@@ -131,6 +131,7 @@ tuned-zoo)
   SIDE=${SIDE:-1}  # tuning processes a GPU at once
   SHARDS=${SHARDS:-$((GPUS * SIDE))}
   PARALLEL=$(( $(nproc) * GPUS / SHARDS )); [ "$PARALLEL" -ge 1 ] || PARALLEL=1  # the cores shared
+  PEERS=; [ "$SIDE" -gt 1 ] && PEERS=--no-compile  # side by side: the rows published are measured after
   for k in $(seq "$SHARDS"); do
     for f in "tuned_$k.json" "zoo_tuning_$k.jsonl"; do  # resume: the rows measured, the trials made
       [ -f "${RESUME_DIR:-/nonexistent}/$f" ] && cp "$RESUME_DIR/$f" "$OUT/$f"
@@ -138,19 +139,19 @@ tuned-zoo)
     CUDA_VISIBLE_DEVICES=$(((k - 1) % GPUS)) TEFUSE_USER_DB="$OUT/zoo_tuning_$k.jsonl" timeout "$TUNE_SECONDS" \
       python3 -m tefuse.bench.precision zoo --precision fp16 --batch ${BATCHES:-1 32} \
       --tune-minutes "${TUNE_MINUTES:-10}" ${MODELS:+--models $MODELS} --shard "$k/$SHARDS" --resume \
-      --parallel "$PARALLEL" --workdir /tmp/tefuse \
+      --parallel "$PARALLEL" $PEERS --workdir /tmp/tefuse \
       --json "$OUT/tuned_$k.json" > "/tmp/tefuse/tuned_zoo_$k.log" 2>&1 &
   done
   wait
   for k in $(seq "$SHARDS"); do echo "shard $k: $(grep -c '^zoo ' "/tmp/tefuse/tuned_zoo_$k.log") rows"; done
-  if [ "$SIDE" -gt 1 ]; then  # measured side by side: again from each shard's log, one process a GPU
-    for g in $(seq 0 $((GPUS - 1))); do
-      ( for k in $(seq "$SHARDS"); do
-          [ $(((k - 1) % GPUS)) -eq "$g" ] || continue
-          CUDA_VISIBLE_DEVICES=$g TEFUSE_USER_DB="$OUT/zoo_tuning_$k.jsonl" python3 -m tefuse.bench.precision zoo \
-            --precision fp16 --batch ${BATCHES:-1 32} ${MODELS:+--models $MODELS} --shard "$k/$SHARDS" \
-            --workdir "/tmp/tefuse/alone$g" --json "$OUT/tuned_alone_$k.json" 2>&1 | grep "^zoo "
-        done ) &
+  if [ "$SIDE" -gt 1 ]; then  # measured side by side: again from each shard's log, the shards of a GPU
+    # built and compiled at once and timed in turn (--gpu-turn: one lock a GPU)
+    for k in $(seq "$SHARDS"); do
+      g=$(((k - 1) % GPUS))
+      CUDA_VISIBLE_DEVICES=$g TEFUSE_USER_DB="$OUT/zoo_tuning_$k.jsonl" python3 -m tefuse.bench.precision zoo \
+        --precision fp16 --batch ${BATCHES:-1 32} ${MODELS:+--models $MODELS} --shard "$k/$SHARDS" \
+        --gpu-turn "/tmp/tefuse/gpu_turn_$g" --workdir "/tmp/tefuse/alone$k" --json "$OUT/tuned_alone_$k.json" \
+        2>&1 | grep "^zoo " &
     done
     wait
   fi

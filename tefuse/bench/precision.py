@@ -643,7 +643,6 @@ def zoo_model_case(name: str, batch: int, precision: str, workdir: Path, db=None
     peer_precision = QUANT_PEERS.get(precision, precision)
     tdt = getattr(torch, DTYPES[peer_precision])
     device_feeds = {k: torch.from_numpy(v).cuda() for k, v in feeds.items()}
-    graph_ms, graph_error, run = _tefuse_graph_ms(torch, cg, device_feeds, got)
     _torch_math(torch, peer_precision)
     fmt = torch.channels_last if images else torch.contiguous_format
     tm = module.cuda().to(tdt).to(memory_format=fmt).eval()
@@ -656,39 +655,55 @@ def zoo_model_case(name: str, batch: int, precision: str, workdir: Path, db=None
     extra = {"build_s": build_s, "kernels": cg.num_kernels, "config_sources": config_sources(cg.kernels),
              **({"calibration": calibration_record(options["calibration"])} if "calibration" in options else {}),
              **({"top1_agreement": classes.agreement, "near_ties": classes.near_ties} if classes else {}),
-             "config": "small" if small else "full", **(budget_facts(report) if report is not None else {})}
-    try:  # a module that copies host tensors in its forward (transformers' masks) cannot be captured
-        graph_ms, peer_graph = alternate(run, peer, graph_ms)
-    except RuntimeError as e:
-        peer_graph, extra["peer_graph_error"] = None, str(e).splitlines()[0][:200]
-    kernel_s = cg.time_kernels(**feeds)
-    kernels_ms = 1e3 * sum(kernel_s)
-    extra.update(kernels_ms=kernels_ms, graph_ms=graph_ms, peer_graph_ms=peer_graph)
-    if graph_error:
-        extra["graph_error"] = graph_error
-    if compile_peer:
+             "config": "small" if small else "full", **(budget_facts(report) if report is not None else {}),
+             **({"gpu_turn": True} if timing.GPU_TURN else {})}  # timed in turn with runs built alongside
+    compiled = _compiled(torch, tm, targs, extra) if compile_peer else None  # compiled before the timings
+    with timing.gpu_turn():
+        graph_ms, graph_error, run = _tefuse_graph_ms(torch, cg, device_feeds, got)
+        try:  # a module that copies host tensors in its forward (transformers' masks) cannot be captured
+            graph_ms, peer_graph = alternate(run, peer, graph_ms)
+        except RuntimeError as e:
+            peer_graph, extra["peer_graph_error"] = None, str(e).splitlines()[0][:200]
+        kernel_s = cg.time_kernels(**feeds)
+        kernels_ms = 1e3 * sum(kernel_s)
+        extra.update(kernels_ms=kernels_ms, graph_ms=graph_ms, peer_graph_ms=peer_graph)
+        if graph_error:
+            extra["graph_error"] = graph_error
+        if compiled is not None:
+            try:
+                graph_ms, extra["peer_compile_ms"] = alternate(run, compiled, graph_ms)
+                extra["graph_ms"] = graph_ms
+            except Exception as e:  # noqa: BLE001 - torch.compile failing is the peer's problem, noted
+                extra["peer_compile_error"] = str(e).splitlines()[0][:200]
+        best = best_peer_ms(torch, peer, peer_graph, extra)
+        extra["slowest"] = kernel_profile(cg.kernels, kernel_s)[:8]
         try:
-            cm = torch.compile(tm)
-
-            def compiled():
-                with torch.no_grad():
-                    return cm(*targs)
-
-            graph_ms, extra["peer_compile_ms"] = alternate(run, compiled, graph_ms)
-            extra["graph_ms"] = graph_ms
-        except Exception as e:  # noqa: BLE001 - torch.compile failing is the peer's problem, noted
-            extra["peer_compile_error"] = str(e).splitlines()[0][:200]
-    best = best_peer_ms(torch, peer, peer_graph, extra)
-    extra["slowest"] = kernel_profile(cg.kernels, kernel_s)[:8]
-    try:
-        extra["peer_profile"] = device_kernels(torch, peer)
-    except Exception as e:  # noqa: BLE001 - the profiler failing is noted, the timing stands
-        extra["peer_profile_error"] = str(e).splitlines()[0][:200]
+            extra["peer_profile"] = device_kernels(torch, peer)
+        except Exception as e:  # noqa: BLE001 - the profiler failing is noted, the timing stands
+            extra["peer_profile_error"] = str(e).splitlines()[0][:200]
     # judged as a model (model_ok) where there is a class, else by its error
     ok = (model_ok(precision, err, classes.agreement, classes.decided) if classes is not None
           else err <= TOLERANCE[precision])
     return Row("zoo", zoo_case(name, fp8_fast_accum, siblings), precision, batch, graph_ms or kernels_ms, best,
                f"torch {peer_precision}, best of CUDA graph and torch.compile", err, ok, _templates(cg), extra)
+
+
+def _compiled(torch, tm, targs: list, extra: dict):
+    """torch.compile's module, called once so that its compilation (the CPU's minutes) is done
+    before a timing turn; None, with the error in `extra`, where it fails."""
+    try:
+        cm = torch.compile(tm)
+
+        def compiled():
+            with torch.no_grad():
+                return cm(*targs)
+
+        compiled()
+        torch.cuda.synchronize()
+        return compiled
+    except Exception as e:  # noqa: BLE001 - torch.compile failing is the peer's problem, noted
+        extra["peer_compile_error"] = str(e).splitlines()[0][:200]
+        return None
 
 
 def zoo_case(name: str, fp8_fast_accum: bool = False, siblings: bool = False) -> str:
@@ -830,6 +845,9 @@ def main(argv=None) -> int:
                         "tuning side by side on one machine share its cores")
     p.add_argument("--only", action="append", default=[], metavar="KNOB=VALUE", type=knob_assignment,
                    help="--tune: only configs with this knob value, as `tefuse tune --only`")
+    p.add_argument("--gpu-turn", default=None, metavar="FILE",
+                   help="zoo: time while holding an exclusive lock on FILE, so that runs started together on one "
+                        "GPU build and compile side by side and time one at a time")
     p.add_argument("--workdir", default="/tmp")
     p.add_argument("--json", default=None)
     p.add_argument("--resume", action="store_true",
@@ -867,6 +885,8 @@ def main(argv=None) -> int:
         p.error("--untuned-only goes with --tune TRIALS")
     if args.parallel is not None and args.parallel < 1:
         p.error("--parallel must be at least 1")
+    if args.gpu_turn is not None and args.suite != "zoo":
+        p.error("--gpu-turn: the zoo suite only")
     if args.siblings and args.suite != "zoo":
         p.error("--siblings: the zoo suite only")
     if args.tune_minutes and args.suite != "zoo":
@@ -880,6 +900,7 @@ def main(argv=None) -> int:
         timing.set_graph_calls(args.graph_calls)
     except ValueError as e:  # one line and exit 2, as argparse's own errors
         p.error(f"--graph-calls: {e}")
+    timing.set_gpu_turn(args.gpu_turn)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s: %(message)s")
     db = None if args.no_db else "default"
     resumed = read_report(args.json) if args.resume else {}

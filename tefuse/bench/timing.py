@@ -2,9 +2,12 @@
 wall time with the device synchronised (what one call costs, launches included)."""
 from __future__ import annotations
 
-from collections import Counter
-
+import contextlib
+import fcntl
+import logging
 import time
+from collections import Counter
+from typing import Optional
 
 import numpy as np
 
@@ -24,6 +27,36 @@ def set_graph_calls(calls: int) -> None:
     if int(calls) < 1:
         raise ValueError(f"graph calls must be 1 or more, not {calls}")
     GRAPH_CALLS = int(calls)
+
+
+# a file whose exclusive lock a run holds while it times (`set_gpu_turn`, the precision bench's
+# --gpu-turn): runs started together on one GPU export, build, check and compile side by side and
+# take the GPU in turn for their timings alone. None: no lock (a run that has the GPU to itself).
+GPU_TURN: Optional[str] = None
+log = logging.getLogger(__name__)
+
+
+def set_gpu_turn(path: Optional[str]) -> None:
+    """Time from now on while holding an exclusive lock on `path` (None: without a lock)."""
+    global GPU_TURN
+    GPU_TURN = path
+
+
+@contextlib.contextmanager
+def gpu_turn():
+    """The timings of the block taken while no other run holding the same GPU_TURN lock times
+    (flock: released by the kernel if the process dies, so a crashed run blocks no one)."""
+    if GPU_TURN is None:
+        yield
+        return
+    with open(GPU_TURN, "a") as f:
+        t0 = time.perf_counter()
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            log.info("GPU turn after %.0f s waiting", time.perf_counter() - t0)
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def time_graph(fn, repeat: int = 30, inner: int = 10, calls: int = 0) -> float:

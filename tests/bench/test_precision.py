@@ -488,3 +488,21 @@ def test_a_quantized_rows_calibration_reads_back_as_the_one_it_was_built_with():
     back = Calibration.from_json(json.dumps(row_extra["calibration"]))
     assert (back.method, back.thresholds, back.pinned, back.residuals) == \
         (cal.method, cal.thresholds, cal.pinned, cal.residuals)
+
+
+def test_the_zoo_times_in_turn_with_the_runs_sharing_its_gpu_turn(monkeypatch, tmp_path):
+    from tefuse.bench import precision, timing
+
+    seen = []
+
+    def fake_case(name, b, *args, **kwargs):
+        seen.append(timing.GPU_TURN)
+        return _row(name, 1.0, 2.0)
+
+    monkeypatch.setattr(timing, "GPU_TURN", None)
+    monkeypatch.setattr(precision, "zoo_model_case", fake_case)
+    lock = str(tmp_path / "gpu.lock")
+    assert precision.main(["zoo", "--models", "bert", "--batch", "1", "--gpu-turn", lock]) == 0
+    assert seen == [lock]
+    with pytest.raises(SystemExit):
+        precision.main(["conv", "--gpu-turn", lock])

@@ -113,3 +113,68 @@ def test_kernel_profile_names_each_kernels_config_source():
     assert [r[3] for r in rows] == ["fallback", "tuned", "tuned"]
     assert rows[0][2] == 0.3
     assert timing.config_sources(ks) == {"tuned": 2, "fallback": 1}
+
+
+def _hold_turn(path: str, seconds: float, q) -> None:
+    """A run's timing turn: when it started and ended, as the lock let it."""
+    import time
+
+    timing.set_gpu_turn(path)
+    with timing.gpu_turn():
+        start = time.monotonic()
+        time.sleep(seconds)
+        q.put((start, time.monotonic()))
+
+
+def test_runs_sharing_a_gpu_turn_time_one_at_a_time(tmp_path):
+    import multiprocessing as mp
+
+    ctx = mp.get_context("fork")
+    q = ctx.Queue()
+    procs = [ctx.Process(target=_hold_turn, args=(str(tmp_path / "gpu.lock"), 0.3, q)) for _ in range(3)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(30)
+    turns = sorted(q.get(timeout=5) for _ in procs)
+    assert all(a_end <= b_start for (_, a_end), (b_start, _) in zip(turns, turns[1:])), turns
+
+
+def test_without_a_gpu_turn_timings_overlap(tmp_path):
+    """The control: the same three runs without the lock overlap (the test above can fail)."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("fork")
+    q = ctx.Queue()
+    procs = [ctx.Process(target=_hold_turn, args=(None, 0.3, q)) for _ in range(3)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(30)
+    turns = sorted(q.get(timeout=5) for _ in procs)
+    assert any(a_end > b_start for (_, a_end), (b_start, _) in zip(turns, turns[1:]))
+
+
+def test_a_crashed_run_leaves_the_turn_free(tmp_path):
+    """flock dies with its process: a run killed in its turn blocks no one after it."""
+    import multiprocessing as mp
+    import os
+    import signal
+
+    path = str(tmp_path / "gpu.lock")
+    ctx = mp.get_context("fork")
+    q = ctx.Queue()
+    stuck = ctx.Process(target=_hold_turn, args=(path, 60, q))
+    stuck.start()
+    import time
+
+    deadline = time.monotonic() + 10
+    while not os.path.exists(path) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.3)
+    os.kill(stuck.pid, signal.SIGKILL)
+    stuck.join(10)
+    after = ctx.Process(target=_hold_turn, args=(path, 0.0, q))
+    after.start()
+    after.join(10)
+    assert after.exitcode == 0 and q.get(timeout=5)

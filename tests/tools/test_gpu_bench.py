@@ -69,7 +69,8 @@ def test_tuned_zoo_runs_a_shard_a_gpu_over_the_models_asked_for(tmp_path):
 
 def test_tuned_zoo_side_by_side_measures_each_shard_again_alone(tmp_path):
     """SIDE=2 on two GPUs: four shards tuning at once, two a GPU, then each shard's rows measured
-    again from its own log (no tuning) on the GPU it was tuned on, into tuned_alone_K.json."""
+    again from its own log (no tuning) on the GPU it was tuned on, into tuned_alone_K.json, timed
+    in turn with the other shard of its GPU."""
     bin_dir, calls = _two_gpus(tmp_path)
     env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "OUT": str(tmp_path / "out"),
            "MODELS": "bert gpt2 swin_t", "TUNE_SECONDS": "60", "SIDE": "2"}
@@ -87,6 +88,9 @@ def test_tuned_zoo_side_by_side_measures_each_shard_again_alone(tmp_path):
     assert [s[:2] for s in sorted(map(shard, tuning))] == [("0", "1/4"), ("0", "3/4"), ("1", "2/4"), ("1", "4/4")]
     assert sorted(map(shard, alone)) == sorted(map(shard, tuning))
     assert all("--resume" not in line and "tuned_alone_" in line for line in alone)
+    assert all("--no-compile" in line for line in tuning) and not any("--no-compile" in line for line in alone)
+    turns = {shard(line)[0]: line.split()[line.split().index("--gpu-turn") + 1] for line in alone}
+    assert len(set(turns.values())) == 2  # one timing turn a GPU
     cores = int(subprocess.run(["nproc"], capture_output=True, text=True).stdout)
     parallel = {line.split()[line.split().index("--parallel") + 1] for line in tuning}
     assert parallel == {str(max(1, cores * 2 // 4))}  # the four shards share the cores of the two GPUs' host
