@@ -24,7 +24,7 @@ import numpy as np
 
 from .driver import VERBOSE, build
 from .errors import GraphError
-from .graph.calibration import METHODS, Calibration, insert_qdq, products
+from .graph.calibration import METHODS, Calibration, insert_qdq, products, projection_shortcuts
 from .graph.ir import CONST, INPUT, Graph
 
 log = logging.getLogger(__name__)
@@ -54,11 +54,14 @@ def _samples(samples: Iterable[Sample]) -> list[Sample]:
 
 
 def _collect(graph: Graph, samples: list[Sample]) -> dict[str, list[np.ndarray]]:
-    """product name -> its data input's values on each sample."""
+    """product name -> its data input's values on each sample (residual add name -> its
+    projection shortcut's)."""
     prods = products(graph)
     if not prods:
         raise GraphError("calibration: the graph has no float conv2d / dense / matmul with a constant weight")
     data = {p.name: p.inputs[0] for p in prods if p.inputs[0].op != CONST}  # a constant's product stays float
+    # a residual add's projection shortcut: its threshold under the add's name (graph/calibration.py)
+    data.update({add: graph.node(add).inputs[k] for add, k in projection_shortcuts(graph).items()})
     if not data:
         raise GraphError("calibration: no conv2d / dense / matmul of the graph reads a computed value or an input")
     inner = list({id(n): n for n in data.values() if n.op != INPUT}.values())
@@ -101,7 +104,7 @@ def calibrate(graph: Graph, samples: Iterable[Sample], method: str = "max", perc
         thresholds = {k: float(max(np.abs(v).max(initial=0.0) for v in vs)) for k, vs in values.items()}
     else:
         thresholds = _histogram_thresholds(values, method, percentile)
-    log.info("calibration (%s): %d products over %d samples", method, len(thresholds), len(samples))
+    log.info("calibration (%s): %d thresholds over %d samples", method, len(thresholds), len(samples))
     return Calibration(method, thresholds, frozenset(pin))
 
 

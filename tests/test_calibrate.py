@@ -1,6 +1,8 @@
 """Post-training int8 and fp8 calibration (tefuse/calibrate.py, graph/calibration.py) on llvm."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -32,6 +34,31 @@ def _net(seed: int = 0):
 def _samples(n: int, seed: int = 1):
     rng = np.random.default_rng(seed)
     return [{"x": rng.standard_normal((2, 3, 12, 12)).astype(np.float32)} for _ in range(n)]
+
+
+def downsample_net(seed: int = 0, shortcut_read_twice: bool = False, c: int = 16, hw: int = 8):
+    """A ResNet downsampling block after a conv: body conv-ReLU-conv, shortcut a 1x1 conv (each
+    conv with a bias), both of the block input y; relu(body + shortcut); 2 x c x hw x hw in,
+    2c channels out. shortcut_read_twice: the shortcut is also a graph output (read outside the
+    add)."""
+    rng = np.random.default_rng(seed)
+
+    def w(*shape):
+        return b.const((rng.standard_normal(shape) * 0.2).astype(np.float32))
+
+    b = GraphBuilder()
+    x = b.input("x", (2, c, hw, hw))
+    y = b.relu(b.conv2d(x, w(c, c, 3, 3), padding=1, name="conv0"))
+    body = b.relu(b.op("bias_add", b.conv2d(y, w(c, c, 1, 1), name="conv1"), w(c), axis=1))
+    body = b.op("bias_add", b.conv2d(body, w(2 * c, c, 1, 1), name="conv2"), w(2 * c), axis=1)
+    short = b.op("bias_add", b.conv2d(y, w(2 * c, c, 1, 1), name="down"), w(2 * c), axis=1)
+    out = b.relu(b.op("add", body, short, name="block"))
+    return b.build([out, short] if shortcut_read_twice else [out])
+
+
+def ds_samples(n: int, seed: int = 1, c: int = 16, hw: int = 8):
+    rng = np.random.default_rng(seed)
+    return [{"x": rng.standard_normal((2, c, hw, hw)).astype(np.float32)} for _ in range(n)]
 
 
 def test_max_thresholds_are_the_largest_magnitudes_of_each_products_input():
@@ -126,3 +153,36 @@ def test_an_int8_artefact_keeps_its_calibration(tmp_path):
     back = tefuse.load(tmp_path / "net.tefuse")
     assert back.calibration == cal
     np.testing.assert_array_equal(back.run(samples[0])[0], cg.run(samples[0])[0])
+
+
+def test_a_projection_shortcut_gets_a_threshold_under_its_adds_name():
+    g, samples = downsample_net(), ds_samples(3)
+    cal = calibrate(g, samples, "max")
+    assert set(cal.thresholds) == {"conv0", "conv1", "conv2", "down", "block"}
+    probe = tefuse.build(tefuse.Graph(list(g.inputs), [g.node("block").inputs[1]]), "llvm")
+    want = max(float(np.abs(probe.run(s)[0]).max()) for s in samples)
+    assert cal.thresholds["block"] == pytest.approx(want, rel=1e-6)
+
+
+@pytest.mark.parametrize("precision,code", [("int8", "int8"), ("fp8", "uint8")])
+def test_a_projection_shortcuts_kernel_stores_codes_and_the_block_stays_close(precision, code):
+    """The shortcut conv's kernel writes one-byte codes that the body's last conv reads in its
+    epilogue: no float value crosses between the block's kernels, one kernel fewer bytes; the
+    output equals the QDQ graph's computed in float32 (within the fp16 rounding of the rest)."""
+    g, samples = downsample_net(), ds_samples(3)
+    cal = calibrate(g, samples, "max")
+    cg = tefuse.build(g, "llvm", precision=precision, calibration=cal)
+    crossing = {o.dtype for k in cg.kernels for o in k.outputs
+                if any(o is p for k2 in cg.kernels for p in k2.params)}
+    assert crossing == {code}, crossing
+    as_float = tefuse.build(g, "llvm", precision=precision, calibration=replace(cal, residuals=False))
+    assert "float16" in {o.dtype for k in as_float.kernels for o in k.outputs
+                         if any(o is p for k2 in as_float.kernels for p in k2.params)}
+    q, ref = tefuse.build(insert_qdq(g, cal, precision), "llvm"), tefuse.build(g, "llvm")
+    # close to float, and to the QDQ graph in float32 but where a half's rounding moved a code by
+    # a step (an eighth of the value for e4m3: about one element in a hundred here)
+    to_float, flips = (0.05, 0.0) if precision == "int8" else (0.1, 0.02)
+    for s in samples:  # (inputs beyond the calibrated range saturate: the threshold's choice)
+        want, got = ref.run(s)[0], cg.run(s)[0]
+        assert np.abs(got - want).max() <= to_float * np.abs(want).max()
+        assert np.mean(np.abs(got - q.run(s)[0]) > 2e-2 * np.abs(want).max()) <= flips

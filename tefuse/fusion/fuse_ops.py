@@ -14,7 +14,9 @@ fuses where every path allows it), with two extensions:
   is written by that group's epilogue as a second output, instead of by a kernel of its own or
   inside the consuming product's tile loads (which would recompute it and keep them off cp.async);
   a LayerNorm's kernel writes the codes of its rows the same way (QUANTIZED_OUTPUT_OPAQUE: a
-  transformer's int8 / float8 Linear after each norm, its rows also read by the residual add).
+  transformer's int8 / float8 Linear after each norm, its rows also read by the residual add);
+  an anchor's epilogue also stops at codes that a residual add reads dequantized (a projection
+  shortcut's), so its kernel stores the codes and the dequantize joins the add's kernel.
 """
 from __future__ import annotations
 
@@ -116,14 +118,15 @@ class _Fuser:
         self.multi_output = multi_output
 
     # -- Relay's path checks -------------------------------------------------------------
-    def _check_path(self, src: Node, sink: Node, fcond: Callable[[OpPattern, bool], bool]) -> bool:
+    def _check_path(self, src: Node, sink: Node, fcond: Callable[[OpPattern, bool], bool],
+                    node_ok: Optional[Callable[[Node], bool]] = None) -> bool:
         seen: set[int] = set()
 
         def visit(n: Node) -> bool:
             if id(n) in seen:
                 return True
             seen.add(id(n))
-            if not fcond(self.groups[n].root().pattern, n is sink):
+            if not fcond(self.groups[n].root().pattern, n is sink) or (node_ok is not None and not node_ok(n)):
                 return False
             if n is sink:
                 return True
@@ -182,7 +185,9 @@ class _Fuser:
                 return
             # phase 0: an anchor takes its elementwise/broadcast epilogue
             if phase == 0 and dom.pattern == OpPattern.ELEMWISE:
-                if self._check_path(n, sink, lambda k, is_sink: k <= OpPattern.BROADCAST):
+                # (not past the codes of a projection shortcut: they are the kernel's output)
+                if self._check_path(n, sink, lambda k, is_sink: k <= OpPattern.BROADCAST,
+                                    lambda m: not self._codes_read_elsewhere(m)):
                     self._commit(n, sink)
             elif phase == 0 and self._moves_rows_whole(n, sink):
                 # a GEMM's rows written to permuted places (a transformer's [L*B, E] output back
@@ -226,6 +231,18 @@ class _Fuser:
         if _keeps_rows(sink):
             return self._anchor_kind(n) in ROW_ANCHORS
         return _merges_heads(sink) and self._anchor_kind(n) == "attention"
+
+    def _codes_read_elsewhere(self, n: Node) -> bool:
+        """Whether n dequantizes the codes a quantize_linear just made for an elementwise op that
+        also reads another computed value of its shape (a residual add reading a projection
+        shortcut's codes, graph/calibration.py): an anchor's epilogue stops at the codes, which its
+        kernel stores (a byte an element), and the dequantize joins the add's kernel, instead of
+        storing the dequantized float32 / fp16 value."""
+        if n.op != "dequantize_linear" or n.inputs[0].op != "quantize_linear" or len(self.consumers[n]) != 1:
+            return False
+        c = self.consumers[n][0]
+        return c.pattern <= OpPattern.BROADCAST and same_shape(c.shape, n.shape) and any(
+            i is not n and i.op != CONST and same_shape(i.shape, c.shape) for i in c.inputs)
 
     def _quantized_outputs(self) -> None:
         """Each elementwise chain from an anchor group's output value to a quantize_linear (a

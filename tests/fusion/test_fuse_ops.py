@@ -578,3 +578,30 @@ def test_only_attention_takes_a_merge_of_its_last_two_axes(anchor):
     groups = fuse_graph(b.build(b.relu(merged)))
     assert [[n.op for n in g.nodes] for g in groups] == (
         [["attention", "transpose", "reshape", "relu"]] if anchor == "attention" else [["dense"], ["reshape", "relu"]])
+
+
+def _quantized_shortcut(rng, into_add: bool):
+    """A conv's output quantized and dequantized (QDQ); into_add: the dequantized value is a
+    residual add's operand, beside another conv's output; else it is the graph's output."""
+    b = GraphBuilder()
+    x = b.input("x", (1, 4, 6, 6))
+    scale, zero = b.const(np.array(0.05, "float32")), b.const(np.array(0, "int8"))
+
+    def conv(name):
+        return b.conv2d(x, b.const(rng.standard_normal((4, 4, 1, 1)).astype("float32")), name=name)
+
+    codes = b.op("quantize_linear", conv("short"), scale, zero, dtype="int8")
+    dq = b.op("dequantize_linear", codes, scale, zero)
+    return b.build(b.relu(b.add(conv("body"), dq)) if into_add else dq)
+
+
+def test_codes_a_residual_add_reads_are_its_producers_output(rng):
+    """The shortcut conv's kernel ends at its codes (int8, a byte an element) and the dequantize
+    joins the add's kernel; with nothing else to join, the dequantize stays in its producer's."""
+    groups = tefuse.fuse_graph(_quantized_shortcut(rng, True))
+    assert sorted(ops_of(groups)) == [["conv2d", "dequantize_linear", "add", "relu"],
+                                      ["conv2d", "quantize_linear"]]
+    assert ops_of(tefuse.fuse_graph(_quantized_shortcut(rng, False))) == [
+        ["conv2d", "quantize_linear", "dequantize_linear"]]
+    g = _quantized_shortcut(rng, True)
+    check_against_unfused(g, [rng.standard_normal((1, 4, 6, 6)).astype("float32")])

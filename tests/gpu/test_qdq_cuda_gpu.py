@@ -204,3 +204,22 @@ def test_a_layer_norms_codes_are_the_quantize_of_the_rows_it_stored(rng):
     rows, codes = cg.run(x=(rng.standard_normal((512, 768)) * 3).astype(np.float16))
     want = np.clip(np.rint(rows.astype(np.float32) / scale), -128, 127).astype(np.int8)
     np.testing.assert_array_equal(codes, want)
+
+
+@pytest.mark.parametrize("precision,code", [("int8", "int8"), ("fp8", "uint8")])
+def test_a_projection_shortcuts_codes_on_the_gpu_match_llvm(precision, code):
+    """A downsampling block (graph/calibration.py's projection shortcuts): the shortcut conv's
+    tensor-core kernel stores codes, the body's last conv reads them in its epilogue; the block's
+    output as llvm computes it (int8 exactly in the products; float8 within its accumulation)."""
+    from tests.test_calibrate import downsample_net, ds_samples
+    from tefuse.calibrate import calibrate
+
+    g, samples = downsample_net(c=64, hw=28), ds_samples(2, c=64, hw=28)
+    cal = calibrate(g, samples, "max")
+    cg = tefuse.build(g, "cuda", precision=precision, calibration=cal)
+    short = next(k for k in cg.kernels if any(n.name == "down" for n in k.group.nodes))
+    assert [o.dtype for o in short.outputs] == [code] and short.template in ("wgmma_gemm", "tensorcore_gemm")
+    ref = tefuse.build(g, "llvm", precision=precision, calibration=cal)
+    for s in samples:
+        got, want = cg.run(s)[0].astype(np.float32), ref.run(s)[0].astype(np.float32)
+        assert np.abs(got - want).max() <= 0.02 * np.abs(want).max()

@@ -9,8 +9,8 @@ import pytest
 from tefuse.calibrate import calibrate
 from tefuse.errors import GraphError
 from tefuse.graph import GraphBuilder
-from tefuse.graph.calibration import Calibration, insert_qdq, products, weight_scales
-from tests.test_calibrate import _net, _samples
+from tefuse.graph.calibration import Calibration, insert_qdq, products, projection_shortcuts, weight_scales
+from tests.test_calibrate import _net, _samples, downsample_net
 
 
 def test_pinned_products_stay_float():
@@ -93,3 +93,24 @@ def test_an_add_that_is_not_a_residual_block_reads_the_float_value(kind):
     cal = Calibration("max", {"conv0": 2.0, "conv1": 3.0})
     for conv_first in (True, False):
         assert "dequantize_linear" not in _add_reads(_shortcut_net(kind, conv_first), cal)
+
+
+def test_a_downsampling_blocks_shortcut_conv_is_its_projection_shortcut():
+    """The add's second operand: the 1x1 conv (and its bias) of the block input the body's first
+    conv reads. Not where the shortcut is read elsewhere too (its float value is stored anyway),
+    nor an identity shortcut (quantized as the conv's input codes instead)."""
+    assert projection_shortcuts(downsample_net()) == {"block": 1}
+    assert projection_shortcuts(downsample_net(shortcut_read_twice=True)) == {}
+    assert projection_shortcuts(_shortcut_net()) == {}
+
+
+def test_a_projection_shortcut_is_quantized_with_its_adds_threshold():
+    thresholds = {"conv0": 2.0, "conv1": 2.0, "conv2": 2.0, "down": 2.0, "block": 4.0}
+    g = insert_qdq(downsample_net(), Calibration("max", thresholds))
+    dq = g.node("block").inputs[1]
+    assert dq.op == "dequantize_linear" and dq.inputs[0].op == "quantize_linear"
+    assert dq.inputs[0].inputs[0].op == "bias_add" and float(dq.inputs[1].value) == pytest.approx(4.0 / 127)
+    for cal in (Calibration("max", {k: v for k, v in thresholds.items() if k != "block"}),  # saved before
+                Calibration("max", thresholds, frozenset({"block"})),
+                Calibration("max", thresholds, residuals=False)):
+        assert insert_qdq(downsample_net(), cal).node("block").inputs[1].op == "bias_add"
