@@ -94,3 +94,26 @@ def test_tuned_zoo_side_by_side_measures_each_shard_again_alone(tmp_path):
     cores = int(subprocess.run(["nproc"], capture_output=True, text=True).stdout)
     parallel = {line.split()[line.split().index("--parallel") + 1] for line in tuning}
     assert parallel == {str(max(1, cores * 2 // 4))}  # the four shards share the cores of the two GPUs' host
+
+
+def test_tuned_zoo_rows_are_a_shard_each_tuned_at_once_then_timed_in_turn(tmp_path):
+    """ROWS: each (model, batch) a process of its own with its own tuning log, spread over the two
+    GPUs, then measured again from that log, timed in turn a GPU."""
+    bin_dir, calls = _two_gpus(tmp_path)
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "OUT": str(tmp_path / "out"),
+           "ROWS": "swin_t:1 swin_t:32 bert:32", "TUNE_SECONDS": "60"}
+    r = subprocess.run(["bash", str(ROOT / "tools" / "gpu_bench.sh"), "tuned-zoo"], env=env, cwd=ROOT,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    runs = calls.read_text().splitlines()
+
+    def row(line):  # (GPU, model, batch, tuning log)
+        w = line.split()
+        return w[0], w[w.index("--models") + 1], w[w.index("--batch") + 1], w[-1]
+
+    tuning = sorted(row(line) for line in runs if "--tune-minutes" in line)
+    alone = sorted(row(line) for line in runs if "--tune-minutes" not in line)
+    assert [t[1:3] for t in tuning] == [("bert", "32"), ("swin_t", "1"), ("swin_t", "32")]
+    assert len({t[3] for t in tuning}) == 3 and alone == tuning  # a log each, measured from it
+    assert all("--shard" not in line for line in runs)
+    assert all("--gpu-turn" in line for line in runs if "--tune-minutes" not in line)
