@@ -27,14 +27,19 @@ def _two_gpus(tmp_path: Path) -> tuple[Path, Path]:
     return bin_dir, calls
 
 
-def test_untuned_zoo_measures_each_model_once_spread_over_the_gpus(tmp_path):
+def _on_two_gpus(tmp_path: Path, mode: str, **env) -> tuple[subprocess.CompletedProcess, list[str]]:
+    """gpu_bench.sh `mode` with two stand-in GPUs and `env`: its result and the commands it ran."""
     bin_dir, calls = _two_gpus(tmp_path)
-    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "OUT": str(tmp_path / "out"),
-           "MODELS": "swin_t bert gpt2"}
-    r = subprocess.run(["bash", str(ROOT / "tools" / "gpu_bench.sh"), "untuned-zoo"], env=env, cwd=ROOT,
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "OUT": str(tmp_path / "out"), **env}
+    r = subprocess.run(["bash", str(ROOT / "tools" / "gpu_bench.sh"), mode], env=env, cwd=ROOT,
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
-    runs = sorted(calls.read_text().splitlines())
+    return r, calls.read_text().splitlines()
+
+
+def test_untuned_zoo_measures_each_model_once_spread_over_the_gpus(tmp_path):
+    r, runs = _on_two_gpus(tmp_path, "untuned-zoo", MODELS="swin_t bert gpt2")
+    runs = sorted(runs)
     assert [(line.split()[0], line.split()[line.split().index("--models") + 1]) for line in runs] == \
         [("0", "gpt2"), ("0", "swin_t"), ("1", "bert")]
     assert all("--no-db" in line and "--batch 1 32" in line for line in runs)
@@ -54,13 +59,8 @@ def test_untuned_zoo_without_models_names_what_is_missing(tmp_path):
 
 
 def test_tuned_zoo_runs_a_shard_a_gpu_over_the_models_asked_for(tmp_path):
-    bin_dir, calls = _two_gpus(tmp_path)
-    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "OUT": str(tmp_path / "out"),
-           "MODELS": "bert gpt2", "TUNE_SECONDS": "60"}
-    r = subprocess.run(["bash", str(ROOT / "tools" / "gpu_bench.sh"), "tuned-zoo"], env=env, cwd=ROOT,
-                       capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0, r.stderr
-    runs = sorted(calls.read_text().splitlines())
+    _, runs = _on_two_gpus(tmp_path, "tuned-zoo", MODELS="bert gpt2", TUNE_SECONDS="60")
+    runs = sorted(runs)
     assert [(line.split()[0], line.split()[line.split().index("--shard") + 1]) for line in runs] == \
         [("0", "1/2"), ("1", "2/2")]
     assert all("--models bert gpt2 " in line and "--tune-minutes 10" in line and "--resume" in line
@@ -71,13 +71,7 @@ def test_tuned_zoo_side_by_side_measures_each_shard_again_alone(tmp_path):
     """SIDE=2 on two GPUs: four shards tuning at once, two a GPU, then each shard's rows measured
     again from its own log (no tuning) on the GPU it was tuned on, into tuned_alone_K.json, timed
     in turn with the other shard of its GPU."""
-    bin_dir, calls = _two_gpus(tmp_path)
-    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "OUT": str(tmp_path / "out"),
-           "MODELS": "bert gpt2 swin_t", "TUNE_SECONDS": "60", "SIDE": "2"}
-    r = subprocess.run(["bash", str(ROOT / "tools" / "gpu_bench.sh"), "tuned-zoo"], env=env, cwd=ROOT,
-                       capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0, r.stderr
-    runs = calls.read_text().splitlines()
+    _, runs = _on_two_gpus(tmp_path, "tuned-zoo", MODELS="bert gpt2 swin_t", TUNE_SECONDS="60", SIDE="2")
 
     def shard(line):  # (GPU, shard, tuning log)
         words = line.split()
@@ -99,13 +93,7 @@ def test_tuned_zoo_side_by_side_measures_each_shard_again_alone(tmp_path):
 def test_tuned_zoo_rows_are_a_shard_each_tuned_at_once_then_timed_in_turn(tmp_path):
     """ROWS: each (model, batch) a process of its own with its own tuning log, spread over the two
     GPUs, then measured again from that log, timed in turn a GPU."""
-    bin_dir, calls = _two_gpus(tmp_path)
-    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "OUT": str(tmp_path / "out"),
-           "ROWS": "swin_t:1 swin_t:32 bert:32", "TUNE_SECONDS": "60"}
-    r = subprocess.run(["bash", str(ROOT / "tools" / "gpu_bench.sh"), "tuned-zoo"], env=env, cwd=ROOT,
-                       capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0, r.stderr
-    runs = calls.read_text().splitlines()
+    _, runs = _on_two_gpus(tmp_path, "tuned-zoo", ROWS="swin_t:1 swin_t:32 bert:32", TUNE_SECONDS="60")
 
     def row(line):  # (GPU, model, batch, tuning log)
         w = line.split()
