@@ -14,11 +14,12 @@
 #   bash tools/gpu_bench.sh tuned-zoo  # the untuned zoo tuned TUNE_MINUTES (10) a model and batch
 #     first, SIDE (1) shards a GPU at once (SHARDS, default SIDE times the GPU count); RESUME_DIR:
 #     an earlier call's $OUT (its rows kept, its tuning logs resumed); MODELS: these zoo models
-#     only (default all); ROWS="m:b ...": these (model, batch) rows, a shard each, all at once. The
-#     shards at once share the cores (--parallel). With more shards than GPUs the rows tuned side
-#     by side share a GPU (their torch.compile peers left out), so each shard's rows
-#     are then measured again from its log, all shards built at once and timed one at a time a GPU
-#     (--gpu-turn; tuned_alone_K.json, the ones to publish); merge the shards' JSONs with `--merge`
+#     only (default all); ROWS="m:b ...": these (model, batch) rows, a shard each (its files named
+#     m_bB), all at once. The shards at once share the host's cores (--parallel). With more shards
+#     than GPUs the rows tuned side by side share a GPU (their torch.compile peers left out), so
+#     each shard's rows are then measured again from its log, all shards built at once and timed
+#     one at a time a GPU (--gpu-turn; tuned_alone_K.json, the ones to publish); merge the shards'
+#     JSONs with `--merge`
 #   bash tools/gpu_bench.sh tune-quant # int8 and fp8 ResNet-50 at batch 256 (QUANT_BATCH) tuned where
 #     no record covers a kernel (QUANT_TRIALS, 24, each), one precision a GPU, then the quantized
 #     table at batch 1, 32 and 256 in one process; the tuning logs land in $OUT for distilling
@@ -129,35 +130,42 @@ untuned-zoo)
   ;;
 tuned-zoo)
   GPUS=$(nvidia-smi -L | wc -l)
-  SEL=()  # each shard's rows: ROWS' (model:batch) one a shard, else a shard of MODELS x BATCHES
+  SEL=() TAG=()  # each shard's rows and its files' tag: ROWS' (model:batch) one a shard, tagged by
+  # the row (so RESUME_DIR finds its files whatever the order), else a shard of MODELS x BATCHES
   if [ -n "${ROWS:-}" ]; then
-    for row in $ROWS; do SEL+=("--batch ${row#*:} --models ${row%:*}"); done
+    for row in $ROWS; do
+      case "$row" in *?:[0-9]*) ;; *) echo "tuned-zoo: ROWS takes model:batch, not '$row'" >&2; exit 2;; esac
+      SEL+=("--batch ${row#*:} --models ${row%:*}") TAG+=("${row%:*}_b${row#*:}")
+    done
     SHARDS=${#SEL[@]}
   else
     SIDE=${SIDE:-1}  # tuning processes a GPU at once
     SHARDS=${SHARDS:-$((GPUS * SIDE))}
-    for k in $(seq "$SHARDS"); do SEL+=("--batch ${BATCHES:-1 32} ${MODELS:+--models $MODELS} --shard $k/$SHARDS"); done
+    for k in $(seq "$SHARDS"); do
+      SEL+=("--batch ${BATCHES:-1 32} ${MODELS:+--models $MODELS} --shard $k/$SHARDS") TAG+=("$k")
+    done
   fi
-  PARALLEL=$(( $(nproc) * GPUS / SHARDS )); [ "$PARALLEL" -ge 1 ] || PARALLEL=1  # the cores shared
+  PARALLEL=$(( $(nproc) / SHARDS )); [ "$PARALLEL" -ge 1 ] || PARALLEL=1  # all shards share the host's cores
   PEERS=; [ "$SHARDS" -gt "$GPUS" ] && PEERS=--no-compile  # side by side: the rows published are measured after
   for k in $(seq "$SHARDS"); do
-    for f in "tuned_$k.json" "zoo_tuning_$k.jsonl"; do  # resume: the rows measured, the trials made
+    t=${TAG[$((k - 1))]}
+    for f in "tuned_$t.json" "zoo_tuning_$t.jsonl"; do  # resume: the rows measured, the trials made
       [ -f "${RESUME_DIR:-/nonexistent}/$f" ] && cp "$RESUME_DIR/$f" "$OUT/$f"
     done
-    CUDA_VISIBLE_DEVICES=$(((k - 1) % GPUS)) TEFUSE_USER_DB="$OUT/zoo_tuning_$k.jsonl" timeout "$TUNE_SECONDS" \
+    CUDA_VISIBLE_DEVICES=$(((k - 1) % GPUS)) TEFUSE_USER_DB="$OUT/zoo_tuning_$t.jsonl" timeout "$TUNE_SECONDS" \
       python3 -m tefuse.bench.precision zoo --precision fp16 ${SEL[$((k - 1))]} \
-      --tune-minutes "${TUNE_MINUTES:-10}" --resume --parallel "$PARALLEL" $PEERS --workdir "/tmp/tefuse/tune$k" \
-      --json "$OUT/tuned_$k.json" > "/tmp/tefuse/tuned_zoo_$k.log" 2>&1 &
+      --tune-minutes "${TUNE_MINUTES:-10}" --resume --parallel "$PARALLEL" $PEERS --workdir "/tmp/tefuse/tune_$t" \
+      --json "$OUT/tuned_$t.json" > "/tmp/tefuse/tuned_zoo_$t.log" 2>&1 &
   done
   wait
-  for k in $(seq "$SHARDS"); do echo "shard $k: $(grep -c '^zoo ' "/tmp/tefuse/tuned_zoo_$k.log") rows"; done
+  for t in "${TAG[@]}"; do echo "shard $t: $(grep -c '^zoo ' "/tmp/tefuse/tuned_zoo_$t.log") rows"; done
   if [ "$SHARDS" -gt "$GPUS" ]; then  # measured side by side: again from each shard's log, the shards of a
     # GPU built and compiled at once and timed in turn (--gpu-turn: one lock a GPU)
     for k in $(seq "$SHARDS"); do
-      g=$(((k - 1) % GPUS))
-      CUDA_VISIBLE_DEVICES=$g TEFUSE_USER_DB="$OUT/zoo_tuning_$k.jsonl" python3 -m tefuse.bench.precision zoo \
-        --precision fp16 ${SEL[$((k - 1))]} --gpu-turn "/tmp/tefuse/gpu_turn_$g" --workdir "/tmp/tefuse/alone$k" \
-        --json "$OUT/tuned_alone_$k.json" 2>&1 | grep "^zoo " &
+      g=$(((k - 1) % GPUS)) t=${TAG[$((k - 1))]}
+      CUDA_VISIBLE_DEVICES=$g TEFUSE_USER_DB="$OUT/zoo_tuning_$t.jsonl" python3 -m tefuse.bench.precision zoo \
+        --precision fp16 ${SEL[$((k - 1))]} --gpu-turn "/tmp/tefuse/gpu_turn_$g" --workdir "/tmp/tefuse/alone_$t" \
+        --json "$OUT/tuned_alone_$t.json" 2>&1 | grep "^zoo " &
     done
     wait
   fi

@@ -126,10 +126,12 @@ def accuracy_case(name: str, path: Path, calibration, precision: str, target: st
     from ..frontend.reference import onnxruntime_session
     from .precision import model_ok
 
+    from ..graph.calibration import products, projection_shortcuts
+
     t0 = time.perf_counter()
     quantized = precision in PRECISIONS
-    cg = build(import_onnx(onnx.load(str(path))), target, precision=precision,
-               calibration=calibration if quantized else None)
+    graph = import_onnx(onnx.load(str(path)))
+    cg = build(graph, target, precision=precision, calibration=calibration if quantized else None)
     build_s = time.perf_counter() - t0
     session = onnxruntime_session(str(path))
     t0 = time.perf_counter()
@@ -141,7 +143,10 @@ def accuracy_case(name: str, path: Path, calibration, precision: str, target: st
              "changed_class": int(len(a.flip_margins)),
              "changed_class_margin_max": float(a.flip_margins.max(initial=0.0))}
     if quantized:
-        extra.update(calibrator=calibration.method, quantized_products=len(calibration.thresholds))
+        scaled = {k for k in calibration.thresholds if calibration.scale(k) is not None}
+        extra.update(calibrator=calibration.method,
+                     quantized_products=sum(p.name in scaled for p in products(graph)),
+                     quantized_shortcuts=sum(a in scaled for a in projection_shortcuts(graph)))
     row = AccuracyRow(name, precision, target, a.images, batch, a.top1, a.rel_err_mean, a.rel_err_max,
                       model_ok(precision, a.rel_err_mean, a.top1), build_s, run_s, extra)
     log.info("%s %s on %s: top-1 agreement %.4f over %d images, relative error mean %.3g worst %.3g; the "

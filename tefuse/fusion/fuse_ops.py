@@ -113,6 +113,7 @@ class _Fuser:
         self.ops = [n for n in graph.nodes if n.is_op]
         self.consumers = {n: [c for c in cs if c.is_op] for n, cs in graph.consumers().items()}
         self.groups = {n: _UF(n.pattern) for n in self.ops}
+        self.order = {id(n): k for k, n in enumerate(self.ops)}
         self.tree = post_dominator_tree(graph, self.ops, self.consumers)
         self.prologue = prologue
         self.multi_output = multi_output
@@ -233,16 +234,36 @@ class _Fuser:
         return _merges_heads(sink) and self._anchor_kind(n) == "attention"
 
     def _codes_read_elsewhere(self, n: Node) -> bool:
-        """Whether n dequantizes the codes a quantize_linear just made for an elementwise op that
-        also reads another computed value of its shape (a residual add reading a projection
-        shortcut's codes, graph/calibration.py): an anchor's epilogue stops at the codes, which its
-        kernel stores (a byte an element), and the dequantize joins the add's kernel, instead of
-        storing the dequantized float32 / fp16 value."""
+        """Whether n dequantizes the codes a quantize_linear just made for an elementwise op (a
+        residual add) whose other operand ends another anchor's epilogue, which takes that op
+        instead: this anchor's epilogue then stops at the codes, which its kernel stores (a byte an
+        element), and the dequantize joins the other kernel, rather than ending this epilogue and
+        storing the dequantized float value. A calibrated build's projection shortcut against its
+        block's body (graph/calibration.py); in an onnxruntime QDQ model, where both operands are
+        dequantized codes of such epilogues, the later one in the graph (the earlier takes the
+        op). Where the other operand is no anchor's (an identity shortcut's codes, also read by
+        the next conv; SiLU's sigmoid), nothing changes: the op has no other kernel to join."""
         if n.op != "dequantize_linear" or n.inputs[0].op != "quantize_linear" or len(self.consumers[n]) != 1:
             return False
         c = self.consumers[n][0]
-        return c.pattern <= OpPattern.BROADCAST and same_shape(c.shape, n.shape) and any(
-            i is not n and i.op != CONST and same_shape(i.shape, c.shape) for i in c.inputs)
+        others = [i for i in c.inputs if i is not n and i.op != CONST]
+        if not (c.pattern <= OpPattern.BROADCAST and same_shape(c.shape, n.shape) and len(others) == 1):
+            return False
+        o = others[0]
+        return (same_shape(o.shape, c.shape) and self._ends_anchor_epilogue(o)
+                and (o.op != "dequantize_linear" or self.order[id(o)] < self.order[id(n)]))
+
+    def _ends_anchor_epilogue(self, o: Node) -> bool:
+        """Whether o is read once, at the end of a chain of elementwise ops each read once (reading
+        nothing else but constants) from an anchor: the epilogue that anchor's group takes."""
+        while o.is_op and len(self.consumers.get(o, ())) == 1:
+            if o.pattern in ANCHOR_PATTERNS:
+                return True
+            computed = [i for i in o.inputs if i.op != CONST]
+            if o.pattern > OpPattern.BROADCAST or len(computed) != 1:
+                return False
+            o = computed[0]
+        return False
 
     def _quantized_outputs(self) -> None:
         """Each elementwise chain from an anchor group's output value to a quantize_linear (a

@@ -68,7 +68,8 @@ def test_an_int8_build_is_compared_with_onnxruntime_over_the_seeded_images(tmp_p
     cal = calibrate(graph, samples, "max")
     assert len(cal.thresholds) == 2  # the 16-channel conv and the classifier; the stem stays float
     row = accuracy.accuracy_case("tiny", path, cal, "int8", "llvm", inputs=10, batch=4)
-    assert (row.inputs, row.batch, row.extra["kernels"]) == (10, 4, row.extra["kernels"])
+    assert (row.inputs, row.batch) == (10, 4)
+    assert (row.extra["quantized_products"], row.extra["quantized_shortcuts"]) == (2, 0)
     assert 0.7 <= row.top1_agreement <= 1.0 and 0 < row.rel_err_mean <= row.rel_err_max < 0.2
     assert row.ok == (row.top1_agreement >= 0.99)
     assert row.extra["changed_class"] == round((1 - row.top1_agreement) * row.inputs)

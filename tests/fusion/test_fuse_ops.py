@@ -580,24 +580,39 @@ def test_only_attention_takes_a_merge_of_its_last_two_axes(anchor):
         [["attention", "transpose", "reshape", "relu"]] if anchor == "attention" else [["dense"], ["reshape", "relu"]])
 
 
-def _quantized_shortcut(rng, into_add: bool):
+def _quantized_shortcut(rng, into_add: bool, body: str = "float"):
     """A conv's output quantized and dequantized (QDQ); into_add: the dequantized value is a
-    residual add's operand, beside another conv's output; else it is the graph's output."""
+    residual add's operand beside another conv's output (body "float"), that output's own QDQ
+    ("codes": an onnxruntime QDQ model's add), or the QDQ of codes a third conv also reads
+    ("shared": an identity shortcut's); else it is the graph's output."""
     b = GraphBuilder()
     x = b.input("x", (1, 4, 6, 6))
     scale, zero = b.const(np.array(0.05, "float32")), b.const(np.array(0, "int8"))
 
-    def conv(name):
-        return b.conv2d(x, b.const(rng.standard_normal((4, 4, 1, 1)).astype("float32")), name=name)
+    def conv(name, data=x):
+        return b.conv2d(data, b.const(rng.standard_normal((4, 4, 1, 1)).astype("float32")), name=name)
 
-    codes = b.op("quantize_linear", conv("short"), scale, zero, dtype="int8")
-    dq = b.op("dequantize_linear", codes, scale, zero)
-    return b.build(b.relu(b.add(conv("body"), dq)) if into_add else dq)
+    def qdq(v):
+        return b.op("dequantize_linear", b.op("quantize_linear", v, scale, zero, dtype="int8"), scale, zero)
+
+    dq = qdq(conv("short"))
+    if not into_add:
+        return b.build(dq)
+    other = conv("body")
+    outs = []
+    if body == "codes":
+        other = qdq(other)
+    elif body == "shared":
+        codes = b.op("quantize_linear", other, scale, zero, dtype="int8")
+        other = b.op("dequantize_linear", codes, scale, zero)
+        outs = [conv("next", b.op("dequantize_linear", codes, scale, zero))]
+    return b.build([b.relu(b.add(other, dq)), *outs])
 
 
 def test_codes_a_residual_add_reads_are_its_producers_output(rng):
     """The shortcut conv's kernel ends at its codes (int8, a byte an element) and the dequantize
-    joins the add's kernel; with nothing else to join, the dequantize stays in its producer's."""
+    joins the add in the body's kernel; with nothing else to join, the dequantize stays in its
+    producer's."""
     groups = tefuse.fuse_graph(_quantized_shortcut(rng, True))
     assert sorted(ops_of(groups)) == [["conv2d", "dequantize_linear", "add", "relu"],
                                       ["conv2d", "quantize_linear"]]
@@ -605,3 +620,21 @@ def test_codes_a_residual_add_reads_are_its_producers_output(rng):
         ["conv2d", "quantize_linear", "dequantize_linear"]]
     g = _quantized_shortcut(rng, True)
     check_against_unfused(g, [rng.standard_normal((1, 4, 6, 6)).astype("float32")])
+
+
+def test_of_two_dequantized_epilogues_one_takes_the_add_and_the_other_stores_codes(rng):
+    """An onnxruntime QDQ model's residual add of two convs' dequantized codes: one conv's kernel
+    takes the add, the other's stores its codes (before, the dequantized float); still two
+    kernels."""
+    groups = tefuse.fuse_graph(_quantized_shortcut(rng, True, "codes"))
+    assert sorted(ops_of(groups)) == [
+        ["conv2d", "quantize_linear"],
+        ["conv2d", "quantize_linear", "dequantize_linear", "dequantize_linear", "add", "relu"]]
+
+
+def test_codes_read_by_a_conv_too_leave_the_add_to_the_epilogue_it_was_in(rng):
+    """An identity shortcut's codes (also read by the next conv) are no epilogue's: the short
+    conv's kernel takes the add as before, and no kernel is added."""
+    groups = tefuse.fuse_graph(_quantized_shortcut(rng, True, "shared"))
+    taker = [g for g in groups if "add" in ops_of([g])[0]]
+    assert len(taker) == 1 and taker[0].anchor.name == "short" and len(groups) == 3

@@ -27,14 +27,15 @@ def _two_gpus(tmp_path: Path) -> tuple[Path, Path]:
     return bin_dir, calls
 
 
-def _on_two_gpus(tmp_path: Path, mode: str, **env) -> tuple[subprocess.CompletedProcess, list[str]]:
-    """gpu_bench.sh `mode` with two stand-in GPUs and `env`: its result and the commands it ran."""
+def _on_two_gpus(tmp_path: Path, mode: str, ok: bool = True, **env) -> tuple[subprocess.CompletedProcess, list[str]]:
+    """gpu_bench.sh `mode` with two stand-in GPUs and `env`: its result (a success unless `ok` is
+    False) and the commands it ran."""
     bin_dir, calls = _two_gpus(tmp_path)
     env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "OUT": str(tmp_path / "out"), **env}
     r = subprocess.run(["bash", str(ROOT / "tools" / "gpu_bench.sh"), mode], env=env, cwd=ROOT,
                        capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0, r.stderr
-    return r, calls.read_text().splitlines()
+    assert r.returncode == 0 or not ok, r.stderr
+    return r, calls.read_text().splitlines() if calls.exists() else []
 
 
 def test_untuned_zoo_measures_each_model_once_spread_over_the_gpus(tmp_path):
@@ -87,7 +88,7 @@ def test_tuned_zoo_side_by_side_measures_each_shard_again_alone(tmp_path):
     assert len(set(turns.values())) == 2  # one timing turn a GPU
     cores = int(subprocess.run(["nproc"], capture_output=True, text=True).stdout)
     parallel = {line.split()[line.split().index("--parallel") + 1] for line in tuning}
-    assert parallel == {str(max(1, cores * 2 // 4))}  # the four shards share the cores of the two GPUs' host
+    assert parallel == {str(max(1, cores // 4))}  # the four shards share the host's cores
 
 
 def test_tuned_zoo_rows_are_a_shard_each_tuned_at_once_then_timed_in_turn(tmp_path):
@@ -103,5 +104,11 @@ def test_tuned_zoo_rows_are_a_shard_each_tuned_at_once_then_timed_in_turn(tmp_pa
     alone = sorted(row(line) for line in runs if "--tune-minutes" not in line)
     assert [t[1:3] for t in tuning] == [("bert", "32"), ("swin_t", "1"), ("swin_t", "32")]
     assert len({t[3] for t in tuning}) == 3 and alone == tuning  # a log each, measured from it
+    assert {t[3] for t in tuning} == {f"db={tmp_path}/out/zoo_tuning_{m}_b{b}.jsonl" for _, m, b, _ in tuning}
     assert all("--shard" not in line for line in runs)
     assert all("--gpu-turn" in line for line in runs if "--tune-minutes" not in line)
+
+
+def test_tuned_zoo_refuses_a_row_without_its_batch(tmp_path):
+    r, runs = _on_two_gpus(tmp_path, "tuned-zoo", ok=False, ROWS="bert")
+    assert r.returncode == 2 and "ROWS takes model:batch, not 'bert'" in r.stderr and runs == []
