@@ -124,9 +124,8 @@ def accuracy_case(name: str, path: Path, calibration, precision: str, target: st
     from ..driver import build
     from ..frontend.onnx import import_onnx
     from ..frontend.reference import onnxruntime_session
-    from .precision import model_ok
-
     from ..graph.calibration import products, projection_shortcuts
+    from .precision import model_ok
 
     t0 = time.perf_counter()
     quantized = precision in PRECISIONS

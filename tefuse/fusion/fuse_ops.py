@@ -15,8 +15,9 @@ fuses where every path allows it), with two extensions:
   inside the consuming product's tile loads (which would recompute it and keep them off cp.async);
   a LayerNorm's kernel writes the codes of its rows the same way (QUANTIZED_OUTPUT_OPAQUE: a
   transformer's int8 / float8 Linear after each norm, its rows also read by the residual add);
-  an anchor's epilogue also stops at codes that a residual add reads dequantized (a projection
-  shortcut's), so its kernel stores the codes and the dequantize joins the add's kernel.
+  an anchor's epilogue also stops at codes that a residual add reads dequantized where the add's
+  other operand ends another anchor's epilogue (a projection shortcut against its block's body),
+  so its kernel stores the codes and the dequantize joins the add in the other kernel.
 """
 from __future__ import annotations
 
