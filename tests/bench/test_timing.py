@@ -126,32 +126,28 @@ def _hold_turn(path: str, seconds: float, q) -> None:
         q.put((start, time.monotonic()))
 
 
-def test_runs_sharing_a_gpu_turn_time_one_at_a_time(tmp_path):
+def _turns(path, runs: int, seconds: float) -> list[tuple[float, float]]:
+    """The (start, end) of `runs` processes' turns, each `seconds` long, in order of start."""
     import multiprocessing as mp
 
     ctx = mp.get_context("fork")
     q = ctx.Queue()
-    procs = [ctx.Process(target=_hold_turn, args=(str(tmp_path / "gpu.lock"), 0.3, q)) for _ in range(3)]
+    procs = [ctx.Process(target=_hold_turn, args=(path, seconds, q)) for _ in range(runs)]
     for p in procs:
         p.start()
     for p in procs:
         p.join(30)
-    turns = sorted(q.get(timeout=5) for _ in procs)
+    return sorted(q.get(timeout=5) for _ in procs)
+
+
+def test_runs_sharing_a_gpu_turn_time_one_at_a_time(tmp_path):
+    turns = _turns(str(tmp_path / "gpu.lock"), 3, 0.3)
     assert all(a_end <= b_start for (_, a_end), (b_start, _) in zip(turns, turns[1:])), turns
 
 
-def test_without_a_gpu_turn_timings_overlap(tmp_path):
-    """The control: the same three runs without the lock overlap (the test above can fail)."""
-    import multiprocessing as mp
-
-    ctx = mp.get_context("fork")
-    q = ctx.Queue()
-    procs = [ctx.Process(target=_hold_turn, args=(None, 0.3, q)) for _ in range(3)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(30)
-    turns = sorted(q.get(timeout=5) for _ in procs)
+def test_without_a_gpu_turn_timings_overlap():
+    """The control: the same runs without the lock overlap (the test above can fail)."""
+    turns = _turns(None, 3, 1.0)
     assert any(a_end > b_start for (_, a_end), (b_start, _) in zip(turns, turns[1:]))
 
 
