@@ -166,9 +166,8 @@ def insert_qdq(graph: Graph, calibration: Calibration, precision: str = "int8") 
 
     def qdq(n: Node, x: Node, sx: float, names: set) -> Node:
         """x behind a QuantizeLinear / DequantizeLinear pair of scale sx, named after n."""
-        s = Node(fresh_name(names, f"{n.name}_x_scale"), CONST, [], {}, (), "float32", np.array(sx, np.float32))
-        z = Node(fresh_name(names, f"{n.name}_x_zero"), CONST, [], {}, (), np.dtype(zero_dtype).name,
-                 np.array(0, zero_dtype))
+        s = _const(names, n, "x_scale", np.array(sx, np.float32))
+        z = _const(names, n, "x_zero", np.array(0, zero_dtype))
         xq = op_node(fresh_name(names, f"{n.name}_xq"), "quantize_linear", [x, s, z],
                      {"dtype": fmt.dtype, "reciprocal": True})
         return op_node(fresh_name(names, f"{n.name}_xdq"), "dequantize_linear", [xq, s, z], dict(dq_attrs))
@@ -187,9 +186,6 @@ def insert_qdq(graph: Graph, calibration: Calibration, precision: str = "int8") 
         k_axis, reduce_axes = _weight_axes(n)
         names = ctx.names
 
-        def const(base: str, value: np.ndarray) -> Node:
-            return Node(fresh_name(names, f"{n.name}_{base}"), CONST, [], {}, value.shape, str(value.dtype), value)
-
         xdq = quantized.get((id(ins[0]), sx))
         if xdq is None:  # products reading one value at one scale share its QuantizeLinear
             xdq = qdq(n, ins[0], sx, names)
@@ -197,11 +193,17 @@ def insert_qdq(graph: Graph, calibration: Calibration, precision: str = "int8") 
             codes_of.setdefault(id(ins[0]), xdq)
         wq, sw = weight_scales(ins[1].value, k_axis, reduce_axes, fmt)
         wdq = op_node(fresh_name(names, f"{n.name}_wdq"), "dequantize_linear",
-                      [const("wq", wq), const("w_scale", sw), const("w_zero", np.zeros(sw.shape, zero_dtype))],
+                      [_const(names, n, "wq", wq), _const(names, n, "w_scale", sw),
+                       _const(names, n, "w_zero", np.zeros(sw.shape, zero_dtype))],
                       {"axis": k_axis, **dq_attrs})
         return Node(n.name, n.op, [xdq, wdq, *ins[2:]], n.attrs, n.shape, n.dtype)
 
     return rewrite(graph, rule)
+
+
+def _const(names: set, owner: Node, base: str, value: np.ndarray) -> Node:
+    """A constant named after the node it serves."""
+    return Node(fresh_name(names, f"{owner.name}_{base}"), CONST, [], {}, value.shape, str(value.dtype), value)
 
 
 def _residual_add(n: Node, ins: list[Node], codes_of: dict[int, Node]) -> Optional[Node]:
@@ -210,8 +212,7 @@ def _residual_add(n: Node, ins: list[Node], codes_of: dict[int, Node]) -> Option
     shortcut), one of them a value some conv reads quantized, the other computed from that
     conv's output (the block's body), so the conv is rewritten before the add whatever the
     graph's order; a transformer's adds (a Linear's input after a LayerNorm) stay float."""
-    if n.dtype != "float32" or len(ins) != 2 or any(tuple(i.shape) != tuple(n.shape) or i.dtype != n.dtype
-                                                     for i in ins):
+    if not _adds_two_of_its_kind(n, ins):
         return None
     quantized = [k for k, i in enumerate(ins) if id(i) in codes_of]
     if len(quantized) != 1:  # both (or neither): the add's own output needs one float operand
@@ -223,6 +224,13 @@ def _residual_add(n: Node, ins: list[Node], codes_of: dict[int, Node]) -> Option
     ins = list(ins)
     ins[k] = dq
     return Node(n.name, n.op, ins, n.attrs, n.shape, n.dtype)
+
+
+def _adds_two_of_its_kind(n: Node, ins: list[Node]) -> bool:
+    """Whether n, a float32 add, joins two values of its own shape and type (a bias or a broadcast
+    operand is no shortcut)."""
+    return n.dtype == "float32" and len(ins) == 2 and all(
+        tuple(i.shape) == tuple(n.shape) and i.dtype == n.dtype for i in ins)
 
 
 BODY_SEARCH = 64  # nodes looked at above an add for its block's conv (a bottleneck has about ten)
@@ -262,13 +270,10 @@ def projection_shortcuts(graph: Graph) -> dict[str, int]:
     output (through a bias or batch norm) where that conv's input is what the other operand's
     body convolves too (a ResNet's downsampling block: the 1x1 shortcut conv and the body's first
     conv read the block's input)."""
-    readers = {id(n): len(c) for n, c in graph.consumers().items()}
-    for o in graph.outputs:  # a graph output is read by the caller
-        readers[id(o)] = readers.get(id(o), 0) + 1
+    readers = graph.reader_counts()
     found = {}
     for n in graph.nodes:
-        if not (n.is_op and n.op == "add" and n.dtype == "float32" and len(n.inputs) == 2) or any(
-                tuple(i.shape) != tuple(n.shape) or i.dtype != n.dtype for i in n.inputs):
+        if not (n.is_op and n.op == "add" and _adds_two_of_its_kind(n, n.inputs)):
             continue
         sides = []
         for k, s in enumerate(n.inputs):

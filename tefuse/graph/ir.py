@@ -124,6 +124,14 @@ class Graph:
                 out[i].append(n)
         return out
 
+    def reader_counts(self) -> dict[int, int]:
+        """id(node) -> how many readers its value has: the nodes reading it, and the caller once
+        for a graph output."""
+        readers = {id(n): len(c) for n, c in self.consumers().items()}
+        for o in self.outputs:
+            readers[id(o)] += 1
+        return readers
+
     def node(self, name: str) -> Node:
         for n in self.nodes:
             if n.name == name:

@@ -57,9 +57,7 @@ def _swappable(q: Node, readers: dict[int, int]) -> bool:
 def quantize_before_max_pool(graph: Graph) -> Graph:
     """The graph with each max pool whose only reader quantizes it to int8 / uint8 (one scale), or
     to float8 over values >= 0, computed on the codes instead (see the module)."""
-    readers = {id(n): len(c) for n, c in graph.consumers().items()}
-    for o in graph.outputs:  # a graph output is read by the caller
-        readers[id(o)] += 1
+    readers = graph.reader_counts()
     if not any(_swappable(n, readers) for n in graph.nodes if n.is_op):
         return graph
 

@@ -275,3 +275,13 @@ def test_rewrite_replaces_as_the_rule_says_and_names_clear_every_input():
     r = rewrite(g, rule)
     assert r.node("z").inputs == [r.outputs[1], r.outputs[1]] and r.outputs[1].op == "neg"
     assert r.outputs[1].inputs[0].name == "y_neg_1"
+
+
+def test_reader_counts_count_a_graph_output_as_read_by_the_caller():
+    b = GraphBuilder()
+    x = b.input("x", (2, 3))
+    y = b.relu(x)
+    z = b.add(y, y)
+    g = b.build([z, y])
+    counts = g.reader_counts()
+    assert (counts[id(x)], counts[id(y)], counts[id(z)]) == (1, 3, 1)
