@@ -9,7 +9,7 @@ import tvm
 from tvm import s_tir, tirx
 from tvm_ffi import structural_equal
 
-from .registry import KernelInfo
+from .registry import DATA, WEIGHT, KernelInfo
 
 THREAD_AXES = ("threadIdx.z", "threadIdx.y", "threadIdx.x")
 # anchors computed row by row with dependent reductions and an output per row (softmax's max then
@@ -128,6 +128,24 @@ def implicit_gemm_maps(g):
                 (lambda n, k, y, x, rc, ry, rx: (n * ohw + y * ow + x, k, rc * kh * kw + ry * kw + rx)))
     return ((lambda n, y, x, k: (n * ohw + y * ow + x, k)),
             (lambda n, y, x, k, ry, rx, rc: (n * ohw + y * ow + x, k, ry * kw * c + rx * c + rc)))
+
+
+def to_implicit_gemm(sch: s_tir.Schedule, info: KernelInfo, g, epilogue) -> tuple:
+    """Turn the conv anchor into its implicit GEMM (`implicit_gemm_maps`): its output and the
+    `epilogue` blocks iterate [M, K], the conv (m, k, r); its data and weight reads become the
+    staged A[m, r] and B[k, r] fills, with the staged producers inlined into them. Returns
+    (a_fill, b_fill)."""
+    out_map, conv_map = implicit_gemm_maps(g)
+    conv = sch.get_sblock(info.anchor_block)
+    sch.transform_layout(conv, ("write", 0), out_map)
+    sch.transform_block_layout(conv, conv_map)
+    for name in epilogue:
+        sch.transform_block_layout(sch.get_sblock(name), out_map)
+    a_fill = sch.reindex(conv, ("read", read_index(sch, conv, info.operands[DATA])))
+    b_fill = sch.reindex(conv, ("read", read_index(sch, conv, info.operands[WEIGHT])))
+    for name in info.staged(DATA, WEIGHT):
+        sch.compute_inline(sch.get_sblock(name))
+    return a_fill, b_fill
 
 
 def loop_depth(sch: s_tir.Schedule, block, loop) -> int:

@@ -35,7 +35,7 @@ from ...ops.conv2d import Conv2dGeometry
 from ...target import DeviceCaps, device_caps
 from ..space import Config, ConfigSpace, divisors
 
-from ..common import annotate_unroll, attach_epilogue, dtype_bytes, implicit_gemm_maps, inline_all, read_index
+from ..common import annotate_unroll, attach_epilogue, dtype_bytes, inline_all, to_implicit_gemm
 from ..registry import DATA, WEIGHT, KernelInfo, Template, register
 
 log = logging.getLogger(__name__)
@@ -168,10 +168,8 @@ class Conv2dImplicitGemm(Template):
     def apply(self, sch: s_tir.Schedule, info: KernelInfo, cfg: Config, target) -> None:
         g = gemm_shape(info)
         anchor = info.anchor_block
-        staged = info.staged(DATA, WEIGHT)
-        inline_all(sch, info, keep=staged)
+        inline_all(sch, info, keep=info.staged(DATA, WEIGHT))
         conv = sch.get_sblock(anchor)
-        out_map, conv_map = implicit_gemm_maps(g)
 
         # the anchor's result: a 2-D [M, K] intermediate (a write-back copy when it is an output)
         if anchor in info.output_blocks:
@@ -186,16 +184,8 @@ class Conv2dImplicitGemm(Template):
             if dom != out_shape:
                 raise ValueError(f"conv2d_implicit_gemm: epilogue block {name} iterates {dom}, "
                                  f"not the conv output {out_shape}")
-        sch.transform_layout(conv, ("write", 0), out_map)
-        sch.transform_block_layout(conv, conv_map)
-        for name in epilogue:
-            sch.transform_block_layout(sch.get_sblock(name), out_map)
-
         # im2col (A[m, r]) and weight (B[k, r]) matrices, to be staged in shared memory
-        a_fill = sch.reindex(conv, ("read", read_index(sch, conv, info.operands[DATA])))
-        b_fill = sch.reindex(conv, ("read", read_index(sch, conv, info.operands[WEIGHT])))
-        for name in staged:
-            sch.compute_inline(sch.get_sblock(name))
+        a_fill, b_fill = to_implicit_gemm(sch, info, g, epilogue)
         q_is_m = g.layout == "NCHW"  # which GEMM dim runs along threadIdx.x
         transpose = lambda i, j: (j, i)  # noqa: E731
         # the operand indexed by the threadIdx.x dim is stored [R, Q]: lanes read consecutive words

@@ -14,7 +14,7 @@ from __future__ import annotations
 from tvm import s_tir
 
 from ...ops.conv2d import Conv2dGeometry
-from ..common import implicit_gemm_maps, inline_all, read_index
+from ..common import inline_all, to_implicit_gemm
 from ..registry import DATA, WEIGHT, KernelInfo, register
 from ..space import Config
 from .mfma import TILE
@@ -45,19 +45,10 @@ class Conv2dMfma(MfmaGemm):
     def normalize(self, sch: s_tir.Schedule, info: KernelInfo, cfg: Config):
         g: Conv2dGeometry = info.geometry
         anchor = info.anchor_block
-        staged = info.staged(DATA, WEIGHT)
-        inline_all(sch, info, keep=staged)
+        inline_all(sch, info, keep=info.staged(DATA, WEIGHT))
         conv = sch.get_sblock(anchor)
-        out_map, conv_map = implicit_gemm_maps(g)
         epilogue = [b for b in info.output_blocks if b != anchor]
-        sch.transform_layout(conv, ("write", 0), out_map)
-        sch.transform_block_layout(conv, conv_map)
-        for name in epilogue:
-            sch.transform_block_layout(sch.get_sblock(name), out_map)
-        a_fill = sch.reindex(conv, ("read", read_index(sch, conv, info.operands[DATA])))
-        b_fill = sch.reindex(conv, ("read", read_index(sch, conv, info.operands[WEIGHT])))
-        for name in staged:
-            sch.compute_inline(sch.get_sblock(name))
+        a_fill, b_fill = to_implicit_gemm(sch, info, g, epilogue)
         transpose = lambda i, j: (j, i)  # noqa: E731
         sch.transform_layout(b_fill, ("write", 0), transpose)
         sch.transform_block_layout(b_fill, transpose)
