@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Mapping, Optional, Sequence, Union
 
 from ..errors import DynamicShapeError
-from .dims import DimRange
+from .dims import DimRange, parse_named
 
 SMALL_FRACTION = 8  # the default first bucket ends at opt / SMALL_FRACTION
 LARGE_FACTOR = 4  # sizes above opt get their own bucket only where max > LARGE_FACTOR * opt
@@ -164,14 +164,5 @@ def _ends(name: str, ends: Union[Sequence[int], str]) -> tuple[int, ...]:
 
 
 def parse_buckets(specs: Sequence[str]) -> dict[str, tuple[int, ...]]:
-    """`["N=1,8,64"]` (the CLI's --buckets) -> {"N": (1, 8, 64)}; a name given twice is an error."""
-    out: dict[str, tuple[int, ...]] = {}
-    for spec in specs:
-        name, sep, ends = spec.partition("=")
-        name = name.strip()
-        if not sep or not name:
-            raise DynamicShapeError(f"--buckets {spec!r}: expected NAME=end,end,... (e.g. N=4,32,64)")
-        if name in out:
-            raise DynamicShapeError(f"--buckets gives dim {name!r} twice")
-        out[name] = _ends(name, ends.strip())
-    return out
+    """`["N=1,8,64"]` (the CLI's --buckets) -> {"N": (1, 8, 64)}."""
+    return parse_named(specs, "--buckets", "NAME=end,end,... (e.g. N=4,32,64)", _ends)

@@ -9,7 +9,7 @@ that each size lies in its range. Memory is planned for `DimRange.max`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping, Sequence, Union
+from typing import Callable, Mapping, Sequence, TypeVar, Union
 
 from tvm.ir.expr import Expr as PrimExpr
 from tvm import tirx as tir
@@ -18,6 +18,8 @@ from tvm_ffi import structural_walk
 
 from ..errors import DynamicShapeError, OpError
 from ..ops.value import eval_dim as value_eval_dim
+
+T = TypeVar("T")
 
 Dim = Union[int, str]
 """One dimension of a shape: a fixed size, or the name of a symbolic size."""
@@ -55,19 +57,24 @@ def parse_range(text: str) -> DimRange:
     return DimRange(*parts)
 
 
-def parse_dynamic(specs: Sequence[str]) -> dict[str, DimRange]:
-    """`["N=1:8:64", "S=1:128:512"]` -> {"N": DimRange(1, 8, 64), ...}; a name given twice
-    is an error."""
-    out: dict[str, DimRange] = {}
+def parse_named(specs: Sequence[str], flag: str, form: str, parse: Callable[[str, str], T]) -> dict[str, T]:
+    """`NAME=value` command-line specs (`flag`'s, each of the form `form`) -> {NAME: parse(NAME,
+    value)}; a name given twice is an error."""
+    out: dict[str, T] = {}
     for spec in specs:
-        name, sep, rng = spec.partition("=")
+        name, sep, value = spec.partition("=")
         name = name.strip()
         if not sep or not name:
-            raise DynamicShapeError(f"--dynamic {spec!r}: expected NAME=min:opt:max")
+            raise DynamicShapeError(f"{flag} {spec!r}: expected {form}")
         if name in out:
-            raise DynamicShapeError(f"--dynamic gives dim {name!r} twice")
-        out[name] = parse_range(rng.strip())
+            raise DynamicShapeError(f"{flag} gives dim {name!r} twice")
+        out[name] = parse(name, value.strip())
     return out
+
+
+def parse_dynamic(specs: Sequence[str]) -> dict[str, DimRange]:
+    """`["N=1:8:64", "S=1:128:512"]` -> {"N": DimRange(1, 8, 64), ...}."""
+    return parse_named(specs, "--dynamic", "NAME=min:opt:max", lambda _, rng: parse_range(rng))
 
 
 def symbolic_names(shape: Sequence[Dim]) -> tuple[str, ...]:
