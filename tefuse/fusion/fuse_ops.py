@@ -113,6 +113,7 @@ class _Fuser:
         self.bare_anchors = bare_anchors
         self.ops = [n for n in graph.nodes if n.is_op]
         self.consumers = {n: [c for c in cs if c.is_op] for n, cs in graph.consumers().items()}
+        self.readers = graph.reader_counts()  # a graph output's caller is a reader too
         self.groups = {n: _UF(n.pattern) for n in self.ops}
         self.order = {id(n): k for k, n in enumerate(self.ops)}
         self.tree = post_dominator_tree(graph, self.ops, self.consumers)
@@ -244,7 +245,8 @@ class _Fuser:
         dequantized codes of such epilogues, the later one in the graph (the earlier takes the
         op). Where the other operand is no anchor's (an identity shortcut's codes, also read by
         the next conv; SiLU's sigmoid), nothing changes: the op has no other kernel to join."""
-        if n.op != "dequantize_linear" or n.inputs[0].op != "quantize_linear" or len(self.consumers[n]) != 1:
+        if n.op != "dequantize_linear" or n.inputs[0].op != "quantize_linear" or self.readers[id(n)] != 1 \
+                or not self.consumers[n]:
             return False
         c = self.consumers[n][0]
         others = [i for i in c.inputs if i is not n and i.op != CONST]
@@ -257,7 +259,7 @@ class _Fuser:
     def _ends_anchor_epilogue(self, o: Node) -> bool:
         """Whether o is read once, at the end of a chain of elementwise ops each read once (reading
         nothing else but constants) from an anchor: the epilogue that anchor's group takes."""
-        while o.is_op and len(self.consumers.get(o, ())) == 1:
+        while o.is_op and self.readers[id(o)] == 1:
             if o.pattern in ANCHOR_PATTERNS:
                 return True
             computed = [i for i in o.inputs if i.op != CONST]
@@ -340,9 +342,15 @@ class _Fuser:
         anchor = anchors[0] if anchors else None
         pattern = max(n.pattern for n in nodes)
         prologue = []
-        if anchor is not None:
-            pos = nodes.index(anchor)
-            prologue = nodes[:pos]
+        if anchor is not None:  # what the anchor reads, computed in the group (not every node
+            # before it: a residual add's other operand may come first in the graph's order)
+            read, stack = set(), list(anchor.inputs)
+            while stack:
+                i = stack.pop()
+                if id(i) in inside and id(i) not in read:
+                    read.add(id(i))
+                    stack.extend(i.inputs)
+            prologue = [n for n in nodes if id(n) in read]
         return FusedGroup(index, nodes, inputs, outputs, pattern, anchor, prologue)
 
     def _merge_elementwise(self, groups: list[FusedGroup]) -> list[FusedGroup]:

@@ -580,11 +580,12 @@ def test_only_attention_takes_a_merge_of_its_last_two_axes(anchor):
         [["attention", "transpose", "reshape", "relu"]] if anchor == "attention" else [["dense"], ["reshape", "relu"]])
 
 
-def _quantized_shortcut(rng, into_add: bool, body: str = "float"):
+def _quantized_shortcut(rng, into_add: bool, body: str = "float", swap: bool = False, also_out: str = ""):
     """A conv's output quantized and dequantized (QDQ); into_add: the dequantized value is a
     residual add's operand beside another conv's output (body "float"), that output's own QDQ
     ("codes": an onnxruntime QDQ model's add), or the QDQ of codes a third conv also reads
-    ("shared": an identity shortcut's); else it is the graph's output."""
+    ("shared": an identity shortcut's); else it is the graph's output. swap: the add reads the
+    shortcut first; also_out "dq" / "body": that value is a graph output too."""
     b = GraphBuilder()
     x = b.input("x", (1, 4, 6, 6))
     scale, zero = b.const(np.array(0.05, "float32")), b.const(np.array(0, "int8"))
@@ -606,7 +607,8 @@ def _quantized_shortcut(rng, into_add: bool, body: str = "float"):
         codes = b.op("quantize_linear", other, scale, zero, dtype="int8")
         other = b.op("dequantize_linear", codes, scale, zero)
         outs = [conv("next", b.op("dequantize_linear", codes, scale, zero))]
-    return b.build([b.relu(b.add(other, dq)), *outs])
+    outs += {"dq": [dq], "body": [other]}.get(also_out, [])
+    return b.build([b.relu(b.add(*((dq, other) if swap else (other, dq)))), *outs])
 
 
 def test_codes_a_residual_add_reads_are_its_producers_output(rng):
@@ -620,6 +622,27 @@ def test_codes_a_residual_add_reads_are_its_producers_output(rng):
         ["conv2d", "quantize_linear", "dequantize_linear"]]
     g = _quantized_shortcut(rng, True)
     check_against_unfused(g, [rng.standard_normal((1, 4, 6, 6)).astype("float32")])
+
+
+@pytest.mark.parametrize("also_out", ["dq", "body"])
+def test_a_graph_output_reads_the_value_it_names(rng, also_out):
+    """The caller of a graph output is a reader: a dequantized shortcut, or a body, that is also
+    an output ends no single-reader epilogue, so nothing stops at the codes and no kernel is
+    added (three kernels, the dequantize on its own, when only ops counted)."""
+    g = _quantized_shortcut(rng, True, also_out=also_out)
+    groups = tefuse.fuse_graph(g)
+    assert len(groups) == 2, ops_of(groups)
+    check_against_unfused(g, [rng.standard_normal((1, 4, 6, 6)).astype("float32")])
+
+
+def test_a_prologue_is_what_the_anchor_reads_whatever_the_adds_operand_order(rng):
+    """add(shortcut, body) puts the shortcut's dequantize before the body conv in the group's
+    order; it is still no prologue of the conv (a prologue keeps a dynamic build's split-K away,
+    fusion/split_groups.py)."""
+    for swap in (False, True):
+        groups = tefuse.fuse_graph(_quantized_shortcut(rng, True, swap=swap))
+        (taker,) = [g for g in groups if any(n.op == "add" for n in g.nodes)]
+        assert taker.anchor.name == "body" and taker.prologue == [], swap
 
 
 def test_of_two_dequantized_epilogues_one_takes_the_add_and_the_other_stores_codes(rng):
