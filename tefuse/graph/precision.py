@@ -296,8 +296,11 @@ def convert_precision(graph: Graph, precision: str) -> Graph:
     rw = _Rewriter(graph, low)
     for n in graph.nodes:
         rw.new[id(n)] = rw.node(n)
-    outputs = []
+    outputs, done = [], {}
     for o in graph.outputs:
+        if id(o) in done:  # a value given twice as an output: one cast back
+            outputs.append(done[id(o)])
+            continue
         got = rw.new[id(o)]
         if got.dtype != o.dtype and o.op != INPUT:
             # the output keeps its name and dtype; the low-precision value is renamed
@@ -305,8 +308,10 @@ def convert_precision(graph: Graph, precision: str) -> Graph:
                          got.dtype, got.value)
             for k, other in rw.new.items():  # consumers already built point at `got`
                 other.inputs = [inner if i is got else i for i in other.inputs]
+            rw.new[id(o)] = inner  # an output renamed before may read this one (relu(a) and a)
             got = rw.cast(inner, o.dtype, o.name)
         outputs.append(got)
+        done[id(o)] = got
     _rename_float32_twins(outputs, rw)
     return Graph(list(graph.inputs), outputs)
 

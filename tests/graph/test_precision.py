@@ -84,6 +84,23 @@ def test_a_softmax_output_stays_float32_without_a_cast_kernel():
     assert sm.dtype == "float32" and sm.inputs[0].op == "cast" and h.outputs == [sm]
 
 
+@pytest.mark.parametrize("precision", ["fp16", "bf16"])
+def test_an_output_another_output_reads_keeps_its_name_once(precision):
+    """relu(a) and a, and a again: each output cast back under its own name, read where it was
+    (two nodes named `a` were refused as a graph before)."""
+    b = GraphBuilder()
+    x = b.input("x", (1, 4))
+    a = b.op("add", x, x, name="a")
+    g = b.build([b.relu(a), a, a])
+    xs = np.array([[-1, 2, -3, 4]], np.float32)
+    r, a1, a2 = tefuse.build(g, "llvm", precision=precision).run(xs)
+    np.testing.assert_array_equal(r, np.maximum(2 * xs, 0))
+    np.testing.assert_array_equal(a1, 2 * xs)
+    np.testing.assert_array_equal(a2, 2 * xs)
+    h = convert_precision(g, precision)
+    assert [o.name for o in h.outputs] == [g.outputs[0].name, "a", "a"] and h.outputs[1] is h.outputs[2]
+
+
 def test_fp32_and_an_fp16_graph_are_left_alone():
     g, _ = _conv_chain(np.random.default_rng(2))
     assert convert_precision(g, "fp32") is g
