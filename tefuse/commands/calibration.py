@@ -31,10 +31,12 @@ def add_calibration_options(p: argparse.ArgumentParser) -> None:
                         "TensorRT's; max, percentile)")
     p.add_argument("--percentile", type=float, default=99.99, help="the percentile calibrator's (default 99.99)")
     p.add_argument("--pin", action="append", default=[], metavar="NODE",
-                   help="a conv / matmul / dense that stays float (repeatable)")
+                   help="a conv / matmul / dense that stays float, or a residual add whose projection shortcut "
+                        "does (pinning the shortcut's conv does both) (repeatable)")
     p.add_argument("--pin-above", type=float, default=None, metavar="REL",
                    help="measure each product's error with it alone quantized on the samples (a report in the "
-                        "log) and keep those above this relative error float")
+                        "log) and keep those above this relative error float (products only: shortcuts follow "
+                        "their conv)")
     p.add_argument("--float-residuals", action="store_true",
                    help="residual adds read their shortcut in float, not as its codes (each block's output is then "
                         "stored twice: the float value and its codes)")

@@ -1,7 +1,7 @@
 """Operator fusion: partitions a graph's op nodes into groups that each become one kernel.
 
 Follows Relay's FuseOps (post-dominator based, so a value with several consumers only
-fuses where every path allows it), with two extensions:
+fuses where every path allows it), with three extensions:
 - prologue fusion: injective producers of an anchor's input (pad, cast, normalise, layout
   change) join the anchor's group and are computed inside its input read, where the target's
   templates read that operand well (schedules.registry.register_prologue_rule); the row-wise
@@ -188,7 +188,8 @@ class _Fuser:
                 return
             # phase 0: an anchor takes its elementwise/broadcast epilogue
             if phase == 0 and dom.pattern == OpPattern.ELEMWISE:
-                # (not past the codes of a projection shortcut: they are the kernel's output)
+                # (not past codes that another anchor's epilogue reads dequantized, such as a
+                # projection shortcut's: they are this kernel's output; _codes_read_elsewhere)
                 if self._check_path(n, sink, lambda k, is_sink: k <= OpPattern.BROADCAST,
                                     lambda m: not self._codes_read_elsewhere(m)):
                     self._commit(n, sink)

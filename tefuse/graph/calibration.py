@@ -81,8 +81,9 @@ class Calibration:
             raise GraphError(f"calibration thresholds must be finite and non-negative: {bad}")
 
     def scale(self, product: str, qmax: float = QMAX) -> Optional[float]:
-        """The activation scale of `product`'s data input (its threshold maps to `qmax`), or
-        None where it stays float."""
+        """The activation scale of `product`'s data input (its threshold maps to `qmax`), or of
+        a residual add's projection shortcut where `product` names the add; None where it stays
+        float."""
         if product in self.pinned or product not in self.thresholds:
             return None
         return max(float(self.thresholds[product]), np.finfo(np.float32).tiny) / qmax
@@ -148,7 +149,9 @@ def weight_scales(w: np.ndarray, k_axis: int, reduce_axes: tuple[int, ...],
 
 def insert_qdq(graph: Graph, calibration: Calibration, precision: str = "int8") -> Graph:
     """The graph with each calibrated product's data input and weight behind QuantizeLinear /
-    DequantizeLinear in `precision`'s format (see the module)."""
+    DequantizeLinear in `precision`'s format, and each residual add reading its shortcut as
+    codes: an identity shortcut the codes its conv reads, a projection shortcut the conv's output
+    behind a pair at the add's threshold (see the module)."""
     if precision not in FORMATS:
         raise GraphError(f"quantized precision {precision!r}: use one of {', '.join(FORMATS)}")
     fmt = FORMATS[precision]
@@ -162,7 +165,7 @@ def insert_qdq(graph: Graph, calibration: Calibration, precision: str = "int8") 
 
     quantized: dict[tuple[int, float], Node] = {}  # (data value, scale) -> its dequantize_linear
     codes_of: dict[int, Node] = {}  # data value -> the first dequantize_linear of its codes
-    shortcuts = projection_shortcuts(graph) if calibration.residuals else {}
+    shortcuts = _quantized_shortcuts(graph, calibration)
 
     def qdq(n: Node, x: Node, sx: float, names: set) -> Node:
         """x behind a QuantizeLinear / DequantizeLinear pair of scale sx, named after n."""
@@ -258,10 +261,20 @@ def _projection_conv(s: Node, readers: dict[int, int]) -> Optional[Node]:
     for _ in range(len(SHORTCUT_TAIL) + 1):
         if s.op == "conv2d":
             return s if _weight_axes(s) and s.inputs[0].op != CONST else None
-        if s.op not in SHORTCUT_TAIL or readers.get(id(s.inputs[0]), 0) != 1:
+        if s.op not in SHORTCUT_TAIL or readers[id(s.inputs[0])] != 1:
             return None
         s = s.inputs[0]
     return None
+
+
+def _quantized_shortcuts(graph: Graph, calibration: Calibration) -> dict[str, int]:
+    """`projection_shortcuts` that the calibration quantizes: none with float residuals, nor
+    where the shortcut's conv is pinned (its output stays float as the user asked)."""
+    if not calibration.residuals:
+        return {}
+    readers, by_name = graph.reader_counts(), {n.name: n for n in graph.nodes}
+    return {add: k for add, k in projection_shortcuts(graph).items()
+            if _projection_conv(by_name[add].inputs[k], readers).name not in calibration.pinned}
 
 
 def projection_shortcuts(graph: Graph) -> dict[str, int]:
@@ -277,7 +290,7 @@ def projection_shortcuts(graph: Graph) -> dict[str, int]:
             continue
         sides = []
         for k, s in enumerate(n.inputs):
-            conv = _projection_conv(s, readers) if readers.get(id(s), 0) == 1 else None
+            conv = _projection_conv(s, readers) if readers[id(s)] == 1 else None
             if conv is not None and _reads_in_body(n.inputs[1 - k], conv.inputs[0]):
                 sides.append(k)
         if len(sides) == 1:

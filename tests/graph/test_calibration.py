@@ -112,5 +112,6 @@ def test_a_projection_shortcut_is_quantized_with_its_adds_threshold():
     assert dq.inputs[0].inputs[0].op == "bias_add" and float(dq.inputs[1].value) == pytest.approx(4.0 / 127)
     for cal in (Calibration("max", {k: v for k, v in thresholds.items() if k != "block"}),  # saved before
                 Calibration("max", thresholds, frozenset({"block"})),
+                Calibration("max", thresholds, frozenset({"down"})),  # its conv pinned: float out
                 Calibration("max", thresholds, residuals=False)):
         assert insert_qdq(downsample_net(), cal).node("block").inputs[1].op == "bias_add"
