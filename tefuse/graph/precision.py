@@ -303,13 +303,10 @@ def convert_precision(graph: Graph, precision: str) -> Graph:
             continue
         got = rw.new[id(o)]
         if got.dtype != o.dtype and o.op != INPUT:
-            # the output keeps its name and dtype; the low-precision value is renamed
-            inner = Node(rw.fresh(f"{o.name}_{precision}"), got.op, got.inputs, got.attrs, got.shape,
-                         got.dtype, got.value)
-            for k, other in rw.new.items():  # consumers already built point at `got`
-                other.inputs = [inner if i is got else i for i in other.inputs]
-            rw.new[id(o)] = inner  # an output renamed before may read this one (relu(a) and a)
-            got = rw.cast(inner, o.dtype, o.name)
+            # the output keeps its name and dtype; the low-precision value (a node this rewrite
+            # built) is renamed in place, so every reader built so far, casts included, reads it
+            got.name = rw.fresh(f"{o.name}_{precision}")
+            got = rw.cast(got, o.dtype, o.name)
         outputs.append(got)
         done[id(o)] = got
     _rename_float32_twins(outputs, rw)

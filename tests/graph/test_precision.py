@@ -84,21 +84,32 @@ def test_a_softmax_output_stays_float32_without_a_cast_kernel():
     assert sm.dtype == "float32" and sm.inputs[0].op == "cast" and h.outputs == [sm]
 
 
-@pytest.mark.parametrize("precision", ["fp16", "bf16"])
-def test_an_output_another_output_reads_keeps_its_name_once(precision):
-    """relu(a) and a, and a again: each output cast back under its own name, read where it was
-    (two nodes named `a` were refused as a graph before)."""
+def _reread_outputs(kind: str):
+    """`a` an output and read by another output: elementwise (and `a` given twice), by a softmax
+    kept in float32 (read through a cast), before or after `a`, or by a reduction."""
     b = GraphBuilder()
-    x = b.input("x", (1, 4))
+    x = b.input("x", (2, 4))
     a = b.op("add", x, x, name="a")
-    g = b.build([b.relu(a), a, a])
-    xs = np.array([[-1, 2, -3, 4]], np.float32)
-    r, a1, a2 = tefuse.build(g, "llvm", precision=precision).run(xs)
-    np.testing.assert_array_equal(r, np.maximum(2 * xs, 0))
-    np.testing.assert_array_equal(a1, 2 * xs)
-    np.testing.assert_array_equal(a2, 2 * xs)
+    return b.build({"relu": [b.relu(a), a, a], "softmax": [b.op("softmax", a), a],
+                    "softmax_last": [a, b.op("softmax", a)],
+                    "reduce": [b.relu(b.op("reduce_sum", a, axes=[1])), a]}[kind])
+
+
+@pytest.mark.parametrize("precision", ["fp16", "bf16"])
+@pytest.mark.parametrize("kind", ["relu", "softmax", "softmax_last", "reduce"])
+def test_an_output_another_output_reads_keeps_its_name_once(kind, precision):
+    """Each output cast back under its own name, read where it was (two nodes named `a` were
+    refused as a graph before)."""
+    g = _reread_outputs(kind)
+    xs = np.array([[-1, 2, -3, 4], [0.5, 1, 2, -2]], np.float32)
+    want = tefuse.build(g, "llvm").run(xs)
+    got = tefuse.build(g, "llvm", precision=precision).run(xs)
+    for w, v in zip(want, got):  # values fp16 and bf16 hold exactly, sums of them too
+        np.testing.assert_allclose(v, w, rtol=1e-2, atol=1e-3)
     h = convert_precision(g, precision)
-    assert [o.name for o in h.outputs] == [g.outputs[0].name, "a", "a"] and h.outputs[1] is h.outputs[2]
+    assert [o.name for o in h.outputs] == [o.name for o in g.outputs]
+    if kind == "relu":
+        assert h.outputs[1] is h.outputs[2]
 
 
 def test_fp32_and_an_fp16_graph_are_left_alone():
