@@ -78,9 +78,23 @@ def test_installed_wheel_finds_the_shipped_tuning_logs(wheel, tmp_path):
 
 def test_every_dependency_ci_installs_is_pinned():
     """CI installs from scratch: an unpinned dependency's new release changes results under it
-    (ml_dtypes 0.7 turned an out-of-range float's int4 cast into 0, and onnx's test data with it)."""
+    (ml_dtypes 0.7 turned an out-of-range float's int4 cast into 0, and onnx's test data with it).
+    Each of pyproject's requirements is one `==` pin, and CI's constraints file, which pins their
+    dependencies too, agrees with it."""
     tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    from packaging.requirements import Requirement
+
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    reqs = list(project["dependencies"]) + [r for extra in project["optional-dependencies"].values() for r in extra]
-    loose = [r for r in reqs if "==" not in r]
+    reqs = [Requirement(r) for r in project["dependencies"]]
+    reqs += [Requirement(r) for extra in project["optional-dependencies"].values() for r in extra]
+    loose = [str(r) for r in reqs if [s.operator for s in r.specifier] != ["=="]]
     assert not loose, f"pin these exactly in pyproject.toml: {loose}"
+    constraints = {}
+    for line in (ROOT / ".ci" / "constraints.txt").read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            c = Requirement(line)
+            constraints[c.name.lower().replace("_", "-")] = str(c.specifier)
+    differ = {r.name: (str(r.specifier), constraints[key]) for r in reqs
+              if (key := r.name.lower().replace("_", "-")) in constraints and constraints[key] != str(r.specifier)}
+    assert not differ, f"pyproject.toml and .ci/constraints.txt pin these apart: {differ}"
+    assert constraints.get("ml-dtypes") and constraints.get("numpy")  # the file pins the project's deps
