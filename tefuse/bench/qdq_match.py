@@ -117,9 +117,11 @@ def _session(model, optimized: bool):
     return ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
 
 
-def match_case(name: str, path: Path, target: str, inputs: int, batch: int, seed: int = 0) -> MatchRow:
+def match_case(name: str, path: Path, target: str, inputs: int, batch: int, seed: int = 0,
+               calibration: Optional[dict] = None) -> MatchRow:
     """A quantized ONNX model (`path`, input `input` of [batch, 3, 224, 224]) built by tefuse for
-    `target`, against onnxruntime's two paths over `inputs` seeded images."""
+    `target`, against onnxruntime's two paths over `inputs` seeded images; `calibration` says how
+    the model was quantized (kept in the row)."""
     import onnx
 
     from ..driver import build
@@ -144,7 +146,7 @@ def match_case(name: str, path: Path, target: str, inputs: int, batch: int, seed
         total += n
     pairs = {p: asdict(step_stats(w)) for p, w in worst.items()}
     row = MatchRow(name, target, total, batch, step, pairs, same / total, cg.num_kernels, build_s,
-                   {"seed": seed, "cpu": _cpu()})
+                   {"seed": seed, "cpu": _cpu(), "quantized": calibration or {}})
     log.info("%s on %s: worst %g output steps from onnxruntime (optimizations off), %g from its optimized "
              "path, which lies %g from the first", name, target, pairs[PAIRS[0]]["worst"], pairs[PAIRS[1]]["worst"],
              pairs[PAIRS[2]]["worst"])
@@ -193,7 +195,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         for name in args.models:
             src = export_torchvision(name, args.batch, Path(tmp) / f"{name}.onnx")
             path = quantize(src, Path(tmp) / f"{name}_qdq.onnx", args.batch, args.calibration_batches, args.seed)
-            rows.append(match_case(name, path, args.target, args.inputs, args.batch, args.seed))
+            how = {"by": "onnxruntime.quantization.quantize_static", "format": "QDQ", "weights": "int8 per channel",
+                   "activations": "int8", "calibrate_method": "MinMax",
+                   "calibration_images": args.calibration_batches * args.batch}
+            rows.append(match_case(name, path, args.target, args.inputs, args.batch, args.seed, how))
             r = rows[-1]
             print(f"{name}: output steps from onnxruntime, worst (mean of batch worsts): "
                   + "; ".join(f"{pair} {r.pairs[pair]['worst']:g} ({r.pairs[pair]['mean_batch_worst']:.2f})"

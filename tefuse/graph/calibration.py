@@ -28,7 +28,8 @@ numerics.
   with a threshold of its own (keyed by the add's name), so its kernel stores one-byte codes and
   the body's last conv reads them, as TensorRT's int8 ResNets do. At batch 256 the four such
   shortcuts of ResNet-50 wrote and read 770 MB in fp16, half of it in codes. A calibration
-  without the add's threshold (one saved before these were collected) leaves the shortcut float.
+  without the add's threshold (one saved before these were collected), or with the add or the
+  shortcut's conv pinned, leaves the shortcut float.
 
 A Calibration is plain data (JSON), so the scales a calibration found are saved and reused
 without the samples.

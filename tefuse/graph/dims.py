@@ -19,7 +19,7 @@ from tvm_ffi import structural_walk
 from ..errors import DynamicShapeError, OpError
 from ..ops.value import eval_dim as value_eval_dim
 
-T = TypeVar("T")
+_T = TypeVar("_T")
 
 Dim = Union[int, str]
 """One dimension of a shape: a fixed size, or the name of a symbolic size."""
@@ -57,10 +57,10 @@ def parse_range(text: str) -> DimRange:
     return DimRange(*parts)
 
 
-def parse_named(specs: Sequence[str], flag: str, form: str, parse: Callable[[str, str], T]) -> dict[str, T]:
+def parse_named(specs: Sequence[str], flag: str, form: str, parse: Callable[[str, str], _T]) -> dict[str, _T]:
     """`NAME=value` command-line specs (`flag`'s, each of the form `form`) -> {NAME: parse(NAME,
     value)}; a name given twice is an error."""
-    out: dict[str, T] = {}
+    out: dict[str, _T] = {}
     for spec in specs:
         name, sep, value = spec.partition("=")
         name = name.strip()
