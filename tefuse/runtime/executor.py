@@ -525,9 +525,12 @@ class CompiledGraph:
         if handle is not None and ((buffers is None and as_numpy is not False)
                                    or (buffers is not None and len(direct) < len(outputs))):
             self.device.sync(handle)  # the copies below run on TVM's own stream: wait for the kernels
+        # an output listed twice was written once, into the first one's buffer where that took it
+        written = {self._plan[outputs[j]]: view for j, view in direct.items()}
         res = []
         for j, o in enumerate(outputs):
-            t = env[o] if o.op == INPUT else self._param(o) if o.op == CONST else slots[self._plan[o]]
+            t = (env[o] if o.op == INPUT else self._param(o) if o.op == CONST
+                 else written.get(self._plan[o], slots[self._plan[o]]))
             if buffers is not None:
                 if j not in direct:  # not written in place: copy in
                     self._copy_into(t, buffers[j], o.name)

@@ -192,6 +192,22 @@ def test_out_buffers_are_written_in_place_and_returned(rng):
     np.testing.assert_allclose(bufs[0], want[0], rtol=1e-6)
 
 
+def test_an_output_listed_twice_fills_both_buffers_with_this_runs_values(rng):
+    """The kernel writes the first buffer in place; the second copies from it, not from the
+    graph's own buffer, which this run did not write (it held the last run's values)."""
+    b = tefuse.GraphBuilder()
+    r = b.relu(b.input("x", (2, 4)))
+    cg = tefuse.build(b.build([r, r]), "llvm")
+    x = rng.standard_normal((2, 4)).astype("float32")
+    cg.run(x - 5)  # the graph's own buffer now holds another run's values
+    for bufs in ([aligned(np.zeros((2, 4), np.float32)) for _ in range(2)],
+                 [tvm.runtime.empty((2, 4), "float32", tvm.cpu(0)) for _ in range(2)]):
+        cg.run(x, out=bufs)
+        for buf in bufs:
+            np.testing.assert_array_equal(np.asarray(buf.numpy() if hasattr(buf, "numpy") else buf),
+                                          np.maximum(x, 0))
+
+
 def test_out_buffers_tvm_can_not_use_in_place_are_copied_into(rng):
     cg, xa, ya, want = _add_relu(rng)
     names = [o.name for o in cg.graph.outputs]
