@@ -302,11 +302,14 @@ def convert_precision(graph: Graph, precision: str) -> Graph:
             outputs.append(done[id(o)])
             continue
         got = rw.new[id(o)]
-        if got.dtype != o.dtype and o.op != INPUT:
+        if o.op == INPUT:  # given back as it came, not its low-precision copy
+            got = o
+        elif got.dtype != o.dtype:
             # the output keeps its name and dtype; the low-precision value (a node this rewrite
-            # built) is renamed in place, so every reader built so far, casts included, reads it
+            # built) is renamed in place, so every reader built so far, casts included, reads it;
+            # a constant is given back as it was, exact, rather than cast back from its copy
             got.name = rw.fresh(f"{o.name}_{precision}")
-            got = rw.cast(got, o.dtype, o.name)
+            got = o if o.op == CONST else rw.cast(got, o.dtype, o.name)
         outputs.append(got)
         done[id(o)] = got
     _rename_float32_twins(outputs, rw)

@@ -86,26 +86,36 @@ def test_a_softmax_output_stays_float32_without_a_cast_kernel():
 
 def _reread_outputs(kind: str):
     """`a` an output and read by another output: elementwise (and `a` given twice), by a softmax
-    kept in float32 (read through a cast), before or after `a`, or by a reduction."""
+    kept in float32 (read through a cast), before or after `a`, or by a reduction; or the input,
+    or a constant read by a float32 LayerNorm or by a low-precision add, as an output."""
     b = GraphBuilder()
     x = b.input("x", (2, 4))
     a = b.op("add", x, x, name="a")
+    c = b.const(np.array([0.1, -1e3 / 3, 7.3, 1e-3], np.float32), name="c")
+    if kind.startswith("const"):
+        out = (b.layer_norm(x, c, b.const(np.zeros(4, np.float32))) if kind == "const_ln"
+               else b.op("add", x, c))
+        return b.build([out, c])
     return b.build({"relu": [b.relu(a), a, a], "softmax": [b.op("softmax", a), a],
                     "softmax_last": [a, b.op("softmax", a)],
-                    "reduce": [b.relu(b.op("reduce_sum", a, axes=[1])), a]}[kind])
+                    "reduce": [b.relu(b.op("reduce_sum", a, axes=[1])), a], "input": [b.relu(x), x]}[kind])
 
 
 @pytest.mark.parametrize("precision", ["fp16", "bf16"])
-@pytest.mark.parametrize("kind", ["relu", "softmax", "softmax_last", "reduce"])
+@pytest.mark.parametrize("kind", ["relu", "softmax", "softmax_last", "reduce", "input", "const_ln", "const_add"])
 def test_an_output_another_output_reads_keeps_its_name_once(kind, precision):
     """Each output cast back under its own name, read where it was (two nodes named `a` were
-    refused as a graph before)."""
+    refused as a graph before); an input or a constant given as an output comes back as it was,
+    float32 and exact (it came back as its rounded low-precision copy)."""
     g = _reread_outputs(kind)
-    xs = np.array([[-1, 2, -3, 4], [0.5, 1, 2, -2]], np.float32)
+    xs = np.array([[-1, 2, -3, 4], [0.5, 1, 2, -2]], np.float32) * 1000.1
     want = tefuse.build(g, "llvm").run(xs)
     got = tefuse.build(g, "llvm", precision=precision).run(xs)
-    for w, v in zip(want, got):  # values fp16 and bf16 hold exactly, sums of them too
-        np.testing.assert_allclose(v, w, rtol=1e-2, atol=1e-3)
+    assert [v.dtype for v in got] == [w.dtype for w in want]
+    for w, v in zip(want, got):
+        np.testing.assert_allclose(v, w, rtol=1e-2, atol=1e-2 * np.abs(w).max())
+    if kind in ("input", "const_ln", "const_add"):
+        np.testing.assert_array_equal(got[1], want[1])
     h = convert_precision(g, precision)
     assert [o.name for o in h.outputs] == [o.name for o in g.outputs]
     if kind == "relu":
