@@ -18,7 +18,8 @@ def is_float(e) -> bool:
 
 
 def _nan(a):
-    return tir.isnan(a)  # (a != a is simplified to false by TVM)
+    # (a != a is simplified to false by TVM; its isnan takes no bfloat16: widened, exactly)
+    return tir.isnan(tir.Cast("float32", a) if _dt(a) == "bfloat16" else a)
 
 
 def fmax(a, b):
@@ -95,7 +96,9 @@ NANMIN = _reducer("min")
 # the extreme key that wins (INT_MAX for max, INT_MIN for min). The result's key is decoded in
 # the epilogue: the extreme key is NaN, any other gives back the exact float. One pass, one
 # reduction, any template.
-_KEYS = {"float32": ("int32", 0x7FFFFFFF), "float16": ("int16", 0x7FFF), "bfloat16": ("int16", 0x7FFF),
+# bfloat16 is keyed as its float32 widening (exact): llvm computes bfloat16 in float32, so its
+# 16 bits cannot be reinterpreted there
+_KEYS = {"float32": ("int32", 0x7FFFFFFF), "float16": ("int16", 0x7FFF), "bfloat16": ("int32", 0x7FFFFFFF),
          "float64": ("int64", 0x7FFFFFFFFFFFFFFF)}
 
 
@@ -112,7 +115,7 @@ def _nan_key(kind: str, it: str):
 
 
 # the bits of +inf: a float is NaN exactly when its bits without the sign are above them
-_INF_BITS = {"float32": 0x7F800000, "float16": 0x7C00, "bfloat16": 0x7F80, "float64": 0x7FF0000000000000}
+_INF_BITS = {"float32": 0x7F800000, "float16": 0x7C00, "float64": 0x7FF0000000000000}
 
 
 def order_key(x, kind: str):
@@ -120,6 +123,8 @@ def order_key(x, kind: str):
     max/min of the floats. NaN is told from the bits (not tir.isnan, which makes TVM's
     vectorizer give up on the whole loop: a vectorized NHWC max pool then loads one element at
     a time)."""
+    if _dt(x) == "bfloat16":
+        x = tir.Cast("float32", x)
     it, mag = _KEYS[_dt(x)]
     b = tir.reinterpret(it, x)
     k = tir.Select(b >= tir.const(0, it), b, tir.bitwise_xor(b, tir.const(mag, it)))
@@ -129,9 +134,20 @@ def order_key(x, kind: str):
 
 def from_key(k, dtype: str, kind: str):
     """The float an order key stands for (NaN for the extreme key)."""
-    it, mag = _KEYS[str(dtype)]
+    dtype = str(dtype)
+    it, mag = _KEYS[dtype]
     b = tir.Select(k >= tir.const(0, it), k, tir.bitwise_xor(k, tir.const(mag, it)))
-    return tir.Select(k == _nan_key(kind, it), tir.const(float("nan"), dtype), tir.reinterpret(str(dtype), b))
+    # bfloat16: its float32 key narrowed (the NaN test stays outermost: under a cast, TVM lost it)
+    value = tir.Cast(dtype, tir.reinterpret("float32", b)) if dtype == "bfloat16" else tir.reinterpret(dtype, b)
+    return tir.Select(_is_nan_key(k, kind, it), tir.const(float("nan"), dtype), value)
+
+
+def _is_nan_key(k, kind: str, it: str):
+    """k is the extreme key. As an inequality: TVM's simplifier folds `k == INT_MIN` to false (a
+    float32 or float16 key's bits are NaN anyway; bfloat16's narrowing is not)."""
+    if kind == "max":
+        return k > tir.max_value(it) - tir.const(1, it)
+    return k < tir.min_value(it) + tir.const(1, it)
 
 
 def reduce_max(expr, axis):

@@ -161,3 +161,36 @@ def test_cuda_keyed_reduction_compiles(op, shape, attrs, dtype):
     nan_test = re.search(r"(2139095040|\(short\)31744) < \(.*& (2147483647|\(short\)32767)\)", src)
     assert nan_test or "isnan" in src or "__hisnan" in src, src[:2000]
     assert compile_to_ptx(src, "sm_90")
+
+
+def _bf16_graph(kind: str):
+    b = tefuse.GraphBuilder()
+    x = b.input("x", (1, 2, 4, 4), "bfloat16")
+    if kind in ("maximum", "minimum"):
+        return b.build(b.op(kind, x, b.input("y", (1, 2, 4, 4), "bfloat16")))
+    if kind == "max_pool2d":
+        return b.build(b.max_pool2d(x, kernel=2, strides=2))
+    return b.build(b.op(kind, x, axes=[2, 3]))
+
+
+@pytest.mark.parametrize("kind", ["maximum", "minimum", "max_pool2d", "reduce_max", "reduce_min"])
+def test_bfloat16_max_and_min_propagate_nan_on_llvm(kind):
+    """bfloat16 is computed in float32 on llvm: its NaN test and order keys widen it (exactly),
+    where TVM refused isnan on bfloat16 and a 16-bit reinterpretation of it."""
+    import ml_dtypes
+
+    bf = ml_dtypes.bfloat16
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((1, 2, 4, 4)).astype(bf)
+    y = rng.standard_normal((1, 2, 4, 4)).astype(bf)
+    x.flat[[0, 9]] = np.nan
+    y.flat[[3]] = np.nan
+    x.flat[5] = -np.inf
+    cg = tefuse.build(_bf16_graph(kind), "llvm")
+    feeds = {"x": x, "y": y} if kind in ("maximum", "minimum") else {"x": x}
+    got = np.asarray(cg.run(**feeds)[0]).astype(np.float32)
+    xf, yf = x.astype(np.float32), y.astype(np.float32)
+    want = {"maximum": lambda: np.maximum(xf, yf), "minimum": lambda: np.minimum(xf, yf),
+            "max_pool2d": lambda: xf.reshape(1, 2, 2, 2, 2, 2).max(axis=(3, 5)),
+            "reduce_max": lambda: xf.max(axis=(2, 3)), "reduce_min": lambda: xf.min(axis=(2, 3))}[kind]()
+    same(got, want, rtol=0)
