@@ -83,6 +83,10 @@ def _lower(group: FusedGroup, wide: str, narrow_to_int32: bool = False) -> Lower
             vals[id(n)] = get_op(n.op).compute([vals[id(i)] for i in n.inputs], n.attrs)
         except OpError as e:
             raise BuildError(f"group {group.name}: node {n.name!r} ({n.op}): {e}") from None
+        except tvm.error.InternalError as e:  # an expression TVM refuses: one line, not its trace
+            first = next((ln.strip() for ln in str(e).splitlines() if ln.strip()), type(e).__name__)
+            raise BuildError(f"group {group.name}: node {n.name!r} ({n.op}): TVM cannot compute it: "
+                             f"{first[:300]}") from None
         if group.anchor is not None and id(n) in outputs and id(n) in read_inside and vals[id(n)].is_lazy \
                 and (n is not group.anchor or n.anchor_kind in QUANTIZED_OUTPUT_OPAQUE):
             # an epilogue output the group reads on (a value and its QuantizeLinear, both written:

@@ -9,6 +9,7 @@ import pytest
 import tefuse
 from tefuse import GraphBuilder
 from tefuse.codegen.lower import lower_group
+import tvm
 from tvm import s_tir
 from tests.fusion.test_fuse_ops import adam_graph
 from tests.reference import assert_close, conv2d
@@ -134,6 +135,14 @@ def test_lowering_error_names_group_and_node(monkeypatch):
 
     monkeypatch.setitem(registry._REGISTRY, "relu", registry.OpDef("relu", orig.pattern, boom))
     with pytest.raises(tefuse.BuildError, match=r"group g0_relu: node 'bad' \(relu\): boom"):
+        lower_group(gr)
+
+    def refused(inputs, attrs):  # as TVM refuses an expression (isnan of bfloat16 did)
+        raise tvm.error.InternalError("Data type T.bfloat16 not supported for isnan op.\n  stack...")
+
+    monkeypatch.setitem(registry._REGISTRY, "relu", registry.OpDef("relu", orig.pattern, refused))
+    with pytest.raises(tefuse.BuildError, match=r"node 'bad' \(relu\): TVM cannot compute it: Data type "
+                                                  r"T.bfloat16 not supported for isnan op.$"):
         lower_group(gr)
 
 
