@@ -273,9 +273,7 @@ def _quantized_shortcuts(graph: Graph, calibration: Calibration) -> dict[str, in
     where the shortcut's conv is pinned (its output stays float as the user asked)."""
     if not calibration.residuals:
         return {}
-    readers, by_name = graph.reader_counts(), {n.name: n for n in graph.nodes}
-    return {add: k for add, k in projection_shortcuts(graph).items()
-            if _projection_conv(by_name[add].inputs[k], readers).name not in calibration.pinned}
+    return {add: k for add, (k, conv) in _projections(graph).items() if conv.name not in calibration.pinned}
 
 
 def projection_shortcuts(graph: Graph) -> dict[str, int]:
@@ -284,6 +282,11 @@ def projection_shortcuts(graph: Graph) -> dict[str, int]:
     output (through a bias or batch norm) where that conv's input is what the other operand's
     body convolves too (a ResNet's downsampling block: the 1x1 shortcut conv and the body's first
     conv read the block's input)."""
+    return {add: k for add, (k, _) in _projections(graph).items()}
+
+
+def _projections(graph: Graph) -> dict[str, tuple[int, Node]]:
+    """`projection_shortcuts`, each with its shortcut's conv."""
     readers = graph.reader_counts()
     found = {}
     for n in graph.nodes:
@@ -293,7 +296,7 @@ def projection_shortcuts(graph: Graph) -> dict[str, int]:
         for k, s in enumerate(n.inputs):
             conv = _projection_conv(s, readers) if readers[id(s)] == 1 else None
             if conv is not None and _reads_in_body(n.inputs[1 - k], conv.inputs[0]):
-                sides.append(k)
+                sides.append((k, conv))
         if len(sides) == 1:
             found[n.name] = sides[0]
     return found
